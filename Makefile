@@ -1,0 +1,44 @@
+# The two commands of the README: `make run` and `make test`. Everything else is a helper.
+JOBS      ?= 2
+BUILD     ?= build/release
+FUZZBUILD ?= build/fuzz
+CMAKE_FLAGS ?=
+
+.PHONY: all bootstrap configure build run test unit-test fuzz interop bench format clean
+
+all: build
+
+bootstrap:
+	@bash tools/bootstrap/bootstrap.sh
+
+$(BUILD)/CMakeCache.txt: | bootstrap
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+
+configure: bootstrap $(BUILD)/CMakeCache.txt
+
+build: configure
+	cmake --build $(BUILD) -j$(JOBS)
+
+run: build
+	$(BUILD)/bin/uaplex --config etc/uaplex.toml
+
+# Unit, integration, ASan and interop tests through ctest, then the bounded fuzz runs.
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 900
+	@$(MAKE) --no-print-directory fuzz
+
+fuzz: bootstrap
+	cmake -S . -B $(FUZZBUILD) -DUAPLEX_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ >/dev/null
+	cmake --build $(FUZZBUILD) -j$(JOBS) --target fuzzers
+	cd $(FUZZBUILD) && ctest --output-on-failure -L fuzz
+
+bench: build
+	cmake --build $(BUILD) -j$(JOBS) --target bench
+	@for b in $(BUILD)/bin/bench_*; do [ -x "$$b" ] && "$$b" || exit 1; done
+
+format:
+	git ls-files '*.cpp' '*.hpp' '*.h' '*.c' | xargs clang-format -i
+
+clean:
+	rm -rf build

@@ -1,0 +1,12 @@
+# uaplex_plugin(<name> SOURCES ...): a plugin shared library, loadable by the plugin host.
+# Plugins link to nothing in the kernel: only the SDK headers.
+function(uaplex_plugin name)
+  cmake_parse_arguments(P "" "OUTPUT_DIR" "SOURCES;LIBS" ${ARGN})
+  add_library(${name} MODULE ${P_SOURCES})
+  target_link_libraries(${name} PRIVATE uaplex_sdk ${P_LIBS})
+  set_target_properties(${name} PROPERTIES PREFIX "" OUTPUT_NAME "uaplex-${name}"
+    CXX_VISIBILITY_PRESET hidden C_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
+  if(P_OUTPUT_DIR)
+    set_target_properties(${name} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${P_OUTPUT_DIR})
+  endif()
+endfunction()

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs every Debian package the build and the tests need. Idempotent and silent
+# when everything is already there.
+set -euo pipefail
+
+pkgs=(
+  build-essential cmake make pkg-config python3 git ccache
+  libboost-dev libssl-dev openssl libtomlplusplus-dev libspdlog-dev libfmt-dev catch2
+  libbenchmark-dev clang libclang-rt-14-dev
+)
+# Node.js and npm drive the interop tests; keep a newer Node.js when one is installed.
+command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
+command -v npm >/dev/null 2>&1 || pkgs+=(npm)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+echo "bootstrap: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
