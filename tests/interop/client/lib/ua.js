@@ -10,7 +10,7 @@ const debug = require("node-opcua-debug");
 if (!process.env.UAPLEX_VERBOSE) debug.setLogLevel(debug.LogLevel.Error);
 
 const ua = require("node-opcua-client");
-const { OPCUAClient, MessageSecurityMode, SecurityPolicy, StatusCodes, AttributeIds } = ua;
+const { OPCUAClient, MessageSecurityMode, SecurityPolicy, AttributeIds } = ua;
 
 const ENDPOINT = process.env.UAPLEX_ENDPOINT || "opc.tcp://127.0.0.1:4840";
 // --peer: relax the few assertions where node-opcua's server legitimately differs from
@@ -170,16 +170,6 @@ function canon(v) {
     return out;
 }
 
-function withTimeout(promise, ms, what) {
-    let timer;
-    return Promise.race([
-        promise,
-        new Promise((_, reject) => {
-            timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
-        }),
-    ]).finally(() => clearTimeout(timer));
-}
-
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 module.exports = {
@@ -204,6 +194,5 @@ module.exports = {
     assertStatus,
     assertGood,
     canon,
-    withTimeout,
     sleep,
 };

@@ -2,7 +2,7 @@
 "use strict";
 
 const { test } = require("node:test");
-const { ua, assert, ENDPOINT, PORT, T_SHORT, connect, disconnect } = require("../lib/ua");
+const { ua, assert, PORT, T_SHORT, connect, disconnect } = require("../lib/ua");
 const { MessageSecurityMode, SecurityPolicy, UserTokenType } = ua;
 
 const UATCP_PROFILE = "http://opcfoundation.org/UA-Profile/Transport/uatcp-uasc-uabinary";
@@ -80,15 +80,6 @@ test("FindServers returns the server's application description", { timeout: T_SH
         const mine = await client.findServers({ serverUris: [appUri] });
         assert.equal(mine.length, 1);
         assert.equal(mine[0].applicationUri, appUri);
-    } finally {
-        await disconnect(client);
-    }
-});
-
-test("the endpoint from the command line is the one connected to", { timeout: T_SHORT }, async () => {
-    const client = await connect();
-    try {
-        assert.ok(client.endpointUrl === ENDPOINT || client.endpointUrl.startsWith("opc.tcp://"));
     } finally {
         await disconnect(client);
     }

@@ -4,7 +4,7 @@
 "use strict";
 
 const { test, before, after } = require("node:test");
-const { ua, assert, T_SHORT, T_LONG, sharedSession, assertGood, assertStatus, statusName } = require("../lib/ua");
+const { ua, assert, T_SHORT, T_LONG, sharedSession, assertGood, assertStatus } = require("../lib/ua");
 const { BrowseDirection, NodeClass, StatusCodes } = ua;
 const { DEMO_TYPES } = require("../lib/layout");
 

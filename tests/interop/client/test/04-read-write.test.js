@@ -150,8 +150,8 @@ test("a write of the wrong type gives BadTypeMismatch", { timeout: T_SHORT }, as
 
 test("Dynamic and Counter are read-only and change every 100 ms", { timeout: T_SHORT }, async () => {
     const s = S.session;
-    const dyn = id("", "Dynamic").replace("Demo..", "Demo.");
-    const cnt = id("", "Counter").replace("Demo..", "Demo.");
+    const dyn = `ns=${S.demo};s=Demo.Dynamic`;
+    const cnt = `ns=${S.demo};s=Demo.Counter`;
     const [d1, c1] = await s.read([{ nodeId: dyn }, { nodeId: cnt }]);
     assertGood(d1.statusCode, "read Dynamic");
     assertGood(c1.statusCode, "read Counter");
@@ -324,17 +324,37 @@ test("Read and Write with IndexRange on an array", { timeout: T_SHORT }, async (
     // Part 4 §7.27 has no elements to select there, so uaplex must refuse it.
     if (!PEER) assertStatus(sr.statusCode, [StatusCodes.BadIndexRangeNoData, StatusCodes.BadIndexRangeInvalid], "IndexRange on a scalar");
 
-    // IndexRange on a demo String array element, then on a substring (Part 4 §7.27: a range
-    // on a String selects characters).
+    // A single element of a demo array.
     const sa = await s.read({ nodeId: id("Arrays", "Double"), attributeId: AttributeIds.Value, indexRange: ("1") });
     assertGood(sa.statusCode, "read Double[1]");
     assert.equal(sa.value.value.length, 1);
 });
 
-test("Read with TimestampsToReturn Both stamps source and server times", { timeout: T_SHORT }, async () => {
+test("Read honours TimestampsToReturn", { timeout: T_SHORT }, async () => {
     const s = S.session;
-    const dv = await s.read({ nodeId: "ns=1;i=1001" }, 0);
-    assertGood(dv.statusCode, "read");
-    assert.ok(dv.serverTimestamp instanceof Date, "no server timestamp");
-    assert.ok(Math.abs(dv.serverTimestamp.getTime() - Date.now()) < 60000, "server timestamp far from now");
+    const transact = require("node:util").promisify(s.performMessageTransaction.bind(s));
+    const read = async (timestampsToReturn) => {
+        const response = await transact(new ua.ReadRequest({
+            maxAge: 0,
+            timestampsToReturn,
+            nodesToRead: [{ nodeId: "ns=1;i=1001", attributeId: AttributeIds.Value }],
+        }));
+        assert.equal(response.results.length, 1);
+        assertGood(response.results[0].statusCode, `read with TimestampsToReturn ${timestampsToReturn}`);
+        return response.results[0];
+    };
+    const near = (d) => d instanceof Date && Math.abs(d.getTime() - Date.now()) < 60000;
+    const TS = ua.TimestampsToReturn;
+    const both = await read(TS.Both);
+    assert.ok(near(both.serverTimestamp), "Both: no server timestamp near now");
+    assert.ok(both.sourceTimestamp instanceof Date, "Both: no source timestamp");
+    const server = await read(TS.Server);
+    assert.ok(near(server.serverTimestamp), "Server: no server timestamp");
+    assert.equal(server.sourceTimestamp, null, "Server: a source timestamp came back");
+    const source = await read(TS.Source);
+    assert.ok(source.sourceTimestamp instanceof Date, "Source: no source timestamp");
+    assert.equal(source.serverTimestamp, null, "Source: a server timestamp came back");
+    const neither = await read(TS.Neither);
+    assert.equal(neither.sourceTimestamp, null, "Neither: a source timestamp came back");
+    assert.equal(neither.serverTimestamp, null, "Neither: a server timestamp came back");
 });

@@ -34,7 +34,7 @@ test("write the 100 scalars in one Write and read them back", { timeout: T_SHORT
     assert.deepEqual(dvs.map((dv) => dv.value.value), values);
 });
 
-test("scalar attributes: Int32, ValueRank -1, CurrentRead|CurrentWrite", { timeout: T_SHORT }, async () => {
+test("attributes: Int32, ValueRank -1 or 1 with ArrayDimensions [0], CurrentRead|CurrentWrite", { timeout: T_SHORT }, async () => {
     const nodes = [scalars[0], scalars[99], arrays[0], arrays[99]];
     const attrs = [AttributeIds.DataType, AttributeIds.ValueRank, AttributeIds.AccessLevel, AttributeIds.ArrayDimensions];
     const dvs = await S.session.read(nodes.flatMap((nodeId) => attrs.map((attributeId) => ({ nodeId, attributeId }))));
