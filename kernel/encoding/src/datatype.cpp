@@ -33,18 +33,16 @@ std::span<const DataType> allDataTypes() noexcept {
 const DataType* findDataType(std::string_view name) noexcept {
     const std::uint16_t* b = detail::kIndexByName;
     const std::uint16_t* e = b + detail::kIndexByNameCount;
-    auto it = std::lower_bound(b, e, name, [](std::uint16_t i, std::string_view n) {
-        return kDataTypes[i].name < n;
-    });
+    auto it = std::lower_bound(
+        b, e, name, [](std::uint16_t i, std::string_view n) { return kDataTypes[i].name < n; });
     return (it != e && kDataTypes[*it].name == name) ? &kDataTypes[*it] : nullptr;
 }
 
 const DataType* findDataTypeByTypeId(std::uint32_t id) noexcept {
     const std::uint16_t* b = detail::kIndexByTypeId;
     const std::uint16_t* e = b + detail::kIndexByTypeIdCount;
-    auto it = std::lower_bound(b, e, id, [](std::uint16_t i, std::uint32_t v) {
-        return kDataTypes[i].typeId < v;
-    });
+    auto it = std::lower_bound(
+        b, e, id, [](std::uint16_t i, std::uint32_t v) { return kDataTypes[i].typeId < v; });
     return (it != e && kDataTypes[*it].typeId == id) ? &kDataTypes[*it] : nullptr;
 }
 
@@ -84,8 +82,8 @@ const generated::StatusCodeInfo* findStatus(std::uint32_t code) noexcept {
     code &= 0xFFFF0000u;  // the low 16 bits are info bits, not part of the code
     const auto* b = generated::kStatusCodes;
     const auto* e = b + generated::kStatusCodeCount;
-    auto it = std::lower_bound(b, e, code, [](const generated::StatusCodeInfo& s,
-                                              std::uint32_t c) { return s.code < c; });
+    auto it = std::lower_bound(
+        b, e, code, [](const generated::StatusCodeInfo& s, std::uint32_t c) { return s.code < c; });
     return (it != e && it->code == code) ? it : nullptr;
 }
 }  // namespace
@@ -107,7 +105,8 @@ bool equal(const NodeId& a, const NodeId& b) noexcept {
     if (a.namespace_index != b.namespace_index || a.identifier_type != b.identifier_type)
         return false;
     switch (a.identifier_type) {
-        case UAPLEX_ID_NUMERIC: return a.identifier.numeric == b.identifier.numeric;
+        case UAPLEX_ID_NUMERIC:
+            return a.identifier.numeric == b.identifier.numeric;
         case UAPLEX_ID_STRING:
             return a.identifier.string.length == b.identifier.string.length &&
                    view(a.identifier.string) == view(b.identifier.string);
@@ -118,7 +117,8 @@ bool equal(const NodeId& a, const NodeId& b) noexcept {
             return a.identifier.bytestring.length == b.identifier.bytestring.length &&
                    std::equal(x.begin(), x.end(), y.begin(), y.end());
         }
-        default: return false;
+        default:
+            return false;
     }
 }
 }  // namespace uaplex::ua

@@ -17,12 +17,12 @@ inline HeapCounters gHeap;
 
 // Allocations and bytes requested while the scope is alive.
 class HeapScope {
-public:
+  public:
     HeapScope() : a0_(gHeap.allocations.load()), b0_(gHeap.bytes.load()) {}
     std::size_t allocations() const { return gHeap.allocations.load() - a0_; }
     std::size_t bytes() const { return gHeap.bytes.load() - b0_; }
 
-private:
+  private:
     std::size_t a0_, b0_;
 };
 
@@ -60,10 +60,22 @@ void* operator new(std::size_t n, std::align_val_t a) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpragmas"
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+    std::free(p);
+}
 #pragma GCC diagnostic pop

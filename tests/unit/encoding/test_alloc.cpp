@@ -9,7 +9,8 @@ using namespace uaplex;
 
 TEST_CASE("ReadRequest decode allocates nothing in steady state", "[alloc]") {
     for (int n : {1, 100}) {
-        std::vector<std::uint8_t> bytes = test::encodeMessageBytes(test::ReadRequestFixture(n).request);
+        std::vector<std::uint8_t> bytes =
+            test::encodeMessageBytes(test::ReadRequestFixture(n).request);
         enc::Arena arena;
         enc::DecodeLimits limits;
         for (int warm = 0; warm < 3; ++warm) {

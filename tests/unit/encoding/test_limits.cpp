@@ -13,14 +13,15 @@ using uaplex::test::decodeAll;
 namespace {
 
 Bytes readRequest(int n) {
-    Bytes b = bytes({0x01, 0x00, 0x77, 0x02,  // ReadRequest_Encoding_DefaultBinary
-                     0x00, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF,
-                     0xFF, 0xFF, 0, 0, 0, 0, 0x00, 0x00, 0x00,  // RequestHeader
-                     0, 0, 0, 0, 0, 0, 0, 0, 0x01, 0, 0, 0});   // maxAge, Server
+    Bytes b = bytes(
+        {0x01, 0x00, 0x77, 0x02,  // ReadRequest_Encoding_DefaultBinary
+         0x00, 0x00, 0,    0,    0,    0,    0,    0, 0,    0, 1, 0,    0,    0,    0,
+         0,    0,    0,    0xFF, 0xFF, 0xFF, 0xFF, 0, 0,    0, 0, 0x00, 0x00, 0x00,  // RequestHeader
+         0,    0,    0,    0,    0,    0,    0,    0, 0x01, 0, 0, 0});  // maxAge, Server
     append(b, {n & 0xFF, (n >> 8) & 0xFF, 0, 0});
     for (int k = 0; k < n; ++k)
-        append(b, {0x01, 0x02, k & 0xFF, (k >> 8) & 0xFF, 0x0D, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF,
-                   0, 0, 0xFF, 0xFF, 0xFF, 0xFF});
+        append(b, {0x01, 0x02, k & 0xFF, (k >> 8) & 0xFF, 0x0D, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0,
+                   0, 0xFF, 0xFF, 0xFF, 0xFF});
     return b;
 }
 
@@ -71,7 +72,8 @@ TEST_CASE("array length limit", "[limits]") {
     CHECK(enc::decodeMessage(readRequest(6), arena, limits).status ==
           UAPLEX_BadEncodingLimitsExceeded);
     Variant v{};
-    CHECK(decodeAll(bytes({0x86, 6, 0, 0, 0}), v, arena, limits) == UAPLEX_BadEncodingLimitsExceeded);
+    CHECK(decodeAll(bytes({0x86, 6, 0, 0, 0}), v, arena, limits) ==
+          UAPLEX_BadEncodingLimitsExceeded);
 }
 
 TEST_CASE("arena byte limit", "[limits]") {
@@ -158,8 +160,9 @@ TEST_CASE("truncation at every offset fails cleanly", "[limits]") {
         CHECK(m.status == UAPLEX_BadDecodingError);
         CHECK(m.object == nullptr);
     }
-    Bytes dv = bytes({0x3F, 0x98, 0x02, 0, 0, 0, 0x06, 0x07, 0, 0, 0, 0x0C, 0x01, 0, 0, 0, 'a',
-                      0, 0, 0, 0x80, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0});
+    Bytes dv = bytes({0x3F, 0x98, 0x02, 0, 0, 0, 0x06, 0x07, 0, 0, 0, 0x0C, 0x01, 0,
+                      0,    0,    'a',  0, 0, 0, 0x80, 1,    2, 3, 4, 5,    6,    7,
+                      8,    9,    0,    1, 2, 3, 4,    5,    6, 7, 8, 9,    0});
     for (std::size_t n = 0; n < dv.size(); ++n) {
         DataValue d{};
         CHECK(decodeAll(Bytes(dv.begin(), dv.begin() + std::ptrdiff_t(n)), d, arena) ==
@@ -173,12 +176,14 @@ TEST_CASE("framing errors", "[limits]") {
     enc::Arena arena;
     Bytes trailing = readRequest(1);
     trailing.push_back(0);
-    CHECK(enc::decodeMessage(trailing, arena, enc::DecodeLimits{}).status == UAPLEX_BadDecodingError);
+    CHECK(enc::decodeMessage(trailing, arena, enc::DecodeLimits{}).status ==
+          UAPLEX_BadDecodingError);
     CHECK(enc::decodeMessage(bytes({0x01, 0x00, 0xFF, 0xFF}), arena, enc::DecodeLimits{}).status ==
           UAPLEX_BadDecodingError);  // no such encoding id
     CHECK(enc::decodeMessage(bytes({0x01, 0x03, 0x77, 0x02}), arena, enc::DecodeLimits{}).status ==
           UAPLEX_BadDecodingError);  // not namespace 0
-    CHECK(enc::decodeMessage(Bytes{}, arena, enc::DecodeLimits{}).status == UAPLEX_BadDecodingError);
+    CHECK(enc::decodeMessage(Bytes{}, arena, enc::DecodeLimits{}).status ==
+          UAPLEX_BadDecodingError);
 }
 
 TEST_CASE("writer size limit", "[limits]") {

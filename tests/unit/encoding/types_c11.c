@@ -11,4 +11,6 @@ _Static_assert(offsetof(uaplex_nodeid, identifier) == 8, "uaplex_nodeid layout")
 _Static_assert(sizeof(uaplex_variant) == 40, "uaplex_variant layout");
 _Static_assert(offsetof(uaplex_variant, value) == 24, "uaplex_variant layout");
 
-int uaplex_types_c11_check(void) { return (int)sizeof(struct uaplex_datavalue); }
+int uaplex_types_c11_check(void) {
+    return (int)sizeof(struct uaplex_datavalue);
+}

@@ -60,21 +60,24 @@ void encodeBench(benchmark::State& state, const T& message) {
 }
 
 void BM_ReadRequestDecode(benchmark::State& state) {
-    decodeBench(state, test::encodeMessageBytes(test::ReadRequestFixture(int(state.range(0))).request));
+    decodeBench(state,
+                test::encodeMessageBytes(test::ReadRequestFixture(int(state.range(0))).request));
 }
 void BM_ReadResponseEncode(benchmark::State& state) {
     test::ReadResponseFixture f(int(state.range(0)));
     encodeBench(state, f.response);
 }
 void BM_WriteRequestDecode(benchmark::State& state) {
-    decodeBench(state, test::encodeMessageBytes(test::WriteRequestFixture(int(state.range(0))).request));
+    decodeBench(state,
+                test::encodeMessageBytes(test::WriteRequestFixture(int(state.range(0))).request));
 }
 void BM_PublishResponseEncode(benchmark::State& state) {
     test::PublishResponseFixture f(int(state.range(0)));
     encodeBench(state, f.response);
 }
 void BM_PublishResponseDecode(benchmark::State& state) {
-    decodeBench(state, test::encodeMessageBytes(test::PublishResponseFixture(int(state.range(0))).response));
+    decodeBench(state, test::encodeMessageBytes(
+                           test::PublishResponseFixture(int(state.range(0))).response));
 }
 
 std::vector<std::uint8_t> payload(std::size_t n) {

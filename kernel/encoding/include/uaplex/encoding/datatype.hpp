@@ -14,18 +14,40 @@ namespace uaplex::enc {
 struct DataType;
 
 enum class TypeKind : std::uint8_t {
-    BuiltIn,                     // one of the 25 built-in types
-    Structure,                   // plain structure
-    StructureWithOptionalFields, // has an encodingMask (UInt32) selecting optional fields
-    Union,                       // has a switchField (UInt32) selecting one member
+    BuiltIn,                      // one of the 25 built-in types
+    Structure,                    // plain structure
+    StructureWithOptionalFields,  // has an encodingMask (UInt32) selecting optional fields
+    Union,                        // has a switchField (UInt32) selecting one member
     Enumeration,
 };
 
 // What a field holds. Values 1..25 are the built-in type ids (Variant type ids).
 enum class FieldKind : std::uint8_t {
-    Boolean = 1, SByte, Byte, Int16, UInt16, Int32, UInt32, Int64, UInt64, Float, Double,
-    String, DateTime, Guid, ByteString, XmlElement, NodeId, ExpandedNodeId, StatusCode,
-    QualifiedName, LocalizedText, ExtensionObject, DataValue, Variant, DiagnosticInfo,
+    Boolean = 1,
+    SByte,
+    Byte,
+    Int16,
+    UInt16,
+    Int32,
+    UInt32,
+    Int64,
+    UInt64,
+    Float,
+    Double,
+    String,
+    DateTime,
+    Guid,
+    ByteString,
+    XmlElement,
+    NodeId,
+    ExpandedNodeId,
+    StatusCode,
+    QualifiedName,
+    LocalizedText,
+    ExtensionObject,
+    DataValue,
+    Variant,
+    DiagnosticInfo,
     Enumeration = 30,  // `type` describes it; stored as its underlying integer
     Structure = 31,    // `type` describes it; stored by value
 };
@@ -55,9 +77,9 @@ struct DataType {
     std::uint32_t size;
     std::uint32_t alignment;
     TypeKind kind;
-    std::uint8_t builtinId;          // for BuiltIn: the type id; for Enumeration: byte width
+    std::uint8_t builtinId;  // for BuiltIn: the type id; for Enumeration: byte width
     std::uint32_t minEncodedSize;
-    std::uint32_t selectorOffset;    // encodingMask / switchField offset (optional/union)
+    std::uint32_t selectorOffset;  // encodingMask / switchField offset (optional/union)
     const FieldDescriptor* fields;
     std::uint32_t fieldCount;
     const EnumValue* enumValues;
