@@ -68,7 +68,7 @@ class BinaryReader {
           pos_(input.data()),
           end_(input.data() + input.size()),
           arena_(&arena),
-          limits_(&limits) {
+          limits_(limits) {
         if (input.size() > limits.maxMessageSize) fail(UAPLEX_BadEncodingLimitsExceeded);
     }
     BinaryReader(std::span<const std::byte> input, Arena& arena,
@@ -81,7 +81,7 @@ class BinaryReader {
     uaplex_status status() const noexcept { return status_; }
     std::size_t remaining() const noexcept { return std::size_t(end_ - pos_); }
     std::size_t position() const noexcept { return std::size_t(pos_ - begin_); }
-    const DecodeLimits& limits() const noexcept { return *limits_; }
+    const DecodeLimits& limits() const noexcept { return limits_; }
     Arena& arena() noexcept { return *arena_; }
 
     // Records the first failure; afterwards every read sees no input and yields zeros.
@@ -120,7 +120,7 @@ class BinaryReader {
     // Refuses before allocating when the remaining input cannot hold n such elements.
     template <class T>
     T* allocateElements(std::int32_t n, std::size_t minEncodedSize) noexcept {
-        if (n > limits_->maxArrayLength) {
+        if (n > limits_.maxArrayLength) {
             fail(UAPLEX_BadEncodingLimitsExceeded);
             return nullptr;
         }
@@ -135,7 +135,7 @@ class BinaryReader {
     T* allocate(std::size_t n = 1) noexcept {
         if (!ok()) return nullptr;
         if (n * sizeof(T) >
-            limits_->maxArenaBytes - std::min(arena_->used(), limits_->maxArenaBytes)) {
+            limits_.maxArenaBytes - std::min(arena_->used(), limits_.maxArenaBytes)) {
             fail(UAPLEX_BadEncodingLimitsExceeded);
             return nullptr;
         }
@@ -146,7 +146,7 @@ class BinaryReader {
 
     // Nesting guard for recursive types; refuses past maxNestingDepth.
     bool enter() noexcept {
-        if (++depth_ <= limits_->maxNestingDepth) [[likely]]
+        if (++depth_ <= limits_.maxNestingDepth) [[likely]]
             return true;
         fail(UAPLEX_BadEncodingLimitsExceeded);
         return false;
@@ -159,7 +159,7 @@ class BinaryReader {
     const std::uint8_t* pos_;
     const std::uint8_t* end_;
     Arena* arena_;
-    const DecodeLimits* limits_;
+    DecodeLimits limits_;  // a copy: callers often pass a temporary
     uaplex_status status_ = UAPLEX_Good;
     std::uint32_t depth_ = 0;
 };
