@@ -14,16 +14,18 @@ extern const StatusCodeInfo kStatusCodes[];
 extern const std::size_t kStatusCodeCount;
 }  // namespace uaplex::generated
 
-namespace uaplex::enc {
-namespace detail {
+namespace uaplex::ua::detail {
 extern const std::uint16_t kIndexByName[];
 extern const std::size_t kIndexByNameCount;
 extern const std::uint16_t kIndexByTypeId[];
 extern const std::size_t kIndexByTypeIdCount;
 extern const std::uint16_t kIndexByEncodingId[];
 extern const std::size_t kIndexByEncodingIdCount;
-}  // namespace detail
+}  // namespace uaplex::ua::detail
 
+namespace uaplex::enc {
+
+namespace detail = uaplex::ua::detail;
 using detail::kDataTypes;
 
 std::span<const DataType> allDataTypes() noexcept {

@@ -92,6 +92,12 @@ struct DataType {
     const FieldDescriptor* field(std::string_view fieldName) const noexcept;
 };
 
+// The descriptor of a generated structure type T (each has a dataTypeOf(const T*) overload).
+template <class T>
+const DataType* dataTypeOf() noexcept {
+    return dataTypeOf(static_cast<const T*>(nullptr));
+}
+
 // All descriptors: the built-in types first (by type id), then the generated ones.
 std::span<const DataType> allDataTypes() noexcept;
 const DataType* findDataType(std::string_view name) noexcept;

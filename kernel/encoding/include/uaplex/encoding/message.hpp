@@ -23,7 +23,7 @@ uaplex_status encodeMessage(BinaryWriter& writer, const DataType& type,
 
 template <class T>
 uaplex_status encodeMessage(BinaryWriter& writer, const T& message) noexcept {
-    return encodeMessage(writer, detail::kDataTypes[T::kTypeIndex], &message);
+    return encodeMessage(writer, *dataTypeOf<T>(), &message);
 }
 
 }  // namespace uaplex::enc
