@@ -79,6 +79,13 @@ uaplex_status decodeValue(std::span<const std::uint8_t> input, Arena& arena,
     return r.status();
 }
 
+uaplex_status encodeValue(ByteBuffer& out, const DataType& type, const void* value,
+                          std::size_t maxSize) noexcept {
+    BinaryWriter w(out, maxSize);
+    type.encodeFn(w, value);
+    return w.status();
+}
+
 namespace {
 const generated::StatusCodeInfo* findStatus(std::uint32_t code) noexcept {
     code &= 0xFFFF0000u;  // the low 16 bits are info bits, not part of the code

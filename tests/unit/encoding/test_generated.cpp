@@ -61,6 +61,20 @@ TEST_CASE("ReadRequest decodes from a hand-laid-out message", "[generated]") {
     enc::BinaryWriter w(buf);
     REQUIRE(enc::encodeMessage(w, req) == UAPLEX_Good);
     CHECK(buf.toVector() == in);
+
+    // Qualified calls reach the generated codecs too.
+    enc::ByteBuffer body;
+    enc::BinaryWriter bw(body);
+    enc::encode(bw, req);
+    CHECK(body.toVector() == Bytes(in.begin() + 4, in.end()));
+    ReadRequest again{};
+    enc::BinaryReader r(body.span(), arena, enc::DecodeLimits{});
+    enc::decode(r, again);
+    CHECK(r.ok());
+    CHECK(again.nodesToRead.length == 3);
+    enc::ByteBuffer viaDescriptor;
+    CHECK(enc::encodeValue(viaDescriptor, *enc::findDataType("ReadRequest"), &req) == UAPLEX_Good);
+    CHECK(viaDescriptor.toVector() == body.toVector());
 }
 
 TEST_CASE("ReadResponse encodes to the spec layout", "[generated]") {

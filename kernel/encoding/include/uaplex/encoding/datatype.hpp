@@ -98,6 +98,20 @@ const DataType* dataTypeOf() noexcept {
     return dataTypeOf(static_cast<const T*>(nullptr));
 }
 
+// Generated structures have their codecs next to them (uaplex::ua), found by argument-
+// dependent lookup. These forward qualified calls such as enc::decode(r, request) to them;
+// an unqualified call still binds directly to the generated function.
+template <class T>
+    requires(std::is_class_v<T> && requires(const T* p) { dataTypeOf(p); })
+void decode(BinaryReader& r, T& v) noexcept {
+    dataTypeOf(static_cast<const T*>(&v))->decodeFn(r, &v);
+}
+template <class T>
+    requires(std::is_class_v<T> && requires(const T* p) { dataTypeOf(p); })
+void encode(BinaryWriter& w, const T& v) noexcept {
+    dataTypeOf(&v)->encodeFn(w, &v);
+}
+
 // All descriptors: the built-in types first (by type id), then the generated ones.
 std::span<const DataType> allDataTypes() noexcept;
 const DataType* findDataType(std::string_view name) noexcept;
@@ -118,6 +132,10 @@ inline void encode(BinaryWriter& w, const DataType& type, const void* value) noe
 // are a BadDecodingError. Returns the status; *out receives the object (or nullptr).
 uaplex_status decodeValue(std::span<const std::uint8_t> input, Arena& arena,
                           const DecodeLimits& limits, const DataType& type, void** out) noexcept;
+
+// Appends the encoding of one value of `type` to `out`; returns the writer status.
+uaplex_status encodeValue(ByteBuffer& out, const DataType& type, const void* value,
+                          std::size_t maxSize = 64u << 20) noexcept;
 
 // StatusCode names and descriptions from StatusCode.csv (info bits ignored); "" if unknown.
 std::string_view statusName(std::uint32_t code) noexcept;
