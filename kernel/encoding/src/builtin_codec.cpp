@@ -200,10 +200,8 @@ constexpr std::uint8_t kElemSize[26] = {0,
 
 template <class T>
 void decodeArrayInto(BinaryReader& r, std::int32_t n, void*& out) noexcept {
-    Array<T> a{};
     T* data = r.allocateElements<T>(n, minEncodedSize<T>());
     if (data == nullptr) return;
-    a = Array<T>{n, data};
     if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
         const std::uint8_t* p = r.take(std::size_t(n) * sizeof(T));
         if (p != nullptr && n != 0) std::memcpy(data, p, std::size_t(n) * sizeof(T));

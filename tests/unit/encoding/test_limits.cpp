@@ -77,7 +77,7 @@ TEST_CASE("array length limit", "[limits]") {
           UAPLEX_BadEncodingLimitsExceeded);
 }
 
-TEST_CASE("arena byte limit", "[limits]") {
+TEST_CASE("decoding stops at the arena byte limit", "[limits]") {
     enc::Arena arena;
     enc::DecodeLimits limits;
     limits.maxArenaBytes = 1000;
