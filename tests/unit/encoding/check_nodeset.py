@@ -64,8 +64,12 @@ def main() -> int:
         return fields
 
     dump = subprocess.run([sys.argv[2]], capture_output=True, text=True, check=True).stdout
-    ours = {}
+    ours, enums = {}, {}
     for line in dump.splitlines():
+        if line.startswith("= "):
+            _, ename, width, vname, value = line.split()
+            enums.setdefault(ename, []).append((vname, int(value)))
+            continue
         tname, kind, fname, fkind, ftype, arr, opt = line.split()
         ours.setdefault(tname, [])
         if fname != "-":
@@ -102,8 +106,24 @@ def main() -> int:
             if got != want and not (got == 22 and want == STRUCTURE):
                 errors.append(f"{tname}.{fname}: kind {fkind}/{ftype}, NodeSet2 {browse.get(t)} -> {want}")
         checked += 1
+    enum_checked = 0
+    for ename, values in enums.items():
+        i = by_name.get(ename)
+        if i is None or i not in definition:
+            errors.append(f"{ename}: no enumeration definition in the NodeSet")
+            continue
+        expected = [(f.get("Name"), int(f.get("Value", "0"))) for f in definition[i].findall(NS + "Field")]
+        if parent.get(i) != ENUMERATION:
+            # An option set: the NodeSet numbers the bits, the BSD lists the masks (and None).
+            expected = [(n, 1 << v) for n, v in expected]
+            values = [(n, v) for n, v in values if not (n == "None_" and v == 0)]
+        if sorted(v for _, v in values) != sorted(v for _, v in expected) or \
+                {n.rstrip("_") for n, _ in values} != {n for n, _ in expected}:
+            errors.append(f"{ename}: values {values} differ from NodeSet {expected}")
+        enum_checked += 1
     for e in errors:
         print(e)
+    print(f"checked {enum_checked} enumerations")
     print(f"checked {checked} structures against {sys.argv[1].rsplit('/', 1)[-1]}, {len(errors)} mismatches")
     return 1 if errors or checked < 250 else 0
 
