@@ -106,7 +106,7 @@ typedef struct uaplex_host_api {
     uaplex_status (*config_float)(uaplex_plugin_ctx* ctx, uaplex_str key, double* out_value);
     /* *out_value is borrowed from the host and stays valid until the instance is destroyed. */
     uaplex_status (*config_string)(uaplex_plugin_ctx* ctx, uaplex_str key, uaplex_str* out_value);
-    /* Enumerates the top-level keys of the plugin's table in file order: *out_count, then
+    /* Enumerates the top-level keys of the plugin's table (sorted by name): *out_count, then
      * key i (borrowed until destroy); index past the end gives BadOutOfRange. */
     uaplex_status (*config_key_count)(uaplex_plugin_ctx* ctx, size_t* out_count);
     uaplex_status (*config_key_at)(uaplex_plugin_ctx* ctx, size_t index, uaplex_str* out_key);

@@ -178,9 +178,10 @@ namespace detail {
 template <typename... Factories>
 uaplex_status entry(const PluginInfo& info, uint32_t host_abi_version, const uaplex_host_api* host,
                     const uaplex_plugin_descriptor** out) noexcept {
+    // The host compares ABI versions (it names both in its message), so a mismatch still
+    // returns the descriptor.
+    (void)host_abi_version;
     if (!out || !host) return UAPLEX_BadInvalidArgument;
-    if (UAPLEX_ABI_MAJOR_OF(host_abi_version) != UAPLEX_ABI_VERSION_MAJOR)
-        return UAPLEX_BadNotSupported;
     host_api() = host;
     static const uaplex_plugin_descriptor descriptor = [&] {
         uaplex_plugin_descriptor d{};
