@@ -43,7 +43,8 @@ void log_config_warnings(const uaplex::config::ServerConfig& cfg) {
 // the terminal already.
 int fail(const std::string& message, bool logging_ready, const std::string& sink) {
     if (logging_ready) logger()->error("{}", message);
-    if (!logging_ready || sink == "file") std::fprintf(stderr, "uaplex: error: %s\n", message.c_str());
+    if (!logging_ready || sink == "file")
+        std::fprintf(stderr, "uaplex: error: %s\n", message.c_str());
     return 1;
 }
 
@@ -123,8 +124,7 @@ int main(int argc, char** argv) {
                 cfg = std::move(next);
                 logger()->info("configuration reloaded");
             } catch (const std::exception& e) {
-                logger()->error("reload failed, keeping the running configuration: {}",
-                                e.what());
+                logger()->error("reload failed, keeping the running configuration: {}", e.what());
             }
             continue;
         }

@@ -9,7 +9,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string file_label(const fs::path& file) { return file.empty() ? "<config>" : file.string(); }
+std::string file_label(const fs::path& file) {
+    return file.empty() ? "<config>" : file.string();
+}
 
 [[noreturn]] void fail(const toml::node& node, const fs::path& file, const std::string& what) {
     throw ConfigError(position_of(node, file) + ": " + what);
@@ -92,7 +94,7 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
     if (const toml::table* log = sub_table(root, "log", file)) {
         check_keys(*log, {"level", "sink", "file"}, "log", file, cfg);
         cfg.log.level = get_string(*log, "level", cfg.log.level, "log", file);
-        static const std::set<std::string> levels{"trace", "debug", "info",    "warn",
+        static const std::set<std::string> levels{"trace", "debug",    "info", "warn",
                                                   "error", "critical", "off"};
         if (!levels.count(cfg.log.level))
             fail(*log->get("level"), file,
@@ -100,8 +102,8 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
         cfg.log.sink = get_string(*log, "sink", cfg.log.sink, "log", file);
         if (cfg.log.sink != "stdout" && cfg.log.sink != "stderr" && cfg.log.sink != "file")
             fail(*log->get("sink"), file, "[log] sink must be one of stdout, stderr, file");
-        cfg.log.file = resolve(get_string(*log, "file", cfg.log.file.string(), "log", file), file,
-                               paths);
+        cfg.log.file =
+            resolve(get_string(*log, "file", cfg.log.file.string(), "log", file), file, paths);
     } else {
         cfg.log.file = resolve(cfg.log.file.string(), file, paths);
     }
@@ -115,8 +117,8 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
 
     if (const toml::table* server = sub_table(root, "server", file)) {
         check_keys(*server, {"application_name", "endpoints"}, "server", file, cfg);
-        cfg.server.application_name = get_string(*server, "application_name",
-                                                 cfg.server.application_name, "server", file);
+        cfg.server.application_name =
+            get_string(*server, "application_name", cfg.server.application_name, "server", file);
         cfg.server.endpoints =
             get_strings(*server, "endpoints", cfg.server.endpoints, "server", file);
     }
@@ -135,7 +137,8 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
         for (auto&& [key, node] : *plugins) {
             std::string name(key.str());
             const toml::table* t = node.as_table();
-            if (!t) fail(node, file, "[plugins] " + name + " must be a table ([plugins." + name + "])");
+            if (!t)
+                fail(node, file, "[plugins] " + name + " must be a table ([plugins." + name + "])");
             if (!valid_plugin_name(name))
                 fail(node, file, "plugin name '" + name + "' may use only a-z, 0-9, '-' and '_'");
             PluginConfig pc;
@@ -143,13 +146,16 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
             pc.position = position_of(node, file);
             for (auto&& [k, v] : *t) {
                 if (k.str() == "enabled") {
-                    if (!v.is_boolean()) fail(v, file, "[plugins." + name + "] enabled must be a boolean");
+                    if (!v.is_boolean())
+                        fail(v, file, "[plugins." + name + "] enabled must be a boolean");
                     pc.enabled = v.as_boolean()->get();
                 } else if (k.str() == "library") {
-                    if (!v.is_string()) fail(v, file, "[plugins." + name + "] library must be a string");
+                    if (!v.is_string())
+                        fail(v, file, "[plugins." + name + "] library must be a string");
                     pc.library = resolve(v.as_string()->get(), file, paths);
                 } else {
                     pc.settings.insert(k, v);
+                    pc.key_positions.emplace(std::string(k.str()), position_of(v, file));
                 }
             }
             cfg.plugins.push_back(std::move(pc));

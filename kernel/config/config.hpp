@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -15,13 +16,13 @@ namespace uaplex::config {
 // A configuration that cannot be used. what() is one line, prefixed with the file and, for
 // syntax errors, line:column.
 class ConfigError : public std::runtime_error {
-public:
+  public:
     using std::runtime_error::runtime_error;
 };
 
 struct LogConfig {
-    std::string level = "info";  // trace, debug, info, warn, error, critical, off
-    std::string sink = "stdout";  // stdout, stderr, file
+    std::string level = "info";                 // trace, debug, info, warn, error, critical, off
+    std::string sink = "stdout";                // stdout, stderr, file
     std::filesystem::path file = "uaplex.log";  // when sink = "file"
 };
 
@@ -45,6 +46,7 @@ struct PluginConfig {
     std::optional<std::filesystem::path> library;  // explicit path instead of the scan
     toml::table settings;  // the plugin's table without the host's keys (enabled, library)
     std::string position;  // "file:line:column" of the [plugins.<name>] table
+    std::map<std::string, std::string> key_positions;  // settings key -> "file:line:column"
 };
 
 struct ServerConfig {

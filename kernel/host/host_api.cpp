@@ -35,7 +35,9 @@ std::vector<std::pair<std::string, int64_t>> Metrics::snapshot() const {
 
 namespace {
 
-std::string_view view(uaplex_str s) { return s.data ? std::string_view(s.data, s.len) : ""; }
+std::string_view view(uaplex_str s) {
+    return s.data ? std::string_view(s.data, s.len) : "";
+}
 
 // Any exception inside the host is turned into a status as well: the table is C.
 template <typename Fn>
@@ -116,8 +118,8 @@ uaplex_status api_metric_register(uaplex_plugin_ctx* ctx, uaplex_str name, uint3
     if (kind != UAPLEX_METRIC_COUNTER && kind != UAPLEX_METRIC_GAUGE)
         return UAPLEX_BadInvalidArgument;
     return guarded([&] {
-        Metric* m = ctx->services->metrics.get_or_create(ctx->name + "." + std::string(view(name)),
-                                                         kind);
+        Metric* m =
+            ctx->services->metrics.get_or_create(ctx->name + "." + std::string(view(name)), kind);
         *out = reinterpret_cast<uaplex_metric*>(m);
         return UAPLEX_Good;
     });
@@ -166,13 +168,27 @@ uaplex_status api_config_type(uaplex_plugin_ctx* ctx, uaplex_str key, uint32_t* 
         const toml::node* n = find(ctx, key);
         if (!n) return UAPLEX_BadNotFound;
         switch (n->type()) {
-            case toml::node_type::boolean: *out = UAPLEX_CONFIG_BOOL; break;
-            case toml::node_type::integer: *out = UAPLEX_CONFIG_INTEGER; break;
-            case toml::node_type::floating_point: *out = UAPLEX_CONFIG_FLOAT; break;
-            case toml::node_type::string: *out = UAPLEX_CONFIG_STRING; break;
-            case toml::node_type::array: *out = UAPLEX_CONFIG_ARRAY; break;
-            case toml::node_type::table: *out = UAPLEX_CONFIG_TABLE; break;
-            default: *out = UAPLEX_CONFIG_NONE; break;  // dates and times
+            case toml::node_type::boolean:
+                *out = UAPLEX_CONFIG_BOOL;
+                break;
+            case toml::node_type::integer:
+                *out = UAPLEX_CONFIG_INTEGER;
+                break;
+            case toml::node_type::floating_point:
+                *out = UAPLEX_CONFIG_FLOAT;
+                break;
+            case toml::node_type::string:
+                *out = UAPLEX_CONFIG_STRING;
+                break;
+            case toml::node_type::array:
+                *out = UAPLEX_CONFIG_ARRAY;
+                break;
+            case toml::node_type::table:
+                *out = UAPLEX_CONFIG_TABLE;
+                break;
+            default:
+                *out = UAPLEX_CONFIG_NONE;
+                break;  // dates and times
         }
         return UAPLEX_Good;
     });
@@ -251,12 +267,8 @@ uaplex_status api_config_unknown_key(uaplex_plugin_ctx* ctx, uaplex_str key) {
             if (!ctx->warned_keys.insert(k).second) return UAPLEX_Good;
         }
         std::string where = ctx->position;
-        if (const toml::node* n = ctx->settings.get(k); n && n->source().begin.line) {
-            const auto& b = n->source().begin;
-            auto colon = where.find(':');
-            where = (colon == std::string::npos ? where : where.substr(0, colon)) + ":" +
-                    std::to_string(b.line) + ":" + std::to_string(b.column);
-        }
+        if (auto it = ctx->key_positions.find(k); it != ctx->key_positions.end())
+            where = it->second;
         logger()->warn("{}: unknown key '{}' in [plugins.{}] (ignored by plugin '{}')", where, k,
                        ctx->name, ctx->name);
         return UAPLEX_Good;
@@ -290,6 +302,8 @@ const uaplex_host_api kTable = {
 
 }  // namespace
 
-const uaplex_host_api* host_api_table() { return &kTable; }
+const uaplex_host_api* host_api_table() {
+    return &kTable;
+}
 
 }  // namespace uaplex::host

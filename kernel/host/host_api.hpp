@@ -24,13 +24,13 @@ struct Metric {
 };
 
 class Metrics {
-public:
+  public:
     Metric* get_or_create(const std::string& name, uint32_t kind);
     // Current value, or nullopt-like -1 sentinel avoided: returns false when unknown.
     bool value(const std::string& name, int64_t& out) const;
     std::vector<std::pair<std::string, int64_t>> snapshot() const;
 
-private:
+  private:
     mutable std::mutex mutex_;
     std::map<std::string, std::unique_ptr<Metric>> metrics_;  // stable addresses
 };
@@ -51,7 +51,8 @@ struct uaplex_plugin_ctx {
     std::string name;
     std::string position;  // "file:line:col" of its [plugins.<name>] table
     toml::table settings;
-    std::vector<std::string> keys;  // top-level keys in file order
+    std::vector<std::string> keys;                     // top-level keys, sorted
+    std::map<std::string, std::string> key_positions;  // key -> "file:line:column"
     uaplex::host::Services* services = nullptr;
     std::mutex mutex;  // guards warned_keys and timers
     std::set<std::string> warned_keys;

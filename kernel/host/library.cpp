@@ -71,8 +71,7 @@ std::string kind_names(uint32_t kinds) {
 
 std::shared_ptr<PluginLibrary> load_library(const fs::path& path) {
     std::error_code ec;
-    if (!fs::exists(path, ec))
-        throw HostError("plugin library " + path.string() + " not found");
+    if (!fs::exists(path, ec)) throw HostError("plugin library " + path.string() + " not found");
     boost::dll::shared_library lib;
     try {
         lib.load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
@@ -82,8 +81,8 @@ std::shared_ptr<PluginLibrary> load_library(const fs::path& path) {
     if (!lib.has(UAPLEX_PLUGIN_ENTRY_SYMBOL))
         throw HostError("plugin library " + path.string() + " has no entry symbol '" +
                         UAPLEX_PLUGIN_ENTRY_SYMBOL + "'");
-    auto& entry = lib.get<std::remove_pointer_t<uaplex_plugin_entry_fn>>(
-        UAPLEX_PLUGIN_ENTRY_SYMBOL);
+    auto& entry =
+        lib.get<std::remove_pointer_t<uaplex_plugin_entry_fn>>(UAPLEX_PLUGIN_ENTRY_SYMBOL);
     const uaplex_plugin_descriptor* d = nullptr;
     uaplex_status st = entry(UAPLEX_ABI_VERSION, host_api_table(), &d);
     if (st != UAPLEX_Good || !d) {
@@ -94,14 +93,13 @@ std::shared_ptr<PluginLibrary> load_library(const fs::path& path) {
     if (d->hdr.struct_size < offsetof(uaplex_plugin_descriptor, abi_minor) + sizeof(uint32_t))
         throw HostError("plugin library " + path.string() + ": malformed descriptor");
     if (d->abi_major != UAPLEX_ABI_VERSION_MAJOR)
-        throw HostError("plugin library " + path.string() + ": ABI major mismatch: plugin '" +
-                        std::string(d->hdr.struct_size >= sizeof(uaplex_plugin_descriptor) &&
-                                            d->name
-                                        ? d->name
-                                        : "?") +
-                        "' is built for ABI " + abi_string(d->abi_major, d->abi_minor) +
-                        ", this host provides ABI " +
-                        abi_string(UAPLEX_ABI_VERSION_MAJOR, UAPLEX_ABI_VERSION_MINOR));
+        throw HostError(
+            "plugin library " + path.string() + ": ABI major mismatch: plugin '" +
+            std::string(d->hdr.struct_size >= sizeof(uaplex_plugin_descriptor) && d->name ? d->name
+                                                                                          : "?") +
+            "' is built for ABI " + abi_string(d->abi_major, d->abi_minor) +
+            ", this host provides ABI " +
+            abi_string(UAPLEX_ABI_VERSION_MAJOR, UAPLEX_ABI_VERSION_MINOR));
     if (d->hdr.struct_size < sizeof(uaplex_plugin_descriptor) || !d->name || !*d->name)
         throw HostError("plugin library " + path.string() + ": malformed descriptor");
     return std::make_shared<PluginLibrary>(path, std::move(lib), d);
@@ -128,10 +126,9 @@ ScanResult scan(const std::vector<fs::path>& dirs) {
                 auto lib = load_library(file);
                 auto [it, inserted] = out.plugins.emplace(lib->name(), lib);
                 if (!inserted && it->second->path() != lib->path()) {
-                    out.duplicates.emplace(lib->name(),
-                                           "duplicate plugin name '" + lib->name() + "': " +
-                                               it->second->path().string() + " and " +
-                                               lib->path().string());
+                    out.duplicates.emplace(lib->name(), "duplicate plugin name '" + lib->name() +
+                                                            "': " + it->second->path().string() +
+                                                            " and " + lib->path().string());
                 }
             } catch (const HostError& e) {
                 out.broken.emplace(file.stem().string(), e.what());

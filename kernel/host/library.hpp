@@ -16,14 +16,14 @@ namespace uaplex::host {
 
 // A plugin that cannot be used. what() is one line naming the plugin or library.
 class HostError : public std::runtime_error {
-public:
+  public:
     using std::runtime_error::runtime_error;
 };
 
 // Unloaded (dlclose) when the last reference goes: instances hold one each, so a library
 // outlives every call into it.
 class PluginLibrary {
-public:
+  public:
     PluginLibrary(std::filesystem::path path, boost::dll::shared_library lib,
                   const uaplex_plugin_descriptor* descriptor);
     ~PluginLibrary();
@@ -36,7 +36,7 @@ public:
     std::string version() const { return descriptor_->version ? descriptor_->version : ""; }
     uint32_t kinds() const { return kinds_; }
 
-private:
+  private:
     std::filesystem::path path_;
     boost::dll::shared_library lib_;
     const uaplex_plugin_descriptor* descriptor_;

@@ -40,6 +40,11 @@ void setup_logging(const config::LogConfig& log) {
     g_logger = std::move(l);
 }
 
+void set_logger(std::shared_ptr<spdlog::logger> l) {
+    std::lock_guard lock(g_mutex);
+    g_logger = std::move(l);
+}
+
 std::shared_ptr<spdlog::logger> logger() {
     std::lock_guard lock(g_mutex);
     if (!g_logger) {

@@ -31,6 +31,7 @@ PluginInstance::PluginInstance(std::shared_ptr<PluginLibrary> library, uint32_t 
     ctx_->name = cfg.name;
     ctx_->position = cfg.position;
     ctx_->settings = cfg.settings;
+    ctx_->key_positions = cfg.key_positions;
     for (auto&& [k, v] : ctx_->settings) ctx_->keys.emplace_back(k.str());
     ctx_->services = &services;
 }
@@ -40,8 +41,7 @@ void PluginInstance::create(const Factory& factory, const Params& params) {
     void* self = nullptr;
     uaplex_status st = factory.create(ctx_.get(), &params, &self);
     if (st != UAPLEX_Good || !self)
-        throw HostError("plugin '" + ctx_->name + "': create failed with status " +
-                        hex_status(st));
+        throw HostError("plugin '" + ctx_->name + "': create failed with status " + hex_status(st));
     self_ = self;
     ops_ = factory.ops;
     lifecycle_ = reinterpret_cast<const uaplex_lifecycle_ops*>(factory.ops);
@@ -50,8 +50,7 @@ void PluginInstance::create(const Factory& factory, const Params& params) {
 void PluginInstance::start() {
     uaplex_status st = lifecycle_->start(self_);
     if (st != UAPLEX_Good)
-        throw HostError("plugin '" + ctx_->name + "': start failed with status " +
-                        hex_status(st));
+        throw HostError("plugin '" + ctx_->name + "': start failed with status " + hex_status(st));
     started_ = true;
 }
 
@@ -81,8 +80,7 @@ PluginInstance::~PluginInstance() {
 
 // --- RequestQueueSlot ----------------------------------------------------------------------
 
-uaplex_status RequestQueueSlot::on_complete(void* user, uaplex_request_entry* e,
-                                            uaplex_status st) {
+uaplex_status RequestQueueSlot::on_complete(void* user, uaplex_request_entry* e, uaplex_status st) {
     auto* slot = static_cast<RequestQueueSlot*>(user);
     try {
         if (slot->complete_) {
@@ -169,7 +167,9 @@ std::shared_ptr<PluginInstance> RequestQueueSlot::exchange(std::shared_ptr<Plugi
 
 Host::Host() : services_(std::make_unique<Services>()) {}
 
-Host::~Host() { shutdown(); }
+Host::~Host() {
+    shutdown();
+}
 
 std::shared_ptr<PluginLibrary> Host::resolve(const config::PluginConfig& pc, ScanResult& scanned) {
     if (pc.library) {
@@ -189,8 +189,8 @@ std::shared_ptr<PluginLibrary> Host::resolve(const config::PluginConfig& pc, Sca
     if (auto it = scanned.plugins.find(pc.name); it != scanned.plugins.end()) return it->second;
     if (auto b = scanned.broken.find("uaplex-" + pc.name); b != scanned.broken.end())
         throw HostError("plugin '" + pc.name + "': " + b->second);
-    throw HostError("unknown plugin '" + pc.name + "' (" + pc.position +
-                    "): no library in " + dir_list(config_.plugin_dirs) + " provides it");
+    throw HostError("unknown plugin '" + pc.name + "' (" + pc.position + "): no library in " +
+                    dir_list(config_.plugin_dirs) + " provides it");
 }
 
 std::shared_ptr<PluginInstance> Host::make_request_queue(const config::PluginConfig& pc,
@@ -233,10 +233,18 @@ void Host::load(const config::ServerConfig& cfg) {
                 continue;
             }
             auto lib = resolve(pc, scanned);
-            logger()->info("loaded plugin '{}' ({} {}) from {}; not assigned to a slot this "
-                           "kernel serves yet",
-                           pc.name, kind_names(lib->kinds()), lib->version(),
-                           lib->path().string());
+            if (lib->kinds() == UAPLEX_KIND_REQUEST_QUEUE) {
+                // Loaded again when a reload puts it into the slot; unloaded until then.
+                logger()->info(
+                    "plugin '{}' (request_queue {}) is available for the "
+                    "request_queue slot",
+                    pc.name, lib->version());
+                continue;
+            }
+            logger()->info(
+                "loaded plugin '{}' ({} {}) from {}; not assigned to a slot this "
+                "kernel serves yet",
+                pc.name, kind_names(lib->kinds()), lib->version(), lib->path().string());
             idle_libraries_.push_back(std::move(lib));
         }
         loaded_ = true;
@@ -309,8 +317,8 @@ void Host::reload(const config::ServerConfig& cfg) {
     }
 
     // Everything else is read at startup only.
-    bool others_changed = cfg.plugin_dirs != config_.plugin_dirs ||
-                          cfg.server.endpoints != config_.server.endpoints;
+    bool others_changed =
+        cfg.plugin_dirs != config_.plugin_dirs || cfg.server.endpoints != config_.server.endpoints;
     for (const auto& pc : cfg.plugins) {
         if (pc.name == after) continue;
         const auto* prev = config_.plugin(pc.name);
@@ -318,16 +326,17 @@ void Host::reload(const config::ServerConfig& cfg) {
             others_changed = true;
     }
     if (others_changed)
-        logger()->warn("configuration changes outside [log] and the request_queue slot take "
-                       "effect after a restart");
+        logger()->warn(
+            "configuration changes outside [log] and the request_queue slot take "
+            "effect after a restart");
     config_ = cfg;
 }
 
 std::vector<LoadedPluginInfo> Host::plugins() const {
     std::vector<LoadedPluginInfo> out;
     auto add = [&](const PluginLibrary& lib, bool inst) {
-        out.push_back({lib.name(), kind_names(lib.kinds()), lib.version(), lib.path().string(),
-                       inst});
+        out.push_back(
+            {lib.name(), kind_names(lib.kinds()), lib.version(), lib.path().string(), inst});
     };
     if (auto cur = request_queue_.current()) add(cur->library(), true);
     if (pending_request_queue_) add(pending_request_queue_->library(), true);

@@ -17,7 +17,7 @@ namespace uaplex::host {
 // One created plugin instance of one kind. Destruction stops it if needed, destroys it, and
 // drops its library reference (the last reference unloads the library).
 class PluginInstance {
-public:
+  public:
     PluginInstance(std::shared_ptr<PluginLibrary> library, uint32_t kind,
                    const config::PluginConfig& cfg, Services& services);
     ~PluginInstance();
@@ -43,7 +43,7 @@ public:
     // Storage for the params struct the instance was created with (borrowed until destroy).
     uaplex_request_queue_params request_queue_params{};
 
-private:
+  private:
     std::shared_ptr<PluginLibrary> library_;
     std::unique_ptr<uaplex_plugin_ctx> ctx_;
     uint32_t kind_;
@@ -56,7 +56,7 @@ private:
 // The request-queue slot. Calls go to whichever queue is installed; a swap moves queued
 // entries to the new queue and retires the old one only after its last call returned.
 class RequestQueueSlot {
-public:
+  public:
     using CompleteFn = std::function<void(uaplex_request_entry*, uaplex_status)>;
 
     // Where entries that a queue completes go (the request pipeline; tests set their own).
@@ -80,7 +80,7 @@ public:
     // The params a request-queue instance is created with: completion routes to this slot.
     uaplex_request_queue_params params(uint32_t max_queued);
 
-private:
+  private:
     static uaplex_status on_complete(void* user, uaplex_request_entry* e, uaplex_status st);
     Slot<PluginInstance> slot_;
     CompleteFn complete_;
@@ -95,7 +95,7 @@ struct LoadedPluginInfo {
 };
 
 class Host {
-public:
+  public:
     Host();
     ~Host();
     Host(const Host&) = delete;
@@ -120,7 +120,7 @@ public:
     // Default MaxQueuedRequestCount handed to request-queue plugins.
     static constexpr uint32_t kMaxQueuedRequestCount = 2000;
 
-private:
+  private:
     std::shared_ptr<PluginLibrary> resolve(const config::PluginConfig& pc, ScanResult& scanned);
     std::shared_ptr<PluginInstance> make_request_queue(const config::PluginConfig& pc,
                                                        ScanResult& scanned);

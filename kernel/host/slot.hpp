@@ -21,10 +21,10 @@ namespace uaplex::host {
 
 template <typename T>
 class Slot {
-public:
+  public:
     // Keeps the instance reachable for the duration of one call.
     class Ref {
-    public:
+      public:
         Ref(Ref&& o) noexcept : slot_(o.slot_), parity_(o.parity_), instance_(o.instance_) {
             o.slot_ = nullptr;
         }
@@ -38,7 +38,7 @@ public:
         T* operator->() const noexcept { return instance_; }
         explicit operator bool() const noexcept { return instance_ != nullptr; }
 
-    private:
+      private:
         friend class Slot;
         Ref(Slot* s, unsigned p, T* i) noexcept : slot_(s), parity_(p), instance_(i) {}
         Slot* slot_;
@@ -90,7 +90,7 @@ public:
         return owner_;
     }
 
-private:
+  private:
     // Each counter on its own cache line so callers and the swapper do not false-share.
     template <typename V>
     struct alignas(64) Padded {

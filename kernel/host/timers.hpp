@@ -11,7 +11,7 @@
 namespace uaplex::host {
 
 class TimerService {
-public:
+  public:
     using Clock = std::chrono::steady_clock;
     using Fn = void (*)(void*);
 
@@ -27,7 +27,7 @@ public:
     void cancel(uint64_t id);
     size_t active() const;
 
-private:
+  private:
     struct Timer {
         Clock::time_point due;
         std::chrono::milliseconds period;

@@ -12,6 +12,7 @@
 #include "uaplex/uaplex.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #if defined(__LP64__)
 #define UAPLEX_PIN_SIZE(T, n) _Static_assert(sizeof(T) == (n), "size of " #T)
@@ -21,9 +22,9 @@
 
 /* Every kind's ops table starts with the lifecycle entries, so the host can drive any
  * instance through uaplex_lifecycle_ops. */
-#define UAPLEX_PIN_LIFECYCLE(T)                                                             \
-    _Static_assert(offsetof(T, start) == offsetof(uaplex_lifecycle_ops, start), #T);       \
-    _Static_assert(offsetof(T, stop) == offsetof(uaplex_lifecycle_ops, stop), #T);         \
+#define UAPLEX_PIN_LIFECYCLE(T)                                                      \
+    _Static_assert(offsetof(T, start) == offsetof(uaplex_lifecycle_ops, start), #T); \
+    _Static_assert(offsetof(T, stop) == offsetof(uaplex_lifecycle_ops, stop), #T);   \
     _Static_assert(offsetof(T, destroy) == offsetof(uaplex_lifecycle_ops, destroy), #T)
 UAPLEX_PIN_LIFECYCLE(uaplex_transport_ops);
 UAPLEX_PIN_LIFECYCLE(uaplex_admission_ops);
@@ -33,9 +34,9 @@ UAPLEX_PIN_LIFECYCLE(uaplex_mi_queue_factory_ops);
 UAPLEX_PIN_LIFECYCLE(uaplex_node_manager_ops);
 
 /* Every factory has the same shape: header, ops, create. */
-#define UAPLEX_PIN_FACTORY(T)                                                             \
-    _Static_assert(offsetof(T, ops) == 8, #T);                                            \
-    _Static_assert(offsetof(T, create) == 16, #T);                                        \
+#define UAPLEX_PIN_FACTORY(T)                      \
+    _Static_assert(offsetof(T, ops) == 8, #T);     \
+    _Static_assert(offsetof(T, create) == 16, #T); \
     _Static_assert(sizeof(T) == 24, #T)
 UAPLEX_PIN_FACTORY(uaplex_transport_factory);
 UAPLEX_PIN_FACTORY(uaplex_admission_factory);
@@ -47,9 +48,11 @@ UAPLEX_PIN_FACTORY(uaplex_node_manager_factory);
 int main(void) {
     /* A reader compiled against a newer header must see an older, shorter struct as
      * lacking the appended field. */
-    uaplex_plugin_descriptor d = {UAPLEX_HEADER_INIT(uaplex_plugin_descriptor,
-                                                     UAPLEX_STYPE_PLUGIN_DESCRIPTOR)};
+    uaplex_plugin_descriptor d;
     int failures = 0;
+    memset(&d, 0, sizeof d);
+    d.hdr.struct_size = (uint32_t)sizeof d;
+    d.hdr.type = UAPLEX_STYPE_PLUGIN_DESCRIPTOR;
     if (!UAPLEX_HAS_FIELD(&d, uaplex_plugin_descriptor, node_manager)) ++failures;
     d.hdr.struct_size = (uint32_t)offsetof(uaplex_plugin_descriptor, node_manager);
     if (UAPLEX_HAS_FIELD(&d, uaplex_plugin_descriptor, node_manager)) ++failures;
