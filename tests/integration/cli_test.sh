@@ -3,7 +3,7 @@
 # SIGHUP reload swapping the request queue, and a bad reload that keeps the old setup.
 set -u
 uaplex="$1"
-plugin_root="$2"
+plugin_root="$(cd "$2" && pwd)"
 plugin_dir="$(cd "$(dirname "$uaplex")/../plugins" && pwd)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
