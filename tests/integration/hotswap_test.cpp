@@ -136,3 +136,60 @@ TEST_CASE("request-queue slot swaps under load without losing a call") {
     CHECK_FALSE(loaded("test-swap-a"));
     CHECK_FALSE(loaded("test-swap-b"));
 }
+
+TEST_CASE("a reload moves queued requests to the new queue, in order, and loses none") {
+    uaplex::host::set_logger(nullptr);
+    uaplex::host::logger()->set_level(spdlog::level::warn);
+    const std::string dir = UAPLEX_PLUGIN_DIR;
+    auto config = [&](int max_queued) {
+        return uaplex::config::parse_string(
+            "[host]\nplugin_dirs = [\"" + dir + "\"]\n[slots]\nrequest_queue = \"fifo\"\n" +
+                "[plugins.fifo]\nmax_queued = " + std::to_string(max_queued) + "\n",
+            "reload.toml", {});
+    };
+    uaplex::host::Host host;
+    std::vector<std::pair<uint32_t, uaplex_status>> completions;
+    host.request_queue().set_completion([&](uaplex_request_entry* e, uaplex_status st) {
+        completions.emplace_back(e->request_id, st);
+    });
+    host.load(config(5));
+    host.start();
+
+    std::vector<uaplex_request_entry> e(6);
+    for (uint32_t i = 0; i < e.size(); ++i) {
+        e[i].hdr = UAPLEX_HEADER_INIT(uaplex_request_entry, UAPLEX_STYPE_REQUEST_ENTRY);
+        e[i].request_id = i + 1;
+    }
+    for (int i = 0; i < 4; ++i) REQUIRE(host.request_queue().enqueue(&e[i]) == UAPLEX_Good);
+    auto before = host.request_queue().current();
+
+    // A changed plugin table swaps in a new instance (max_queued 2: two entries do not fit).
+    host.reload(config(2));
+    auto after = host.request_queue().current();
+    CHECK(after != before);
+    before.reset();
+    uint64_t n = 0;
+    host.request_queue().count(&n);
+    CHECK(n == 2);
+    // The two that did not fit were completed with the new queue's refusal, exactly once.
+    REQUIRE(completions.size() == 2);
+    CHECK(completions[0] == std::make_pair(3u, UAPLEX_BadServerTooBusy));
+    CHECK(completions[1] == std::make_pair(4u, UAPLEX_BadServerTooBusy));
+
+    uaplex_request_entry* out = nullptr;
+    REQUIRE(host.request_queue().try_dequeue(&out) == UAPLEX_Good);
+    CHECK(out->request_id == 1);
+    CHECK(host.request_queue().enqueue(&e[4]) == UAPLEX_Good);
+    CHECK(host.request_queue().enqueue(&e[5]) == UAPLEX_BadServerTooBusy);
+
+    // Unchanged configuration: no swap.
+    host.reload(config(2));
+    CHECK(host.request_queue().current() == after);
+
+    // Shutdown completes what is still queued with BadServerHalted.
+    after.reset();
+    host.shutdown();
+    REQUIRE(completions.size() == 4);
+    CHECK(completions[2] == std::make_pair(2u, UAPLEX_BadServerHalted));
+    CHECK(completions[3] == std::make_pair(5u, UAPLEX_BadServerHalted));
+}

@@ -14,7 +14,7 @@ namespace {
 using uaplex::sdk::Context;
 
 class FifoQueue final : public uaplex::sdk::RequestQueue {
-public:
+  public:
     FifoQueue(Context ctx, const uaplex_request_queue_params& params)
         : RequestQueue(ctx, params), capacity_(params.max_queued) {
         ctx.check_known_keys({"max_queued"});
@@ -31,8 +31,7 @@ public:
                              &enqueued_);
         api->metric_register(ctx.raw(), uaplex::sdk::to_str("rejected"), UAPLEX_METRIC_COUNTER,
                              &rejected_);
-        api->metric_register(ctx.raw(), uaplex::sdk::to_str("depth"), UAPLEX_METRIC_GAUGE,
-                             &depth_);
+        api->metric_register(ctx.raw(), uaplex::sdk::to_str("depth"), UAPLEX_METRIC_GAUGE, &depth_);
     }
 
     uaplex_status start() override {
@@ -112,7 +111,7 @@ public:
         return UAPLEX_Good;
     }
 
-private:
+  private:
     // queue_private words: previous, next, and the queue that holds the entry (for cancel).
     enum { kPrev = 0, kNext = 1, kOwner = 2 };
     static uaplex_request_entry* link(uaplex_request_entry* e, int which) {

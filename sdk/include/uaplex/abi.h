@@ -85,8 +85,9 @@ typedef struct uaplex_header {
     uint32_t type;        /* a uaplex_struct_type */
 } uaplex_header;
 
-/* Initialises the header of an ABI struct value `s` of type T. */
-#define UAPLEX_HEADER_INIT(T, tag) {(uint32_t)sizeof(T), (uint32_t)(tag)}
+/* Initialiser of the header of an ABI struct of type T with type tag `tag`. */
+#define UAPLEX_HEADER_INIT(T, tag) \
+    { (uint32_t)sizeof(T), (uint32_t)(tag) }
 
 /* True when the struct pointed to by `p` (of type T) is large enough to hold `field`. */
 #define UAPLEX_HAS_FIELD(p, T, field) \

@@ -52,7 +52,7 @@ typedef enum uaplex_admission_request_flags {
 typedef struct uaplex_admission_request_info {
     uaplex_header hdr; /* UAPLEX_STYPE_ADMISSION_REQUEST_INFO */
     uint32_t secure_channel_id;
-    uint32_t flags; /* uaplex_admission_request_flags */
+    uint32_t flags;                  /* uaplex_admission_request_flags */
     uaplex_str peer_address;         /* "ip:port"; IPv4-mapped addresses not yet normalised */
     uaplex_str security_policy_uri;  /* empty for a connection without a channel */
     uaplex_bytes client_certificate; /* empty when none */

@@ -18,8 +18,8 @@ typedef struct uaplex_buffer {
     uaplex_header hdr; /* UAPLEX_STYPE_BUFFER */
     uint32_t reserved0;
     uint8_t* data;
-    size_t length;              /* usable bytes (>= the size asked for) */
-    size_t used;                /* bytes filled by the holder; the pool ignores it */
+    size_t length;                  /* usable bytes (>= the size asked for) */
+    size_t used;                    /* bytes filled by the holder; the pool ignores it */
     uaplex_buffer_manager* manager; /* the manager that lent it */
     void* pool_private[2];
 } uaplex_buffer;
@@ -32,8 +32,8 @@ typedef enum uaplex_buffer_check {
 } uaplex_buffer_check;
 
 typedef struct uaplex_buffer_pool_params {
-    uaplex_header hdr; /* UAPLEX_STYPE_BUFFER_POOL_PARAMS */
-    uint32_t check;    /* uaplex_buffer_check */
+    uaplex_header hdr;              /* UAPLEX_STYPE_BUFFER_POOL_PARAMS */
+    uint32_t check;                 /* uaplex_buffer_check */
     uint64_t max_outstanding_bytes; /* per-process budget; 0 = no limit */
 } uaplex_buffer_pool_params;
 
@@ -64,8 +64,7 @@ typedef struct uaplex_buffer_pool_ops {
      * configured and exhausted (cancellable): never call with a budget from an I/O thread.
      * Otherwise any thread, lock-free. */
     uaplex_status (*take)(void* self, uaplex_buffer_manager* manager, uint32_t size,
-                          const void* owner, const uaplex_cancel_token* cancel,
-                          uaplex_buffer* out);
+                          const void* owner, const uaplex_cancel_token* cancel, uaplex_buffer* out);
     /* Passes holding of `buffer` to `owner`. Any thread; must not block. */
     uaplex_status (*transfer)(void* self, uaplex_buffer* buffer, const void* owner);
     /* Marks the buffer in use by an outstanding operation (checking builds: a locked buffer

@@ -49,7 +49,7 @@ typedef enum uaplex_config_type {
 typedef void (*uaplex_timer_fn)(void* user);
 
 typedef struct uaplex_host_api {
-    uaplex_header hdr; /* UAPLEX_STYPE_HOST_API */
+    uaplex_header hdr;    /* UAPLEX_STYPE_HOST_API */
     uint32_t abi_version; /* UAPLEX_ABI_VERSION of the host */
     uint32_t reserved0;
 

@@ -17,9 +17,9 @@ struct uaplex_variant;
 
 /* One queued event: the selected fields and the identity of the source. */
 typedef struct uaplex_event_entry {
-    uaplex_header hdr;      /* UAPLEX_STYPE_EVENT_ENTRY */
+    uaplex_header hdr; /* UAPLEX_STYPE_EVENT_ENTRY */
     uint32_t field_count;
-    uint64_t source_handle; /* identity compared by contains_event */
+    uint64_t source_handle;               /* identity compared by contains_event */
     struct uaplex_variant* const* fields; /* field_count pointers */
     void* kernel_private;
 } uaplex_event_entry;

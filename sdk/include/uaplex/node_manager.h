@@ -82,8 +82,8 @@ typedef struct uaplex_node_manager_ops {
     /* Starts or stops reporting changes of a node's attribute through
      * params->value_changed (for event-driven items instead of sampling). NULL: the kernel
      * samples with read. Any thread. */
-    uaplex_status (*monitor)(void* self, const struct uaplex_nodeid* node_id,
-                             uint32_t attribute_id, int32_t enabled);
+    uaplex_status (*monitor)(void* self, const struct uaplex_nodeid* node_id, uint32_t attribute_id,
+                             int32_t enabled);
 } uaplex_node_manager_ops;
 
 typedef struct uaplex_node_manager_factory {

@@ -49,7 +49,7 @@ struct uaplex_mi_queue_factory;
 struct uaplex_node_manager_factory;
 
 typedef struct uaplex_plugin_descriptor {
-    uaplex_header hdr; /* UAPLEX_STYPE_PLUGIN_DESCRIPTOR */
+    uaplex_header hdr;  /* UAPLEX_STYPE_PLUGIN_DESCRIPTOR */
     uint32_t abi_major; /* UAPLEX_ABI_VERSION_MAJOR the plugin was built with */
     uint32_t abi_minor;
     /* NUL-terminated, static storage. `name` is how TOML refers to the plugin:

@@ -41,7 +41,7 @@ typedef struct uaplex_request_entry {
 
 /* What the kernel gives a queue at creation; borrowed, valid until destroy returns. */
 typedef struct uaplex_request_queue_params {
-    uaplex_header hdr; /* UAPLEX_STYPE_REQUEST_QUEUE_PARAMS */
+    uaplex_header hdr;   /* UAPLEX_STYPE_REQUEST_QUEUE_PARAMS */
     uint32_t max_queued; /* MaxQueuedRequestCount, > 0; a plugin's own setting may lower it */
     uint32_t reserved0;
     /* Completes an entry the queue unlinked itself (cancel, stop, failed revalidation).

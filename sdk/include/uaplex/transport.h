@@ -16,7 +16,7 @@ typedef struct uaplex_connection uaplex_connection;
 /* The kernel's side of a transport; borrowed until destroy. All callbacks run on the
  * transport's I/O threads, must not block, and may call back into the transport. */
 typedef struct uaplex_transport_params {
-    uaplex_header hdr; /* UAPLEX_STYPE_TRANSPORT_PARAMS */
+    uaplex_header hdr;            /* UAPLEX_STYPE_TRANSPORT_PARAMS */
     uint32_t receive_buffer_size; /* bytes; the kernel's negotiated chunk limit */
     uint32_t send_buffer_size;
     /* Pool the transport rents receive buffers from; borrowed until destroy. */

@@ -34,7 +34,7 @@ struct Call<M> {
 
 // --- request queue ---------------------------------------------------------------------
 class RequestQueue : public Instance {
-public:
+  public:
     RequestQueue(Context ctx, const uaplex_request_queue_params& params)
         : Instance(ctx), params_(detail::copy_sized(params)) {}
     virtual uaplex_status enqueue(uaplex_request_entry* entry) = 0;
@@ -47,7 +47,7 @@ public:
     }
     virtual uaplex_status dispose(uaplex_request_entry*) { return UAPLEX_Good; }
 
-protected:
+  protected:
     // Completes an entry this queue unlinked itself (cancel, stop).
     uaplex_status complete(uaplex_request_entry* entry, uaplex_status status) noexcept {
         return params_.complete ? params_.complete(params_.user, entry, status)
@@ -73,8 +73,7 @@ struct RequestQueueFactory {
         .dispose = &detail::Call<&B::dispose>::template fn<T>,
     };
     static constexpr uaplex_request_queue_factory factory{
-        .hdr = UAPLEX_HEADER_INIT(uaplex_request_queue_factory,
-                                  UAPLEX_STYPE_REQUEST_QUEUE_FACTORY),
+        .hdr = UAPLEX_HEADER_INIT(uaplex_request_queue_factory, UAPLEX_STYPE_REQUEST_QUEUE_FACTORY),
         .ops = &ops,
         .create = &detail::create<T, uaplex_request_queue_params>,
     };
@@ -83,7 +82,7 @@ struct RequestQueueFactory {
 
 // --- admission provider ----------------------------------------------------------------
 class AdmissionProvider : public Instance {
-public:
+  public:
     AdmissionProvider(Context ctx, const uaplex_admission_params& params)
         : Instance(ctx), params_(detail::copy_sized(params)) {}
     virtual uaplex_status use_fair_scheduling(int32_t* out) = 0;
@@ -93,9 +92,8 @@ public:
                                    uaplex_admission_owner** out) = 0;
     virtual uaplex_status revalidate(uaplex_admission_owner* owner,
                                      const uaplex_admission_request_info* info) = 0;
-    virtual uaplex_status try_acquire(uint32_t stage, uaplex_admission_owner* owner,
-                                      int64_t amount, uaplex_admission_lease* lease,
-                                      uint32_t* out_reason) = 0;
+    virtual uaplex_status try_acquire(uint32_t stage, uaplex_admission_owner* owner, int64_t amount,
+                                      uaplex_admission_lease* lease, uint32_t* out_reason) = 0;
     virtual uaplex_status release(uaplex_admission_lease* lease) = 0;
     virtual uaplex_status usage(uint32_t stage, int64_t* out) = 0;
     virtual uaplex_status owner_retain(uaplex_admission_owner* owner) = 0;
@@ -103,7 +101,7 @@ public:
     virtual uaplex_status owner_info(uaplex_admission_owner* owner, uint32_t* out_class,
                                      uint32_t* out_weight) = 0;
 
-protected:
+  protected:
     uaplex_admission_params params_;
 };
 
@@ -136,7 +134,7 @@ struct AdmissionFactory {
 
 // --- buffer pool -------------------------------------------------------------------------
 class BufferPool : public Instance {
-public:
+  public:
     BufferPool(Context ctx, const uaplex_buffer_pool_params& params)
         : Instance(ctx), params_(detail::copy_sized(params)) {}
     virtual uaplex_status manager_create(uaplex_str name, uint32_t max_buffer_size,
@@ -144,8 +142,7 @@ public:
     virtual uaplex_status manager_destroy(uaplex_buffer_manager* manager) = 0;
     virtual uaplex_status suggested_size(uaplex_buffer_manager* m, uint32_t size,
                                          uint32_t* out) = 0;
-    virtual uaplex_status expected_size(uaplex_buffer_manager* m, uint32_t size,
-                                        uint32_t* out) = 0;
+    virtual uaplex_status expected_size(uaplex_buffer_manager* m, uint32_t size, uint32_t* out) = 0;
     virtual uaplex_status take(uaplex_buffer_manager* m, uint32_t size, const void* owner,
                                const uaplex_cancel_token* cancel, uaplex_buffer* out) = 0;
     virtual uaplex_status transfer(uaplex_buffer*, const void*) { return UAPLEX_Good; }
@@ -154,7 +151,7 @@ public:
     virtual uaplex_status give_back(uaplex_buffer* buffer, const void* owner) = 0;
     virtual uaplex_status stats(uint64_t*, uint64_t*) { return UAPLEX_BadNotSupported; }
 
-protected:
+  protected:
     uaplex_buffer_pool_params params_;
 };
 
@@ -187,7 +184,7 @@ struct BufferPoolFactory {
 
 // --- transport ---------------------------------------------------------------------------
 class Transport : public Instance {
-public:
+  public:
     Transport(Context ctx, const uaplex_transport_params& params)
         : Instance(ctx), params_(detail::copy_sized(params)) {}
     virtual uaplex_status scheme(uaplex_str* out) = 0;
@@ -198,7 +195,7 @@ public:
         return UAPLEX_BadNotSupported;
     }
 
-protected:
+  protected:
     uaplex_transport_params params_;
 };
 
@@ -227,7 +224,7 @@ struct TransportFactory {
 // --- monitored-item queue factory ------------------------------------------------------
 // The queues themselves are C objects with static ops tables (one per queue type).
 class MonitoredItemQueueFactory : public Instance {
-public:
+  public:
     MonitoredItemQueueFactory(Context ctx, const uaplex_mi_queue_params& params)
         : Instance(ctx), params_(detail::copy_sized(params)) {}
     virtual uaplex_status supports_durable(int32_t* out) = 0;
@@ -237,7 +234,7 @@ public:
     virtual uaplex_status create_event_queue(int32_t durable, uint32_t item_id, void** out_queue,
                                              const uaplex_event_queue_ops** ops) = 0;
 
-protected:
+  protected:
     uaplex_mi_queue_params params_;
 };
 
@@ -265,7 +262,7 @@ struct MonitoredItemQueueFactoryOf {
 
 // --- node manager ------------------------------------------------------------------------
 class NodeManager : public Instance {
-public:
+  public:
     NodeManager(Context ctx, const uaplex_node_manager_params& params)
         : Instance(ctx), params_(detail::copy_sized(params)) {}
     virtual uaplex_status namespace_count(size_t* out) = 0;
@@ -282,7 +279,7 @@ public:
         return UAPLEX_BadNotSupported;
     }
 
-protected:
+  protected:
     uaplex_node_manager_params params_;
 };
 

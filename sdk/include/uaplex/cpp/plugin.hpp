@@ -15,7 +15,9 @@
 
 namespace uaplex::sdk {
 
-inline uaplex_str to_str(std::string_view s) noexcept { return {s.data(), s.size()}; }
+inline uaplex_str to_str(std::string_view s) noexcept {
+    return {s.data(), s.size()};
+}
 inline std::string_view to_view(uaplex_str s) noexcept {
     return s.data ? std::string_view(s.data, s.len) : std::string_view();
 }
@@ -30,7 +32,7 @@ inline const uaplex_host_api*& host_api() noexcept {
 
 // The plugin's view of the host: logging with its name, configuration, clocks, metrics.
 class Context {
-public:
+  public:
     explicit Context(uaplex_plugin_ctx* ctx) noexcept : ctx_(ctx) {}
     uaplex_plugin_ctx* raw() const noexcept { return ctx_; }
     const uaplex_host_api* api() const noexcept { return detail::host_api(); }
@@ -76,19 +78,19 @@ public:
         }
     }
 
-private:
+  private:
     uaplex_plugin_ctx* ctx_;
 };
 
 // Thrown by plugin code to fail an entry with a specific status.
 class StatusError : public std::exception {
-public:
+  public:
     StatusError(uaplex_status status, std::string message)
         : status_(status), message_(std::move(message)) {}
     uaplex_status status() const noexcept { return status_; }
     const char* what() const noexcept override { return message_.c_str(); }
 
-private:
+  private:
     uaplex_status status_;
     std::string message_;
 };
@@ -112,7 +114,7 @@ uaplex_status guard(const Context* ctx, const char* entry, Fn&& fn) noexcept {
 
 // Common base of every plugin instance: the lifecycle after construction (= create).
 class Instance {
-public:
+  public:
     explicit Instance(Context ctx) noexcept : ctx_(ctx) {}
     virtual ~Instance() = default;
     Instance(const Instance&) = delete;
@@ -122,7 +124,7 @@ public:
     virtual uaplex_status stop() { return UAPLEX_Good; }
     const Context& context() const noexcept { return ctx_; }
 
-protected:
+  protected:
     Context ctx_;
 };
 
@@ -204,12 +206,12 @@ uaplex_status entry(const PluginInfo& info, uint32_t host_abi_version, const uap
 // Exports the library's entry symbol. Example:
 //   UAPLEX_PLUGIN(("fifo", "1.0.0", "Bounded FIFO request queue"),
 //                 uaplex::sdk::RequestQueueFactory<FifoQueue>)
-#define UAPLEX_PLUGIN(INFO, ...)                                                            \
-    UAPLEX_EXPORT uaplex_status uaplex_plugin_entry(                                        \
-        uint32_t host_abi_version, const uaplex_host_api* host,                             \
-        const uaplex_plugin_descriptor** out_descriptor) {                                  \
-        static const ::uaplex::sdk::PluginInfo info{UAPLEX_PLUGIN_UNPAREN_ INFO};           \
-        return ::uaplex::sdk::detail::entry<__VA_ARGS__>(info, host_abi_version, host,      \
-                                                         out_descriptor);                   \
+#define UAPLEX_PLUGIN(INFO, ...)                                                       \
+    UAPLEX_EXPORT uaplex_status uaplex_plugin_entry(                                   \
+        uint32_t host_abi_version, const uaplex_host_api* host,                        \
+        const uaplex_plugin_descriptor** out_descriptor) {                             \
+        static const ::uaplex::sdk::PluginInfo info{UAPLEX_PLUGIN_UNPAREN_ INFO};      \
+        return ::uaplex::sdk::detail::entry<__VA_ARGS__>(info, host_abi_version, host, \
+                                                         out_descriptor);              \
     }
 #define UAPLEX_PLUGIN_UNPAREN_(...) __VA_ARGS__
