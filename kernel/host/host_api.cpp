@@ -35,6 +35,18 @@ std::vector<std::pair<std::string, int64_t>> Metrics::snapshot() const {
 
 namespace {
 
+// uaplex_log_level values are spdlog's level numbers, so levels pass through unchanged.
+constexpr bool same_level(int ours, spdlog::level::level_enum theirs) {
+    return ours == static_cast<int>(theirs);
+}
+static_assert(same_level(UAPLEX_LOG_TRACE, spdlog::level::trace) &&
+              same_level(UAPLEX_LOG_DEBUG, spdlog::level::debug) &&
+              same_level(UAPLEX_LOG_INFO, spdlog::level::info) &&
+              same_level(UAPLEX_LOG_WARN, spdlog::level::warn) &&
+              same_level(UAPLEX_LOG_ERROR, spdlog::level::err) &&
+              same_level(UAPLEX_LOG_CRITICAL, spdlog::level::critical) &&
+              same_level(UAPLEX_LOG_OFF, spdlog::level::off));
+
 std::string_view view(uaplex_str s) {
     return s.data ? std::string_view(s.data, s.len) : "";
 }

@@ -26,7 +26,7 @@ struct Metric {
 class Metrics {
   public:
     Metric* get_or_create(const std::string& name, uint32_t kind);
-    // Current value, or nullopt-like -1 sentinel avoided: returns false when unknown.
+    // The current value of `name`; false when no such metric exists.
     bool value(const std::string& name, int64_t& out) const;
     std::vector<std::pair<std::string, int64_t>> snapshot() const;
 
