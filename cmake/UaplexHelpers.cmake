@@ -6,6 +6,9 @@ function(uaplex_plugin name)
   target_link_libraries(${name} PRIVATE uaplex_sdk ${P_LIBS})
   set_target_properties(${name} PROPERTIES PREFIX "" OUTPUT_NAME "uaplex-${name}"
     CXX_VISIBILITY_PRESET hidden C_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
+  # GNU unique symbols (from libstdc++ inline statics) would make dlclose a no-op, and a
+  # swapped-out plugin must really unload.
+  target_compile_options(${name} PRIVATE $<$<COMPILE_LANG_AND_ID:CXX,GNU>:-fno-gnu-unique>)
   if(P_OUTPUT_DIR)
     set_target_properties(${name} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${P_OUTPUT_DIR})
   endif()

@@ -1,0 +1,141 @@
+#include "host/library.hpp"
+
+#include <algorithm>
+
+#include "host/host_api.hpp"
+#include "host/logging.hpp"
+
+namespace uaplex::host {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string abi_string(uint32_t major, uint32_t minor) {
+    return std::to_string(major) + "." + std::to_string(minor);
+}
+
+// Checks one optional factory: present factories must carry an ops table with the
+// lifecycle entries and a create entry.
+template <typename F>
+void check_factory(const F* f, const char* kind, const fs::path& path, uint32_t bit,
+                   uint32_t& kinds) {
+    if (!f) return;
+    if (f->hdr.struct_size < sizeof(F) || !f->ops || !f->create)
+        throw HostError("plugin library " + path.string() + ": malformed " + kind + " factory");
+    const auto* life = reinterpret_cast<const uaplex_lifecycle_ops*>(f->ops);
+    if (life->hdr.struct_size < sizeof(uaplex_lifecycle_ops) || !life->start || !life->stop ||
+        !life->destroy)
+        throw HostError("plugin library " + path.string() + ": " + kind +
+                        " ops lack start/stop/destroy");
+    kinds |= bit;
+}
+
+}  // namespace
+
+PluginLibrary::PluginLibrary(fs::path path, boost::dll::shared_library lib,
+                             const uaplex_plugin_descriptor* d)
+    : path_(std::move(path)), lib_(std::move(lib)), descriptor_(d) {
+    check_factory(d->transport, "transport", path_, UAPLEX_KIND_TRANSPORT, kinds_);
+    check_factory(d->admission, "admission", path_, UAPLEX_KIND_ADMISSION, kinds_);
+    check_factory(d->request_queue, "request_queue", path_, UAPLEX_KIND_REQUEST_QUEUE, kinds_);
+    check_factory(d->buffer_pool, "buffer_pool", path_, UAPLEX_KIND_BUFFER_POOL, kinds_);
+    check_factory(d->monitored_item_queue, "monitored_item_queue", path_,
+                  UAPLEX_KIND_MONITORED_ITEM_QUEUE, kinds_);
+    check_factory(d->node_manager, "node_manager", path_, UAPLEX_KIND_NODE_MANAGER, kinds_);
+    if (kinds_ == 0)
+        throw HostError("plugin library " + path_.string() + ": provides no plugin kind");
+}
+
+PluginLibrary::~PluginLibrary() {
+    logger()->debug("unloading {}", path_.string());
+    lib_.unload();
+}
+
+std::string kind_names(uint32_t kinds) {
+    static const std::pair<uint32_t, const char*> names[] = {
+        {UAPLEX_KIND_TRANSPORT, "transport"},
+        {UAPLEX_KIND_ADMISSION, "admission"},
+        {UAPLEX_KIND_REQUEST_QUEUE, "request_queue"},
+        {UAPLEX_KIND_BUFFER_POOL, "buffer_pool"},
+        {UAPLEX_KIND_MONITORED_ITEM_QUEUE, "monitored_item_queue"},
+        {UAPLEX_KIND_NODE_MANAGER, "node_manager"},
+    };
+    std::string out;
+    for (auto [bit, name] : names) {
+        if (!(kinds & bit)) continue;
+        if (!out.empty()) out += "|";
+        out += name;
+    }
+    return out;
+}
+
+std::shared_ptr<PluginLibrary> load_library(const fs::path& path) {
+    std::error_code ec;
+    if (!fs::exists(path, ec)) throw HostError("plugin library " + path.string() + " not found");
+    boost::dll::shared_library lib;
+    try {
+        lib.load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+    } catch (const std::exception& e) {
+        throw HostError("plugin library " + path.string() + " cannot be loaded: " + e.what());
+    }
+    if (!lib.has(UAPLEX_PLUGIN_ENTRY_SYMBOL))
+        throw HostError("plugin library " + path.string() + " has no entry symbol '" +
+                        UAPLEX_PLUGIN_ENTRY_SYMBOL + "'");
+    auto& entry =
+        lib.get<std::remove_pointer_t<uaplex_plugin_entry_fn>>(UAPLEX_PLUGIN_ENTRY_SYMBOL);
+    const uaplex_plugin_descriptor* d = nullptr;
+    uaplex_status st = entry(UAPLEX_ABI_VERSION, host_api_table(), &d);
+    if (st != UAPLEX_Good || !d) {
+        char hex[16];
+        std::snprintf(hex, sizeof hex, "0x%08X", st);
+        throw HostError("plugin library " + path.string() + ": entry failed with status " + hex);
+    }
+    if (d->hdr.struct_size < offsetof(uaplex_plugin_descriptor, abi_minor) + sizeof(uint32_t))
+        throw HostError("plugin library " + path.string() + ": malformed descriptor");
+    if (d->abi_major != UAPLEX_ABI_VERSION_MAJOR)
+        throw HostError(
+            "plugin library " + path.string() + ": ABI major mismatch: plugin '" +
+            std::string(d->hdr.struct_size >= sizeof(uaplex_plugin_descriptor) && d->name ? d->name
+                                                                                          : "?") +
+            "' is built for ABI " + abi_string(d->abi_major, d->abi_minor) +
+            ", this host provides ABI " +
+            abi_string(UAPLEX_ABI_VERSION_MAJOR, UAPLEX_ABI_VERSION_MINOR));
+    if (d->hdr.struct_size < sizeof(uaplex_plugin_descriptor) || !d->name || !*d->name)
+        throw HostError("plugin library " + path.string() + ": malformed descriptor");
+    return std::make_shared<PluginLibrary>(path, std::move(lib), d);
+}
+
+ScanResult scan(const std::vector<fs::path>& dirs) {
+    ScanResult out;
+    for (const auto& dir : dirs) {
+        std::error_code ec;
+        if (!fs::is_directory(dir, ec)) {
+            logger()->warn("plugin directory {} does not exist", dir.string());
+            continue;
+        }
+        std::vector<fs::path> files;
+        for (const auto& e : fs::directory_iterator(dir, ec)) {
+            const auto name = e.path().filename().string();
+            if (e.is_regular_file(ec) && name.rfind("uaplex-", 0) == 0 &&
+                e.path().extension() == ".so")
+                files.push_back(e.path());
+        }
+        std::sort(files.begin(), files.end());
+        for (const auto& file : files) {
+            try {
+                auto lib = load_library(file);
+                auto [it, inserted] = out.plugins.emplace(lib->name(), lib);
+                if (!inserted && it->second->path() != lib->path()) {
+                    out.duplicates.emplace(lib->name(), "duplicate plugin name '" + lib->name() +
+                                                            "': " + it->second->path().string() +
+                                                            " and " + lib->path().string());
+                }
+            } catch (const HostError& e) {
+                out.broken.emplace(file.stem().string(), e.what());
+            }
+        }
+    }
+    return out;
+}
+
+}  // namespace uaplex::host

@@ -1,0 +1,23 @@
+// Server logging (spdlog). One logger, "uaplex"; plugin lines carry "[<plugin>]" in front of
+// the message so that every line of a plugin names it.
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include <spdlog/spdlog.h>
+
+#include "config/config.hpp"
+
+namespace uaplex::host {
+
+// Installs the server logger from [log]; throws config::ConfigError if the file sink
+// cannot be opened. Safe to call again on reload.
+void setup_logging(const config::LogConfig& log);
+// Replaces the server logger (tests capture log lines with their own sink).
+void set_logger(std::shared_ptr<spdlog::logger> l);
+// The server logger (a stderr logger until setup_logging ran).
+std::shared_ptr<spdlog::logger> logger();
+spdlog::level::level_enum parse_level(std::string_view level);
+
+}  // namespace uaplex::host

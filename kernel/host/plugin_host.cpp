@@ -1,0 +1,347 @@
+#include "host/plugin_host.hpp"
+
+#include <cstdio>
+#include <thread>
+
+#include "host/logging.hpp"
+
+namespace uaplex::host {
+
+namespace {
+
+std::string hex_status(uaplex_status st) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "0x%08X", st);
+    return buf;
+}
+
+std::string dir_list(const std::vector<std::filesystem::path>& dirs) {
+    std::string out;
+    for (const auto& d : dirs) out += (out.empty() ? "" : ", ") + d.string();
+    return out.empty() ? "(no plugin directories)" : out;
+}
+
+}  // namespace
+
+// --- PluginInstance ------------------------------------------------------------------------
+
+PluginInstance::PluginInstance(std::shared_ptr<PluginLibrary> library, uint32_t kind,
+                               const config::PluginConfig& cfg, Services& services)
+    : library_(std::move(library)), ctx_(std::make_unique<uaplex_plugin_ctx>()), kind_(kind) {
+    ctx_->name = cfg.name;
+    ctx_->position = cfg.position;
+    ctx_->settings = cfg.settings;
+    ctx_->key_positions = cfg.key_positions;
+    for (auto&& [k, v] : ctx_->settings) ctx_->keys.emplace_back(k.str());
+    ctx_->services = &services;
+}
+
+template <typename Factory, typename Params>
+void PluginInstance::create(const Factory& factory, const Params& params) {
+    void* self = nullptr;
+    uaplex_status st = factory.create(ctx_.get(), &params, &self);
+    if (st != UAPLEX_Good || !self)
+        throw HostError("plugin '" + ctx_->name + "': create failed with status " + hex_status(st));
+    self_ = self;
+    ops_ = factory.ops;
+    lifecycle_ = reinterpret_cast<const uaplex_lifecycle_ops*>(factory.ops);
+}
+
+void PluginInstance::start() {
+    uaplex_status st = lifecycle_->start(self_);
+    if (st != UAPLEX_Good)
+        throw HostError("plugin '" + ctx_->name + "': start failed with status " + hex_status(st));
+    started_ = true;
+}
+
+void PluginInstance::stop() noexcept {
+    if (!started_) return;
+    started_ = false;
+    uaplex_status st = lifecycle_->stop(self_);
+    if (st != UAPLEX_Good)
+        logger()->warn("plugin '{}': stop returned {}", ctx_->name, hex_status(st));
+}
+
+PluginInstance::~PluginInstance() {
+    if (self_) {
+        stop();
+        uaplex_status st = lifecycle_->destroy(self_);
+        if (st != UAPLEX_Good)
+            logger()->warn("plugin '{}': destroy returned {}", ctx_->name, hex_status(st));
+        std::vector<uint64_t> leaked(ctx_->timers.begin(), ctx_->timers.end());
+        for (uint64_t id : leaked) ctx_->services->timers.cancel(id);
+        if (!leaked.empty())
+            logger()->warn("plugin '{}': {} timer(s) left running after destroy; cancelled",
+                           ctx_->name, leaked.size());
+    }
+    ctx_.reset();
+    library_.reset();  // the last reference unloads the library, after destroy returned
+}
+
+// --- RequestQueueSlot ----------------------------------------------------------------------
+
+uaplex_status RequestQueueSlot::on_complete(void* user, uaplex_request_entry* e, uaplex_status st) {
+    auto* slot = static_cast<RequestQueueSlot*>(user);
+    try {
+        if (slot->complete_) {
+            slot->complete_(e, st);
+        } else {
+            logger()->warn("request {} completed with {} but no pipeline is attached",
+                           e ? e->request_id : 0, hex_status(st));
+        }
+        return UAPLEX_Good;
+    } catch (...) {
+        return UAPLEX_BadInternalError;
+    }
+}
+
+uaplex_request_queue_params RequestQueueSlot::params(uint32_t max_queued) {
+    uaplex_request_queue_params p{};
+    p.hdr = UAPLEX_HEADER_INIT(uaplex_request_queue_params, UAPLEX_STYPE_REQUEST_QUEUE_PARAMS);
+    p.max_queued = max_queued;
+    p.complete = &RequestQueueSlot::on_complete;
+    p.user = this;
+    return p;
+}
+
+uaplex_status RequestQueueSlot::enqueue(uaplex_request_entry* entry) noexcept {
+    auto ref = slot_.acquire();
+    if (!ref) return UAPLEX_BadServerHalted;
+    return ref->ops<uaplex_request_queue_ops>()->enqueue(ref->self(), entry);
+}
+
+uaplex_status RequestQueueSlot::try_dequeue(uaplex_request_entry** out) noexcept {
+    auto ref = slot_.acquire();
+    if (!ref) return UAPLEX_BadServerHalted;
+    return ref->ops<uaplex_request_queue_ops>()->try_dequeue(ref->self(), out);
+}
+
+uaplex_status RequestQueueSlot::dequeue(uint32_t timeout_ms, uaplex_request_entry** out) noexcept {
+    auto ref = slot_.acquire();
+    if (!ref) return UAPLEX_BadServerHalted;
+    const auto* ops = ref->ops<uaplex_request_queue_ops>();
+    // Without a waiting dequeue the queue is only polled.
+    if (!ops->dequeue) return ops->try_dequeue(ref->self(), out);
+    return ops->dequeue(ref->self(), timeout_ms, out);
+}
+
+uaplex_status RequestQueueSlot::cancel(uaplex_request_entry* entry, uaplex_status status) noexcept {
+    auto ref = slot_.acquire();
+    if (!ref) return UAPLEX_BadNotFound;
+    return ref->ops<uaplex_request_queue_ops>()->cancel(ref->self(), entry, status);
+}
+
+uaplex_status RequestQueueSlot::count(uint64_t* out) noexcept {
+    auto ref = slot_.acquire();
+    if (!ref) {
+        *out = 0;
+        return UAPLEX_Good;
+    }
+    return ref->ops<uaplex_request_queue_ops>()->count(ref->self(), out);
+}
+
+std::string RequestQueueSlot::plugin_name() const {
+    auto cur = slot_.current();
+    return cur ? cur->name() : std::string();
+}
+
+std::shared_ptr<PluginInstance> RequestQueueSlot::exchange(std::shared_ptr<PluginInstance> next) {
+    auto old = slot_.exchange(next);
+    if (!old) return old;
+    // No call reaches `old` any more: move what it still holds, in order, to the new queue.
+    const auto* old_ops = old->ops<uaplex_request_queue_ops>();
+    uaplex_request_entry* e = nullptr;
+    size_t moved = 0;
+    while (old_ops->try_dequeue(old->self(), &e) == UAPLEX_Good && e) {
+        uaplex_status st = UAPLEX_BadServerHalted;
+        if (next) st = next->ops<uaplex_request_queue_ops>()->enqueue(next->self(), e);
+        if (st != UAPLEX_Good) on_complete(this, e, st);
+        ++moved;
+    }
+    if (moved) logger()->info("request_queue: moved {} queued request(s) to the new queue", moved);
+    old->stop();
+    return old;
+}
+
+// --- Host ------------------------------------------------------------------------------------
+
+Host::Host() : services_(std::make_unique<Services>()) {}
+
+Host::~Host() {
+    shutdown();
+}
+
+std::shared_ptr<PluginLibrary> Host::resolve(const config::PluginConfig& pc, ScanResult& scanned) {
+    if (pc.library) {
+        std::shared_ptr<PluginLibrary> lib;
+        try {
+            lib = load_library(*pc.library);
+        } catch (const HostError& e) {
+            throw HostError("plugin '" + pc.name + "': " + e.what());
+        }
+        if (lib->name() != pc.name)
+            throw HostError("plugin '" + pc.name + "': library " + pc.library->string() +
+                            " provides plugin '" + lib->name() + "'");
+        return lib;
+    }
+    if (auto d = scanned.duplicates.find(pc.name); d != scanned.duplicates.end())
+        throw HostError("plugin '" + pc.name + "': " + d->second);
+    if (auto it = scanned.plugins.find(pc.name); it != scanned.plugins.end()) return it->second;
+    if (auto b = scanned.broken.find("uaplex-" + pc.name); b != scanned.broken.end())
+        throw HostError("plugin '" + pc.name + "': " + b->second);
+    throw HostError("unknown plugin '" + pc.name + "' (" + pc.position + "): no library in " +
+                    dir_list(config_.plugin_dirs) + " provides it");
+}
+
+std::shared_ptr<PluginInstance> Host::make_request_queue(const config::PluginConfig& pc,
+                                                         ScanResult& scanned) {
+    auto lib = resolve(pc, scanned);
+    const auto* factory = lib->descriptor().request_queue;
+    if (!factory)
+        throw HostError("plugin '" + pc.name + "' is not a request_queue (it provides " +
+                        kind_names(lib->kinds()) + ")");
+    const auto* ops = factory->ops;
+    if (ops->hdr.struct_size < sizeof(uaplex_request_queue_ops) || !ops->enqueue ||
+        !ops->try_dequeue || !ops->cancel || !ops->count)
+        throw HostError("plugin '" + pc.name +
+                        "': request_queue ops lack enqueue/try_dequeue/cancel/count");
+    auto inst = std::make_shared<PluginInstance>(lib, UAPLEX_KIND_REQUEST_QUEUE, pc, *services_);
+    inst->request_queue_params = request_queue_.params(kMaxQueuedRequestCount);
+    inst->create(*factory, inst->request_queue_params);
+    logger()->info("loaded plugin '{}' ({} {}) from {}", pc.name, kind_names(lib->kinds()),
+                   lib->version(), lib->path().string());
+    return inst;
+}
+
+void Host::load(const config::ServerConfig& cfg) {
+    if (loaded_) throw HostError("plugin host already loaded");
+    config_ = cfg;
+    try {
+        bool need_scan = false;
+        for (const auto& pc : cfg.plugins) need_scan = need_scan || (pc.enabled && !pc.library);
+        ScanResult scanned;
+        if (need_scan) scanned = scan(cfg.plugin_dirs);
+        for (const auto& [file, why] : scanned.broken) {
+            bool enabled = false;
+            for (const auto& pc : cfg.plugins) enabled = enabled || "uaplex-" + pc.name == file;
+            if (!enabled) logger()->warn("ignoring {}", why);
+        }
+        for (const auto& pc : cfg.plugins) {
+            if (!pc.enabled) continue;
+            if (pc.name == cfg.slots.request_queue) {
+                pending_request_queue_ = make_request_queue(pc, scanned);
+                continue;
+            }
+            auto lib = resolve(pc, scanned);
+            if (lib->kinds() == UAPLEX_KIND_REQUEST_QUEUE) {
+                // Loaded again when a reload puts it into the slot; unloaded until then.
+                logger()->info(
+                    "plugin '{}' (request_queue {}) is available for the "
+                    "request_queue slot",
+                    pc.name, lib->version());
+                continue;
+            }
+            logger()->info(
+                "loaded plugin '{}' ({} {}) from {}; not assigned to a slot this "
+                "kernel serves yet",
+                pc.name, kind_names(lib->kinds()), lib->version(), lib->path().string());
+            idle_libraries_.push_back(std::move(lib));
+        }
+        loaded_ = true;
+    } catch (...) {
+        pending_request_queue_.reset();
+        idle_libraries_.clear();
+        throw;
+    }
+}
+
+void Host::start() {
+    if (!loaded_ || started_) return;
+    if (pending_request_queue_) {
+        try {
+            pending_request_queue_->start();
+        } catch (...) {
+            pending_request_queue_.reset();
+            shutdown();
+            throw;
+        }
+        request_queue_.exchange(std::move(pending_request_queue_));
+        logger()->info("request_queue slot: plugin '{}'", request_queue_.plugin_name());
+    }
+    started_ = true;
+}
+
+void Host::shutdown() noexcept {
+    try {
+        if (auto old = request_queue_.exchange(nullptr)) {
+            logger()->info("stopping plugin '{}'", old->name());
+            old.reset();
+        }
+        pending_request_queue_.reset();
+        idle_libraries_.clear();
+    } catch (const std::exception& e) {
+        logger()->error("shutdown: {}", e.what());
+    }
+    loaded_ = false;
+    started_ = false;
+}
+
+void Host::reload(const config::ServerConfig& cfg) {
+    const std::string& before = config_.slots.request_queue;
+    const std::string& after = cfg.slots.request_queue;
+    const config::PluginConfig* old_pc = config_.plugin(before);
+    const config::PluginConfig* new_pc = cfg.plugin(after);
+    bool changed = before != after;
+    if (!changed && old_pc && new_pc)
+        changed = old_pc->settings != new_pc->settings || old_pc->library != new_pc->library;
+
+    if (changed) {
+        std::shared_ptr<PluginInstance> next;
+        if (new_pc) {
+            ScanResult scanned;
+            if (!new_pc->library) scanned = scan(cfg.plugin_dirs);
+            config::ServerConfig saved = config_;
+            config_.plugin_dirs = cfg.plugin_dirs;  // for messages naming the directories
+            try {
+                next = make_request_queue(*new_pc, scanned);
+                next->start();
+            } catch (...) {
+                config_ = std::move(saved);
+                throw;
+            }
+        }
+        auto old = request_queue_.exchange(next);
+        logger()->info("request_queue slot: '{}' -> '{}'", old ? old->name() : "",
+                       next ? next->name() : "");
+        old.reset();  // stops (done), destroys, and unloads if it was the last user
+    }
+
+    // Everything else is read at startup only.
+    bool others_changed =
+        cfg.plugin_dirs != config_.plugin_dirs || cfg.server.endpoints != config_.server.endpoints;
+    for (const auto& pc : cfg.plugins) {
+        if (pc.name == after) continue;
+        const auto* prev = config_.plugin(pc.name);
+        if (!prev || prev->enabled != pc.enabled || prev->settings != pc.settings)
+            others_changed = true;
+    }
+    if (others_changed)
+        logger()->warn(
+            "configuration changes outside [log] and the request_queue slot take "
+            "effect after a restart");
+    config_ = cfg;
+}
+
+std::vector<LoadedPluginInfo> Host::plugins() const {
+    std::vector<LoadedPluginInfo> out;
+    auto add = [&](const PluginLibrary& lib, bool inst) {
+        out.push_back(
+            {lib.name(), kind_names(lib.kinds()), lib.version(), lib.path().string(), inst});
+    };
+    if (auto cur = request_queue_.current()) add(cur->library(), true);
+    if (pending_request_queue_) add(pending_request_queue_->library(), true);
+    for (const auto& l : idle_libraries_) add(*l, false);
+    return out;
+}
+
+}  // namespace uaplex::host

@@ -1,0 +1,139 @@
+// The plugin host: loads the enabled plugins of a configuration, creates and starts their
+// instances, serves the request-queue slot (hot-swappable) and applies reloads.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "host/host_api.hpp"
+#include "host/library.hpp"
+#include "host/slot.hpp"
+
+namespace uaplex::host {
+
+// One created plugin instance of one kind. Destruction stops it if needed, destroys it, and
+// drops its library reference (the last reference unloads the library).
+class PluginInstance {
+  public:
+    PluginInstance(std::shared_ptr<PluginLibrary> library, uint32_t kind,
+                   const config::PluginConfig& cfg, Services& services);
+    ~PluginInstance();
+    PluginInstance(const PluginInstance&) = delete;
+    PluginInstance& operator=(const PluginInstance&) = delete;
+
+    // Calls the factory's create; throws HostError naming the plugin and the status.
+    template <typename Factory, typename Params>
+    void create(const Factory& factory, const Params& params);
+    void start();
+    void stop() noexcept;
+
+    const std::string& name() const { return ctx_->name; }
+    uint32_t kind() const { return kind_; }
+    const PluginLibrary& library() const { return *library_; }
+    void* self() const { return self_; }
+    template <typename Ops>
+    const Ops* ops() const {
+        return static_cast<const Ops*>(ops_);
+    }
+    const toml::table& settings() const { return ctx_->settings; }
+
+    // Storage for the params struct the instance was created with (borrowed until destroy).
+    uaplex_request_queue_params request_queue_params{};
+
+  private:
+    std::shared_ptr<PluginLibrary> library_;
+    std::unique_ptr<uaplex_plugin_ctx> ctx_;
+    uint32_t kind_;
+    void* self_ = nullptr;
+    const void* ops_ = nullptr;
+    const uaplex_lifecycle_ops* lifecycle_ = nullptr;
+    bool started_ = false;
+};
+
+// The request-queue slot. Calls go to whichever queue is installed; a swap moves queued
+// entries to the new queue and retires the old one only after its last call returned.
+class RequestQueueSlot {
+  public:
+    using CompleteFn = std::function<void(uaplex_request_entry*, uaplex_status)>;
+
+    // Where entries that a queue completes go (the request pipeline; tests set their own).
+    void set_completion(CompleteFn fn) { complete_ = std::move(fn); }
+
+    uaplex_status enqueue(uaplex_request_entry* entry) noexcept;
+    uaplex_status try_dequeue(uaplex_request_entry** out) noexcept;
+    uaplex_status dequeue(uint32_t timeout_ms, uaplex_request_entry** out) noexcept;
+    uaplex_status cancel(uaplex_request_entry* entry, uaplex_status status) noexcept;
+    uaplex_status count(uint64_t* out) noexcept;
+
+    // The name of the installed plugin, or "" when empty.
+    std::string plugin_name() const;
+
+    // Management (host main thread): installs `next` and returns the previous instance once
+    // no call can reach it; its queued entries move to `next`.
+    std::shared_ptr<PluginInstance> exchange(std::shared_ptr<PluginInstance> next);
+    // The plugin instance calls currently reach (management code only).
+    std::shared_ptr<PluginInstance> current() const { return slot_.current(); }
+
+    // The params a request-queue instance is created with: completion routes to this slot.
+    uaplex_request_queue_params params(uint32_t max_queued);
+
+  private:
+    static uaplex_status on_complete(void* user, uaplex_request_entry* e, uaplex_status st);
+    Slot<PluginInstance> slot_;
+    CompleteFn complete_;
+};
+
+struct LoadedPluginInfo {
+    std::string name;
+    std::string kinds;
+    std::string version;
+    std::string path;
+    bool instantiated;
+};
+
+class Host {
+  public:
+    Host();
+    ~Host();
+    Host(const Host&) = delete;
+    Host& operator=(const Host&) = delete;
+
+    // Loads and creates everything `cfg` enables: all or nothing. Throws HostError with a
+    // one-line message; on failure nothing stays loaded.
+    void load(const config::ServerConfig& cfg);
+    // Starts the instances in load order; on failure stops the started ones, throws.
+    void start();
+    // Stops (reverse order), destroys and unloads everything. Idempotent.
+    void shutdown() noexcept;
+    // Applies a changed configuration to a running host: the request-queue slot is swapped
+    // when its plugin or that plugin's settings changed. Throws HostError and changes
+    // nothing if the new plugin cannot be loaded, created or started.
+    void reload(const config::ServerConfig& cfg);
+
+    RequestQueueSlot& request_queue() { return request_queue_; }
+    Services& services() { return *services_; }
+    std::vector<LoadedPluginInfo> plugins() const;
+
+    // Default MaxQueuedRequestCount handed to request-queue plugins.
+    static constexpr uint32_t kMaxQueuedRequestCount = 2000;
+
+  private:
+    std::shared_ptr<PluginLibrary> resolve(const config::PluginConfig& pc, ScanResult& scanned);
+    std::shared_ptr<PluginInstance> make_request_queue(const config::PluginConfig& pc,
+                                                       ScanResult& scanned);
+
+    std::unique_ptr<Services> services_;
+    RequestQueueSlot request_queue_;
+    // Enabled plugins without an instance yet (their kind is not served by this kernel).
+    std::vector<std::shared_ptr<PluginLibrary>> idle_libraries_;
+    // Created by load(), installed in the slot by start().
+    std::shared_ptr<PluginInstance> pending_request_queue_;
+    config::ServerConfig config_;
+    bool loaded_ = false;
+    bool started_ = false;
+};
+
+}  // namespace uaplex::host

@@ -1,0 +1,64 @@
+/* Compiled as C11 with -Wall -Wextra -pedantic -Werror: every ABI header must be plain C,
+ * and the layout pins hold for a C compiler too. */
+#include "uaplex/abi.h"
+#include "uaplex/admission.h"
+#include "uaplex/buffer_pool.h"
+#include "uaplex/host.h"
+#include "uaplex/monitored_item_queue.h"
+#include "uaplex/node_manager.h"
+#include "uaplex/plugin.h"
+#include "uaplex/request_queue.h"
+#include "uaplex/transport.h"
+#include "uaplex/uaplex.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#if defined(__LP64__)
+#define UAPLEX_PIN_SIZE(T, n) _Static_assert(sizeof(T) == (n), "size of " #T)
+#define UAPLEX_PIN_OFFSET(T, f, n) _Static_assert(offsetof(T, f) == (n), "offset of " #T "." #f)
+#include "layout_pins.inc"
+#endif
+
+/* Every kind's ops table starts with the lifecycle entries, so the host can drive any
+ * instance through uaplex_lifecycle_ops. */
+#define UAPLEX_PIN_LIFECYCLE(T)                                                      \
+    _Static_assert(offsetof(T, start) == offsetof(uaplex_lifecycle_ops, start), #T); \
+    _Static_assert(offsetof(T, stop) == offsetof(uaplex_lifecycle_ops, stop), #T);   \
+    _Static_assert(offsetof(T, destroy) == offsetof(uaplex_lifecycle_ops, destroy), #T)
+UAPLEX_PIN_LIFECYCLE(uaplex_transport_ops);
+UAPLEX_PIN_LIFECYCLE(uaplex_admission_ops);
+UAPLEX_PIN_LIFECYCLE(uaplex_request_queue_ops);
+UAPLEX_PIN_LIFECYCLE(uaplex_buffer_pool_ops);
+UAPLEX_PIN_LIFECYCLE(uaplex_mi_queue_factory_ops);
+UAPLEX_PIN_LIFECYCLE(uaplex_node_manager_ops);
+
+/* Every factory has the same shape: header, ops, create. */
+#define UAPLEX_PIN_FACTORY(T)                      \
+    _Static_assert(offsetof(T, ops) == 8, #T);     \
+    _Static_assert(offsetof(T, create) == 16, #T); \
+    _Static_assert(sizeof(T) == 24, #T)
+UAPLEX_PIN_FACTORY(uaplex_transport_factory);
+UAPLEX_PIN_FACTORY(uaplex_admission_factory);
+UAPLEX_PIN_FACTORY(uaplex_request_queue_factory);
+UAPLEX_PIN_FACTORY(uaplex_buffer_pool_factory);
+UAPLEX_PIN_FACTORY(uaplex_mi_queue_factory);
+UAPLEX_PIN_FACTORY(uaplex_node_manager_factory);
+
+int main(void) {
+    /* A reader compiled against a newer header must see an older, shorter struct as
+     * lacking the appended field. */
+    uaplex_plugin_descriptor d;
+    int failures = 0;
+    memset(&d, 0, sizeof d);
+    d.hdr.struct_size = (uint32_t)sizeof d;
+    d.hdr.type = UAPLEX_STYPE_PLUGIN_DESCRIPTOR;
+    if (!UAPLEX_HAS_FIELD(&d, uaplex_plugin_descriptor, node_manager)) ++failures;
+    d.hdr.struct_size = (uint32_t)offsetof(uaplex_plugin_descriptor, node_manager);
+    if (UAPLEX_HAS_FIELD(&d, uaplex_plugin_descriptor, node_manager)) ++failures;
+    if (UAPLEX_ABI_MAJOR_OF(UAPLEX_ABI_VERSION) != UAPLEX_ABI_VERSION_MAJOR) ++failures;
+    if (UAPLEX_ABI_MINOR_OF(UAPLEX_ABI_VERSION) != UAPLEX_ABI_VERSION_MINOR) ++failures;
+    if (!UAPLEX_STATUS_IS_BAD(UAPLEX_BadInternalError)) ++failures;
+    if (failures) fprintf(stderr, "abi_c_check: %d failures\n", failures);
+    return failures ? 1 : 0;
+}

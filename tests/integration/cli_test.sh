@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The uaplex executable: error exits with one clear line, start and clean stop on SIGINT,
+# SIGHUP reload swapping the request queue, and a bad reload that keeps the old setup.
+set -u
+uaplex="$1"
+plugin_root="$(cd "$2" && pwd)"
+plugin_dir="$(cd "$(dirname "$uaplex")/../plugins" && pwd)"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+failures=0
+
+check() {  # check <description> <command...>
+    local what="$1"; shift
+    if "$@"; then echo "ok: $what"; else echo "FAIL: $what"; failures=$((failures + 1)); fi
+}
+
+# Bad TOML: exit 1, one line with line:column.
+printf '[log]\nlevel = \n' > "$work/bad.toml"
+"$uaplex" --config "$work/bad.toml" > "$work/out" 2> "$work/err"
+rc=$?
+check "bad TOML exits 1" test "$rc" -eq 1
+check "bad TOML names line:column" grep -q "^uaplex: error: .*bad.toml:2:[0-9]*: " "$work/err"
+check "bad TOML is one line" test "$(wc -l < "$work/err")" -eq 1
+
+# Unknown plugin: exit 1, one line.
+printf '[host]\nplugin_dirs = ["%s"]\n[plugins.nosuch]\n' "$plugin_dir" > "$work/unknown.toml"
+"$uaplex" --config "$work/unknown.toml" > "$work/out" 2>&1
+rc=$?
+check "unknown plugin exits 1" test "$rc" -eq 1
+check "unknown plugin message" grep -q "error unknown plugin 'nosuch'" "$work/out"
+
+# Start, reload to another queue, a bad reload, stop.
+conf="$work/run.toml"
+write_conf() {
+    printf '[host]\nplugin_dirs = ["%s", "%s/swap"]\n[slots]\nrequest_queue = "%s"\n[plugins.fifo]\n[plugins.test-swap-a]\n' \
+        "$plugin_dir" "$plugin_root" "$1" > "$conf"
+}
+write_conf fifo
+"$uaplex" --config "$conf" > "$work/log" 2>&1 &
+pid=$!
+wait_for() {  # wait_for <pattern>: up to 10 s
+    for _ in $(seq 100); do grep -q "$1" "$work/log" && return 0; sleep 0.1; done
+    return 1
+}
+check "starts and logs the loaded plugin" wait_for "loaded plugin 'fifo' (request_queue"
+check "reports running" wait_for "running; send SIGINT"
+write_conf test-swap-a
+kill -HUP "$pid"
+check "SIGHUP swaps the request queue" wait_for "request_queue slot: 'fifo' -> 'test-swap-a'"
+check "old plugin stopped on swap" wait_for "configuration reloaded"
+printf '[slots\n' > "$conf"
+kill -HUP "$pid"
+check "bad reload is reported and ignored" wait_for "reload failed, keeping the running configuration: .*run.toml:1:"
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+check "SIGINT exits 0" test "$rc" -eq 0
+check "stops cleanly" grep -q "info  stopped" "$work/log"
+check "no crash output" bash -c "! grep -qiE 'segmentation|abort|terminate' '$work/log'"
+
+if [ "$failures" -ne 0 ]; then
+    echo "---- log"; cat "$work/log"
+    exit 1
+fi

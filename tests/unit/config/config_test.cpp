@@ -1,0 +1,116 @@
+// The configuration parser: defaults, path resolution, errors with positions, and warnings
+// for keys the server does not know.
+#include <catch2/catch.hpp>
+
+#include "config/config.hpp"
+
+using uaplex::config::ConfigError;
+using uaplex::config::parse_string;
+using uaplex::config::PathContext;
+
+namespace {
+const PathContext kPaths{"/opt/uaplex/bin"};
+
+std::string error_of(const std::string& toml) {
+    try {
+        parse_string(toml, "/etc/uaplex/test.toml", kPaths);
+    } catch (const ConfigError& e) {
+        return e.what();
+    }
+    return "";
+}
+}  // namespace
+
+TEST_CASE("an empty file gives the documented defaults") {
+    auto cfg = parse_string("", "/etc/uaplex/test.toml", kPaths);
+    CHECK(cfg.log.level == "info");
+    CHECK(cfg.log.sink == "stdout");
+    CHECK(cfg.log.file == "/etc/uaplex/uaplex.log");
+    REQUIRE(cfg.plugin_dirs.size() == 1);
+    CHECK(cfg.plugin_dirs[0] == "/opt/uaplex/plugins");
+    CHECK(cfg.server.endpoints == std::vector<std::string>{"opc.tcp://0.0.0.0:4840"});
+    CHECK(cfg.server.application_name == "uaplex");
+    CHECK(cfg.slots.request_queue.empty());
+    CHECK(cfg.plugins.empty());
+    CHECK(cfg.warnings.empty());
+}
+
+TEST_CASE("relative paths resolve against the file, {exe_dir} against the executable") {
+    auto cfg = parse_string(
+        "[host]\nplugin_dirs = [\"../lib/plugins\", \"{exe_dir}/p\", \"/abs\"]\n"
+        "[log]\nsink = \"file\"\nfile = \"log/u.log\"\n",
+        "/etc/uaplex/test.toml", kPaths);
+    REQUIRE(cfg.plugin_dirs.size() == 3);
+    CHECK(cfg.plugin_dirs[0] == "/etc/lib/plugins");
+    CHECK(cfg.plugin_dirs[1] == "/opt/uaplex/bin/p");
+    CHECK(cfg.plugin_dirs[2] == "/abs");
+    CHECK(cfg.log.file == "/etc/uaplex/log/u.log");
+}
+
+TEST_CASE("plugins: host keys are taken out, the rest is the plugin's table") {
+    auto cfg = parse_string(
+        "[slots]\nrequest_queue = \"fifo\"\n"
+        "[plugins.fifo]\nmax_queued = 10\nlibrary = \"x/uaplex-fifo.so\"\n"
+        "[plugins.other]\nenabled = false\n[plugins.other.nested]\na = 1\n",
+        "/etc/uaplex/test.toml", kPaths);
+    REQUIRE(cfg.plugins.size() == 2);
+    const auto* fifo = cfg.plugin("fifo");
+    REQUIRE(fifo);
+    CHECK(fifo->enabled);
+    CHECK(fifo->library == std::filesystem::path("/etc/uaplex/x/uaplex-fifo.so"));
+    CHECK(fifo->settings.size() == 1);
+    CHECK(fifo->settings["max_queued"].value<int64_t>() == 10);
+    CHECK(fifo->key_positions.at("max_queued") == "/etc/uaplex/test.toml:4:14");
+    const auto* other = cfg.plugin("other");
+    REQUIRE(other);
+    CHECK_FALSE(other->enabled);
+    CHECK(other->settings["nested"]["a"].value<int64_t>() == 1);
+}
+
+TEST_CASE("syntax errors carry line and column") {
+    CHECK_THAT(error_of("[log]\nlevel = \"info\"\n\nsink = = 1\n"),
+               Catch::StartsWith("/etc/uaplex/test.toml:4:"));
+    CHECK_THAT(error_of("[plugins.a\n"), Catch::Matches("/etc/uaplex/test\\.toml:1:\\d+: .*"));
+}
+
+TEST_CASE("invalid values are errors with their position") {
+    CHECK(error_of("[log]\nlevel = \"loud\"\n") ==
+          "/etc/uaplex/test.toml:2:9: [log] level must be one of trace, debug, info, warn, "
+          "error, critical, off");
+    CHECK(error_of("[log]\nsink = \"syslog\"\n") ==
+          "/etc/uaplex/test.toml:2:8: [log] sink must be one of stdout, stderr, file");
+    CHECK(error_of("[host]\nplugin_dirs = \"x\"\n") ==
+          "/etc/uaplex/test.toml:2:15: [host] plugin_dirs must be an array");
+    CHECK(error_of("[plugins]\nfifo = 3\n") ==
+          "/etc/uaplex/test.toml:2:8: [plugins] fifo must be a table ([plugins.fifo])");
+    CHECK_THAT(error_of("[plugins.Bad]\n"), Catch::Contains("may use only a-z, 0-9, '-' and '_'"));
+    CHECK_THAT(error_of("[plugins.a]\nenabled = 1\n"),
+               Catch::Contains("[plugins.a] enabled must be a boolean"));
+    CHECK_THAT(error_of("[slots]\nrequest_queue = \"nope\"\n"),
+               Catch::Contains("no [plugins.nope] table"));
+}
+
+TEST_CASE("unknown keys in the server's tables are warnings with positions") {
+    auto cfg = parse_string(
+        "colour = 1\n[log]\nlevle = \"debug\"\n[host]\nplugin_dir = []\n"
+        "[server]\nport = 4840\n[slots]\nqueue = \"x\"\n[extra]\n",
+        "/etc/uaplex/test.toml", kPaths);
+    REQUIRE(cfg.warnings.size() == 6);
+    // Keys of one table come in name order.
+    CHECK(cfg.warnings[0] == "/etc/uaplex/test.toml:1:10: unknown key 'colour' in [top level]");
+    CHECK(cfg.warnings[1] == "/etc/uaplex/test.toml:10:1: unknown key 'extra' in [top level]");
+    CHECK(cfg.warnings[2] == "/etc/uaplex/test.toml:3:9: unknown key 'levle' in [log]");
+    CHECK(cfg.warnings[3] == "/etc/uaplex/test.toml:5:14: unknown key 'plugin_dir' in [host]");
+    CHECK(cfg.warnings[4] == "/etc/uaplex/test.toml:7:8: unknown key 'port' in [server]");
+    CHECK(cfg.warnings[5] == "/etc/uaplex/test.toml:9:9: unknown key 'queue' in [slots]");
+}
+
+TEST_CASE("the shipped etc/uaplex.toml is valid and warning-free") {
+    auto cfg =
+        uaplex::config::load_file(std::string(UAPLEX_SOURCE_DIR) + "/etc/uaplex.toml", kPaths);
+    CHECK(cfg.warnings.empty());
+    CHECK(cfg.slots.request_queue == "fifo");
+    REQUIRE(cfg.plugin("fifo"));
+    CHECK(cfg.plugin_dirs.at(0) == "/opt/uaplex/plugins");
+    CHECK(cfg.log.level == "info");
+}
