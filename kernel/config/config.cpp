@@ -1,5 +1,8 @@
 #include "config/config.hpp"
 
+#include <unistd.h>
+
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -62,6 +65,29 @@ std::vector<std::string> get_strings(const toml::table& t, std::string_view key,
     return out;
 }
 
+std::uint32_t get_uint(const toml::table& t, std::string_view key, std::uint32_t def,
+                       std::uint32_t min, std::uint32_t max, const std::string& table_name,
+                       const fs::path& file) {
+    const toml::node* node = t.get(key);
+    if (!node) return def;
+    const auto* v = node->as_integer();
+    if (!v || v->get() < std::int64_t(min) || v->get() > std::int64_t(max))
+        fail(*node, file,
+             "[" + table_name + "] " + std::string(key) + " must be an integer from " +
+                 std::to_string(min) + " to " + std::to_string(max));
+    return std::uint32_t(v->get());
+}
+
+// "{hostname}" in the ApplicationUri becomes this machine's host name.
+void expand_hostname(std::string& uri) {
+    const std::string token = "{hostname}";
+    auto pos = uri.find(token);
+    if (pos == std::string::npos) return;
+    char host[256] = {};
+    if (gethostname(host, sizeof host - 1) != 0 || host[0] == 0) std::strcpy(host, "localhost");
+    uri.replace(pos, token.size(), host);
+}
+
 fs::path resolve(const std::string& raw, const fs::path& file, const PathContext& paths) {
     std::string s = raw;
     const std::string token = "{exe_dir}";
@@ -116,12 +142,87 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
     for (const auto& d : dirs) cfg.plugin_dirs.push_back(resolve(d, file, paths));
 
     if (const toml::table* server = sub_table(root, "server", file)) {
-        check_keys(*server, {"application_name", "endpoints"}, "server", file, cfg);
-        cfg.server.application_name =
-            get_string(*server, "application_name", cfg.server.application_name, "server", file);
-        cfg.server.endpoints =
-            get_strings(*server, "endpoints", cfg.server.endpoints, "server", file);
+        check_keys(*server,
+                   {"application_name", "application_uri", "product_uri", "manufacturer_name",
+                    "product_name", "endpoints", "reverse_connect", "request_threads", "limits"},
+                   "server", file, cfg);
+        ServerSection& s = cfg.server;
+        s.application_name =
+            get_string(*server, "application_name", s.application_name, "server", file);
+        s.application_uri =
+            get_string(*server, "application_uri", s.application_uri, "server", file);
+        s.product_uri = get_string(*server, "product_uri", s.product_uri, "server", file);
+        s.manufacturer_name =
+            get_string(*server, "manufacturer_name", s.manufacturer_name, "server", file);
+        s.product_name = get_string(*server, "product_name", s.product_name, "server", file);
+        s.endpoints = get_strings(*server, "endpoints", s.endpoints, "server", file);
+        s.reverse_connect =
+            get_strings(*server, "reverse_connect", s.reverse_connect, "server", file);
+        s.request_threads =
+            get_uint(*server, "request_threads", s.request_threads, 1, 1024, "server", file);
+        if (s.endpoints.empty())
+            fail(*server->get("endpoints"), file, "[server] endpoints must name at least one URL");
+        if (const toml::table* limits = sub_table(*server, "limits", file)) {
+            ServerLimits& l = s.limits;
+            struct Key {
+                const char* name;
+                std::uint32_t* value;
+                std::uint32_t min;
+            };
+            const Key keys[] = {
+                {"max_channels", &l.max_channels, 1},
+                {"max_pending_handshakes", &l.max_pending_handshakes, 1},
+                {"handshake_timeout_ms", &l.handshake_timeout_ms, 100},
+                {"receive_buffer_size", &l.receive_buffer_size, 8192},
+                {"send_buffer_size", &l.send_buffer_size, 8192},
+                {"max_message_size", &l.max_message_size, 8192},
+                {"max_chunk_count", &l.max_chunk_count, 1},
+                {"min_token_lifetime_ms", &l.min_token_lifetime_ms, 1000},
+                {"max_token_lifetime_ms", &l.max_token_lifetime_ms, 1000},
+                {"max_sessions", &l.max_sessions, 1},
+                {"min_session_timeout_ms", &l.min_session_timeout_ms, 100},
+                {"max_session_timeout_ms", &l.max_session_timeout_ms, 100},
+                {"max_browse_continuation_points", &l.max_browse_continuation_points, 1},
+                {"max_nesting_depth", &l.max_nesting_depth, 4},
+                {"max_nodes_per_read", &l.max_nodes_per_read, 0},
+                {"max_nodes_per_write", &l.max_nodes_per_write, 0},
+                {"max_nodes_per_browse", &l.max_nodes_per_browse, 0},
+                {"max_nodes_per_register_nodes", &l.max_nodes_per_register_nodes, 0},
+                {"max_nodes_per_translate", &l.max_nodes_per_translate, 0},
+                {"max_nodes_per_method_call", &l.max_nodes_per_method_call, 0},
+                {"max_references_per_node", &l.max_references_per_node, 1},
+            };
+            const Key signed_keys[] = {
+                {"max_string_length", reinterpret_cast<std::uint32_t*>(&l.max_string_length), 0},
+                {"max_bytestring_length",
+                 reinterpret_cast<std::uint32_t*>(&l.max_bytestring_length), 0},
+                {"max_array_length", reinterpret_cast<std::uint32_t*>(&l.max_array_length), 0},
+            };
+            std::vector<std::string_view> known;
+            for (const Key& k : keys) known.push_back(k.name);
+            for (const Key& k : signed_keys) known.push_back(k.name);
+            for (auto&& [key, node] : *limits) {
+                bool found = false;
+                for (auto k : known) found = found || k == key.str();
+                if (!found)
+                    cfg.warnings.push_back(position_of(node, file) + ": unknown key '" +
+                                           std::string(key.str()) + "' in [server.limits]");
+            }
+            for (const Key& k : keys)
+                *k.value =
+                    get_uint(*limits, k.name, *k.value, k.min, 0xFFFFFFFFu, "server.limits", file);
+            for (const Key& k : signed_keys)
+                *k.value =
+                    get_uint(*limits, k.name, *k.value, k.min, 0x7FFFFFFFu, "server.limits", file);
+            if (l.min_token_lifetime_ms > l.max_token_lifetime_ms)
+                fail(*limits, file,
+                     "[server.limits] min_token_lifetime_ms exceeds max_token_lifetime_ms");
+            if (l.min_session_timeout_ms > l.max_session_timeout_ms)
+                fail(*limits, file,
+                     "[server.limits] min_session_timeout_ms exceeds max_session_timeout_ms");
+        }
     }
+    expand_hostname(cfg.server.application_uri);
 
     if (const toml::table* slots = sub_table(root, "slots", file)) {
         check_keys(*slots, {"request_queue", "admission", "buffer_pool", "monitored_item_queue"},

@@ -2,6 +2,7 @@
 // docs/configuration.md; keep the two in step.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -26,10 +27,50 @@ struct LogConfig {
     std::filesystem::path file = "uaplex.log";  // when sink = "file"
 };
 
-// Reserved for the OPC UA server settings that arrive with the protocol.
+// Limits the server enforces; the OPC UA names they map to are in docs/configuration.md.
+struct ServerLimits {
+    // Connections and secure channels (opc.tcp).
+    std::uint32_t max_channels = 1000;            // open connections
+    std::uint32_t max_pending_handshakes = 100;   // connections before OpenSecureChannel
+    std::uint32_t handshake_timeout_ms = 10000;   // silent/unfinished connection is closed
+    std::uint32_t receive_buffer_size = 65535;    // chunk size we accept (Hello negotiation)
+    std::uint32_t send_buffer_size = 65535;       // chunk size we send at most
+    std::uint32_t max_message_size = 16777216;    // assembled message, both directions
+    std::uint32_t max_chunk_count = 512;          // chunks per message, both directions
+    std::uint32_t min_token_lifetime_ms = 10000;  // revised SecureChannel token lifetime
+    std::uint32_t max_token_lifetime_ms = 3600000;
+    // Sessions.
+    std::uint32_t max_sessions = 1000;
+    std::uint32_t min_session_timeout_ms = 10000;
+    std::uint32_t max_session_timeout_ms = 3600000;
+    std::uint32_t max_browse_continuation_points = 10;  // per session
+    // Decoding of requests.
+    std::int32_t max_string_length = 1 << 20;
+    std::int32_t max_bytestring_length = 16 << 20;
+    std::int32_t max_array_length = 1 << 20;
+    std::uint32_t max_nesting_depth = 64;
+    // OperationLimits (Part 5 6.3.11); 0 means no limit.
+    std::uint32_t max_nodes_per_read = 10000;
+    std::uint32_t max_nodes_per_write = 10000;
+    std::uint32_t max_nodes_per_browse = 10000;
+    std::uint32_t max_nodes_per_register_nodes = 10000;
+    std::uint32_t max_nodes_per_translate = 10000;  // MaxNodesPerTranslateBrowsePathsToNodeIds
+    std::uint32_t max_nodes_per_method_call = 1000;
+    std::uint32_t max_references_per_node = 1000;  // Browse default when the client asks 0
+};
+
+// The OPC UA server: identity, endpoints and limits.
 struct ServerSection {
     std::string application_name = "uaplex";
+    std::string application_uri = "urn:{hostname}:uaplex";  // {hostname} expands at load
+    std::string product_uri = "urn:uaplex";
+    std::string manufacturer_name = "uaplex";
+    std::string product_name = "uaplex";
     std::vector<std::string> endpoints{"opc.tcp://0.0.0.0:4840"};
+    // Reverse connect (Part 6 7.1.3): client URLs the server connects out to.
+    std::vector<std::string> reverse_connect;
+    std::uint32_t request_threads = 2;  // workers that execute services
+    ServerLimits limits;
 };
 
 // Which plugin serves each single-instance slot; empty = no plugin (kernel fallback).

@@ -114,3 +114,32 @@ TEST_CASE("the shipped etc/uaplex.toml is valid and warning-free") {
     CHECK(cfg.plugin_dirs.at(0) == "/opt/uaplex/plugins");
     CHECK(cfg.log.level == "info");
 }
+
+TEST_CASE("[server] identity and limits: defaults, overrides, range checks") {
+    auto def = parse_string("", "/etc/uaplex/test.toml", kPaths);
+    CHECK(def.server.limits.max_sessions == 1000);
+    CHECK(def.server.limits.receive_buffer_size == 65535);
+    CHECK(def.server.application_uri.find("{hostname}") == std::string::npos);
+    CHECK(def.server.application_uri.rfind("urn:", 0) == 0);
+
+    auto cfg = parse_string(
+        "[server]\napplication_uri = \"urn:test:server\"\nrequest_threads = 4\n"
+        "[server.limits]\nmax_sessions = 7\nmax_nodes_per_read = 0\nmax_string_length = 100\n",
+        "/etc/uaplex/test.toml", kPaths);
+    CHECK(cfg.server.application_uri == "urn:test:server");
+    CHECK(cfg.server.request_threads == 4);
+    CHECK(cfg.server.limits.max_sessions == 7);
+    CHECK(cfg.server.limits.max_nodes_per_read == 0);
+    CHECK(cfg.server.limits.max_string_length == 100);
+    CHECK(cfg.warnings.empty());
+
+    CHECK(error_of("[server.limits]\nreceive_buffer_size = 100\n") ==
+          "/etc/uaplex/test.toml:2:23: [server.limits] receive_buffer_size must be an integer "
+          "from 8192 to 4294967295");
+    CHECK(error_of("[server.limits]\nmax_array_length = -1\n").find("max_array_length must be") !=
+          std::string::npos);
+    CHECK(error_of("[server]\nendpoints = []\n").find("at least one URL") != std::string::npos);
+    auto warn = parse_string("[server.limits]\nmax_sesions = 3\n", "/etc/uaplex/test.toml", kPaths);
+    REQUIRE(warn.warnings.size() == 1);
+    CHECK(warn.warnings[0].find("unknown key 'max_sesions' in [server.limits]") != std::string::npos);
+}
