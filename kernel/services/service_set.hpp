@@ -1,0 +1,97 @@
+// The attribute, view, method and discovery-free services of the kernel, behind one call.
+// The secure-channel/session layer decodes a request, resolves its session and calls
+// ServiceSet::call; everything it needs to answer is in the ServiceCall.
+#pragma once
+
+#include <uaplex/encoding/encoding.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+namespace uaplex::config {
+struct ServerConfig;
+}
+namespace uaplex::host {
+class Host;
+}
+
+namespace uaplex::services {
+
+// What the services keep per session: browse continuation points, registered nodes. Created
+// when the session is created, destroyed when it closes (releasing its continuation points).
+class SessionState;
+struct SessionStateDeleter {
+    void operator()(SessionState* state) const noexcept;
+};
+using SessionStatePtr = std::unique_ptr<SessionState, SessionStateDeleter>;
+
+// Counters of the ServerDiagnosticsSummary (Part 5 12.9); the session layer counts, the Server
+// object reads them.
+struct ServerCounters {
+    std::atomic<std::uint32_t> serverViewCount{0};
+    std::atomic<std::uint32_t> currentSessionCount{0};
+    std::atomic<std::uint32_t> cumulatedSessionCount{0};
+    std::atomic<std::uint32_t> securityRejectedSessionCount{0};
+    std::atomic<std::uint32_t> rejectedSessionCount{0};
+    std::atomic<std::uint32_t> sessionTimeoutCount{0};
+    std::atomic<std::uint32_t> sessionAbortCount{0};
+    std::atomic<std::uint32_t> currentSubscriptionCount{0};
+    std::atomic<std::uint32_t> cumulatedSubscriptionCount{0};
+    std::atomic<std::uint32_t> publishingIntervalCount{0};
+    std::atomic<std::uint32_t> securityRejectedRequestsCount{0};
+    std::atomic<std::uint32_t> rejectedRequestsCount{0};
+};
+
+// ServerState (Part 5 12.6).
+enum class ServerState : std::int32_t {
+    Running = 0,
+    Failed = 1,
+    NoConfiguration = 2,
+    Suspended = 3,
+    Shutdown = 4,
+    Test = 5,
+    CommunicationFault = 6,
+    Unknown = 7,
+};
+
+// One service invocation on a worker thread. The response is allocated in `arena` and must
+// stay valid until the caller has encoded it; its ResponseHeader is left zeroed for the caller
+// (requestHandle, timestamp, serviceResult) to fill.
+struct ServiceCall {
+    enc::Arena& arena;
+    SessionState* session = nullptr;  // the activated session's state
+    const enc::DataType* requestType = nullptr;
+    const void* request = nullptr;
+    const enc::DataType* responseType = nullptr;  // out
+    void* response = nullptr;                     // out
+};
+
+// Owns the address space (namespace 0, the Server object, the node-manager plugins' nodes)
+// and answers Read, Write, Browse, BrowseNext, TranslateBrowsePathsToNodeIds, RegisterNodes,
+// UnregisterNodes and Call.
+class ServiceSet {
+  public:
+    // Builds namespace 0 and the Server object from the configuration; creates and starts the
+    // node-manager plugins the host loaded. Throws std::runtime_error with a one-line message.
+    ServiceSet(const config::ServerConfig& cfg, host::Host& host);
+    ~ServiceSet();
+    ServiceSet(const ServiceSet&) = delete;
+    ServiceSet& operator=(const ServiceSet&) = delete;
+
+    SessionStatePtr createSessionState();
+
+    // Good with call.response set, or a Bad status for a ServiceFault (BadServiceUnsupported
+    // for a request this set does not serve, BadTooManyOperations, BadNothingToDo, ...).
+    // Any worker thread; never throws.
+    uaplex_status call(ServiceCall& call) noexcept;
+
+    ServerCounters& counters() noexcept;
+    void setState(ServerState state) noexcept;
+
+  private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace uaplex::services
