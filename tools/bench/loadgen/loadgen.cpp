@@ -1,0 +1,1191 @@
+// uaplex-bench: opc.tcp client connections (SecurityPolicy None) driven by one Boost.Asio
+// event loop. Each connection opens its own secure channel and session, then keeps its
+// requests in flight with pipelined request ids. Requests are encoded straight into the
+// connection's send buffer and sent in batches; responses are decoded in place (multi-chunk
+// responses are assembled first). Nothing is allocated per request in steady state.
+#include "loadgen.hpp"
+
+#include <uaplex/encoding/encoding.hpp>
+
+#include <utility>  // Boost 1.74 asio/awaitable.hpp uses std::exchange without it
+
+#include <boost/asio.hpp>
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <unordered_map>
+#include <vector>
+
+namespace uaplex::bench {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using namespace uaplex::ua;
+
+namespace {
+
+constexpr std::uint32_t kReceiveBufferSize = 65536;  // what we accept per chunk
+constexpr std::string_view kPolicyNone = "http://opcfoundation.org/UA/SecurityPolicy#None";
+constexpr std::uint32_t kAttributeValue = 13;
+
+constexpr std::uint32_t fourcc(char a, char b, char c, char d) {
+    return std::uint32_t(std::uint8_t(a)) | std::uint32_t(std::uint8_t(b)) << 8 |
+           std::uint32_t(std::uint8_t(c)) << 16 | std::uint32_t(std::uint8_t(d)) << 24;
+}
+
+std::uint64_t nowNs() noexcept {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return std::uint64_t(ts.tv_sec) * 1000000000u + std::uint64_t(ts.tv_nsec);
+}
+
+// 100 ns intervals since 1601-01-01, for request header timestamps.
+DateTime uaNow() noexcept {
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return DateTime(ts.tv_sec) * 10000000 + ts.tv_nsec / 100 + 116444736000000000LL;
+}
+
+double processCpuSeconds() {
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+// utime + stime of another process, all its threads, from /proc/<pid>/stat; -1 if unreadable.
+double otherCpuSeconds(int pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(in, line)) return -1;
+    auto close = line.rfind(')');  // the command name may hold spaces
+    if (close == std::string::npos) return -1;
+    std::istringstream rest(line.substr(close + 2));
+    std::string field;
+    unsigned long long utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && rest >> field; ++i) {
+        if (i == 14) utime = std::stoull(field);
+        if (i == 15) stime = std::stoull(field);
+    }
+    return double(utime + stime) / double(sysconf(_SC_CLK_TCK));
+}
+
+struct Xorshift {
+    std::uint64_t s;
+    std::uint32_t next() noexcept {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        return std::uint32_t(s >> 16);
+    }
+};
+
+bool isBad(StatusCode s) noexcept {
+    return (s & 0x80000000u) != 0;
+}
+
+class Runner;
+
+enum class Kind : std::uint8_t { Setup, Work, Publish, Change, Close };
+
+struct Slot {
+    std::uint32_t requestId = 0;
+    bool used = false;
+    Kind kind = Kind::Setup;
+    std::uint64_t intendedNs = 0;
+};
+
+// One opc.tcp connection with its secure channel and session.
+class Connection {
+  public:
+    enum class Phase {
+        Connecting,
+        Hello,
+        Open,
+        CreateSession,
+        Activate,
+        CreateSubscription,
+        CreateItems,
+        Ready,
+        Draining,
+        Closing,
+        Done,
+        Failed
+    };
+
+    Connection(Runner& runner, int index);
+    void start(const tcp::endpoint& endpoint);
+    void pump();           // queues what the scenario allows now
+    void kick() {          // pump() and send
+        pump();
+        flush();
+    }
+    void beginDrain();     // stop issuing; close when nothing is in flight
+    void abort();          // close the socket now
+    Phase phase() const noexcept { return phase_; }
+    void startOpenLoop(std::uint64_t startNs, double ratePerConnection) {
+        openStartNs_ = startNs;
+        ratePerConn_ = ratePerConnection;
+        issued_ = 0;
+    }
+    std::uint64_t backlog(std::uint64_t now) const noexcept;
+
+  private:
+    // ---- framing
+    void fail(const std::string& why);
+    void read();
+    void onRead(std::size_t n);
+    bool handleChunk(const std::uint8_t* chunk, std::uint32_t size);
+    void handleMessage(std::uint32_t requestId, std::span<const std::uint8_t> body);
+    template <class T>
+    void sendMsg(const T& message, Kind kind, std::uint64_t intendedNs);
+    void sendHello();
+    void sendOpen();
+    void sendClose();
+    void finishClose();
+
+    // ---- services
+    RequestHeader header(std::uint32_t handle) const noexcept;
+    void sendWork(std::uint64_t intendedNs);
+    void sendPublish();
+    void sendCreateSession();
+    void sendActivate();
+    void sendCreateSubscription();
+    void sendCreateItems();
+    void sendCloseSession();
+    void onSetupResponse(const enc::DecodedMessage& m);
+    void onWorkResponse(const enc::DecodedMessage& m, const Slot& slot, std::uint64_t now);
+    void onPublishResponse(const enc::DecodedMessage& m);
+    std::uint32_t allocateRequest(Kind kind, std::uint64_t intendedNs);
+
+  public:
+    void sendChange(std::int32_t value);
+    void flush();
+
+  private:
+    Runner& run_;
+    int index_;
+    tcp::socket socket_;
+    Phase phase_ = Phase::Connecting;
+
+    std::vector<std::uint8_t> rx_;
+    std::size_t rxBegin_ = 0, rxEnd_ = 0;
+    enc::ByteBuffer txFront_, txBack_;
+    bool writing_ = false;
+    bool closeAfterWrite_ = false;
+    std::unordered_map<std::uint32_t, std::vector<std::uint8_t>> partial_;
+
+    std::uint32_t sendLimit_ = 8192;  // the server's ReceiveBufferSize
+    std::uint32_t channelId_ = 0, tokenId_ = 0, sequence_ = 0, nextRequestId_ = 1;
+    std::uint32_t nextHandle_ = 1;
+    NodeId authToken_{};
+    std::string authTokenBytes_;  // owns a String/ByteString token's bytes
+    std::string policyId_;
+    std::uint8_t nonce_[32] = {};
+    std::uint32_t subscriptionId_ = 0;
+    std::vector<SubscriptionAcknowledgement> acks_;
+
+    std::vector<Slot> slots_;
+    std::uint32_t slotMask_ = 0;
+    int inflight_ = 0;   // Work or Publish requests outstanding
+    bool setupPending_ = false;
+    std::uint64_t issued_ = 0;  // open loop: requests sent since the schedule started
+    std::uint64_t openStartNs_ = 0;
+    double ratePerConn_ = 0;
+
+    enc::Arena arena_;
+    enc::DecodeLimits limits_;
+    Xorshift rng_;
+
+    // request templates, filled once and re-encoded per request
+    std::vector<ReadValueId> readIds_;
+    ReadRequest read_{};
+    WriteValue writeValue_{};
+    WriteRequest write_{};
+    BrowseDescription browseDesc_{};
+    BrowseRequest browse_{};
+    std::vector<WriteValue> changeValues_;
+};
+
+class Runner {
+  public:
+    explicit Runner(const Options& o) : opt(o), io(1), hardTimer_(io), phaseTimer_(io), tick_(io) {}
+
+    Results execute();
+
+    // called by connections
+    void connectionReady();
+    void connectionFailed(int index, const std::string& why, bool duringSetup);
+    void connectionClosed();
+    void unsupported(const std::string& status);
+    void recordError(StatusCode s) {
+        if (measuring) ++res.errors[std::string(enc::statusName(s))];
+    }
+
+    const Options& opt;
+    asio::io_context io;
+    Results res;
+    bool measuring = false;
+    bool issuing = false;  // warm-up and window: connections issue work
+    bool openLoop() const noexcept { return opt.rate > 0; }
+
+  private:
+    void beginWarmup();
+    void beginWindow();
+    void endWindow();
+    void finish();
+    void onTick();
+    void scheduleTick();
+
+    asio::steady_timer hardTimer_, phaseTimer_, tick_;
+    std::vector<std::unique_ptr<Connection>> conns_;
+    int ready_ = 0, closed_ = 0;
+    bool setupFailed_ = false, finished_ = false;
+    std::uint64_t windowStartNs_ = 0;
+    double serverCpuStart_ = -1, genCpuStart_ = 0;
+    std::int32_t changeCounter_ = 0;
+    std::uint64_t lastChangeNs_ = 0;
+};
+
+// ------------------------------------------------------------------ Connection
+
+Connection::Connection(Runner& runner, int index)
+    : run_(runner),
+      index_(index),
+      socket_(runner.io),
+      rx_(4 * kReceiveBufferSize),
+      rng_{runner.opt.seed * 0x9E3779B97F4A7C15ull + std::uint64_t(index) + 1} {
+    int cap = 16;
+    while (cap < 4 * std::max(1, run_.opt.inflight)) cap *= 2;
+    slots_.resize(std::size_t(cap));
+    slotMask_ = std::uint32_t(cap - 1);
+    txFront_.reserve(64 * 1024);
+    txBack_.reserve(64 * 1024);
+
+    const Options& o = run_.opt;
+    TimestampsToReturn ts = TimestampsToReturn::Both;
+    if (o.timestamps == "source") ts = TimestampsToReturn::Source;
+    if (o.timestamps == "server") ts = TimestampsToReturn::Server;
+    if (o.timestamps == "neither") ts = TimestampsToReturn::Neither;
+    int nodes = o.scenario == Scenario::Read100 ? 100 : 1;
+    readIds_.resize(std::size_t(nodes));
+    for (int i = 0; i < nodes; ++i) {
+        readIds_[std::size_t(i)] = ReadValueId{numericNodeId(1, std::uint32_t(1001 + i)),
+                                               kAttributeValue, nullString(), QualifiedName{}};
+        readIds_[std::size_t(i)].dataEncoding.name = nullString();
+    }
+    read_.maxAge = 0;
+    read_.timestampsToReturn = ts;
+    read_.nodesToRead = Array<ReadValueId>{nodes, readIds_.data()};
+
+    writeValue_.nodeId = numericNodeId(1, 1001);
+    writeValue_.attributeId = kAttributeValue;
+    writeValue_.indexRange = nullString();
+    writeValue_.value.mask = UAPLEX_DATAVALUE_VALUE;
+    writeValue_.value.value = variantInt32(0);
+    write_.nodesToWrite = Array<WriteValue>{1, &writeValue_};
+
+    browseDesc_.nodeId = o.browseObjects ? numericNodeId(0, ns0::ObjectsFolder)
+                                         : numericNodeId(1, o.browseNode);
+    browseDesc_.browseDirection = BrowseDirection::Forward;
+    browseDesc_.referenceTypeId = numericNodeId(0, ns0::HierarchicalReferences);
+    browseDesc_.includeSubtypes = true;
+    browseDesc_.nodeClassMask = 0;
+    browseDesc_.resultMask = 63;  // all fields of ReferenceDescription
+    browse_.view.viewId = numericNodeId(0, 0);
+    browse_.requestedMaxReferencesPerNode = 0;
+    browse_.nodesToBrowse = Array<BrowseDescription>{1, &browseDesc_};
+
+    if (o.scenario == Scenario::Subscribe && index == 0) {
+        changeValues_.resize(100, writeValue_);
+        for (int i = 0; i < 100; ++i)
+            changeValues_[std::size_t(i)].nodeId = numericNodeId(1, std::uint32_t(1001 + i));
+    }
+}
+
+void Connection::start(const tcp::endpoint& endpoint) {
+    socket_.async_connect(endpoint, [this](const boost::system::error_code& ec) {
+        if (ec) return fail("connect: " + ec.message());
+        socket_.set_option(tcp::no_delay(true));
+        phase_ = Phase::Hello;
+        sendHello();
+        read();
+    });
+}
+
+void Connection::fail(const std::string& why) {
+    if (phase_ == Phase::Failed || phase_ == Phase::Done) return;
+    bool duringSetup = phase_ < Phase::Ready;
+    phase_ = Phase::Failed;
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+    run_.connectionFailed(index_, why, duringSetup);
+}
+
+void Connection::abort() {
+    if (phase_ == Phase::Failed || phase_ == Phase::Done) return;
+    phase_ = Phase::Done;
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+}
+
+void Connection::read() {
+    if (rxEnd_ == rx_.size()) {  // compact; a chunk never exceeds a quarter of the buffer
+        std::memmove(rx_.data(), rx_.data() + rxBegin_, rxEnd_ - rxBegin_);
+        rxEnd_ -= rxBegin_;
+        rxBegin_ = 0;
+    }
+    socket_.async_read_some(
+        asio::buffer(rx_.data() + rxEnd_, rx_.size() - rxEnd_),
+        [this](const boost::system::error_code& ec, std::size_t n) {
+            if (phase_ == Phase::Failed || phase_ == Phase::Done) return;
+            if (ec) {
+                if (phase_ == Phase::Closing) return finishClose();
+                return fail("receive: " + ec.message());
+            }
+            onRead(n);
+        });
+}
+
+void Connection::onRead(std::size_t n) {
+    rxEnd_ += n;
+    while (rxEnd_ - rxBegin_ >= 8) {
+        const std::uint8_t* p = rx_.data() + rxBegin_;
+        std::uint32_t size;
+        std::memcpy(&size, p + 4, 4);
+        if (size < 8 || size > kReceiveBufferSize) return fail("bad chunk size");
+        if (rxEnd_ - rxBegin_ < size) break;
+        if (!handleChunk(p, size)) return;
+        rxBegin_ += size;
+        if (phase_ == Phase::Failed || phase_ == Phase::Done) return;
+    }
+    if (rxBegin_ == rxEnd_) rxBegin_ = rxEnd_ = 0;
+    pump();
+    flush();
+    read();
+}
+
+bool Connection::handleChunk(const std::uint8_t* p, std::uint32_t size) {
+    std::uint32_t type;
+    std::memcpy(&type, p, 4);
+    enc::BinaryReader r(std::span<const std::uint8_t>(p + 8, size - 8), arena_, limits_);
+    switch (type) {
+        case fourcc('A', 'C', 'K', 'F'): {
+            if (phase_ != Phase::Hello) break;
+            r.readRaw<std::uint32_t>();  // protocol version
+            std::uint32_t serverReceive = r.readRaw<std::uint32_t>();
+            if (!r.ok()) break;
+            sendLimit_ = serverReceive;
+            phase_ = Phase::Open;
+            sendOpen();
+            return true;
+        }
+        case fourcc('E', 'R', 'R', 'F'): {
+            StatusCode code = r.readRaw<std::uint32_t>();
+            String reason;
+            enc::decode(r, reason);
+            fail("server error " + std::string(enc::statusName(code)) + " " +
+                 std::string(view(reason)));
+            return false;
+        }
+        case fourcc('O', 'P', 'N', 'F'): {
+            if (phase_ != Phase::Open) break;
+            r.readRaw<std::uint32_t>();  // secure channel id (also in the response)
+            String policy;
+            ByteString cert, thumbprint;
+            enc::decode(r, policy);
+            enc::decode(r, cert);
+            enc::decode(r, thumbprint);
+            r.readRaw<std::uint32_t>();  // sequence number
+            r.readRaw<std::uint32_t>();  // request id
+            if (!r.ok()) break;
+            arena_.reset();
+            auto m = enc::decodeMessage(std::span<const std::uint8_t>(p + 8 + r.position(),
+                                                                      size - 8 - r.position()),
+                                        arena_, limits_);
+            if (m.status != UAPLEX_Good || m.type != enc::dataTypeOf<OpenSecureChannelResponse>()) {
+                fail("OpenSecureChannel failed");
+                return false;
+            }
+            auto& resp = *static_cast<OpenSecureChannelResponse*>(m.object);
+            if (isBad(resp.responseHeader.serviceResult)) {
+                fail("OpenSecureChannel: " +
+                     std::string(enc::statusName(resp.responseHeader.serviceResult)));
+                return false;
+            }
+            channelId_ = resp.securityToken.channelId;
+            tokenId_ = resp.securityToken.tokenId;
+            setupPending_ = false;
+            phase_ = Phase::CreateSession;
+            sendCreateSession();
+            return true;
+        }
+        case fourcc('M', 'S', 'G', 'F'):
+        case fourcc('M', 'S', 'G', 'C'):
+        case fourcc('M', 'S', 'G', 'A'): {
+            r.readRaw<std::uint32_t>();  // channel id
+            r.readRaw<std::uint32_t>();  // token id
+            r.readRaw<std::uint32_t>();  // sequence number
+            std::uint32_t requestId = r.readRaw<std::uint32_t>();
+            if (!r.ok()) break;
+            std::span<const std::uint8_t> body(p + 24, size - 24);
+            char final = char(type >> 24);
+            if (final == 'C') {
+                auto& buf = partial_[requestId];
+                buf.insert(buf.end(), body.begin(), body.end());
+                return true;
+            }
+            if (final == 'A') {
+                partial_.erase(requestId);
+                enc::BinaryReader e(body, arena_, limits_);
+                StatusCode code = e.readRaw<std::uint32_t>();
+                run_.recordError(code ? code : UAPLEX_BadRequestInterrupted);
+                Slot& s = slots_[requestId & slotMask_];
+                if (s.used && s.requestId == requestId) {
+                    s.used = false;
+                    if (s.kind == Kind::Work || s.kind == Kind::Publish) {
+                        --inflight_;
+                        if (run_.measuring) ++run_.res.failed;
+                    }
+                }
+                return true;
+            }
+            auto it = partial_.empty() ? partial_.end() : partial_.find(requestId);
+            if (it != partial_.end()) {
+                std::vector<std::uint8_t> whole = std::move(it->second);
+                partial_.erase(it);
+                whole.insert(whole.end(), body.begin(), body.end());
+                handleMessage(requestId, whole);
+            } else {
+                handleMessage(requestId, body);
+            }
+            return phase_ != Phase::Failed;
+        }
+        default:
+            break;
+    }
+    fail("unexpected or malformed chunk");
+    return false;
+}
+
+std::uint32_t Connection::allocateRequest(Kind kind, std::uint64_t intendedNs) {
+    for (;;) {
+        std::uint32_t id = nextRequestId_++;
+        if (id == 0) continue;
+        Slot& s = slots_[id & slotMask_];
+        if (s.used) continue;  // a slow request still owns this slot; skip the id
+        s.used = true;
+        s.requestId = id;
+        s.kind = kind;
+        s.intendedNs = intendedNs;
+        return id;
+    }
+}
+
+template <class T>
+void Connection::sendMsg(const T& message, Kind kind, std::uint64_t intendedNs) {
+    std::uint32_t id = allocateRequest(kind, intendedNs);
+    std::size_t start = txBack_.size();
+    enc::BinaryWriter w(txBack_);
+    w.writeRaw(fourcc('M', 'S', 'G', 'F'));
+    w.writeRaw<std::uint32_t>(0);
+    w.writeRaw(channelId_);
+    w.writeRaw(tokenId_);
+    w.writeRaw(++sequence_);
+    w.writeRaw(id);
+    enc::encodeMessage(w, message);
+    std::size_t size = txBack_.size() - start;
+    if (!w.ok() || size > sendLimit_) {
+        fail(size > sendLimit_ ? "request larger than the server's receive buffer"
+                               : "encoding a request failed");
+        return;
+    }
+    w.patchInt32(start + 4, std::int32_t(size));
+}
+
+void Connection::flush() {
+    if (writing_ || txBack_.size() == 0 || phase_ == Phase::Failed || phase_ == Phase::Done)
+        return;
+    std::swap(txFront_, txBack_);
+    txBack_.clear();
+    writing_ = true;
+    asio::async_write(socket_, asio::buffer(txFront_.data(), txFront_.size()),
+                      [this](const boost::system::error_code& ec, std::size_t) {
+                          writing_ = false;
+                          if (phase_ == Phase::Failed || phase_ == Phase::Done) return;
+                          if (ec) {
+                              if (phase_ == Phase::Closing) return finishClose();
+                              return fail("send: " + ec.message());
+                          }
+                          txFront_.clear();
+                          if (closeAfterWrite_ && txBack_.size() == 0) return finishClose();
+                          flush();
+                      });
+}
+
+void Connection::sendHello() {
+    std::string url = run_.opt.url;
+    enc::BinaryWriter w(txBack_);
+    w.writeRaw(fourcc('H', 'E', 'L', 'F'));
+    w.writeRaw<std::uint32_t>(std::uint32_t(32 + url.size()));
+    w.writeRaw<std::uint32_t>(0);                  // protocol version
+    w.writeRaw<std::uint32_t>(kReceiveBufferSize);  // receive buffer size
+    w.writeRaw<std::uint32_t>(kReceiveBufferSize);  // send buffer size
+    w.writeRaw<std::uint32_t>(0);                  // max message size: no limit
+    w.writeRaw<std::uint32_t>(0);                  // max chunk count: no limit
+    enc::encode(w, makeString(url));
+    flush();
+}
+
+void Connection::sendOpen() {
+    OpenSecureChannelRequest req{};
+    req.requestHeader = header(0);
+    req.clientProtocolVersion = 0;
+    req.requestType = SecurityTokenRequestType::Issue;
+    req.securityMode = MessageSecurityMode::None_;
+    req.clientNonce = nullByteString();
+    req.requestedLifetime = 3600000;
+    std::uint32_t id = allocateRequest(Kind::Setup, 0);
+    std::size_t start = txBack_.size();
+    enc::BinaryWriter w(txBack_);
+    w.writeRaw(fourcc('O', 'P', 'N', 'F'));
+    w.writeRaw<std::uint32_t>(0);
+    w.writeRaw<std::uint32_t>(0);  // secure channel id: none yet
+    enc::encode(w, makeString(kPolicyNone));
+    enc::encode(w, nullByteString());  // sender certificate
+    enc::encode(w, nullByteString());  // receiver certificate thumbprint
+    w.writeRaw(++sequence_);
+    w.writeRaw(id);
+    enc::encodeMessage(w, req);
+    w.patchInt32(start + 4, std::int32_t(txBack_.size() - start));
+    setupPending_ = true;
+    flush();
+}
+
+void Connection::sendClose() {
+    CloseSecureChannelRequest req{};
+    req.requestHeader = header(nextHandle_++);
+    std::uint32_t id = nextRequestId_++;
+    std::size_t start = txBack_.size();
+    enc::BinaryWriter w(txBack_);
+    w.writeRaw(fourcc('C', 'L', 'O', 'F'));
+    w.writeRaw<std::uint32_t>(0);
+    w.writeRaw(channelId_);
+    w.writeRaw(tokenId_);
+    w.writeRaw(++sequence_);
+    w.writeRaw(id);
+    enc::encodeMessage(w, req);
+    w.patchInt32(start + 4, std::int32_t(txBack_.size() - start));
+    phase_ = Phase::Closing;
+    closeAfterWrite_ = true;  // nothing answers CLO: close once it is sent
+    flush();
+}
+
+void Connection::finishClose() {
+    if (phase_ == Phase::Done || phase_ == Phase::Failed) return;
+    phase_ = Phase::Done;
+    boost::system::error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+    run_.connectionClosed();
+}
+
+RequestHeader Connection::header(std::uint32_t handle) const noexcept {
+    RequestHeader h{};
+    h.authenticationToken = authToken_;
+    h.timestamp = uaNow();
+    h.requestHandle = handle;
+    h.returnDiagnostics = 0;
+    h.auditEntryId = nullString();
+    h.timeoutHint = 10000;
+    h.additionalHeader.type_id = numericNodeId(0, 0);
+    h.additionalHeader.encoding = UAPLEX_EXTENSIONOBJECT_NOBODY;
+    return h;
+}
+
+void Connection::sendCreateSession() {
+    CreateSessionRequest req{};
+    req.requestHeader = header(nextHandle_++);
+    req.clientDescription.applicationUri = makeString("urn:uaplex:bench");
+    req.clientDescription.productUri = makeString("urn:uaplex:bench");
+    req.clientDescription.applicationName = makeLocalizedText("", "uaplex-bench");
+    req.clientDescription.applicationType = ApplicationType::Client;
+    req.clientDescription.gatewayServerUri = nullString();
+    req.clientDescription.discoveryProfileUri = nullString();
+    req.clientDescription.discoveryUrls = Array<String>{-1, nullptr};
+    req.serverUri = nullString();
+    req.endpointUrl = makeString(run_.opt.url);
+    std::string name = "uaplex-bench-" + std::to_string(index_);
+    req.sessionName = makeString(name);
+    // servers refuse a nonce another session already used (BadNonceInvalid)
+    std::random_device entropy;  // not the seeded generator: runs must not repeat nonces
+    for (auto& b : nonce_) b = std::uint8_t(entropy());
+    req.clientNonce = makeByteString(nonce_);
+    req.clientCertificate = nullByteString();
+    req.requestedSessionTimeout = 60000;
+    req.maxResponseMessageSize = 0;
+    sendMsg(req, Kind::Setup, 0);
+    setupPending_ = true;
+    flush();
+}
+
+void Connection::sendActivate() {
+    ActivateSessionRequest req{};
+    req.requestHeader = header(nextHandle_++);
+    req.clientSignature = SignatureData{nullString(), nullByteString()};
+    req.clientSoftwareCertificates = Array<SignedSoftwareCertificate>{-1, nullptr};
+    req.localeIds = Array<String>{-1, nullptr};
+    AnonymousIdentityToken token{makeString(policyId_)};
+    req.userIdentityToken.type_id =
+        numericNodeId(0, ns0::AnonymousIdentityToken_Encoding_DefaultBinary);
+    req.userIdentityToken.encoding = UAPLEX_EXTENSIONOBJECT_BINARY;
+    req.userIdentityToken.data_type = enc::dataTypeOf<AnonymousIdentityToken>();
+    req.userIdentityToken.object = &token;
+    req.userTokenSignature = SignatureData{nullString(), nullByteString()};
+    sendMsg(req, Kind::Setup, 0);
+    setupPending_ = true;
+    flush();
+}
+
+void Connection::sendCreateSubscription() {
+    const Options& o = run_.opt;
+    CreateSubscriptionRequest req{};
+    req.requestHeader = header(nextHandle_++);
+    req.requestedPublishingInterval = o.publishingMs;
+    req.requestedMaxKeepAliveCount = 10;
+    req.requestedLifetimeCount = 60;
+    req.maxNotificationsPerPublish = 0;
+    req.publishingEnabled = true;
+    req.priority = 0;
+    sendMsg(req, Kind::Setup, 0);
+    setupPending_ = true;
+    flush();
+}
+
+void Connection::sendCreateItems() {
+    const Options& o = run_.opt;
+    std::vector<MonitoredItemCreateRequest> items(std::size_t(o.items));
+    for (int i = 0; i < o.items; ++i) {
+        auto& it = items[std::size_t(i)];
+        it.itemToMonitor = readIds_[0];
+        it.itemToMonitor.nodeId = numericNodeId(1, std::uint32_t(1001 + i % 100));
+        it.monitoringMode = MonitoringMode::Reporting;
+        it.requestedParameters.clientHandle = std::uint32_t(i + 1);
+        it.requestedParameters.samplingInterval = o.samplingMs;
+        it.requestedParameters.filter.type_id = numericNodeId(0, 0);
+        it.requestedParameters.filter.encoding = UAPLEX_EXTENSIONOBJECT_NOBODY;
+        it.requestedParameters.queueSize = o.queueSize;
+        it.requestedParameters.discardOldest = true;
+    }
+    CreateMonitoredItemsRequest req{};
+    req.requestHeader = header(nextHandle_++);
+    req.subscriptionId = subscriptionId_;
+    req.timestampsToReturn = TimestampsToReturn::Both;
+    req.itemsToCreate = Array<MonitoredItemCreateRequest>{o.items, items.data()};
+    sendMsg(req, Kind::Setup, 0);
+    setupPending_ = true;
+    flush();
+}
+
+void Connection::sendCloseSession() {
+    CloseSessionRequest req{};
+    req.requestHeader = header(nextHandle_++);
+    req.deleteSubscriptions = true;
+    sendMsg(req, Kind::Close, 0);
+    flush();
+}
+
+void Connection::sendWork(std::uint64_t intendedNs) {
+    const Options& o = run_.opt;
+    switch (o.scenario) {
+        case Scenario::Read:
+            readIds_[0].nodeId.identifier.numeric = 1001 + rng_.next() % 100;
+            read_.requestHeader = header(nextHandle_++);
+            sendMsg(read_, Kind::Work, intendedNs);
+            break;
+        case Scenario::Read100:
+            read_.requestHeader = header(nextHandle_++);
+            sendMsg(read_, Kind::Work, intendedNs);
+            break;
+        case Scenario::Write:
+            writeValue_.nodeId.identifier.numeric = 1001 + rng_.next() % 100;
+            writeValue_.value.value.value.int32 = std::int32_t(rng_.next());
+            write_.requestHeader = header(nextHandle_++);
+            sendMsg(write_, Kind::Work, intendedNs);
+            break;
+        case Scenario::Browse:
+            browse_.requestHeader = header(nextHandle_++);
+            sendMsg(browse_, Kind::Work, intendedNs);
+            break;
+        default:
+            return;
+    }
+    ++inflight_;
+}
+
+void Connection::sendPublish() {
+    PublishRequest req{};
+    req.requestHeader = header(nextHandle_++);
+    req.requestHeader.timeoutHint = 0;
+    req.subscriptionAcknowledgements =
+        Array<SubscriptionAcknowledgement>{std::int32_t(acks_.size()), acks_.data()};
+    sendMsg(req, Kind::Publish, nowNs());
+    acks_.clear();
+    ++inflight_;
+}
+
+void Connection::sendChange(std::int32_t value) {
+    if (phase_ != Phase::Ready || changeValues_.empty()) return;
+    for (auto& v : changeValues_) v.value.value.value.int32 = value;
+    WriteRequest req{};
+    req.requestHeader = header(nextHandle_++);
+    req.nodesToWrite = Array<WriteValue>{std::int32_t(changeValues_.size()), changeValues_.data()};
+    sendMsg(req, Kind::Change, 0);
+    flush();
+}
+
+std::uint64_t Connection::backlog(std::uint64_t now) const noexcept {
+    if (ratePerConn_ <= 0 || now < openStartNs_) return 0;
+    auto due = std::uint64_t(double(now - openStartNs_) * ratePerConn_ / 1e9);
+    return due > issued_ ? due - issued_ : 0;
+}
+
+void Connection::pump() {
+    // outstanding Publish requests are answered by CloseSession itself
+    if (phase_ == Phase::Draining &&
+        (inflight_ == 0 || run_.opt.scenario == Scenario::Subscribe)) {
+        phase_ = Phase::Closing;
+        sendCloseSession();
+        return;
+    }
+    if (phase_ != Phase::Ready || !run_.issuing) return;
+    const Options& o = run_.opt;
+    if (o.scenario == Scenario::Subscribe) {
+        while (inflight_ < o.inflight) sendPublish();
+        return;
+    }
+    if (ratePerConn_ <= 0) {
+        std::uint64_t now = nowNs();
+        while (inflight_ < o.inflight && phase_ == Phase::Ready) sendWork(now);
+        return;
+    }
+    std::uint64_t now = nowNs();
+    auto due = std::uint64_t(double(now - openStartNs_) * ratePerConn_ / 1e9);
+    while (issued_ < due && inflight_ < o.inflight && phase_ == Phase::Ready) {
+        // the time this request should have left, not the time it does: no coordinated omission
+        auto intended = openStartNs_ + std::uint64_t(double(issued_) * 1e9 / ratePerConn_);
+        sendWork(intended);
+        ++issued_;
+    }
+}
+
+void Connection::beginDrain() {
+    if (phase_ != Phase::Ready) return;
+    phase_ = Phase::Draining;
+    pump();
+    flush();
+}
+
+void Connection::handleMessage(std::uint32_t requestId, std::span<const std::uint8_t> body) {
+    std::uint64_t now = nowNs();
+    Slot& slot = slots_[requestId & slotMask_];
+    if (!slot.used || slot.requestId != requestId) {
+        fail("response to an unknown request id " + std::to_string(requestId));
+        return;
+    }
+    slot.used = false;
+    arena_.reset();
+    enc::DecodedMessage m = enc::decodeMessage(body, arena_, limits_);
+    if (m.status != UAPLEX_Good) {
+        fail("undecodable response: " + std::string(enc::statusName(m.status)));
+        return;
+    }
+    switch (slot.kind) {
+        case Kind::Setup:
+            setupPending_ = false;
+            onSetupResponse(m);
+            break;
+        case Kind::Work:
+            --inflight_;
+            onWorkResponse(m, slot, now);
+            break;
+        case Kind::Publish:
+            --inflight_;
+            onPublishResponse(m);
+            break;
+        case Kind::Change:
+            break;
+        case Kind::Close:
+            sendClose();
+            break;
+    }
+}
+
+namespace {
+StatusCode serviceResultOf(const enc::DecodedMessage& m) {
+    // every response starts with its ResponseHeader
+    return static_cast<const ResponseHeader*>(m.object)->serviceResult;
+}
+}  // namespace
+
+void Connection::onSetupResponse(const enc::DecodedMessage& m) {
+    StatusCode sr = serviceResultOf(m);
+    if (phase_ == Phase::CreateSession) {
+        if (isBad(sr) || m.type != enc::dataTypeOf<CreateSessionResponse>())
+            return fail("CreateSession: " + std::string(enc::statusName(sr)));
+        auto& resp = *static_cast<CreateSessionResponse*>(m.object);
+        authToken_ = resp.authenticationToken;
+        if (authToken_.identifier_type == UAPLEX_ID_STRING ||
+            authToken_.identifier_type == UAPLEX_ID_BYTESTRING) {
+            const auto& s = authToken_.identifier.string;
+            authTokenBytes_.assign(s.data ? s.data : "", std::size_t(std::max(0, s.length)));
+            authToken_.identifier.string.data = authTokenBytes_.data();
+        }
+        // the anonymous token policy of a SecurityPolicy None endpoint
+        bool found = false;
+        for (const auto& ep : resp.serverEndpoints) {
+            if (view(ep.securityPolicyUri) != kPolicyNone) continue;
+            for (const auto& p : ep.userIdentityTokens) {
+                if (p.tokenType == UserTokenType::Anonymous) {
+                    policyId_ = std::string(view(p.policyId));
+                    found = true;
+                    break;
+                }
+            }
+            if (found) break;
+        }
+        if (!found) policyId_ = "anonymous";  // servers that omit serverEndpoints
+        if (index_ == 0) run_.res.endpointPolicyId = policyId_;
+        phase_ = Phase::Activate;
+        sendActivate();
+        return;
+    }
+    if (phase_ == Phase::Activate) {
+        if (isBad(sr)) return fail("ActivateSession: " + std::string(enc::statusName(sr)));
+        if (run_.opt.scenario == Scenario::Subscribe) {
+            phase_ = Phase::CreateSubscription;
+            sendCreateSubscription();
+            return;
+        }
+        phase_ = Phase::Ready;
+        run_.connectionReady();
+        return;
+    }
+    if (phase_ == Phase::CreateSubscription) {
+        if (isBad(sr) || m.type != enc::dataTypeOf<CreateSubscriptionResponse>()) {
+            phase_ = Phase::Ready;  // the session is fine: close it cleanly
+            return run_.unsupported("CreateSubscription: " + std::string(enc::statusName(sr)));
+        }
+        subscriptionId_ = static_cast<CreateSubscriptionResponse*>(m.object)->subscriptionId;
+        phase_ = Phase::CreateItems;
+        sendCreateItems();
+        return;
+    }
+    if (phase_ == Phase::CreateItems) {
+        StatusCode first = sr;
+        if (!isBad(sr) && m.type == enc::dataTypeOf<CreateMonitoredItemsResponse>()) {
+            for (const auto& r : static_cast<CreateMonitoredItemsResponse*>(m.object)->results)
+                if (isBad(r.statusCode)) {
+                    first = r.statusCode;
+                    break;
+                }
+        }
+        phase_ = Phase::Ready;
+        if (isBad(first))
+            return run_.unsupported("CreateMonitoredItems: " + std::string(enc::statusName(first)));
+        run_.connectionReady();
+        return;
+    }
+}
+
+void Connection::onWorkResponse(const enc::DecodedMessage& m, const Slot& slot,
+                                std::uint64_t now) {
+    if (!run_.measuring) return;
+    StatusCode bad = serviceResultOf(m);
+    std::uint64_t ops = 0;
+    if (!isBad(bad)) {
+        if (m.type == enc::dataTypeOf<ReadResponse>()) {
+            for (const auto& dv : static_cast<ReadResponse*>(m.object)->results) {
+                if ((dv.mask & UAPLEX_DATAVALUE_STATUS) && isBad(dv.status)) bad = dv.status;
+                ++ops;
+            }
+        } else if (m.type == enc::dataTypeOf<WriteResponse>()) {
+            for (StatusCode s : static_cast<WriteResponse*>(m.object)->results) {
+                if (isBad(s)) bad = s;
+                ++ops;
+            }
+        } else if (m.type == enc::dataTypeOf<BrowseResponse>()) {
+            for (const auto& r : static_cast<BrowseResponse*>(m.object)->results) {
+                if (isBad(r.statusCode)) bad = r.statusCode;
+                ops += r.references.size();
+            }
+        } else {
+            bad = UAPLEX_BadUnknownResponse;  // a ServiceFault always carries a Bad result
+        }
+    }
+    run_.res.latency.record(now > slot.intendedNs ? now - slot.intendedNs : 0);
+    if (isBad(bad)) {
+        ++run_.res.failed;
+        run_.recordError(bad);
+        return;
+    }
+    ++run_.res.completed;
+    run_.res.operations += ops;
+}
+
+void Connection::onPublishResponse(const enc::DecodedMessage& m) {
+    StatusCode sr = serviceResultOf(m);
+    if (isBad(sr) || m.type != enc::dataTypeOf<PublishResponse>()) {
+        if (run_.measuring) ++run_.res.failed;
+        run_.recordError(isBad(sr) ? sr : UAPLEX_BadUnknownResponse);
+        return;
+    }
+    auto& resp = *static_cast<PublishResponse*>(m.object);
+    const auto& msg = resp.notificationMessage;
+    if (msg.notificationData.size() > 0)
+        acks_.push_back(SubscriptionAcknowledgement{resp.subscriptionId, msg.sequenceNumber});
+    if (!run_.measuring) return;
+    ++run_.res.publishResponses;
+    for (const auto& eo : msg.notificationData) {
+        if (eo.data_type == enc::dataTypeOf<DataChangeNotification>() && eo.object != nullptr)
+            run_.res.notifications +=
+                static_cast<DataChangeNotification*>(eo.object)->monitoredItems.size();
+    }
+}
+
+// ------------------------------------------------------------------ Runner
+
+void Runner::connectionReady() {
+    if (++ready_ == int(conns_.size()) && !setupFailed_) beginWarmup();
+}
+
+void Runner::connectionFailed(int index, const std::string& why, bool duringSetup) {
+    ++res.connectionErrors;
+    if (!opt.quiet) std::fprintf(stderr, "uaplex-bench: connection %d: %s\n", index, why.c_str());
+    if (duringSetup && !setupFailed_ && ready_ < int(conns_.size())) {
+        setupFailed_ = true;
+        res.exitCode = 2;
+        res.failure = "connection " + std::to_string(index) + ": " + why;
+        for (auto& c : conns_) c->abort();
+        finish();
+        return;
+    }
+    if (res.exitCode == 0) {
+        res.exitCode = 4;
+        res.failure = "connection " + std::to_string(index) + " lost: " + why;
+    }
+    connectionClosed();
+}
+
+void Runner::unsupported(const std::string& status) {
+    if (setupFailed_) return;
+    setupFailed_ = true;
+    res.exitCode = 3;
+    res.failure = status;
+    if (!opt.quiet) std::fprintf(stderr, "uaplex-bench: not supported by the server: %s\n",
+                                 status.c_str());
+    issuing = false;
+    for (auto& c : conns_) {
+        if (c->phase() == Connection::Phase::Ready) c->beginDrain();
+        else c->abort();
+    }
+    phaseTimer_.expires_after(std::chrono::seconds(3));
+    phaseTimer_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec) finish();
+    });
+}
+
+void Runner::connectionClosed() {
+    if (++closed_ >= int(conns_.size())) finish();
+}
+
+void Runner::beginWarmup() {
+    if (opt.scenario == Scenario::Probe) {
+        res.ok = true;
+        for (auto& c : conns_) c->beginDrain();
+        phaseTimer_.expires_after(std::chrono::seconds(5));
+        phaseTimer_.async_wait([this](const boost::system::error_code& ec) {
+            if (!ec) finish();
+        });
+        return;
+    }
+    issuing = true;
+    std::uint64_t start = nowNs();
+    for (auto& c : conns_) {
+        if (openLoop()) c->startOpenLoop(start, opt.rate / double(conns_.size()));
+        c->kick();
+    }
+    if (openLoop() || opt.scenario == Scenario::Subscribe) scheduleTick();
+    phaseTimer_.expires_after(std::chrono::nanoseconds(std::int64_t(opt.warmup * 1e9)));
+    phaseTimer_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec) beginWindow();
+    });
+}
+
+void Runner::beginWindow() {
+    res.latency.clear();
+    res.errors.clear();
+    res.completed = res.failed = res.operations = res.notifications = res.publishResponses = 0;
+    if (opt.serverPid > 0) {
+        if (opt.signalServer) ::kill(opt.serverPid, SIGUSR1);
+        serverCpuStart_ = otherCpuSeconds(opt.serverPid);
+    }
+    genCpuStart_ = processCpuSeconds();
+    windowStartNs_ = nowNs();
+    measuring = true;
+    phaseTimer_.expires_after(std::chrono::nanoseconds(std::int64_t(opt.duration * 1e9)));
+    phaseTimer_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec) endWindow();
+    });
+}
+
+void Runner::endWindow() {
+    measuring = false;
+    issuing = false;
+    res.windowSeconds = double(nowNs() - windowStartNs_) / 1e9;
+    res.generatorCpuSeconds = processCpuSeconds() - genCpuStart_;
+    if (opt.serverPid > 0) {
+        double end = otherCpuSeconds(opt.serverPid);
+        if (opt.signalServer) ::kill(opt.serverPid, SIGUSR1);
+        if (end >= 0 && serverCpuStart_ >= 0) res.serverCpuSeconds = end - serverCpuStart_;
+    }
+    res.ok = res.exitCode == 0;
+    tick_.cancel();
+    for (auto& c : conns_) c->beginDrain();
+    // sessions get 3 s to answer what is in flight and to close; then the sockets are dropped
+    phaseTimer_.expires_after(std::chrono::seconds(3));
+    phaseTimer_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec) finish();
+    });
+}
+
+void Runner::onTick() {
+    if (!issuing) return;
+    std::uint64_t now = nowNs();
+    if (openLoop()) {
+        std::uint64_t behind = 0;
+        for (auto& c : conns_) {
+            behind += c->backlog(now);
+            c->pump();
+        }
+        if (measuring) res.maxBacklog = std::max(res.maxBacklog, behind);
+    } else {
+        for (auto& c : conns_) c->pump();  // after an error no response may come back
+    }
+    if (opt.scenario == Scenario::Subscribe && opt.changeMs > 0 &&
+        double(now - lastChangeNs_) >= opt.changeMs * 1e6) {
+        lastChangeNs_ = now;
+        conns_[0]->sendChange(++changeCounter_);
+    }
+    for (auto& c : conns_) c->flush();
+    scheduleTick();
+}
+
+void Runner::scheduleTick() {
+    // open loop: about one tick per request per connection, between 50 us and 1 ms
+    double interval = 1e-3;
+    if (openLoop()) interval = std::clamp(double(conns_.size()) / opt.rate, 50e-6, 1e-3);
+    if (opt.scenario == Scenario::Subscribe && opt.changeMs > 0)
+        interval = std::min(interval, opt.changeMs / 1e3);
+    tick_.expires_after(std::chrono::nanoseconds(std::int64_t(interval * 1e9)));
+    tick_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec) onTick();
+    });
+}
+
+void Runner::finish() {
+    if (finished_) return;
+    finished_ = true;
+    for (auto& c : conns_) c->abort();
+    io.stop();
+}
+
+Results Runner::execute() {
+    // opc.tcp://host:port[/path]
+    std::string rest = opt.url;
+    const std::string scheme = "opc.tcp://";
+    if (rest.rfind(scheme, 0) != 0) {
+        res.exitCode = 1;
+        res.failure = "the URL must start with opc.tcp://";
+        return res;
+    }
+    rest = rest.substr(scheme.size());
+    std::string hostport = rest.substr(0, rest.find('/'));
+    std::string host = hostport, port = "4840";
+    if (auto colon = hostport.rfind(':'); colon != std::string::npos) {
+        host = hostport.substr(0, colon);
+        port = hostport.substr(colon + 1);
+    }
+    if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+    boost::system::error_code ec;
+    tcp::resolver resolver(io);
+    auto endpoints = resolver.resolve(host, port, ec);
+    if (ec || endpoints.empty()) {
+        res.exitCode = 2;
+        res.failure = "cannot resolve " + hostport + ": " + ec.message();
+        return res;
+    }
+    tcp::endpoint endpoint = *endpoints.begin();
+
+    double hard = opt.hardTimeout > 0 ? opt.hardTimeout
+                                      : opt.warmup + opt.duration + opt.connectTimeout + 15;
+    hardTimer_.expires_after(std::chrono::nanoseconds(std::int64_t(hard * 1e9)));
+    hardTimer_.async_wait([this](const boost::system::error_code& e) {
+        if (e) return;
+        if (res.exitCode == 0 && !res.ok) {
+            res.exitCode = 4;
+            res.failure = "hard timeout";
+        }
+        finish();
+    });
+    phaseTimer_.expires_after(std::chrono::nanoseconds(std::int64_t(opt.connectTimeout * 1e9)));
+    phaseTimer_.async_wait([this](const boost::system::error_code& e) {
+        if (e || ready_ == int(conns_.size())) return;
+        setupFailed_ = true;
+        res.exitCode = 2;
+        res.failure = "sessions not ready after --connect-timeout (" +
+                      std::to_string(ready_) + " of " + std::to_string(conns_.size()) + ")";
+        finish();
+    });
+
+    for (int i = 0; i < opt.connections; ++i)
+        conns_.push_back(std::make_unique<Connection>(*this, i));
+    for (auto& c : conns_) c->start(endpoint);
+    io.run();
+    if (!res.ok && res.exitCode == 0) {
+        res.exitCode = 4;
+        if (res.failure.empty()) res.failure = "stopped before the window ended";
+    }
+    return res;
+}
+
+}  // namespace
+
+const char* scenarioName(Scenario s) noexcept {
+    switch (s) {
+        case Scenario::Probe: return "probe";
+        case Scenario::Read: return "read";
+        case Scenario::Write: return "write";
+        case Scenario::Read100: return "read100";
+        case Scenario::Browse: return "browse";
+        case Scenario::Subscribe: return "subscribe";
+    }
+    return "?";
+}
+
+Results run(const Options& options) {
+    Runner runner(options);
+    return runner.execute();
+}
+
+}  // namespace uaplex::bench

@@ -1,0 +1,61 @@
+// uaplex-bench: the load generator's options, results and entry point.
+#pragma once
+
+#include "histogram.hpp"
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace uaplex::bench {
+
+enum class Scenario { Probe, Read, Write, Read100, Browse, Subscribe };
+
+struct Options {
+    std::string url = "opc.tcp://127.0.0.1:4840";
+    Scenario scenario = Scenario::Read;
+    int connections = 1;
+    int inflight = 1;      // requests in flight per connection (closed loop) or at most (open)
+    double rate = 0;       // open loop: requests/s over all connections; 0 = closed loop
+    double warmup = 1;     // seconds
+    double duration = 5;   // seconds of the measured window
+    double connectTimeout = 10;  // seconds for connecting and opening every session
+    double hardTimeout = 0;      // 0: warmup + duration + connectTimeout + 15 s
+    std::string timestamps = "both";  // TimestampsToReturn of Read: source, server, both, neither
+    std::uint32_t browseNode = 1000;  // ns=1;i=<n>, or 85 in ns 0 with --browse-objects
+    bool browseObjects = false;
+    int items = 100;            // subscribe: monitored items per subscription
+    double samplingMs = 10;     // subscribe: sampling interval
+    double publishingMs = 100;  // subscribe: publishing interval
+    std::uint32_t queueSize = 10;
+    double changeMs = 10;  // subscribe: one Write of the 100 scalars every changeMs (0 = off)
+    int serverPid = 0;     // read the server's CPU time at the window edges
+    bool signalServer = false;  // send SIGUSR1 to serverPid at both window edges
+    bool json = false;
+    bool quiet = false;
+    std::uint64_t seed = 1;
+};
+
+struct Results {
+    bool ok = false;
+    int exitCode = 0;  // 0 ok, 2 no session, 3 unsupported by the server, 4 failed during the run
+    std::string failure;
+    double windowSeconds = 0;
+    std::uint64_t completed = 0;  // good responses completed in the window
+    std::uint64_t failed = 0;     // responses with a Bad service or operation result
+    std::uint64_t operations = 0;  // nodes read/written/browsed in good responses
+    std::uint64_t notifications = 0;
+    std::uint64_t publishResponses = 0;
+    std::uint64_t connectionErrors = 0;
+    std::uint64_t maxBacklog = 0;  // open loop: largest number of requests behind schedule
+    std::map<std::string, std::uint64_t> errors;  // status name -> count
+    Histogram latency;                            // ns
+    double serverCpuSeconds = -1;                 // -1: not measured
+    double generatorCpuSeconds = 0;
+    std::string endpointPolicyId;
+};
+
+const char* scenarioName(Scenario s) noexcept;
+Results run(const Options& options);
+
+}  // namespace uaplex::bench

@@ -1,0 +1,239 @@
+// uaplex-bench: command line and report. See tools/bench/README.md.
+#include "loadgen.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+using namespace uaplex::bench;
+
+namespace {
+
+const char* kUsage =
+    "usage: uaplex-bench [options]\n"
+    "  --url URL            opc.tcp://host:port (default opc.tcp://127.0.0.1:4840)\n"
+    "  --scenario S         read | write | read100 | browse | subscribe | probe (default read)\n"
+    "  -c, --connections C  connections, each with its own session (default 1)\n"
+    "  -m, --inflight M     requests in flight per connection (default 1); in open loop the\n"
+    "                       most that may be outstanding\n"
+    "  --rate R             open loop: R requests/s over all connections, latency measured\n"
+    "                       from each request's intended send time (default 0: closed loop)\n"
+    "  --warmup S           seconds before the measured window (default 1)\n"
+    "  --duration S         seconds of the measured window (default 5)\n"
+    "  --connect-timeout S  for connecting and opening every session (default 10)\n"
+    "  --hard-timeout S     stop whatever happens (default warmup+duration+connect+15)\n"
+    "  --timestamps T       TimestampsToReturn of Read: both | source | server | neither\n"
+    "                       (default both)\n"
+    "  --browse-node N      browse ns=1;i=N (default 1000, the Benchmark folder)\n"
+    "  --browse-objects     browse the Objects folder (i=85) instead\n"
+    "  --items N            subscribe: monitored items per session (default 100)\n"
+    "  --sampling-ms X      subscribe: sampling interval (default 10)\n"
+    "  --publishing-ms X    subscribe: publishing interval (default 100)\n"
+    "  --queue-size N       subscribe: monitored item queue size (default 10)\n"
+    "  --change-ms X        subscribe: write all 100 scalars every X ms (default 10, 0 = off)\n"
+    "  --server-pid P       read the CPU time of process P at the window edges\n"
+    "  --signal-server      send SIGUSR1 to --server-pid at both window edges (allocshim)\n"
+    "  --seed N             random node selection seed (default 1)\n"
+    "  --json               print one JSON line instead of the text report\n"
+    "  --quiet              no progress messages on stderr\n"
+    "Exit status: 0 measured, 1 usage, 2 no session (server unreachable or refused),\n"
+    "3 scenario not supported by the server, 4 failed during the run.\n";
+
+[[noreturn]] void usage(const std::string& error) {
+    if (!error.empty()) std::fprintf(stderr, "uaplex-bench: %s\n", error.c_str());
+    std::fputs(kUsage, error.empty() ? stdout : stderr);
+    std::exit(error.empty() ? 0 : 1);
+}
+
+double number(const char* flag, const char* text, double min, double max) {
+    char* end = nullptr;
+    double v = std::strtod(text, &end);
+    if (end == text || *end != '\0' || !(v >= min && v <= max))
+        usage(std::string("bad value for ") + flag + ": " + text);
+    return v;
+}
+
+Options parse(int argc, char** argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        std::string_view a = argv[i];
+        auto value = [&]() -> const char* {
+            if (i + 1 >= argc) usage("missing value after " + std::string(a));
+            return argv[++i];
+        };
+        if (a == "--help" || a == "-h") usage("");
+        else if (a == "--url") o.url = value();
+        else if (a == "--scenario") {
+            std::string_view s = value();
+            if (s == "read") o.scenario = Scenario::Read;
+            else if (s == "write") o.scenario = Scenario::Write;
+            else if (s == "read100") o.scenario = Scenario::Read100;
+            else if (s == "browse") o.scenario = Scenario::Browse;
+            else if (s == "subscribe") o.scenario = Scenario::Subscribe;
+            else if (s == "probe") o.scenario = Scenario::Probe;
+            else usage("unknown scenario " + std::string(s));
+        } else if (a == "-c" || a == "--connections")
+            o.connections = int(number("--connections", value(), 1, 1000));
+        else if (a == "-m" || a == "--inflight")
+            o.inflight = int(number("--inflight", value(), 1, 10000));
+        else if (a == "--rate") o.rate = number("--rate", value(), 0, 1e8);
+        else if (a == "--warmup") o.warmup = number("--warmup", value(), 0, 3600);
+        else if (a == "--duration") o.duration = number("--duration", value(), 0.1, 3600);
+        else if (a == "--connect-timeout")
+            o.connectTimeout = number("--connect-timeout", value(), 0.1, 600);
+        else if (a == "--hard-timeout") o.hardTimeout = number("--hard-timeout", value(), 1, 1e5);
+        else if (a == "--timestamps") {
+            o.timestamps = value();
+            if (o.timestamps != "both" && o.timestamps != "source" && o.timestamps != "server" &&
+                o.timestamps != "neither")
+                usage("bad --timestamps " + o.timestamps);
+        } else if (a == "--browse-node")
+            o.browseNode = std::uint32_t(number("--browse-node", value(), 1, 4e9));
+        else if (a == "--browse-objects") o.browseObjects = true;
+        else if (a == "--items") o.items = int(number("--items", value(), 1, 100000));
+        else if (a == "--sampling-ms") o.samplingMs = number("--sampling-ms", value(), 0, 1e6);
+        else if (a == "--publishing-ms")
+            o.publishingMs = number("--publishing-ms", value(), 0, 1e6);
+        else if (a == "--queue-size")
+            o.queueSize = std::uint32_t(number("--queue-size", value(), 0, 1e6));
+        else if (a == "--change-ms") o.changeMs = number("--change-ms", value(), 0, 1e6);
+        else if (a == "--server-pid") o.serverPid = int(number("--server-pid", value(), 1, 4e6));
+        else if (a == "--signal-server") o.signalServer = true;
+        else if (a == "--seed") o.seed = std::uint64_t(number("--seed", value(), 0, 1e18));
+        else if (a == "--json") o.json = true;
+        else if (a == "--quiet") o.quiet = true;
+        else usage("unknown argument " + std::string(a));
+    }
+    if (o.signalServer && o.serverPid == 0) usage("--signal-server needs --server-pid");
+    if (o.scenario == Scenario::Subscribe && o.rate > 0) usage("subscribe has no open loop");
+    return o;
+}
+
+void jsonString(std::string& out, std::string_view s) {
+    out += '"';
+    for (char ch : s) {
+        if (ch == '"' || ch == '\\') out += '\\';
+        if (std::uint8_t(ch) < 0x20) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04x", ch);
+            out += buf;
+            continue;
+        }
+        out += ch;
+    }
+    out += '"';
+}
+
+std::string fmt(const char* f, double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, f, v);
+    return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options o = parse(argc, argv);
+    signal(SIGPIPE, SIG_IGN);
+    // the last resort behind --hard-timeout: the kernel ends the process
+    double hard = o.hardTimeout > 0 ? o.hardTimeout : o.warmup + o.duration + o.connectTimeout + 15;
+    alarm(unsigned(hard) + 10);
+
+    Results r = run(o);
+
+    const double window = r.windowSeconds > 0 ? r.windowSeconds : 1;
+    const double perSecond = double(r.completed) / window;
+    const double notifPerSecond = double(r.notifications) / window;
+    // the request count CPU time is divided by: notifications for subscribe
+    const double units = o.scenario == Scenario::Subscribe ? double(r.notifications)
+                                                           : double(r.completed + r.failed);
+    auto us = [](std::uint64_t ns) { return double(ns) / 1000.0; };
+    const double serverCpuPerReq =
+        r.serverCpuSeconds >= 0 && units > 0 ? r.serverCpuSeconds * 1e6 / units : -1;
+    const double genCpuPerReq = units > 0 ? r.generatorCpuSeconds * 1e6 / units : -1;
+
+    if (o.json) {
+        std::string j = "{";
+        auto field = [&](const char* k) {
+            if (j.size() > 1) j += ',';
+            jsonString(j, k);
+            j += ':';
+        };
+        field("scenario"), jsonString(j, scenarioName(o.scenario));
+        field("url"), jsonString(j, o.url);
+        field("ok"), j += r.ok ? "true" : "false";
+        field("exit_code"), j += std::to_string(r.exitCode);
+        field("failure"), jsonString(j, r.failure);
+        field("connections"), j += std::to_string(o.connections);
+        field("inflight"), j += std::to_string(o.inflight);
+        field("rate"), j += fmt("%.0f", o.rate);
+        field("window_s"), j += fmt("%.3f", r.windowSeconds);
+        field("requests"), j += std::to_string(r.completed);
+        field("errors"), j += std::to_string(r.failed);
+        field("operations"), j += std::to_string(r.operations);
+        field("req_per_s"), j += fmt("%.1f", perSecond);
+        field("notifications"), j += std::to_string(r.notifications);
+        field("notifications_per_s"), j += fmt("%.1f", notifPerSecond);
+        field("publish_responses"), j += std::to_string(r.publishResponses);
+        field("p50_us"), j += fmt("%.1f", us(r.latency.quantile(0.50)));
+        field("p90_us"), j += fmt("%.1f", us(r.latency.quantile(0.90)));
+        field("p99_us"), j += fmt("%.1f", us(r.latency.quantile(0.99)));
+        field("max_us"), j += fmt("%.1f", us(r.latency.max()));
+        field("server_cpu_s"), j += fmt("%.3f", r.serverCpuSeconds);
+        field("server_cpu_us_per_req"), j += fmt("%.3f", serverCpuPerReq);
+        field("generator_cpu_s"), j += fmt("%.3f", r.generatorCpuSeconds);
+        field("generator_cpu_us_per_req"), j += fmt("%.3f", genCpuPerReq);
+        field("max_backlog"), j += std::to_string(r.maxBacklog);
+        field("connection_errors"), j += std::to_string(r.connectionErrors);
+        field("anonymous_policy_id"), jsonString(j, r.endpointPolicyId);
+        field("errors_by_status"), j += '{';
+        bool first = true;
+        for (const auto& [name, n] : r.errors) {
+            if (!first) j += ',';
+            first = false;
+            jsonString(j, name);
+            j += ':' + std::to_string(n);
+        }
+        j += "}}";
+        std::puts(j.c_str());
+    } else {
+        std::printf("uaplex-bench %s %s: %d connection(s) x %d in flight, %s, window %.2f s\n",
+                    scenarioName(o.scenario), o.url.c_str(), o.connections, o.inflight,
+                    o.rate > 0 ? fmt("open loop at %.0f req/s", o.rate).c_str() : "closed loop",
+                    r.windowSeconds);
+        if (!r.ok) std::printf("  FAILED (exit %d): %s\n", r.exitCode, r.failure.c_str());
+        if (o.scenario == Scenario::Subscribe) {
+            std::printf("  notifications  %llu (%.0f/s) in %llu Publish responses\n",
+                        (unsigned long long)r.notifications, notifPerSecond,
+                        (unsigned long long)r.publishResponses);
+        } else if (o.scenario != Scenario::Probe) {
+            std::printf("  requests       %llu ok, %llu failed: %.0f req/s (%llu operations)\n",
+                        (unsigned long long)r.completed, (unsigned long long)r.failed, perSecond,
+                        (unsigned long long)r.operations);
+            std::printf("  latency        p50 %.1f us  p90 %.1f us  p99 %.1f us  max %.1f us\n",
+                        us(r.latency.quantile(0.5)), us(r.latency.quantile(0.9)),
+                        us(r.latency.quantile(0.99)), us(r.latency.max()));
+            if (o.rate > 0)
+                std::printf("  backlog        at most %llu requests behind schedule\n",
+                            (unsigned long long)r.maxBacklog);
+        }
+        if (serverCpuPerReq >= 0)
+            std::printf("  server CPU     %.2f us per %s (%.2f s)\n", serverCpuPerReq,
+                        o.scenario == Scenario::Subscribe ? "notification" : "request",
+                        r.serverCpuSeconds);
+        if (genCpuPerReq >= 0)
+            std::printf("  generator CPU  %.2f us per %s (%.2f s)\n", genCpuPerReq,
+                        o.scenario == Scenario::Subscribe ? "notification" : "request",
+                        r.generatorCpuSeconds);
+        for (const auto& [name, n] : r.errors)
+            std::printf("  error          %s: %llu\n", name.c_str(), (unsigned long long)n);
+        if (r.connectionErrors)
+            std::printf("  connections    %llu lost\n", (unsigned long long)r.connectionErrors);
+    }
+    return r.exitCode;
+}
