@@ -198,6 +198,7 @@ class Connection {
     std::vector<Slot> slots_;
     std::uint32_t slotMask_ = 0;
     int inflight_ = 0;   // Work or Publish requests outstanding
+    int changesInFlight_ = 0;
     bool setupPending_ = false;
     std::uint64_t issued_ = 0;  // open loop: requests sent since the schedule started
     std::uint64_t openStartNs_ = 0;
@@ -266,7 +267,7 @@ Connection::Connection(Runner& runner, int index)
       rx_(4 * kReceiveBufferSize),
       rng_{runner.opt.seed * 0x9E3779B97F4A7C15ull + std::uint64_t(index) + 1} {
     int cap = 16;
-    while (cap < 4 * std::max(1, run_.opt.inflight)) cap *= 2;
+    while (cap < 4 * std::max(1, run_.opt.inflight) + 16) cap *= 2;
     slots_.resize(std::size_t(cap));
     slotMask_ = std::uint32_t(cap - 1);
     txFront_.reserve(64 * 1024);
@@ -453,6 +454,7 @@ bool Connection::handleChunk(const std::uint8_t* p, std::uint32_t size) {
                 Slot& s = slots_[requestId & slotMask_];
                 if (s.used && s.requestId == requestId) {
                     s.used = false;
+                    if (s.kind == Kind::Change) --changesInFlight_;
                     if (s.kind == Kind::Work || s.kind == Kind::Publish) {
                         --inflight_;
                         if (run_.measuring) ++run_.res.failed;
@@ -478,10 +480,11 @@ bool Connection::handleChunk(const std::uint8_t* p, std::uint32_t size) {
     return false;
 }
 
+// A request id whose slot is free, or 0 when every slot is taken.
 std::uint32_t Connection::allocateRequest(Kind kind, std::uint64_t intendedNs) {
-    for (;;) {
+    for (std::size_t tries = 0; tries < slots_.size(); ++tries) {
         std::uint32_t id = nextRequestId_++;
-        if (id == 0) continue;
+        if (id == 0) id = nextRequestId_++;
         Slot& s = slots_[id & slotMask_];
         if (s.used) continue;  // a slow request still owns this slot; skip the id
         s.used = true;
@@ -490,11 +493,13 @@ std::uint32_t Connection::allocateRequest(Kind kind, std::uint64_t intendedNs) {
         s.intendedNs = intendedNs;
         return id;
     }
+    return 0;
 }
 
 template <class T>
 void Connection::sendMsg(const T& message, Kind kind, std::uint64_t intendedNs) {
     std::uint32_t id = allocateRequest(kind, intendedNs);
+    if (id == 0) return fail("more requests outstanding than request slots");
     std::size_t start = txBack_.size();
     enc::BinaryWriter w(txBack_);
     w.writeRaw(fourcc('M', 'S', 'G', 'F'));
@@ -745,7 +750,9 @@ void Connection::sendPublish() {
 }
 
 void Connection::sendChange(std::int32_t value) {
-    if (phase_ != Phase::Ready || changeValues_.empty()) return;
+    // at most two changes outstanding: a slow server sees fewer changes, never a queue
+    if (phase_ != Phase::Ready || changeValues_.empty() || changesInFlight_ >= 2) return;
+    ++changesInFlight_;
     for (auto& v : changeValues_) v.value.value.value.int32 = value;
     WriteRequest req{};
     req.requestHeader = header(nextHandle_++);
@@ -824,6 +831,7 @@ void Connection::handleMessage(std::uint32_t requestId, std::span<const std::uin
             onPublishResponse(m);
             break;
         case Kind::Change:
+            --changesInFlight_;
             break;
         case Kind::Close:
             sendClose();

@@ -1,0 +1,420 @@
+#!/usr/bin/env python3
+"""Side-by-side benchmark of uaplex and the node-opcua peer (python3 standard library only).
+
+Every round starts each server afresh (the two alternate which goes first from one round to
+the next), pinned to core 0, waits until it opens a session, runs every scenario against it
+with uaplex-bench pinned to core 1, and stops it. Per scenario it collects:
+
+  req/s                    good responses per second in the measured window (subscribe:
+                           data-change notifications per second)
+  server CPU us/req        utime+stime of the server process (/proc/<pid>/stat) over the
+                           window, read by uaplex-bench at the window edges, per request
+  allocs/req, bytes/req    uaplex only: LD_PRELOAD allocation counter (allocshim) sampled at
+                           the window edges through SIGUSR1
+  p50 / p99                request latency
+  peak RSS                 VmHWM of the server after the scenario (the scenarios of a round
+                           run in table order against one process, so it is the peak so
+                           far); idle RSS is VmRSS once the server is ready
+
+and prints one table of medians with min..max over the rounds and the uaplex/peer ratios.
+The harness exits non-zero when the generator itself fails (or the peer cannot be measured);
+a uaplex that does not serve opc.tcp yet is reported as "not available" and skipped.
+"""
+
+import argparse
+import json
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# name, uaplex-bench arguments, what the bar of issue 5 says about it
+SCENARIOS = [
+    ("read 10x100", ["--scenario", "read", "-c", "10", "-m", "100"]),
+    ("read 1x1", ["--scenario", "read", "-c", "1", "-m", "1"]),
+    ("write 10x100", ["--scenario", "write", "-c", "10", "-m", "100"]),
+    ("read100 10x10", ["--scenario", "read100", "-c", "10", "-m", "10"]),
+    ("browse 10x10", ["--scenario", "browse", "-c", "10", "-m", "10"]),
+    ("subscribe 10x100", ["--scenario", "subscribe", "-c", "10", "-m", "3", "--items", "100"]),
+]
+
+UAPLEX_PORT = 4850
+PEER_PORT = 4851
+
+
+class HarnessError(Exception):
+    pass
+
+
+def log(msg):
+    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+
+def proc_status(pid, key):
+    """A kB figure (VmRSS, VmHWM) from /proc/<pid>/status, or None."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def uaplex_config(build, out_dir, given):
+    """The bench configuration: the embedded default with a loopback endpoint and quiet logs."""
+    if given:
+        return given
+    with open(os.path.join(ROOT, "etc", "uaplex.toml")) as f:
+        text = f.read()
+    text = re.sub(r'(?m)^endpoints\s*=.*$', f'endpoints = ["opc.tcp://127.0.0.1:{UAPLEX_PORT}"]',
+                  text)
+    text = re.sub(r'(?m)^level\s*=\s*"[a-z]+"', 'level = "warn"', text)
+    # {exe_dir} keeps plugin_dirs pointing at the build tree wherever this file lives
+    path = os.path.join(out_dir, "uaplex-bench.toml")
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+class Server:
+    def __init__(self, kind, args):
+        self.kind = kind  # "uaplex" or "peer"
+        self.args = args
+        self.proc = None
+        self.url = None
+        self.shim_out = None
+        self.idle_rss_kb = None
+        self.log_path = None
+
+    def start(self):
+        a = self.args
+        env = dict(os.environ)
+        logf = tempfile.NamedTemporaryFile(prefix=f"uaplex-bench-{self.kind}-", suffix=".log",
+                                           delete=False, dir=a.out_dir)
+        self.log_path = logf.name
+        if self.kind == "uaplex":
+            exe = os.path.join(a.build, "bin", "uaplex")
+            if not os.path.exists(exe):
+                logf.close()
+                return f"{exe} not built"
+            cmd = ["taskset", "-c", a.server_core, exe, "--config", a.uaplex_config]
+            shim = os.path.join(a.build, "lib", "libuaplex_allocshim.so")
+            if os.path.exists(shim) and not a.no_allocshim:
+                fd, self.shim_out = tempfile.mkstemp(prefix="allocshim-", dir=a.out_dir)
+                os.close(fd)
+                env["LD_PRELOAD"] = shim
+                env["UAPLEX_ALLOCSHIM_OUT"] = self.shim_out
+            self.url = f"opc.tcp://127.0.0.1:{UAPLEX_PORT}"
+        else:
+            script = os.path.join(ROOT, "tools", "bench", "peers", "node-opcua-server.js")
+            cmd = ["taskset", "-c", a.server_core, "node", script, "--port", str(PEER_PORT)]
+            self.url = f"opc.tcp://127.0.0.1:{PEER_PORT}"
+        self.proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env,
+                                     cwd=ROOT, start_new_session=True)
+        logf.close()
+        # ready = a session can be opened (the probe scenario), not merely a listening port
+        deadline = time.monotonic() + a.start_timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return f"exited with status {self.proc.returncode} (log: {self.log_path})"
+            r = subprocess.run([a.generator, "--url", self.url, "--scenario", "probe",
+                                "--connect-timeout", "2", "--hard-timeout", "10", "--quiet"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            if r.returncode == 0:
+                time.sleep(0.5)
+                self.idle_rss_kb = proc_status(self.proc.pid, "VmRSS")
+                return None
+            if r.returncode not in (2, 4):
+                raise HarnessError(f"uaplex-bench --scenario probe failed with {r.returncode}")
+            time.sleep(0.25)
+        return f"did not open a session within {a.start_timeout:.0f} s (log: {self.log_path})"
+
+    def shim_counters(self):
+        """(allocs, bytes) between the last two SIGUSR1 reports, or None."""
+        if not self.shim_out:
+            return None
+        deadline = time.monotonic() + 2
+        while True:
+            with open(self.shim_out) as f:
+                lines = [l for l in f.read().splitlines() if l.startswith("allocshim ")]
+            if len(lines) >= 2 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        if len(lines) < 2:
+            return None
+
+        def fields(line):
+            return dict(kv.split("=") for kv in line.split()[1:])
+
+        a, b = fields(lines[-2]), fields(lines[-1])
+        return int(b["allocs"]) - int(a["allocs"]), int(b["bytes"]) - int(a["bytes"])
+
+    def stop(self):
+        if self.proc is None:
+            return None
+        peak = proc_status(self.proc.pid, "VmHWM")
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for p in (self.shim_out, self.log_path):
+            if p and os.path.exists(p) and not self.args.keep_logs:
+                os.unlink(p)
+        return peak
+
+
+def run_scenario(args, server, scenario_args):
+    """One generator run against a running server. Raises HarnessError when the generator
+    itself fails."""
+    res = {"server": server.kind, "idle_rss_kb": server.idle_rss_kb}
+    if server.proc.poll() is not None:
+        res["failed"] = f"server exited with status {server.proc.returncode}"
+        return res
+    cmd = ["taskset", "-c", args.generator_core, args.generator, "--url", server.url,
+           "--warmup", str(args.warmup), "--duration", str(args.duration), "--json",
+           "--quiet", "--server-pid", str(server.proc.pid)] + scenario_args
+    if server.shim_out:
+        cmd.append("--signal-server")
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=args.warmup + args.duration + 60)
+    line = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
+    try:
+        out = json.loads(line)
+    except ValueError:
+        raise HarnessError(f"uaplex-bench exited {r.returncode} without a report: "
+                           f"{' '.join(cmd)}\n{r.stderr}")
+    if r.returncode == 1 or r.returncode < 0:
+        raise HarnessError(f"uaplex-bench failed ({r.returncode}): {r.stderr}")
+    res["gen"] = out
+    if r.returncode == 3:
+        res["unsupported"] = out["failure"]
+    elif r.returncode != 0:
+        res["failed"] = out["failure"] or f"exit {r.returncode}"
+    else:
+        counters = server.shim_counters()
+        done = out["notifications"] if "subscribe" in scenario_args else (
+            out["requests"] + out["errors"])
+        if counters and done > 0:
+            res["allocs_per_req"] = counters[0] / done
+            res["bytes_per_req"] = counters[1] / done
+    res["peak_rss_kb"] = proc_status(server.proc.pid, "VmHWM")
+    return res
+
+
+def run_round(args, kind, rnd, results):
+    """Starts one server, runs every scenario against it, stops it. Returns None or the
+    reason the server is not available."""
+    server = Server(kind, args)
+    try:
+        why = server.start()
+        if why is not None:
+            return why
+        for name, sargs in SCENARIOS:
+            r = run_scenario(args, server, sargs)
+            results.setdefault((name, kind), []).append(r)
+            g = r.get("gen", {})
+            if "unsupported" in r:
+                log(f"round {rnd + 1} {name} {kind}: unsupported: {r['unsupported']}")
+            elif "failed" in r:
+                log(f"round {rnd + 1} {name} {kind}: FAILED: {r['failed']}")
+                if kind == "peer":
+                    raise HarnessError(f"{name} against the peer failed: {r['failed']}")
+            else:
+                rate = g["notifications_per_s"] if name.startswith("subscribe") else g["req_per_s"]
+                allocs = r.get("allocs_per_req")
+                log(f"round {rnd + 1} {name} {kind}: {rate:.0f}/s, server "
+                    f"{g['server_cpu_us_per_req']:.2f} us/req, p50 {g['p50_us']:.0f} us, "
+                    f"p99 {g['p99_us']:.0f} us"
+                    + (f", {allocs:.2f} allocs/req" if allocs is not None else ""))
+    finally:
+        server.stop()
+    return None
+
+
+def med(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    return statistics.median(values), min(values), max(values)
+
+
+def fmt_range(m, digits=1, scale=1.0):
+    if m is None:
+        return "n/a"
+    f = f"{{:.{digits}f}}"
+    mid, lo, hi = (x * scale for x in m)
+    return f"{f.format(mid)} ({f.format(lo)}..{f.format(hi)})"
+
+
+def metrics(results):
+    """Per-round figures of one (scenario, server) cell."""
+    ok = [r for r in results if "gen" in r and not any(k in r for k in ("failed", "unsupported"))]
+    sub = [r["gen"] for r in ok]
+    is_sub = bool(sub) and sub[0]["scenario"] == "subscribe"
+    return {
+        "rate": med([g["notifications_per_s"] if is_sub else g["req_per_s"] for g in sub]),
+        "cpu": med([g["server_cpu_us_per_req"] for g in sub if g["server_cpu_us_per_req"] >= 0]),
+        "gen_cpu": med([g["generator_cpu_us_per_req"] for g in sub]),
+        "allocs": med([r.get("allocs_per_req") for r in ok]),
+        "bytes": med([r.get("bytes_per_req") for r in ok]),
+        "p50": med([g["p50_us"] for g in sub]) if not is_sub else None,
+        "p99": med([g["p99_us"] for g in sub]) if not is_sub else None,
+        "peak": med([r.get("peak_rss_kb") for r in ok]),
+        "idle": med([r.get("idle_rss_kb") for r in ok]),
+        "errors": sum(g["errors"] for g in sub),
+        "rounds": len(ok),
+    }
+
+
+def table(all_results, args):
+    lines = []
+    lines.append(f"{args.rounds} rounds per cell, medians (min..max); window {args.duration:g} s "
+                 f"after {args.warmup:g} s warm-up; server on core {args.server_core}, "
+                 f"generator on core {args.generator_core}.")
+    lines.append("")
+    lines.append("| scenario | server | req/s | server CPU us/req | allocs/req | bytes/req "
+                 "| p50 us | p99 us | peak RSS MB | generator CPU us/req |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|")
+    ratios = []
+    idle = {}
+    for name, _ in SCENARIOS:
+        cells = {}
+        for kind in ("uaplex", "peer"):
+            rs = all_results.get((name, kind), [])
+            label = "uaplex" if kind == "uaplex" else "node-opcua"
+            if kind not in args.server_list:
+                continue
+            bad = [r for r in rs if any(k in r for k in ("unavailable", "unsupported", "failed"))]
+            m = metrics(rs)
+            cells[kind] = m
+            if m["idle"] is not None:
+                idle.setdefault(kind, []).append(m["idle"][0])
+            if m["rounds"] == 0:
+                why = "not run"
+                if bad:
+                    r = bad[0]
+                    why = ("not available" if "unavailable" in r else
+                           f"unsupported: {r['unsupported']}" if "unsupported" in r else
+                           f"failed: {r['failed']}")
+                lines.append(f"| {name} | {label} | {why} | | | | | | | |")
+                continue
+            unit = " notif/s" if name.startswith("subscribe") else ""
+            err = f", {m['errors']} errors" if m["errors"] else ""
+            lines.append(
+                f"| {name} | {label} | {fmt_range(m['rate'], 0)}{unit}{err} | {fmt_range(m['cpu'], 2)} "
+                f"| {fmt_range(m['allocs'], 2)} | {fmt_range(m['bytes'], 0)} "
+                f"| {fmt_range(m['p50'], 0)} | {fmt_range(m['p99'], 0)} "
+                f"| {fmt_range(m['peak'], 1, 1 / 1024)} | {fmt_range(m['gen_cpu'], 2)} |")
+        u, p = cells.get("uaplex"), cells.get("peer")
+        if u and p and u["rounds"] and p["rounds"]:
+            def ratio(key):
+                if u[key] is None or p[key] is None or p[key][0] == 0:
+                    return "n/a"
+                return f"{u[key][0] / p[key][0]:.2f}"
+            ratios.append(f"| {name} | {ratio('rate')} | {ratio('cpu')} | {ratio('p50')} "
+                          f"| {ratio('p99')} | {ratio('peak')} |")
+    lines.append("")
+    idle_txt = ", ".join(f"{'uaplex' if k == 'uaplex' else 'node-opcua'} "
+                         f"{statistics.median(v) / 1024:.1f} MB" for k, v in idle.items())
+    lines.append(f"Idle RSS once ready (median over all starts): {idle_txt or 'n/a'}.")
+    lines.append("")
+    if ratios:
+        lines.append("uaplex / node-opcua (medians; req/s above 1 and the others below 1 "
+                     "favour uaplex):")
+        lines.append("")
+        lines.append("| scenario | req/s | server CPU/req | p50 | p99 | peak RSS |")
+        lines.append("|---|---|---|---|---|---|")
+        lines.extend(ratios)
+    else:
+        lines.append("uaplex / node-opcua ratios: not available (uaplex was not measured).")
+    return "\n".join(lines)
+
+
+def main():
+    global SCENARIOS
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--warmup", type=float, default=2.0)
+    p.add_argument("--duration", type=float, default=5.0)
+    p.add_argument("--scenarios", default="",
+                   help="comma-separated scenario names (default: all): " +
+                        ", ".join(n for n, _ in SCENARIOS))
+    p.add_argument("--servers", default="uaplex,peer")
+    p.add_argument("--uaplex-config", default="", help="default: etc/uaplex.toml on 127.0.0.1:4850")
+    p.add_argument("--server-core", default="0")
+    p.add_argument("--generator-core", default="1")
+    p.add_argument("--start-timeout", type=float, default=20.0)
+    p.add_argument("--no-allocshim", action="store_true")
+    p.add_argument("--keep-logs", action="store_true")
+    p.add_argument("--out", default="", help="results JSON (default <build>/bench/results.json)")
+    args = p.parse_args()
+
+    args.build = os.path.abspath(args.build)
+    args.out_dir = os.path.join(args.build, "bench")
+    os.makedirs(args.out_dir, exist_ok=True)
+    args.generator = os.path.join(args.build, "bin", "uaplex-bench")
+    if not os.path.exists(args.generator):
+        print(f"run_bench: {args.generator} is not built (make bench)", file=sys.stderr)
+        return 1
+    args.server_list = [s.strip() for s in args.servers.split(",") if s.strip()]
+    args.uaplex_config = uaplex_config(args.build, args.out_dir, args.uaplex_config)
+    wanted = [s.strip() for s in args.scenarios.split(",") if s.strip()]
+    if wanted:
+        unknown = set(wanted) - {n for n, _ in SCENARIOS}
+        if unknown:
+            print(f"run_bench: unknown scenario(s) {sorted(unknown)}", file=sys.stderr)
+            return 1
+        SCENARIOS = [s for s in SCENARIOS if s[0] in wanted]
+    if "peer" in args.server_list and not os.path.isdir(
+            os.path.join(ROOT, "tools", "bench", "peers", "node_modules")):
+        print("run_bench: run `npm ci` in tools/bench/peers first (make bench does)",
+              file=sys.stderr)
+        return 1
+
+    results = {}
+    unavailable = {}
+    started = time.monotonic()
+    try:
+        for rnd in range(args.rounds):
+            order = list(args.server_list) if rnd % 2 == 0 else list(reversed(args.server_list))
+            for kind in order:
+                why = unavailable.get(kind) or run_round(args, kind, rnd, results)
+                if why is None:
+                    continue
+                if kind == "peer":
+                    raise HarnessError(f"the peer did not start: {why}")
+                if kind not in unavailable:
+                    log(f"round {rnd + 1} {kind}: not available: {why}")
+                unavailable[kind] = why
+                for name, _ in SCENARIOS:
+                    results.setdefault((name, kind), []).append(
+                        {"server": kind, "unavailable": why})
+    except HarnessError as e:
+        print(f"run_bench: FAILED: {e}", file=sys.stderr)
+        return 2
+    out = args.out or os.path.join(args.out_dir, "results.json")
+    with open(out, "w") as f:
+        json.dump([{"scenario": n, "server": k, "runs": rs} for (n, k), rs in results.items()],
+                  f, indent=1)
+    text = table(results, args)
+    with open(os.path.join(args.out_dir, "table.md"), "w") as f:
+        f.write(text + "\n")
+    print(text)
+    print(f"\n(results: {out}; {time.monotonic() - started:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
