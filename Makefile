@@ -33,9 +33,14 @@ fuzz: bootstrap
 	cmake --build $(FUZZBUILD) -j$(JOBS) --target fuzzers
 	cd $(FUZZBUILD) && ctest --output-on-failure -L fuzz
 
+# Microbenchmarks, then the side-by-side scenarios against uaplex and the node-opcua peer
+# (tools/bench/run_bench.py; e.g. BENCH_ARGS="--rounds 5" or "--scenarios 'read 10x100'").
+BENCH_ARGS ?=
 bench: build
 	cmake --build $(BUILD) -j$(JOBS) --target bench
 	@for b in $(BUILD)/bin/bench_*; do [ -x "$$b" ] && "$$b" || exit 1; done
+	@cd tools/bench/peers && { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund; }
+	python3 tools/bench/run_bench.py --build $(BUILD) $(BENCH_ARGS)
 
 format:
 	git ls-files '*.cpp' '*.hpp' '*.h' '*.c' | xargs clang-format -i

@@ -12,9 +12,9 @@ namespace uaplex::bench {
 
 class Histogram {
   public:
-    static constexpr int kSubBits = 7;                      // 128 exact values, then
+    static constexpr int kSubBits = 7;                            // 128 exact values, then
     static constexpr std::uint64_t kHalf = 1u << (kSubBits - 1);  // 64 sub-buckets per octave
-    static constexpr int kMaxShift = 40;                    // up to ~2^47 ns (39 hours)
+    static constexpr int kMaxShift = 40;                          // up to ~2^47 ns (39 hours)
     static constexpr std::size_t kBuckets = (kMaxShift + 2) * kHalf;
 
     void record(std::uint64_t ns) noexcept {

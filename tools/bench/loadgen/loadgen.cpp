@@ -125,13 +125,13 @@ class Connection {
 
     Connection(Runner& runner, int index);
     void start(const tcp::endpoint& endpoint);
-    void pump();           // queues what the scenario allows now
-    void kick() {          // pump() and send
+    void pump();   // queues what the scenario allows now
+    void kick() {  // pump() and send
         pump();
         flush();
     }
-    void beginDrain();     // stop issuing; close when nothing is in flight
-    void abort();          // close the socket now
+    void beginDrain();  // stop issuing; close when nothing is in flight
+    void abort();       // close the socket now
     Phase phase() const noexcept { return phase_; }
     void startOpenLoop(std::uint64_t startNs, double ratePerConnection) {
         openStartNs_ = startNs;
@@ -197,7 +197,7 @@ class Connection {
 
     std::vector<Slot> slots_;
     std::uint32_t slotMask_ = 0;
-    int inflight_ = 0;   // Work or Publish requests outstanding
+    int inflight_ = 0;  // Work or Publish requests outstanding
     int changesInFlight_ = 0;
     bool setupPending_ = false;
     std::uint64_t issued_ = 0;  // open loop: requests sent since the schedule started
@@ -296,8 +296,8 @@ Connection::Connection(Runner& runner, int index)
     writeValue_.value.value = variantInt32(0);
     write_.nodesToWrite = Array<WriteValue>{1, &writeValue_};
 
-    browseDesc_.nodeId = o.browseObjects ? numericNodeId(0, ns0::ObjectsFolder)
-                                         : numericNodeId(1, o.browseNode);
+    browseDesc_.nodeId =
+        o.browseObjects ? numericNodeId(0, ns0::ObjectsFolder) : numericNodeId(1, o.browseNode);
     browseDesc_.browseDirection = BrowseDirection::Forward;
     browseDesc_.referenceTypeId = numericNodeId(0, ns0::HierarchicalReferences);
     browseDesc_.includeSubtypes = true;
@@ -346,16 +346,15 @@ void Connection::read() {
         rxEnd_ -= rxBegin_;
         rxBegin_ = 0;
     }
-    socket_.async_read_some(
-        asio::buffer(rx_.data() + rxEnd_, rx_.size() - rxEnd_),
-        [this](const boost::system::error_code& ec, std::size_t n) {
-            if (phase_ == Phase::Failed || phase_ == Phase::Done) return;
-            if (ec) {
-                if (phase_ == Phase::Closing) return finishClose();
-                return fail("receive: " + ec.message());
-            }
-            onRead(n);
-        });
+    socket_.async_read_some(asio::buffer(rx_.data() + rxEnd_, rx_.size() - rxEnd_),
+                            [this](const boost::system::error_code& ec, std::size_t n) {
+                                if (phase_ == Phase::Failed || phase_ == Phase::Done) return;
+                                if (ec) {
+                                    if (phase_ == Phase::Closing) return finishClose();
+                                    return fail("receive: " + ec.message());
+                                }
+                                onRead(n);
+                            });
 }
 
 void Connection::onRead(std::size_t n) {
@@ -411,9 +410,9 @@ bool Connection::handleChunk(const std::uint8_t* p, std::uint32_t size) {
             r.readRaw<std::uint32_t>();  // request id
             if (!r.ok()) break;
             arena_.reset();
-            auto m = enc::decodeMessage(std::span<const std::uint8_t>(p + 8 + r.position(),
-                                                                      size - 8 - r.position()),
-                                        arena_, limits_);
+            auto m = enc::decodeMessage(
+                std::span<const std::uint8_t>(p + 8 + r.position(), size - 8 - r.position()),
+                arena_, limits_);
             if (m.status != UAPLEX_Good || m.type != enc::dataTypeOf<OpenSecureChannelResponse>()) {
                 fail("OpenSecureChannel failed");
                 return false;
@@ -519,8 +518,7 @@ void Connection::sendMsg(const T& message, Kind kind, std::uint64_t intendedNs) 
 }
 
 void Connection::flush() {
-    if (writing_ || txBack_.size() == 0 || phase_ == Phase::Failed || phase_ == Phase::Done)
-        return;
+    if (writing_ || txBack_.size() == 0 || phase_ == Phase::Failed || phase_ == Phase::Done) return;
     std::swap(txFront_, txBack_);
     txBack_.clear();
     writing_ = true;
@@ -543,11 +541,11 @@ void Connection::sendHello() {
     enc::BinaryWriter w(txBack_);
     w.writeRaw(fourcc('H', 'E', 'L', 'F'));
     w.writeRaw<std::uint32_t>(std::uint32_t(32 + url.size()));
-    w.writeRaw<std::uint32_t>(0);                  // protocol version
+    w.writeRaw<std::uint32_t>(0);                   // protocol version
     w.writeRaw<std::uint32_t>(kReceiveBufferSize);  // receive buffer size
     w.writeRaw<std::uint32_t>(kReceiveBufferSize);  // send buffer size
-    w.writeRaw<std::uint32_t>(0);                  // max message size: no limit
-    w.writeRaw<std::uint32_t>(0);                  // max chunk count: no limit
+    w.writeRaw<std::uint32_t>(0);                   // max message size: no limit
+    w.writeRaw<std::uint32_t>(0);                   // max chunk count: no limit
     enc::encode(w, makeString(url));
     flush();
 }
@@ -769,8 +767,7 @@ std::uint64_t Connection::backlog(std::uint64_t now) const noexcept {
 
 void Connection::pump() {
     // outstanding Publish requests are answered by CloseSession itself
-    if (phase_ == Phase::Draining &&
-        (inflight_ == 0 || run_.opt.scenario == Scenario::Subscribe)) {
+    if (phase_ == Phase::Draining && (inflight_ == 0 || run_.opt.scenario == Scenario::Subscribe)) {
         phase_ = Phase::Closing;
         sendCloseSession();
         return;
@@ -916,8 +913,7 @@ void Connection::onSetupResponse(const enc::DecodedMessage& m) {
     }
 }
 
-void Connection::onWorkResponse(const enc::DecodedMessage& m, const Slot& slot,
-                                std::uint64_t now) {
+void Connection::onWorkResponse(const enc::DecodedMessage& m, const Slot& slot, std::uint64_t now) {
     if (!run_.measuring) return;
     StatusCode bad = serviceResultOf(m);
     std::uint64_t ops = 0;
@@ -1000,12 +996,14 @@ void Runner::unsupported(const std::string& status) {
     setupFailed_ = true;
     res.exitCode = 3;
     res.failure = status;
-    if (!opt.quiet) std::fprintf(stderr, "uaplex-bench: not supported by the server: %s\n",
-                                 status.c_str());
+    if (!opt.quiet)
+        std::fprintf(stderr, "uaplex-bench: not supported by the server: %s\n", status.c_str());
     issuing = false;
     for (auto& c : conns_) {
-        if (c->phase() == Connection::Phase::Ready) c->beginDrain();
-        else c->abort();
+        if (c->phase() == Connection::Phase::Ready)
+            c->beginDrain();
+        else
+            c->abort();
     }
     phaseTimer_.expires_after(std::chrono::seconds(3));
     phaseTimer_.async_wait([this](const boost::system::error_code& ec) {
@@ -1145,8 +1143,8 @@ Results Runner::execute() {
     }
     tcp::endpoint endpoint = *endpoints.begin();
 
-    double hard = opt.hardTimeout > 0 ? opt.hardTimeout
-                                      : opt.warmup + opt.duration + opt.connectTimeout + 15;
+    double hard =
+        opt.hardTimeout > 0 ? opt.hardTimeout : opt.warmup + opt.duration + opt.connectTimeout + 15;
     hardTimer_.expires_after(std::chrono::nanoseconds(std::int64_t(hard * 1e9)));
     hardTimer_.async_wait([this](const boost::system::error_code& e) {
         if (e) return;
@@ -1161,8 +1159,8 @@ Results Runner::execute() {
         if (e || ready_ == int(conns_.size())) return;
         setupFailed_ = true;
         res.exitCode = 2;
-        res.failure = "sessions not ready after --connect-timeout (" +
-                      std::to_string(ready_) + " of " + std::to_string(conns_.size()) + ")";
+        res.failure = "sessions not ready after --connect-timeout (" + std::to_string(ready_) +
+                      " of " + std::to_string(conns_.size()) + ")";
         finish();
     });
 
@@ -1181,12 +1179,18 @@ Results Runner::execute() {
 
 const char* scenarioName(Scenario s) noexcept {
     switch (s) {
-        case Scenario::Probe: return "probe";
-        case Scenario::Read: return "read";
-        case Scenario::Write: return "write";
-        case Scenario::Read100: return "read100";
-        case Scenario::Browse: return "browse";
-        case Scenario::Subscribe: return "subscribe";
+        case Scenario::Probe:
+            return "probe";
+        case Scenario::Read:
+            return "read";
+        case Scenario::Write:
+            return "write";
+        case Scenario::Read100:
+            return "read100";
+        case Scenario::Browse:
+            return "browse";
+        case Scenario::Subscribe:
+            return "subscribe";
     }
     return "?";
 }

@@ -15,12 +15,12 @@ struct Options {
     std::string url = "opc.tcp://127.0.0.1:4840";
     Scenario scenario = Scenario::Read;
     int connections = 1;
-    int inflight = 1;      // requests in flight per connection (closed loop) or at most (open)
-    double rate = 0;       // open loop: requests/s over all connections; 0 = closed loop
-    double warmup = 1;     // seconds
-    double duration = 5;   // seconds of the measured window
-    double connectTimeout = 10;  // seconds for connecting and opening every session
-    double hardTimeout = 0;      // 0: warmup + duration + connectTimeout + 15 s
+    int inflight = 1;     // requests in flight per connection (closed loop) or at most (open)
+    double rate = 0;      // open loop: requests/s over all connections; 0 = closed loop
+    double warmup = 1;    // seconds
+    double duration = 5;  // seconds of the measured window
+    double connectTimeout = 10;       // seconds for connecting and opening every session
+    double hardTimeout = 0;           // 0: warmup + duration + connectTimeout + 15 s
     std::string timestamps = "both";  // TimestampsToReturn of Read: source, server, both, neither
     std::uint32_t browseNode = 1000;  // ns=1;i=<n>, or 85 in ns 0 with --browse-objects
     bool browseObjects = false;
@@ -28,8 +28,8 @@ struct Options {
     double samplingMs = 10;     // subscribe: sampling interval
     double publishingMs = 100;  // subscribe: publishing interval
     std::uint32_t queueSize = 10;
-    double changeMs = 10;  // subscribe: one Write of the 100 scalars every changeMs (0 = off)
-    int serverPid = 0;     // read the server's CPU time at the window edges
+    double changeMs = 10;       // subscribe: one Write of the 100 scalars every changeMs (0 = off)
+    int serverPid = 0;          // read the server's CPU time at the window edges
     bool signalServer = false;  // send SIGUSR1 to serverPid at both window edges
     bool json = false;
     bool quiet = false;
@@ -41,8 +41,8 @@ struct Results {
     int exitCode = 0;  // 0 ok, 2 no session, 3 unsupported by the server, 4 failed during the run
     std::string failure;
     double windowSeconds = 0;
-    std::uint64_t completed = 0;  // good responses completed in the window
-    std::uint64_t failed = 0;     // responses with a Bad service or operation result
+    std::uint64_t completed = 0;   // good responses completed in the window
+    std::uint64_t failed = 0;      // responses with a Bad service or operation result
     std::uint64_t operations = 0;  // nodes read/written/browsed in good responses
     std::uint64_t notifications = 0;
     std::uint64_t publishResponses = 0;

@@ -66,27 +66,40 @@ Options parse(int argc, char** argv) {
             if (i + 1 >= argc) usage("missing value after " + std::string(a));
             return argv[++i];
         };
-        if (a == "--help" || a == "-h") usage("");
-        else if (a == "--url") o.url = value();
+        if (a == "--help" || a == "-h")
+            usage("");
+        else if (a == "--url")
+            o.url = value();
         else if (a == "--scenario") {
             std::string_view s = value();
-            if (s == "read") o.scenario = Scenario::Read;
-            else if (s == "write") o.scenario = Scenario::Write;
-            else if (s == "read100") o.scenario = Scenario::Read100;
-            else if (s == "browse") o.scenario = Scenario::Browse;
-            else if (s == "subscribe") o.scenario = Scenario::Subscribe;
-            else if (s == "probe") o.scenario = Scenario::Probe;
-            else usage("unknown scenario " + std::string(s));
+            if (s == "read")
+                o.scenario = Scenario::Read;
+            else if (s == "write")
+                o.scenario = Scenario::Write;
+            else if (s == "read100")
+                o.scenario = Scenario::Read100;
+            else if (s == "browse")
+                o.scenario = Scenario::Browse;
+            else if (s == "subscribe")
+                o.scenario = Scenario::Subscribe;
+            else if (s == "probe")
+                o.scenario = Scenario::Probe;
+            else
+                usage("unknown scenario " + std::string(s));
         } else if (a == "-c" || a == "--connections")
             o.connections = int(number("--connections", value(), 1, 1000));
         else if (a == "-m" || a == "--inflight")
             o.inflight = int(number("--inflight", value(), 1, 10000));
-        else if (a == "--rate") o.rate = number("--rate", value(), 0, 1e8);
-        else if (a == "--warmup") o.warmup = number("--warmup", value(), 0, 3600);
-        else if (a == "--duration") o.duration = number("--duration", value(), 0.1, 3600);
+        else if (a == "--rate")
+            o.rate = number("--rate", value(), 0, 1e8);
+        else if (a == "--warmup")
+            o.warmup = number("--warmup", value(), 0, 3600);
+        else if (a == "--duration")
+            o.duration = number("--duration", value(), 0.1, 3600);
         else if (a == "--connect-timeout")
             o.connectTimeout = number("--connect-timeout", value(), 0.1, 600);
-        else if (a == "--hard-timeout") o.hardTimeout = number("--hard-timeout", value(), 1, 1e5);
+        else if (a == "--hard-timeout")
+            o.hardTimeout = number("--hard-timeout", value(), 1, 1e5);
         else if (a == "--timestamps") {
             o.timestamps = value();
             if (o.timestamps != "both" && o.timestamps != "source" && o.timestamps != "server" &&
@@ -94,20 +107,30 @@ Options parse(int argc, char** argv) {
                 usage("bad --timestamps " + o.timestamps);
         } else if (a == "--browse-node")
             o.browseNode = std::uint32_t(number("--browse-node", value(), 1, 4e9));
-        else if (a == "--browse-objects") o.browseObjects = true;
-        else if (a == "--items") o.items = int(number("--items", value(), 1, 100000));
-        else if (a == "--sampling-ms") o.samplingMs = number("--sampling-ms", value(), 0, 1e6);
+        else if (a == "--browse-objects")
+            o.browseObjects = true;
+        else if (a == "--items")
+            o.items = int(number("--items", value(), 1, 100000));
+        else if (a == "--sampling-ms")
+            o.samplingMs = number("--sampling-ms", value(), 0, 1e6);
         else if (a == "--publishing-ms")
             o.publishingMs = number("--publishing-ms", value(), 0, 1e6);
         else if (a == "--queue-size")
             o.queueSize = std::uint32_t(number("--queue-size", value(), 0, 1e6));
-        else if (a == "--change-ms") o.changeMs = number("--change-ms", value(), 0, 1e6);
-        else if (a == "--server-pid") o.serverPid = int(number("--server-pid", value(), 1, 4e6));
-        else if (a == "--signal-server") o.signalServer = true;
-        else if (a == "--seed") o.seed = std::uint64_t(number("--seed", value(), 0, 1e18));
-        else if (a == "--json") o.json = true;
-        else if (a == "--quiet") o.quiet = true;
-        else usage("unknown argument " + std::string(a));
+        else if (a == "--change-ms")
+            o.changeMs = number("--change-ms", value(), 0, 1e6);
+        else if (a == "--server-pid")
+            o.serverPid = int(number("--server-pid", value(), 1, 4e6));
+        else if (a == "--signal-server")
+            o.signalServer = true;
+        else if (a == "--seed")
+            o.seed = std::uint64_t(number("--seed", value(), 0, 1e18));
+        else if (a == "--json")
+            o.json = true;
+        else if (a == "--quiet")
+            o.quiet = true;
+        else
+            usage("unknown argument " + std::string(a));
     }
     if (o.signalServer && o.serverPid == 0) usage("--signal-server needs --server-pid");
     if (o.scenario == Scenario::Subscribe && o.rate > 0) usage("subscribe has no open loop");
