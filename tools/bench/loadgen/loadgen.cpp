@@ -34,7 +34,6 @@ using namespace uaplex::ua;
 
 namespace {
 
-constexpr std::uint32_t kReceiveBufferSize = 65536;  // what we accept per chunk
 constexpr std::string_view kPolicyNone = "http://opcfoundation.org/UA/SecurityPolicy#None";
 constexpr std::uint32_t kAttributeValue = 13;
 
@@ -264,7 +263,7 @@ Connection::Connection(Runner& runner, int index)
     : run_(runner),
       index_(index),
       socket_(runner.io),
-      rx_(4 * kReceiveBufferSize),
+      rx_(4 * std::size_t(runner.opt.receiveBuffer)),
       rng_{runner.opt.seed * 0x9E3779B97F4A7C15ull + std::uint64_t(index) + 1} {
     int cap = 16;
     while (cap < 4 * std::max(1, run_.opt.inflight) + 16) cap *= 2;
@@ -363,7 +362,7 @@ void Connection::onRead(std::size_t n) {
         const std::uint8_t* p = rx_.data() + rxBegin_;
         std::uint32_t size;
         std::memcpy(&size, p + 4, 4);
-        if (size < 8 || size > kReceiveBufferSize) return fail("bad chunk size");
+        if (size < 8 || size > run_.opt.receiveBuffer) return fail("bad chunk size");
         if (rxEnd_ - rxBegin_ < size) break;
         if (!handleChunk(p, size)) return;
         rxBegin_ += size;
@@ -541,11 +540,11 @@ void Connection::sendHello() {
     enc::BinaryWriter w(txBack_);
     w.writeRaw(fourcc('H', 'E', 'L', 'F'));
     w.writeRaw<std::uint32_t>(std::uint32_t(32 + url.size()));
-    w.writeRaw<std::uint32_t>(0);                   // protocol version
-    w.writeRaw<std::uint32_t>(kReceiveBufferSize);  // receive buffer size
-    w.writeRaw<std::uint32_t>(kReceiveBufferSize);  // send buffer size
-    w.writeRaw<std::uint32_t>(0);                   // max message size: no limit
-    w.writeRaw<std::uint32_t>(0);                   // max chunk count: no limit
+    w.writeRaw<std::uint32_t>(0);                       // protocol version
+    w.writeRaw<std::uint32_t>(run_.opt.receiveBuffer);  // largest chunk we accept
+    w.writeRaw<std::uint32_t>(run_.opt.receiveBuffer);  // largest chunk we send
+    w.writeRaw<std::uint32_t>(0);                       // max message size: no limit
+    w.writeRaw<std::uint32_t>(0);                       // max chunk count: no limit
     enc::encode(w, makeString(url));
     flush();
 }

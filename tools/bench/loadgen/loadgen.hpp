@@ -34,6 +34,7 @@ struct Options {
     bool json = false;
     bool quiet = false;
     std::uint64_t seed = 1;
+    std::uint32_t receiveBuffer = 65536;  // ReceiveBufferSize in Hello (chunk size)
 };
 
 struct Results {
