@@ -37,7 +37,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # name, uaplex-bench arguments, what the bar of issue 5 says about it
 SCENARIOS = [
     ("read 10x100", ["--scenario", "read", "-c", "10", "-m", "100"]),
-    ("read 1x1", ["--scenario", "read", "-c", "1", "-m", "1"]),
+    # --spin: the generator busy-polls, so that its own wake-up is not in the lone latency
+    ("read 1x1", ["--scenario", "read", "-c", "1", "-m", "1", "--spin"]),
     ("write 10x100", ["--scenario", "write", "-c", "10", "-m", "100"]),
     ("read100 10x10", ["--scenario", "read100", "-c", "10", "-m", "10"]),
     ("browse 10x10", ["--scenario", "browse", "-c", "10", "-m", "10"]),
@@ -46,6 +47,8 @@ SCENARIOS = [
 
 UAPLEX_PORT = 4850
 PEER_PORT = 4851
+NULL_PORT = 4852
+LABELS = {"uaplex": "uaplex", "peer": "node-opcua", "null": "null peer"}
 
 
 class HarnessError(Exception):
@@ -86,7 +89,7 @@ def uaplex_config(build, out_dir, given):
 
 class Server:
     def __init__(self, kind, args):
-        self.kind = kind  # "uaplex" or "peer"
+        self.kind = kind  # "uaplex", "peer" or "null"
         self.args = args
         self.proc = None
         self.url = None
@@ -113,6 +116,10 @@ class Server:
                 env["LD_PRELOAD"] = shim
                 env["UAPLEX_ALLOCSHIM_OUT"] = self.shim_out
             self.url = f"opc.tcp://127.0.0.1:{UAPLEX_PORT}"
+        elif self.kind == "null":
+            cmd = ["taskset", "-c", a.server_core, os.path.join(a.build, "bin",
+                   "uaplex-bench-nullpeer"), "--port", str(NULL_PORT)]
+            self.url = f"opc.tcp://127.0.0.1:{NULL_PORT}"
         else:
             script = os.path.join(ROOT, "tools", "bench", "peers", "node-opcua-server.js")
             cmd = ["taskset", "-c", a.server_core, "node", script, "--port", str(PEER_PORT)]
@@ -290,9 +297,9 @@ def table(all_results, args):
     idle = {}
     for name, _ in SCENARIOS:
         cells = {}
-        for kind in ("uaplex", "peer"):
+        for kind in ("uaplex", "peer", "null"):
             rs = all_results.get((name, kind), [])
-            label = "uaplex" if kind == "uaplex" else "node-opcua"
+            label = LABELS[kind]
             if kind not in args.server_list:
                 continue
             bad = [r for r in rs if any(k in r for k in ("unavailable", "unsupported", "failed"))]
@@ -325,7 +332,7 @@ def table(all_results, args):
             ratios.append(f"| {name} | {ratio('rate')} | {ratio('cpu')} | {ratio('p50')} "
                           f"| {ratio('p99')} | {ratio('peak')} |")
     lines.append("")
-    idle_txt = ", ".join(f"{'uaplex' if k == 'uaplex' else 'node-opcua'} "
+    idle_txt = ", ".join(f"{LABELS[k]} "
                          f"{statistics.median(v) / 1024:.1f} MB" for k, v in idle.items())
     lines.append(f"Idle RSS once ready (median over all starts): {idle_txt or 'n/a'}.")
     lines.append("")
@@ -351,7 +358,9 @@ def main():
     p.add_argument("--scenarios", default="",
                    help="comma-separated scenario names (default: all): " +
                         ", ".join(n for n, _ in SCENARIOS))
-    p.add_argument("--servers", default="uaplex,peer")
+    p.add_argument("--servers", default="uaplex,peer",
+                   help="uaplex, peer (node-opcua) and/or null (uaplex-bench-nullpeer, the "
+                        "generator's ceiling)")
     p.add_argument("--uaplex-config", default="", help="default: etc/uaplex.toml on 127.0.0.1:4850")
     p.add_argument("--server-core", default="0")
     p.add_argument("--generator-core", default="1")
@@ -369,6 +378,9 @@ def main():
         print(f"run_bench: {args.generator} is not built (make bench)", file=sys.stderr)
         return 1
     args.server_list = [s.strip() for s in args.servers.split(",") if s.strip()]
+    if not args.server_list or set(args.server_list) - set(LABELS):
+        print(f"run_bench: --servers takes {', '.join(LABELS)}", file=sys.stderr)
+        return 1
     args.uaplex_config = uaplex_config(args.build, args.out_dir, args.uaplex_config)
     wanted = [s.strip() for s in args.scenarios.split(",") if s.strip()]
     if wanted:

@@ -33,6 +33,7 @@ struct Options {
     bool signalServer = false;  // send SIGUSR1 to serverPid at both window edges
     bool json = false;
     bool quiet = false;
+    bool spin = false;  // busy-poll the event loop (lowest latency, burns its core)
     std::uint64_t seed = 1;
     std::uint32_t receiveBuffer = 65536;  // ReceiveBufferSize in Hello (chunk size)
 };

@@ -41,6 +41,8 @@ const char* kUsage =
     "  --seed N             random node selection seed (default 1)\n"
     "  --receive-buffer N   ReceiveBufferSize in Hello, the largest response chunk (default\n"
     "                       65536; 8192 makes large responses arrive in several chunks)\n"
+    "  --spin               busy-poll instead of sleeping between events: lowest latency;\n"
+    "                       the generator's CPU figure then means nothing\n"
     "  --json               print one JSON line instead of the text report\n"
     "  --quiet              no progress messages on stderr\n"
     "Exit status: 0 measured, 1 usage, 2 no session (server unreachable or refused),\n"
@@ -129,6 +131,8 @@ Options parse(int argc, char** argv) {
             o.seed = std::uint64_t(number("--seed", value(), 0, 1e18));
         else if (a == "--receive-buffer")
             o.receiveBuffer = std::uint32_t(number("--receive-buffer", value(), 8192, 1 << 24));
+        else if (a == "--spin")
+            o.spin = true;
         else if (a == "--json")
             o.json = true;
         else if (a == "--quiet")
