@@ -295,7 +295,7 @@ def table(all_results, args):
     lines.append("|---|---|---|---|---|---|---|---|---|---|")
     ratios = []
     idle = {}
-    for name, _ in SCENARIOS:
+    for name, sargs in SCENARIOS:
         cells = {}
         for kind in ("uaplex", "peer", "null"):
             rs = all_results.get((name, kind), [])
@@ -322,7 +322,8 @@ def table(all_results, args):
                 f"| {name} | {label} | {fmt_range(m['rate'], 0)}{unit}{err} | {fmt_range(m['cpu'], 2)} "
                 f"| {fmt_range(m['allocs'], 2)} | {fmt_range(m['bytes'], 0)} "
                 f"| {fmt_range(m['p50'], 0)} | {fmt_range(m['p99'], 0)} "
-                f"| {fmt_range(m['peak'], 1, 1 / 1024)} | {fmt_range(m['gen_cpu'], 2)} |")
+                f"| {fmt_range(m['peak'], 1, 1 / 1024)} "
+                f"| {'spins (--spin)' if '--spin' in sargs else fmt_range(m['gen_cpu'], 2)} |")
         u, p = cells.get("uaplex"), cells.get("peer")
         if u and p and u["rounds"] and p["rounds"]:
             def ratio(key):
