@@ -15,8 +15,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -198,7 +198,6 @@ class Connection {
     std::uint32_t slotMask_ = 0;
     int inflight_ = 0;  // Work or Publish requests outstanding
     int changesInFlight_ = 0;
-    bool setupPending_ = false;
     std::uint64_t issued_ = 0;  // open loop: requests sent since the schedule started
     std::uint64_t openStartNs_ = 0;
     double ratePerConn_ = 0;
@@ -406,8 +405,9 @@ bool Connection::handleChunk(const std::uint8_t* p, std::uint32_t size) {
             enc::decode(r, cert);
             enc::decode(r, thumbprint);
             r.readRaw<std::uint32_t>();  // sequence number
-            r.readRaw<std::uint32_t>();  // request id
+            std::uint32_t requestId = r.readRaw<std::uint32_t>();
             if (!r.ok()) break;
+            slots_[requestId & slotMask_].used = false;
             arena_.reset();
             auto m = enc::decodeMessage(
                 std::span<const std::uint8_t>(p + 8 + r.position(), size - 8 - r.position()),
@@ -424,7 +424,6 @@ bool Connection::handleChunk(const std::uint8_t* p, std::uint32_t size) {
             }
             channelId_ = resp.securityToken.channelId;
             tokenId_ = resp.securityToken.tokenId;
-            setupPending_ = false;
             phase_ = Phase::CreateSession;
             sendCreateSession();
             return true;
@@ -570,7 +569,6 @@ void Connection::sendOpen() {
     w.writeRaw(id);
     enc::encodeMessage(w, req);
     w.patchInt32(start + 4, std::int32_t(txBack_.size() - start));
-    setupPending_ = true;
     flush();
 }
 
@@ -637,7 +635,6 @@ void Connection::sendCreateSession() {
     req.requestedSessionTimeout = 60000;
     req.maxResponseMessageSize = 0;
     sendMsg(req, Kind::Setup, 0);
-    setupPending_ = true;
     flush();
 }
 
@@ -655,7 +652,6 @@ void Connection::sendActivate() {
     req.userIdentityToken.object = &token;
     req.userTokenSignature = SignatureData{nullString(), nullByteString()};
     sendMsg(req, Kind::Setup, 0);
-    setupPending_ = true;
     flush();
 }
 
@@ -670,7 +666,6 @@ void Connection::sendCreateSubscription() {
     req.publishingEnabled = true;
     req.priority = 0;
     sendMsg(req, Kind::Setup, 0);
-    setupPending_ = true;
     flush();
 }
 
@@ -695,7 +690,6 @@ void Connection::sendCreateItems() {
     req.timestampsToReturn = TimestampsToReturn::Both;
     req.itemsToCreate = Array<MonitoredItemCreateRequest>{o.items, items.data()};
     sendMsg(req, Kind::Setup, 0);
-    setupPending_ = true;
     flush();
 }
 
@@ -815,7 +809,6 @@ void Connection::handleMessage(std::uint32_t requestId, std::span<const std::uin
     }
     switch (slot.kind) {
         case Kind::Setup:
-            setupPending_ = false;
             onSetupResponse(m);
             break;
         case Kind::Work:
