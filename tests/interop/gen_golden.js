@@ -85,7 +85,7 @@ function expandedForms() {
     return {
         plain: new ExpandedNodeId(NodeIdType.NUMERIC, 2253, 0),
         uri: new ExpandedNodeId(NodeIdType.STRING, "Pump1", 0, "urn:uaplex:test:ns"),
-        serverIndex: new ExpandedNodeId(NodeIdType.NUMERIC, 85, 0, null, 3),
+        serverIndex: new ExpandedNodeId(NodeIdType.NUMERIC, 70000, 0, null, 3),
         uriAndServer: new ExpandedNodeId(NodeIdType.GUID, GUID, 0, "http://example.org/UA/", 65535),
         byteStringServer: new ExpandedNodeId(
             NodeIdType.BYTESTRING,
@@ -184,15 +184,18 @@ function samples() {
 }
 
 const vectors = [];
-function addBuiltin(name, type, value) {
+// `reencoded`: our re-encoding when it differs from node-opcua's bytes (see its uses).
+function addBuiltin(name, type, value, reencoded) {
     const bytes = encodeWith(ENCODERS[type], value);
-    vectors.push({
+    const v = {
         name,
         kind: "builtin",
         type,
         hex: bytes.toString("hex"),
         expect: describe(type, value),
-    });
+    };
+    if (reencoded !== undefined) v.reencoded = reencoded;
+    vectors.push(v);
 }
 
 function builtinVectors() {
@@ -212,6 +215,21 @@ function builtinVectors() {
         addBuiltin(`NodeId#${form}`, "NodeId", id);
     for (const [form, id] of Object.entries(expandedForms()))
         addBuiltin(`ExpandedNodeId#${form}`, "ExpandedNodeId", id);
+    // With a namespace URI or server index, node-opcua never uses the two- and four-byte
+    // NodeId forms; we always write the most compact form. Both are valid (Part 6 5.2.2.10),
+    // so for these the expected re-encoding is spelled out here.
+    addBuiltin(
+        "ExpandedNodeId#serverIndex.nodeOpcuaForm",
+        "ExpandedNodeId",
+        new ExpandedNodeId(NodeIdType.NUMERIC, 85, 0, null, 3),
+        "40" + "55" + "03000000",
+    );
+    addBuiltin(
+        "ExpandedNodeId#uri.nodeOpcuaForm",
+        "ExpandedNodeId",
+        new ExpandedNodeId(NodeIdType.NUMERIC, 2000, 3, "urn:x", 0),
+        "81" + "03" + "d007" + "05000000" + Buffer.from("urn:x").toString("hex"),
+    );
     addBuiltin(
         "QualifiedName#utf8",
         "QualifiedName",

@@ -297,12 +297,14 @@ inline void checkDataValue(const DataValue& d, const Json& e) {
     if (!e["sourceTimestamp"].isNull()) CHECK(d.source_timestamp == e["sourceTimestamp"].asInt());
     CHECK(((d.mask & UAPLEX_DATAVALUE_SERVER_TIMESTAMP) != 0) == !e["serverTimestamp"].isNull());
     if (!e["serverTimestamp"].isNull()) CHECK(d.server_timestamp == e["serverTimestamp"].asInt());
-    std::int64_t sp = e["sourcePicoseconds"].asInt();
-    CHECK(((d.mask & UAPLEX_DATAVALUE_SOURCE_PICOSECONDS) != 0) == (sp != 0));
-    if (sp != 0) CHECK(d.source_picoseconds == sp);
-    std::int64_t vp = e["serverPicoseconds"].asInt();
-    CHECK(((d.mask & UAPLEX_DATAVALUE_SERVER_PICOSECONDS) != 0) == (vp != 0));
-    if (vp != 0) CHECK(d.server_picoseconds == vp);
+    CHECK(((d.mask & UAPLEX_DATAVALUE_SOURCE_PICOSECONDS) != 0) ==
+          !e["sourcePicoseconds"].isNull());
+    if (!e["sourcePicoseconds"].isNull())
+        CHECK(d.source_picoseconds == e["sourcePicoseconds"].asInt());
+    CHECK(((d.mask & UAPLEX_DATAVALUE_SERVER_PICOSECONDS) != 0) ==
+          !e["serverPicoseconds"].isNull());
+    if (!e["serverPicoseconds"].isNull())
+        CHECK(d.server_picoseconds == e["serverPicoseconds"].asInt());
 }
 
 }  // namespace uaplex::interop

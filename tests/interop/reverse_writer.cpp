@@ -447,9 +447,9 @@ int writeBuiltins(const fs::path& dir) {
         eu.displayName = makeLocalizedText("", "°C");
         eu.description = makeLocalizedText("en", "degree Celsius");
         ExtensionObject k{};
-        k.type_id = numericNodeId(0, EUInformation::dataType()->binaryEncodingId);
+        k.type_id = numericNodeId(0, enc::dataTypeOf<EUInformation>()->binaryEncodingId);
         k.encoding = UAPLEX_EXTENSIONOBJECT_BINARY;
-        k.data_type = EUInformation::dataType();
+        k.data_type = enc::dataTypeOf<EUInformation>();
         k.object = &eu;
         put("ExtensionObject.euInformation", encodeTyped(k));
     }

@@ -154,6 +154,13 @@ function describeExtensionObject(v) {
     };
 }
 
+// node-opcua keeps picoseconds; the wire carries 10-picosecond units below 100 ns, and the
+// field only when that is non-zero. null: field absent.
+function encodedPicoseconds(ps) {
+    const rest = ps ? ps % 100000 : 0;
+    return rest ? Math.floor(rest / 10) : null;
+}
+
 function describeDataValue(dv) {
     const d = {};
     // The mask bits of Part 6 5.2.2.17, as node-opcua chose to encode them.
@@ -162,9 +169,9 @@ function describeDataValue(dv) {
     if (hasValue) d.value = describeVariant(dv.value);
     d.status = dv.statusCode ? dv.statusCode.value >>> 0 : 0;
     d.sourceTimestamp = dv.sourceTimestamp ? dateTicks(dv.sourceTimestamp) : null;
-    d.sourcePicoseconds = dv.sourcePicoseconds || 0;
+    d.sourcePicoseconds = encodedPicoseconds(dv.sourcePicoseconds);
     d.serverTimestamp = dv.serverTimestamp ? dateTicks(dv.serverTimestamp) : null;
-    d.serverPicoseconds = dv.serverPicoseconds || 0;
+    d.serverPicoseconds = encodedPicoseconds(dv.serverPicoseconds);
     return d;
 }
 
