@@ -237,6 +237,21 @@ function decodeStruct(cls, buffer) {
     return obj;
 }
 
+// structmsg/<Type>.bin: the encoding NodeId must name <Type>, the body follow the rule.
+function checkStructMessageFile(file, name) {
+    const c = new Checker(file);
+    const buffer = fs.readFileSync(file);
+    const stream = new BinaryStream(buffer);
+    const cls = classByEncodingId(basic.decodeNodeId(stream));
+    c.eq("encoding id names", cls && cls.name, name);
+    if (!cls || cls.name !== name) return c;
+    const obj = new cls();
+    obj.decode(stream);
+    c.eq("bytes consumed", stream.length, buffer.length);
+    checkRuleStruct(c, name, obj, cls.schema, 0);
+    return c;
+}
+
 function checkStructFile(file, name) {
     const c = new Checker(file);
     const cls = types[name];
@@ -581,9 +596,9 @@ function main() {
         process.exit(2);
     }
     const results = [];
-    const counts = { struct: 0, builtin: 0, message: 0, skipped: 0 };
+    const counts = { struct: 0, structmsg: 0, builtin: 0, message: 0, skipped: 0 };
     let errors = 0;
-    for (const kind of ["struct", "builtin", "message"]) {
+    for (const kind of ["struct", "structmsg", "builtin", "message"]) {
         const sub = path.join(dir, kind);
         if (!fs.existsSync(sub)) continue;
         for (const entry of fs.readdirSync(sub).sort()) {
@@ -598,6 +613,8 @@ function main() {
                         continue;
                     }
                     c = r.c;
+                } else if (kind === "structmsg") {
+                    c = checkStructMessageFile(file, name);
                 } else if (kind === "builtin") {
                     c = checkBuiltinFile(file, name);
                 } else {
@@ -633,11 +650,16 @@ function main() {
         if (c.problems.length > 20) console.error(`  ... ${c.problems.length - 20} more`);
     }
     console.log(
-        `check_reverse: ${counts.struct} structures, ${counts.builtin} built-in values, ${counts.message} messages checked; ` +
+        `check_reverse: ${counts.struct} structures, ${counts.structmsg} framed service messages, ` +
+            `${counts.builtin} built-in values, ${counts.message} hand-built messages checked; ` +
             `${counts.skipped} structures unknown to node-opcua; ${bad} mismatching, ${errors} undecodable`,
     );
-    // All three groups must be present: an empty run is a failure, not a pass.
-    const complete = counts.struct >= 300 && counts.builtin >= 30 && counts.message >= 3;
+    // Every group must be present: an empty run is a failure, not a pass.
+    const complete =
+        counts.struct >= 300 &&
+        counts.structmsg >= 80 &&
+        counts.builtin >= 30 &&
+        counts.message >= 3;
     if (!complete) console.error("check_reverse: fewer files than expected");
     process.exit(bad === 0 && errors === 0 && complete ? 0 : 1);
 }

@@ -4,6 +4,7 @@
 #include "interop_json.hpp"
 
 #include <uaplex/encoding/binary.hpp>
+#include <uaplex/encoding/datatype.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -158,7 +159,8 @@ inline void checkExtensionObject(const ExtensionObject& x, const Json& e) {
     } else {
         // A standard structure: decoded through its descriptor.
         CHECK(x.object != nullptr);
-        CHECK(x.data_type != nullptr);
+        REQUIRE(x.data_type != nullptr);
+        CHECK(static_cast<const enc::DataType*>(x.data_type)->name == e["type"].str());
     }
 }
 

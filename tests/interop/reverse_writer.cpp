@@ -5,6 +5,8 @@
 // writes
 //   <outDir>/struct/<Type>.bin   every generated structure, filled through its descriptor by
 //                                the rule check_reverse.js re-derives independently
+//   <outDir>/structmsg/<Type>.bin  the same for every service request and response, framed
+//                                by encodeMessage (encoding NodeId + body)
 //   <outDir>/message/<Name>.bin  service messages built from the typed structs, with the
 //                                encoding NodeId in front (encodeMessage)
 //   <outDir>/builtin/<Name>.bin  single built-in values, built by hand
@@ -318,6 +320,16 @@ int writeStructs(const fs::path& dir) {
         fillStruct(arena, type, object, 0);
         writeFile(dir / (std::string(type.name) + ".bin"), encodeValue(type, object));
         ++count;
+        // Service messages also go out framed, through the generic encodeMessage.
+        std::string_view name = type.name;
+        if (name.ends_with("Request") || name.ends_with("Response")) {
+            enc::ByteBuffer buffer;
+            enc::BinaryWriter writer(buffer);
+            if (enc::encodeMessage(writer, type, object) != UAPLEX_Good)
+                throw std::runtime_error("encodeMessage " + std::string(name) + " failed");
+            writeFile(dir.parent_path() / "structmsg" / (std::string(name) + ".bin"),
+                      buffer.span());
+        }
     }
     return count;
 }
