@@ -51,6 +51,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     fuzz::checkArenaBound(arena, size);
     if (&limits == &tight && arena.used() > tight.maxArenaBytes + 4096)
         violated("arena use beyond maxArenaBytes");
+    fuzz::checkFailureStatus(st);
     if (st != UAPLEX_Good) return 0;
     if (value == nullptr) violated("success without a value");
 
@@ -58,6 +59,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     enc::BinaryWriter w1(once);
     enc::encode(w1, type, value);
     if (!w1.ok()) violated("a decoded value does not encode", w1.status());
+
+    // The same input decoded into recycled, garbage-filled arena memory gives the same value.
+    void* fromDirty = nullptr;
+    st = enc::decodeValue(input, fuzz::dirtyArena(), limits, type, &fromDirty);
+    if (st != UAPLEX_Good) violated("decoding depends on the arena's previous contents", st);
+    enc::ByteBuffer dirtyBytes;
+    enc::BinaryWriter wd(dirtyBytes);
+    enc::encode(wd, type, fromDirty);
+    if (!wd.ok() || !fuzz::sameBytes(once, dirtyBytes))
+        violated("decoding into a recycled arena gives another value");
 
     // The canonical re-encoding must decode under the default limits and be stable.
     enc::Arena arena2;

@@ -27,4 +27,24 @@ inline void checkArenaBound(const enc::Arena& arena, std::size_t inputSize) {
         violated("arena use out of proportion to input");
 }
 
+// A decoder reports failures only as these two codes (issue: decode limits).
+inline void checkFailureStatus(std::uint32_t status) {
+    if (status != UAPLEX_Good && status != UAPLEX_BadDecodingError &&
+        status != UAPLEX_BadEncodingLimitsExceeded)
+        violated("unexpected decode status", status);
+}
+
+// An arena whose reused blocks hold garbage: decoding must not depend on zeroed memory.
+inline enc::Arena& dirtyArena() {
+    static enc::Arena arena;
+    arena.reset();
+    while (arena.used() + 256 <= arena.reservedBytes()) {
+        void* p = arena.allocate(256, 1);
+        if (p == nullptr) break;
+        std::memset(p, 0xA5, 256);
+    }
+    arena.reset();
+    return arena;
+}
+
 }  // namespace uaplex::fuzz

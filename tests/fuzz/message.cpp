@@ -11,6 +11,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::span<const std::uint8_t> input(data, size);
     enc::DecodedMessage first = enc::decodeMessage(input, arena, limits);
     fuzz::checkArenaBound(arena, size);
+    fuzz::checkFailureStatus(first.status);
     if (first.status != UAPLEX_Good) return 0;
     if (first.type == nullptr || first.object == nullptr) violated("success without an object");
 
@@ -18,6 +19,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     enc::BinaryWriter w1(once);
     uaplex_status st = enc::encodeMessage(w1, *first.type, first.object);
     if (st != UAPLEX_Good) violated("a decoded message does not encode", st);
+
+    // The same input decoded into recycled, garbage-filled arena memory gives the same value.
+    enc::Arena& dirty = fuzz::dirtyArena();
+    enc::DecodedMessage again = enc::decodeMessage(input, dirty, limits);
+    if (again.status != UAPLEX_Good || again.type != first.type)
+        violated("decoding depends on the arena's previous contents", again.status);
+    enc::ByteBuffer fromDirty;
+    enc::BinaryWriter wd(fromDirty);
+    if (enc::encodeMessage(wd, *again.type, again.object) != UAPLEX_Good ||
+        !fuzz::sameBytes(once, fromDirty))
+        violated("decoding into a recycled arena gives another value");
 
     enc::Arena arena2;
     enc::DecodedMessage second = enc::decodeMessage(once.span(), arena2, limits);
