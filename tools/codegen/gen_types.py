@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Generates the C++ types and codecs of every structure and enumeration in Opc.Ua.Types.bsd.
 
-usage: gen_types.py Opc.Ua.Types.bsd NodeIds.csv OUT_DIR PARTS
+usage: gen_types.py Opc.Ua.Types.bsd NodeIds.csv OUT_DIR PARTS [MODULE NAMESPACE]
+
+MODULE (default "types") names the outputs, NAMESPACE (default uaplex::ua) holds the types;
+tests use them to generate extra schemas next to the standard one.
 
 Writes, under OUT_DIR:
   include/uaplex/encoding/generated/ns0.hpp    constexpr ns0 NodeId constants (NodeIds.csv)
@@ -163,10 +166,12 @@ def parse(bsd: Path):
 
 
 def main() -> int:
-    if len(sys.argv) != 5:
+    if len(sys.argv) not in (5, 7):
         print(__doc__, file=sys.stderr)
         return 2
     bsd, ids_csv, out_dir, parts = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])
+    module, ns = (sys.argv[5], sys.argv[6]) if len(sys.argv) == 7 else ("types", "uaplex::ua")
+    header = f"<uaplex/encoding/generated/{module}.hpp>"
     structs, enums = parse(bsd)
     enum_map = {e[0]: e for e in enums}
 
@@ -257,21 +262,20 @@ def main() -> int:
         seen_ids.add(c)
         h.append(f"inline constexpr std::uint32_t {c} = {i};")
     h += ["}  // namespace uaplex::ua::ns0", ""]
-    write_if_changed(gen_inc / "ns0.hpp", "\n".join(h))
+    if module == "types":
+        write_if_changed(gen_inc / "ns0.hpp", "\n".join(h))
 
     # ---- types.hpp ----
     h = [banner, "#pragma once", "", "#include <uaplex/encoding/datatype.hpp>", "",
          "#include <cstddef>", "#include <cstdint>", "",
-         "namespace uaplex::enc::detail {",
+         f"namespace {ns}::detail {{",
          f"inline constexpr std::size_t kDataTypeCount = {total};",
-         "extern const DataType kDataTypes[kDataTypeCount];",
-         "}  // namespace uaplex::enc::detail", "",
-         "namespace uaplex::enc {",
-         "// The descriptor of a generated structure type T.",
-         "template <class T>",
-         "const DataType* dataTypeOf() noexcept { return &detail::kDataTypes[T::kTypeIndex]; }",
-         "}  // namespace uaplex::enc", "",
-         "namespace uaplex::ua {", ""]
+         "extern const uaplex::enc::DataType kDataTypes[kDataTypeCount];",
+         f"}}  // namespace {ns}::detail", "",
+         f"namespace {ns} {{"]
+    if ns != "uaplex::ua":
+        h.append("using namespace uaplex::ua;")
+    h.append("")
     for n in enum_names:
         e = enum_map[n]
         h.append(f"enum class {n} : {enum_underlying(e)} {{")
@@ -292,14 +296,15 @@ def main() -> int:
             t = cpp_type(f.type_name)
             h.append(f"    {'Array<' + t + '>' if f.is_array else t} {f.name};")
         h.append(f"    static constexpr std::size_t kMinEncodedSize = {min_of(s.name)};")
-        h.append(f"    static constexpr std::size_t kTypeIndex = {index[s.name]};")
         h.append("};")
-    h += ["", "}  // namespace uaplex::ua", "", "namespace uaplex::enc {"]
+    h += ["", "// Codecs (found by argument-dependent lookup) and descriptors of the structures."]
     for s in ordered:
-        h.append(f"void decode(BinaryReader& r, ua::{s.name}& v) noexcept;")
-        h.append(f"void encode(BinaryWriter& w, const ua::{s.name}& v) noexcept;")
-    h += ["}  // namespace uaplex::enc", ""]
-    write_if_changed(gen_inc / "types.hpp", "\n".join(h))
+        h.append(f"void decode(uaplex::enc::BinaryReader& r, {s.name}& v) noexcept;")
+        h.append(f"void encode(uaplex::enc::BinaryWriter& w, const {s.name}& v) noexcept;")
+        h.append(f"inline const uaplex::enc::DataType* dataTypeOf(const {s.name}*) noexcept {{ "
+                 f"return &detail::kDataTypes[{index[s.name]}]; }}")
+    h += [f"}}  // namespace {ns}", ""]
+    write_if_changed(gen_inc / f"{module}.hpp", "\n".join(h))
 
     def field_kind(tn):
         if tn in BUILTINS:
@@ -309,9 +314,9 @@ def main() -> int:
     # ---- parts: codecs and field descriptors ----
     chunks = [ordered[i::parts] for i in range(parts)]
     for k, chunk in enumerate(chunks):
-        c = [banner, "#include <uaplex/encoding/generated/types.hpp>", "",
+        c = [banner, f"#include {header}", "",
              "#include <cstddef>", "",
-             "namespace uaplex::enc {", "using namespace uaplex::ua;", ""]
+             f"namespace {ns} {{", "using uaplex::enc::BinaryReader;", "using uaplex::enc::BinaryWriter;", ""]
         for s in chunk:
             # decode
             v_ = "v" if s.fields or s.kind != "Structure" else ""
@@ -347,7 +352,8 @@ def main() -> int:
                 for f in s.fields:
                     if f.switch_value:
                         c.append(f"        case {f.switch_value}: encode(w, v.{f.name}); break;")
-                c.append("        default: break;")
+                c.append("        case 0: break;")
+                c.append("        default: w.fail(UAPLEX_BadEncodingError); break;")
                 c.append("    }")
             else:
                 for f in s.fields:
@@ -356,7 +362,7 @@ def main() -> int:
                     else:
                         c.append(f"    encode(w, v.{f.name});")
             c.append("}")
-        c += ["", "namespace detail {"]
+        c += ["", "namespace detail {", "using namespace uaplex::enc;"]
         for s in chunk:
             if not s.fields:
                 continue
@@ -367,13 +373,13 @@ def main() -> int:
                 c.append(f'    {{"{f.name}", offsetof({s.name}, {f.name}), {field_kind(f.type_name)}, '
                          f'{"true" if f.is_array else "false"}, {f.opt_bit}, {f.switch_value}, {tp}}},')
             c.append("};")
-        c += ["}  // namespace detail", "}  // namespace uaplex::enc", ""]
-        write_if_changed(gen_src / f"types_{k}.cpp", "\n".join(c))
+        c += ["}  // namespace detail", f"}}  // namespace {ns}", ""]
+        write_if_changed(gen_src / f"{module}_{k}.cpp", "\n".join(c))
 
     # ---- registry ----
-    c = [banner, "#include <uaplex/encoding/generated/types.hpp>", "",
+    c = [banner, f"#include {header}", "",
          "#include <cstddef>", "#include <cstdint>", "",
-         "namespace uaplex::enc::detail {", "using namespace uaplex::ua;", "",
+         f"namespace {ns}::detail {{", "using namespace uaplex::enc;", "",
          "template <class T>",
          "void decodeThunk(BinaryReader& r, void* p) noexcept { decode(r, *static_cast<T*>(p)); }",
          "template <class T>",
@@ -419,8 +425,8 @@ def main() -> int:
         c.append(f"const std::uint16_t kIndex{label}[{len(lst)}] = {{" + ", ".join(map(str, lst)) + "};")
         c.append(f"extern const std::size_t kIndex{label}Count;")
         c.append(f"const std::size_t kIndex{label}Count = {len(lst)};")
-    c += ["}  // namespace uaplex::enc::detail", ""]
-    write_if_changed(gen_src / "types_registry.cpp", "\n".join(c))
+    c += [f"}}  // namespace {ns}::detail", ""]
+    write_if_changed(gen_src / f"{module}_registry.cpp", "\n".join(c))
     return 0
 
 

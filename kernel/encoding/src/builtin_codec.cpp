@@ -122,7 +122,9 @@ void decode(BinaryReader& r, NodeId& v) noexcept {
     std::uint8_t form = r.readRaw<std::uint8_t>();
     decodeNodeIdBody(r, v, form);
 }
-void encode(BinaryWriter& w, const NodeId& v) noexcept { encodeNodeId(w, v, 0); }
+void encode(BinaryWriter& w, const NodeId& v) noexcept {
+    encodeNodeId(w, v, 0);
+}
 
 void decode(BinaryReader& r, ExpandedNodeId& v) noexcept {
     std::uint8_t b = r.readRaw<std::uint8_t>();
@@ -167,22 +169,39 @@ void encode(BinaryWriter& w, const LocalizedText& v) noexcept {
 
 namespace {
 
-constexpr std::uint8_t kMinSize[26] = {0, 1, 1, 1, 2, 2, 4, 4, 8, 8, 4, 8, 4,
+constexpr std::uint8_t kMinSize[26] = {0, 1,  1, 1, 2, 2, 4, 4, 8, 8, 4, 8, 4,
                                        8, 16, 4, 4, 2, 2, 4, 6, 1, 3, 1, 1, 1};
-constexpr std::uint8_t kElemSize[26] = {
-    0,
-    sizeof(bool), 1, 1, 2, 2, 4, 4, 8, 8, 4, 8,
-    sizeof(String), sizeof(DateTime), sizeof(Guid), sizeof(ByteString), sizeof(XmlElement),
-    sizeof(NodeId), sizeof(ExpandedNodeId), sizeof(StatusCode), sizeof(QualifiedName),
-    sizeof(LocalizedText), sizeof(ExtensionObject), sizeof(DataValue), sizeof(Variant),
-    sizeof(DiagnosticInfo)};
+constexpr std::uint8_t kElemSize[26] = {0,
+                                        sizeof(bool),
+                                        1,
+                                        1,
+                                        2,
+                                        2,
+                                        4,
+                                        4,
+                                        8,
+                                        8,
+                                        4,
+                                        8,
+                                        sizeof(String),
+                                        sizeof(DateTime),
+                                        sizeof(Guid),
+                                        sizeof(ByteString),
+                                        sizeof(XmlElement),
+                                        sizeof(NodeId),
+                                        sizeof(ExpandedNodeId),
+                                        sizeof(StatusCode),
+                                        sizeof(QualifiedName),
+                                        sizeof(LocalizedText),
+                                        sizeof(ExtensionObject),
+                                        sizeof(DataValue),
+                                        sizeof(Variant),
+                                        sizeof(DiagnosticInfo)};
 
 template <class T>
 void decodeArrayInto(BinaryReader& r, std::int32_t n, void*& out) noexcept {
-    Array<T> a{};
     T* data = r.allocateElements<T>(n, minEncodedSize<T>());
     if (data == nullptr) return;
-    a = Array<T>{n, data};
     if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
         const std::uint8_t* p = r.take(std::size_t(n) * sizeof(T));
         if (p != nullptr && n != 0) std::memcpy(data, p, std::size_t(n) * sizeof(T));
@@ -221,67 +240,172 @@ void encodeBoxed(BinaryWriter& w, const Variant& v) noexcept {
 
 void decodeVariantArray(BinaryReader& r, std::uint8_t type, std::int32_t n, void*& out) noexcept {
     switch (type) {
-        case 1: decodeArrayInto<bool>(r, n, out); break;
-        case 2: decodeArrayInto<std::int8_t>(r, n, out); break;
-        case 3: decodeArrayInto<std::uint8_t>(r, n, out); break;
-        case 4: decodeArrayInto<std::int16_t>(r, n, out); break;
-        case 5: decodeArrayInto<std::uint16_t>(r, n, out); break;
-        case 6: decodeArrayInto<std::int32_t>(r, n, out); break;
-        case 7: decodeArrayInto<std::uint32_t>(r, n, out); break;
-        case 8: decodeArrayInto<std::int64_t>(r, n, out); break;
-        case 9: decodeArrayInto<std::uint64_t>(r, n, out); break;
-        case 10: decodeArrayInto<float>(r, n, out); break;
-        case 11: decodeArrayInto<double>(r, n, out); break;
-        case 12: decodeArrayInto<String>(r, n, out); break;
-        case 13: decodeArrayInto<DateTime>(r, n, out); break;
-        case 14: decodeArrayInto<Guid>(r, n, out); break;
-        case 15: decodeArrayInto<ByteString>(r, n, out); break;
-        case 16: decodeArrayInto<XmlElement>(r, n, out); break;
-        case 17: decodeArrayInto<NodeId>(r, n, out); break;
-        case 18: decodeArrayInto<ExpandedNodeId>(r, n, out); break;
-        case 19: decodeArrayInto<StatusCode>(r, n, out); break;
-        case 20: decodeArrayInto<QualifiedName>(r, n, out); break;
-        case 21: decodeArrayInto<LocalizedText>(r, n, out); break;
-        case 22: decodeArrayInto<ExtensionObject>(r, n, out); break;
-        case 23: decodeArrayInto<DataValue>(r, n, out); break;
-        case 24: decodeArrayInto<Variant>(r, n, out); break;
-        case 25: decodeArrayInto<DiagnosticInfo>(r, n, out); break;
-        default: r.fail(UAPLEX_BadDecodingError); break;
+        case 1:
+            decodeArrayInto<bool>(r, n, out);
+            break;
+        case 2:
+            decodeArrayInto<std::int8_t>(r, n, out);
+            break;
+        case 3:
+            decodeArrayInto<std::uint8_t>(r, n, out);
+            break;
+        case 4:
+            decodeArrayInto<std::int16_t>(r, n, out);
+            break;
+        case 5:
+            decodeArrayInto<std::uint16_t>(r, n, out);
+            break;
+        case 6:
+            decodeArrayInto<std::int32_t>(r, n, out);
+            break;
+        case 7:
+            decodeArrayInto<std::uint32_t>(r, n, out);
+            break;
+        case 8:
+            decodeArrayInto<std::int64_t>(r, n, out);
+            break;
+        case 9:
+            decodeArrayInto<std::uint64_t>(r, n, out);
+            break;
+        case 10:
+            decodeArrayInto<float>(r, n, out);
+            break;
+        case 11:
+            decodeArrayInto<double>(r, n, out);
+            break;
+        case 12:
+            decodeArrayInto<String>(r, n, out);
+            break;
+        case 13:
+            decodeArrayInto<DateTime>(r, n, out);
+            break;
+        case 14:
+            decodeArrayInto<Guid>(r, n, out);
+            break;
+        case 15:
+            decodeArrayInto<ByteString>(r, n, out);
+            break;
+        case 16:
+            decodeArrayInto<XmlElement>(r, n, out);
+            break;
+        case 17:
+            decodeArrayInto<NodeId>(r, n, out);
+            break;
+        case 18:
+            decodeArrayInto<ExpandedNodeId>(r, n, out);
+            break;
+        case 19:
+            decodeArrayInto<StatusCode>(r, n, out);
+            break;
+        case 20:
+            decodeArrayInto<QualifiedName>(r, n, out);
+            break;
+        case 21:
+            decodeArrayInto<LocalizedText>(r, n, out);
+            break;
+        case 22:
+            decodeArrayInto<ExtensionObject>(r, n, out);
+            break;
+        case 23:
+            decodeArrayInto<DataValue>(r, n, out);
+            break;
+        case 24:
+            decodeArrayInto<Variant>(r, n, out);
+            break;
+        case 25:
+            decodeArrayInto<DiagnosticInfo>(r, n, out);
+            break;
+        default:
+            r.fail(UAPLEX_BadDecodingError);
+            break;
     }
 }
 
-void encodeVariantArray(BinaryWriter& w, std::uint8_t type, std::int32_t n, const void* p) noexcept {
+void encodeVariantArray(BinaryWriter& w, std::uint8_t type, std::int32_t n,
+                        const void* p) noexcept {
     if (n > 0 && p == nullptr) {
         w.fail(UAPLEX_BadEncodingError);
         return;
     }
     switch (type) {
-        case 1: encodeElements<bool>(w, n, p); break;
-        case 2: encodeElements<std::int8_t>(w, n, p); break;
-        case 3: encodeElements<std::uint8_t>(w, n, p); break;
-        case 4: encodeElements<std::int16_t>(w, n, p); break;
-        case 5: encodeElements<std::uint16_t>(w, n, p); break;
-        case 6: encodeElements<std::int32_t>(w, n, p); break;
-        case 7: encodeElements<std::uint32_t>(w, n, p); break;
-        case 8: encodeElements<std::int64_t>(w, n, p); break;
-        case 9: encodeElements<std::uint64_t>(w, n, p); break;
-        case 10: encodeElements<float>(w, n, p); break;
-        case 11: encodeElements<double>(w, n, p); break;
-        case 12: encodeElements<String>(w, n, p); break;
-        case 13: encodeElements<DateTime>(w, n, p); break;
-        case 14: encodeElements<Guid>(w, n, p); break;
-        case 15: encodeElements<ByteString>(w, n, p); break;
-        case 16: encodeElements<XmlElement>(w, n, p); break;
-        case 17: encodeElements<NodeId>(w, n, p); break;
-        case 18: encodeElements<ExpandedNodeId>(w, n, p); break;
-        case 19: encodeElements<StatusCode>(w, n, p); break;
-        case 20: encodeElements<QualifiedName>(w, n, p); break;
-        case 21: encodeElements<LocalizedText>(w, n, p); break;
-        case 22: encodeElements<ExtensionObject>(w, n, p); break;
-        case 23: encodeElements<DataValue>(w, n, p); break;
-        case 24: encodeElements<Variant>(w, n, p); break;
-        case 25: encodeElements<DiagnosticInfo>(w, n, p); break;
-        default: w.fail(UAPLEX_BadEncodingError); break;
+        case 1:
+            encodeElements<bool>(w, n, p);
+            break;
+        case 2:
+            encodeElements<std::int8_t>(w, n, p);
+            break;
+        case 3:
+            encodeElements<std::uint8_t>(w, n, p);
+            break;
+        case 4:
+            encodeElements<std::int16_t>(w, n, p);
+            break;
+        case 5:
+            encodeElements<std::uint16_t>(w, n, p);
+            break;
+        case 6:
+            encodeElements<std::int32_t>(w, n, p);
+            break;
+        case 7:
+            encodeElements<std::uint32_t>(w, n, p);
+            break;
+        case 8:
+            encodeElements<std::int64_t>(w, n, p);
+            break;
+        case 9:
+            encodeElements<std::uint64_t>(w, n, p);
+            break;
+        case 10:
+            encodeElements<float>(w, n, p);
+            break;
+        case 11:
+            encodeElements<double>(w, n, p);
+            break;
+        case 12:
+            encodeElements<String>(w, n, p);
+            break;
+        case 13:
+            encodeElements<DateTime>(w, n, p);
+            break;
+        case 14:
+            encodeElements<Guid>(w, n, p);
+            break;
+        case 15:
+            encodeElements<ByteString>(w, n, p);
+            break;
+        case 16:
+            encodeElements<XmlElement>(w, n, p);
+            break;
+        case 17:
+            encodeElements<NodeId>(w, n, p);
+            break;
+        case 18:
+            encodeElements<ExpandedNodeId>(w, n, p);
+            break;
+        case 19:
+            encodeElements<StatusCode>(w, n, p);
+            break;
+        case 20:
+            encodeElements<QualifiedName>(w, n, p);
+            break;
+        case 21:
+            encodeElements<LocalizedText>(w, n, p);
+            break;
+        case 22:
+            encodeElements<ExtensionObject>(w, n, p);
+            break;
+        case 23:
+            encodeElements<DataValue>(w, n, p);
+            break;
+        case 24:
+            encodeElements<Variant>(w, n, p);
+            break;
+        case 25:
+            encodeElements<DiagnosticInfo>(w, n, p);
+            break;
+        default:
+            w.fail(UAPLEX_BadEncodingError);
+            break;
     }
 }
 
@@ -329,37 +453,88 @@ void decode(BinaryReader& r, Variant& v) noexcept {
                     product *= dims.data[i];
                     if (product > INT32_MAX) product = -1;
                 }
-                if (dims.length < 1 || product != std::int64_t(v.array_length < 0 ? 0 : v.array_length))
+                if (dims.length < 1 ||
+                    product != std::int64_t(v.array_length < 0 ? 0 : v.array_length))
                     r.fail(UAPLEX_BadDecodingError);
             }
         }
     } else {
         switch (type) {
-            case 1: decode(r, v.value.boolean); break;
-            case 2: decode(r, v.value.sbyte); break;
-            case 3: decode(r, v.value.byte); break;
-            case 4: decode(r, v.value.int16); break;
-            case 5: decode(r, v.value.uint16); break;
-            case 6: decode(r, v.value.int32); break;
-            case 7: decode(r, v.value.uint32); break;
-            case 8: decode(r, v.value.int64); break;
-            case 9: decode(r, v.value.uint64); break;
-            case 10: decode(r, v.value.float_); break;
-            case 11: decode(r, v.value.double_); break;
-            case 12: decode(r, v.value.string); break;
-            case 13: decode(r, v.value.datetime); break;
-            case 14: decode(r, v.value.guid); break;
-            case 15: decode(r, v.value.bytestring); break;
-            case 16: decode(r, v.value.xmlelement); break;
-            case 17: decodeBoxed<NodeId>(r, v); break;
-            case 18: decodeBoxed<ExpandedNodeId>(r, v); break;
-            case 19: decode(r, v.value.statuscode); break;
-            case 20: decodeBoxed<QualifiedName>(r, v); break;
-            case 21: decodeBoxed<LocalizedText>(r, v); break;
-            case 22: decodeBoxed<ExtensionObject>(r, v); break;
-            case 23: decodeBoxed<DataValue>(r, v); break;
-            case 24: decodeBoxed<Variant>(r, v); break;
-            case 25: decodeBoxed<DiagnosticInfo>(r, v); break;
+            case 1:
+                decode(r, v.value.boolean);
+                break;
+            case 2:
+                decode(r, v.value.sbyte);
+                break;
+            case 3:
+                decode(r, v.value.byte);
+                break;
+            case 4:
+                decode(r, v.value.int16);
+                break;
+            case 5:
+                decode(r, v.value.uint16);
+                break;
+            case 6:
+                decode(r, v.value.int32);
+                break;
+            case 7:
+                decode(r, v.value.uint32);
+                break;
+            case 8:
+                decode(r, v.value.int64);
+                break;
+            case 9:
+                decode(r, v.value.uint64);
+                break;
+            case 10:
+                decode(r, v.value.float_);
+                break;
+            case 11:
+                decode(r, v.value.double_);
+                break;
+            case 12:
+                decode(r, v.value.string);
+                break;
+            case 13:
+                decode(r, v.value.datetime);
+                break;
+            case 14:
+                decode(r, v.value.guid);
+                break;
+            case 15:
+                decode(r, v.value.bytestring);
+                break;
+            case 16:
+                decode(r, v.value.xmlelement);
+                break;
+            case 17:
+                decodeBoxed<NodeId>(r, v);
+                break;
+            case 18:
+                decodeBoxed<ExpandedNodeId>(r, v);
+                break;
+            case 19:
+                decode(r, v.value.statuscode);
+                break;
+            case 20:
+                decodeBoxed<QualifiedName>(r, v);
+                break;
+            case 21:
+                decodeBoxed<LocalizedText>(r, v);
+                break;
+            case 22:
+                decodeBoxed<ExtensionObject>(r, v);
+                break;
+            case 23:
+                decodeBoxed<DataValue>(r, v);
+                break;
+            case 24:
+                decodeBoxed<Variant>(r, v);
+                break;
+            case 25:
+                decodeBoxed<DiagnosticInfo>(r, v);
+                break;
         }
     }
     r.leave();
@@ -381,32 +556,84 @@ void encode(BinaryWriter& w, const Variant& v) noexcept {
         return;
     }
     switch (type) {
-        case 1: encode(w, v.value.boolean); break;
-        case 2: encode(w, v.value.sbyte); break;
-        case 3: encode(w, v.value.byte); break;
-        case 4: encode(w, v.value.int16); break;
-        case 5: encode(w, v.value.uint16); break;
-        case 6: encode(w, v.value.int32); break;
-        case 7: encode(w, v.value.uint32); break;
-        case 8: encode(w, v.value.int64); break;
-        case 9: encode(w, v.value.uint64); break;
-        case 10: encode(w, v.value.float_); break;
-        case 11: encode(w, v.value.double_); break;
-        case 12: encode(w, v.value.string); break;
-        case 13: encode(w, v.value.datetime); break;
-        case 14: encode(w, v.value.guid); break;
-        case 15: encode(w, v.value.bytestring); break;
-        case 16: encode(w, v.value.xmlelement); break;
-        case 17: encodeBoxed<NodeId>(w, v); break;
-        case 18: encodeBoxed<ExpandedNodeId>(w, v); break;
-        case 19: encode(w, v.value.statuscode); break;
-        case 20: encodeBoxed<QualifiedName>(w, v); break;
-        case 21: encodeBoxed<LocalizedText>(w, v); break;
-        case 22: encodeBoxed<ExtensionObject>(w, v); break;
-        case 23: encodeBoxed<DataValue>(w, v); break;
-        case 24: encodeBoxed<Variant>(w, v); break;
-        case 25: encodeBoxed<DiagnosticInfo>(w, v); break;
-        default: w.fail(UAPLEX_BadEncodingError); break;
+        case 1:
+            encode(w, v.value.boolean);
+            break;
+        case 2:
+            encode(w, v.value.sbyte);
+            break;
+        case 3:
+            encode(w, v.value.byte);
+            break;
+        case 4:
+            encode(w, v.value.int16);
+            break;
+        case 5:
+            encode(w, v.value.uint16);
+            break;
+        case 6:
+            encode(w, v.value.int32);
+            break;
+        case 7:
+            encode(w, v.value.uint32);
+            break;
+        case 8:
+            encode(w, v.value.int64);
+            break;
+        case 9:
+            encode(w, v.value.uint64);
+            break;
+        case 10:
+            encode(w, v.value.float_);
+            break;
+        case 11:
+            encode(w, v.value.double_);
+            break;
+        case 12:
+            encode(w, v.value.string);
+            break;
+        case 13:
+            encode(w, v.value.datetime);
+            break;
+        case 14:
+            encode(w, v.value.guid);
+            break;
+        case 15:
+            encode(w, v.value.bytestring);
+            break;
+        case 16:
+            encode(w, v.value.xmlelement);
+            break;
+        case 17:
+            encodeBoxed<NodeId>(w, v);
+            break;
+        case 18:
+            encodeBoxed<ExpandedNodeId>(w, v);
+            break;
+        case 19:
+            encode(w, v.value.statuscode);
+            break;
+        case 20:
+            encodeBoxed<QualifiedName>(w, v);
+            break;
+        case 21:
+            encodeBoxed<LocalizedText>(w, v);
+            break;
+        case 22:
+            encodeBoxed<ExtensionObject>(w, v);
+            break;
+        case 23:
+            encodeBoxed<DataValue>(w, v);
+            break;
+        case 24:
+            encodeBoxed<Variant>(w, v);
+            break;
+        case 25:
+            encodeBoxed<DiagnosticInfo>(w, v);
+            break;
+        default:
+            w.fail(UAPLEX_BadEncodingError);
+            break;
     }
 }
 
@@ -422,9 +649,11 @@ void decode(BinaryReader& r, DataValue& v) noexcept {
     }
     if (v.mask & UAPLEX_DATAVALUE_STATUS) v.status = r.readRaw<std::uint32_t>();
     if (v.mask & UAPLEX_DATAVALUE_SOURCE_TIMESTAMP) v.source_timestamp = r.readRaw<std::int64_t>();
-    if (v.mask & UAPLEX_DATAVALUE_SOURCE_PICOSECONDS) v.source_picoseconds = r.readRaw<std::uint16_t>();
+    if (v.mask & UAPLEX_DATAVALUE_SOURCE_PICOSECONDS)
+        v.source_picoseconds = r.readRaw<std::uint16_t>();
     if (v.mask & UAPLEX_DATAVALUE_SERVER_TIMESTAMP) v.server_timestamp = r.readRaw<std::int64_t>();
-    if (v.mask & UAPLEX_DATAVALUE_SERVER_PICOSECONDS) v.server_picoseconds = r.readRaw<std::uint16_t>();
+    if (v.mask & UAPLEX_DATAVALUE_SERVER_PICOSECONDS)
+        v.server_picoseconds = r.readRaw<std::uint16_t>();
 }
 void encode(BinaryWriter& w, const DataValue& v) noexcept {
     w.writeRaw(v.mask);
@@ -505,7 +734,8 @@ void decode(BinaryReader& r, DiagnosticInfo& v) noexcept {
     if (v.mask & UAPLEX_DIAGNOSTICINFO_LOCALIZED_TEXT) v.localized_text = r.readRaw<std::int32_t>();
     v.additional_info = String{-1, nullptr};
     if (v.mask & UAPLEX_DIAGNOSTICINFO_ADDITIONAL_INFO) decode(r, v.additional_info);
-    if (v.mask & UAPLEX_DIAGNOSTICINFO_INNER_STATUS_CODE) v.inner_status_code = r.readRaw<std::uint32_t>();
+    if (v.mask & UAPLEX_DIAGNOSTICINFO_INNER_STATUS_CODE)
+        v.inner_status_code = r.readRaw<std::uint32_t>();
     if (v.mask & UAPLEX_DIAGNOSTICINFO_INNER_DIAGNOSTIC_INFO) {
         if (!r.enter()) return;
         DiagnosticInfo* inner = r.allocate<DiagnosticInfo>();

@@ -14,16 +14,18 @@ extern const StatusCodeInfo kStatusCodes[];
 extern const std::size_t kStatusCodeCount;
 }  // namespace uaplex::generated
 
-namespace uaplex::enc {
-namespace detail {
+namespace uaplex::ua::detail {
 extern const std::uint16_t kIndexByName[];
 extern const std::size_t kIndexByNameCount;
 extern const std::uint16_t kIndexByTypeId[];
 extern const std::size_t kIndexByTypeIdCount;
 extern const std::uint16_t kIndexByEncodingId[];
 extern const std::size_t kIndexByEncodingIdCount;
-}  // namespace detail
+}  // namespace uaplex::ua::detail
 
+namespace uaplex::enc {
+
+namespace detail = uaplex::ua::detail;
 using detail::kDataTypes;
 
 std::span<const DataType> allDataTypes() noexcept {
@@ -33,18 +35,16 @@ std::span<const DataType> allDataTypes() noexcept {
 const DataType* findDataType(std::string_view name) noexcept {
     const std::uint16_t* b = detail::kIndexByName;
     const std::uint16_t* e = b + detail::kIndexByNameCount;
-    auto it = std::lower_bound(b, e, name, [](std::uint16_t i, std::string_view n) {
-        return kDataTypes[i].name < n;
-    });
+    auto it = std::lower_bound(
+        b, e, name, [](std::uint16_t i, std::string_view n) { return kDataTypes[i].name < n; });
     return (it != e && kDataTypes[*it].name == name) ? &kDataTypes[*it] : nullptr;
 }
 
 const DataType* findDataTypeByTypeId(std::uint32_t id) noexcept {
     const std::uint16_t* b = detail::kIndexByTypeId;
     const std::uint16_t* e = b + detail::kIndexByTypeIdCount;
-    auto it = std::lower_bound(b, e, id, [](std::uint16_t i, std::uint32_t v) {
-        return kDataTypes[i].typeId < v;
-    });
+    auto it = std::lower_bound(
+        b, e, id, [](std::uint16_t i, std::uint32_t v) { return kDataTypes[i].typeId < v; });
     return (it != e && kDataTypes[*it].typeId == id) ? &kDataTypes[*it] : nullptr;
 }
 
@@ -79,13 +79,20 @@ uaplex_status decodeValue(std::span<const std::uint8_t> input, Arena& arena,
     return r.status();
 }
 
+uaplex_status encodeValue(ByteBuffer& out, const DataType& type, const void* value,
+                          std::size_t maxSize) noexcept {
+    BinaryWriter w(out, maxSize);
+    type.encodeFn(w, value);
+    return w.status();
+}
+
 namespace {
 const generated::StatusCodeInfo* findStatus(std::uint32_t code) noexcept {
     code &= 0xFFFF0000u;  // the low 16 bits are info bits, not part of the code
     const auto* b = generated::kStatusCodes;
     const auto* e = b + generated::kStatusCodeCount;
-    auto it = std::lower_bound(b, e, code, [](const generated::StatusCodeInfo& s,
-                                              std::uint32_t c) { return s.code < c; });
+    auto it = std::lower_bound(
+        b, e, code, [](const generated::StatusCodeInfo& s, std::uint32_t c) { return s.code < c; });
     return (it != e && it->code == code) ? it : nullptr;
 }
 }  // namespace
@@ -107,7 +114,8 @@ bool equal(const NodeId& a, const NodeId& b) noexcept {
     if (a.namespace_index != b.namespace_index || a.identifier_type != b.identifier_type)
         return false;
     switch (a.identifier_type) {
-        case UAPLEX_ID_NUMERIC: return a.identifier.numeric == b.identifier.numeric;
+        case UAPLEX_ID_NUMERIC:
+            return a.identifier.numeric == b.identifier.numeric;
         case UAPLEX_ID_STRING:
             return a.identifier.string.length == b.identifier.string.length &&
                    view(a.identifier.string) == view(b.identifier.string);
@@ -118,7 +126,8 @@ bool equal(const NodeId& a, const NodeId& b) noexcept {
             return a.identifier.bytestring.length == b.identifier.bytestring.length &&
                    std::equal(x.begin(), x.end(), y.begin(), y.end());
         }
-        default: return false;
+        default:
+            return false;
     }
 }
 }  // namespace uaplex::ua

@@ -26,7 +26,8 @@ DecodedMessage decodeMessage(std::span<const std::uint8_t> bytes, Arena& arena,
     return {UAPLEX_Good, type, obj};
 }
 
-uaplex_status encodeMessage(BinaryWriter& writer, const DataType& type, const void* object) noexcept {
+uaplex_status encodeMessage(BinaryWriter& writer, const DataType& type,
+                            const void* object) noexcept {
     if (type.binaryEncodingId == 0) {
         writer.fail(UAPLEX_BadEncodingError);
         return writer.status();

@@ -10,7 +10,7 @@
 namespace uaplex::test {
 
 class Filler {
-public:
+  public:
     Filler(enc::Arena& arena, std::uint64_t seed) : arena_(arena), state_(seed | 1) {}
 
     void fill(const enc::DataType& type, void* obj, int depth = 0) {
@@ -52,7 +52,7 @@ public:
         return state_;
     }
 
-private:
+  private:
     static enc::FieldKind kindOf(const enc::DataType& t) {
         return t.kind == enc::TypeKind::BuiltIn ? enc::FieldKind(t.builtinId)
                                                 : enc::FieldKind::Enumeration;
@@ -73,7 +73,8 @@ private:
             std::size_t size = sizeOf(k, t);
             a.data = static_cast<std::uint8_t*>(arena_.allocate(size * a.length + 1, 8));
             std::memset(a.data, 0, size * a.length);
-            for (std::int32_t i = 0; i < a.length; ++i) fillField(k, t, a.data + i * size, depth + 1);
+            for (std::int32_t i = 0; i < a.length; ++i)
+                fillField(k, t, a.data + i * size, depth + 1);
         }
         std::memcpy(p, &a, sizeof(a));
     }
@@ -95,9 +96,13 @@ private:
     ua::NodeId nodeId() {
         ua::NodeId n{};
         switch (next() % 6) {
-            case 0: return ua::numericNodeId(0, std::uint32_t(next() % 256));
-            case 1: return ua::numericNodeId(std::uint16_t(next() % 256), std::uint32_t(next() % 65536));
-            case 2: return ua::numericNodeId(std::uint16_t(next()), std::uint32_t(next()));
+            case 0:
+                return ua::numericNodeId(0, std::uint32_t(next() % 256));
+            case 1:
+                return ua::numericNodeId(std::uint16_t(next() % 256),
+                                         std::uint32_t(next() % 65536));
+            case 2:
+                return ua::numericNodeId(std::uint16_t(next()), std::uint32_t(next()));
             case 3:
                 n.namespace_index = std::uint16_t(next());
                 n.identifier_type = UAPLEX_ID_STRING;
@@ -128,10 +133,18 @@ private:
         v = ua::Variant{};
         std::uint64_t r = next() % 8;
         switch (r) {
-            case 0: return;  // null
-            case 1: v = ua::variantInt32(std::int32_t(next())); return;
-            case 2: v = ua::variantDouble(double(next() % 1000) / 8); return;
-            case 3: v.encoding = UAPLEX_TYPE_STRING; v.value.string = str(); return;
+            case 0:
+                return;  // null
+            case 1:
+                v = ua::variantInt32(std::int32_t(next()));
+                return;
+            case 2:
+                v = ua::variantDouble(double(next() % 1000) / 8);
+                return;
+            case 3:
+                v.encoding = UAPLEX_TYPE_STRING;
+                v.value.string = str();
+                return;
             case 4: {
                 auto* q = box<ua::QualifiedName>();
                 q->namespace_index = 1;
@@ -171,13 +184,36 @@ private:
         using K = enc::FieldKind;
         std::uint64_t r = next();
         switch (k) {
-            case K::Boolean: *static_cast<bool*>(p) = r & 1; break;
-            case K::SByte: case K::Byte: std::memcpy(p, &r, 1); break;
-            case K::Int16: case K::UInt16: std::memcpy(p, &r, 2); break;
-            case K::Int32: case K::UInt32: case K::StatusCode: case K::Float: std::memcpy(p, &r, 4); break;
-            case K::Int64: case K::UInt64: case K::DateTime: case K::Double: std::memcpy(p, &r, 8); break;
-            case K::String: case K::XmlElement: *static_cast<ua::String*>(p) = str(); break;
-            case K::ByteString: *static_cast<ua::ByteString*>(p) = bytes(); break;
+            case K::Boolean:
+                *static_cast<bool*>(p) = r & 1;
+                break;
+            case K::SByte:
+            case K::Byte:
+                std::memcpy(p, &r, 1);
+                break;
+            case K::Int16:
+            case K::UInt16:
+                std::memcpy(p, &r, 2);
+                break;
+            case K::Int32:
+            case K::UInt32:
+            case K::StatusCode:
+            case K::Float:
+                std::memcpy(p, &r, 4);
+                break;
+            case K::Int64:
+            case K::UInt64:
+            case K::DateTime:
+            case K::Double:
+                std::memcpy(p, &r, 8);
+                break;
+            case K::String:
+            case K::XmlElement:
+                *static_cast<ua::String*>(p) = str();
+                break;
+            case K::ByteString:
+                *static_cast<ua::ByteString*>(p) = bytes();
+                break;
             case K::Guid: {
                 ua::Guid g{};
                 g.data1 = std::uint32_t(r);
@@ -186,7 +222,9 @@ private:
                 *static_cast<ua::Guid*>(p) = g;
                 break;
             }
-            case K::NodeId: *static_cast<ua::NodeId*>(p) = nodeId(); break;
+            case K::NodeId:
+                *static_cast<ua::NodeId*>(p) = nodeId();
+                break;
             case K::ExpandedNodeId: {
                 ua::ExpandedNodeId x{};
                 x.node_id = nodeId();
@@ -245,7 +283,9 @@ private:
                 *static_cast<ua::DataValue*>(p) = d;
                 break;
             }
-            case K::Variant: variant(*static_cast<ua::Variant*>(p), depth); break;
+            case K::Variant:
+                variant(*static_cast<ua::Variant*>(p), depth);
+                break;
             case K::DiagnosticInfo: {
                 ua::DiagnosticInfo d{};
                 d.mask = std::uint8_t(r & (depth < 4 ? 0x7F : 0x3F));
@@ -264,7 +304,9 @@ private:
                 std::memcpy(p, &v, t->builtinId);  // little-endian: low bytes first
                 break;
             }
-            case K::Structure: fill(*t, p, depth); break;
+            case K::Structure:
+                fill(*t, p, depth);
+                break;
         }
     }
 

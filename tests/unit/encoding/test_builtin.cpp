@@ -39,7 +39,8 @@ TEST_CASE("primitives are little-endian", "[builtin]") {
     enc::Arena arena;
     CHECK(roundTrip<std::int32_t>(bytes({0x78, 0x56, 0x34, 0x12}), arena) == 0x12345678);
     CHECK(roundTrip<std::uint16_t>(bytes({0x01, 0x80}), arena) == 0x8001);
-    CHECK(roundTrip<std::int64_t>(bytes({0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}), arena) == -1);
+    CHECK(roundTrip<std::int64_t>(bytes({0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}), arena) ==
+          -1);
     // IEEE 754 1.0 = 0x3FF0000000000000
     CHECK(roundTrip<double>(bytes({0, 0, 0, 0, 0, 0, 0xF0, 0x3F}), arena) == 1.0);
     CHECK(roundTrip<float>(bytes({0, 0, 0x80, 0xBF}), arena) == -1.0f);
@@ -69,8 +70,8 @@ TEST_CASE("String: null, empty and text", "[builtin]") {
 TEST_CASE("Guid uses the mixed-endian layout of Part 6 5.2.2.6", "[builtin]") {
     enc::Arena arena;
     // 72962B91-FA75-4AE6-8D28-B404DC7DAF63
-    Bytes in = bytes({0x91, 0x2B, 0x96, 0x72, 0x75, 0xFA, 0xE6, 0x4A, 0x8D, 0x28, 0xB4, 0x04,
-                      0xDC, 0x7D, 0xAF, 0x63});
+    Bytes in = bytes({0x91, 0x2B, 0x96, 0x72, 0x75, 0xFA, 0xE6, 0x4A, 0x8D, 0x28, 0xB4, 0x04, 0xDC,
+                      0x7D, 0xAF, 0x63});
     Guid g = roundTrip<Guid>(in, arena);
     CHECK(g.data1 == 0x72962B91u);
     CHECK(g.data2 == 0xFA75);
@@ -85,7 +86,8 @@ TEST_CASE("NodeId: every form, compact re-encoding", "[builtin]") {
     CHECK((n.namespace_index == 0 && n.identifier.numeric == 72));
     n = roundTrip<NodeId>(bytes({0x01, 0x05, 0x01, 0x04}), arena);  // four-byte ns=5;i=1025
     CHECK((n.namespace_index == 5 && n.identifier.numeric == 1025));
-    n = roundTrip<NodeId>(bytes({0x02, 0x00, 0x01, 0x40, 0x42, 0x0F, 0x00}), arena);  // ns=256;i=1000000
+    n = roundTrip<NodeId>(bytes({0x02, 0x00, 0x01, 0x40, 0x42, 0x0F, 0x00}),
+                          arena);  // ns=256;i=1000000
     CHECK((n.namespace_index == 256 && n.identifier.numeric == 1000000));
     n = roundTrip<NodeId>(bytes({0x03, 0x01, 0x00, 0x03, 0, 0, 0, 'H', 'o', 't'}), arena);
     CHECK((n.identifier_type == UAPLEX_ID_STRING && view(n.identifier.string) == "Hot"));
@@ -98,7 +100,8 @@ TEST_CASE("NodeId: every form, compact re-encoding", "[builtin]") {
 
     // A numeric form that could be smaller re-encodes in the compact form.
     NodeId wide{};
-    REQUIRE(decodeAll(bytes({0x02, 0x00, 0x00, 0x48, 0x00, 0x00, 0x00}), wide, arena) == UAPLEX_Good);
+    REQUIRE(decodeAll(bytes({0x02, 0x00, 0x00, 0x48, 0x00, 0x00, 0x00}), wide, arena) ==
+            UAPLEX_Good);
     CHECK(encodeToBytes(wide) == bytes({0x00, 0x48}));
     CHECK(encodeToBytes(numericNodeId(0, 256)) == bytes({0x01, 0x00, 0x00, 0x01}));
     CHECK(encodeToBytes(numericNodeId(255, 65535)) == bytes({0x01, 0xFF, 0xFF, 0xFF}));
@@ -137,13 +140,13 @@ TEST_CASE("QualifiedName and LocalizedText masks", "[builtin]") {
 
 TEST_CASE("DataValue with every mask bit", "[builtin]") {
     enc::Arena arena;
-    Bytes in = bytes({0x3F,                                // all six fields
-                      0x06, 0x2A, 0x00, 0x00, 0x00,        // Variant Int32 42
-                      0x00, 0x00, 0x35, 0x80,              // status BadNodeIdUnknown 0x80350000
-                      1, 2, 3, 4, 5, 6, 7, 8,              // source timestamp
-                      0x10, 0x00,                          // source picoseconds
-                      9, 10, 11, 12, 13, 14, 15, 16,       // server timestamp
-                      0x20, 0x00});                        // server picoseconds
+    Bytes in = bytes({0x3F,                          // all six fields
+                      0x06, 0x2A, 0x00, 0x00, 0x00,  // Variant Int32 42
+                      0x00, 0x00, 0x35, 0x80,        // status BadNodeIdUnknown 0x80350000
+                      1,    2,    3,    4,    5,    6,  7,  8,   // source timestamp
+                      0x10, 0x00,                                // source picoseconds
+                      9,    10,   11,   12,   13,   14, 15, 16,  // server timestamp
+                      0x20, 0x00});                              // server picoseconds
     DataValue d = roundTrip<DataValue>(in, arena);
     CHECK(variantType(d.value) == BuiltinType::Int32);
     CHECK(d.value.value.int32 == 42);
@@ -179,9 +182,9 @@ TEST_CASE("Variant: null, scalars, arrays and a matrix", "[builtin]") {
     v = roundTrip<Variant>(bytes({0x86, 0xFF, 0xFF, 0xFF, 0xFF}), arena);
     CHECK(v.array_length == -1);
     // 2x3 matrix of Byte, dimensions [2, 3]
-    v = roundTrip<Variant>(bytes({0xC3, 0x06, 0, 0, 0, 1, 2, 3, 4, 5, 6, 0x02, 0, 0, 0, 0x02, 0,
-                                  0, 0, 0x03, 0, 0, 0}),
-                           arena);
+    v = roundTrip<Variant>(
+        bytes({0xC3, 0x06, 0, 0, 0, 1, 2, 3, 4, 5, 6, 0x02, 0, 0, 0, 0x02, 0, 0, 0, 0x03, 0, 0, 0}),
+        arena);
     REQUIRE(v.dimensions_length == 2);
     CHECK(v.dimensions[0] == 2);
     CHECK(v.dimensions[1] == 3);
@@ -195,8 +198,8 @@ TEST_CASE("Variant: null, scalars, arrays and a matrix", "[builtin]") {
 
     Variant bad{};
     // Dimensions that do not multiply to the element count.
-    CHECK(decodeAll(bytes({0xC3, 0x02, 0, 0, 0, 1, 2, 0x01, 0, 0, 0, 0x03, 0, 0, 0}), bad,
-                    arena) == UAPLEX_BadDecodingError);
+    CHECK(decodeAll(bytes({0xC3, 0x02, 0, 0, 0, 1, 2, 0x01, 0, 0, 0, 0x03, 0, 0, 0}), bad, arena) ==
+          UAPLEX_BadDecodingError);
     CHECK(decodeAll(bytes({0x1A}), bad, arena) == UAPLEX_BadDecodingError);  // type 26
 }
 
@@ -206,8 +209,8 @@ TEST_CASE("ExtensionObject: known body decoded, unknown kept", "[builtin]") {
     Bytes known;
     std::uint32_t id = ns0::RationalNumber_Encoding_DefaultBinary;
     REQUIRE(id <= 0xFFFF);
-    test::append(known, {0x01, 0x00, int(id & 0xFF), int(id >> 8), 0x01, 0x08, 0, 0, 0,
-                         0xFD, 0xFF, 0xFF, 0xFF, 0x04, 0, 0, 0});
+    test::append(known, {0x01, 0x00, int(id & 0xFF), int(id >> 8), 0x01, 0x08, 0, 0, 0, 0xFD, 0xFF,
+                         0xFF, 0xFF, 0x04, 0, 0, 0});
     ExtensionObject eo = roundTrip<ExtensionObject>(known, arena);
     REQUIRE(eo.object != nullptr);
     CHECK(eo.data_type == enc::findDataType("RationalNumber"));
@@ -229,16 +232,16 @@ TEST_CASE("ExtensionObject: known body decoded, unknown kept", "[builtin]") {
 
 TEST_CASE("DiagnosticInfo with nesting", "[builtin]") {
     enc::Arena arena;
-    Bytes in = bytes({0x7F,                        // every field
-                      0x01, 0, 0, 0,               // symbolic id
-                      0x02, 0, 0, 0,               // namespace uri
-                      0x03, 0, 0, 0,               // locale
-                      0x04, 0, 0, 0,               // localized text
-                      0x02, 0, 0, 0, 'a', 'i',     // additional info
-                      0x00, 0x00, 0x07, 0x80,      // inner status
-                      0x41,                        // inner: symbolic id + inner
-                      0x09, 0, 0, 0,
-                      0x20, 0x00, 0x00, 0x00, 0x80});  // innermost: inner status only
+    Bytes in = bytes({0x7F,                               // every field
+                      0x01, 0,    0,    0,                // symbolic id
+                      0x02, 0,    0,    0,                // namespace uri
+                      0x03, 0,    0,    0,                // locale
+                      0x04, 0,    0,    0,                // localized text
+                      0x02, 0,    0,    0,    'a',  'i',  // additional info
+                      0x00, 0x00, 0x07, 0x80,             // inner status
+                      0x41,                               // inner: symbolic id + inner
+                      0x09, 0,    0,    0,    0x20, 0x00,
+                      0x00, 0x00, 0x80});  // innermost: inner status only
     DiagnosticInfo d = roundTrip<DiagnosticInfo>(in, arena);
     CHECK(d.symbolic_id == 1);
     CHECK(d.namespace_uri == 2);
@@ -254,7 +257,8 @@ TEST_CASE("DiagnosticInfo with nesting", "[builtin]") {
 
 TEST_CASE("status names come from StatusCode.csv", "[builtin]") {
     CHECK(enc::statusName(UAPLEX_BadDecodingError) == "BadDecodingError");
-    CHECK(enc::statusName(UAPLEX_BadEncodingLimitsExceeded | 0x0400) == "BadEncodingLimitsExceeded");
+    CHECK(enc::statusName(UAPLEX_BadEncodingLimitsExceeded | 0x0400) ==
+          "BadEncodingLimitsExceeded");
     CHECK(enc::statusName(0) == "Good");
     CHECK(!enc::statusDescription(UAPLEX_BadDecodingError).empty());
     CHECK(enc::statusName(0x8FFF0000u).empty());

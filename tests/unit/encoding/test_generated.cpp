@@ -15,22 +15,22 @@ namespace {
 // Part 4 5.10.2 / Part 6 (RequestHeader, maxAge, timestampsToReturn, nodesToRead).
 Bytes readRequestBytes(int n) {
     Bytes b;
-    append(b, {0x01, 0x00, 0x77, 0x02});              // NodeId i=631 (four-byte form)
-    append(b, {0x05, 0x00, 0x00, 0x04, 0, 0, 0, 1, 2, 3, 4});  // authToken: ByteString ns=0
+    append(b, {0x01, 0x00, 0x77, 0x02});                          // NodeId i=631 (four-byte form)
+    append(b, {0x05, 0x00, 0x00, 0x04, 0, 0, 0, 1, 2, 3, 4});     // authToken: ByteString ns=0
     append(b, {0x00, 0x80, 0x3E, 0xD5, 0xDE, 0xB1, 0x9D, 0x01});  // timestamp
-    append(b, {0x2A, 0, 0, 0});                        // requestHandle 42
-    append(b, {0, 0, 0, 0});                           // returnDiagnostics
-    append(b, {0xFF, 0xFF, 0xFF, 0xFF});               // auditEntryId null
-    append(b, {0x10, 0x27, 0, 0});                     // timeoutHint 10000
-    append(b, {0x00, 0x00, 0x00});                     // additionalHeader: no body
-    append(b, {0, 0, 0, 0, 0, 0, 0, 0});               // maxAge 0.0
-    append(b, {0x02, 0, 0, 0});                        // timestampsToReturn Both
-    append(b, {n & 0xFF, (n >> 8) & 0xFF, 0, 0});      // nodesToRead count
+    append(b, {0x2A, 0, 0, 0});                                   // requestHandle 42
+    append(b, {0, 0, 0, 0});                                      // returnDiagnostics
+    append(b, {0xFF, 0xFF, 0xFF, 0xFF});                          // auditEntryId null
+    append(b, {0x10, 0x27, 0, 0});                                // timeoutHint 10000
+    append(b, {0x00, 0x00, 0x00});                                // additionalHeader: no body
+    append(b, {0, 0, 0, 0, 0, 0, 0, 0});                          // maxAge 0.0
+    append(b, {0x02, 0, 0, 0});                                   // timestampsToReturn Both
+    append(b, {n & 0xFF, (n >> 8) & 0xFF, 0, 0});                 // nodesToRead count
     for (int k = 0; k < n; ++k) {
         int id = 1000 + k;
-        append(b, {0x01, 0x02, id & 0xFF, id >> 8});   // NodeId ns=2 (four-byte form)
-        append(b, {0x0D, 0, 0, 0});                    // attributeId Value (13)
-        append(b, {0xFF, 0xFF, 0xFF, 0xFF});           // indexRange null
+        append(b, {0x01, 0x02, id & 0xFF, id >> 8});      // NodeId ns=2 (four-byte form)
+        append(b, {0x0D, 0, 0, 0});                       // attributeId Value (13)
+        append(b, {0xFF, 0xFF, 0xFF, 0xFF});              // indexRange null
         append(b, {0x00, 0x00, 0xFF, 0xFF, 0xFF, 0xFF});  // dataEncoding: ns 0, null name
     }
     return b;
@@ -61,6 +61,20 @@ TEST_CASE("ReadRequest decodes from a hand-laid-out message", "[generated]") {
     enc::BinaryWriter w(buf);
     REQUIRE(enc::encodeMessage(w, req) == UAPLEX_Good);
     CHECK(buf.toVector() == in);
+
+    // Qualified calls reach the generated codecs too.
+    enc::ByteBuffer body;
+    enc::BinaryWriter bw(body);
+    enc::encode(bw, req);
+    CHECK(body.toVector() == Bytes(in.begin() + 4, in.end()));
+    ReadRequest again{};
+    enc::BinaryReader r(body.span(), arena, enc::DecodeLimits{});
+    enc::decode(r, again);
+    CHECK(r.ok());
+    CHECK(again.nodesToRead.length == 3);
+    enc::ByteBuffer viaDescriptor;
+    CHECK(enc::encodeValue(viaDescriptor, *enc::findDataType("ReadRequest"), &req) == UAPLEX_Good);
+    CHECK(viaDescriptor.toVector() == body.toVector());
 }
 
 TEST_CASE("ReadResponse encodes to the spec layout", "[generated]") {
@@ -81,17 +95,17 @@ TEST_CASE("ReadResponse encodes to the spec layout", "[generated]") {
     enc::BinaryWriter w(buf);
     REQUIRE(enc::encodeMessage(w, resp) == UAPLEX_Good);
     Bytes expected;
-    append(expected, {0x01, 0x00, 0x7A, 0x02});             // i=634 ReadResponse binary
-    append(expected, {8, 7, 6, 5, 4, 3, 2, 1});              // timestamp
-    append(expected, {7, 0, 0, 0});                          // requestHandle
-    append(expected, {0, 0, 0, 0});                          // serviceResult Good
-    append(expected, {0x00});                                // serviceDiagnostics: empty mask
-    append(expected, {0xFF, 0xFF, 0xFF, 0xFF});              // stringTable null
-    append(expected, {0x00, 0x00, 0x00});                    // additionalHeader
-    append(expected, {2, 0, 0, 0});                          // results
+    append(expected, {0x01, 0x00, 0x7A, 0x02});                    // i=634 ReadResponse binary
+    append(expected, {8, 7, 6, 5, 4, 3, 2, 1});                    // timestamp
+    append(expected, {7, 0, 0, 0});                                // requestHandle
+    append(expected, {0, 0, 0, 0});                                // serviceResult Good
+    append(expected, {0x00});                                      // serviceDiagnostics: empty mask
+    append(expected, {0xFF, 0xFF, 0xFF, 0xFF});                    // stringTable null
+    append(expected, {0x00, 0x00, 0x00});                          // additionalHeader
+    append(expected, {2, 0, 0, 0});                                // results
     append(expected, {0x01, 0x0B, 0, 0, 0, 0, 0, 0, 0xF0, 0x3F});  // Value: Double 1.0
-    append(expected, {0x02, 0x00, 0x00, 0x34, 0x80});        // Status BadNodeIdUnknown
-    append(expected, {0, 0, 0, 0});                          // diagnosticInfos empty
+    append(expected, {0x02, 0x00, 0x00, 0x34, 0x80});              // Status BadNodeIdUnknown
+    append(expected, {0, 0, 0, 0});                                // diagnosticInfos empty
     CHECK(buf.toVector() == expected);
 }
 

@@ -12,7 +12,7 @@ namespace uaplex::enc {
 // keeps every block, so a steady request pattern allocates from the heap only while warming
 // up. A byte limit bounds what one request may take; past it allocate() returns nullptr.
 class Arena {
-public:
+  public:
     explicit Arena(std::size_t maxBytes = std::numeric_limits<std::size_t>::max(),
                    std::size_t firstBlockSize = 4096) noexcept
         : maxBytes_(maxBytes), nextBlockSize_(firstBlockSize) {}
@@ -52,7 +52,7 @@ public:
     // Bytes held from the heap (all blocks), for diagnostics and tests.
     std::size_t reservedBytes() const noexcept { return reserved_; }
 
-private:
+  private:
     struct Block {
         Block* next;
         std::size_t size;  // usable bytes after the header

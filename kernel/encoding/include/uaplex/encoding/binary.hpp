@@ -6,9 +6,9 @@
 // call them uniformly and statically - no virtual dispatch on the hot path.
 #pragma once
 
+#include <uaplex/statuscodes.h>
 #include <uaplex/encoding/arena.hpp>
 #include <uaplex/encoding/builtin.hpp>
-#include <uaplex/statuscodes.h>
 
 #include <algorithm>
 #include <bit>
@@ -41,7 +41,7 @@ struct DecodeLimits {
 // A growable byte buffer owned by the caller and reused between messages: clear() keeps the
 // storage, so steady-state encoding does not touch the heap. Contents are not zero-filled.
 class ByteBuffer {
-public:
+  public:
     ByteBuffer() = default;
     explicit ByteBuffer(std::size_t capacity) { reserve(capacity); }
     std::uint8_t* data() noexcept { return data_.get(); }
@@ -53,7 +53,7 @@ public:
     std::span<const std::uint8_t> span() const noexcept { return {data_.get(), size_}; }
     std::vector<std::uint8_t> toVector() const { return {data_.get(), data_.get() + size_}; }
 
-private:
+  private:
     friend class BinaryWriter;
     std::unique_ptr<std::uint8_t[]> data_;
     std::size_t size_ = 0;
@@ -61,14 +61,18 @@ private:
 };
 
 class BinaryReader {
-public:
+  public:
     BinaryReader(std::span<const std::uint8_t> input, Arena& arena,
                  const DecodeLimits& limits) noexcept
-        : begin_(input.data()), pos_(input.data()), end_(input.data() + input.size()),
-          arena_(&arena), limits_(&limits) {
+        : begin_(input.data()),
+          pos_(input.data()),
+          end_(input.data() + input.size()),
+          arena_(&arena),
+          limits_(limits) {
         if (input.size() > limits.maxMessageSize) fail(UAPLEX_BadEncodingLimitsExceeded);
     }
-    BinaryReader(std::span<const std::byte> input, Arena& arena, const DecodeLimits& limits) noexcept
+    BinaryReader(std::span<const std::byte> input, Arena& arena,
+                 const DecodeLimits& limits) noexcept
         : BinaryReader(std::span<const std::uint8_t>(
                            reinterpret_cast<const std::uint8_t*>(input.data()), input.size()),
                        arena, limits) {}
@@ -77,7 +81,7 @@ public:
     uaplex_status status() const noexcept { return status_; }
     std::size_t remaining() const noexcept { return std::size_t(end_ - pos_); }
     std::size_t position() const noexcept { return std::size_t(pos_ - begin_); }
-    const DecodeLimits& limits() const noexcept { return *limits_; }
+    const DecodeLimits& limits() const noexcept { return limits_; }
     Arena& arena() noexcept { return *arena_; }
 
     // Records the first failure; afterwards every read sees no input and yields zeros.
@@ -116,7 +120,7 @@ public:
     // Refuses before allocating when the remaining input cannot hold n such elements.
     template <class T>
     T* allocateElements(std::int32_t n, std::size_t minEncodedSize) noexcept {
-        if (n > limits_->maxArrayLength) {
+        if (n > limits_.maxArrayLength) {
             fail(UAPLEX_BadEncodingLimitsExceeded);
             return nullptr;
         }
@@ -130,7 +134,8 @@ public:
     template <class T>
     T* allocate(std::size_t n = 1) noexcept {
         if (!ok()) return nullptr;
-        if (n * sizeof(T) > limits_->maxArenaBytes - std::min(arena_->used(), limits_->maxArenaBytes)) {
+        if (n * sizeof(T) >
+            limits_.maxArenaBytes - std::min(arena_->used(), limits_.maxArenaBytes)) {
             fail(UAPLEX_BadEncodingLimitsExceeded);
             return nullptr;
         }
@@ -141,7 +146,7 @@ public:
 
     // Nesting guard for recursive types; refuses past maxNestingDepth.
     bool enter() noexcept {
-        if (++depth_ <= limits_->maxNestingDepth) [[likely]]
+        if (++depth_ <= limits_.maxNestingDepth) [[likely]]
             return true;
         fail(UAPLEX_BadEncodingLimitsExceeded);
         return false;
@@ -149,18 +154,18 @@ public:
     void leave() noexcept { --depth_; }
     std::uint32_t depth() const noexcept { return depth_; }
 
-private:
+  private:
     const std::uint8_t* begin_;
     const std::uint8_t* pos_;
     const std::uint8_t* end_;
     Arena* arena_;
-    const DecodeLimits* limits_;
+    DecodeLimits limits_;  // a copy: callers often pass a temporary
     uaplex_status status_ = UAPLEX_Good;
     std::uint32_t depth_ = 0;
 };
 
 class BinaryWriter {
-public:
+  public:
     // Appends to `buffer`; fails with BadEncodingLimitsExceeded past maxSize total bytes.
     explicit BinaryWriter(ByteBuffer& buffer, std::size_t maxSize = 64u << 20) noexcept
         : buf_(&buffer), maxSize_(maxSize) {}
@@ -197,7 +202,7 @@ public:
         if (ok() && offset + 4 <= buf_->size_) std::memcpy(buf_->data_.get() + offset, &v, 4);
     }
 
-private:
+  private:
     std::uint8_t* reserveSlow(std::size_t n) noexcept;
     ByteBuffer* buf_;
     std::size_t maxSize_;
@@ -205,9 +210,13 @@ private:
 };
 
 // ---- primitives (Part 6 5.2.2.1-5.2.2.3) ----
-#define UAPLEX_ENC_PRIMITIVE(T)                                                      \
-    inline void decode(BinaryReader& r, T& v) noexcept { v = r.readRaw<T>(); }      \
-    inline void encode(BinaryWriter& w, const T& v) noexcept { w.writeRaw<T>(v); }
+#define UAPLEX_ENC_PRIMITIVE(T)                                \
+    inline void decode(BinaryReader& r, T& v) noexcept {       \
+        v = r.readRaw<T>();                                    \
+    }                                                          \
+    inline void encode(BinaryWriter& w, const T& v) noexcept { \
+        w.writeRaw<T>(v);                                      \
+    }
 UAPLEX_ENC_PRIMITIVE(std::int8_t)
 UAPLEX_ENC_PRIMITIVE(std::uint8_t)
 UAPLEX_ENC_PRIMITIVE(std::int16_t)
@@ -221,17 +230,21 @@ UAPLEX_ENC_PRIMITIVE(double)
 #undef UAPLEX_ENC_PRIMITIVE
 
 // Any non-zero byte decodes as true (Part 6 5.2.2.1); true encodes as 1.
-inline void decode(BinaryReader& r, bool& v) noexcept { v = r.readRaw<std::uint8_t>() != 0; }
-inline void encode(BinaryWriter& w, const bool& v) noexcept { w.writeRaw<std::uint8_t>(v ? 1 : 0); }
+inline void decode(BinaryReader& r, bool& v) noexcept {
+    v = r.readRaw<std::uint8_t>() != 0;
+}
+inline void encode(BinaryWriter& w, const bool& v) noexcept {
+    w.writeRaw<std::uint8_t>(v ? 1 : 0);
+}
 
 // Enumerations travel as their underlying integer (Int32, or the option set's width).
 template <class E>
-    requires std::is_enum_v<E>
+requires std::is_enum_v<E>
 inline void decode(BinaryReader& r, E& v) noexcept {
     v = static_cast<E>(r.readRaw<std::underlying_type_t<E>>());
 }
 template <class E>
-    requires std::is_enum_v<E>
+requires std::is_enum_v<E>
 inline void encode(BinaryWriter& w, const E& v) noexcept {
     w.writeRaw(static_cast<std::underlying_type_t<E>>(v));
 }
@@ -259,8 +272,12 @@ inline void encode(BinaryWriter& w, const String& v) noexcept {
 void decode(BinaryReader& r, ByteString& v) noexcept;
 void encode(BinaryWriter& w, const ByteString& v) noexcept;
 
-inline void decode(BinaryReader& r, Guid& v) noexcept { v = r.readRaw<Guid>(); }
-inline void encode(BinaryWriter& w, const Guid& v) noexcept { w.writeRaw(v); }
+inline void decode(BinaryReader& r, Guid& v) noexcept {
+    v = r.readRaw<Guid>();
+}
+inline void encode(BinaryWriter& w, const Guid& v) noexcept {
+    w.writeRaw(v);
+}
 static_assert(sizeof(Guid) == 16);
 
 void decode(BinaryReader& r, NodeId& v) noexcept;
@@ -283,16 +300,23 @@ void encode(BinaryWriter& w, const DiagnosticInfo& v) noexcept;
 // Smallest encoded size of one element, used to refuse array lengths the input cannot hold.
 template <class T>
 constexpr std::size_t minEncodedSize() noexcept {
-    if constexpr (std::is_arithmetic_v<T> || std::is_enum_v<T>) return sizeof(T);
-    else if constexpr (std::is_same_v<T, String> || std::is_same_v<T, ByteString>) return 4;
-    else if constexpr (std::is_same_v<T, Guid>) return 16;
-    else if constexpr (std::is_same_v<T, NodeId> || std::is_same_v<T, ExpandedNodeId>) return 2;
-    else if constexpr (std::is_same_v<T, QualifiedName>) return 6;
-    else if constexpr (std::is_same_v<T, ExtensionObject>) return 3;
+    if constexpr (std::is_arithmetic_v<T> || std::is_enum_v<T>)
+        return sizeof(T);
+    else if constexpr (std::is_same_v<T, String> || std::is_same_v<T, ByteString>)
+        return 4;
+    else if constexpr (std::is_same_v<T, Guid>)
+        return 16;
+    else if constexpr (std::is_same_v<T, NodeId> || std::is_same_v<T, ExpandedNodeId>)
+        return 2;
+    else if constexpr (std::is_same_v<T, QualifiedName>)
+        return 6;
+    else if constexpr (std::is_same_v<T, ExtensionObject>)
+        return 3;
     else if constexpr (std::is_same_v<T, LocalizedText> || std::is_same_v<T, Variant> ||
                        std::is_same_v<T, DataValue> || std::is_same_v<T, DiagnosticInfo>)
         return 1;
-    else return T::kMinEncodedSize;  // generated structures
+    else
+        return T::kMinEncodedSize;  // generated structures
 }
 
 // ---- arrays: Int32 length (-1 null) followed by the elements ----

@@ -61,21 +61,48 @@ static_assert(std::is_standard_layout_v<DiagnosticInfo>);
 
 // The variant type id of a built-in type (Part 6 Table 1).
 enum class BuiltinType : std::uint8_t {
-    Null = 0, Boolean, SByte, Byte, Int16, UInt16, Int32, UInt32, Int64, UInt64, Float, Double,
-    String, DateTime, Guid, ByteString, XmlElement, NodeId, ExpandedNodeId, StatusCode,
-    QualifiedName, LocalizedText, ExtensionObject, DataValue, Variant, DiagnosticInfo
+    Null = 0,
+    Boolean,
+    SByte,
+    Byte,
+    Int16,
+    UInt16,
+    Int32,
+    UInt32,
+    Int64,
+    UInt64,
+    Float,
+    Double,
+    String,
+    DateTime,
+    Guid,
+    ByteString,
+    XmlElement,
+    NodeId,
+    ExpandedNodeId,
+    StatusCode,
+    QualifiedName,
+    LocalizedText,
+    ExtensionObject,
+    DataValue,
+    Variant,
+    DiagnosticInfo
 };
 
 // ---- helpers: views and constructors (never allocate; strings borrow their text) ----
 
-constexpr String nullString() noexcept { return String{-1, nullptr}; }
+constexpr String nullString() noexcept {
+    return String{-1, nullptr};
+}
 inline String makeString(std::string_view s) noexcept {
     return String{static_cast<std::int32_t>(s.size()), s.data()};
 }
 inline std::string_view view(const String& s) noexcept {
     return s.length > 0 ? std::string_view(s.data, std::size_t(s.length)) : std::string_view();
 }
-constexpr ByteString nullByteString() noexcept { return ByteString{-1, nullptr}; }
+constexpr ByteString nullByteString() noexcept {
+    return ByteString{-1, nullptr};
+}
 inline ByteString makeByteString(std::span<const std::uint8_t> b) noexcept {
     return ByteString{static_cast<std::int32_t>(b.size()), b.data()};
 }
@@ -112,7 +139,9 @@ inline LocalizedText makeLocalizedText(std::string_view locale, std::string_view
 inline BuiltinType variantType(const Variant& v) noexcept {
     return static_cast<BuiltinType>(v.encoding & UAPLEX_VARIANT_TYPE_MASK);
 }
-inline bool isArray(const Variant& v) noexcept { return (v.encoding & UAPLEX_VARIANT_ARRAY) != 0; }
+inline bool isArray(const Variant& v) noexcept {
+    return (v.encoding & UAPLEX_VARIANT_ARRAY) != 0;
+}
 
 // Scalar variants of the types held inline.
 inline Variant makeVariant(BuiltinType t) noexcept {
@@ -120,11 +149,31 @@ inline Variant makeVariant(BuiltinType t) noexcept {
     v.encoding = static_cast<std::uint8_t>(t);
     return v;
 }
-inline Variant variantBoolean(bool x) noexcept { auto v = makeVariant(BuiltinType::Boolean); v.value.boolean = x; return v; }
-inline Variant variantInt32(std::int32_t x) noexcept { auto v = makeVariant(BuiltinType::Int32); v.value.int32 = x; return v; }
-inline Variant variantUInt32(std::uint32_t x) noexcept { auto v = makeVariant(BuiltinType::UInt32); v.value.uint32 = x; return v; }
-inline Variant variantDouble(double x) noexcept { auto v = makeVariant(BuiltinType::Double); v.value.double_ = x; return v; }
-inline Variant variantString(std::string_view s) noexcept { auto v = makeVariant(BuiltinType::String); v.value.string = makeString(s); return v; }
+inline Variant variantBoolean(bool x) noexcept {
+    auto v = makeVariant(BuiltinType::Boolean);
+    v.value.boolean = x;
+    return v;
+}
+inline Variant variantInt32(std::int32_t x) noexcept {
+    auto v = makeVariant(BuiltinType::Int32);
+    v.value.int32 = x;
+    return v;
+}
+inline Variant variantUInt32(std::uint32_t x) noexcept {
+    auto v = makeVariant(BuiltinType::UInt32);
+    v.value.uint32 = x;
+    return v;
+}
+inline Variant variantDouble(double x) noexcept {
+    auto v = makeVariant(BuiltinType::Double);
+    v.value.double_ = x;
+    return v;
+}
+inline Variant variantString(std::string_view s) noexcept {
+    auto v = makeVariant(BuiltinType::String);
+    v.value.string = makeString(s);
+    return v;
+}
 // A one-dimensional array variant over caller-owned elements of the type's C representation.
 inline Variant variantArray(BuiltinType t, std::int32_t length, void* elements) noexcept {
     Variant v{};

@@ -14,18 +14,40 @@ namespace uaplex::enc {
 struct DataType;
 
 enum class TypeKind : std::uint8_t {
-    BuiltIn,                     // one of the 25 built-in types
-    Structure,                   // plain structure
-    StructureWithOptionalFields, // has an encodingMask (UInt32) selecting optional fields
-    Union,                       // has a switchField (UInt32) selecting one member
+    BuiltIn,                      // one of the 25 built-in types
+    Structure,                    // plain structure
+    StructureWithOptionalFields,  // has an encodingMask (UInt32) selecting optional fields
+    Union,                        // has a switchField (UInt32) selecting one member
     Enumeration,
 };
 
 // What a field holds. Values 1..25 are the built-in type ids (Variant type ids).
 enum class FieldKind : std::uint8_t {
-    Boolean = 1, SByte, Byte, Int16, UInt16, Int32, UInt32, Int64, UInt64, Float, Double,
-    String, DateTime, Guid, ByteString, XmlElement, NodeId, ExpandedNodeId, StatusCode,
-    QualifiedName, LocalizedText, ExtensionObject, DataValue, Variant, DiagnosticInfo,
+    Boolean = 1,
+    SByte,
+    Byte,
+    Int16,
+    UInt16,
+    Int32,
+    UInt32,
+    Int64,
+    UInt64,
+    Float,
+    Double,
+    String,
+    DateTime,
+    Guid,
+    ByteString,
+    XmlElement,
+    NodeId,
+    ExpandedNodeId,
+    StatusCode,
+    QualifiedName,
+    LocalizedText,
+    ExtensionObject,
+    DataValue,
+    Variant,
+    DiagnosticInfo,
     Enumeration = 30,  // `type` describes it; stored as its underlying integer
     Structure = 31,    // `type` describes it; stored by value
 };
@@ -55,9 +77,9 @@ struct DataType {
     std::uint32_t size;
     std::uint32_t alignment;
     TypeKind kind;
-    std::uint8_t builtinId;          // for BuiltIn: the type id; for Enumeration: byte width
+    std::uint8_t builtinId;  // for BuiltIn: the type id; for Enumeration: byte width
     std::uint32_t minEncodedSize;
-    std::uint32_t selectorOffset;    // encodingMask / switchField offset (optional/union)
+    std::uint32_t selectorOffset;  // encodingMask / switchField offset (optional/union)
     const FieldDescriptor* fields;
     std::uint32_t fieldCount;
     const EnumValue* enumValues;
@@ -69,6 +91,26 @@ struct DataType {
     std::span<const EnumValue> enumSpan() const noexcept { return {enumValues, enumValueCount}; }
     const FieldDescriptor* field(std::string_view fieldName) const noexcept;
 };
+
+// The descriptor of a generated structure type T (each has a dataTypeOf(const T*) overload).
+template <class T>
+const DataType* dataTypeOf() noexcept {
+    return dataTypeOf(static_cast<const T*>(nullptr));
+}
+
+// Generated structures have their codecs next to them (uaplex::ua), found by argument-
+// dependent lookup. These forward qualified calls such as enc::decode(r, request) to them;
+// an unqualified call still binds directly to the generated function.
+template <class T>
+    requires(std::is_class_v<T> && requires(const T* p) { dataTypeOf(p); })
+void decode(BinaryReader& r, T& v) noexcept {
+    dataTypeOf(static_cast<const T*>(&v))->decodeFn(r, &v);
+}
+template <class T>
+    requires(std::is_class_v<T> && requires(const T* p) { dataTypeOf(p); })
+void encode(BinaryWriter& w, const T& v) noexcept {
+    dataTypeOf(&v)->encodeFn(w, &v);
+}
 
 // All descriptors: the built-in types first (by type id), then the generated ones.
 std::span<const DataType> allDataTypes() noexcept;
@@ -90,6 +132,10 @@ inline void encode(BinaryWriter& w, const DataType& type, const void* value) noe
 // are a BadDecodingError. Returns the status; *out receives the object (or nullptr).
 uaplex_status decodeValue(std::span<const std::uint8_t> input, Arena& arena,
                           const DecodeLimits& limits, const DataType& type, void** out) noexcept;
+
+// Appends the encoding of one value of `type` to `out`; returns the writer status.
+uaplex_status encodeValue(ByteBuffer& out, const DataType& type, const void* value,
+                          std::size_t maxSize = 64u << 20) noexcept;
 
 // StatusCode names and descriptions from StatusCode.csv (info bits ignored); "" if unknown.
 std::string_view statusName(std::uint32_t code) noexcept;

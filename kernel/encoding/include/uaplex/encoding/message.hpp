@@ -18,11 +18,12 @@ DecodedMessage decodeMessage(std::span<const std::uint8_t> bytes, Arena& arena,
                              const DecodeLimits& limits) noexcept;
 
 // Writes type's binary-encoding NodeId and then the body.
-uaplex_status encodeMessage(BinaryWriter& writer, const DataType& type, const void* object) noexcept;
+uaplex_status encodeMessage(BinaryWriter& writer, const DataType& type,
+                            const void* object) noexcept;
 
 template <class T>
 uaplex_status encodeMessage(BinaryWriter& writer, const T& message) noexcept {
-    return encodeMessage(writer, detail::kDataTypes[T::kTypeIndex], &message);
+    return encodeMessage(writer, *dataTypeOf<T>(), &message);
 }
 
 }  // namespace uaplex::enc
