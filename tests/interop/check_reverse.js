@@ -25,6 +25,7 @@ const {
 } = require("node-opcua-data-model");
 const { NodeIdType } = require("node-opcua-nodeid");
 const types = require("node-opcua-types");
+const { loadCustomTypes } = require("./custom_types");
 
 const BASE_TICKS = 132633016000000000n; // 2021-04-19T10:26:40Z
 const EPOCH_DELTA_MS = 11644473600000n;
@@ -549,6 +550,90 @@ const MESSAGES = {
     ],
 };
 
+// Expectations for custom/<name>.bin (schema/Interop.Optional.bsd): [type, check(c, value)].
+// Absent optional fields and unselected union members must not appear in the decoded value.
+const absent = (v) => v === undefined || v === null;
+function checkLimitLabel(c, w, v) {
+    c.eq(w + ".id", v.id, 11);
+    c.eq(w + ".limit", v.limit, 0.125);
+    c.eq(w + ".label", v.label, "abc");
+    c.ok(w + ".samples", absent(v.samples), "present although not in the mask");
+    c.ok(w + ".node", absent(v.node), "present although not in the mask");
+    c.eq(w + ".mode", v.mode, 1);
+}
+function checkSamplesNode(c, w, v) {
+    c.eq(w + ".id", v.id, 12);
+    c.ok(w + ".limit", absent(v.limit), "present although not in the mask");
+    c.ok(w + ".label", absent(v.label), "present although not in the mask");
+    c.eq(w + ".samples", Array.from(v.samples || []), [1, -2, 3]);
+    checkNodeId(c, w + ".node", v.node, 2, NodeIdType.STRING, "Pump");
+    c.eq(w + ".mode", v.mode, 2);
+}
+const CUSTOM = {
+    "InteropOptional.limitLabel": ["InteropOptional", (c, v) => checkLimitLabel(c, "", v)],
+    "InteropOptional.samplesNode": ["InteropOptional", (c, v) => checkSamplesNode(c, "", v)],
+    "InteropOptional.none": [
+        "InteropOptional",
+        (c, v) => {
+            c.eq("id", v.id, 13);
+            for (const f of ["limit", "label", "samples", "node"]) {
+                c.ok(f, absent(v[f]), "present although not in the mask");
+            }
+            c.eq("mode", v.mode, 0);
+        },
+    ],
+    "InteropUnion.name": [
+        "InteropUnion",
+        (c, v) => {
+            c.eq("switchField", v.switchField, 2);
+            c.eq("name", v.name, "ab");
+            c.ok("count", absent(v.count), "an unselected member was decoded");
+        },
+    ],
+    "InteropUnion.texts": [
+        "InteropUnion",
+        (c, v) => {
+            c.eq("switchField", v.switchField, 3);
+            c.eq(
+                "texts",
+                (v.texts || []).map((t) => [t.locale, t.text]),
+                [["en", "one"]],
+            );
+        },
+    ],
+    "InteropUnion.nested": [
+        "InteropUnion",
+        (c, v) => {
+            c.eq("switchField", v.switchField, 4);
+            const n = v.nested || {};
+            c.eq("nested", [n.id, n.limit, n.mode], [14, 2, 2]);
+            c.ok("nested.label", absent(n.label), "present although not in the mask");
+        },
+    ],
+    "InteropUnion.none": ["InteropUnion", (c, v) => c.eq("switchField", v.switchField, 0)],
+    InteropContainer: [
+        "InteropContainer",
+        (c, v) => {
+            c.eq("choice.switchField", v.choice.switchField, 1);
+            c.eq("choice.count", v.choice.count, 77);
+            c.eq("items.length", (v.items || []).length, 2);
+            if ((v.items || []).length === 2) {
+                checkLimitLabel(c, "items[0]", v.items[0]);
+                checkSamplesNode(c, "items[1]", v.items[1]);
+            }
+        },
+    ],
+};
+
+function checkCustomFile(file, name, customTypes) {
+    const c = new Checker(file);
+    const entry = CUSTOM[name];
+    if (!entry) throw new Error(`no expectation for custom/${name}`);
+    const obj = decodeStruct(customTypes[entry[0]], fs.readFileSync(file));
+    entry[1](c, obj);
+    return c;
+}
+
 function classByEncodingId(id) {
     for (const name of Object.keys(types)) {
         const cls = types[name];
@@ -587,7 +672,7 @@ function checkMessageFile(file, name) {
     return c;
 }
 
-function main() {
+async function main() {
     const args = process.argv.slice(2);
     const expectMismatch = args[0] === "--expect-mismatch";
     const dir = expectMismatch ? args[1] : args[0];
@@ -596,9 +681,10 @@ function main() {
         process.exit(2);
     }
     const results = [];
-    const counts = { struct: 0, structmsg: 0, builtin: 0, message: 0, skipped: 0 };
+    const counts = { struct: 0, structmsg: 0, builtin: 0, message: 0, custom: 0, skipped: 0 };
+    const customTypes = await loadCustomTypes();
     let errors = 0;
-    for (const kind of ["struct", "structmsg", "builtin", "message"]) {
+    for (const kind of ["struct", "structmsg", "builtin", "message", "custom"]) {
         const sub = path.join(dir, kind);
         if (!fs.existsSync(sub)) continue;
         for (const entry of fs.readdirSync(sub).sort()) {
@@ -615,6 +701,8 @@ function main() {
                     c = r.c;
                 } else if (kind === "structmsg") {
                     c = checkStructMessageFile(file, name);
+                } else if (kind === "custom") {
+                    c = checkCustomFile(file, name, customTypes);
                 } else if (kind === "builtin") {
                     c = checkBuiltinFile(file, name);
                 } else {
@@ -651,7 +739,8 @@ function main() {
     }
     console.log(
         `check_reverse: ${counts.struct} structures, ${counts.structmsg} framed service messages, ` +
-            `${counts.builtin} built-in values, ${counts.message} hand-built messages checked; ` +
+            `${counts.builtin} built-in values, ${counts.message} hand-built messages, ` +
+            `${counts.custom} optional-field/union values checked; ` +
             `${counts.skipped} structures unknown to node-opcua; ${bad} mismatching, ${errors} undecodable`,
     );
     // Every group must be present: an empty run is a failure, not a pass.
@@ -664,4 +753,7 @@ function main() {
     process.exit(bad === 0 && errors === 0 && complete ? 0 : 1);
 }
 
-main();
+main().catch((e) => {
+    console.error(e);
+    process.exit(1);
+});

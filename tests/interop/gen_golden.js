@@ -25,6 +25,7 @@ const {
 const { StatusCodes } = require("node-opcua-status-code");
 const types = require("node-opcua-types");
 const V = require("./values");
+const { loadCustomTypes } = require("./custom_types");
 const { Prng, int64Parts, describe, DataType, VariantArrayType, Variant, DataValue } = V;
 const { LocalizedText, QualifiedName, DiagnosticInfo, NodeId, ExpandedNodeId, NodeIdType } = V;
 
@@ -679,7 +680,9 @@ function writeSeeds(corpus) {
     };
     for (const v of vectors) {
         const bytes = Buffer.from(v.hex, "hex");
-        if (v.kind === "builtin") {
+        if (v.kind === "custom") {
+            continue; // not reachable through decodeMessage or the built-in selector
+        } else if (v.kind === "builtin") {
             builtin(v.name, v.type, bytes);
         } else if (v.kind === "struct") {
             const head = encodeWith(
@@ -701,7 +704,79 @@ function writeSeeds(corpus) {
     );
 }
 
-function main() {
+// ---------------------------------------------------------------------------------------
+// Optional fields and unions: schema/Interop.Optional.bsd through node-opcua's parser.
+// `fields` lists the selector (encodingMask / switchField) and the scalar fields present.
+
+async function customVectors() {
+    const T = await loadCustomTypes();
+    const add = (name, type, options, fields) => {
+        const obj = new T[type](options);
+        const hex = encodeWith((v, s) => v.encode(s), obj).toString("hex");
+        vectors.push({ name, kind: "custom", type, hex, fields });
+    };
+    const node = new NodeId(NodeIdType.STRING, "Line/4", 2);
+    const optionals = {
+        none: [{ id: 1, mode: 0 }, 0],
+        limit: [{ id: 2, limit: -0.5, mode: 1 }, 1],
+        label: [{ id: 3, label: "Füllstand", mode: 2 }, 2],
+        emptySamples: [{ id: 4, samples: [], mode: 0 }, 4],
+        samples: [{ id: 5, samples: [-32768, 0, 32767], mode: 1 }, 4],
+        node: [{ id: 6, node, mode: 2 }, 8],
+        all: [{ id: 7, limit: 1e300, label: "", samples: [7], node, mode: 1 }, 15],
+    };
+    for (const [k, [o, mask]] of Object.entries(optionals)) {
+        const fields = [
+            { name: "encodingMask", type: "UInt32", value: mask },
+            { name: "id", type: "UInt32", value: o.id },
+            { name: "mode", type: "Int32", value: o.mode },
+        ];
+        if (o.limit !== undefined) fields.push({ name: "limit", type: "Double", value: o.limit });
+        if (o.label !== undefined) fields.push({ name: "label", type: "String", value: o.label });
+        if (o.samples !== undefined) fields.push({ name: "samples", length: o.samples.length });
+        if (o.node !== undefined)
+            fields.push({ name: "node", type: "NodeId", value: describe("NodeId", o.node) });
+        add(`InteropOptional#${k}`, "InteropOptional", o, fields);
+    }
+    const sw = (v) => ({ name: "switchField", type: "UInt32", value: v });
+    add("InteropUnion#none", "InteropUnion", {}, [sw(0)]);
+    add("InteropUnion#count", "InteropUnion", { switchField: 1, count: 4000000000 }, [
+        sw(1),
+        { name: "count", type: "UInt32", value: 4000000000 },
+    ]);
+    add("InteropUnion#name", "InteropUnion", { switchField: 2, name: "Kessel 2" }, [
+        sw(2),
+        { name: "name", type: "String", value: "Kessel 2" },
+    ]);
+    const texts = [
+        new LocalizedText({ locale: "en", text: "on" }),
+        new LocalizedText({ text: "an" }),
+    ];
+    add("InteropUnion#texts", "InteropUnion", { switchField: 3, texts }, [
+        sw(3),
+        { name: "texts", length: 2 },
+    ]);
+    add(
+        "InteropUnion#nested",
+        "InteropUnion",
+        { switchField: 4, nested: new T.InteropOptional({ id: 8, label: "inner", mode: 2 }) },
+        [sw(4)],
+    );
+    add(
+        "InteropContainer#mixed",
+        "InteropContainer",
+        {
+            choice: new T.InteropUnion({ switchField: 2, name: "x" }),
+            items: [
+                new T.InteropOptional({ id: 1, mode: 0 }),
+                new T.InteropOptional({ id: 2, limit: 2.5, node, mode: 1 }),
+            ],
+        },
+        [{ name: "items", length: 2 }],
+    );
+}
+
+async function main() {
     const out = process.argv[2];
     const corpus = process.argv[3];
     if (!out) {
@@ -714,6 +789,7 @@ function main() {
     );
     builtinVectors();
     const { count, skipped } = structVectors(schemaNames);
+    await customVectors();
     const doc = {
         generator: "node-opcua-types " + require("node-opcua-types/package.json").version,
         structures: count,
@@ -729,4 +805,7 @@ function main() {
     );
 }
 
-main();
+main().catch((e) => {
+    console.error(e);
+    process.exit(1);
+});

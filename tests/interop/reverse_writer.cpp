@@ -10,8 +10,11 @@
 //   <outDir>/message/<Name>.bin  service messages built from the typed structs, with the
 //                                encoding NodeId in front (encodeMessage)
 //   <outDir>/builtin/<Name>.bin  single built-in values, built by hand
+//   <outDir>/custom/<Name>.bin   optional-field and union structures of
+//                                schema/Interop.Optional.bsd, built by hand
 //   <outDir>/mismatch/...        files whose values deliberately break the rule/expectations
 #include <uaplex/encoding/encoding.hpp>
+#include <uaplex/encoding/generated/interop_types.hpp>
 
 #include <cstdio>
 #include <cstring>
@@ -530,6 +533,80 @@ int writeMessages(const fs::path& dir) {
     return count;
 }
 
+template <class T>
+std::vector<std::uint8_t> encodeCustom(const T& value) {
+    using enc::encode;
+    enc::ByteBuffer buffer;
+    enc::BinaryWriter writer(buffer);
+    encode(writer, value);  // the generated codec, found by argument-dependent lookup
+    if (!writer.ok()) throw std::runtime_error("encoding failed");
+    return buffer.toVector();
+}
+
+int writeCustom(const fs::path& dir) {
+    using namespace uaplex::interoptypes;
+    int count = 0;
+    auto put = [&](const char* name, std::vector<std::uint8_t> bytes) {
+        writeFile(dir / (std::string(name) + ".bin"), bytes);
+        ++count;
+    };
+    InteropOptional limitLabel{};
+    limitLabel.encodingMask = 0x3;
+    limitLabel.id = 11;
+    limitLabel.limit = 0.125;
+    limitLabel.label = makeString("abc");
+    limitLabel.mode = InteropMode::Auto;
+    put("InteropOptional.limitLabel", encodeCustom(limitLabel));
+
+    static std::int16_t samples[] = {1, -2, 3};
+    InteropOptional samplesNode{};
+    samplesNode.encodingMask = 0xC;
+    samplesNode.id = 12;
+    samplesNode.samples = Array<std::int16_t>{3, samples};
+    samplesNode.node = stringNodeId(2, "Pump");
+    samplesNode.mode = InteropMode::Manual;
+    put("InteropOptional.samplesNode", encodeCustom(samplesNode));
+
+    // Values of fields outside the mask must not be written.
+    InteropOptional none{};
+    none.encodingMask = 0;
+    none.id = 13;
+    none.limit = 99;
+    none.label = makeString("hidden");
+    put("InteropOptional.none", encodeCustom(none));
+
+    InteropUnion name{};
+    name.switchField = 2;
+    name.count = 5;  // not the selected member: not written
+    name.name = makeString("ab");
+    put("InteropUnion.name", encodeCustom(name));
+
+    static LocalizedText texts[] = {makeLocalizedText("en", "one")};
+    InteropUnion textsUnion{};
+    textsUnion.switchField = 3;
+    textsUnion.texts = Array<LocalizedText>{1, texts};
+    put("InteropUnion.texts", encodeCustom(textsUnion));
+
+    InteropUnion nested{};
+    nested.switchField = 4;
+    nested.nested.encodingMask = 0x1;
+    nested.nested.id = 14;
+    nested.nested.limit = 2.0;
+    nested.nested.mode = InteropMode::Manual;
+    put("InteropUnion.nested", encodeCustom(nested));
+
+    InteropUnion empty{};
+    put("InteropUnion.none", encodeCustom(empty));
+
+    static InteropOptional items[2] = {limitLabel, samplesNode};
+    InteropContainer container{};
+    container.choice.switchField = 1;
+    container.choice.count = 77;
+    container.items = Array<InteropOptional>{2, items};
+    put("InteropContainer", encodeCustom(container));
+    return count;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -543,6 +620,7 @@ int main(int argc, char** argv) {
         int structs = writeStructs(out / "struct");
         int builtins = writeBuiltins(out / "builtin");
         int messages = writeMessages(out / "message");
+        int custom = writeCustom(out / "custom");
 
         // Deliberate mismatches: the checker must reject each of these.
         {
@@ -554,10 +632,18 @@ int main(int argc, char** argv) {
                                        type->field("maxAge")->offset) += 1;
             writeFile(out / "mismatch/struct/ReadRequest.bin", encodeValue(*type, object));
             writeFile(out / "mismatch/builtin/Int32.bin", encodeTyped(std::int32_t(-2147483647)));
+            // An optional field that should be absent is present.
+            uaplex::interoptypes::InteropOptional none{};
+            none.encodingMask = 0x1;
+            none.id = 13;
+            none.limit = 99;
+            writeFile(out / "mismatch/custom/InteropOptional.none.bin", encodeCustom(none));
             writeFile(out / "mismatch/builtin/String.bin", encodeTyped(makeString("Grüße, Welt")));
         }
-        std::printf("interop_reverse_writer: %d structures, %d built-in values, %d messages\n",
-                    structs, builtins, messages);
+        std::printf(
+            "interop_reverse_writer: %d structures, %d built-in values, %d messages, %d "
+            "optional-field/union values\n",
+            structs, builtins, messages, custom);
         return structs > 0 ? 0 : 1;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "interop_reverse_writer: %s\n", e.what());
