@@ -194,6 +194,10 @@ class Transport : public Instance {
     virtual uaplex_status set_receiving(uaplex_connection*, int32_t) {
         return UAPLEX_BadNotSupported;
     }
+    virtual uaplex_status secure_channel_opened(uaplex_connection*) {
+        return UAPLEX_BadNotSupported;
+    }
+    virtual uaplex_status reverse_connect(uaplex_str, uaplex_str) { return UAPLEX_BadNotSupported; }
 
   protected:
     uaplex_transport_params params_;
@@ -212,6 +216,8 @@ struct TransportFactory {
         .send = &detail::Call<&B::send>::template fn<T>,
         .close = &detail::Call<&B::close>::template fn<T>,
         .set_receiving = &detail::Call<&B::set_receiving>::template fn<T>,
+        .secure_channel_opened = &detail::Call<&B::secure_channel_opened>::template fn<T>,
+        .reverse_connect = &detail::Call<&B::reverse_connect>::template fn<T>,
     };
     static constexpr uaplex_transport_factory factory{
         .hdr = UAPLEX_HEADER_INIT(uaplex_transport_factory, UAPLEX_STYPE_TRANSPORT_FACTORY),
