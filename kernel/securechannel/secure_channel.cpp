@@ -176,6 +176,7 @@ SecureChannel::Event SecureChannel::onOpen(std::span<std::uint8_t> chunk, const 
         policy_ = policy;
         token = &tokens_.issue(now.monotonicMs, req.requestedLifetime);
         channelId_.store(newChannelId, std::memory_order_release);
+        sendTokenId_.store(token->id, std::memory_order_relaxed);
     } else if (req.requestType == ua::SecurityTokenRequestType::Renew) {
         if (!isOpen() || channelId != id()) {
             fail(UAPLEX_BadSecureChannelIdInvalid, "renew of an unknown channel");
@@ -277,7 +278,8 @@ SecureChannel::Event SecureChannel::onMessage(std::span<std::uint8_t> chunk, con
         case ChunkAssembler::Result::Complete:
             return Event::Message;
         case ChunkAssembler::Result::TooLarge:
-            sendAbort(requestId, UAPLEX_BadRequestTooLarge, "request exceeds MaxMessageSize or MaxChunkCount");
+            sendAbort(requestId, UAPLEX_BadRequestTooLarge,
+                      "request exceeds MaxMessageSize or MaxChunkCount");
             return Event::None;
         case ChunkAssembler::Result::Mismatch:
             fail(UAPLEX_BadTcpMessageTypeInvalid, "chunks of two requests interleaved");
@@ -287,7 +289,8 @@ SecureChannel::Event SecureChannel::onMessage(std::span<std::uint8_t> chunk, con
     }
 }
 
-uaplex_status SecureChannel::sendMessage(std::uint32_t requestId, std::span<const std::uint8_t> body,
+uaplex_status SecureChannel::sendMessage(std::uint32_t requestId,
+                                         std::span<const std::uint8_t> body,
                                          std::vector<uaplex_buffer>& scratch) noexcept {
     const std::size_t prefix = kSymmetricHeaderSize + kSequenceHeaderSize;
     const std::size_t chunkSize = negotiated_.sendBufferSize;

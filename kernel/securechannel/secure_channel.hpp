@@ -150,7 +150,7 @@ struct ChannelLimits {
 
 // What the client negotiated in Hello (from the transport).
 struct Negotiated {
-    std::uint32_t sendBufferSize = 8192;  // chunks we send
+    std::uint32_t sendBufferSize = 8192;     // chunks we send
     std::uint32_t clientMaxMessageSize = 0;  // 0 = no limit
     std::uint32_t clientMaxChunkCount = 0;   // 0 = no limit
 };
