@@ -332,6 +332,33 @@ void Host::reload(const config::ServerConfig& cfg) {
     config_ = cfg;
 }
 
+std::vector<std::string> Host::transport_plugins() const {
+    std::vector<std::string> out;
+    for (const auto& lib : idle_libraries_)
+        if (lib->descriptor().transport) out.push_back(lib->name());
+    return out;
+}
+
+std::shared_ptr<PluginInstance> Host::create_transport(const std::string& name,
+                                                       const uaplex_transport_params& params) {
+    for (const auto& lib : idle_libraries_) {
+        const auto* factory = lib->descriptor().transport;
+        if (!factory || lib->name() != name) continue;
+        const auto* ops = factory->ops;
+        if (ops->hdr.struct_size < offsetof(uaplex_transport_ops, secure_channel_opened) ||
+            !ops->scheme || !ops->listen || !ops->send || !ops->close)
+            throw HostError("plugin '" + name + "': transport ops lack scheme/listen/send/close");
+        const config::PluginConfig* pc = config_.plugin(name);
+        if (!pc) break;
+        auto inst = std::make_shared<PluginInstance>(lib, UAPLEX_KIND_TRANSPORT, *pc, *services_);
+        inst->transport_params = params;
+        inst->create(*factory, inst->transport_params);
+        logger()->info("created transport '{}' ({})", name, lib->version());
+        return inst;
+    }
+    throw HostError("plugin '" + name + "' is not an enabled transport");
+}
+
 std::vector<LoadedPluginInfo> Host::plugins() const {
     std::vector<LoadedPluginInfo> out;
     auto add = [&](const PluginLibrary& lib, bool inst) {

@@ -42,6 +42,7 @@ class PluginInstance {
 
     // Storage for the params struct the instance was created with (borrowed until destroy).
     uaplex_request_queue_params request_queue_params{};
+    uaplex_transport_params transport_params{};
 
   private:
     std::shared_ptr<PluginLibrary> library_;
@@ -114,6 +115,14 @@ class Host {
     void reload(const config::ServerConfig& cfg);
 
     RequestQueueSlot& request_queue() { return request_queue_; }
+
+    // The enabled plugins that provide a transport, in configuration order.
+    std::vector<std::string> transport_plugins() const;
+    // Creates an instance of the transport plugin `name` with `params` (copied into the
+    // instance; its callbacks, user and pool must outlive it). The caller owns, starts and
+    // stops it, and drops it before shutdown(). Throws HostError.
+    std::shared_ptr<PluginInstance> create_transport(const std::string& name,
+                                                     const uaplex_transport_params& params);
     Services& services() { return *services_; }
     std::vector<LoadedPluginInfo> plugins() const;
 
