@@ -213,6 +213,7 @@ inline bool parseUrl(std::string_view url, std::string_view scheme, UrlParts& ou
         return false;
     url.remove_prefix(scheme.size() + 3);
     url = url.substr(0, url.find('/'));
+    out.port = 4840;
     std::string_view portText;
     if (!url.empty() && url.front() == '[') {
         auto close = url.find(']');
