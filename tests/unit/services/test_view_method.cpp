@@ -2,6 +2,8 @@
 // docs/nodemanagers.md seen from Objects.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -433,4 +435,42 @@ TEST_CASE("The demo layout of docs/nodemanagers.md, browsed from Objects") {
     // Read-only ones.
     CHECK(s.read(ua::stringNodeId(d, "Demo.Dynamic"), 17).value.value.byte == 1);
     CHECK(s.read(ua::stringNodeId(d, "Demo.Counter"), 17).value.value.byte == 1);
+}
+
+TEST_CASE("etc/uaplex.toml loads without warnings and serves both layouts") {
+    config::PathContext paths{std::filesystem::canonical("/proc/self/exe").parent_path()};
+    config::ServerConfig cfg = config::load_file(UAPLEX_SOURCE_DIR "/etc/uaplex.toml", paths);
+    CHECK(cfg.warnings.empty());
+    host::Host host;
+    host.load(cfg);
+    auto rssKiB = [] {
+        std::ifstream f("/proc/self/status");
+        std::string line;
+        while (std::getline(f, line))
+            if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+        return -1L;
+    };
+    long before = rssKiB();
+    {
+        services::ServiceSet set(cfg, host);
+        // The whole store: ns0 index, Server object, benchmark and demo nodes (for the record).
+        std::printf("address space with benchmark and demo: %ld KiB RSS\n", rssKiB() - before);
+        enc::Arena arena;
+        ua::ReadValueId items[2]{};
+        items[0].nodeId = ua::numericNodeId(1, 1001);
+        items[1].nodeId = ua::numericNodeId(0, 2255);
+        for (auto& i : items) {
+            i.attributeId = 13;
+            i.indexRange = ua::nullString();
+            i.dataEncoding.name = ua::nullString();
+        }
+        ua::ReadRequest req{};
+        req.nodesToRead = {2, items};
+        services::ServiceCall c{arena, nullptr, enc::dataTypeOf<ua::ReadRequest>(), &req};
+        REQUIRE(set.call(c) == UAPLEX_Good);
+        auto* resp = static_cast<ua::ReadResponse*>(c.response);
+        CHECK(resp->results[0].status == UAPLEX_Good);
+        CHECK(resp->results[1].value.array_length == 3);  // ns0, the application, the demo
+    }
+    host.shutdown();
 }
