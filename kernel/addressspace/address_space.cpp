@@ -1,5 +1,6 @@
 #include "addressspace/address_space.hpp"
 
+#include <chrono>
 #include <cstring>
 
 namespace uaplex::addressspace {
@@ -10,6 +11,7 @@ constexpr std::uint16_t kNoRecord = 0xFFFF;
 constexpr std::uint32_t kBaseObjectType = 58;
 constexpr std::uint32_t kBaseDataVariableType = 63;
 constexpr std::uint32_t kBaseDataType = 24;
+constexpr std::int64_t kUnixEpochTicks = 116444736000000000LL;  // 1601 -> 1970 in 100 ns
 
 std::size_t mix(std::size_t h, std::size_t v) noexcept {
     return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2));
@@ -25,12 +27,13 @@ std::size_t NodeIdHash::operator()(const ua::NodeId& id) const noexcept {
         case UAPLEX_ID_STRING:
             return mix(h, std::hash<std::string_view>{}(ua::view(id.identifier.string)));
         case UAPLEX_ID_GUID:
-            return mix(h, std::hash<std::string_view>{}(std::string_view(
-                              reinterpret_cast<const char*>(&id.identifier.guid), sizeof(ua::Guid))));
+            return mix(h,
+                       std::hash<std::string_view>{}(std::string_view(
+                           reinterpret_cast<const char*>(&id.identifier.guid), sizeof(ua::Guid))));
         default: {
             auto b = ua::view(id.identifier.bytestring);
-            return mix(h, std::hash<std::string_view>{}(std::string_view(
-                              reinterpret_cast<const char*>(b.data()), b.size())));
+            return mix(h, std::hash<std::string_view>{}(
+                              std::string_view(reinterpret_cast<const char*>(b.data()), b.size())));
         }
     }
 }
@@ -151,8 +154,8 @@ ua::NodeId AddressSpace::internNodeId(const ua::NodeId& id) {
         out.identifier.string = internString(id.identifier.string);
     } else if (id.identifier_type == UAPLEX_ID_BYTESTRING) {
         auto b = ua::view(id.identifier.bytestring);
-        ua::String s = internString(
-            ua::String{static_cast<std::int32_t>(b.size()), reinterpret_cast<const char*>(b.data())});
+        ua::String s = internString(ua::String{static_cast<std::int32_t>(b.size()),
+                                               reinterpret_cast<const char*>(b.data())});
         out.identifier.bytestring =
             ua::ByteString{s.length, reinterpret_cast<const std::uint8_t*>(s.data)};
     }
@@ -181,8 +184,7 @@ uaplex_status AddressSpace::addReference(const ua::NodeId& source, std::uint32_t
 
 uaplex_status AddressSpace::addNode(const uaplex_node_spec& spec, Node** out) {
     if (sealed()) return UAPLEX_BadInvalidState;
-    if (spec.node_id == nullptr || spec.browse_name == nullptr)
-        return UAPLEX_BadInvalidArgument;
+    if (spec.node_id == nullptr || spec.browse_name == nullptr) return UAPLEX_BadInvalidArgument;
     if (spec.node_class != kObject && spec.node_class != kVariable && spec.node_class != kMethod)
         return UAPLEX_BadNodeClassInvalid;
     if (find(*spec.node_id)) return UAPLEX_BadNodeIdExists;
@@ -223,7 +225,16 @@ uaplex_status AddressSpace::addNode(const uaplex_node_spec& spec, Node** out) {
         node->userAccessLevel = node->accessLevel;
         node->minimumSamplingInterval = spec.minimum_sampling_interval;
         if (spec.value != nullptr) {
-            uaplex_status st = node->value.store(*spec.value);
+            // A value without a source timestamp is as of now (Read returns one).
+            ua::DataValue initial = *spec.value;
+            if (!(initial.mask & UAPLEX_DATAVALUE_SOURCE_TIMESTAMP)) {
+                auto since = std::chrono::system_clock::now().time_since_epoch();
+                initial.mask |= UAPLEX_DATAVALUE_SOURCE_TIMESTAMP;
+                initial.source_timestamp =
+                    kUnixEpochTicks +
+                    std::chrono::duration_cast<std::chrono::nanoseconds>(since).count() / 100;
+            }
+            uaplex_status st = node->value.store(initial);
             if (st != UAPLEX_Good) return st;
         }
     }

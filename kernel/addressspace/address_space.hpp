@@ -156,7 +156,7 @@ class AddressSpace {
     std::vector<Reference>* referencesOf(const ua::NodeId& id);
 
     std::vector<std::string> namespaces_;
-    std::vector<std::uint16_t> ns0Index_;  // numeric id -> record index, 0xFFFF when none
+    std::vector<std::uint16_t> ns0Index_;      // numeric id -> record index, 0xFFFF when none
     std::vector<std::uint32_t> ns0SuperType_;  // record index -> HasSubtype parent id (0 none)
     std::unordered_map<std::uint32_t, std::vector<Reference>> ns0Extra_;
     std::unordered_map<std::uint32_t, ComputedValue> computed_;

@@ -59,8 +59,10 @@ uaplex_status ValueSlot::store(const ua::DataValue& value) noexcept {
     }
     mask_ = value.mask & ~UAPLEX_DATAVALUE_VALUE;
     status_ = (value.mask & UAPLEX_DATAVALUE_STATUS) ? value.status : 0;
-    sourceTimestamp_ = (value.mask & UAPLEX_DATAVALUE_SOURCE_TIMESTAMP) ? value.source_timestamp : 0;
-    serverTimestamp_ = (value.mask & UAPLEX_DATAVALUE_SERVER_TIMESTAMP) ? value.server_timestamp : 0;
+    sourceTimestamp_ =
+        (value.mask & UAPLEX_DATAVALUE_SOURCE_TIMESTAMP) ? value.source_timestamp : 0;
+    serverTimestamp_ =
+        (value.mask & UAPLEX_DATAVALUE_SERVER_TIMESTAMP) ? value.server_timestamp : 0;
     sourcePicoseconds_ = value.source_picoseconds;
     unlock();
     version_.fetch_add(1, std::memory_order_acq_rel);

@@ -13,7 +13,8 @@ class AddressSpaceHooks {
     virtual ~AddressSpaceHooks() = default;
     virtual uaplex_status namespace_register(uaplex_plugin_ctx* ctx, uaplex_str uri,
                                              uint16_t* out_index) noexcept = 0;
-    virtual uaplex_status node_add(uaplex_plugin_ctx* ctx, const uaplex_node_spec* spec) noexcept = 0;
+    virtual uaplex_status node_add(uaplex_plugin_ctx* ctx,
+                                   const uaplex_node_spec* spec) noexcept = 0;
     virtual uaplex_status reference_add(uaplex_plugin_ctx* ctx, const uaplex_nodeid* source,
                                         const uaplex_nodeid* reference_type,
                                         const uaplex_nodeid* target) noexcept = 0;

@@ -24,14 +24,17 @@ std::uint32_t attributesOf(std::uint8_t nodeClass) noexcept {
                            bit(kAttrUserWriteMask) | bit(kAttrRolePermissions) |
                            bit(kAttrUserRolePermissions) | bit(kAttrAccessRestrictions);
     switch (nodeClass) {
-        case addressspace::kObject: return common | bit(kAttrEventNotifier);
+        case addressspace::kObject:
+            return common | bit(kAttrEventNotifier);
         case addressspace::kVariable:
             return common | bit(kAttrValue) | bit(kAttrDataType) | bit(kAttrValueRank) |
                    bit(kAttrArrayDimensions) | bit(kAttrAccessLevel) | bit(kAttrUserAccessLevel) |
                    bit(kAttrMinimumSamplingInterval) | bit(kAttrHistorizing) |
                    bit(kAttrAccessLevelEx);
-        case addressspace::kMethod: return common | bit(kAttrExecutable) | bit(kAttrUserExecutable);
-        case addressspace::kObjectType: return common | bit(kAttrIsAbstract);
+        case addressspace::kMethod:
+            return common | bit(kAttrExecutable) | bit(kAttrUserExecutable);
+        case addressspace::kObjectType:
+            return common | bit(kAttrIsAbstract);
         case addressspace::kVariableType:
             return common | bit(kAttrValue) | bit(kAttrDataType) | bit(kAttrValueRank) |
                    bit(kAttrArrayDimensions) | bit(kAttrIsAbstract);
@@ -39,8 +42,10 @@ std::uint32_t attributesOf(std::uint8_t nodeClass) noexcept {
             return common | bit(kAttrIsAbstract) | bit(kAttrSymmetric) | bit(kAttrInverseName);
         case addressspace::kDataType:
             return common | bit(kAttrIsAbstract) | bit(kAttrDataTypeDefinition);
-        case addressspace::kView: return common | bit(kAttrContainsNoLoops) | bit(kAttrEventNotifier);
-        default: return 0;
+        case addressspace::kView:
+            return common | bit(kAttrContainsNoLoops) | bit(kAttrEventNotifier);
+        default:
+            return 0;
     }
 }
 
@@ -114,8 +119,10 @@ uaplex_status applyRange(enc::Arena& arena, const IndexRange& range, ua::Variant
     for (std::int32_t i = 0; i < length; ++i) {
         out[i] = in[i];
         const void* d = out[i].data;
-        if (sliceBytes(range.dims[1], out[i].length, d, 1) != UAPLEX_Good) out[i] = ua::String{0, ""};
-        else out[i].data = static_cast<const char*>(d);
+        if (sliceBytes(range.dims[1], out[i].length, d, 1) != UAPLEX_Good)
+            out[i] = ua::String{0, ""};
+        else
+            out[i].data = static_cast<const char*>(d);
     }
     v.value.pointer = out;
     v.array_length = length;
@@ -189,9 +196,9 @@ uaplex_status ServiceSet::Impl::readValue(enc::Arena& arena, const NodeRef& node
     return n.value.read(arena, out);
 }
 
-void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id,
-                                     std::uint32_t attr, const ua::String& indexRange,
-                                     std::int32_t timestamps, ua::DataValue& out) noexcept {
+void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, std::uint32_t attr,
+                                     const ua::String& indexRange, std::int32_t timestamps,
+                                     ua::DataValue& out) noexcept {
     out = ua::DataValue{};
     auto fail = [&](uaplex_status st) {
         out = ua::DataValue{};
@@ -206,7 +213,8 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id,
         item.hdr = UAPLEX_HEADER_INIT(uaplex_read_item, UAPLEX_STYPE_NODE_MANAGER_READ_ITEM);
         item.attribute_id = attr;
         item.node_id = &id;
-        item.index_range = uaplex_str{indexRange.data, indexRange.length > 0 ? size_t(indexRange.length) : 0};
+        item.index_range =
+            uaplex_str{indexRange.data, indexRange.length > 0 ? size_t(indexRange.length) : 0};
         ua::DataValue* results[1] = {&out};
         uaplex_status status = UAPLEX_Good;
         uaplex_status st = owner->ops->read(owner->self, 1, &item, results, &status);
@@ -230,8 +238,12 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id,
     bool ok = true;
     out.mask = UAPLEX_DATAVALUE_VALUE;
     switch (attr) {
-        case kAttrNodeId: ok = setBoxed(arena, v, ua::BuiltinType::NodeId, space.nodeIdOf(node)); break;
-        case kAttrNodeClass: setScalar<std::int32_t>(v, ua::BuiltinType::Int32, nc); break;
+        case kAttrNodeId:
+            ok = setBoxed(arena, v, ua::BuiltinType::NodeId, space.nodeIdOf(node));
+            break;
+        case kAttrNodeClass:
+            setScalar<std::int32_t>(v, ua::BuiltinType::Int32, nc);
+            break;
         case kAttrBrowseName:
             ok = setBoxed(arena, v, ua::BuiltinType::QualifiedName, space.browseNameOf(node));
             break;
@@ -240,7 +252,8 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id,
             break;
         case kAttrDescription: {
             ua::LocalizedText t{0, ua::nullString(), ua::nullString()};
-            if (dyn) t = dyn->description;
+            if (dyn)
+                t = dyn->description;
             else if (rec->description.length != 0xFFFFFFFFu)
                 t = ua::makeLocalizedText({}, space.imageString(rec->description));
             ok = setBoxed(arena, v, ua::BuiltinType::LocalizedText, t);
@@ -281,7 +294,8 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id,
                           dyn ? dyn->dataType : ua::numericNodeId(0, rec->dataType));
             break;
         case kAttrValueRank:
-            setScalar<std::int32_t>(v, ua::BuiltinType::Int32, dyn ? dyn->valueRank : rec->valueRank);
+            setScalar<std::int32_t>(v, ua::BuiltinType::Int32,
+                                    dyn ? dyn->valueRank : rec->valueRank);
             break;
         case kAttrArrayDimensions: {
             if (dyn) {
@@ -316,7 +330,8 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id,
             break;
         }
         case kAttrAccessLevel:
-            setScalar<std::uint8_t>(v, ua::BuiltinType::Byte, dyn ? dyn->accessLevel : rec->accessLevel);
+            setScalar<std::uint8_t>(v, ua::BuiltinType::Byte,
+                                    dyn ? dyn->accessLevel : rec->accessLevel);
             break;
         case kAttrUserAccessLevel:
             setScalar<std::uint8_t>(v, ua::BuiltinType::Byte,
@@ -364,14 +379,16 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id,
         case kAttrAccessRestrictions:
             setScalar<std::uint16_t>(v, ua::BuiltinType::UInt16, rec ? rec->accessRestrictions : 0);
             break;
-        default: return fail(UAPLEX_BadAttributeIdInvalid);
+        default:
+            return fail(UAPLEX_BadAttributeIdInvalid);
     }
     if (!ok) return fail(UAPLEX_BadOutOfMemory);
     // TimestampsToReturn: Source 0, Server 1, Both 2, Neither 3. Source timestamps only for
     // the Value attribute.
     bool wantSource = attr == kAttrValue && (timestamps == 0 || timestamps == 2);
     bool wantServer = timestamps == 1 || timestamps == 2;
-    if (!wantSource) out.mask &= ~(UAPLEX_DATAVALUE_SOURCE_TIMESTAMP | UAPLEX_DATAVALUE_SOURCE_PICOSECONDS);
+    if (!wantSource)
+        out.mask &= ~(UAPLEX_DATAVALUE_SOURCE_TIMESTAMP | UAPLEX_DATAVALUE_SOURCE_PICOSECONDS);
     if (wantServer) {
         out.mask |= UAPLEX_DATAVALUE_SERVER_TIMESTAMP;
         out.server_timestamp = now();
@@ -422,7 +439,8 @@ uaplex_status ServiceSet::Impl::read(ServiceCall& call) noexcept {
 
 // --- Write ----------------------------------------------------------------------------------
 
-bool ServiceSet::Impl::typeMatches(const ua::NodeId& dataType, const ua::Variant& value) const noexcept {
+bool ServiceSet::Impl::typeMatches(const ua::NodeId& dataType,
+                                   const ua::Variant& value) const noexcept {
     std::uint8_t bt = value.encoding & UAPLEX_VARIANT_TYPE_MASK;
     bool ns0 = dataType.namespace_index == 0 && dataType.identifier_type == UAPLEX_ID_NUMERIC;
     std::uint32_t dt = ns0 ? dataType.identifier.numeric : 0;
@@ -435,8 +453,10 @@ bool ServiceSet::Impl::typeMatches(const ua::NodeId& dataType, const ua::Variant
         for (std::size_t i = 0; i < n; ++i) {
             const ua::ExtensionObject& eo = eos[i];
             std::uint32_t typeId = 0;
-            if (eo.data_type != nullptr) typeId = static_cast<const enc::DataType*>(eo.data_type)->typeId;
-            else if (eo.type_id.namespace_index == 0 && eo.type_id.identifier_type == UAPLEX_ID_NUMERIC)
+            if (eo.data_type != nullptr)
+                typeId = static_cast<const enc::DataType*>(eo.data_type)->typeId;
+            else if (eo.type_id.namespace_index == 0 &&
+                     eo.type_id.identifier_type == UAPLEX_ID_NUMERIC)
                 if (const auto* d = enc::findDataTypeByEncodingId(eo.type_id.identifier.numeric))
                     typeId = d->typeId;
             if (!ns0) {
@@ -463,11 +483,16 @@ bool ServiceSet::Impl::rankMatches(std::int32_t rank, const ua::Variant& value) 
     bool array = ua::isArray(value);
     std::int32_t dims = array ? std::max(1, value.dimensions_length) : 0;
     switch (rank) {
-        case -3: return dims <= 1;  // ScalarOrOneDimension
-        case -2: return true;       // Any
-        case -1: return !array;     // Scalar
-        case 0: return array;       // OneOrMoreDimensions
-        default: return dims == rank;
+        case -3:
+            return dims <= 1;  // ScalarOrOneDimension
+        case -2:
+            return true;  // Any
+        case -1:
+            return !array;  // Scalar
+        case 0:
+            return array;  // OneOrMoreDimensions
+        default:
+            return dims == rank;
     }
 }
 
@@ -518,8 +543,9 @@ uaplex_status ServiceSet::Impl::writeOne(enc::Arena& arena, const ua::WriteValue
     ua::DataValue dv = wv.value;
     if ((dv.mask & UAPLEX_DATAVALUE_STATUS) && dv.status != 0 && !(n.accessLevel & kStatusWrite))
         return UAPLEX_BadWriteNotSupported;
-    bool hasTimestamp = ((dv.mask & UAPLEX_DATAVALUE_SOURCE_TIMESTAMP) && dv.source_timestamp != 0) ||
-                        ((dv.mask & UAPLEX_DATAVALUE_SERVER_TIMESTAMP) && dv.server_timestamp != 0);
+    bool hasTimestamp =
+        ((dv.mask & UAPLEX_DATAVALUE_SOURCE_TIMESTAMP) && dv.source_timestamp != 0) ||
+        ((dv.mask & UAPLEX_DATAVALUE_SERVER_TIMESTAMP) && dv.server_timestamp != 0);
     if (hasTimestamp && !(n.accessLevel & kTimestampWrite)) return UAPLEX_BadWriteNotSupported;
     if (!(dv.mask & UAPLEX_DATAVALUE_VALUE)) return UAPLEX_BadTypeMismatch;
     if (!typeMatches(n.dataType, dv.value)) return UAPLEX_BadTypeMismatch;
@@ -542,7 +568,8 @@ uaplex_status ServiceSet::Impl::writeOne(enc::Arena& arena, const ua::WriteValue
             if (std::uint32_t(std::max(0, in.array_length)) != count)
                 return UAPLEX_BadIndexRangeInvalid;
             std::size_t es = elementSize(t);
-            auto* copy = static_cast<std::uint8_t*>(arena.allocate(es * std::size_t(cur.array_length), 8));
+            auto* copy =
+                static_cast<std::uint8_t*>(arena.allocate(es * std::size_t(cur.array_length), 8));
             if (copy == nullptr) return UAPLEX_BadOutOfMemory;
             std::memcpy(copy, cur.value.pointer, es * std::size_t(cur.array_length));
             std::memcpy(copy + es * range.dims[0].first, in.value.pointer, es * count);
@@ -551,7 +578,8 @@ uaplex_status ServiceSet::Impl::writeOne(enc::Arena& arena, const ua::WriteValue
             std::int32_t len = cur.value.string.length;
             std::int32_t inLen = in.value.string.length;
             if (ua::isArray(in)) return UAPLEX_BadTypeMismatch;
-            if (len <= 0 || range.dims[0].last >= std::uint32_t(len)) return UAPLEX_BadIndexRangeNoData;
+            if (len <= 0 || range.dims[0].last >= std::uint32_t(len))
+                return UAPLEX_BadIndexRangeNoData;
             if (inLen < 0 || std::uint32_t(inLen) != count) return UAPLEX_BadIndexRangeInvalid;
             auto* copy = static_cast<char*>(arena.allocate(std::size_t(len), 1));
             if (copy == nullptr) return UAPLEX_BadOutOfMemory;

@@ -23,16 +23,17 @@ const ua::Variant* inputArguments(Impl& impl, enc::Arena& arena, const NodeRef& 
                                   ua::DataValue& storage) {
     ua::NodeId prop{};
     bool found = false;
-    impl.space.forEachReference(method, [&](std::uint32_t type, bool forward, const ua::NodeId& target) {
-        if (found || !forward || type != addressspace::kHasProperty) return;
-        NodeRef t = impl.space.find(target);
-        if (!t) return;
-        ua::QualifiedName bn = impl.space.browseNameOf(t);
-        if (bn.namespace_index == 0 && ua::view(bn.name) == "InputArguments") {
-            prop = target;
-            found = true;
-        }
-    });
+    impl.space.forEachReference(
+        method, [&](std::uint32_t type, bool forward, const ua::NodeId& target) {
+            if (found || !forward || type != addressspace::kHasProperty) return;
+            NodeRef t = impl.space.find(target);
+            if (!t) return;
+            ua::QualifiedName bn = impl.space.browseNameOf(t);
+            if (bn.namespace_index == 0 && ua::view(bn.name) == "InputArguments") {
+                prop = target;
+                found = true;
+            }
+        });
     if (!found) return nullptr;
     if (impl.readValue(arena, impl.space.find(prop), storage) != UAPLEX_Good) return nullptr;
     return &storage.value;
@@ -72,9 +73,9 @@ uaplex_status ServiceSet::Impl::callMethods(ServiceCall& call) noexcept {
             auto* inputResults = arena.allocateArray<uaplex_status>(given);
             size_t outCount = 0;
             ua::Variant* outputs = nullptr;
-            r.statusCode = owner->ops->call(owner->self, &m.objectId, &m.methodId, given,
-                                            m.inputArguments.data, &alloc, inputResults,
-                                            &outCount, &outputs);
+            r.statusCode =
+                owner->ops->call(owner->self, &m.objectId, &m.methodId, given,
+                                 m.inputArguments.data, &alloc, inputResults, &outCount, &outputs);
             r.inputArgumentResults = {std::int32_t(given), inputResults};
             r.outputArguments = {std::int32_t(outputs ? outCount : 0), outputs};
             continue;
@@ -98,8 +99,8 @@ uaplex_status ServiceSet::Impl::callMethods(ServiceCall& call) noexcept {
             r.statusCode = UAPLEX_BadMethodInvalid;
             continue;
         }
-        bool executable = method.dyn ? method.dyn->executable
-                                     : (method.rec->flags & ns0::kExecutable) != 0;
+        bool executable =
+            method.dyn ? method.dyn->executable : (method.rec->flags & ns0::kExecutable) != 0;
         if (!executable) {
             r.statusCode = UAPLEX_BadNotExecutable;
             continue;
@@ -130,7 +131,8 @@ uaplex_status ServiceSet::Impl::callMethods(ServiceCall& call) noexcept {
                                     ? static_cast<const ua::Argument*>(eos[k].object)
                                     : nullptr;
                 const ua::Variant& in = m.inputArguments[k];
-                if (a != nullptr && (!typeMatches(a->dataType, in) || !rankMatches(a->valueRank, in))) {
+                if (a != nullptr &&
+                    (!typeMatches(a->dataType, in) || !rankMatches(a->valueRank, in))) {
                     inputResults[k] = UAPLEX_BadTypeMismatch;
                     invalid = true;
                 }
@@ -149,8 +151,10 @@ uaplex_status ServiceSet::Impl::callMethods(ServiceCall& call) noexcept {
         ua::Variant* outputs = nullptr;
         r.statusCode = mn.callbacks.call(mn.callbacks.user, &m.objectId, &m.methodId, given,
                                          m.inputArguments.data, &alloc, &outCount, &outputs);
-        if (outputs != nullptr) r.outputArguments = {std::int32_t(outCount), outputs};
-        else r.outputArguments = {0, nullptr};
+        if (outputs != nullptr)
+            r.outputArguments = {std::int32_t(outCount), outputs};
+        else
+            r.outputArguments = {0, nullptr};
     }
     call.responseType = enc::dataTypeOf<ua::CallResponse>();
     call.response = resp;

@@ -140,14 +140,17 @@ void ServiceSet::Impl::buildServerObject() {
     constant(n0::Server_ServerCapabilities_MinSupportedSampleRate, ua::variantDouble(0.0));
     {
         ua::Variant v = ua::makeVariant(ua::BuiltinType::UInt16);
-        v.value.uint16 = std::uint16_t(std::min<std::uint32_t>(l.max_browse_continuation_points, 65535));
+        v.value.uint16 =
+            std::uint16_t(std::min<std::uint32_t>(l.max_browse_continuation_points, 65535));
         constant(n0::Server_ServerCapabilities_MaxBrowseContinuationPoints, v);
         v.value.uint16 = 0;
         constant(n0::Server_ServerCapabilities_MaxQueryContinuationPoints, v);
         constant(n0::Server_ServerCapabilities_MaxHistoryContinuationPoints, v);
     }
-    constant(n0::Server_ServerCapabilities_MaxArrayLength, scalarUInt32(std::uint32_t(l.max_array_length)));
-    constant(n0::Server_ServerCapabilities_MaxStringLength, scalarUInt32(std::uint32_t(l.max_string_length)));
+    constant(n0::Server_ServerCapabilities_MaxArrayLength,
+             scalarUInt32(std::uint32_t(l.max_array_length)));
+    constant(n0::Server_ServerCapabilities_MaxStringLength,
+             scalarUInt32(std::uint32_t(l.max_string_length)));
     constant(n0::Server_ServerCapabilities_MaxByteStringLength,
              scalarUInt32(std::uint32_t(l.max_bytestring_length)));
     constant(n0::Server_ServerCapabilities_MaxSessions, scalarUInt32(l.max_sessions));
@@ -165,23 +168,24 @@ void ServiceSet::Impl::buildServerObject() {
              scalarUInt32(l.max_nodes_per_translate));
 
     // ServerDiagnostics: the summary from the session layer's counters.
-    set(n0::Server_ServerDiagnostics_ServerDiagnosticsSummary, [this](enc::Arena& arena, ua::Variant& out) {
-        ua::ServerDiagnosticsSummaryDataType d{};
-        const ServerCounters& c = counters;
-        d.serverViewCount = c.serverViewCount.load();
-        d.currentSessionCount = c.currentSessionCount.load();
-        d.cumulatedSessionCount = c.cumulatedSessionCount.load();
-        d.securityRejectedSessionCount = c.securityRejectedSessionCount.load();
-        d.rejectedSessionCount = c.rejectedSessionCount.load();
-        d.sessionTimeoutCount = c.sessionTimeoutCount.load();
-        d.sessionAbortCount = c.sessionAbortCount.load();
-        d.currentSubscriptionCount = c.currentSubscriptionCount.load();
-        d.cumulatedSubscriptionCount = c.cumulatedSubscriptionCount.load();
-        d.publishingIntervalCount = c.publishingIntervalCount.load();
-        d.securityRejectedRequestsCount = c.securityRejectedRequestsCount.load();
-        d.rejectedRequestsCount = c.rejectedRequestsCount.load();
-        out = extensionObject(arena, d);
-    });
+    set(n0::Server_ServerDiagnostics_ServerDiagnosticsSummary,
+        [this](enc::Arena& arena, ua::Variant& out) {
+            ua::ServerDiagnosticsSummaryDataType d{};
+            const ServerCounters& c = counters;
+            d.serverViewCount = c.serverViewCount.load();
+            d.currentSessionCount = c.currentSessionCount.load();
+            d.cumulatedSessionCount = c.cumulatedSessionCount.load();
+            d.securityRejectedSessionCount = c.securityRejectedSessionCount.load();
+            d.rejectedSessionCount = c.rejectedSessionCount.load();
+            d.sessionTimeoutCount = c.sessionTimeoutCount.load();
+            d.sessionAbortCount = c.sessionAbortCount.load();
+            d.currentSubscriptionCount = c.currentSubscriptionCount.load();
+            d.cumulatedSubscriptionCount = c.cumulatedSubscriptionCount.load();
+            d.publishingIntervalCount = c.publishingIntervalCount.load();
+            d.securityRejectedRequestsCount = c.securityRejectedRequestsCount.load();
+            d.rejectedRequestsCount = c.rejectedRequestsCount.load();
+            out = extensionObject(arena, d);
+        });
     auto counter = [&](std::uint32_t id, std::atomic<std::uint32_t> ServerCounters::*field) {
         set(id, [this, field](enc::Arena&, ua::Variant& out) {
             out = ua::variantUInt32((counters.*field).load(std::memory_order_relaxed));

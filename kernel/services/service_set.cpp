@@ -33,32 +33,49 @@ uaplex_value_alloc arenaAlloc(enc::Arena& arena) noexcept {
 
 std::size_t elementSize(std::uint8_t t) noexcept {
     switch (t) {
-        case UAPLEX_TYPE_BOOLEAN: return sizeof(bool);
+        case UAPLEX_TYPE_BOOLEAN:
+            return sizeof(bool);
         case UAPLEX_TYPE_SBYTE:
-        case UAPLEX_TYPE_BYTE: return 1;
+        case UAPLEX_TYPE_BYTE:
+            return 1;
         case UAPLEX_TYPE_INT16:
-        case UAPLEX_TYPE_UINT16: return 2;
+        case UAPLEX_TYPE_UINT16:
+            return 2;
         case UAPLEX_TYPE_INT32:
         case UAPLEX_TYPE_UINT32:
         case UAPLEX_TYPE_FLOAT:
-        case UAPLEX_TYPE_STATUSCODE: return 4;
+        case UAPLEX_TYPE_STATUSCODE:
+            return 4;
         case UAPLEX_TYPE_INT64:
         case UAPLEX_TYPE_UINT64:
         case UAPLEX_TYPE_DOUBLE:
-        case UAPLEX_TYPE_DATETIME: return 8;
+        case UAPLEX_TYPE_DATETIME:
+            return 8;
         case UAPLEX_TYPE_STRING:
-        case UAPLEX_TYPE_XMLELEMENT: return sizeof(ua::String);
-        case UAPLEX_TYPE_BYTESTRING: return sizeof(ua::ByteString);
-        case UAPLEX_TYPE_GUID: return sizeof(ua::Guid);
-        case UAPLEX_TYPE_NODEID: return sizeof(ua::NodeId);
-        case UAPLEX_TYPE_EXPANDEDNODEID: return sizeof(ua::ExpandedNodeId);
-        case UAPLEX_TYPE_QUALIFIEDNAME: return sizeof(ua::QualifiedName);
-        case UAPLEX_TYPE_LOCALIZEDTEXT: return sizeof(ua::LocalizedText);
-        case UAPLEX_TYPE_EXTENSIONOBJECT: return sizeof(ua::ExtensionObject);
-        case UAPLEX_TYPE_DATAVALUE: return sizeof(ua::DataValue);
-        case UAPLEX_TYPE_VARIANT: return sizeof(ua::Variant);
-        case UAPLEX_TYPE_DIAGNOSTICINFO: return sizeof(ua::DiagnosticInfo);
-        default: return 0;
+        case UAPLEX_TYPE_XMLELEMENT:
+            return sizeof(ua::String);
+        case UAPLEX_TYPE_BYTESTRING:
+            return sizeof(ua::ByteString);
+        case UAPLEX_TYPE_GUID:
+            return sizeof(ua::Guid);
+        case UAPLEX_TYPE_NODEID:
+            return sizeof(ua::NodeId);
+        case UAPLEX_TYPE_EXPANDEDNODEID:
+            return sizeof(ua::ExpandedNodeId);
+        case UAPLEX_TYPE_QUALIFIEDNAME:
+            return sizeof(ua::QualifiedName);
+        case UAPLEX_TYPE_LOCALIZEDTEXT:
+            return sizeof(ua::LocalizedText);
+        case UAPLEX_TYPE_EXTENSIONOBJECT:
+            return sizeof(ua::ExtensionObject);
+        case UAPLEX_TYPE_DATAVALUE:
+            return sizeof(ua::DataValue);
+        case UAPLEX_TYPE_VARIANT:
+            return sizeof(ua::Variant);
+        case UAPLEX_TYPE_DIAGNOSTICINFO:
+            return sizeof(ua::DiagnosticInfo);
+        default:
+            return 0;
     }
 }
 
@@ -75,7 +92,8 @@ ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
     host.services().address_space.store(this, std::memory_order_release);
     try {
         uaplex_node_manager_params params{};
-        params.hdr = UAPLEX_HEADER_INIT(uaplex_node_manager_params, UAPLEX_STYPE_NODE_MANAGER_PARAMS);
+        params.hdr =
+            UAPLEX_HEADER_INIT(uaplex_node_manager_params, UAPLEX_STYPE_NODE_MANAGER_PARAMS);
         const auto& managers = host.create_node_managers(params);
         for (const auto& inst : managers) {
             const auto* ops = inst->ops<uaplex_node_manager_ops>();
@@ -138,7 +156,8 @@ uaplex_status ServiceSet::Impl::namespace_register(uaplex_plugin_ctx*, uaplex_st
     return UAPLEX_Good;
 }
 
-uaplex_status ServiceSet::Impl::node_add(uaplex_plugin_ctx*, const uaplex_node_spec* spec) noexcept {
+uaplex_status ServiceSet::Impl::node_add(uaplex_plugin_ctx*,
+                                         const uaplex_node_spec* spec) noexcept {
     if (spec->hdr.struct_size < sizeof(uaplex_node_spec)) return UAPLEX_BadInvalidArgument;
     std::lock_guard lock(buildMutex());
     try {

@@ -14,9 +14,12 @@ constexpr std::uint32_t kMaskReferenceType = 1, kMaskIsForward = 2, kMaskNodeCla
 bool isNull(const ua::NodeId& id) noexcept {
     if (id.namespace_index != 0) return false;
     switch (id.identifier_type) {
-        case UAPLEX_ID_NUMERIC: return id.identifier.numeric == 0;
-        case UAPLEX_ID_STRING: return id.identifier.string.length <= 0;
-        case UAPLEX_ID_BYTESTRING: return id.identifier.bytestring.length <= 0;
+        case UAPLEX_ID_NUMERIC:
+            return id.identifier.numeric == 0;
+        case UAPLEX_ID_STRING:
+            return id.identifier.string.length <= 0;
+        case UAPLEX_ID_BYTESTRING:
+            return id.identifier.bytestring.length <= 0;
         default: {
             static const ua::Guid zero{};
             return std::memcmp(&id.identifier.guid, &zero, sizeof(zero)) == 0;
@@ -65,9 +68,11 @@ uaplex_status collectPluginReference(void* user, const uaplex_reference* ref) {
     if (ref == nullptr || ref->target_id == nullptr) return UAPLEX_BadInvalidArgument;
     ua::NodeId target = *ref->target_id;
     if (target.identifier_type == UAPLEX_ID_STRING && target.identifier.string.length > 0) {
-        auto* text = static_cast<char*>(s->arena->allocate(std::size_t(target.identifier.string.length), 1));
+        auto* text =
+            static_cast<char*>(s->arena->allocate(std::size_t(target.identifier.string.length), 1));
         if (text == nullptr) return UAPLEX_BadOutOfMemory;
-        std::memcpy(text, target.identifier.string.data, std::size_t(target.identifier.string.length));
+        std::memcpy(text, target.identifier.string.data,
+                    std::size_t(target.identifier.string.length));
         target.identifier.string.data = text;
     }
     std::uint32_t type = 0;
@@ -100,13 +105,15 @@ void ServiceSet::Impl::browseOne(enc::Arena& arena, SessionState* session, Conti
     NodeRef node = space.find(nodeId);
     try {
         if (node) {
-            space.forEachReference(node, [&](std::uint32_t type, bool forward, const ua::NodeId& target) {
-                if (!matches(type, forward)) return;
-                NodeRef t = space.find(target);
-                std::uint8_t nc = t ? t.nodeClass() : 0;
-                if (cp.nodeClassMask != 0 && !(cp.nodeClassMask & nc)) return;
-                hits.push_back(Hit{type, forward, target, nc});
-            });
+            space.forEachReference(node,
+                                   [&](std::uint32_t type, bool forward, const ua::NodeId& target) {
+                                       if (!matches(type, forward)) return;
+                                       NodeRef t = space.find(target);
+                                       std::uint8_t nc = t ? t.nodeClass() : 0;
+                                       if (cp.nodeClassMask != 0 && !(cp.nodeClassMask & nc))
+                                           return;
+                                       hits.push_back(Hit{type, forward, target, nc});
+                                   });
         } else {
             const NamespaceOwner* owner = ownerOf(nodeId.namespace_index);
             if (owner == nullptr || owner->ops->browse == nullptr) {
@@ -114,9 +121,10 @@ void ServiceSet::Impl::browseOne(enc::Arena& arena, SessionState* session, Conti
                 return;
             }
             SinkState sink{&hits, &arena};
-            uaplex_status st = owner->ops->browse(owner->self, &nodeId, std::uint32_t(cp.direction),
-                                                  hasType ? &cp.referenceType : nullptr,
-                                                  cp.includeSubtypes, &collectPluginReference, &sink);
+            uaplex_status st =
+                owner->ops->browse(owner->self, &nodeId, std::uint32_t(cp.direction),
+                                   hasType ? &cp.referenceType : nullptr, cp.includeSubtypes,
+                                   &collectPluginReference, &sink);
             if (st != UAPLEX_Good) {
                 result.statusCode = st == UAPLEX_BadNotSupported ? UAPLEX_BadNodeIdUnknown : st;
                 return;
@@ -174,7 +182,8 @@ void ServiceSet::Impl::browseOne(enc::Arena& arena, SessionState* session, Conti
         r.browseName.name = ua::nullString();
         r.displayName = ua::LocalizedText{0, ua::nullString(), ua::nullString()};
         r.typeDefinition.namespace_uri = ua::nullString();
-        if (cp.resultMask & kMaskReferenceType) r.referenceTypeId = ua::numericNodeId(0, h.referenceType);
+        if (cp.resultMask & kMaskReferenceType)
+            r.referenceTypeId = ua::numericNodeId(0, h.referenceType);
         if (cp.resultMask & kMaskIsForward) r.isForward = h.isForward;
         NodeRef t = space.find(h.target);
         if (cp.resultMask & kMaskNodeClass) r.nodeClass = static_cast<ua::NodeClass>(h.nodeClass);
@@ -342,7 +351,8 @@ uaplex_status ServiceSet::Impl::translate(ServiceCall& call) noexcept {
                 space.forEachReference(space.find(from), [&](std::uint32_t type, bool forward,
                                                              const ua::NodeId& target) {
                     if (forward == e.isInverse) return;
-                    if (!anyType && !(e.includeSubtypes ? space.isSubtypeOf(type, want) : type == want))
+                    if (!anyType &&
+                        !(e.includeSubtypes ? space.isSubtypeOf(type, want) : type == want))
                         return;
                     NodeRef t = space.find(target);
                     if (!t) return;

@@ -41,10 +41,9 @@ typedef uaplex_status (*uaplex_value_write_fn)(void* user, const struct uaplex_n
 /* Runs a Method after the kernel checked the inputs against its InputArguments property.
  * Outputs: *out_outputs (from `alloc`) with *out_output_count entries. Worker threads. */
 typedef uaplex_status (*uaplex_method_fn)(void* user, const struct uaplex_nodeid* object_id,
-                                          const struct uaplex_nodeid* method_id,
-                                          size_t input_count, const struct uaplex_variant* inputs,
-                                          const uaplex_value_alloc* alloc,
-                                          size_t* out_output_count,
+                                          const struct uaplex_nodeid* method_id, size_t input_count,
+                                          const struct uaplex_variant* inputs,
+                                          const uaplex_value_alloc* alloc, size_t* out_output_count,
                                           struct uaplex_variant** out_outputs);
 
 /* A node to add to the kernel's store (host API node_add); everything borrowed for the call
