@@ -61,6 +61,40 @@ struct Connection : std::enable_shared_from_this<Connection> {
     std::vector<asio::const_buffer> gather;
     bool writeActive = false;
     bool sendClosed = false;
+    // Storage for the one "start writing" handler a send may post at a time (only when the
+    // write loop is idle), so sending from a worker thread does not allocate.
+    alignas(std::max_align_t) unsigned char kickStorage[256];
+    std::atomic<bool> kickInUse{false};
+};
+
+// Allocates the write-kick handler in its connection's storage (the heap only if in use).
+template <class T>
+struct KickAllocator {
+    using value_type = T;
+    Connection* c;
+    explicit KickAllocator(Connection* conn) noexcept : c(conn) {}
+    template <class U>
+    KickAllocator(const KickAllocator<U>& o) noexcept : c(o.c) {}
+    T* allocate(std::size_t n) {
+        std::size_t bytes = n * sizeof(T);
+        if (bytes <= sizeof c->kickStorage && !c->kickInUse.exchange(true))
+            return reinterpret_cast<T*>(c->kickStorage);
+        return static_cast<T*>(::operator new(bytes));
+    }
+    void deallocate(T* p, std::size_t) noexcept {
+        if (reinterpret_cast<unsigned char*>(p) == c->kickStorage)
+            c->kickInUse.store(false);
+        else
+            ::operator delete(p);
+    }
+    template <class U>
+    bool operator==(const KickAllocator<U>& o) const noexcept {
+        return c == o.c;
+    }
+    template <class U>
+    bool operator!=(const KickAllocator<U>& o) const noexcept {
+        return c != o.c;
+    }
 };
 
 uaplex_connection* handle(Connection* c) {
@@ -69,6 +103,13 @@ uaplex_connection* handle(Connection* c) {
 Connection* from(uaplex_connection* c) {
     return reinterpret_cast<Connection*>(c);
 }
+
+struct WriteKick {
+    std::shared_ptr<Connection> c;
+    using allocator_type = KickAllocator<void>;
+    allocator_type get_allocator() const noexcept { return allocator_type(c.get()); }
+    void operator()();
+};
 
 class TcpTransport final : public uaplex::sdk::Transport {
   public:
@@ -491,6 +532,10 @@ class TcpTransport final : public uaplex::sdk::Transport {
     std::uint32_t handshakeTimeoutMs_ = 10000;
     std::string serverUri_;
 };
+
+void WriteKick::operator()() {
+    c->transport.write(c);
+}
 
 Connection::Connection(TcpTransport& t, tcp::socket s)
     : transport(t), socket(std::move(s)), handshakeTimer(socket.get_executor()) {}
