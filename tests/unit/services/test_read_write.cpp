@@ -4,6 +4,7 @@
 
 #include <uaplex/encoding/generated/ns0.hpp>
 
+#include <set>
 #include <thread>
 
 #include "fixture.hpp"
@@ -327,6 +328,30 @@ TEST_CASE("The Server object is alive") {
     // Encodable: the whole ServerStatus goes through the binary encoder.
     enc::ByteBuffer out;
     CHECK(enc::encodeValue(out, *enc::findDataType("DataValue"), &status) == UAPLEX_Good);
+}
+
+TEST_CASE("the Server object's own variables have typed, encodable values") {
+    Server s;
+    // The Server object, ServerStatus, ServerCapabilities, OperationLimits, ServerDiagnostics
+    // and its summary, ServerRedundancy: their Variables one level down (the optional
+    // PubSub/namespace sub-objects of the nodeset are not the server's live state).
+    std::size_t variables = 0;
+    for (std::uint32_t parent : {2253u, 2256u, 2260u, 2268u, 11704u, 2274u, 2275u, 3706u, 2296u}) {
+        ua::BrowseResult r = s.browse(n0(parent));
+        REQUIRE(r.statusCode == UAPLEX_Good);
+        for (const auto& ref : r.references) {
+            if (ref.nodeClass != ua::NodeClass::Variable) continue;
+            ++variables;
+            ua::DataValue dv = s.read(ref.nodeId.node_id);
+            INFO("ns=0;i=" << ref.nodeId.node_id.identifier.numeric << " "
+                           << ua::view(ref.browseName.name));
+            CHECK(dv.status == UAPLEX_Good);
+            CHECK((dv.value.encoding & UAPLEX_VARIANT_TYPE_MASK) != 0);
+            enc::ByteBuffer out;
+            CHECK(enc::encodeValue(out, *enc::findDataType("DataValue"), &dv) == UAPLEX_Good);
+        }
+    }
+    CHECK(variables > 50);
 }
 
 TEST_CASE("Demo values change on the timer") {
