@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <deque>
 #include <map>
+#include <set>
 #include <string>
 
 #include "fixture.hpp"
@@ -118,7 +119,15 @@ TEST_CASE("every node browses both ways, and paging matches an unbounded browse"
             r = s.browseNext(r.continuationPoint);
         }
         CHECK(paged == all.references.size());
+        std::set<std::string> unique;
         for (const auto& ref : all.references) {
+            enc::ByteBuffer b;
+            enc::BinaryWriter w(b);
+            enc::encode(w, ref.nodeId.node_id);
+            std::string k = std::to_string(ref.referenceTypeId.identifier.numeric) +
+                            (ref.isForward ? ">" : "<") +
+                            std::string(reinterpret_cast<const char*>(b.data()), b.size());
+            CHECK(unique.insert(k).second);  // no reference listed twice
             if (ref.nodeId.node_id.namespace_index == 0) continue;
             CHECK(s.read(ref.nodeId.node_id, 1).status == UAPLEX_Good);  // targets exist
         }

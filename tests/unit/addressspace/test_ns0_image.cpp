@@ -95,6 +95,11 @@ TEST_CASE("references are sorted per node and present at both ends") {
         }
     }
     CHECK(img.referenceCount == 23718);
+    // No node lists the same reference twice (clients check this when browsing).
+    for (auto it = refs.begin(); it != refs.end(); it = refs.upper_bound(*it)) {
+        INFO(std::get<0>(*it) << " -" << std::get<1>(*it) << "-> " << std::get<2>(*it));
+        CHECK(refs.count(*it) == 1);
+    }
     for (const auto& [source, type, target, forward] : refs) {
         if (!byId.count(target)) continue;  // a target outside namespace 0's nodes
         INFO(source << " -" << type << "-> " << target);
