@@ -222,7 +222,9 @@ uaplex_status AddressSpace::addNode(const uaplex_node_spec& spec, Node** out) {
         node->arrayDimensions.assign(spec.array_dimensions,
                                      spec.array_dimensions + spec.array_dimensions_count);
         node->accessLevel = static_cast<std::uint8_t>(spec.access_level);
-        node->userAccessLevel = node->accessLevel;
+        node->userAccessLevel = spec.user_access_level != 0
+                                    ? static_cast<std::uint8_t>(spec.user_access_level)
+                                    : node->accessLevel;
         node->minimumSamplingInterval = spec.minimum_sampling_interval;
         if (spec.value != nullptr) {
             // A value without a source timestamp is as of now (Read returns one).

@@ -112,6 +112,12 @@ void ServiceSet::Impl::buildServerObject() {
         constant(n0::Server_ServerStatus_BuildInfo_BuildDate, v);
     }
     constant(n0::Server_ServerStatus_SecondsTillShutdown, scalarUInt32(0));
+    set(n0::Server_ServerStatus_ShutdownReason, [](enc::Arena& arena, ua::Variant& out) {
+        static const ua::LocalizedText none{0, ua::nullString(), ua::nullString()};
+        auto* text = arenaNew(arena, none);
+        out = ua::makeVariant(ua::BuiltinType::LocalizedText);
+        out.value.pointer = text;
+    });
 
     // The namespace table grows while node managers start; read it at read time.
     set(n0::Server_NamespaceArray, [this](enc::Arena& arena, ua::Variant& out) {
@@ -216,6 +222,49 @@ void ServiceSet::Impl::buildServerObject() {
     counter(n0::Server_ServerDiagnostics_ServerDiagnosticsSummary_RejectedRequestsCount,
             &ServerCounters::rejectedRequestsCount);
     constant(n0::Server_ServerDiagnostics_EnabledFlag, ua::variantBoolean(true));
+
+    // The Server object's other variables that the nodeset leaves without a value: a client
+    // reading the whole object gets a typed answer for each. Limits of services that arrive
+    // later read 0 (no limit stated) until those services set them.
+    for (std::uint32_t id :
+         {n0::Server_ServerCapabilities_OperationLimits_MaxNodesPerHistoryReadData,
+          n0::Server_ServerCapabilities_OperationLimits_MaxNodesPerHistoryReadEvents,
+          n0::Server_ServerCapabilities_OperationLimits_MaxNodesPerHistoryUpdateData,
+          n0::Server_ServerCapabilities_OperationLimits_MaxNodesPerHistoryUpdateEvents,
+          n0::Server_ServerCapabilities_OperationLimits_MaxNodesPerNodeManagement,
+          n0::Server_ServerCapabilities_OperationLimits_MaxMonitoredItemsPerCall,
+          n0::Server_ServerCapabilities_MaxSubscriptions,
+          n0::Server_ServerCapabilities_MaxMonitoredItems,
+          n0::Server_ServerCapabilities_MaxSubscriptionsPerSession,
+          n0::Server_ServerCapabilities_MaxMonitoredItemsPerSubscription,
+          n0::Server_ServerCapabilities_MaxSelectClauseParameters,
+          n0::Server_ServerCapabilities_MaxWhereClauseParameters,
+          n0::Server_ServerCapabilities_MaxMonitoredItemsQueueSize, n0::Server_UrisVersion})
+        constant(id, scalarUInt32(0));
+    constant(n0::Server_Auditing, ua::variantBoolean(false));
+    constant(n0::Server_ServerRedundancy_RedundancySupport, ua::variantInt32(0));  // None
+    {
+        ua::Variant v = ua::makeVariant(ua::BuiltinType::DateTime);
+        v.value.datetime = 0;
+        constant(n0::Server_EstimatedReturnTime, v);
+    }
+    set(n0::Server_LocalTime, [](enc::Arena& arena, ua::Variant& out) {
+        out = extensionObject(arena, ua::TimeZoneDataType{});  // UTC
+    });
+    // Empty lists: no software certificates, conformance units or diagnostics arrays kept.
+    auto empty = [&](std::uint32_t id, ua::BuiltinType type) {
+        constant(id, ua::variantArray(type, 0, nullptr));
+    };
+    empty(n0::Server_ServerCapabilities_SoftwareCertificates, ua::BuiltinType::ExtensionObject);
+    empty(n0::Server_ServerCapabilities_ConformanceUnits, ua::BuiltinType::QualifiedName);
+    empty(n0::Server_ServerDiagnostics_SamplingIntervalDiagnosticsArray,
+          ua::BuiltinType::ExtensionObject);
+    empty(n0::Server_ServerDiagnostics_SubscriptionDiagnosticsArray,
+          ua::BuiltinType::ExtensionObject);
+    empty(n0::Server_ServerDiagnostics_SessionsDiagnosticsSummary_SessionDiagnosticsArray,
+          ua::BuiltinType::ExtensionObject);
+    empty(n0::Server_ServerDiagnostics_SessionsDiagnosticsSummary_SessionSecurityDiagnosticsArray,
+          ua::BuiltinType::ExtensionObject);
 }
 
 }  // namespace uaplex::services

@@ -69,8 +69,8 @@ typedef struct uaplex_node_spec {
     int32_t value_rank;
     uint32_t array_dimensions_count;
     const uint32_t* array_dimensions;
-    uint32_t access_level; /* AccessLevel bits; also the UserAccessLevel */
-    uint32_t reserved0;
+    uint32_t access_level;      /* AccessLevel bits */
+    uint32_t user_access_level; /* UserAccessLevel bits; 0: the same as access_level */
     double minimum_sampling_interval;
     const struct uaplex_datavalue* value; /* initial stored value; NULL: empty (null Variant) */
     uaplex_value_read_fn read;            /* non-NULL: Value reads call it */

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <deque>
 #include <map>
+#include <set>
 #include <string>
 
 #include "fixture.hpp"
@@ -39,7 +40,9 @@ struct Found {
     ua::NodeId id() const {
         return numeric ? ua::numericNodeId(ns, number) : ua::stringNodeId(ns, text);
     }
-    std::string key() const { return std::to_string(ns) + (numeric ? ";i=" + std::to_string(number) : ";s=" + text); }
+    std::string key() const {
+        return std::to_string(ns) + (numeric ? ";i=" + std::to_string(number) : ";s=" + text);
+    }
 };
 
 // Walks forward hierarchical references from Objects; keeps nodes outside namespace 0.
@@ -56,11 +59,16 @@ std::map<std::string, Found> walk(test::Server& s) {
         for (const auto& ref : r.references) {
             const ua::NodeId& t = ref.nodeId.node_id;
             if (t.namespace_index == 0) continue;
-            Found f{t.namespace_index, t.identifier_type == UAPLEX_ID_NUMERIC,
+            Found f{t.namespace_index,
+                    t.identifier_type == UAPLEX_ID_NUMERIC,
                     t.identifier_type == UAPLEX_ID_NUMERIC ? t.identifier.numeric : 0,
-                    t.identifier_type == UAPLEX_ID_STRING ? std::string(ua::view(t.identifier.string)) : "",
-                    std::uint8_t(ref.nodeClass), std::string(ua::view(ref.browseName.name))};
-            REQUIRE((t.identifier_type == UAPLEX_ID_NUMERIC || t.identifier_type == UAPLEX_ID_STRING));
+                    t.identifier_type == UAPLEX_ID_STRING
+                        ? std::string(ua::view(t.identifier.string))
+                        : "",
+                    std::uint8_t(ref.nodeClass),
+                    std::string(ua::view(ref.browseName.name))};
+            REQUIRE(
+                (t.identifier_type == UAPLEX_ID_NUMERIC || t.identifier_type == UAPLEX_ID_STRING));
             if (found.emplace(f.key(), f).second) {
                 keep.push_back(f);
                 queue.push_back(keep.back().id());
@@ -81,7 +89,8 @@ std::vector<std::uint8_t> encoded(const ua::Variant& v) {
 TEST_CASE("the plugin loads, starts and adds nodes reachable from Objects") {
     test::Server s("max_browse_continuation_points = 100", plugins());
     bool instantiated = false;
-    for (const auto& p : s.host.plugins()) instantiated = instantiated || (p.name == env("UAPLEX_NM_NAME") && p.instantiated);
+    for (const auto& p : s.host.plugins())
+        instantiated = instantiated || (p.name == env("UAPLEX_NM_NAME") && p.instantiated);
     CHECK(instantiated);
     auto nodes = walk(s);
     CHECK_FALSE(nodes.empty());
@@ -110,7 +119,15 @@ TEST_CASE("every node browses both ways, and paging matches an unbounded browse"
             r = s.browseNext(r.continuationPoint);
         }
         CHECK(paged == all.references.size());
+        std::set<std::string> unique;
         for (const auto& ref : all.references) {
+            enc::ByteBuffer b;
+            enc::BinaryWriter w(b);
+            enc::encode(w, ref.nodeId.node_id);
+            std::string k = std::to_string(ref.referenceTypeId.identifier.numeric) +
+                            (ref.isForward ? ">" : "<") +
+                            std::string(reinterpret_cast<const char*>(b.data()), b.size());
+            CHECK(unique.insert(k).second);  // no reference listed twice
             if (ref.nodeId.node_id.namespace_index == 0) continue;
             CHECK(s.read(ref.nodeId.node_id, 1).status == UAPLEX_Good);  // targets exist
         }
@@ -128,7 +145,8 @@ TEST_CASE("every node answers its mandatory attributes") {
         CHECK(s.read(id, 2).value.value.int32 == f.nodeClass);
         ua::DataValue bn = s.read(id, 3);
         REQUIRE(bn.status == UAPLEX_Good);
-        CHECK(ua::view(static_cast<ua::QualifiedName*>(bn.value.value.pointer)->name) == f.browseName);
+        CHECK(ua::view(static_cast<ua::QualifiedName*>(bn.value.value.pointer)->name) ==
+              f.browseName);
         CHECK(s.read(id, 4).status == UAPLEX_Good);
         CHECK(s.read(id, 5).status == UAPLEX_Good);
         CHECK(s.read(id, 6).status == UAPLEX_Good);

@@ -52,13 +52,15 @@ TEST_CASE("every Value, DataTypeDefinition and RolePermissions blob decodes") {
             ++values;
         }
         if (r.dataTypeDefinition.length != 0) {
-            REQUIRE(enc::decodeValue(blob(r.dataTypeDefinition), arena, {}, eo, &out) == UAPLEX_Good);
+            REQUIRE(enc::decodeValue(blob(r.dataTypeDefinition), arena, {}, eo, &out) ==
+                    UAPLEX_Good);
             CHECK(static_cast<ua::ExtensionObject*>(out)->object != nullptr);
             CHECK(r.nodeClass == kDataType);
             ++definitions;
         }
         if (r.rolePermissions.length != 0) {
-            REQUIRE(enc::decodeValue(blob(r.rolePermissions), arena, {}, variant, &out) == UAPLEX_Good);
+            REQUIRE(enc::decodeValue(blob(r.rolePermissions), arena, {}, variant, &out) ==
+                    UAPLEX_Good);
             ++roles;
         }
         if (r.arrayDimensions.length != 0) {
@@ -93,6 +95,11 @@ TEST_CASE("references are sorted per node and present at both ends") {
         }
     }
     CHECK(img.referenceCount == 23718);
+    // No node lists the same reference twice (clients check this when browsing).
+    for (auto it = refs.begin(); it != refs.end(); it = refs.upper_bound(*it)) {
+        INFO(std::get<0>(*it) << " -" << std::get<1>(*it) << "-> " << std::get<2>(*it));
+        CHECK(refs.count(*it) == 1);
+    }
     for (const auto& [source, type, target, forward] : refs) {
         if (!byId.count(target)) continue;  // a target outside namespace 0's nodes
         INFO(source << " -" << type << "-> " << target);
@@ -111,12 +118,13 @@ TEST_CASE("the address space finds every ns0 node by numeric id at a small fixed
     }
     CHECK_FALSE(space.find(ua::numericNodeId(0, 999999)));
     CHECK_FALSE(space.find(ua::numericNodeId(1, 85)));
-    CHECK(space.isSubtypeOf(47, 33));   // HasComponent is hierarchical
+    CHECK(space.isSubtypeOf(47, 33));        // HasComponent is hierarchical
     CHECK_FALSE(space.isSubtypeOf(40, 33));  // HasTypeDefinition is not
-    CHECK(space.isSubtypeOf(6, 26));    // Int32 is a Number
+    CHECK(space.isSubtypeOf(6, 26));         // Int32 is a Number
     CHECK(space.namespaces().size() == 2);
     // The index over the read-only image: a small, fixed cost (no per-node heap objects).
-    std::printf("ns0: %u nodes, %u references; index RSS %ld KiB; image %u string + %u blob bytes\n",
-                img.nodeCount, img.referenceCount, after - before, img.stringBytes, img.blobBytes);
+    std::printf(
+        "ns0: %u nodes, %u references; index RSS %ld KiB; image %u string + %u blob bytes\n",
+        img.nodeCount, img.referenceCount, after - before, img.stringBytes, img.blobBytes);
     CHECK(after - before < 1024);
 }

@@ -4,6 +4,9 @@
 
 #include <uaplex/encoding/generated/ns0.hpp>
 
+#include <algorithm>
+#include <atomic>
+#include <set>
 #include <thread>
 
 #include "fixture.hpp"
@@ -329,6 +332,30 @@ TEST_CASE("The Server object is alive") {
     CHECK(enc::encodeValue(out, *enc::findDataType("DataValue"), &status) == UAPLEX_Good);
 }
 
+TEST_CASE("the Server object's own variables have typed, encodable values") {
+    Server s;
+    // The Server object, ServerStatus, ServerCapabilities, OperationLimits, ServerDiagnostics
+    // and its summary, ServerRedundancy: their Variables one level down (the optional
+    // PubSub/namespace sub-objects of the nodeset are not the server's live state).
+    std::size_t variables = 0;
+    for (std::uint32_t parent : {2253u, 2256u, 2260u, 2268u, 11704u, 2274u, 2275u, 3706u, 2296u}) {
+        ua::BrowseResult r = s.browse(n0(parent));
+        REQUIRE(r.statusCode == UAPLEX_Good);
+        for (const auto& ref : r.references) {
+            if (ref.nodeClass != ua::NodeClass::Variable) continue;
+            ++variables;
+            ua::DataValue dv = s.read(ref.nodeId.node_id);
+            INFO("ns=0;i=" << ref.nodeId.node_id.identifier.numeric << " "
+                           << ua::view(ref.browseName.name));
+            CHECK(dv.status == UAPLEX_Good);
+            CHECK((dv.value.encoding & UAPLEX_VARIANT_TYPE_MASK) != 0);
+            enc::ByteBuffer out;
+            CHECK(enc::encodeValue(out, *enc::findDataType("DataValue"), &dv) == UAPLEX_Good);
+        }
+    }
+    CHECK(variables > 50);
+}
+
 TEST_CASE("Demo values change on the timer") {
     Server s;
     std::uint16_t d = s.namespaceIndex("urn:uaplex:demo");
@@ -340,4 +367,52 @@ TEST_CASE("Demo values change on the timer") {
     ua::DataValue dyn = s.read(ua::stringNodeId(d, "Demo.Dynamic"));
     CHECK((dyn.value.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_DOUBLE);
     CHECK(std::abs(dyn.value.value.double_) <= 100.0);
+}
+
+TEST_CASE("concurrent Reads and Writes from several workers see whole values") {
+    Server s;
+    // Each worker writes arrays whose elements all equal one number; a torn value would mix.
+    std::atomic<int> bad{0}, reads{0};
+    auto worker = [&](int seed) {
+        enc::Arena arena;
+        std::vector<std::int32_t> elements(100);
+        for (int i = 0; i < 2000; ++i) {
+            arena.reset();
+            std::fill(elements.begin(), elements.end(), seed * 100000 + i);
+            ua::WriteValue wv{};
+            wv.nodeId = ua::numericNodeId(1, 2001 + (i % 3));
+            wv.attributeId = 13;
+            wv.indexRange = ua::nullString();
+            wv.value.mask = UAPLEX_DATAVALUE_VALUE;
+            wv.value.value = ua::variantArray(ua::BuiltinType::Int32, 100, elements.data());
+            ua::WriteRequest w{};
+            w.nodesToWrite = {1, &wv};
+            services::ServiceCall wc{arena, nullptr, enc::dataTypeOf<ua::WriteRequest>(), &w};
+            if (s.services->call(wc) != UAPLEX_Good) ++bad;
+            ua::ReadValueId rv{};
+            rv.nodeId = ua::numericNodeId(1, 2001 + ((i + 1) % 3));
+            rv.attributeId = 13;
+            rv.indexRange = ua::nullString();
+            rv.dataEncoding.name = ua::nullString();
+            ua::ReadRequest r{};
+            r.nodesToRead = {1, &rv};
+            services::ServiceCall rc{arena, nullptr, enc::dataTypeOf<ua::ReadRequest>(), &r};
+            if (s.services->call(rc) != UAPLEX_Good) {
+                ++bad;
+                continue;
+            }
+            const ua::Variant& v = static_cast<ua::ReadResponse*>(rc.response)->results[0].value;
+            auto* p = static_cast<std::int32_t*>(v.value.pointer);
+            if (v.array_length != 100 ||
+                !std::all_of(p, p + 100, [&](std::int32_t x) { return x == p[0]; }))
+                ++bad;
+            ++reads;
+        }
+    };
+    std::thread a(worker, 1), b(worker, 2), c(worker, 3);
+    a.join();
+    b.join();
+    c.join();
+    CHECK(bad.load() == 0);
+    CHECK(reads.load() == 6000);
 }

@@ -1,0 +1,95 @@
+// The node-manager paths of the host API and the owned-namespace ops, through the services:
+// read/write callbacks, UserAccessLevel, status and timestamp writes, method outputs, and a
+// namespace answered by the plugin itself.
+#include <catch2/catch.hpp>
+
+#include "fixture.hpp"
+
+using namespace uaplex;
+
+namespace {
+
+std::string probe() {
+    return std::string("[plugins.svc-probe]\nlibrary = \"") + UAPLEX_PROBE_PLUGIN + "\"\n";
+}
+
+}  // namespace
+
+TEST_CASE("store nodes: UserAccessLevel, status and timestamp writes, callbacks, outputs") {
+    test::Server s("", probe());
+    std::uint16_t ns = s.namespaceIndex("urn:uaplex:probe");
+    REQUIRE(ns != 0xFFFF);
+    auto id = [&](std::string_view name) { return ua::stringNodeId(ns, name); };
+
+    CHECK(s.read(id("UserDenied"), 18).value.value.byte == 1);
+    CHECK(s.write(id("UserDenied"), ua::variantInt32(1)) == UAPLEX_BadUserAccessDenied);
+
+    // StatusWrite and TimestampWrite allow both to be written and read back.
+    ua::WriteValue wv{};
+    wv.nodeId = id("StatusWritable");
+    wv.attributeId = 13;
+    wv.indexRange = ua::nullString();
+    wv.value.mask =
+        UAPLEX_DATAVALUE_VALUE | UAPLEX_DATAVALUE_STATUS | UAPLEX_DATAVALUE_SOURCE_TIMESTAMP;
+    wv.value.value = ua::variantInt32(9);
+    wv.value.status = UAPLEX_UncertainInitialValue;
+    wv.value.source_timestamp = 130000000000000000LL;
+    CHECK(s.writeValue(wv) == UAPLEX_Good);
+    ua::DataValue back = s.read(id("StatusWritable"));
+    CHECK(back.status == UAPLEX_UncertainInitialValue);
+    CHECK(back.source_timestamp == 130000000000000000LL);
+    CHECK(back.value.value.int32 == 9);
+
+    // Read and write callbacks: the plugin holds the value; its refusal is the result.
+    CHECK(s.read(id("Callback")).value.value.double_ == 1.5);
+    CHECK(s.write(id("Callback"), ua::variantDouble(4.25)) == UAPLEX_Good);
+    CHECK(s.read(id("Callback")).value.value.double_ == 4.25);
+    CHECK(s.write(id("Callback"), ua::variantDouble(-1)) == UAPLEX_BadOutOfRange);
+    CHECK(s.write(id("Callback"), ua::variantInt32(1)) == UAPLEX_BadTypeMismatch);
+
+    // A method without InputArguments: no inputs allowed, outputs from the plugin's memory.
+    ua::CallMethodRequest m{};
+    m.objectId = id("Probe");
+    m.methodId = id("Outputs");
+    ua::CallRequest req{};
+    req.methodsToCall = {1, &m};
+    ua::CallResponse* resp = nullptr;
+    REQUIRE(s.call(req, resp) == UAPLEX_Good);
+    REQUIRE(resp->results[0].statusCode == UAPLEX_Good);
+    REQUIRE(resp->results[0].outputArguments.size() == 2);
+    CHECK(ua::view(resp->results[0].outputArguments[0].value.string) == "done");
+    CHECK(resp->results[0].outputArguments[1].value.int32 == 7);
+}
+
+TEST_CASE("owned namespace: read, write, browse and call go to the plugin") {
+    test::Server s("", probe());
+    std::uint16_t ns = s.namespaceIndex("urn:uaplex:probe-owned");
+    REQUIRE(ns != 0xFFFF);
+    ua::NodeId value = ua::stringNodeId(ns, "Owned.Value");
+    CHECK(s.read(value).value.value.int32 == 7);
+    CHECK(s.read(value, 3).status == UAPLEX_BadAttributeIdInvalid);
+    CHECK(s.read(ua::stringNodeId(ns, "Missing")).status == UAPLEX_BadNodeIdUnknown);
+    CHECK(s.write(value, ua::variantInt32(11)) == UAPLEX_Good);
+    CHECK(s.read(value).value.value.int32 == 11);
+    CHECK(s.write(value, ua::variantDouble(1)) == UAPLEX_BadTypeMismatch);
+
+    ua::BrowseResult r = s.browse(ua::stringNodeId(ns, "Owned"), 0, ua::BrowseDirection::Forward,
+                                  ua::NodeId{}, false);
+    REQUIRE(r.statusCode == UAPLEX_Good);
+    REQUIRE(r.references.size() == 1);
+    CHECK(ua::view(r.references[0].nodeId.node_id.identifier.string) == "Owned.Value");
+    CHECK(r.references[0].nodeClass == ua::NodeClass::Variable);
+    CHECK(s.browse(ua::stringNodeId(ns, "Missing")).statusCode == UAPLEX_BadNodeIdUnknown);
+
+    ua::Variant in = ua::variantInt32(1);
+    ua::CallMethodRequest m{};
+    m.objectId = ua::stringNodeId(ns, "Owned");
+    m.methodId = ua::stringNodeId(ns, "Owned.Do");
+    m.inputArguments = {1, &in};
+    ua::CallRequest req{};
+    req.methodsToCall = {1, &m};
+    ua::CallResponse* resp = nullptr;
+    REQUIRE(s.call(req, resp) == UAPLEX_Good);
+    CHECK(resp->results[0].statusCode == UAPLEX_Good);
+    CHECK(resp->results[0].inputArgumentResults.size() == 1);
+}
