@@ -32,6 +32,12 @@ class Client {
         a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         return ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
     }
+    // Takes over a connected socket (reverse connect: the server connected to us).
+    void adopt(int fd, int timeoutMs = 3000) {
+        fd_ = fd;
+        timeval tv{timeoutMs / 1000, (timeoutMs % 1000) * 1000};
+        setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    }
     void disconnect() {
         if (fd_ >= 0) ::close(fd_);
         fd_ = -1;
@@ -94,8 +100,12 @@ class Client {
 
     // Hello + OPN Issue. The client accepts chunks of 8192 bytes.
     bool open(std::uint16_t port, std::uint32_t maxMessage = 0) {
-        url_ = "opc.tcp://127.0.0.1:" + std::to_string(port);
-        if (!connect(port) || !sendRaw(hello(url_, 8192, 8192, maxMessage, 0))) return false;
+        return connect(port) &&
+               openOnConnected("opc.tcp://127.0.0.1:" + std::to_string(port), maxMessage);
+    }
+    bool openOnConnected(const std::string& url, std::uint32_t maxMessage = 0) {
+        url_ = url;
+        if (!sendRaw(hello(url_, 8192, 8192, maxMessage, 0))) return false;
         auto ack = receive();
         if (ack.size() != 28 || std::memcmp(ack.data(), "ACK", 3) != 0) return false;
         sendBufferSize_ = get(ack, 12);  // the server's ReceiveBufferSize

@@ -37,16 +37,17 @@ struct ServerProcess {
     std::uint16_t port = 0;
     std::filesystem::path dir;
 
-    ServerProcess() {
+    explicit ServerProcess(const std::string& extraServerKeys = "") {
         port = freePort();
-        dir = std::filesystem::temp_directory_path() / ("uaplex-it-" + std::to_string(::getpid()));
+        dir = std::filesystem::temp_directory_path() /
+              ("uaplex-it-" + std::to_string(::getpid()) + "-" + std::to_string(port));
         std::filesystem::create_directories(dir);
         std::ofstream(dir / "test.toml")
             << "[log]\nlevel = \"warn\"\nsink = \"stderr\"\n"
             << "[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR "\"]\n"
             << "[server]\nendpoints = [\"opc.tcp://127.0.0.1:" << port << "\"]\n"
             << "request_threads = 2\n"
-            << "[server.limits]\nhandshake_timeout_ms = 500\n"
+            << extraServerKeys << "[server.limits]\nhandshake_timeout_ms = 500\n"
             << "max_message_size = 65536\nmax_pending_handshakes = 100\n"
             << "[slots]\nrequest_queue = \"fifo\"\n"
             << "[plugins.fifo]\n[plugins.transport-tcp]\n";
@@ -254,4 +255,37 @@ TEST_CASE("hostile: fifty silent connections are closed after handshake_timeout_
     CHECK(closed == 50);
     CHECK(waited < std::chrono::milliseconds(2500));
     normalSessionWorks();
+}
+
+TEST_CASE("reverse connect: the server connects out, sends ReverseHello, then serves") {
+    // The test is the client: it listens and waits for the server to call.
+    int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    socklen_t len = sizeof a;
+    ::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len);
+    REQUIRE(::listen(listener, 4) == 0);
+    std::uint16_t clientPort = ntohs(a.sin_port);
+    ServerProcess s("reverse_connect = [\"opc.tcp://127.0.0.1:" + std::to_string(clientPort) +
+                    "\"]\n");
+    timeval tv{5, 0};
+    setsockopt(listener, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    int fd = ::accept(listener, nullptr, nullptr);
+    ::close(listener);
+    REQUIRE(fd >= 0);
+    Client c;
+    c.adopt(fd);
+    auto rhe = c.receive();
+    REQUIRE(rhe.size() > 16);
+    CHECK(std::memcmp(rhe.data(), "RHEF", 4) == 0);
+    std::uint32_t uriLength = Client::get(rhe, 8);
+    std::string endpoint(reinterpret_cast<const char*>(rhe.data()) + 16 + uriLength,
+                         Client::get(rhe, 12 + uriLength));
+    CHECK(endpoint == "opc.tcp://127.0.0.1:" + std::to_string(s.port));
+    REQUIRE(c.openOnConnected(endpoint));
+    CHECK(c.createSession() == UAPLEX_Good);
 }
