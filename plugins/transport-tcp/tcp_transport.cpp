@@ -11,6 +11,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_set>
@@ -35,6 +36,61 @@ struct ReverseTarget {
     std::uint32_t backoffMs = 0;
     std::unique_ptr<asio::steady_timer> retry;
 };
+
+// Memory for one outstanding asynchronous operation's handler; the heap only when taken.
+struct HandlerSlot {
+    explicit HandlerSlot(std::size_t size) : storage(new unsigned char[size]), capacity(size) {}
+    std::unique_ptr<unsigned char[]> storage;  // new[] storage is suitably aligned
+    std::size_t capacity;
+    std::atomic<bool> used{false};
+};
+
+template <class T>
+struct SlotAllocator {
+    using value_type = T;
+    HandlerSlot* slot;
+    explicit SlotAllocator(HandlerSlot* s) noexcept : slot(s) {}
+    template <class U>
+    SlotAllocator(const SlotAllocator<U>& o) noexcept : slot(o.slot) {}
+    T* allocate(std::size_t n) {
+        std::size_t bytes = n * sizeof(T);
+        if (bytes <= slot->capacity && !slot->used.exchange(true))
+            return reinterpret_cast<T*>(slot->storage.get());
+        return static_cast<T*>(::operator new(bytes));
+    }
+    void deallocate(T* p, std::size_t) noexcept {
+        if (reinterpret_cast<unsigned char*>(p) == slot->storage.get())
+            slot->used.store(false);
+        else
+            ::operator delete(p);
+    }
+    template <class U>
+    bool operator==(const SlotAllocator<U>& o) const noexcept {
+        return slot == o.slot;
+    }
+    template <class U>
+    bool operator!=(const SlotAllocator<U>& o) const noexcept {
+        return slot != o.slot;
+    }
+};
+
+// A completion handler whose operation memory comes from a HandlerSlot (Asio allocates
+// through the handler's associated allocator).
+template <class F>
+struct SlotHandler {
+    HandlerSlot* slot;
+    F f;
+    using allocator_type = SlotAllocator<void>;
+    allocator_type get_allocator() const noexcept { return allocator_type(slot); }
+    template <class... A>
+    void operator()(A&&... a) {
+        f(std::forward<A>(a)...);
+    }
+};
+template <class F>
+SlotHandler<std::decay_t<F>> inSlot(HandlerSlot& slot, F&& f) {
+    return {&slot, std::forward<F>(f)};
+}
 
 struct Connection : std::enable_shared_from_this<Connection> {
     Connection(TcpTransport& t, tcp::socket s);
@@ -61,40 +117,10 @@ struct Connection : std::enable_shared_from_this<Connection> {
     std::vector<asio::const_buffer> gather;
     bool writeActive = false;
     bool sendClosed = false;
-    // Storage for the one "start writing" handler a send may post at a time (only when the
-    // write loop is idle), so sending from a worker thread does not allocate.
-    alignas(std::max_align_t) unsigned char kickStorage[256];
-    std::atomic<bool> kickInUse{false};
-};
-
-// Allocates the write-kick handler in its connection's storage (the heap only if in use).
-template <class T>
-struct KickAllocator {
-    using value_type = T;
-    Connection* c;
-    explicit KickAllocator(Connection* conn) noexcept : c(conn) {}
-    template <class U>
-    KickAllocator(const KickAllocator<U>& o) noexcept : c(o.c) {}
-    T* allocate(std::size_t n) {
-        std::size_t bytes = n * sizeof(T);
-        if (bytes <= sizeof c->kickStorage && !c->kickInUse.exchange(true))
-            return reinterpret_cast<T*>(c->kickStorage);
-        return static_cast<T*>(::operator new(bytes));
-    }
-    void deallocate(T* p, std::size_t) noexcept {
-        if (reinterpret_cast<unsigned char*>(p) == c->kickStorage)
-            c->kickInUse.store(false);
-        else
-            ::operator delete(p);
-    }
-    template <class U>
-    bool operator==(const KickAllocator<U>& o) const noexcept {
-        return c == o.c;
-    }
-    template <class U>
-    bool operator!=(const KickAllocator<U>& o) const noexcept {
-        return c != o.c;
-    }
+    // Handler memory: at most one read, one write and one write kick are outstanding per
+    // connection, so each has a slot and steady traffic allocates no handler.
+    // A gathered write's operation holds up to 64 buffer descriptors, hence its larger slot.
+    HandlerSlot readSlot{512}, writeSlot{2048}, kickSlot{256};
 };
 
 uaplex_connection* handle(Connection* c) {
@@ -103,13 +129,6 @@ uaplex_connection* handle(Connection* c) {
 Connection* from(uaplex_connection* c) {
     return reinterpret_cast<Connection*>(c);
 }
-
-struct WriteKick {
-    std::shared_ptr<Connection> c;
-    using allocator_type = KickAllocator<void>;
-    allocator_type get_allocator() const noexcept { return allocator_type(c.get()); }
-    void operator()();
-};
 
 class TcpTransport final : public uaplex::sdk::Transport {
   public:
@@ -229,7 +248,9 @@ class TcpTransport final : public uaplex::sdk::Transport {
             conn->writeActive = true;
         }
         if (kick)
-            asio::post(io_, [self = conn->shared_from_this()] { self->transport.write(self); });
+            asio::post(io_, inSlot(conn->kickSlot, [self = conn->shared_from_this()] {
+                           self->transport.write(self);
+                       }));
         return UAPLEX_Good;
     }
 
@@ -295,19 +316,21 @@ class TcpTransport final : public uaplex::sdk::Transport {
         }
         c->gather.clear();
         for (const auto& b : c->writing) c->gather.emplace_back(b.data, b.used);
-        asio::async_write(c->socket, c->gather, [this, c](boost::system::error_code ec, size_t) {
-            for (auto& b : c->writing) giveBack(b);
-            c->writing.clear();
-            if (ec) {
-                {
-                    std::lock_guard lock(c->sendMutex);
-                    c->writeActive = false;
-                }
-                finalize(c, UAPLEX_BadConnectionClosed);
-                return;
-            }
-            write(c);
-        });
+        // A span, not the vector: the operation copies its buffer sequence.
+        asio::async_write(c->socket, std::span<const asio::const_buffer>(c->gather),
+                          inSlot(c->writeSlot, [this, c](boost::system::error_code ec, size_t) {
+                              for (auto& b : c->writing) giveBack(b);
+                              c->writing.clear();
+                              if (ec) {
+                                  {
+                                      std::lock_guard lock(c->sendMutex);
+                                      c->writeActive = false;
+                                  }
+                                  finalize(c, UAPLEX_BadConnectionClosed);
+                                  return;
+                              }
+                              write(c);
+                          }));
     }
 
   private:
@@ -385,11 +408,11 @@ class TcpTransport final : public uaplex::sdk::Transport {
             return;
         }
         asio::async_read(c->socket, asio::buffer(c->header, kHeaderSize),
-                         [this, c](boost::system::error_code ec, size_t) {
+                         inSlot(c->readSlot, [this, c](boost::system::error_code ec, size_t) {
                              if (c->closed) return;
                              if (ec) return finalize(c, UAPLEX_BadConnectionClosed);
                              onHeader(c);
-                         });
+                         }));
     }
 
     void onHeader(const std::shared_ptr<Connection>& c) {
@@ -401,18 +424,19 @@ class TcpTransport final : public uaplex::sdk::Transport {
         std::memcpy(c->rx.data, c->header, kHeaderSize);
         c->rx.used = h.size;
         auto body = asio::buffer(c->rx.data + kHeaderSize, h.size - kHeaderSize);
-        asio::async_read(c->socket, body, [this, c](boost::system::error_code ec, size_t) {
-            if (c->closed) return giveBack(c->rx);
-            if (ec) {
-                giveBack(c->rx);
-                return finalize(c, UAPLEX_BadConnectionClosed);
-            }
-            if (!c->helloDone) return onHello(c);
-            uaplex_buffer chunk = c->rx;  // ownership passes to the kernel
-            c->rx = uaplex_buffer{};
-            params_.on_received(params_.user, c->user, &chunk);
-            readHeader(c);
-        });
+        asio::async_read(c->socket, body,
+                         inSlot(c->readSlot, [this, c](boost::system::error_code ec, size_t) {
+                             if (c->closed) return giveBack(c->rx);
+                             if (ec) {
+                                 giveBack(c->rx);
+                                 return finalize(c, UAPLEX_BadConnectionClosed);
+                             }
+                             if (!c->helloDone) return onHello(c);
+                             uaplex_buffer chunk = c->rx;  // ownership passes to the kernel
+                             c->rx = uaplex_buffer{};
+                             params_.on_received(params_.user, c->user, &chunk);
+                             readHeader(c);
+                         }));
     }
 
     void onHello(const std::shared_ptr<Connection>& c) {
@@ -532,10 +556,6 @@ class TcpTransport final : public uaplex::sdk::Transport {
     std::uint32_t handshakeTimeoutMs_ = 10000;
     std::string serverUri_;
 };
-
-void WriteKick::operator()() {
-    c->transport.write(c);
-}
 
 Connection::Connection(TcpTransport& t, tcp::socket s)
     : transport(t), socket(std::move(s)), handshakeTimer(socket.get_executor()) {}
