@@ -426,18 +426,23 @@ void Server::workerLoop(Worker& w) {
 
 void Server::execute(PendingRequest& r, Worker& w) noexcept {
     auto c = std::move(r.connection);
-    if (!c->gone()) {
-        RequestContext ctx{c->channel.id(), monotonicMs(), utcNow(), c->endpointUrl};
-        w.arena.reset();
-        w.out.clear();
-        std::uint32_t handle = dispatcher_->handle(r.body.span(), ctx, w.arena, w.out);
-        uaplex_status st = c->channel.sendMessage(r.secureRequestId, w.out.span(), w.chunks);
-        if (st == UAPLEX_BadResponseTooLarge) {
-            Dispatcher::encodeFault(handle, UAPLEX_BadResponseTooLarge, ctx.utc, w.out);
-            c->channel.sendMessage(r.secureRequestId, w.out.span(), w.chunks);
-        }
+    if (c->gone()) {
+        c->release(&r);
+        return;
     }
+    RequestContext ctx{c->channel.id(), monotonicMs(), utcNow(), c->endpointUrl};
+    w.arena.reset();
+    w.out.clear();
+    std::uint32_t handle = dispatcher_->handle(r.body.span(), ctx, w.arena, w.out);
+    std::uint32_t requestId = r.secureRequestId;
+    // The response is encoded: recycle the request before sending, so that the client's
+    // next request finds it free (a request-response client then needs one per connection).
     c->release(&r);
+    uaplex_status st = c->channel.sendMessage(requestId, w.out.span(), w.chunks);
+    if (st == UAPLEX_BadResponseTooLarge) {
+        Dispatcher::encodeFault(handle, UAPLEX_BadResponseTooLarge, ctx.utc, w.out);
+        c->channel.sendMessage(requestId, w.out.span(), w.chunks);
+    }
 }
 
 void Server::housekeepingLoop() {
