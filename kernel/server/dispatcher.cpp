@@ -200,7 +200,8 @@ uaplex_status Dispatcher::dispatch(const enc::DataType* type, const void* reques
 
     // --- everything else needs an activated session on this channel ---
     std::shared_ptr<session::Session> s;
-    uaplex_status st = sessions_.resolve(header.authenticationToken, ctx.channelId, ctx.nowMs, s);
+    uaplex_status st = sessions_.resolve(header.authenticationToken, ctx.channelId, ctx.nowMs, s,
+                                         ctx.sessionCache);
     if (st != UAPLEX_Good) return st;
 
     if (is<ua::CancelRequest>(type)) {

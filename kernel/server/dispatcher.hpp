@@ -18,9 +18,10 @@ namespace uaplex::server {
 
 struct RequestContext {
     std::uint32_t channelId;
-    std::int64_t nowMs;            // monotonic
-    std::int64_t utc;              // OPC UA DateTime
-    std::string_view endpointUrl;  // the EndpointUrl of the connection's Hello
+    std::int64_t nowMs;                             // monotonic
+    std::int64_t utc;                               // OPC UA DateTime
+    std::string_view endpointUrl;                   // the EndpointUrl of the connection's Hello
+    session::SessionCache* sessionCache = nullptr;  // the connection's, if any
 };
 
 class Dispatcher {

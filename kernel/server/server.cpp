@@ -158,6 +158,7 @@ class Connection final : public securechannel::ChunkOutput,
   public:
     std::string endpointUrl;  // from Hello; written before any request of the connection
     securechannel::SecureChannel channel;
+    session::SessionCache sessionCache;
 
   private:
     std::mutex transportMutex_;  // orders calls into the transport with on_closed
@@ -430,7 +431,7 @@ void Server::execute(PendingRequest& r, Worker& w) noexcept {
         c->release(&r);
         return;
     }
-    RequestContext ctx{c->channel.id(), monotonicMs(), utcNow(), c->endpointUrl};
+    RequestContext ctx{c->channel.id(), monotonicMs(), utcNow(), c->endpointUrl, &c->sessionCache};
     w.arena.reset();
     w.out.clear();
     std::uint32_t handle = dispatcher_->handle(r.body.span(), ctx, w.arena, w.out);

@@ -142,9 +142,24 @@ uaplex_status SessionManager::activate(const ua::NodeId& authenticationToken,
 
 uaplex_status SessionManager::resolve(const ua::NodeId& authenticationToken,
                                       std::uint32_t channelId, std::int64_t nowMs,
-                                      std::shared_ptr<Session>& out) const {
-    auto s = find(authenticationToken);
-    if (!s) return UAPLEX_BadSessionIdInvalid;
+                                      std::shared_ptr<Session>& out, SessionCache* cache) const {
+    std::shared_ptr<Session> s;
+    if (cache) {
+        std::string_view key = tokenKey(authenticationToken);
+        std::lock_guard lock(cache->mutex);
+        const auto& c = cache->session;
+        if (c && !key.empty() && !c->closed() &&
+            std::memcmp(c->token_.data(), key.data(), Session::kTokenSize) == 0)
+            s = c;
+    }
+    if (!s) {
+        s = find(authenticationToken);
+        if (!s) return UAPLEX_BadSessionIdInvalid;
+        if (cache) {
+            std::lock_guard lock(cache->mutex);
+            cache->session = s;
+        }
+    }
     if (s->channelId() != channelId) return UAPLEX_BadSecureChannelIdInvalid;
     if (!s->activated()) return UAPLEX_BadSessionNotActivated;
     s->touch(nowMs);

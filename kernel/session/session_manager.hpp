@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
@@ -61,6 +62,7 @@ class Session {
     const std::array<std::uint8_t, kNonceSize>& serverNonce() const noexcept { return nonce_; }
     std::uint32_t maxResponseMessageSize() const noexcept { return maxResponseMessageSize_; }
     void touch(std::int64_t nowMs) noexcept { lastUsedMs_.store(nowMs, std::memory_order_relaxed); }
+    bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
 
     ~Session();
 
@@ -79,6 +81,13 @@ class Session {
     std::array<std::uint8_t, kNonceSize> nonce_{};
     void* state_ = nullptr;
     std::function<void(void*)> destroyState_;
+};
+
+// The session a connection used last, so that its requests resolve without touching the
+// server-wide session table. One per connection; its mutex is per connection.
+struct SessionCache {
+    std::mutex mutex;
+    std::shared_ptr<Session> session;
 };
 
 class SessionManager {
@@ -106,7 +115,8 @@ class SessionManager {
     // The session of a request that needs one: BadSessionIdInvalid (unknown token),
     // BadSecureChannelIdInvalid (another channel), BadSessionNotActivated. Touches it.
     uaplex_status resolve(const ua::NodeId& authenticationToken, std::uint32_t channelId,
-                          std::int64_t nowMs, std::shared_ptr<Session>& out) const;
+                          std::int64_t nowMs, std::shared_ptr<Session>& out,
+                          SessionCache* cache = nullptr) const;
     // CloseSession: the same checks as resolve, except that a session not yet activated may
     // be closed.
     uaplex_status close(const ua::NodeId& authenticationToken, std::uint32_t channelId);

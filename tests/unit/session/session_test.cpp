@@ -122,3 +122,22 @@ TEST_CASE("sessions without requests within their timeout are closed") {
     CHECK(counters.currentSessionCount == 0);
     CHECK(m.count() == 0);
 }
+
+TEST_CASE(
+    "a connection's session cache resolves without the table and never revives a closed session") {
+    SessionManager m({10, 10000, 60000}, nullptr);
+    auto c = m.create(1, 0, "", 0, 0);
+    auto token = c.session->authenticationToken();
+    REQUIRE(m.activate(token, 1, kAnonymous, 0) == UAPLEX_Good);
+    SessionCache cache;
+    std::shared_ptr<Session> s;
+    CHECK(m.resolve(token, 1, 0, s, &cache) == UAPLEX_Good);
+    CHECK(cache.session == c.session);
+    CHECK(m.resolve(token, 1, 0, s, &cache) == UAPLEX_Good);
+    CHECK(m.resolve(token, 2, 0, s, &cache) == UAPLEX_BadSecureChannelIdInvalid);
+    auto other = m.create(1, 0, "", 0, 0).session->authenticationToken();
+    CHECK(m.resolve(other, 1, 0, s, &cache) == UAPLEX_BadSessionNotActivated);  // another token
+    CHECK(m.resolve(token, 1, 0, s, &cache) == UAPLEX_Good);
+    REQUIRE(m.close(token, 1) == UAPLEX_Good);
+    CHECK(m.resolve(token, 1, 0, s, &cache) == UAPLEX_BadSessionIdInvalid);
+}
