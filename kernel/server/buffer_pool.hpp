@@ -1,7 +1,9 @@
-// The kernel's buffer pool, used when no buffer-pool plugin fills the slot: one free list per
-// manager of fixed-size blocks (the manager's MaxBufferSize), so a steady stream of chunks
-// reuses the same blocks. Retained blocks per manager are bounded; beyond that a returned
-// block is freed. Served through the uaplex_buffer_pool_ops table like a plugin.
+// The kernel's buffer pool, used while no buffer-pool plugin fills the slot. Each manager
+// hands out fixed-size blocks (its MaxBufferSize) from a lock-free stack: up to
+// `maxRetainedPerManager` blocks are created on demand and then reused forever; beyond that a
+// rent allocates a block that is freed on return. A block's stack slot travels in the
+// buffer's pool_private[0], so renting and returning never take a lock. Served through the
+// uaplex_buffer_pool_ops table like a plugin.
 #pragma once
 
 #include <uaplex/buffer_pool.h>
@@ -14,7 +16,7 @@ namespace uaplex::server {
 
 class KernelBufferPool {
   public:
-    explicit KernelBufferPool(std::size_t maxRetainedPerManager = 1024) noexcept
+    explicit KernelBufferPool(std::uint32_t maxRetainedPerManager = 1024) noexcept
         : maxRetained_(maxRetainedPerManager) {}
     ~KernelBufferPool();
     KernelBufferPool(const KernelBufferPool&) = delete;
@@ -23,13 +25,13 @@ class KernelBufferPool {
     static const uaplex_buffer_pool_ops* ops() noexcept;
     void* self() noexcept { return this; }
 
-    // Bytes retained in free lists and lent out (for tests and diagnostics).
+    // Bytes held in reusable blocks and lent out (for tests and diagnostics).
     void stats(std::uint64_t& retained, std::uint64_t& outstanding) const noexcept;
 
   private:
     friend struct PoolOps;
-    std::size_t maxRetained_;
-    mutable std::mutex mutex_;  // guards the managers' free lists (short critical sections)
+    std::uint32_t maxRetained_;
+    mutable std::mutex managersMutex_;  // manager creation and destruction only
     std::vector<uaplex_buffer_manager*> managers_;
 };
 
