@@ -70,6 +70,12 @@ class Probe : public StoreNodeManager {
             st = as.add(method_spec(string_id(ns_, "Outputs"), probe,
                                     qualified_name(ns_, "Outputs"), &Probe::outputs, this)
                             .get());
+        if (st == UAPLEX_Good) {
+            NodeSpec m = method_spec(string_id(ns_, "Disabled"), probe,
+                                     qualified_name(ns_, "Disabled"), &Probe::outputs, this);
+            m.spec.method_flags = UAPLEX_METHOD_NOT_EXECUTABLE;
+            st = as.add(m.get());
+        }
         return st;
     }
 

@@ -59,6 +59,13 @@ TEST_CASE("store nodes: UserAccessLevel, status and timestamp writes, callbacks,
     REQUIRE(resp->results[0].outputArguments.size() == 2);
     CHECK(ua::view(resp->results[0].outputArguments[0].value.string) == "done");
     CHECK(resp->results[0].outputArguments[1].value.int32 == 7);
+
+    // Executable false: BadNotExecutable, and the attributes say so.
+    m.methodId = id("Disabled");
+    REQUIRE(s.call(req, resp) == UAPLEX_Good);
+    CHECK(resp->results[0].statusCode == UAPLEX_BadNotExecutable);
+    CHECK(s.read(id("Disabled"), 21).value.value.boolean == false);
+    CHECK(s.read(id("Disabled"), 22).value.value.boolean == false);
 }
 
 TEST_CASE("owned namespace: read, write, browse and call go to the plugin") {
