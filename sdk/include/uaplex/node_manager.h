@@ -91,6 +91,8 @@ typedef struct uaplex_read_item {
     const struct uaplex_nodeid* node_id;
     uaplex_str index_range; /* empty when none */
     double max_age_ms;
+    /* Memory for boxed values, strings and arrays of the result (minor version 1). */
+    const uaplex_value_alloc* alloc;
 } uaplex_read_item;
 
 /* One Write operation; borrowed for the call. */

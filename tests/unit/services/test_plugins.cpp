@@ -75,7 +75,8 @@ TEST_CASE("owned namespace: read, write, browse and call go to the plugin") {
     REQUIRE(ns != 0xFFFF);
     ua::NodeId value = ua::stringNodeId(ns, "Owned.Value");
     CHECK(s.read(value).value.value.int32 == 7);
-    CHECK(s.read(value, 3).status == UAPLEX_BadAttributeIdInvalid);
+    CHECK(s.read(value, 3).status == UAPLEX_Good);
+    CHECK(s.read(value, 12).status == UAPLEX_BadAttributeIdInvalid);
     CHECK(s.read(ua::stringNodeId(ns, "Missing")).status == UAPLEX_BadNodeIdUnknown);
     CHECK(s.write(value, ua::variantInt32(11)) == UAPLEX_Good);
     CHECK(s.read(value).value.value.int32 == 11);
@@ -88,6 +89,27 @@ TEST_CASE("owned namespace: read, write, browse and call go to the plugin") {
     CHECK(ua::view(r.references[0].nodeId.node_id.identifier.string) == "Owned.Value");
     CHECK(r.references[0].nodeClass == ua::NodeClass::Variable);
     CHECK(s.browse(ua::stringNodeId(ns, "Missing")).statusCode == UAPLEX_BadNodeIdUnknown);
+    CHECK(ua::view(r.references[0].browseName.name) == "Value");  // names from the plugin
+    CHECK(ua::view(r.references[0].displayName.text) == "Value");
+
+    // TranslateBrowsePaths walks the plugin's references and names.
+    auto* element = s.arena.allocateArray<ua::RelativePathElement>(1);
+    element->referenceTypeId = ua::numericNodeId(0, 33);
+    element->includeSubtypes = true;
+    element->targetName = test::qn(ns, "Value");
+    ua::BrowsePath path{};
+    path.startingNode = ua::stringNodeId(ns, "Owned");
+    path.relativePath.elements = {1, element};
+    ua::TranslateBrowsePathsToNodeIdsRequest treq{};
+    treq.browsePaths = {1, &path};
+    ua::TranslateBrowsePathsToNodeIdsResponse* tresp = nullptr;
+    REQUIRE(s.call(treq, tresp) == UAPLEX_Good);
+    REQUIRE(tresp->results[0].statusCode == UAPLEX_Good);
+    CHECK(ua::view(tresp->results[0].targets[0].targetId.node_id.identifier.string) ==
+          "Owned.Value");
+    path.startingNode = ua::stringNodeId(ns, "Missing");
+    REQUIRE(s.call(treq, tresp) == UAPLEX_Good);
+    CHECK(tresp->results[0].statusCode == UAPLEX_BadNodeIdUnknown);
 
     ua::Variant in = ua::variantInt32(1);
     ua::CallMethodRequest m{};
