@@ -241,6 +241,7 @@ uaplex_status AddressSpace::addNode(const uaplex_node_spec& spec, Node** out) {
         }
     }
     node->callbacks = Callbacks{spec.read, spec.write, spec.call, spec.user};
+    node->executable = (spec.method_flags & UAPLEX_METHOD_NOT_EXECUTABLE) == 0;
     Node* raw = node.get();
     nodes_.emplace(raw->id, std::move(node));
 

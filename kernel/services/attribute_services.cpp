@@ -163,6 +163,16 @@ uaplex_status parseIndexRange(const ua::String& text, IndexRange& out) noexcept 
     }
 }
 
+bool ServiceSet::Impl::ownedAttribute(enc::Arena& arena, const ua::NodeId& id,
+                                      std::uint32_t attributeId, ua::Variant& out) noexcept {
+    if (space.find(id) || ownerOf(id.namespace_index) == nullptr) return false;
+    ua::DataValue dv{};
+    readAttribute(arena, id, attributeId, ua::nullString(), 3, dv);
+    if (dv.status != UAPLEX_Good) return false;
+    out = dv.value;
+    return true;
+}
+
 uaplex_status ServiceSet::Impl::readValue(enc::Arena& arena, const NodeRef& node,
                                           ua::DataValue& out) noexcept {
     out = ua::DataValue{};
@@ -215,6 +225,8 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, st
         item.node_id = &id;
         item.index_range =
             uaplex_str{indexRange.data, indexRange.length > 0 ? size_t(indexRange.length) : 0};
+        uaplex_value_alloc alloc = arenaAlloc(arena);
+        item.alloc = &alloc;
         ua::DataValue* results[1] = {&out};
         uaplex_status status = UAPLEX_Good;
         uaplex_status st = owner->ops->read(owner->self, 1, &item, results, &status);

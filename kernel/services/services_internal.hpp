@@ -137,6 +137,9 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
     bool typeMatches(const ua::NodeId& dataType, const ua::Variant& value) const noexcept;
     static bool rankMatches(std::int32_t valueRank, const ua::Variant& value) noexcept;
     const NamespaceOwner* ownerOf(std::uint16_t ns) const noexcept;
+    // Reads an attribute of a node in an owned namespace through its plugin; false if none.
+    bool ownedAttribute(enc::Arena& arena, const ua::NodeId& id, std::uint32_t attributeId,
+                        ua::Variant& out) noexcept;
     // Browses one node into `result`, starting at cp.offset; creates or updates `cp` in the
     // session when references remain.
     void browseOne(enc::Arena& arena, SessionState* session, ContinuationPoint& cp,

@@ -187,7 +187,17 @@ void ServiceSet::Impl::browseOne(enc::Arena& arena, SessionState* session, Conti
         if (cp.resultMask & kMaskIsForward) r.isForward = h.isForward;
         NodeRef t = space.find(h.target);
         if (cp.resultMask & kMaskNodeClass) r.nodeClass = static_cast<ua::NodeClass>(h.nodeClass);
-        if (!t) continue;
+        if (!t) {
+            // A node of an owned namespace: its plugin knows the names.
+            ua::Variant v{};
+            if ((cp.resultMask & kMaskBrowseName) && ownedAttribute(arena, h.target, 3, v) &&
+                (v.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_QUALIFIEDNAME)
+                r.browseName = *static_cast<const ua::QualifiedName*>(v.value.pointer);
+            if ((cp.resultMask & kMaskDisplayName) && ownedAttribute(arena, h.target, 4, v) &&
+                (v.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_LOCALIZEDTEXT)
+                r.displayName = *static_cast<const ua::LocalizedText*>(v.value.pointer);
+            continue;
+        }
         if (cp.resultMask & kMaskBrowseName) r.browseName = space.browseNameOf(t);
         if (cp.resultMask & kMaskDisplayName) r.displayName = space.displayNameOf(t);
         if ((cp.resultMask & kMaskTypeDefinition) &&
@@ -333,8 +343,11 @@ uaplex_status ServiceSet::Impl::translate(ServiceCall& call) noexcept {
             continue;
         }
         if (!space.find(path.startingNode)) {
-            r.statusCode = UAPLEX_BadNodeIdUnknown;
-            continue;
+            ua::Variant v{};
+            if (!ownedAttribute(call.arena, path.startingNode, 1, v)) {
+                r.statusCode = UAPLEX_BadNodeIdUnknown;
+                continue;
+            }
         }
         bool badType = false;
         current.assign(1, path.startingNode);
@@ -347,23 +360,41 @@ uaplex_status ServiceSet::Impl::translate(ServiceCall& call) noexcept {
             }
             std::uint32_t want = anyType ? 0 : e.referenceTypeId.identifier.numeric;
             next.clear();
+            auto consider = [&](std::uint32_t type, bool forward, const ua::NodeId& target) {
+                if (forward == e.isInverse) return;
+                if (!anyType && !(e.includeSubtypes ? space.isSubtypeOf(type, want) : type == want))
+                    return;
+                ua::QualifiedName bn{};
+                if (NodeRef t = space.find(target)) {
+                    bn = space.browseNameOf(t);
+                } else {
+                    ua::Variant v{};
+                    if (!ownedAttribute(call.arena, target, 3, v) ||
+                        (v.encoding & UAPLEX_VARIANT_TYPE_MASK) != UAPLEX_TYPE_QUALIFIEDNAME)
+                        return;
+                    bn = *static_cast<const ua::QualifiedName*>(v.value.pointer);
+                }
+                if (bn.namespace_index != e.targetName.namespace_index ||
+                    ua::view(bn.name) != ua::view(e.targetName.name))
+                    return;
+                for (const auto& n : next)
+                    if (ua::equal(n, target)) return;
+                next.push_back(target);
+            };
             for (const ua::NodeId& from : current) {
-                space.forEachReference(space.find(from), [&](std::uint32_t type, bool forward,
-                                                             const ua::NodeId& target) {
-                    if (forward == e.isInverse) return;
-                    if (!anyType &&
-                        !(e.includeSubtypes ? space.isSubtypeOf(type, want) : type == want))
-                        return;
-                    NodeRef t = space.find(target);
-                    if (!t) return;
-                    ua::QualifiedName bn = space.browseNameOf(t);
-                    if (bn.namespace_index != e.targetName.namespace_index ||
-                        ua::view(bn.name) != ua::view(e.targetName.name))
-                        return;
-                    for (const auto& n : next)
-                        if (ua::equal(n, target)) return;
-                    next.push_back(target);
-                });
+                if (NodeRef node = space.find(from)) {
+                    space.forEachReference(node, consider);
+                    continue;
+                }
+                // A node of an owned namespace: its plugin lists the references.
+                const NamespaceOwner* owner = ownerOf(from.namespace_index);
+                if (owner == nullptr || owner->ops->browse == nullptr) continue;
+                std::vector<Hit> hits;
+                SinkState sink{&hits, &call.arena};
+                owner->ops->browse(owner->self, &from, e.isInverse ? 1 : 0,
+                                   anyType ? nullptr : &e.referenceTypeId, e.includeSubtypes,
+                                   &collectPluginReference, &sink);
+                for (const Hit& h : hits) consider(h.referenceType, h.isForward, h.target);
             }
             current.swap(next);
             if (current.empty()) break;

@@ -75,10 +75,14 @@ typedef struct uaplex_node_spec {
     const struct uaplex_datavalue* value; /* initial stored value; NULL: empty (null Variant) */
     uaplex_value_read_fn read;            /* non-NULL: Value reads call it */
     uaplex_value_write_fn write;          /* non-NULL: Value writes call it */
-    /* Methods (Executable and UserExecutable are true). */
+    /* Methods (Executable and UserExecutable are true unless method_flags says otherwise). */
     uaplex_method_fn call;
-    void* user; /* passed to read, write and call */
+    void* user;            /* passed to read, write and call */
+    uint32_t method_flags; /* UAPLEX_METHOD_NOT_EXECUTABLE: Executable false (BadNotExecutable) */
+    uint32_t reserved1;
 } uaplex_node_spec;
+
+#define UAPLEX_METHOD_NOT_EXECUTABLE 0x1u
 
 /* One Read operation; borrowed for the call. */
 typedef struct uaplex_read_item {
@@ -87,6 +91,8 @@ typedef struct uaplex_read_item {
     const struct uaplex_nodeid* node_id;
     uaplex_str index_range; /* empty when none */
     double max_age_ms;
+    /* Memory for boxed values, strings and arrays of the result (minor version 1). */
+    const uaplex_value_alloc* alloc;
 } uaplex_read_item;
 
 /* One Write operation; borrowed for the call. */

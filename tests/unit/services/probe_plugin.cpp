@@ -70,6 +70,12 @@ class Probe : public StoreNodeManager {
             st = as.add(method_spec(string_id(ns_, "Outputs"), probe,
                                     qualified_name(ns_, "Outputs"), &Probe::outputs, this)
                             .get());
+        if (st == UAPLEX_Good) {
+            NodeSpec m = method_spec(string_id(ns_, "Disabled"), probe,
+                                     qualified_name(ns_, "Disabled"), &Probe::outputs, this);
+            m.spec.method_flags = UAPLEX_METHOD_NOT_EXECUTABLE;
+            st = as.add(m.get());
+        }
         return st;
     }
 
@@ -77,16 +83,50 @@ class Probe : public StoreNodeManager {
     uaplex_status read(size_t count, const uaplex_read_item* items,
                        uaplex_datavalue* const* results, uaplex_status* statuses) override {
         for (size_t i = 0; i < count; ++i) {
-            if (!isOwned(items[i].node_id, owned_, "Owned.Value")) {
+            const uaplex_read_item& item = items[i];
+            bool object = isOwned(item.node_id, owned_, "Owned");
+            bool variable = isOwned(item.node_id, owned_, "Owned.Value");
+            if (!object && !variable) {
                 statuses[i] = UAPLEX_BadNodeIdUnknown;
                 continue;
             }
-            statuses[i] = items[i].attribute_id == 13 ? UAPLEX_Good : UAPLEX_BadAttributeIdInvalid;
-            if (statuses[i] == UAPLEX_Good)
-                *results[i] = data_value(scalar<int32_t>(UAPLEX_TYPE_INT32, owned_value_.load()));
+            statuses[i] = UAPLEX_Good;
+            const uaplex_value_alloc* alloc = item.alloc;
+            auto box = [&](auto value, uint8_t type) {
+                using T = decltype(value);
+                auto* p = static_cast<T*>(alloc->allocate(alloc->self, sizeof(T), alignof(T)));
+                if (p == nullptr) return;
+                *p = value;
+                *results[i] = data_value(boxed(type, p));
+            };
+            std::string_view name = object ? "Owned" : "Value";
+            switch (item.attribute_id) {
+                case 1:
+                    box(*item.node_id, UAPLEX_TYPE_NODEID);
+                    break;
+                case 2:
+                    *results[i] = data_value(scalar<int32_t>(UAPLEX_TYPE_INT32, object ? 1 : 2));
+                    break;
+                case 3:
+                    box(qualified_name(owned_, name), UAPLEX_TYPE_QUALIFIEDNAME);
+                    break;
+                case 4:
+                    box(localized_text("", name), UAPLEX_TYPE_LOCALIZEDTEXT);
+                    break;
+                case 13:
+                    if (variable) {
+                        *results[i] =
+                            data_value(scalar<int32_t>(UAPLEX_TYPE_INT32, owned_value_.load()));
+                        break;
+                    }
+                    [[fallthrough]];
+                default:
+                    statuses[i] = UAPLEX_BadAttributeIdInvalid;
+            }
         }
         return UAPLEX_Good;
     }
+
     uaplex_status write(size_t count, const uaplex_write_item* items,
                         uaplex_status* statuses) override {
         for (size_t i = 0; i < count; ++i) {

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "fixture.hpp"
+#include "host/host_api.hpp"
 
 using namespace uaplex;
 
@@ -59,6 +60,13 @@ TEST_CASE("store nodes: UserAccessLevel, status and timestamp writes, callbacks,
     REQUIRE(resp->results[0].outputArguments.size() == 2);
     CHECK(ua::view(resp->results[0].outputArguments[0].value.string) == "done");
     CHECK(resp->results[0].outputArguments[1].value.int32 == 7);
+
+    // Executable false: BadNotExecutable, and the attributes say so.
+    m.methodId = id("Disabled");
+    REQUIRE(s.call(req, resp) == UAPLEX_Good);
+    CHECK(resp->results[0].statusCode == UAPLEX_BadNotExecutable);
+    CHECK(s.read(id("Disabled"), 21).value.value.boolean == false);
+    CHECK(s.read(id("Disabled"), 22).value.value.boolean == false);
 }
 
 TEST_CASE("owned namespace: read, write, browse and call go to the plugin") {
@@ -67,7 +75,8 @@ TEST_CASE("owned namespace: read, write, browse and call go to the plugin") {
     REQUIRE(ns != 0xFFFF);
     ua::NodeId value = ua::stringNodeId(ns, "Owned.Value");
     CHECK(s.read(value).value.value.int32 == 7);
-    CHECK(s.read(value, 3).status == UAPLEX_BadAttributeIdInvalid);
+    CHECK(s.read(value, 3).status == UAPLEX_Good);
+    CHECK(s.read(value, 12).status == UAPLEX_BadAttributeIdInvalid);
     CHECK(s.read(ua::stringNodeId(ns, "Missing")).status == UAPLEX_BadNodeIdUnknown);
     CHECK(s.write(value, ua::variantInt32(11)) == UAPLEX_Good);
     CHECK(s.read(value).value.value.int32 == 11);
@@ -80,6 +89,27 @@ TEST_CASE("owned namespace: read, write, browse and call go to the plugin") {
     CHECK(ua::view(r.references[0].nodeId.node_id.identifier.string) == "Owned.Value");
     CHECK(r.references[0].nodeClass == ua::NodeClass::Variable);
     CHECK(s.browse(ua::stringNodeId(ns, "Missing")).statusCode == UAPLEX_BadNodeIdUnknown);
+    CHECK(ua::view(r.references[0].browseName.name) == "Value");  // names from the plugin
+    CHECK(ua::view(r.references[0].displayName.text) == "Value");
+
+    // TranslateBrowsePaths walks the plugin's references and names.
+    auto* element = s.arena.allocateArray<ua::RelativePathElement>(1);
+    element->referenceTypeId = ua::numericNodeId(0, 33);
+    element->includeSubtypes = true;
+    element->targetName = test::qn(ns, "Value");
+    ua::BrowsePath path{};
+    path.startingNode = ua::stringNodeId(ns, "Owned");
+    path.relativePath.elements = {1, element};
+    ua::TranslateBrowsePathsToNodeIdsRequest treq{};
+    treq.browsePaths = {1, &path};
+    ua::TranslateBrowsePathsToNodeIdsResponse* tresp = nullptr;
+    REQUIRE(s.call(treq, tresp) == UAPLEX_Good);
+    REQUIRE(tresp->results[0].statusCode == UAPLEX_Good);
+    CHECK(ua::view(tresp->results[0].targets[0].targetId.node_id.identifier.string) ==
+          "Owned.Value");
+    path.startingNode = ua::stringNodeId(ns, "Missing");
+    REQUIRE(s.call(treq, tresp) == UAPLEX_Good);
+    CHECK(tresp->results[0].statusCode == UAPLEX_BadNodeIdUnknown);
 
     ua::Variant in = ua::variantInt32(1);
     ua::CallMethodRequest m{};
@@ -92,4 +122,47 @@ TEST_CASE("owned namespace: read, write, browse and call go to the plugin") {
     REQUIRE(s.call(req, resp) == UAPLEX_Good);
     CHECK(resp->results[0].statusCode == UAPLEX_Good);
     CHECK(resp->results[0].inputArgumentResults.size() == 1);
+}
+
+TEST_CASE("host API address-space entries: before, while and after the services own it") {
+    const uaplex_host_api* api = host::host_api_table();
+    REQUIRE(UAPLEX_HAS_FIELD(api, uaplex_host_api, value_set));
+    ua::NodeId node = ua::numericNodeId(1, 1001);
+    ua::DataValue dv{};
+    dv.mask = UAPLEX_DATAVALUE_VALUE;
+    dv.value = ua::variantInt32(31);
+    uint16_t index = 0;
+
+    // Without services: nothing to add to.
+    host::Services bare;
+    uaplex_plugin_ctx ctx;
+    ctx.name = "probe";
+    ctx.services = &bare;
+    CHECK(api->value_set(&ctx, &node, &dv) == UAPLEX_BadInvalidState);
+    CHECK(api->namespace_register(&ctx, {"urn:x", 5}, &index) == UAPLEX_BadInvalidState);
+
+    test::Server s("", test::benchmarkPlugin());
+    ctx.services = &s.host.services();
+    // Running: values change, the structure does not.
+    CHECK(api->value_set(&ctx, &node, &dv) == UAPLEX_Good);
+    CHECK(s.read(node).value.value.int32 == 31);
+    ua::NodeId unknown = ua::numericNodeId(1, 999999);
+    CHECK(api->value_set(&ctx, &unknown, &dv) == UAPLEX_BadNodeIdUnknown);
+    ua::NodeId folder = ua::numericNodeId(1, 1000);
+    CHECK(api->value_set(&ctx, &folder, &dv) == UAPLEX_BadNodeClassInvalid);
+    CHECK(api->namespace_register(&ctx, {"urn:test:uaplex", 15}, &index) == UAPLEX_Good);
+    CHECK(index == 1);
+    CHECK(api->namespace_register(&ctx, {"urn:new", 7}, &index) == UAPLEX_BadInvalidState);
+    uaplex_node_spec spec{};
+    spec.hdr = UAPLEX_HEADER_INIT(uaplex_node_spec, UAPLEX_STYPE_NODE_SPEC);
+    spec.node_class = 1;
+    ua::NodeId fresh = ua::numericNodeId(1, 5000);
+    ua::QualifiedName name = test::qn(1, "Late");
+    spec.node_id = &fresh;
+    spec.browse_name = &name;
+    CHECK(api->node_add(&ctx, &spec) == UAPLEX_BadInvalidState);
+    ua::NodeId organizes = ua::numericNodeId(0, 35), objects = ua::numericNodeId(0, 85);
+    CHECK(api->reference_add(&ctx, &objects, &organizes, &folder) == UAPLEX_BadInvalidState);
+    CHECK(api->reference_add(&ctx, &objects, &objects, &folder) ==
+          UAPLEX_BadReferenceTypeIdInvalid);
 }
