@@ -109,11 +109,15 @@ class Client {
         auto ack = receive();
         if (ack.size() != 28 || std::memcmp(ack.data(), "ACK", 3) != 0) return false;
         sendBufferSize_ = get(ack, 12);  // the server's ReceiveBufferSize
+        return openSecureChannel(ua::SecurityTokenRequestType::Issue);
+    }
+    // OPN Issue (on a fresh connection) or Renew; takes the new token at once.
+    bool openSecureChannel(ua::SecurityTokenRequestType type) {
         enc::ByteBuffer b;
         enc::BinaryWriter w(b);
         w.writeBytes("OPNF", 4);
         w.writeRaw<std::uint32_t>(0);
-        w.writeRaw<std::uint32_t>(0);
+        w.writeRaw<std::uint32_t>(channelId_);
         enc::encode(w, ua::makeString("http://opcfoundation.org/UA/SecurityPolicy#None"));
         enc::encode(w, ua::nullByteString());
         enc::encode(w, ua::nullByteString());
@@ -121,7 +125,7 @@ class Client {
         w.writeRaw<std::uint32_t>(requestId_++);
         ua::OpenSecureChannelRequest req{};
         req.requestHeader.authenticationToken = ua::numericNodeId(0, 0);
-        req.requestType = ua::SecurityTokenRequestType::Issue;
+        req.requestType = type;
         req.securityMode = ua::MessageSecurityMode::None_;
         req.clientNonce = ua::nullByteString();
         req.requestedLifetime = 60000;
@@ -234,6 +238,8 @@ class Client {
     }
 
     std::uint32_t chunksReceived() const { return chunksReceived_; }
+    std::uint32_t tokenId() const { return tokenId_; }
+    void useToken(std::uint32_t id) { tokenId_ = id; }
     std::uint32_t channelId() const { return channelId_; }
     const std::string& url() const { return url_; }
 

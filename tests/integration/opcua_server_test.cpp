@@ -182,6 +182,25 @@ TEST_CASE("a request above max_message_size is aborted with BadRequestTooLarge")
     CHECK(Client::result(c.call(small)) == UAPLEX_Good);
 }
 
+TEST_CASE("token renewal: the new token works, the old one stays valid until the new one is used") {
+    Client c;
+    REQUIRE(c.open(server().port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    std::vector<ua::ReadValueId> ids;
+    auto read = readState(ids, 1);
+    std::uint32_t oldToken = c.tokenId();
+    REQUIRE(c.openSecureChannel(ua::SecurityTokenRequestType::Renew));
+    std::uint32_t newToken = c.tokenId();
+    CHECK(newToken != oldToken);
+    c.useToken(oldToken);  // still accepted: the client has not switched yet
+    CHECK(Client::result(c.call(read)) == UAPLEX_Good);
+    c.useToken(newToken);
+    CHECK(Client::result(c.call(read)) == UAPLEX_Good);
+    c.useToken(oldToken);  // superseded once the new one was used: the channel is closed
+    CHECK(c.call(read).status == UAPLEX_BadSecureChannelTokenUnknown);
+    normalSessionWorks();
+}
+
 TEST_CASE("hostile: garbage before Hello") {
     Client c;
     REQUIRE(c.connect(server().port));
