@@ -217,6 +217,15 @@ class Client {
                            t.identifier.bytestring.data + t.identifier.bytestring.length);
         token_ = t;
         token_.identifier.bytestring.data = tokenBytes_.data();
+        return activateSession();
+    }
+    // Uses another client's session (its AuthenticationToken) on this channel.
+    void adoptSession(const Client& other) {
+        tokenBytes_ = other.tokenBytes_;
+        token_ = other.token_;
+        token_.identifier.bytestring.data = tokenBytes_.data();
+    }
+    uaplex_status activateSession() {
         ua::ActivateSessionRequest as{};
         ua::AnonymousIdentityToken anon{ua::makeString("anonymous")};
         as.userIdentityToken.encoding = UAPLEX_EXTENSIONOBJECT_BINARY;

@@ -201,6 +201,21 @@ TEST_CASE("token renewal: the new token works, the old one stays valid until the
     normalSessionWorks();
 }
 
+TEST_CASE("a session moves to a new channel by ActivateSession; the old channel loses it") {
+    Client a;
+    REQUIRE(a.open(server().port));
+    REQUIRE(a.createSession() == UAPLEX_Good);
+    Client b;
+    REQUIRE(b.open(server().port));
+    b.adoptSession(a);
+    std::vector<ua::ReadValueId> ids;
+    auto read = readState(ids, 1);
+    CHECK(Client::result(b.call(read)) == UAPLEX_BadSecureChannelIdInvalid);
+    REQUIRE(b.activateSession() == UAPLEX_Good);
+    CHECK(Client::result(b.call(read)) == UAPLEX_Good);
+    CHECK(Client::result(a.call(read)) == UAPLEX_BadSecureChannelIdInvalid);
+}
+
 TEST_CASE("hostile: garbage before Hello") {
     Client c;
     REQUIRE(c.connect(server().port));
