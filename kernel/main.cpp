@@ -7,11 +7,14 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include "config/config.hpp"
 #include "host/logging.hpp"
 #include "host/plugin_host.hpp"
+#include "server/server.hpp"
+#include "server/service_handler.hpp"
 
 namespace fs = std::filesystem;
 using uaplex::config::ConfigError;
@@ -95,7 +98,7 @@ int main(int argc, char** argv) {
     for (const auto& d : cfg.plugin_dirs) logger()->info("plugin directory {}", d.string());
 
     uaplex::host::Host host;
-    // The request pipeline attaches here once it exists; until then nothing is enqueued.
+    // Until the server attaches its request path, nothing is enqueued.
     host.request_queue().set_completion([](uaplex_request_entry* e, uaplex_status st) {
         logger()->debug("request {} completed by the queue with 0x{:08X}", e->request_id, st);
     });
@@ -105,8 +108,19 @@ int main(int argc, char** argv) {
     } catch (const HostError& e) {
         return fail(e.what(), true, cfg.log.sink);
     }
-    for (const auto& ep : cfg.server.endpoints)
-        logger()->info("endpoint {} configured (the OPC UA protocol is not served yet)", ep);
+    // The services (address space, node managers) and the protocol stack in front of them.
+    std::unique_ptr<uaplex::server::ServiceHandler> services;
+    std::unique_ptr<uaplex::server::Server> server;
+    try {
+        services = uaplex::server::makeServiceHandler(cfg, host);
+        server = std::make_unique<uaplex::server::Server>(cfg, host, *services);
+        server->start();
+    } catch (const std::exception& e) {
+        server.reset();
+        services.reset();
+        host.shutdown();
+        return fail(e.what(), true, cfg.log.sink);
+    }
     logger()->info("running; send SIGINT or SIGTERM to stop, SIGHUP to reload");
 
     for (;;) {
@@ -131,6 +145,9 @@ int main(int argc, char** argv) {
         logger()->info("{}: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
         break;
     }
+    server->stop();
+    server.reset();
+    services.reset();
     host.shutdown();
     logger()->info("stopped");
     logger()->flush();

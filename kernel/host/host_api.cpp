@@ -287,6 +287,39 @@ uaplex_status api_config_unknown_key(uaplex_plugin_ctx* ctx, uaplex_str key) {
     });
 }
 
+// --- address space: forwarded to the hooks the services installed ---
+
+AddressSpaceHooks* hooks(uaplex_plugin_ctx* ctx) {
+    return ctx && ctx->services ? ctx->services->address_space.load(std::memory_order_acquire)
+                                : nullptr;
+}
+
+uaplex_status api_namespace_register(uaplex_plugin_ctx* ctx, uaplex_str uri, uint16_t* out) {
+    auto* h = hooks(ctx);
+    if (!out || !uri.data) return UAPLEX_BadInvalidArgument;
+    return h ? h->namespace_register(ctx, uri, out) : UAPLEX_BadInvalidState;
+}
+
+uaplex_status api_node_add(uaplex_plugin_ctx* ctx, const uaplex_node_spec* spec) {
+    auto* h = hooks(ctx);
+    if (!spec) return UAPLEX_BadInvalidArgument;
+    return h ? h->node_add(ctx, spec) : UAPLEX_BadInvalidState;
+}
+
+uaplex_status api_reference_add(uaplex_plugin_ctx* ctx, const uaplex_nodeid* source,
+                                const uaplex_nodeid* reference_type, const uaplex_nodeid* target) {
+    auto* h = hooks(ctx);
+    if (!source || !reference_type || !target) return UAPLEX_BadInvalidArgument;
+    return h ? h->reference_add(ctx, source, reference_type, target) : UAPLEX_BadInvalidState;
+}
+
+uaplex_status api_value_set(uaplex_plugin_ctx* ctx, const uaplex_nodeid* node_id,
+                            const uaplex_datavalue* value) {
+    auto* h = hooks(ctx);
+    if (!node_id || !value) return UAPLEX_BadInvalidArgument;
+    return h ? h->value_set(ctx, node_id, value) : UAPLEX_BadInvalidState;
+}
+
 const uaplex_host_api kTable = {
     UAPLEX_HEADER_INIT(uaplex_host_api, UAPLEX_STYPE_HOST_API),
     UAPLEX_ABI_VERSION,
@@ -310,6 +343,10 @@ const uaplex_host_api kTable = {
     &api_config_key_count,
     &api_config_key_at,
     &api_config_unknown_key,
+    &api_namespace_register,
+    &api_node_add,
+    &api_reference_add,
+    &api_value_set,
 };
 
 }  // namespace

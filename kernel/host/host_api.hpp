@@ -13,6 +13,7 @@
 
 #include <toml++/toml.h>
 
+#include "host/address_space_hooks.hpp"
 #include "host/timers.hpp"
 #include "uaplex/host.h"
 
@@ -39,6 +40,8 @@ class Metrics {
 struct Services {
     Metrics metrics;
     TimerService timers;
+    // Set by the services while they own the address space (host API minor version 1).
+    std::atomic<AddressSpaceHooks*> address_space{nullptr};
 };
 
 // The table handed to every plugin; static storage.

@@ -241,6 +241,12 @@ void Host::load(const config::ServerConfig& cfg) {
                     pc.name, lib->version());
                 continue;
             }
+            if (lib->kinds() & UAPLEX_KIND_NODE_MANAGER) {
+                logger()->info("loaded plugin '{}' ({} {}) from {}", pc.name,
+                               kind_names(lib->kinds()), lib->version(), lib->path().string());
+                node_manager_libraries_.emplace_back(std::move(lib), pc);
+                continue;
+            }
             logger()->info(
                 "loaded plugin '{}' ({} {}) from {}; not assigned to a slot this "
                 "kernel serves yet",
@@ -251,6 +257,7 @@ void Host::load(const config::ServerConfig& cfg) {
     } catch (...) {
         pending_request_queue_.reset();
         idle_libraries_.clear();
+        node_manager_libraries_.clear();
         throw;
     }
 }
@@ -278,12 +285,56 @@ void Host::shutdown() noexcept {
             old.reset();
         }
         pending_request_queue_.reset();
+        destroy_node_managers();
+        node_manager_libraries_.clear();
         idle_libraries_.clear();
     } catch (const std::exception& e) {
         logger()->error("shutdown: {}", e.what());
     }
     loaded_ = false;
     started_ = false;
+}
+
+// --- node managers ---------------------------------------------------------------------
+
+const std::vector<std::shared_ptr<PluginInstance>>& Host::create_node_managers(
+    const uaplex_node_manager_params& params) {
+    if (!node_managers_.empty()) throw HostError("node managers already created");
+    try {
+        for (const auto& [lib, pc] : node_manager_libraries_) {
+            const auto* factory = lib->descriptor().node_manager;
+            if (!factory || !factory->ops || !factory->create ||
+                factory->ops->hdr.struct_size < offsetof(uaplex_node_manager_ops, read))
+                throw HostError("plugin '" + pc.name + "': node_manager factory is incomplete");
+            auto inst =
+                std::make_shared<PluginInstance>(lib, UAPLEX_KIND_NODE_MANAGER, pc, *services_);
+            inst->node_manager_params = params;
+            inst->create(*factory, inst->node_manager_params);
+            node_managers_.push_back(std::move(inst));
+        }
+    } catch (...) {
+        destroy_node_managers();
+        throw;
+    }
+    return node_managers_;
+}
+
+void Host::start_node_managers() {
+    try {
+        for (auto& inst : node_managers_) {
+            inst->start();
+            logger()->info("node manager '{}' started", inst->name());
+        }
+    } catch (...) {
+        destroy_node_managers();
+        throw;
+    }
+}
+
+void Host::destroy_node_managers() noexcept {
+    // Reverse load order: stop all first, then destroy, so none sees a half-gone peer.
+    for (auto it = node_managers_.rbegin(); it != node_managers_.rend(); ++it) (*it)->stop();
+    while (!node_managers_.empty()) node_managers_.pop_back();
 }
 
 void Host::reload(const config::ServerConfig& cfg) {
@@ -332,6 +383,33 @@ void Host::reload(const config::ServerConfig& cfg) {
     config_ = cfg;
 }
 
+std::vector<std::string> Host::transport_plugins() const {
+    std::vector<std::string> out;
+    for (const auto& lib : idle_libraries_)
+        if (lib->descriptor().transport) out.push_back(lib->name());
+    return out;
+}
+
+std::shared_ptr<PluginInstance> Host::create_transport(const std::string& name,
+                                                       const uaplex_transport_params& params) {
+    for (const auto& lib : idle_libraries_) {
+        const auto* factory = lib->descriptor().transport;
+        if (!factory || lib->name() != name) continue;
+        const auto* ops = factory->ops;
+        if (ops->hdr.struct_size < offsetof(uaplex_transport_ops, secure_channel_opened) ||
+            !ops->scheme || !ops->listen || !ops->send || !ops->close)
+            throw HostError("plugin '" + name + "': transport ops lack scheme/listen/send/close");
+        const config::PluginConfig* pc = config_.plugin(name);
+        if (!pc) break;
+        auto inst = std::make_shared<PluginInstance>(lib, UAPLEX_KIND_TRANSPORT, *pc, *services_);
+        inst->transport_params = params;
+        inst->create(*factory, inst->transport_params);
+        logger()->info("created transport '{}' ({})", name, lib->version());
+        return inst;
+    }
+    throw HostError("plugin '" + name + "' is not an enabled transport");
+}
+
 std::vector<LoadedPluginInfo> Host::plugins() const {
     std::vector<LoadedPluginInfo> out;
     auto add = [&](const PluginLibrary& lib, bool inst) {
@@ -341,6 +419,7 @@ std::vector<LoadedPluginInfo> Host::plugins() const {
     if (auto cur = request_queue_.current()) add(cur->library(), true);
     if (pending_request_queue_) add(pending_request_queue_->library(), true);
     for (const auto& l : idle_libraries_) add(*l, false);
+    for (const auto& entry : node_manager_libraries_) add(*entry.first, !node_managers_.empty());
     return out;
 }
 

@@ -42,6 +42,8 @@ class PluginInstance {
 
     // Storage for the params struct the instance was created with (borrowed until destroy).
     uaplex_request_queue_params request_queue_params{};
+    uaplex_transport_params transport_params{};
+    uaplex_node_manager_params node_manager_params{};
 
   private:
     std::shared_ptr<PluginLibrary> library_;
@@ -113,7 +115,24 @@ class Host {
     // nothing if the new plugin cannot be loaded, created or started.
     void reload(const config::ServerConfig& cfg);
 
+    // Node managers: load() only resolves their libraries; the owner of the address space
+    // creates the instances once namespace 0 exists (load order), starts them, and destroys
+    // them (reverse order) before the address space goes away. shutdown() does it too.
+    // Throws HostError; on failure no node-manager instance is left.
+    const std::vector<std::shared_ptr<PluginInstance>>& create_node_managers(
+        const uaplex_node_manager_params& params);
+    void start_node_managers();
+    void destroy_node_managers() noexcept;
+
     RequestQueueSlot& request_queue() { return request_queue_; }
+
+    // The enabled plugins that provide a transport, in configuration order.
+    std::vector<std::string> transport_plugins() const;
+    // Creates an instance of the transport plugin `name` with `params` (copied into the
+    // instance; its callbacks, user and pool must outlive it). The caller owns, starts and
+    // stops it, and drops it before shutdown(). Throws HostError.
+    std::shared_ptr<PluginInstance> create_transport(const std::string& name,
+                                                     const uaplex_transport_params& params);
     Services& services() { return *services_; }
     std::vector<LoadedPluginInfo> plugins() const;
 
@@ -129,6 +148,10 @@ class Host {
     RequestQueueSlot request_queue_;
     // Enabled plugins without an instance yet (their kind is not served by this kernel).
     std::vector<std::shared_ptr<PluginLibrary>> idle_libraries_;
+    // Enabled node-manager libraries with their configuration, and the created instances.
+    std::vector<std::pair<std::shared_ptr<PluginLibrary>, config::PluginConfig>>
+        node_manager_libraries_;
+    std::vector<std::shared_ptr<PluginInstance>> node_managers_;
     // Created by load(), installed in the slot by start().
     std::shared_ptr<PluginInstance> pending_request_queue_;
     config::ServerConfig config_;

@@ -31,9 +31,11 @@ check "unknown plugin message" grep -q "error unknown plugin 'nosuch'" "$work/ou
 
 # Start, reload to another queue, a bad reload, stop.
 conf="$work/run.toml"
+# The server listens on a free loopback port (the default 4840 may be taken).
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 write_conf() {
-    printf '[host]\nplugin_dirs = ["%s", "%s/swap"]\n[slots]\nrequest_queue = "%s"\n[plugins.fifo]\n[plugins.test-swap-a]\n' \
-        "$plugin_dir" "$plugin_root" "$1" > "$conf"
+    printf '[host]\nplugin_dirs = ["%s", "%s/swap"]\n[server]\nendpoints = ["opc.tcp://127.0.0.1:%s"]\n[slots]\nrequest_queue = "%s"\n[plugins.fifo]\n[plugins.test-swap-a]\n[plugins.transport-tcp]\n' \
+        "$plugin_dir" "$plugin_root" "$port" "$1" > "$conf"
 }
 write_conf fifo
 "$uaplex" --config "$conf" > "$work/log" 2>&1 &

@@ -1,7 +1,6 @@
 /* The host API table: everything a plugin may ask of the kernel. Plugins link to nothing
  * in the kernel; logging, clocks, timers, metrics, allocation and configuration come
- * through this table. It is append-only: address-space access arrives in a later minor
- * version, after the last entry below.
+ * through this table. It is append-only: address-space access arrived in minor version 1.
  *
  * Every entry takes the plugin context the host handed to the plugin's factory `create`
  * (it identifies the plugin: its name goes into each log line, its TOML table is the
@@ -19,6 +18,10 @@ typedef struct uaplex_plugin_ctx uaplex_plugin_ctx;
 /* Opaque host objects; handles are owned by the host and freed by the matching entry. */
 typedef struct uaplex_timer uaplex_timer;
 typedef struct uaplex_metric uaplex_metric;
+/* Address-space types (uaplex/types.h, uaplex/node_manager.h), only pointed to here. */
+struct uaplex_nodeid;
+struct uaplex_datavalue;
+struct uaplex_node_spec;
 
 typedef enum uaplex_log_level {
     UAPLEX_LOG_TRACE = 0,
@@ -114,7 +117,25 @@ typedef struct uaplex_host_api {
      * plugin, the key and the file position. Any thread. */
     uaplex_status (*config_unknown_key)(uaplex_plugin_ctx* ctx, uaplex_str key);
 
-    /* --- appended in later minor versions (address space access, ...) --- */
+    /* --- address space (minor version 1) ---
+     * Nodes are added while node managers start (create or start, host main thread); once
+     * the server runs the structure is frozen (BadInvalidState) and only values change. */
+    /* *out_index = the namespace index of `uri` (borrowed for the call), registering it in
+     * NamespaceArray if new. The server's own ApplicationUri gives 1. */
+    uaplex_status (*namespace_register)(uaplex_plugin_ctx* ctx, uaplex_str uri,
+                                        uint16_t* out_index);
+    /* Adds a node to the kernel's store (see uaplex_node_spec). BadNodeIdExists,
+     * BadParentNodeIdInvalid, BadNodeClassInvalid, BadInvalidArgument on failure. */
+    uaplex_status (*node_add)(uaplex_plugin_ctx* ctx, const struct uaplex_node_spec* spec);
+    /* Adds source --reference_type--> target and its inverse; either end may be a namespace-0
+     * node. BadNodeIdUnknown when source is unknown. */
+    uaplex_status (*reference_add)(uaplex_plugin_ctx* ctx, const struct uaplex_nodeid* source,
+                                   const struct uaplex_nodeid* reference_type,
+                                   const struct uaplex_nodeid* target);
+    /* Replaces the stored value of a Variable (value borrowed; copied). No type check: the
+     * plugin knows its nodes. Any thread; never blocks for long. */
+    uaplex_status (*value_set)(uaplex_plugin_ctx* ctx, const struct uaplex_nodeid* node_id,
+                               const struct uaplex_datavalue* value);
 } uaplex_host_api;
 
 UAPLEX_END_DECLS

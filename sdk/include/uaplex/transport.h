@@ -13,8 +13,25 @@ UAPLEX_BEGIN_DECLS
 /* Opaque connection, owned by the transport; valid until the kernel's on_closed returns. */
 typedef struct uaplex_connection uaplex_connection;
 
+/* What a UACP Hello/Acknowledge exchange settled for one connection (Part 6 7.1.2.3), as
+ * seen from the server. Borrowed for the on_hello call. */
+typedef struct uaplex_transport_negotiated {
+    uaplex_header hdr;            /* UAPLEX_STYPE_TRANSPORT_NEGOTIATED */
+    uint32_t protocol_version;    /* the client's ProtocolVersion */
+    uint32_t receive_buffer_size; /* largest chunk the server accepts (ACK ReceiveBufferSize) */
+    uint32_t send_buffer_size;    /* largest chunk the server may send (ACK SendBufferSize) */
+    uint32_t max_message_size;    /* largest response the client accepts; 0 = no limit */
+    uint32_t max_chunk_count;     /* chunks per response the client accepts; 0 = no limit */
+    uint32_t reserved0;
+    uaplex_str endpoint_url; /* the Hello's EndpointUrl */
+} uaplex_transport_negotiated;
+
 /* The kernel's side of a transport; borrowed until destroy. All callbacks run on the
- * transport's I/O threads, must not block, and may call back into the transport. */
+ * transport's I/O threads, must not block, and may call back into the transport.
+ *
+ * An opc.tcp transport speaks UACP itself (Hello, Acknowledge, Error, ReverseHello) and
+ * delivers only whole secure-conversation chunks (OPN, MSG, CLO; header included) whose
+ * size it has checked against the negotiated receive buffer size. */
 typedef struct uaplex_transport_params {
     uaplex_header hdr;            /* UAPLEX_STYPE_TRANSPORT_PARAMS */
     uint32_t receive_buffer_size; /* bytes; the kernel's negotiated chunk limit */
@@ -34,6 +51,19 @@ typedef struct uaplex_transport_params {
     /* The connection is gone (status says why). No callback for it follows. */
     uaplex_status (*on_closed)(void* user, void* connection_user, uaplex_status reason);
     void* user;
+    /* --- appended in 1.0 development (struct_size tells whether present) --- */
+    uint32_t max_message_size;       /* MaxMessageSize in Acknowledge; 0 = no limit */
+    uint32_t max_chunk_count;        /* MaxChunkCount in Acknowledge; 0 = no limit */
+    uint32_t max_connections;        /* open connections; more are closed at accept */
+    uint32_t max_pending_handshakes; /* connections before secure_channel_opened */
+    uint32_t handshake_timeout_ms;   /* such a connection is closed after this time */
+    uint32_t reserved1;
+    /* ServerUri for ReverseHello; borrowed until destroy. */
+    uaplex_str server_uri;
+    /* Hello accepted and Acknowledge sent; `negotiated` borrowed for the call. A Bad result
+     * closes the connection with an Error message carrying it. May be NULL. */
+    uaplex_status (*on_hello)(void* user, void* connection_user,
+                              const uaplex_transport_negotiated* negotiated);
 } uaplex_transport_params;
 
 typedef struct uaplex_transport_ops {
@@ -55,10 +85,21 @@ typedef struct uaplex_transport_ops {
      * thread; must not block. */
     uaplex_status (*send)(void* self, uaplex_connection* connection, uaplex_buffer* buffers,
                           size_t count);
-    /* Closes after pending sends; on_closed follows. Any thread; must not block. */
+    /* Closes after pending sends; on_closed follows, never from inside this call (nor from
+     * inside send). Any thread; must not block. */
     uaplex_status (*close)(void* self, uaplex_connection* connection, uaplex_status reason);
     /* Pauses or resumes reading from a connection (back-pressure). Any thread. */
     uaplex_status (*set_receiving)(void* self, uaplex_connection* connection, int32_t enabled);
+    /* --- appended in 1.0 development --- */
+    /* The kernel opened a secure channel on the connection: it no longer counts as a pending
+     * handshake and the handshake timeout no longer applies. Any thread; must not block. */
+    uaplex_status (*secure_channel_opened)(void* self, uaplex_connection* connection);
+    /* Reverse connect (Part 6 7.1.3): connects out to `client_url` and sends ReverseHello
+     * with the params' server_uri and `endpoint_url` (both borrowed for the call); retries
+     * with backoff while the transport runs, and again after the connection closes. The
+     * connection then behaves as an accepted one (on_accepted, Hello, ...). Host main
+     * thread. */
+    uaplex_status (*reverse_connect)(void* self, uaplex_str client_url, uaplex_str endpoint_url);
 } uaplex_transport_ops;
 
 typedef struct uaplex_transport_factory {

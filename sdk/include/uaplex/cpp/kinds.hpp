@@ -194,6 +194,10 @@ class Transport : public Instance {
     virtual uaplex_status set_receiving(uaplex_connection*, int32_t) {
         return UAPLEX_BadNotSupported;
     }
+    virtual uaplex_status secure_channel_opened(uaplex_connection*) {
+        return UAPLEX_BadNotSupported;
+    }
+    virtual uaplex_status reverse_connect(uaplex_str, uaplex_str) { return UAPLEX_BadNotSupported; }
 
   protected:
     uaplex_transport_params params_;
@@ -212,6 +216,8 @@ struct TransportFactory {
         .send = &detail::Call<&B::send>::template fn<T>,
         .close = &detail::Call<&B::close>::template fn<T>,
         .set_receiving = &detail::Call<&B::set_receiving>::template fn<T>,
+        .secure_channel_opened = &detail::Call<&B::secure_channel_opened>::template fn<T>,
+        .reverse_connect = &detail::Call<&B::reverse_connect>::template fn<T>,
     };
     static constexpr uaplex_transport_factory factory{
         .hdr = UAPLEX_HEADER_INIT(uaplex_transport_factory, UAPLEX_STYPE_TRANSPORT_FACTORY),
@@ -267,16 +273,26 @@ class NodeManager : public Instance {
         : Instance(ctx), params_(detail::copy_sized(params)) {}
     virtual uaplex_status namespace_count(size_t* out) = 0;
     virtual uaplex_status namespace_uri(size_t index, uaplex_str* out) = 0;
-    virtual uaplex_status read(size_t count, const uaplex_read_item* items,
-                               uaplex_datavalue* const* results, uaplex_status* statuses) = 0;
+    // The owned-namespace entries. A node manager that only adds nodes to the kernel's store
+    // (uaplex/cpp/address_space.hpp) keeps these defaults and reports no namespaces.
+    virtual uaplex_status read(size_t, const uaplex_read_item*, uaplex_datavalue* const*,
+                               uaplex_status*) {
+        return UAPLEX_BadNotSupported;
+    }
     virtual uaplex_status write(size_t, const uaplex_write_item*, uaplex_status*) {
         return UAPLEX_BadNotSupported;
     }
-    virtual uaplex_status browse(const uaplex_nodeid* node, uint32_t direction,
-                                 const uaplex_nodeid* reference_type, int32_t include_subtypes,
-                                 uaplex_reference_sink sink, void* sink_user) = 0;
+    virtual uaplex_status browse(const uaplex_nodeid*, uint32_t, const uaplex_nodeid*, int32_t,
+                                 uaplex_reference_sink, void*) {
+        return UAPLEX_BadNotSupported;
+    }
     virtual uaplex_status monitor(const uaplex_nodeid*, uint32_t, int32_t) {
         return UAPLEX_BadNotSupported;
+    }
+    virtual uaplex_status call(const uaplex_nodeid*, const uaplex_nodeid*, size_t,
+                               const uaplex_variant*, const uaplex_value_alloc*, uaplex_status*,
+                               size_t*, uaplex_variant**) {
+        return UAPLEX_BadNotImplemented;
     }
 
   protected:
@@ -297,6 +313,7 @@ struct NodeManagerFactory {
         .write = &detail::Call<&B::write>::template fn<T>,
         .browse = &detail::Call<&B::browse>::template fn<T>,
         .monitor = &detail::Call<&B::monitor>::template fn<T>,
+        .call = &detail::Call<&B::call>::template fn<T>,
     };
     static constexpr uaplex_node_manager_factory factory{
         .hdr = UAPLEX_HEADER_INIT(uaplex_node_manager_factory, UAPLEX_STYPE_NODE_MANAGER_FACTORY),

@@ -1,0 +1,25 @@
+// What the address-space entries of the host API table (uaplex/host.h, minor version 1)
+// forward to. The services install an implementation while they own the address space; with
+// none installed the entries answer BadInvalidState.
+#pragma once
+
+#include "uaplex/host.h"
+#include "uaplex/node_manager.h"
+
+namespace uaplex::host {
+
+class AddressSpaceHooks {
+  public:
+    virtual ~AddressSpaceHooks() = default;
+    virtual uaplex_status namespace_register(uaplex_plugin_ctx* ctx, uaplex_str uri,
+                                             uint16_t* out_index) noexcept = 0;
+    virtual uaplex_status node_add(uaplex_plugin_ctx* ctx,
+                                   const uaplex_node_spec* spec) noexcept = 0;
+    virtual uaplex_status reference_add(uaplex_plugin_ctx* ctx, const uaplex_nodeid* source,
+                                        const uaplex_nodeid* reference_type,
+                                        const uaplex_nodeid* target) noexcept = 0;
+    virtual uaplex_status value_set(uaplex_plugin_ctx* ctx, const uaplex_nodeid* node_id,
+                                    const uaplex_datavalue* value) noexcept = 0;
+};
+
+}  // namespace uaplex::host

@@ -1,0 +1,362 @@
+#include "securechannel/secure_channel.hpp"
+
+#include <uaplex/encoding/encoding.hpp>
+
+#include <cstring>
+
+namespace uaplex::securechannel {
+
+namespace {
+
+constexpr std::size_t kHeaderSize = 8;
+constexpr std::size_t kSymmetricHeaderSize = 16;  // header + SecureChannelId + TokenId
+constexpr std::size_t kSequenceHeaderSize = 8;    // SequenceNumber + RequestId
+
+std::uint32_t readU32(const std::uint8_t* p) noexcept {
+    std::uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+}
+void writeU32(std::uint8_t* p, std::uint32_t v) noexcept {
+    std::memcpy(p, &v, 4);
+}
+
+}  // namespace
+
+// --- TokenState ----------------------------------------------------------------------------
+
+const TokenState::Token& TokenState::issue(std::int64_t nowMs, std::uint32_t requestedMs) noexcept {
+    previous_ = Token{};
+    current_ = Token{nextId_++, nowMs, revise(requestedMs)};
+    sendToken_ = current_.id;
+    return current_;
+}
+
+const TokenState::Token& TokenState::renew(std::int64_t nowMs, std::uint32_t requestedMs) noexcept {
+    previous_ = current_;
+    current_ = Token{nextId_++, nowMs, revise(requestedMs)};
+    return current_;
+}
+
+uaplex_status TokenState::use(std::uint32_t tokenId, std::int64_t nowMs) noexcept {
+    if (tokenId == current_.id && current_.id != 0) {
+        if (nowMs >= current_.expiresMs()) return UAPLEX_BadSecureChannelTokenUnknown;
+        // The client switched to the renewed token: the old one is done (Part 6 6.7.4).
+        previous_ = Token{};
+        sendToken_ = current_.id;
+        return UAPLEX_Good;
+    }
+    if (tokenId == previous_.id && previous_.id != 0 && nowMs < previous_.expiresMs())
+        return UAPLEX_Good;
+    return UAPLEX_BadSecureChannelTokenUnknown;
+}
+
+// --- ChunkAssembler ------------------------------------------------------------------------
+
+ChunkAssembler::Result ChunkAssembler::add(char chunkType, std::uint32_t requestId,
+                                           std::span<const std::uint8_t> body) {
+    if (active_ && requestId != requestId_) return Result::Mismatch;
+    if (!active_) {
+        active_ = true;
+        discarding_ = false;
+        requestId_ = requestId;
+        chunks_ = 0;
+        body_.clear();
+    }
+    if (chunkType == 'A') {
+        active_ = false;
+        return discarding_ ? Result::Discarded : Result::Aborted;
+    }
+    if (discarding_) {
+        if (chunkType == 'F') active_ = false;
+        return Result::Discarded;
+    }
+    ++chunks_;
+    bool tooMany = maxChunkCount_ != 0 && chunks_ > maxChunkCount_;
+    bool tooLarge = maxMessageSize_ != 0 && body_.size() + body.size() > maxMessageSize_;
+    if (tooMany || tooLarge) {
+        discarding_ = true;
+        if (chunkType == 'F') active_ = false;
+        return Result::TooLarge;
+    }
+    if (!body.empty()) {
+        enc::BinaryWriter w(body_, std::size_t(-1));
+        w.writeBytes(body.data(), body.size());
+        if (!w.ok()) {
+            discarding_ = true;
+            if (chunkType == 'F') active_ = false;
+            return Result::TooLarge;
+        }
+    }
+    if (chunkType == 'F') {
+        active_ = false;
+        return Result::Complete;
+    }
+    return Result::Incomplete;
+}
+
+// --- SecureChannel -------------------------------------------------------------------------
+
+SecureChannel::SecureChannel(ChannelLimits limits, ChunkOutput& output) noexcept
+    : limits_(limits),
+      output_(output),
+      tokens_(limits.minTokenLifetimeMs, limits.maxTokenLifetimeMs),
+      assembler_(limits.maxMessageSize, limits.maxChunkCount) {}
+
+void SecureChannel::fail(uaplex_status status, std::string_view reason) noexcept {
+    if (failed_) return;
+    failed_ = true;
+    output_.fail(status, reason);
+}
+
+void SecureChannel::markClosed() noexcept {
+    std::lock_guard lock(sendMutex_);
+    closed_ = true;
+}
+
+SecureChannel::Event SecureChannel::onChunk(std::span<std::uint8_t> chunk, const Clock& now,
+                                            std::uint32_t newChannelId) {
+    if (failed_) return Event::None;
+    if (chunk.size() < kHeaderSize + 4) {
+        fail(UAPLEX_BadTcpMessageTypeInvalid, "chunk too short");
+        return Event::None;
+    }
+    std::string_view type(reinterpret_cast<const char*>(chunk.data()), 3);
+    if (type == "OPN") return onOpen(chunk, now, newChannelId);
+    if (type == "MSG") return onMessage(chunk, now, false);
+    if (type == "CLO") return onMessage(chunk, now, true);
+    fail(UAPLEX_BadTcpMessageTypeInvalid, "unexpected message type");
+    return Event::None;
+}
+
+SecureChannel::Event SecureChannel::onOpen(std::span<std::uint8_t> chunk, const Clock& now,
+                                           std::uint32_t newChannelId) {
+    enc::Arena arena(std::size_t(1) << 20);
+    enc::DecodeLimits limits = limits_.decodeLimits;
+    enc::BinaryReader r(std::span<const std::uint8_t>(chunk.data(), chunk.size()), arena, limits);
+    r.take(kHeaderSize);
+    std::uint32_t channelId = r.readRaw<std::uint32_t>();
+    ua::String policyUri;
+    ua::ByteString senderCertificate, receiverThumbprint;
+    enc::decode(r, policyUri);
+    enc::decode(r, senderCertificate);
+    enc::decode(r, receiverThumbprint);
+    std::uint32_t seq = r.readRaw<std::uint32_t>();
+    std::uint32_t requestId = r.readRaw<std::uint32_t>();
+    if (!r.ok()) {
+        fail(UAPLEX_BadDecodingError, "malformed OpenSecureChannel header");
+        return Event::None;
+    }
+    const SecurityPolicy* policy = findSecurityPolicy(ua::view(policyUri));
+    if (policy == nullptr || (policy_ != nullptr && policy != policy_)) {
+        fail(UAPLEX_BadSecurityPolicyRejected, "security policy not offered");
+        return Event::None;
+    }
+    if (!received_.accept(seq)) {
+        fail(UAPLEX_BadSequenceNumberInvalid, "sequence number out of order");
+        return Event::None;
+    }
+    std::span<const std::uint8_t> rest(chunk.data() + r.position(), r.remaining());
+    enc::DecodedMessage m = enc::decodeMessage(rest, arena, limits);
+    if (m.status != UAPLEX_Good || m.type != enc::dataTypeOf<ua::OpenSecureChannelRequest>()) {
+        fail(UAPLEX_BadDecodingError, "malformed OpenSecureChannelRequest");
+        return Event::None;
+    }
+    const auto& req = *static_cast<const ua::OpenSecureChannelRequest*>(m.object);
+    if (req.securityMode != ua::MessageSecurityMode::None_) {
+        fail(UAPLEX_BadSecurityModeRejected, "only MessageSecurityMode None is offered");
+        return Event::None;
+    }
+    const TokenState::Token* token = nullptr;
+    if (req.requestType == ua::SecurityTokenRequestType::Issue) {
+        if (isOpen()) {
+            fail(UAPLEX_BadSecureChannelIdInvalid, "channel already open");
+            return Event::None;
+        }
+        policy_ = policy;
+        token = &tokens_.issue(now.monotonicMs, req.requestedLifetime);
+        channelId_.store(newChannelId, std::memory_order_release);
+        sendTokenId_.store(token->id, std::memory_order_relaxed);
+    } else if (req.requestType == ua::SecurityTokenRequestType::Renew) {
+        if (!isOpen() || channelId != id()) {
+            fail(UAPLEX_BadSecureChannelIdInvalid, "renew of an unknown channel");
+            return Event::None;
+        }
+        token = &tokens_.renew(now.monotonicMs, req.requestedLifetime);
+    } else {
+        fail(UAPLEX_BadRequestTypeInvalid, "unknown SecurityTokenRequestType");
+        return Event::None;
+    }
+    // The later of the tokens decides when the channel dies unrenewed.
+    expiresMs_.store(token->expiresMs(), std::memory_order_relaxed);
+
+    ua::OpenSecureChannelResponse resp{};
+    resp.responseHeader.timestamp = now.utc;
+    resp.responseHeader.requestHandle = req.requestHeader.requestHandle;
+    resp.responseHeader.serviceResult = UAPLEX_Good;
+    resp.serverProtocolVersion = 0;
+    resp.securityToken.channelId = id();
+    resp.securityToken.tokenId = token->id;
+    resp.securityToken.createdAt = now.utc;
+    resp.securityToken.revisedLifetime = token->lifetimeMs;
+    resp.serverNonce = ua::ByteString{0, nullptr};  // None: no nonce
+
+    enc::ByteBuffer out(512);
+    enc::BinaryWriter w(out);
+    w.writeBytes("OPNF", 4);
+    w.writeRaw<std::uint32_t>(0);  // size, patched below
+    w.writeRaw<std::uint32_t>(id());
+    enc::encode(w, ua::makeString(policy->uri()));
+    enc::encode(w, ua::nullByteString());
+    enc::encode(w, ua::nullByteString());
+    std::size_t seqOffset = w.size();
+    w.writeRaw<std::uint32_t>(0);  // sequence number, under the send mutex below
+    w.writeRaw<std::uint32_t>(requestId);
+    enc::encodeMessage(w, resp);
+    if (!w.ok() || out.size() > negotiated_.sendBufferSize) {
+        fail(UAPLEX_BadTcpInternalError, "cannot encode OpenSecureChannelResponse");
+        return Event::None;
+    }
+    w.patchInt32(4, std::int32_t(out.size()));
+    bool first = req.requestType == ua::SecurityTokenRequestType::Issue;
+    {
+        std::lock_guard lock(sendMutex_);
+        if (closed_) return Event::None;
+        w.patchInt32(seqOffset, std::int32_t(sent_.next()));
+        uaplex_buffer b;
+        if (!output_.rent(std::uint32_t(out.size()), b)) {
+            fail(UAPLEX_BadOutOfMemory, "no buffer");
+            return Event::None;
+        }
+        std::memcpy(b.data, out.data(), out.size());
+        b.used = out.size();
+        output_.send(&b, 1);
+    }
+    if (first) output_.opened();
+    return Event::None;
+}
+
+SecureChannel::Event SecureChannel::onMessage(std::span<std::uint8_t> chunk, const Clock& now,
+                                              bool close) {
+    if (!isOpen()) {
+        fail(UAPLEX_BadSecureChannelIdInvalid, "no secure channel open");
+        return Event::None;
+    }
+    if (chunk.size() < kSymmetricHeaderSize + kSequenceHeaderSize) {
+        fail(UAPLEX_BadTcpMessageTypeInvalid, "chunk too short");
+        return Event::None;
+    }
+    if (readU32(chunk.data() + 8) != id()) {
+        fail(UAPLEX_BadSecureChannelIdInvalid, "wrong SecureChannelId");
+        return Event::None;
+    }
+    uaplex_status st = tokens_.use(readU32(chunk.data() + 12), now.monotonicMs);
+    if (st != UAPLEX_Good) {
+        fail(st, "unknown or expired security token");
+        return Event::None;
+    }
+    sendTokenId_.store(tokens_.sendTokenId(), std::memory_order_relaxed);
+    std::size_t bodyLength = 0;
+    st = policy_->verifySymmetric(chunk, kSymmetricHeaderSize, bodyLength);
+    if (st != UAPLEX_Good) {
+        fail(UAPLEX_BadSecurityChecksFailed, "chunk failed the security checks");
+        return Event::None;
+    }
+    const std::uint8_t* seqHeader = chunk.data() + kSymmetricHeaderSize;
+    if (!received_.accept(readU32(seqHeader))) {
+        fail(UAPLEX_BadSequenceNumberInvalid, "sequence number out of order");
+        return Event::None;
+    }
+    if (close) {
+        output_.close();
+        return Event::Closed;
+    }
+    std::uint32_t requestId = readU32(seqHeader + 4);
+    std::span<const std::uint8_t> body(seqHeader + kSequenceHeaderSize,
+                                       bodyLength - kSequenceHeaderSize);
+    switch (assembler_.add(char(chunk[3]), requestId, body)) {
+        case ChunkAssembler::Result::Complete:
+            return Event::Message;
+        case ChunkAssembler::Result::TooLarge:
+            sendAbort(requestId, UAPLEX_BadRequestTooLarge,
+                      "request exceeds MaxMessageSize or MaxChunkCount");
+            return Event::None;
+        case ChunkAssembler::Result::Mismatch:
+            fail(UAPLEX_BadTcpMessageTypeInvalid, "chunks of two requests interleaved");
+            return Event::None;
+        default:
+            return Event::None;
+    }
+}
+
+uaplex_status SecureChannel::sendMessage(std::uint32_t requestId,
+                                         std::span<const std::uint8_t> body,
+                                         std::vector<uaplex_buffer>& scratch) noexcept {
+    const std::size_t prefix = kSymmetricHeaderSize + kSequenceHeaderSize;
+    const std::size_t chunkSize = negotiated_.sendBufferSize;
+    const std::size_t room = chunkSize - prefix - policy_->symmetricOverhead();
+    std::size_t chunks = body.empty() ? 1 : (body.size() + room - 1) / room;
+    if ((negotiated_.clientMaxMessageSize != 0 && body.size() > negotiated_.clientMaxMessageSize) ||
+        (negotiated_.clientMaxChunkCount != 0 && chunks > negotiated_.clientMaxChunkCount) ||
+        (limits_.maxChunkCount != 0 && chunks > limits_.maxChunkCount) ||
+        (limits_.maxMessageSize != 0 && body.size() > limits_.maxMessageSize))
+        return UAPLEX_BadResponseTooLarge;
+    scratch.clear();
+    for (std::size_t i = 0; i < chunks; ++i) {
+        uaplex_buffer b;
+        if (!output_.rent(std::uint32_t(chunkSize), b)) {
+            for (auto& s : scratch) output_.giveBack(s);
+            scratch.clear();
+            return UAPLEX_BadOutOfMemory;
+        }
+        scratch.push_back(b);
+    }
+    std::lock_guard lock(sendMutex_);
+    if (closed_) {
+        for (auto& s : scratch) output_.giveBack(s);
+        scratch.clear();
+        return UAPLEX_BadSecureChannelClosed;
+    }
+    std::uint32_t token = sendTokenId_.load(std::memory_order_relaxed);
+    std::size_t offset = 0;
+    for (std::size_t i = 0; i < chunks; ++i) {
+        std::size_t n = std::min(room, body.size() - offset);
+        uaplex_buffer& b = scratch[i];
+        std::memcpy(b.data, i + 1 == chunks ? "MSGF" : "MSGC", 4);
+        writeU32(b.data + 8, id());
+        writeU32(b.data + 12, token);
+        writeU32(b.data + 16, sent_.next());
+        writeU32(b.data + 20, requestId);
+        if (n) std::memcpy(b.data + prefix, body.data() + offset, n);
+        std::size_t length = prefix + n;
+        policy_->secureSymmetric({b.data, b.length}, kSymmetricHeaderSize, length);
+        writeU32(b.data + 4, std::uint32_t(length));
+        b.used = length;
+        offset += n;
+    }
+    output_.send(scratch.data(), scratch.size());
+    scratch.clear();
+    return UAPLEX_Good;
+}
+
+void SecureChannel::sendAbort(std::uint32_t requestId, uaplex_status status,
+                              std::string_view reason) noexcept {
+    reason = reason.substr(0, 256);
+    std::size_t size = kSymmetricHeaderSize + kSequenceHeaderSize + 8 + reason.size();
+    uaplex_buffer b;
+    std::lock_guard lock(sendMutex_);
+    if (closed_ || !output_.rent(std::uint32_t(size), b)) return;
+    std::memcpy(b.data, "MSGA", 4);
+    writeU32(b.data + 4, std::uint32_t(size));
+    writeU32(b.data + 8, id());
+    writeU32(b.data + 12, sendTokenId_.load(std::memory_order_relaxed));
+    writeU32(b.data + 16, sent_.next());
+    writeU32(b.data + 20, requestId);
+    writeU32(b.data + 24, status);
+    writeU32(b.data + 28, std::uint32_t(reason.size()));
+    std::memcpy(b.data + 32, reason.data(), reason.size());
+    b.used = size;
+    output_.send(&b, 1);
+}
+
+}  // namespace uaplex::securechannel

@@ -1,0 +1,43 @@
+// Discovery (Part 4 5.4): the server's ApplicationDescription and EndpointDescriptions, built
+// from [server] for GetEndpoints, FindServers and CreateSession.
+#pragma once
+
+#include <uaplex/encoding/encoding.hpp>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/config.hpp"
+
+namespace uaplex::server {
+
+inline constexpr std::string_view kTransportProfileUaTcp =
+    "http://opcfoundation.org/UA-Profile/Transport/uatcp-uasc-uabinary";
+
+class Discovery {
+  public:
+    explicit Discovery(const config::ServerSection& server);
+
+    // Endpoints in the arena. A wildcard host (0.0.0.0, [::]) is replaced by the host the
+    // client asked for in `clientUrl` (or this machine's name). profileUris filters by
+    // transport profile (empty: all).
+    ua::Array<ua::EndpointDescription> endpoints(enc::Arena& arena, std::string_view clientUrl,
+                                                 const ua::Array<ua::String>& profileUris) const;
+    // The ApplicationDescription, discoveryUrls with the same host substitution.
+    ua::ApplicationDescription application(enc::Arena& arena, std::string_view clientUrl) const;
+    // FindServers: our description unless serverUris filters it out.
+    ua::Array<ua::ApplicationDescription> servers(enc::Arena& arena, std::string_view clientUrl,
+                                                  const ua::Array<ua::String>& serverUris) const;
+
+    // The endpoint URL with a wildcard host replaced (exposed for tests).
+    std::string substituteHost(std::string_view endpoint, std::string_view clientUrl) const;
+
+  private:
+    ua::String copy(enc::Arena& arena, std::string_view s) const;
+
+    std::string applicationUri_, productUri_, applicationName_, hostname_;
+    std::vector<std::string> endpointUrls_;
+};
+
+}  // namespace uaplex::server

@@ -1,0 +1,224 @@
+#include "server/dispatcher.hpp"
+
+#include <cstring>
+
+namespace uaplex::server {
+
+namespace {
+
+template <class T>
+bool is(const enc::DataType* t) noexcept {
+    return t == enc::dataTypeOf<T>();
+}
+
+// Requests and responses start with their RequestHeader / ResponseHeader (Part 4 7.32/7.33).
+bool isRequest(const enc::DataType* t) noexcept {
+    return t->fieldCount > 0 && t->fields[0].name == "requestHeader" && t->fields[0].offset == 0;
+}
+
+template <class T>
+T* make(enc::Arena& arena) noexcept {
+    return arena.allocateArray<T>(1);
+}
+
+ua::ByteString copyBytes(enc::Arena& arena, const std::uint8_t* data, std::size_t n) noexcept {
+    auto* p = arena.allocateArray<std::uint8_t>(n);
+    if (!p) return ua::nullByteString();
+    std::memcpy(p, data, n);
+    return ua::ByteString{std::int32_t(n), p};
+}
+
+session::IdentityToken identityOf(const ua::ExtensionObject& token) noexcept {
+    if (token.encoding == UAPLEX_EXTENSIONOBJECT_NOBODY && token.object == nullptr)
+        return {session::IdentityKind::Anonymous, {}};  // a null token means anonymous
+    if (token.object == nullptr) return {session::IdentityKind::Invalid, {}};
+    auto* t = static_cast<const enc::DataType*>(token.data_type);
+    if (is<ua::AnonymousIdentityToken>(t))
+        return {session::IdentityKind::Anonymous,
+                ua::view(static_cast<const ua::AnonymousIdentityToken*>(token.object)->policyId)};
+    if (is<ua::UserNameIdentityToken>(t))
+        return {session::IdentityKind::UserName,
+                ua::view(static_cast<const ua::UserNameIdentityToken*>(token.object)->policyId)};
+    if (is<ua::X509IdentityToken>(t))
+        return {session::IdentityKind::X509,
+                ua::view(static_cast<const ua::X509IdentityToken*>(token.object)->policyId)};
+    if (is<ua::IssuedIdentityToken>(t))
+        return {session::IdentityKind::Issued,
+                ua::view(static_cast<const ua::IssuedIdentityToken*>(token.object)->policyId)};
+    return {session::IdentityKind::Invalid, {}};
+}
+
+}  // namespace
+
+Dispatcher::Dispatcher(const config::ServerConfig& cfg, session::SessionManager& sessions,
+                       ServiceHandler& services, const Discovery& discovery)
+    : sessions_(sessions), services_(services), discovery_(discovery) {
+    const auto& l = cfg.server.limits;
+    limits_.maxMessageSize = l.max_message_size;
+    limits_.maxStringLength = l.max_string_length;
+    limits_.maxByteStringLength = l.max_bytestring_length;
+    limits_.maxArrayLength = l.max_array_length;
+    limits_.maxNestingDepth = l.max_nesting_depth;
+    maxMessageSize_ = l.max_message_size;
+}
+
+void Dispatcher::encodeFault(std::uint32_t requestHandle, uaplex_status status, std::int64_t utc,
+                             enc::ByteBuffer& out) noexcept {
+    ua::ServiceFault fault{};
+    fault.responseHeader.timestamp = utc;
+    fault.responseHeader.requestHandle = requestHandle;
+    fault.responseHeader.serviceResult = status;
+    out.clear();
+    enc::BinaryWriter w(out);
+    enc::encodeMessage(w, fault);
+}
+
+std::uint32_t Dispatcher::peekRequestHandle(std::span<const std::uint8_t> request) noexcept {
+    enc::Arena arena(64 * 1024, 512);
+    enc::DecodeLimits limits;
+    enc::BinaryReader r(request, arena, limits);
+    ua::NodeId encoding{};
+    ua::RequestHeader header{};
+    enc::decode(r, encoding);
+    enc::decode(r, header);
+    return r.ok() ? header.requestHandle : 0;
+}
+
+std::uint32_t Dispatcher::handle(std::span<const std::uint8_t> request, const RequestContext& ctx,
+                                 enc::Arena& arena, enc::ByteBuffer& out) noexcept {
+    enc::DecodedMessage m = enc::decodeMessage(request, arena, limits_);
+    if (m.status != UAPLEX_Good || !isRequest(m.type)) {
+        std::uint32_t handle = peekRequestHandle(request);
+        encodeFault(handle, m.status == UAPLEX_Good ? UAPLEX_BadServiceUnsupported : m.status,
+                    ctx.utc, out);
+        return handle;
+    }
+    const auto& header = *static_cast<const ua::RequestHeader*>(m.object);
+    const enc::DataType* responseType = nullptr;
+    void* response = nullptr;
+    uaplex_status st = dispatch(m.type, m.object, ctx, arena, responseType, response);
+    if (st != UAPLEX_Good || response == nullptr || responseType == nullptr) {
+        encodeFault(header.requestHandle, st == UAPLEX_Good ? UAPLEX_BadInternalError : st, ctx.utc,
+                    out);
+        return header.requestHandle;
+    }
+    auto& rh = *static_cast<ua::ResponseHeader*>(response);
+    rh.timestamp = ctx.utc;
+    rh.requestHandle = header.requestHandle;
+    out.clear();
+    enc::BinaryWriter w(out);
+    enc::encodeMessage(w, *responseType, response);
+    if (!w.ok()) encodeFault(header.requestHandle, UAPLEX_BadEncodingError, ctx.utc, out);
+    return header.requestHandle;
+}
+
+uaplex_status Dispatcher::dispatch(const enc::DataType* type, const void* request,
+                                   const RequestContext& ctx, enc::Arena& arena,
+                                   const enc::DataType*& responseType, void*& response) noexcept {
+    const auto& header = *static_cast<const ua::RequestHeader*>(request);
+
+    // --- discovery: no session needed ---
+    if (is<ua::GetEndpointsRequest>(type)) {
+        const auto& req = *static_cast<const ua::GetEndpointsRequest*>(request);
+        auto* resp = make<ua::GetEndpointsResponse>(arena);
+        if (!resp) return UAPLEX_BadOutOfMemory;
+        std::string_view url =
+            req.endpointUrl.length > 0 ? ua::view(req.endpointUrl) : ctx.endpointUrl;
+        resp->endpoints = discovery_.endpoints(arena, url, req.profileUris);
+        responseType = enc::dataTypeOf<ua::GetEndpointsResponse>();
+        response = resp;
+        return UAPLEX_Good;
+    }
+    if (is<ua::FindServersRequest>(type)) {
+        const auto& req = *static_cast<const ua::FindServersRequest*>(request);
+        auto* resp = make<ua::FindServersResponse>(arena);
+        if (!resp) return UAPLEX_BadOutOfMemory;
+        std::string_view url =
+            req.endpointUrl.length > 0 ? ua::view(req.endpointUrl) : ctx.endpointUrl;
+        resp->servers = discovery_.servers(arena, url, req.serverUris);
+        responseType = enc::dataTypeOf<ua::FindServersResponse>();
+        response = resp;
+        return UAPLEX_Good;
+    }
+
+    // --- session services ---
+    if (is<ua::CreateSessionRequest>(type)) {
+        const auto& req = *static_cast<const ua::CreateSessionRequest*>(request);
+        auto created =
+            sessions_.create(ctx.channelId, req.requestedSessionTimeout, ua::view(req.sessionName),
+                             req.maxResponseMessageSize, ctx.nowMs);
+        if (created.status != UAPLEX_Good) return created.status;
+        const auto& s = *created.session;
+        auto* resp = make<ua::CreateSessionResponse>(arena);
+        if (!resp) return UAPLEX_BadOutOfMemory;
+        resp->sessionId = s.sessionId();
+        resp->authenticationToken = s.authenticationToken();
+        resp->authenticationToken.identifier.bytestring =
+            copyBytes(arena, resp->authenticationToken.identifier.bytestring.data,
+                      session::Session::kTokenSize);
+        resp->revisedSessionTimeout = s.timeoutMs();
+        resp->serverNonce = copyBytes(arena, s.serverNonce().data(), s.serverNonce().size());
+        resp->serverCertificate = ua::nullByteString();
+        std::string_view url =
+            req.endpointUrl.length > 0 ? ua::view(req.endpointUrl) : ctx.endpointUrl;
+        resp->serverEndpoints = discovery_.endpoints(arena, url, {-1, nullptr});
+        resp->serverSoftwareCertificates = {0, nullptr};
+        resp->serverSignature.algorithm = ua::nullString();
+        resp->serverSignature.signature = ua::nullByteString();
+        resp->maxRequestMessageSize = maxMessageSize_;
+        responseType = enc::dataTypeOf<ua::CreateSessionResponse>();
+        response = resp;
+        return UAPLEX_Good;
+    }
+    if (is<ua::ActivateSessionRequest>(type)) {
+        const auto& req = *static_cast<const ua::ActivateSessionRequest*>(request);
+        std::shared_ptr<session::Session> s;
+        uaplex_status st = sessions_.activate(header.authenticationToken, ctx.channelId,
+                                              identityOf(req.userIdentityToken), ctx.nowMs, &s);
+        if (st != UAPLEX_Good) return st;
+        auto* resp = make<ua::ActivateSessionResponse>(arena);
+        if (!resp) return UAPLEX_BadOutOfMemory;
+        resp->serverNonce = copyBytes(arena, s->serverNonce().data(), s->serverNonce().size());
+        std::size_t n = req.clientSoftwareCertificates.size();
+        auto* results = arena.allocateArray<ua::StatusCode>(n);
+        resp->results = {std::int32_t(n), results};  // Good for each (none are checked)
+        resp->diagnosticInfos = {0, nullptr};
+        responseType = enc::dataTypeOf<ua::ActivateSessionResponse>();
+        response = resp;
+        return UAPLEX_Good;
+    }
+    if (is<ua::CloseSessionRequest>(type)) {
+        // deleteSubscriptions: subscriptions do not exist yet, so there is nothing to keep.
+        uaplex_status st = sessions_.close(header.authenticationToken, ctx.channelId);
+        if (st != UAPLEX_Good) return st;
+        auto* resp = make<ua::CloseSessionResponse>(arena);
+        if (!resp) return UAPLEX_BadOutOfMemory;
+        responseType = enc::dataTypeOf<ua::CloseSessionResponse>();
+        response = resp;
+        return UAPLEX_Good;
+    }
+
+    // --- everything else needs an activated session on this channel ---
+    std::shared_ptr<session::Session> s;
+    uaplex_status st = sessions_.resolve(header.authenticationToken, ctx.channelId, ctx.nowMs, s,
+                                         ctx.sessionCache);
+    if (st != UAPLEX_Good) return st;
+
+    if (is<ua::CancelRequest>(type)) {
+        // Requests are not tracked by handle yet: nothing is cancelled.
+        auto* resp = make<ua::CancelResponse>(arena);
+        if (!resp) return UAPLEX_BadOutOfMemory;
+        resp->cancelCount = 0;
+        responseType = enc::dataTypeOf<ua::CancelResponse>();
+        response = resp;
+        return UAPLEX_Good;
+    }
+    if (is<ua::ReadRequest>(type) || is<ua::WriteRequest>(type) || is<ua::BrowseRequest>(type) ||
+        is<ua::BrowseNextRequest>(type) || is<ua::TranslateBrowsePathsToNodeIdsRequest>(type) ||
+        is<ua::RegisterNodesRequest>(type) || is<ua::UnregisterNodesRequest>(type) ||
+        is<ua::CallRequest>(type))
+        return services_.call(arena, s->state(), type, request, responseType, response);
+    return UAPLEX_BadServiceUnsupported;
+}
+
+}  // namespace uaplex::server

@@ -1,0 +1,467 @@
+#include "server/server.hpp"
+
+#include <uaplex/transport.h>
+#include <uaplex/encoding/encoding.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+
+#include "host/logging.hpp"
+#include "host/plugin_host.hpp"
+#include "securechannel/secure_channel.hpp"
+#include "server/buffer_pool.hpp"
+#include "server/discovery.hpp"
+#include "server/dispatcher.hpp"
+#include "services/service_set.hpp"
+#include "session/session_manager.hpp"
+
+namespace uaplex::server {
+
+using host::logger;
+
+namespace {
+
+std::int64_t monotonicMs() noexcept {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+// OPC UA DateTime: 100 ns ticks since 1601-01-01.
+std::int64_t utcNow() noexcept {
+    constexpr std::int64_t kUnixEpoch = 116444736000000000LL;
+    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                  std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+    return kUnixEpoch + ns / 100;
+}
+
+constexpr std::uint32_t kHelloBufferSize = 8192;
+
+}  // namespace
+
+// A transport instance as the callbacks see it (the params' `user`).
+struct TransportBinding {
+    Server* server = nullptr;
+    const uaplex_transport_ops* ops = nullptr;
+    void* self = nullptr;
+    std::string name;
+    std::string scheme;
+};
+
+// A decoded-to-be request between the I/O thread and a worker. The entry comes first so the
+// queue's entry pointer is the request's. Recycled per connection: no allocation per request.
+struct PendingRequest {
+    uaplex_request_entry entry{};
+    std::shared_ptr<Connection> connection;
+    enc::ByteBuffer body;
+    std::uint32_t secureRequestId = 0;
+};
+
+// Per-worker scratch reused for every request: arena, encode buffer, chunk buffer list.
+struct Worker {
+    enc::Arena arena{64u << 20, 64 * 1024};
+    enc::ByteBuffer out{64 * 1024};
+    std::vector<uaplex_buffer> chunks;
+};
+
+// The kernel's side of one transport connection: its SecureChannel and the way out.
+class Connection final : public securechannel::ChunkOutput,
+                         public std::enable_shared_from_this<Connection> {
+  public:
+    Connection(Server& server, TransportBinding& transport, uaplex_connection* handle,
+               securechannel::ChannelLimits limits)
+        : server_(server), transport_(transport), handle_(handle), channel(limits, *this) {}
+
+    bool rent(std::uint32_t size, uaplex_buffer& out) noexcept override {
+        out = uaplex_buffer{};
+        return server_.pool_->ops()->take(server_.pool_->self(),
+                                          static_cast<uaplex_buffer_manager*>(server_.poolManager_),
+                                          size, this, nullptr, &out) == UAPLEX_Good;
+    }
+    void giveBack(uaplex_buffer& b) noexcept override {
+        server_.pool_->ops()->give_back(server_.pool_->self(), &b, this);
+    }
+    void send(uaplex_buffer* buffers, std::size_t count) noexcept override {
+        std::lock_guard lock(transportMutex_);
+        if (gone_) {
+            for (std::size_t i = 0; i < count; ++i) giveBack(buffers[i]);
+            return;
+        }
+        transport_.ops->send(transport_.self, handle_, buffers, count);
+    }
+    void fail(uaplex_status status, std::string_view reason) noexcept override {
+        logger()->debug("channel {}: closing with 0x{:08X}: {}", channel.id(), status, reason);
+        std::lock_guard lock(transportMutex_);
+        if (gone_) return;
+        uaplex_buffer b;
+        reason = reason.substr(0, 256);
+        if (rent(std::uint32_t(16 + reason.size()), b)) {
+            std::memcpy(b.data, "ERRF", 4);
+            std::uint32_t size = std::uint32_t(16 + reason.size());
+            std::memcpy(b.data + 4, &size, 4);
+            std::memcpy(b.data + 8, &status, 4);
+            std::uint32_t n = std::uint32_t(reason.size());
+            std::memcpy(b.data + 12, &n, 4);
+            std::memcpy(b.data + 16, reason.data(), reason.size());
+            b.used = size;
+            transport_.ops->send(transport_.self, handle_, &b, 1);
+        }
+        transport_.ops->close(transport_.self, handle_, status);
+    }
+    void close() noexcept override {
+        std::lock_guard lock(transportMutex_);
+        if (!gone_) transport_.ops->close(transport_.self, handle_, UAPLEX_Good);
+    }
+    void opened() noexcept override {
+        std::lock_guard lock(transportMutex_);
+        if (!gone_ &&
+            transport_.ops->hdr.struct_size >
+                offsetof(uaplex_transport_ops, secure_channel_opened) &&
+            transport_.ops->secure_channel_opened)
+            transport_.ops->secure_channel_opened(transport_.self, handle_);
+    }
+    // on_closed: the handle is invalid from now on.
+    void transportClosed() noexcept {
+        {
+            std::lock_guard lock(transportMutex_);
+            gone_ = true;
+        }
+        channel.markClosed();
+    }
+    bool gone() noexcept {
+        std::lock_guard lock(transportMutex_);
+        return gone_;
+    }
+
+    PendingRequest* acquire() {
+        std::lock_guard lock(freeMutex_);
+        if (free_.empty()) {
+            all_.push_back(std::make_unique<PendingRequest>());
+            return all_.back().get();
+        }
+        PendingRequest* r = free_.back();
+        free_.pop_back();
+        return r;
+    }
+    void release(PendingRequest* r) {
+        std::lock_guard lock(freeMutex_);
+        free_.push_back(r);
+    }
+
+  private:
+    Server& server_;
+    TransportBinding& transport_;
+    uaplex_connection* handle_;
+
+  public:
+    std::string endpointUrl;  // from Hello; written before any request of the connection
+    securechannel::SecureChannel channel;
+    session::SessionCache sessionCache;
+
+  private:
+    std::mutex transportMutex_;  // orders calls into the transport with on_closed
+    bool gone_ = false;
+    std::mutex freeMutex_;
+    std::vector<std::unique_ptr<PendingRequest>> all_;
+    std::vector<PendingRequest*> free_;
+};
+
+// --- transport callbacks (I/O threads) -------------------------------------------------------
+
+struct Server::Callbacks {
+    static uaplex_status onAccepted(void* user, uaplex_connection* handle, uaplex_str,
+                                    uaplex_str peer, void** out) {
+        auto& binding = *static_cast<TransportBinding*>(user);
+        Server& s = *binding.server;
+        if (!s.running_.load()) return UAPLEX_BadServerHalted;
+        const auto& l = s.cfg_.server.limits;
+        securechannel::ChannelLimits limits;
+        limits.maxMessageSize = l.max_message_size;
+        limits.maxChunkCount = l.max_chunk_count;
+        limits.minTokenLifetimeMs = l.min_token_lifetime_ms;
+        limits.maxTokenLifetimeMs = l.max_token_lifetime_ms;
+        limits.decodeLimits = s.dispatcher_->decodeLimits();
+        try {
+            auto c = std::make_shared<Connection>(s, binding, handle, limits);
+            *out = c.get();
+            std::lock_guard lock(s.connectionsMutex_);
+            s.connections_.emplace(c.get(), std::move(c));
+        } catch (...) {
+            return UAPLEX_BadOutOfMemory;
+        }
+        logger()->debug("{}: connection from {}", binding.name,
+                        std::string_view(peer.data, peer.len));
+        return UAPLEX_Good;
+    }
+
+    static uaplex_status onHello(void*, void* cuser, const uaplex_transport_negotiated* n) {
+        auto& c = *static_cast<Connection*>(cuser);
+        securechannel::Negotiated neg;
+        neg.sendBufferSize = n->send_buffer_size;
+        neg.clientMaxMessageSize = n->max_message_size;
+        neg.clientMaxChunkCount = n->max_chunk_count;
+        c.channel.setNegotiated(neg);
+        c.endpointUrl.assign(n->endpoint_url.data ? n->endpoint_url.data : "", n->endpoint_url.len);
+        return UAPLEX_Good;
+    }
+
+    static uaplex_status onReceived(void* user, void* cuser, uaplex_buffer* buffer) {
+        auto& binding = *static_cast<TransportBinding*>(user);
+        Server& s = *binding.server;
+        auto& c = *static_cast<Connection*>(cuser);
+        uaplex_buffer chunk = *buffer;
+        std::uint32_t newId = 0;
+        if (!c.channel.isOpen() && chunk.used >= 3 && std::memcmp(chunk.data, "OPN", 3) == 0) {
+            newId = s.nextChannelId_.fetch_add(1);
+            if (newId == 0) newId = s.nextChannelId_.fetch_add(1);
+        }
+        auto ev = c.channel.onChunk({chunk.data, chunk.used},
+                                    securechannel::Clock{monotonicMs(), utcNow()}, newId);
+        if (ev == securechannel::SecureChannel::Event::Message) s.submit(c);
+        c.giveBack(chunk);
+        return UAPLEX_Good;
+    }
+
+    static uaplex_status onClosed(void* user, void* cuser, uaplex_status) {
+        auto& s = *static_cast<TransportBinding*>(user)->server;
+        auto* c = static_cast<Connection*>(cuser);
+        c->transportClosed();
+        std::shared_ptr<Connection> last;
+        {
+            std::lock_guard lock(s.connectionsMutex_);
+            auto it = s.connections_.find(c);
+            if (it != s.connections_.end()) {
+                last = std::move(it->second);
+                s.connections_.erase(it);
+            }
+        }
+        return UAPLEX_Good;
+    }
+};
+
+// --- Server --------------------------------------------------------------------------------
+
+Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler& services)
+    : cfg_(cfg), host_(host), services_(services), pool_(std::make_unique<KernelBufferPool>()) {
+    const auto& l = cfg_.server.limits;
+    session::SessionLimits sl{l.max_sessions, l.min_session_timeout_ms, l.max_session_timeout_ms};
+    session::SessionStateHooks hooks{[this] { return services_.createSessionState(); },
+                                     [this](void* p) { services_.destroySessionState(p); }};
+    sessions_ =
+        std::make_unique<session::SessionManager>(sl, &services_.counters(), std::move(hooks));
+    discovery_ = std::make_unique<Discovery>(cfg_.server);
+    dispatcher_ = std::make_unique<Dispatcher>(cfg_, *sessions_, services_, *discovery_);
+    std::uint32_t bufferSize =
+        std::max({l.receive_buffer_size, l.send_buffer_size, kHelloBufferSize});
+    uaplex_buffer_manager* m = nullptr;
+    static constexpr char kName[] = "uasc-chunks";
+    pool_->ops()->manager_create(pool_->self(), {kName, sizeof kName - 1}, bufferSize, &m);
+    poolManager_ = m;
+}
+
+Server::~Server() {
+    stop();
+}
+
+std::size_t Server::connectionCount() const {
+    std::lock_guard lock(connectionsMutex_);
+    return connections_.size();
+}
+
+void Server::start() {
+    if (started_) return;
+    started_ = true;
+    running_ = true;
+    host_.request_queue().set_completion([this](uaplex_request_entry* e, uaplex_status st) {
+        completeRefused(*static_cast<PendingRequest*>(e->kernel_private), st);
+    });
+    for (std::uint32_t i = 0; i < cfg_.server.request_threads; ++i) {
+        workers_.push_back(std::make_unique<Worker>());
+        threads_.emplace_back([this, w = workers_.back().get()] { workerLoop(*w); });
+    }
+    housekeeping_ = std::thread([this] { housekeepingLoop(); });
+
+    const auto& l = cfg_.server.limits;
+    uaplex_transport_params params{};
+    params.hdr = UAPLEX_HEADER_INIT(uaplex_transport_params, UAPLEX_STYPE_TRANSPORT_PARAMS);
+    params.receive_buffer_size = l.receive_buffer_size;
+    params.send_buffer_size = l.send_buffer_size;
+    params.pool_self = pool_->self();
+    params.pool = pool_->ops();
+    params.pool_manager = static_cast<uaplex_buffer_manager*>(poolManager_);
+    params.on_accepted = &Callbacks::onAccepted;
+    params.on_received = &Callbacks::onReceived;
+    params.on_closed = &Callbacks::onClosed;
+    params.max_message_size = l.max_message_size;
+    params.max_chunk_count = l.max_chunk_count;
+    params.max_connections = l.max_channels;
+    params.max_pending_handshakes = l.max_pending_handshakes;
+    params.handshake_timeout_ms = l.handshake_timeout_ms;
+    params.server_uri = {cfg_.server.application_uri.data(), cfg_.server.application_uri.size()};
+    params.on_hello = &Callbacks::onHello;
+
+    std::vector<TransportBinding*> bindings;
+    for (const auto& name : host_.transport_plugins()) {
+        auto b = std::make_unique<TransportBinding>();
+        b->server = this;
+        b->name = name;
+        params.user = b.get();
+        auto inst = host_.create_transport(name, params);
+        b->ops = inst->ops<uaplex_transport_ops>();
+        b->self = inst->self();
+        uaplex_str scheme{};
+        if (b->ops->scheme(b->self, &scheme) == UAPLEX_Good)
+            b->scheme.assign(scheme.data, scheme.len);
+        inst->start();
+        transports_.push_back(std::move(inst));
+        bindings.push_back(b.get());
+        bindings_.push_back(std::move(b));
+    }
+    auto transportFor = [&](std::string_view url) -> TransportBinding* {
+        auto colon = url.find("://");
+        std::string_view scheme = url.substr(0, colon);
+        for (auto* b : bindings)
+            if (b->scheme == scheme) return b;
+        return nullptr;
+    };
+    for (const auto& url : cfg_.server.endpoints) {
+        auto* b = transportFor(url);
+        if (!b)
+            throw std::runtime_error("endpoint " + url +
+                                     ": no enabled transport plugin serves its scheme (enable "
+                                     "[plugins.transport-tcp] for opc.tcp)");
+        uaplex_status st = b->ops->listen(b->self, {url.data(), url.size()});
+        if (st != UAPLEX_Good)
+            throw std::runtime_error("endpoint " + url + ": cannot listen (" +
+                                     std::string(enc::statusName(st)) + ")");
+        logger()->info("serving {}", url);
+    }
+    for (const auto& client : cfg_.server.reverse_connect) {
+        auto* b = transportFor(client);
+        if (!b || b->ops->hdr.struct_size <= offsetof(uaplex_transport_ops, reverse_connect) ||
+            !b->ops->reverse_connect)
+            throw std::runtime_error("reverse_connect " + client + ": no transport supports it");
+        std::string endpoint = discovery_->substituteHost(cfg_.server.endpoints.front(), "");
+        uaplex_status st = b->ops->reverse_connect(b->self, {client.data(), client.size()},
+                                                   {endpoint.data(), endpoint.size()});
+        if (st != UAPLEX_Good)
+            throw std::runtime_error("reverse_connect " + client + ": " +
+                                     std::string(enc::statusName(st)));
+        logger()->info("reverse connect to {}", client);
+    }
+}
+
+void Server::stop() noexcept {
+    if (!started_) return;
+    started_ = false;
+    running_ = false;
+    for (auto& t : transports_) t->stop();  // closes every connection (on_closed)
+    housekeepingWake_.notify_all();
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+    if (housekeeping_.joinable()) housekeeping_.join();
+    // Requests still queued go without an answer: their connections are closed.
+    host_.request_queue().set_completion([](uaplex_request_entry* e, uaplex_status) {
+        auto* r = static_cast<PendingRequest*>(e->kernel_private);
+        auto c = std::move(r->connection);
+        c->release(r);
+    });
+    uaplex_request_entry* e = nullptr;
+    while (host_.request_queue().try_dequeue(&e) == UAPLEX_Good && e) {
+        auto* r = static_cast<PendingRequest*>(e->kernel_private);
+        auto c = std::move(r->connection);
+        c->release(r);
+    }
+    sessions_->closeAll();
+    services_.shutdown();
+    transports_.clear();
+    {
+        std::lock_guard lock(connectionsMutex_);
+        connections_.clear();
+    }
+    workers_.clear();
+}
+
+void Server::submit(Connection& c) {
+    PendingRequest* r = c.acquire();
+    std::swap(r->body, c.channel.assembledBody());  // both buffers keep their capacity
+    r->secureRequestId = c.channel.assembledRequestId();
+    r->connection = c.shared_from_this();
+    auto& e = r->entry;
+    e = uaplex_request_entry{};
+    e.hdr = UAPLEX_HEADER_INIT(uaplex_request_entry, UAPLEX_STYPE_REQUEST_ENTRY);
+    e.request_id = nextRequestId_.fetch_add(1);
+    if (e.request_id == 0) e.request_id = nextRequestId_.fetch_add(1);
+    e.cost = r->body.size();
+    e.kernel_private = r;
+    uaplex_status st = host_.request_queue().enqueue(&e);
+    if (st != UAPLEX_Good) completeRefused(*r, st);
+}
+
+void Server::completeRefused(PendingRequest& r, std::uint32_t status) noexcept {
+    auto c = std::move(r.connection);
+    if (c && !c->gone()) {
+        enc::ByteBuffer out(256);
+        std::vector<uaplex_buffer> chunks;
+        Dispatcher::encodeFault(Dispatcher::peekRequestHandle(r.body.span()), status, utcNow(),
+                                out);
+        c->channel.sendMessage(r.secureRequestId, out.span(), chunks);
+    }
+    if (c) c->release(&r);
+}
+
+void Server::workerLoop(Worker& w) {
+    while (running_.load(std::memory_order_relaxed)) {
+        uaplex_request_entry* e = nullptr;
+        // Bounded waits: a queue swap waits for the longest call in flight, and stop() for us.
+        uaplex_status st = host_.request_queue().dequeue(100, &e);
+        if (st == UAPLEX_Good && e) {
+            execute(*static_cast<PendingRequest*>(e->kernel_private), w);
+        } else if (st == UAPLEX_BadServerHalted) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));  // no queue installed
+        }
+    }
+}
+
+void Server::execute(PendingRequest& r, Worker& w) noexcept {
+    auto c = std::move(r.connection);
+    if (c->gone()) {
+        c->release(&r);
+        return;
+    }
+    RequestContext ctx{c->channel.id(), monotonicMs(), utcNow(), c->endpointUrl, &c->sessionCache};
+    w.arena.reset();
+    w.out.clear();
+    std::uint32_t handle = dispatcher_->handle(r.body.span(), ctx, w.arena, w.out);
+    std::uint32_t requestId = r.secureRequestId;
+    // The response is encoded: recycle the request before sending, so that the client's
+    // next request finds it free (a request-response client then needs one per connection).
+    c->release(&r);
+    uaplex_status st = c->channel.sendMessage(requestId, w.out.span(), w.chunks);
+    if (st == UAPLEX_BadResponseTooLarge) {
+        Dispatcher::encodeFault(handle, UAPLEX_BadResponseTooLarge, ctx.utc, w.out);
+        c->channel.sendMessage(requestId, w.out.span(), w.chunks);
+    }
+}
+
+void Server::housekeepingLoop() {
+    std::unique_lock lock(housekeepingMutex_);
+    while (running_.load()) {
+        housekeepingWake_.wait_for(lock, std::chrono::milliseconds(200));
+        if (!running_.load()) break;
+        std::int64_t now = monotonicMs();
+        if (std::size_t n = sessions_->sweep(now)) logger()->info("{} session(s) timed out", n);
+        std::vector<std::shared_ptr<Connection>> expired;
+        {
+            std::lock_guard cl(connectionsMutex_);
+            for (auto& [p, c] : connections_)
+                if (c->channel.expired(now)) expired.push_back(c);
+        }
+        for (auto& c : expired)
+            c->fail(UAPLEX_BadSecureChannelTokenUnknown, "security token expired");
+    }
+}
+
+}  // namespace uaplex::server

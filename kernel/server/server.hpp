@@ -1,0 +1,92 @@
+// The OPC UA server: transport plugins on the configured endpoints, a SecureChannel per
+// connection, the request path through the request-queue slot to `request_threads` workers,
+// sessions and their timeouts.
+//
+// Threads: the transports' I/O threads run chunk assembly and OPN/CLO; workers decode,
+// dispatch, encode and send; one housekeeping thread closes timed-out sessions and channels
+// whose token expired.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "config/config.hpp"
+#include "server/service_handler.hpp"
+
+namespace uaplex::host {
+class Host;
+class PluginInstance;
+}  // namespace uaplex::host
+namespace uaplex::session {
+class SessionManager;
+}
+
+namespace uaplex::server {
+
+class Connection;
+class Dispatcher;
+class Discovery;
+class KernelBufferPool;
+struct Worker;
+struct PendingRequest;
+struct TransportBinding;
+
+class Server {
+  public:
+    // `services` must outlive the server.
+    Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler& services);
+    ~Server();
+    Server(const Server&) = delete;
+    Server& operator=(const Server&) = delete;
+
+    // Creates and starts the transports, listens on every endpoint, starts reverse connects
+    // and the workers. Throws std::runtime_error with a one-line message.
+    void start();
+    // Stops accepting, closes every connection and session, joins the threads. Idempotent.
+    void stop() noexcept;
+
+    session::SessionManager& sessions() noexcept { return *sessions_; }
+    std::size_t connectionCount() const;
+
+  private:
+    friend class Connection;
+    struct Callbacks;
+
+    void workerLoop(Worker& worker);
+    void housekeepingLoop();
+    void execute(PendingRequest& request, Worker& worker) noexcept;
+    // The request queue completed an entry itself (stop, cancel, refusal): answer a fault.
+    void completeRefused(PendingRequest& request, std::uint32_t status) noexcept;
+    void submit(Connection& c);
+
+    config::ServerConfig cfg_;
+    host::Host& host_;
+    ServiceHandler& services_;
+    std::unique_ptr<KernelBufferPool> pool_;
+    void* poolManager_ = nullptr;
+    std::unique_ptr<session::SessionManager> sessions_;
+    std::unique_ptr<Discovery> discovery_;
+    std::unique_ptr<Dispatcher> dispatcher_;
+    std::vector<std::unique_ptr<TransportBinding>> bindings_;  // outlive the transports
+    std::vector<std::shared_ptr<host::PluginInstance>> transports_;
+    std::vector<std::unique_ptr<Worker>> workers_;
+    std::vector<std::thread> threads_;
+    std::thread housekeeping_;
+    std::mutex housekeepingMutex_;
+    std::condition_variable housekeepingWake_;
+    std::atomic<bool> running_{false};
+    std::atomic<std::uint32_t> nextChannelId_{1};
+    std::atomic<std::uint32_t> nextRequestId_{1};
+    // Every live connection (accept/close and housekeeping only; not on the request path).
+    mutable std::mutex connectionsMutex_;
+    std::unordered_map<Connection*, std::shared_ptr<Connection>> connections_;
+    bool started_ = false;
+};
+
+}  // namespace uaplex::server

@@ -1,0 +1,40 @@
+// The kernel's ServiceSet behind the dispatch's ServiceHandler interface.
+#include "server/service_handler.hpp"
+#include "services/service_set.hpp"
+
+namespace uaplex::server {
+
+namespace {
+
+class ServiceSetHandler final : public ServiceHandler {
+  public:
+    ServiceSetHandler(const config::ServerConfig& cfg, host::Host& host) : set_(cfg, host) {}
+    void* createSessionState() override { return set_.createSessionState().release(); }
+    void destroySessionState(void* state) noexcept override {
+        services::SessionStateDeleter{}(static_cast<services::SessionState*>(state));
+    }
+    uaplex_status call(enc::Arena& arena, void* sessionState, const enc::DataType* requestType,
+                       const void* request, const enc::DataType*& responseType,
+                       void*& response) noexcept override {
+        services::ServiceCall c{arena, static_cast<services::SessionState*>(sessionState),
+                                requestType, request};
+        uaplex_status st = set_.call(c);
+        responseType = c.responseType;
+        response = c.response;
+        return st;
+    }
+    services::ServerCounters& counters() noexcept override { return set_.counters(); }
+    void shutdown() noexcept override { set_.setState(services::ServerState::Shutdown); }
+
+  private:
+    services::ServiceSet set_;
+};
+
+}  // namespace
+
+std::unique_ptr<ServiceHandler> makeServiceHandler(const config::ServerConfig& cfg,
+                                                   host::Host& host) {
+    return std::make_unique<ServiceSetHandler>(cfg, host);
+}
+
+}  // namespace uaplex::server

@@ -1,0 +1,240 @@
+#include "services/service_set.hpp"
+
+#include <chrono>
+
+#include "services/services_internal.hpp"
+
+namespace uaplex::services {
+
+namespace {
+
+// Between 1601-01-01 and 1970-01-01, in 100 ns ticks.
+constexpr std::int64_t kUnixEpochTicks = 116444736000000000LL;
+
+std::mutex& buildMutex() {
+    // Guards the address space structure while node managers build it (before seal).
+    static std::mutex m;
+    return m;
+}
+
+}  // namespace
+
+ua::DateTime utcNow() noexcept {
+    auto d = std::chrono::system_clock::now().time_since_epoch();
+    return kUnixEpochTicks + std::chrono::duration_cast<std::chrono::nanoseconds>(d).count() / 100;
+}
+
+uaplex_value_alloc arenaAlloc(enc::Arena& arena) noexcept {
+    return uaplex_value_alloc{&arena, [](void* self, size_t size, size_t align) -> void* {
+                                  return static_cast<enc::Arena*>(self)->allocate(
+                                      size == 0 ? 1 : size, align == 0 ? 8 : align);
+                              }};
+}
+
+std::size_t elementSize(std::uint8_t t) noexcept {
+    switch (t) {
+        case UAPLEX_TYPE_BOOLEAN:
+            return sizeof(bool);
+        case UAPLEX_TYPE_SBYTE:
+        case UAPLEX_TYPE_BYTE:
+            return 1;
+        case UAPLEX_TYPE_INT16:
+        case UAPLEX_TYPE_UINT16:
+            return 2;
+        case UAPLEX_TYPE_INT32:
+        case UAPLEX_TYPE_UINT32:
+        case UAPLEX_TYPE_FLOAT:
+        case UAPLEX_TYPE_STATUSCODE:
+            return 4;
+        case UAPLEX_TYPE_INT64:
+        case UAPLEX_TYPE_UINT64:
+        case UAPLEX_TYPE_DOUBLE:
+        case UAPLEX_TYPE_DATETIME:
+            return 8;
+        case UAPLEX_TYPE_STRING:
+        case UAPLEX_TYPE_XMLELEMENT:
+            return sizeof(ua::String);
+        case UAPLEX_TYPE_BYTESTRING:
+            return sizeof(ua::ByteString);
+        case UAPLEX_TYPE_GUID:
+            return sizeof(ua::Guid);
+        case UAPLEX_TYPE_NODEID:
+            return sizeof(ua::NodeId);
+        case UAPLEX_TYPE_EXPANDEDNODEID:
+            return sizeof(ua::ExpandedNodeId);
+        case UAPLEX_TYPE_QUALIFIEDNAME:
+            return sizeof(ua::QualifiedName);
+        case UAPLEX_TYPE_LOCALIZEDTEXT:
+            return sizeof(ua::LocalizedText);
+        case UAPLEX_TYPE_EXTENSIONOBJECT:
+            return sizeof(ua::ExtensionObject);
+        case UAPLEX_TYPE_DATAVALUE:
+            return sizeof(ua::DataValue);
+        case UAPLEX_TYPE_VARIANT:
+            return sizeof(ua::Variant);
+        case UAPLEX_TYPE_DIAGNOSTICINFO:
+            return sizeof(ua::DiagnosticInfo);
+        default:
+            return 0;
+    }
+}
+
+void SessionStateDeleter::operator()(SessionState* state) const noexcept {
+    delete state;
+}
+
+// --- Impl ---------------------------------------------------------------------------------
+
+ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
+    : cfg(c), host(h), space(c.server.application_uri) {
+    startTime = utcNow();
+    buildServerObject();
+    host.services().address_space.store(this, std::memory_order_release);
+    try {
+        uaplex_node_manager_params params{};
+        params.hdr =
+            UAPLEX_HEADER_INIT(uaplex_node_manager_params, UAPLEX_STYPE_NODE_MANAGER_PARAMS);
+        const auto& managers = host.create_node_managers(params);
+        for (const auto& inst : managers) {
+            const auto* ops = inst->ops<uaplex_node_manager_ops>();
+            size_t count = 0;
+            if (ops->namespace_count == nullptr || ops->namespace_uri == nullptr ||
+                ops->namespace_count(inst->self(), &count) != UAPLEX_Good)
+                count = 0;
+            for (size_t i = 0; i < count; ++i) {
+                uaplex_str uri{};
+                if (ops->namespace_uri(inst->self(), i, &uri) != UAPLEX_Good || uri.data == nullptr)
+                    throw std::runtime_error("node manager '" + inst->name() +
+                                             "': namespace_uri failed");
+                std::uint16_t index = space.registerNamespace(std::string_view(uri.data, uri.len));
+                owners.push_back(NamespaceOwner{index, ops, inst->self()});
+            }
+        }
+        host.start_node_managers();
+    } catch (...) {
+        host.destroy_node_managers();
+        host.services().address_space.store(nullptr, std::memory_order_release);
+        throw;
+    }
+    space.seal();
+}
+
+ServiceSet::Impl::~Impl() {
+    host.destroy_node_managers();
+    host.services().address_space.store(nullptr, std::memory_order_release);
+}
+
+ua::DateTime ServiceSet::Impl::now() const noexcept {
+    return utcNow();
+}
+
+const NamespaceOwner* ServiceSet::Impl::ownerOf(std::uint16_t ns) const noexcept {
+    for (const NamespaceOwner& o : owners)
+        if (o.namespaceIndex == ns) return &o;
+    return nullptr;
+}
+
+uaplex_status ServiceSet::Impl::namespace_register(uaplex_plugin_ctx*, uaplex_str uri,
+                                                   uint16_t* out) noexcept {
+    std::lock_guard lock(buildMutex());
+    std::string_view u(uri.data, uri.len);
+    if (space.sealed()) {
+        // Known namespaces may still be looked up once the server runs.
+        const auto& ns = space.namespaces();
+        for (std::size_t i = 0; i < ns.size(); ++i)
+            if (ns[i] == u) {
+                *out = static_cast<uint16_t>(i);
+                return UAPLEX_Good;
+            }
+        return UAPLEX_BadInvalidState;
+    }
+    try {
+        *out = space.registerNamespace(u);
+    } catch (...) {
+        return UAPLEX_BadOutOfMemory;
+    }
+    return UAPLEX_Good;
+}
+
+uaplex_status ServiceSet::Impl::node_add(uaplex_plugin_ctx*,
+                                         const uaplex_node_spec* spec) noexcept {
+    if (spec->hdr.struct_size < sizeof(uaplex_node_spec)) return UAPLEX_BadInvalidArgument;
+    std::lock_guard lock(buildMutex());
+    try {
+        return space.addNode(*spec);
+    } catch (...) {
+        return UAPLEX_BadOutOfMemory;
+    }
+}
+
+uaplex_status ServiceSet::Impl::reference_add(uaplex_plugin_ctx*, const uaplex_nodeid* source,
+                                              const uaplex_nodeid* type,
+                                              const uaplex_nodeid* target) noexcept {
+    if (type->namespace_index != 0 || type->identifier_type != UAPLEX_ID_NUMERIC)
+        return UAPLEX_BadReferenceTypeIdInvalid;
+    NodeRef t = space.find(*type);
+    if (!t || t.nodeClass() != addressspace::kReferenceType)
+        return UAPLEX_BadReferenceTypeIdInvalid;
+    std::lock_guard lock(buildMutex());
+    try {
+        return space.addReference(*source, type->identifier.numeric, *target, true);
+    } catch (...) {
+        return UAPLEX_BadOutOfMemory;
+    }
+}
+
+uaplex_status ServiceSet::Impl::value_set(uaplex_plugin_ctx*, const uaplex_nodeid* nodeId,
+                                          const uaplex_datavalue* value) noexcept {
+    // Before seal other plugins may still be adding nodes (the map may rehash).
+    std::unique_lock<std::mutex> lock;
+    if (!space.sealed()) lock = std::unique_lock(buildMutex());
+    Node* node = space.mutableNode(*nodeId);
+    if (node == nullptr) return UAPLEX_BadNodeIdUnknown;
+    if (node->nodeClass != addressspace::kVariable) return UAPLEX_BadNodeClassInvalid;
+    ua::DataValue dv = *value;
+    if (!(dv.mask & UAPLEX_DATAVALUE_SOURCE_TIMESTAMP)) {
+        dv.mask |= UAPLEX_DATAVALUE_SOURCE_TIMESTAMP;
+        dv.source_timestamp = utcNow();
+    }
+    return node->value.store(dv);
+}
+
+// --- ServiceSet ---------------------------------------------------------------------------
+
+ServiceSet::ServiceSet(const config::ServerConfig& cfg, host::Host& host)
+    : impl_(std::make_unique<Impl>(cfg, host)) {}
+
+ServiceSet::~ServiceSet() = default;
+
+SessionStatePtr ServiceSet::createSessionState() {
+    return SessionStatePtr(new SessionState());
+}
+
+uaplex_status ServiceSet::call(ServiceCall& c) noexcept {
+    try {
+        const enc::DataType* t = c.requestType;
+        if (t == nullptr || c.request == nullptr) return UAPLEX_BadInvalidArgument;
+        if (t == enc::dataTypeOf<ua::ReadRequest>()) return impl_->read(c);
+        if (t == enc::dataTypeOf<ua::WriteRequest>()) return impl_->write(c);
+        if (t == enc::dataTypeOf<ua::BrowseRequest>()) return impl_->browse(c);
+        if (t == enc::dataTypeOf<ua::BrowseNextRequest>()) return impl_->browseNext(c);
+        if (t == enc::dataTypeOf<ua::TranslateBrowsePathsToNodeIdsRequest>())
+            return impl_->translate(c);
+        if (t == enc::dataTypeOf<ua::RegisterNodesRequest>()) return impl_->registerNodes(c);
+        if (t == enc::dataTypeOf<ua::UnregisterNodesRequest>()) return impl_->unregisterNodes(c);
+        if (t == enc::dataTypeOf<ua::CallRequest>()) return impl_->callMethods(c);
+        return UAPLEX_BadServiceUnsupported;
+    } catch (...) {
+        return UAPLEX_BadInternalError;
+    }
+}
+
+ServerCounters& ServiceSet::counters() noexcept {
+    return impl_->counters;
+}
+
+void ServiceSet::setState(ServerState state) noexcept {
+    impl_->state.store(static_cast<std::int32_t>(state), std::memory_order_relaxed);
+}
+
+}  // namespace uaplex::services

@@ -1,0 +1,171 @@
+// Shared by the service implementations of kernel/services (not part of the contract).
+#pragma once
+
+#include <uaplex/encoding/encoding.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "addressspace/address_space.hpp"
+#include "config/config.hpp"
+#include "host/address_space_hooks.hpp"
+#include "host/plugin_host.hpp"
+#include "services/service_set.hpp"
+
+namespace uaplex::services {
+
+using addressspace::AddressSpace;
+using addressspace::Node;
+using addressspace::NodeRef;
+namespace ns0 = addressspace::ns0;
+
+// Attribute ids (Part 6 A.1).
+enum AttributeId : std::uint32_t {
+    kAttrNodeId = 1,
+    kAttrNodeClass,
+    kAttrBrowseName,
+    kAttrDisplayName,
+    kAttrDescription,
+    kAttrWriteMask,
+    kAttrUserWriteMask,
+    kAttrIsAbstract,
+    kAttrSymmetric,
+    kAttrInverseName,
+    kAttrContainsNoLoops,
+    kAttrEventNotifier,
+    kAttrValue,
+    kAttrDataType,
+    kAttrValueRank,
+    kAttrArrayDimensions,
+    kAttrAccessLevel,
+    kAttrUserAccessLevel,
+    kAttrMinimumSamplingInterval,
+    kAttrHistorizing,
+    kAttrExecutable,
+    kAttrUserExecutable,
+    kAttrDataTypeDefinition,
+    kAttrRolePermissions,
+    kAttrUserRolePermissions,
+    kAttrAccessRestrictions,
+    kAttrAccessLevelEx,
+};
+
+// A parsed NumericRange (Part 4 7.27): up to 4 dimensions of [first, last].
+struct IndexRange {
+    struct Dim {
+        std::uint32_t first;
+        std::uint32_t last;
+    };
+    Dim dims[4];
+    std::uint32_t count = 0;  // 0: no range
+};
+// Good, or BadIndexRangeInvalid for a malformed range.
+uaplex_status parseIndexRange(const ua::String& text, IndexRange& out) noexcept;
+
+// A browse continuation point kept in the session (Part 4 7.9).
+struct ContinuationPoint {
+    std::uint64_t id = 0;
+    std::string nodeKey;  // the browsed NodeId, binary encoded
+    std::int32_t direction = 0;
+    ua::NodeId referenceType{};  // ns0 numeric or null
+    bool includeSubtypes = false;
+    std::uint32_t nodeClassMask = 0;
+    std::uint32_t resultMask = 0;
+    std::uint32_t maxReferences = 0;
+    std::uint32_t offset = 0;  // references already returned
+};
+
+}  // namespace uaplex::services
+
+// Per-session state: continuation points and registered nodes. Guarded by its own mutex (a
+// session may have several requests in flight); never shared between sessions.
+class uaplex::services::SessionState {
+  public:
+    std::mutex mutex;
+    std::vector<ContinuationPoint> continuationPoints;
+    std::uint64_t nextContinuationId = 1;
+};
+
+namespace uaplex::services {
+
+// A node-manager plugin that owns namespaces and answers for nodes not in the store.
+struct NamespaceOwner {
+    std::uint16_t namespaceIndex;
+    const uaplex_node_manager_ops* ops;
+    void* self;
+};
+
+struct ServiceSet::Impl final : host::AddressSpaceHooks {
+    Impl(const config::ServerConfig& cfg, host::Host& host);
+    ~Impl() override;
+
+    // host API (address space part)
+    uaplex_status namespace_register(uaplex_plugin_ctx*, uaplex_str uri,
+                                     uint16_t* out) noexcept override;
+    uaplex_status node_add(uaplex_plugin_ctx*, const uaplex_node_spec* spec) noexcept override;
+    uaplex_status reference_add(uaplex_plugin_ctx*, const uaplex_nodeid* source,
+                                const uaplex_nodeid* type,
+                                const uaplex_nodeid* target) noexcept override;
+    uaplex_status value_set(uaplex_plugin_ctx*, const uaplex_nodeid* node,
+                            const uaplex_datavalue* value) noexcept override;
+
+    // The Server object (server_object.cpp).
+    void buildServerObject();
+
+    // Services; each fills call.response / call.responseType or returns a service fault.
+    uaplex_status read(ServiceCall& call) noexcept;
+    uaplex_status write(ServiceCall& call) noexcept;
+    uaplex_status browse(ServiceCall& call) noexcept;
+    uaplex_status browseNext(ServiceCall& call) noexcept;
+    uaplex_status translate(ServiceCall& call) noexcept;
+    uaplex_status registerNodes(ServiceCall& call) noexcept;
+    uaplex_status unregisterNodes(ServiceCall& call) noexcept;
+    uaplex_status callMethods(ServiceCall& call) noexcept;
+
+    // Reads one attribute into `out` (status included).
+    void readAttribute(enc::Arena& arena, const ua::NodeId& id, std::uint32_t attributeId,
+                       const ua::String& indexRange, std::int32_t timestamps,
+                       ua::DataValue& out) noexcept;
+    // The Value attribute of a Variable/VariableType node (without IndexRange).
+    uaplex_status readValue(enc::Arena& arena, const NodeRef& node, ua::DataValue& out) noexcept;
+    uaplex_status writeOne(enc::Arena& arena, const ua::WriteValue& wv) noexcept;
+    // True if `value` may be written to a variable of `dataType` and `valueRank`.
+    bool typeMatches(const ua::NodeId& dataType, const ua::Variant& value) const noexcept;
+    static bool rankMatches(std::int32_t valueRank, const ua::Variant& value) noexcept;
+    const NamespaceOwner* ownerOf(std::uint16_t ns) const noexcept;
+    // Reads an attribute of a node in an owned namespace through its plugin; false if none.
+    bool ownedAttribute(enc::Arena& arena, const ua::NodeId& id, std::uint32_t attributeId,
+                        ua::Variant& out) noexcept;
+    // Browses one node into `result`, starting at cp.offset; creates or updates `cp` in the
+    // session when references remain.
+    void browseOne(enc::Arena& arena, SessionState* session, ContinuationPoint& cp,
+                   const ua::NodeId& nodeId, bool isNewBrowse, ua::BrowseResult& result) noexcept;
+
+    ua::DateTime now() const noexcept;
+
+    config::ServerConfig cfg;
+    host::Host& host;
+    AddressSpace space;
+    ServerCounters counters;
+    std::atomic<std::int32_t> state{static_cast<std::int32_t>(ServerState::Running)};
+    ua::DateTime startTime = 0;
+    std::vector<NamespaceOwner> owners;
+};
+
+// Arena helpers.
+template <class T>
+T* arenaNew(enc::Arena& arena, const T& value) noexcept {
+    T* p = static_cast<T*>(arena.allocate(sizeof(T), alignof(T)));
+    if (p != nullptr) *p = value;
+    return p;
+}
+uaplex_value_alloc arenaAlloc(enc::Arena& arena) noexcept;
+ua::DateTime utcNow() noexcept;
+// The size of one array element of a built-in type (the C struct or scalar).
+std::size_t elementSize(std::uint8_t builtinType) noexcept;
+
+}  // namespace uaplex::services

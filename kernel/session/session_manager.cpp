@@ -1,0 +1,223 @@
+#include "session/session_manager.hpp"
+
+#include <openssl/rand.h>
+
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <vector>
+
+#include "services/service_set.hpp"
+
+namespace uaplex::session {
+
+namespace {
+
+void randomBytes(std::uint8_t* out, std::size_t n) {
+    if (RAND_bytes(out, int(n)) != 1) throw std::runtime_error("RAND_bytes failed");
+}
+
+std::string_view tokenKey(const ua::NodeId& token) noexcept {
+    if (token.identifier_type != UAPLEX_ID_BYTESTRING || token.namespace_index != 0 ||
+        token.identifier.bytestring.length != std::int32_t(Session::kTokenSize))
+        return {};
+    return {reinterpret_cast<const char*>(token.identifier.bytestring.data), Session::kTokenSize};
+}
+
+}  // namespace
+
+Session::~Session() {
+    if (state_ && destroyState_) destroyState_(state_);
+}
+
+ua::NodeId Session::sessionId() const noexcept {
+    ua::NodeId id{};
+    id.namespace_index = 1;
+    id.identifier_type = UAPLEX_ID_GUID;
+    id.identifier.guid = guid_;
+    return id;
+}
+
+ua::NodeId Session::authenticationToken() const noexcept {
+    ua::NodeId id{};
+    id.identifier_type = UAPLEX_ID_BYTESTRING;
+    id.identifier.bytestring = ua::ByteString{std::int32_t(kTokenSize), token_.data()};
+    return id;
+}
+
+SessionManager::SessionManager(SessionLimits limits, services::ServerCounters* counters,
+                               SessionStateHooks hooks)
+    : limits_(limits), counters_(counters), hooks_(std::move(hooks)) {}
+
+SessionManager::~SessionManager() {
+    closeAll();
+}
+
+void SessionManager::closed(Session& s) {
+    if (s.closed_.exchange(true)) return;
+    if (counters_) counters_->currentSessionCount.fetch_sub(1, std::memory_order_relaxed);
+}
+
+SessionManager::Created SessionManager::create(std::uint32_t channelId, double requestedTimeoutMs,
+                                               std::string_view name,
+                                               std::uint32_t maxResponseMessageSize,
+                                               std::int64_t nowMs) {
+    auto s = std::make_shared<Session>();
+    randomBytes(s->token_.data(), s->token_.size());
+    randomBytes(reinterpret_cast<std::uint8_t*>(&s->guid_), sizeof s->guid_);
+    randomBytes(s->nonce_.data(), s->nonce_.size());
+    s->name_ = std::string(name);
+    if (s->name_.empty()) s->name_ = "session-" + std::to_string(nextSessionNumber_++);
+    double t = requestedTimeoutMs;
+    if (!(t >= limits_.minTimeoutMs)) t = limits_.minTimeoutMs;  // also NaN and <= 0
+    if (t > limits_.maxTimeoutMs) t = limits_.maxTimeoutMs;
+    s->timeoutMs_ = t;
+    s->maxResponseMessageSize_ = maxResponseMessageSize;
+    s->channelId_ = channelId;
+    s->lastUsedMs_ = nowMs;
+    {
+        std::unique_lock lock(mutex_);
+        if (sessions_.size() >= limits_.maxSessions) {
+            if (counters_) counters_->rejectedSessionCount.fetch_add(1, std::memory_order_relaxed);
+            return {UAPLEX_BadTooManySessions, nullptr};
+        }
+        std::string key(reinterpret_cast<const char*>(s->token_.data()), s->token_.size());
+        sessions_.emplace(std::move(key), s);
+    }
+    // The services' per-session state is made outside the lock; nothing can use the session
+    // before CreateSession's response reaches the client.
+    if (hooks_.create) {
+        s->state_ = hooks_.create();
+        s->destroyState_ = hooks_.destroy;
+    }
+    if (counters_) {
+        counters_->currentSessionCount.fetch_add(1, std::memory_order_relaxed);
+        counters_->cumulatedSessionCount.fetch_add(1, std::memory_order_relaxed);
+    }
+    return {UAPLEX_Good, s};
+}
+
+std::shared_ptr<Session> SessionManager::find(const ua::NodeId& token) const {
+    std::string_view key = tokenKey(token);
+    if (key.empty()) return nullptr;
+    std::shared_lock lock(mutex_);
+    auto it = sessions_.find(key);
+    return it == sessions_.end() ? nullptr : it->second;
+}
+
+uaplex_status SessionManager::activate(const ua::NodeId& authenticationToken,
+                                       std::uint32_t channelId, const IdentityToken& identity,
+                                       std::int64_t nowMs, std::shared_ptr<Session>* out) {
+    auto s = find(authenticationToken);
+    if (!s) return UAPLEX_BadSessionIdInvalid;
+    switch (identity.kind) {
+        case IdentityKind::Anonymous:
+            if (!identity.policyId.empty() && identity.policyId != kAnonymousPolicyId)
+                return UAPLEX_BadIdentityTokenInvalid;
+            break;
+        case IdentityKind::UserName:
+        case IdentityKind::X509:
+        case IdentityKind::Issued:
+            // No endpoint offers these policies yet (the security issue adds them).
+            if (counters_)
+                counters_->securityRejectedSessionCount.fetch_add(1, std::memory_order_relaxed);
+            return UAPLEX_BadIdentityTokenRejected;
+        case IdentityKind::Invalid:
+            return UAPLEX_BadIdentityTokenInvalid;
+    }
+    bool wasActivated = s->activated();
+    if (s->channelId() != channelId) {
+        // A transfer to a new channel (Part 4 5.6.3): only an activated session, and only
+        // for the same user identity.
+        if (!wasActivated || s->identity_ != identity.kind) return UAPLEX_BadSecureChannelIdInvalid;
+    }
+    s->identity_ = identity.kind;
+    s->channelId_.store(channelId, std::memory_order_release);
+    randomBytes(s->nonce_.data(), s->nonce_.size());
+    s->activated_.store(true, std::memory_order_release);
+    s->touch(nowMs);
+    if (out) *out = s;
+    return UAPLEX_Good;
+}
+
+uaplex_status SessionManager::resolve(const ua::NodeId& authenticationToken,
+                                      std::uint32_t channelId, std::int64_t nowMs,
+                                      std::shared_ptr<Session>& out, SessionCache* cache) const {
+    std::shared_ptr<Session> s;
+    if (cache) {
+        std::string_view key = tokenKey(authenticationToken);
+        std::lock_guard lock(cache->mutex);
+        const auto& c = cache->session;
+        if (c && !key.empty() && !c->closed() &&
+            std::memcmp(c->token_.data(), key.data(), Session::kTokenSize) == 0)
+            s = c;
+    }
+    if (!s) {
+        s = find(authenticationToken);
+        if (!s) return UAPLEX_BadSessionIdInvalid;
+        if (cache) {
+            std::lock_guard lock(cache->mutex);
+            cache->session = s;
+        }
+    }
+    if (s->channelId() != channelId) return UAPLEX_BadSecureChannelIdInvalid;
+    if (!s->activated()) return UAPLEX_BadSessionNotActivated;
+    s->touch(nowMs);
+    out = std::move(s);
+    return UAPLEX_Good;
+}
+
+uaplex_status SessionManager::close(const ua::NodeId& authenticationToken,
+                                    std::uint32_t channelId) {
+    std::string_view key = tokenKey(authenticationToken);
+    if (key.empty()) return UAPLEX_BadSessionIdInvalid;
+    std::shared_ptr<Session> s;
+    {
+        std::unique_lock lock(mutex_);
+        auto it = sessions_.find(key);
+        if (it == sessions_.end()) return UAPLEX_BadSessionIdInvalid;
+        if (it->second->channelId() != channelId) return UAPLEX_BadSecureChannelIdInvalid;
+        s = std::move(it->second);
+        sessions_.erase(it);
+    }
+    closed(*s);
+    return UAPLEX_Good;  // its state goes when the last request holding it is done
+}
+
+std::size_t SessionManager::sweep(std::int64_t nowMs) {
+    std::vector<std::shared_ptr<Session>> expired;
+    {
+        std::unique_lock lock(mutex_);
+        for (auto it = sessions_.begin(); it != sessions_.end();) {
+            const Session& s = *it->second;
+            if (nowMs - s.lastUsedMs_.load(std::memory_order_relaxed) >
+                std::int64_t(s.timeoutMs_)) {
+                expired.push_back(std::move(it->second));
+                it = sessions_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    }
+    for (auto& s : expired) {
+        closed(*s);
+        if (counters_) counters_->sessionTimeoutCount.fetch_add(1, std::memory_order_relaxed);
+    }
+    return expired.size();
+}
+
+void SessionManager::closeAll() {
+    std::map<std::string, std::shared_ptr<Session>, std::less<>> all;
+    {
+        std::unique_lock lock(mutex_);
+        all.swap(sessions_);
+    }
+    for (auto& [k, s] : all) closed(*s);
+}
+
+std::size_t SessionManager::count() const {
+    std::shared_lock lock(mutex_);
+    return sessions_.size();
+}
+
+}  // namespace uaplex::session

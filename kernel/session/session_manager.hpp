@@ -1,0 +1,141 @@
+// Sessions (Part 4 5.6): CreateSession, ActivateSession, CloseSession, timeouts and the
+// session limit. A session is found by its AuthenticationToken (an opaque 32-byte ByteString
+// NodeId from a CSPRNG) and is bound to the secure channel that last activated it.
+//
+// Threads: every method is callable from any worker thread. Lookups take a shared lock on
+// the token map; create/close/sweep take it exclusively. Per-session state is atomic.
+#pragma once
+
+#include <uaplex/statuscodes.h>
+#include <uaplex/encoding/builtin.hpp>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+
+namespace uaplex::services {
+struct ServerCounters;
+}
+
+namespace uaplex::session {
+
+struct SessionLimits {
+    std::uint32_t maxSessions = 1000;
+    std::uint32_t minTimeoutMs = 10000;
+    std::uint32_t maxTimeoutMs = 3600000;
+};
+
+// The kind of a decoded UserIdentityToken (Part 4 7.41).
+enum class IdentityKind { Anonymous, UserName, X509, Issued, Invalid };
+
+struct IdentityToken {
+    IdentityKind kind = IdentityKind::Anonymous;
+    std::string_view policyId;
+};
+
+// What the services layer keeps per session, owned through these two hooks so that this
+// library does not depend on the services.
+struct SessionStateHooks {
+    std::function<void*()> create;
+    std::function<void(void*)> destroy;
+};
+
+class Session {
+  public:
+    static constexpr std::size_t kTokenSize = 32;
+    static constexpr std::size_t kNonceSize = 32;
+
+    ua::NodeId sessionId() const noexcept;            // ns=1, Guid
+    ua::NodeId authenticationToken() const noexcept;  // ns=0, ByteString (points into *this)
+    std::string_view name() const noexcept { return name_; }
+    double timeoutMs() const noexcept { return timeoutMs_; }
+    std::uint32_t channelId() const noexcept { return channelId_.load(std::memory_order_acquire); }
+    bool activated() const noexcept { return activated_.load(std::memory_order_acquire); }
+    void* state() const noexcept { return state_; }
+    const std::array<std::uint8_t, kNonceSize>& serverNonce() const noexcept { return nonce_; }
+    std::uint32_t maxResponseMessageSize() const noexcept { return maxResponseMessageSize_; }
+    void touch(std::int64_t nowMs) noexcept { lastUsedMs_.store(nowMs, std::memory_order_relaxed); }
+    bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
+
+    ~Session();
+
+  private:
+    friend class SessionManager;
+    std::array<std::uint8_t, kTokenSize> token_{};
+    ua::Guid guid_{};
+    std::string name_;
+    double timeoutMs_ = 0;
+    std::uint32_t maxResponseMessageSize_ = 0;
+    std::atomic<std::uint32_t> channelId_{0};
+    std::atomic<bool> activated_{false};
+    std::atomic<std::int64_t> lastUsedMs_{0};
+    std::atomic<bool> closed_{false};
+    IdentityKind identity_ = IdentityKind::Anonymous;
+    std::array<std::uint8_t, kNonceSize> nonce_{};
+    void* state_ = nullptr;
+    std::function<void(void*)> destroyState_;
+};
+
+// The session a connection used last, so that its requests resolve without touching the
+// server-wide session table. One per connection; its mutex is per connection.
+struct SessionCache {
+    std::mutex mutex;
+    std::shared_ptr<Session> session;
+};
+
+class SessionManager {
+  public:
+    // The UserTokenPolicy id offered for anonymous access on every endpoint.
+    static constexpr std::string_view kAnonymousPolicyId = "anonymous";
+
+    SessionManager(SessionLimits limits, services::ServerCounters* counters,
+                   SessionStateHooks hooks = {});
+    ~SessionManager();
+
+    struct Created {
+        uaplex_status status;
+        std::shared_ptr<Session> session;
+    };
+    // CreateSession: BadTooManySessions at the limit.
+    Created create(std::uint32_t channelId, double requestedTimeoutMs, std::string_view name,
+                   std::uint32_t maxResponseMessageSize, std::int64_t nowMs);
+    // ActivateSession on `channelId` with `identity`. Statuses: BadSessionIdInvalid,
+    // BadSecureChannelIdInvalid (first activation from another channel, or a transfer whose
+    // identity does not match), BadIdentityTokenInvalid, BadIdentityTokenRejected.
+    uaplex_status activate(const ua::NodeId& authenticationToken, std::uint32_t channelId,
+                           const IdentityToken& identity, std::int64_t nowMs,
+                           std::shared_ptr<Session>* out = nullptr);
+    // The session of a request that needs one: BadSessionIdInvalid (unknown token),
+    // BadSecureChannelIdInvalid (another channel), BadSessionNotActivated. Touches it.
+    uaplex_status resolve(const ua::NodeId& authenticationToken, std::uint32_t channelId,
+                          std::int64_t nowMs, std::shared_ptr<Session>& out,
+                          SessionCache* cache = nullptr) const;
+    // CloseSession: the same checks as resolve, except that a session not yet activated may
+    // be closed.
+    uaplex_status close(const ua::NodeId& authenticationToken, std::uint32_t channelId);
+    // Closes sessions idle past their timeout; returns how many.
+    std::size_t sweep(std::int64_t nowMs);
+    // Closes every session (server shutdown).
+    void closeAll();
+    std::size_t count() const;
+
+  private:
+    std::shared_ptr<Session> find(const ua::NodeId& token) const;
+    void closed(Session& s);
+
+    SessionLimits limits_;
+    services::ServerCounters* counters_;
+    SessionStateHooks hooks_;
+    mutable std::shared_mutex mutex_;
+    std::map<std::string, std::shared_ptr<Session>, std::less<>> sessions_;
+    std::atomic<std::uint32_t> nextSessionNumber_{1};
+};
+
+}  // namespace uaplex::session

@@ -1,0 +1,396 @@
+// The demo layout of docs/nodemanagers.md in namespace urn:uaplex:demo: a variable of every
+// built-in type (scalar and 3-element array), an AnalogItem with EURange and
+// EngineeringUnits, two values that change every 100 ms, and the methods Multiply and Reset.
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <deque>
+#include <memory>
+#include <string>
+
+#include "uaplex/cpp/address_space.hpp"
+
+namespace {
+
+using namespace uaplex::sdk;
+
+constexpr uint32_t kOrganizes = 35, kHasComponent = 47, kHasProperty = 46;
+constexpr uint32_t kFolderType = 61, kPropertyType = 68, kAnalogItemType = 2368;
+constexpr uint32_t kReadWrite = 3, kReadOnly = 1;
+constexpr uint32_t kArgument = 296, kRange = 884, kEUInformation = 887;
+constexpr int64_t kUnixEpochTicks = 116444736000000000LL;
+
+struct TypeInfo {
+    const char* name;
+    uint8_t builtin;    // Variant type of the values
+    uint32_t dataType;  // ns0 DataType NodeId
+};
+
+constexpr std::array<TypeInfo, 25> kTypes{{
+    {"Boolean", UAPLEX_TYPE_BOOLEAN, 1},
+    {"SByte", UAPLEX_TYPE_SBYTE, 2},
+    {"Byte", UAPLEX_TYPE_BYTE, 3},
+    {"Int16", UAPLEX_TYPE_INT16, 4},
+    {"UInt16", UAPLEX_TYPE_UINT16, 5},
+    {"Int32", UAPLEX_TYPE_INT32, 6},
+    {"UInt32", UAPLEX_TYPE_UINT32, 7},
+    {"Int64", UAPLEX_TYPE_INT64, 8},
+    {"UInt64", UAPLEX_TYPE_UINT64, 9},
+    {"Float", UAPLEX_TYPE_FLOAT, 10},
+    {"Double", UAPLEX_TYPE_DOUBLE, 11},
+    {"String", UAPLEX_TYPE_STRING, 12},
+    {"DateTime", UAPLEX_TYPE_DATETIME, 13},
+    {"Guid", UAPLEX_TYPE_GUID, 14},
+    {"ByteString", UAPLEX_TYPE_BYTESTRING, 15},
+    {"XmlElement", UAPLEX_TYPE_XMLELEMENT, 16},
+    {"NodeId", UAPLEX_TYPE_NODEID, 17},
+    {"ExpandedNodeId", UAPLEX_TYPE_EXPANDEDNODEID, 18},
+    {"StatusCode", UAPLEX_TYPE_STATUSCODE, 19},
+    {"QualifiedName", UAPLEX_TYPE_QUALIFIEDNAME, 20},
+    {"LocalizedText", UAPLEX_TYPE_LOCALIZEDTEXT, 21},
+    {"Structure", UAPLEX_TYPE_EXTENSIONOBJECT, 22},
+    {"DataValue", UAPLEX_TYPE_DATAVALUE, 23},
+    {"BaseDataType", UAPLEX_TYPE_VARIANT, 24},
+    {"DiagnosticInfo", UAPLEX_TYPE_DIAGNOSTICINFO, 25},
+}};
+
+// Keeps the storage that initial values point to alive while the nodes are added.
+class Keep {
+  public:
+    template <class T>
+    T* one(const T& v) {
+        auto p = std::make_shared<T>(v);
+        items_.push_back(p);
+        return p.get();
+    }
+    template <class T>
+    T* three(const T& a, const T& b, const T& c) {
+        auto p = std::make_shared<std::array<T, 3>>(std::array<T, 3>{a, b, c});
+        items_.push_back(p);
+        return p->data();
+    }
+    BinaryBody* body(BinaryBody b) { return one(std::move(b)); }
+
+  private:
+    std::deque<std::shared_ptr<void>> items_;
+};
+
+uaplex_guid guid(uint32_t d1) {
+    uaplex_guid g{};
+    g.data1 = d1;
+    g.data2 = 0x1234;
+    g.data3 = 0x5678;
+    for (uint8_t i = 0; i < 8; ++i) g.data4[i] = i;
+    return g;
+}
+
+uaplex_bytestring bytes(const char* s) {
+    return {static_cast<int32_t>(std::strlen(s)), reinterpret_cast<const uint8_t*>(s)};
+}
+
+uaplex_expandednodeid expanded(uint16_t ns, uint32_t id) {
+    uaplex_expandednodeid e{};
+    e.node_id = numeric_id(ns, id);
+    e.namespace_uri = {-1, nullptr};
+    return e;
+}
+
+uaplex_extensionobject range(Keep& keep, double low, double high) {
+    return keep.body(range_body(low, high))->extension_object(kRangeBinary);
+}
+
+uaplex_diagnosticinfo diagnostic(int32_t symbolic) {
+    uaplex_diagnosticinfo d{};
+    d.mask = UAPLEX_DIAGNOSTICINFO_SYMBOLIC_ID;
+    d.symbolic_id = symbolic;
+    return d;
+}
+
+// The initial scalar and array value of one built-in type.
+std::pair<uaplex_variant, uaplex_variant> initialValues(uint8_t t, Keep& keep) {
+    switch (t) {
+        case UAPLEX_TYPE_BOOLEAN:
+            return {scalar<bool>(t, true), array(t, 3, keep.three<bool>(true, false, true))};
+        case UAPLEX_TYPE_SBYTE:
+            return {scalar<int8_t>(t, -5), array(t, 3, keep.three<int8_t>(-1, 0, 1))};
+        case UAPLEX_TYPE_BYTE:
+            return {scalar<uint8_t>(t, 5), array(t, 3, keep.three<uint8_t>(1, 2, 3))};
+        case UAPLEX_TYPE_INT16:
+            return {scalar<int16_t>(t, -300), array(t, 3, keep.three<int16_t>(-1, 0, 1))};
+        case UAPLEX_TYPE_UINT16:
+            return {scalar<uint16_t>(t, 300), array(t, 3, keep.three<uint16_t>(1, 2, 3))};
+        case UAPLEX_TYPE_INT32:
+            return {scalar<int32_t>(t, -70000), array(t, 3, keep.three<int32_t>(-1, 0, 1))};
+        case UAPLEX_TYPE_UINT32:
+            return {scalar<uint32_t>(t, 70000), array(t, 3, keep.three<uint32_t>(1, 2, 3))};
+        case UAPLEX_TYPE_INT64:
+            return {scalar<int64_t>(t, -5000000000LL), array(t, 3, keep.three<int64_t>(-1, 0, 1))};
+        case UAPLEX_TYPE_UINT64:
+            return {scalar<uint64_t>(t, 5000000000ULL), array(t, 3, keep.three<uint64_t>(1, 2, 3))};
+        case UAPLEX_TYPE_FLOAT:
+            return {scalar<float>(t, 1.5f), array(t, 3, keep.three<float>(0.5f, 1.5f, 2.5f))};
+        case UAPLEX_TYPE_DOUBLE:
+            return {scalar<double>(t, 2.25), array(t, 3, keep.three<double>(0.25, 1.25, 2.25))};
+        case UAPLEX_TYPE_STRING:
+        case UAPLEX_TYPE_XMLELEMENT: {
+            bool xml = t == UAPLEX_TYPE_XMLELEMENT;
+            return {scalar(t, ua_string(xml ? "<demo/>" : "uaplex")),
+                    array(t, 3,
+                          keep.three(ua_string(xml ? "<a/>" : "a"), ua_string(xml ? "<b/>" : "b"),
+                                     ua_string(xml ? "<c/>" : "c")))};
+        }
+        case UAPLEX_TYPE_DATETIME: {
+            // 2026-01-01T00:00:00Z
+            int64_t ticks = kUnixEpochTicks + 1767225600LL * 10000000LL;
+            return {scalar<int64_t>(t, ticks),
+                    array(t, 3, keep.three<int64_t>(ticks, ticks + 10000000, ticks + 20000000))};
+        }
+        case UAPLEX_TYPE_GUID:
+            return {scalar(t, guid(1)), array(t, 3, keep.three(guid(2), guid(3), guid(4)))};
+        case UAPLEX_TYPE_BYTESTRING:
+            return {scalar(t, bytes("\x01\x02\x03")),
+                    array(t, 3, keep.three(bytes("a"), bytes("bc"), bytes("def")))};
+        case UAPLEX_TYPE_NODEID:
+            return {
+                boxed(t, keep.one(numeric_id(0, 85))),
+                array(t, 3, keep.three(numeric_id(0, 84), numeric_id(0, 85), numeric_id(0, 86)))};
+        case UAPLEX_TYPE_EXPANDEDNODEID:
+            return {boxed(t, keep.one(expanded(0, 85))),
+                    array(t, 3, keep.three(expanded(0, 84), expanded(0, 85), expanded(0, 86)))};
+        case UAPLEX_TYPE_STATUSCODE:
+            return {scalar<uint32_t>(t, 0),
+                    array(t, 3, keep.three<uint32_t>(0, 0x40000000u, 0x80000000u))};
+        case UAPLEX_TYPE_QUALIFIEDNAME:
+            return {boxed(t, keep.one(qualified_name(0, "Name"))),
+                    array(t, 3,
+                          keep.three(qualified_name(0, "a"), qualified_name(0, "b"),
+                                     qualified_name(0, "c")))};
+        case UAPLEX_TYPE_LOCALIZEDTEXT:
+            return {boxed(t, keep.one(localized_text("en", "text"))),
+                    array(t, 3,
+                          keep.three(localized_text("en", "a"), localized_text("en", "b"),
+                                     localized_text("en", "c")))};
+        case UAPLEX_TYPE_EXTENSIONOBJECT:
+            return {
+                boxed(t, keep.one(range(keep, 0, 1))),
+                array(t, 3, keep.three(range(keep, 0, 1), range(keep, 1, 2), range(keep, 2, 3)))};
+        case UAPLEX_TYPE_DATAVALUE: {
+            auto dv = [](double d) { return data_value(scalar<double>(UAPLEX_TYPE_DOUBLE, d)); };
+            return {boxed(t, keep.one(dv(1.0))),
+                    array(t, 3, keep.three(dv(1.0), dv(2.0), dv(3.0)))};
+        }
+        case UAPLEX_TYPE_VARIANT: {
+            // A BaseDataType scalar is a value of any type; the array is an array of Variants.
+            auto i32 = [](int32_t x) { return scalar<int32_t>(UAPLEX_TYPE_INT32, x); };
+            return {i32(0), array(t, 3, keep.three(i32(0), i32(1), i32(2)))};
+        }
+        case UAPLEX_TYPE_DIAGNOSTICINFO:
+            return {boxed(t, keep.one(diagnostic(1))),
+                    array(t, 3, keep.three(diagnostic(1), diagnostic(2), diagnostic(3)))};
+        default:
+            return {};
+    }
+}
+
+class Demo : public StoreNodeManager {
+  public:
+    Demo(Context ctx, const uaplex_node_manager_params& params) : StoreNodeManager(ctx, params) {
+        ctx_.check_known_keys({"update_interval_ms"});
+        interval_ms_ = uint64_t(ctx_.config_int("update_interval_ms").value_or(100));
+        if (interval_ms_ == 0) interval_ms_ = 100;
+    }
+
+    uaplex_status start() override {
+        AddressSpace as = space();
+        if (!as.available()) return UAPLEX_BadNotSupported;
+        if (uaplex_status st = as.register_namespace("urn:uaplex:demo", &ns_); st != UAPLEX_Good)
+            return st;
+        if (uaplex_status st = build(as); st != UAPLEX_Good) return st;
+        ctx_.api()->monotonic_ns(ctx_.raw(), &start_ns_);
+        return ctx_.api()->timer_start(ctx_.raw(), interval_ms_, interval_ms_, &Demo::tick, this,
+                                       &timer_);
+    }
+
+    uaplex_status stop() override {
+        if (timer_ != nullptr) ctx_.api()->timer_cancel(ctx_.raw(), timer_);
+        timer_ = nullptr;
+        return UAPLEX_Good;
+    }
+
+  private:
+    uaplex_nodeid id(std::string_view name) {
+        names_.emplace_back(name);
+        return string_id(ns_, names_.back());
+    }
+
+    uaplex_status add(const AddressSpace& as, NodeSpec spec) { return as.add(spec.get()); }
+
+    uaplex_status build(const AddressSpace& as) {
+        Keep keep;
+        uaplex_status st = UAPLEX_Good;
+        auto check = [&](uaplex_status s) {
+            if (st == UAPLEX_Good) st = s;
+        };
+        uaplex_nodeid demo = id("Demo");
+        check(add(as, object_spec(demo, numeric_id(0, 85), kOrganizes, qualified_name(ns_, "Demo"),
+                                  kFolderType)));
+        for (const char* kind : {"Scalars", "Arrays"}) {
+            bool isArray = kind[0] == 'A';
+            uaplex_nodeid folder = id(std::string("Demo.") + kind);
+            check(add(
+                as, object_spec(folder, demo, kOrganizes, qualified_name(ns_, kind), kFolderType)));
+            for (const TypeInfo& t : kTypes) {
+                auto [scalarValue, arrayValue] = initialValues(t.builtin, keep);
+                uaplex_datavalue value = data_value(isArray ? arrayValue : scalarValue);
+                NodeSpec v = variable_spec(id(std::string("Demo.") + kind + "." + t.name), folder,
+                                           kOrganizes, qualified_name(ns_, t.name), t.dataType,
+                                           isArray ? 1 : -1, kReadWrite);
+                static const uint32_t dims[1] = {0};
+                if (isArray) {
+                    v.spec.array_dimensions_count = 1;
+                    v.spec.array_dimensions = dims;
+                }
+                v.spec.value = &value;
+                check(add(as, v));
+            }
+        }
+
+        // AnalogItem (Part 8 5.3.2) with its EURange and EngineeringUnits properties.
+        uaplex_nodeid analog = id("Demo.AnalogItem");
+        {
+            NodeSpec v = variable_spec(analog, demo, kOrganizes, qualified_name(ns_, "AnalogItem"),
+                                       11 /* Double */, -1, kReadWrite);
+            v.type_definition = numeric_id(0, kAnalogItemType);
+            uaplex_datavalue value = data_value(scalar<double>(UAPLEX_TYPE_DOUBLE, 42.0));
+            v.spec.value = &value;
+            check(add(as, v));
+        }
+        {
+            uaplex_extensionobject eo = range(keep, 0, 100);
+            uaplex_datavalue value = data_value(boxed(UAPLEX_TYPE_EXTENSIONOBJECT, &eo));
+            NodeSpec p = variable_spec(id("Demo.AnalogItem.EURange"), analog, kHasProperty,
+                                       qualified_name(0, "EURange"), kRange, -1, kReadOnly);
+            p.type_definition = numeric_id(0, kPropertyType);
+            p.spec.value = &value;
+            check(add(as, p));
+        }
+        {
+            uaplex_extensionobject eo = keep.body(eu_information_body("CEL",
+                                                                      "\xC2\xB0"
+                                                                      "C",
+                                                                      "degree Celsius"))
+                                            ->extension_object(kEUInformationBinary);
+            uaplex_datavalue value = data_value(boxed(UAPLEX_TYPE_EXTENSIONOBJECT, &eo));
+            NodeSpec p =
+                variable_spec(id("Demo.AnalogItem.EngineeringUnits"), analog, kHasProperty,
+                              qualified_name(0, "EngineeringUnits"), kEUInformation, -1, kReadOnly);
+            p.type_definition = numeric_id(0, kPropertyType);
+            p.spec.value = &value;
+            check(add(as, p));
+        }
+
+        // Values that change on the timer: read-only for clients.
+        dynamic_ = id("Demo.Dynamic");
+        counter_id_ = id("Demo.Counter");
+        {
+            uaplex_datavalue value = data_value(scalar<double>(UAPLEX_TYPE_DOUBLE, 0.0));
+            NodeSpec v = variable_spec(dynamic_, demo, kOrganizes, qualified_name(ns_, "Dynamic"),
+                                       11 /* Double */, -1, kReadOnly);
+            v.spec.value = &value;
+            v.spec.minimum_sampling_interval = double(interval_ms_);
+            check(add(as, v));
+        }
+        {
+            uaplex_datavalue value = data_value(scalar<uint32_t>(UAPLEX_TYPE_UINT32, 0));
+            NodeSpec v =
+                variable_spec(counter_id_, demo, kOrganizes, qualified_name(ns_, "Counter"),
+                              7 /* UInt32 */, -1, kReadOnly);
+            v.spec.value = &value;
+            v.spec.minimum_sampling_interval = double(interval_ms_);
+            check(add(as, v));
+        }
+
+        // Methods on the Demo object.
+        uaplex_nodeid multiply = id("Demo.Multiply");
+        check(add(as, method_spec(multiply, demo, qualified_name(ns_, "Multiply"), &Demo::multiply,
+                                  this)));
+        check(addArguments(as, multiply, "Demo.Multiply.InputArguments", "InputArguments",
+                           {argument_body("a", 11, -1, "first factor"),
+                            argument_body("b", 11, -1, "second factor")}));
+        check(addArguments(as, multiply, "Demo.Multiply.OutputArguments", "OutputArguments",
+                           {argument_body("product", 11, -1, "a times b")}));
+        check(add(as, method_spec(id("Demo.Reset"), demo, qualified_name(ns_, "Reset"),
+                                  &Demo::reset, this)));
+        return st;
+    }
+
+    uaplex_status addArguments(const AddressSpace& as, const uaplex_nodeid& method,
+                               std::string_view nodeName, std::string_view browseName,
+                               std::initializer_list<BinaryBody> args) {
+        std::vector<BinaryBody> bodies(args);
+        std::vector<uaplex_extensionobject> eos;
+        for (const auto& b : bodies) eos.push_back(b.extension_object(kArgumentBinary));
+        uaplex_datavalue value =
+            data_value(array(UAPLEX_TYPE_EXTENSIONOBJECT, int32_t(eos.size()), eos.data()));
+        NodeSpec p = variable_spec(id(nodeName), method, kHasProperty,
+                                   qualified_name(0, browseName), kArgument, 1, kReadOnly);
+        const uint32_t dims[1] = {uint32_t(eos.size())};
+        p.spec.array_dimensions_count = 1;
+        p.spec.array_dimensions = dims;
+        p.type_definition = numeric_id(0, kPropertyType);
+        p.spec.value = &value;
+        return as.add(p.get());
+    }
+
+    static void tick(void* user) {
+        auto* self = static_cast<Demo*>(user);
+        uint64_t now = 0;
+        self->ctx_.api()->monotonic_ns(self->ctx_.raw(), &now);
+        double seconds = double(now - self->start_ns_) / 1e9;
+        const double kPi = 3.14159265358979323846;
+        double sine = 100.0 * std::sin(2 * kPi * seconds / 10.0);  // period 10 s
+        AddressSpace as = self->space();
+        as.set_value(self->dynamic_, data_value(scalar<double>(UAPLEX_TYPE_DOUBLE, sine)));
+        uint32_t count = self->counter_.fetch_add(1) + 1;
+        as.set_value(self->counter_id_, data_value(scalar<uint32_t>(UAPLEX_TYPE_UINT32, count)));
+    }
+
+    static uaplex_status multiply(void*, const uaplex_nodeid*, const uaplex_nodeid*, size_t count,
+                                  const uaplex_variant* inputs, const uaplex_value_alloc* alloc,
+                                  size_t* out_count, uaplex_variant** out) {
+        // The kernel checked the inputs against InputArguments: two Doubles.
+        if (count != 2) return UAPLEX_BadArgumentsMissing;
+        auto* result = static_cast<uaplex_variant*>(
+            alloc->allocate(alloc->self, sizeof(uaplex_variant), alignof(uaplex_variant)));
+        if (result == nullptr) return UAPLEX_BadOutOfMemory;
+        *result =
+            scalar<double>(UAPLEX_TYPE_DOUBLE, inputs[0].value.double_ * inputs[1].value.double_);
+        *out_count = 1;
+        *out = result;
+        return UAPLEX_Good;
+    }
+
+    static uaplex_status reset(void* user, const uaplex_nodeid*, const uaplex_nodeid*, size_t,
+                               const uaplex_variant*, const uaplex_value_alloc*, size_t* out_count,
+                               uaplex_variant** out) {
+        auto* self = static_cast<Demo*>(user);
+        self->counter_.store(0);
+        *out_count = 0;
+        *out = nullptr;
+        return self->space().set_value(self->counter_id_,
+                                       data_value(scalar<uint32_t>(UAPLEX_TYPE_UINT32, 0)));
+    }
+
+    uint16_t ns_ = 0;
+    uint64_t interval_ms_ = 100;
+    uint64_t start_ns_ = 0;
+    uaplex_timer* timer_ = nullptr;
+    std::deque<std::string> names_;  // NodeId text, stable addresses
+    uaplex_nodeid dynamic_{}, counter_id_{};
+    std::atomic<uint32_t> counter_{0};
+};
+
+}  // namespace
+
+UAPLEX_PLUGIN(("demo", "1.0.0", "Demo address space: every built-in type, AnalogItem, methods"),
+              uaplex::sdk::NodeManagerFactory<Demo>)

@@ -1,0 +1,566 @@
+// transport-tcp: listens on opc.tcp endpoints, speaks UACP (Part 6 7.1) and hands whole
+// secure-conversation chunks to the kernel. One io_context thread serves every socket, so
+// connection state is touched only there; send/close/secure_channel_opened come from any
+// thread and are posted to it. Receive buffers are rented from the kernel's pool (one per
+// chunk, given back by the kernel), so steady-state traffic does not allocate.
+#include <utility>  // before Asio: 1.74 uses std::exchange without it under C++20
+
+#include <boost/asio.hpp>
+
+#include <atomic>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "uacp.hpp"
+#include "uaplex/cpp/kinds.hpp"
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using namespace uaplex::tcp;
+
+namespace {
+
+class TcpTransport;
+
+struct ReverseTarget {
+    std::string clientUrl;
+    std::string endpointUrl;
+    std::string host;
+    std::uint16_t port = 0;
+    std::uint32_t backoffMs = 0;
+    std::unique_ptr<asio::steady_timer> retry;
+};
+
+// Memory for one outstanding asynchronous operation's handler; the heap only when taken.
+struct HandlerSlot {
+    explicit HandlerSlot(std::size_t size) : storage(new unsigned char[size]), capacity(size) {}
+    std::unique_ptr<unsigned char[]> storage;  // new[] storage is suitably aligned
+    std::size_t capacity;
+    std::atomic<bool> used{false};
+};
+
+template <class T>
+struct SlotAllocator {
+    using value_type = T;
+    HandlerSlot* slot;
+    explicit SlotAllocator(HandlerSlot* s) noexcept : slot(s) {}
+    template <class U>
+    SlotAllocator(const SlotAllocator<U>& o) noexcept : slot(o.slot) {}
+    T* allocate(std::size_t n) {
+        std::size_t bytes = n * sizeof(T);
+        if (bytes <= slot->capacity && !slot->used.exchange(true))
+            return reinterpret_cast<T*>(slot->storage.get());
+        return static_cast<T*>(::operator new(bytes));
+    }
+    void deallocate(T* p, std::size_t) noexcept {
+        if (reinterpret_cast<unsigned char*>(p) == slot->storage.get())
+            slot->used.store(false);
+        else
+            ::operator delete(p);
+    }
+    template <class U>
+    bool operator==(const SlotAllocator<U>& o) const noexcept {
+        return slot == o.slot;
+    }
+    template <class U>
+    bool operator!=(const SlotAllocator<U>& o) const noexcept {
+        return slot != o.slot;
+    }
+};
+
+// A completion handler whose operation memory comes from a HandlerSlot (Asio allocates
+// through the handler's associated allocator).
+template <class F>
+struct SlotHandler {
+    HandlerSlot* slot;
+    F f;
+    using allocator_type = SlotAllocator<void>;
+    allocator_type get_allocator() const noexcept { return allocator_type(slot); }
+    template <class... A>
+    void operator()(A&&... a) {
+        f(std::forward<A>(a)...);
+    }
+};
+template <class F>
+SlotHandler<std::decay_t<F>> inSlot(HandlerSlot& slot, F&& f) {
+    return {&slot, std::forward<F>(f)};
+}
+
+struct Connection : std::enable_shared_from_this<Connection> {
+    Connection(TcpTransport& t, tcp::socket s);
+    TcpTransport& transport;
+    tcp::socket socket;
+    asio::steady_timer handshakeTimer;
+    void* user = nullptr;
+    std::string endpointUrl;
+    ReverseTarget* reverse = nullptr;
+    bool helloDone = false;
+    bool pending = true;  // counted in the unfinished handshakes
+    bool closed = false;  // io thread; on_closed was called
+    bool closing = false;
+    bool receiving = true;
+    bool readParked = false;
+    std::uint32_t receiveLimit = kMaxHelloSize;
+    std::uint8_t header[kHeaderSize]{};
+    uaplex_buffer rx{};
+    uaplex_status closeReason = UAPLEX_Good;
+    // Send queue: filled by any thread, drained by the io thread.
+    std::mutex sendMutex;
+    std::vector<uaplex_buffer> queued;
+    std::vector<uaplex_buffer> writing;
+    std::vector<asio::const_buffer> gather;
+    bool writeActive = false;
+    bool sendClosed = false;
+    // Handler memory: at most one read, one write and one write kick are outstanding per
+    // connection, so each has a slot and steady traffic allocates no handler.
+    // A gathered write's operation holds up to 64 buffer descriptors, hence its larger slot.
+    HandlerSlot readSlot{512}, writeSlot{2048}, kickSlot{256};
+};
+
+uaplex_connection* handle(Connection* c) {
+    return reinterpret_cast<uaplex_connection*>(c);
+}
+Connection* from(uaplex_connection* c) {
+    return reinterpret_cast<Connection*>(c);
+}
+
+class TcpTransport final : public uaplex::sdk::Transport {
+  public:
+    TcpTransport(uaplex::sdk::Context ctx, const uaplex_transport_params& p)
+        : Transport(ctx, p), work_(asio::make_work_guard(io_)) {
+        ctx.check_known_keys({});
+        limits_.receiveBufferSize = std::max(params_.receive_buffer_size, kMinBufferSize);
+        limits_.sendBufferSize = std::max(params_.send_buffer_size, kMinBufferSize);
+        if (UAPLEX_HAS_FIELD(&p, uaplex_transport_params, on_hello)) {
+            limits_.maxMessageSize = params_.max_message_size;
+            limits_.maxChunkCount = params_.max_chunk_count;
+            maxConnections_ = params_.max_connections ? params_.max_connections : maxConnections_;
+            maxPending_ =
+                params_.max_pending_handshakes ? params_.max_pending_handshakes : maxPending_;
+            handshakeTimeoutMs_ =
+                params_.handshake_timeout_ms ? params_.handshake_timeout_ms : handshakeTimeoutMs_;
+            serverUri_.assign(params_.server_uri.data ? params_.server_uri.data : "",
+                              params_.server_uri.len);
+        } else {
+            params_.on_hello = nullptr;
+        }
+    }
+    ~TcpTransport() override { stop(); }
+
+    uaplex_status start() override {
+        if (thread_.joinable()) return UAPLEX_Good;
+        thread_ = std::thread([this] { io_.run(); });
+        return UAPLEX_Good;
+    }
+
+    uaplex_status stop() override {
+        if (!thread_.joinable()) return UAPLEX_Good;
+        std::promise<void> done;
+        asio::post(io_, [this, &done] {
+            stopping_ = true;
+            for (auto& a : acceptors_) {
+                boost::system::error_code ec;
+                a->close(ec);
+            }
+            for (auto& r : reverse_)
+                if (r->retry) r->retry->cancel();
+            auto conns = connections_;
+            for (auto& c : conns) finalize(c, UAPLEX_BadShutdown);
+            done.set_value();
+        });
+        done.get_future().wait();
+        work_.reset();
+        io_.stop();
+        thread_.join();
+        return UAPLEX_Good;
+    }
+
+    uaplex_status scheme(uaplex_str* out) override {
+        static constexpr char kScheme[] = "opc.tcp";
+        *out = {kScheme, sizeof kScheme - 1};
+        return UAPLEX_Good;
+    }
+
+    uaplex_status listen(uaplex_str endpoint_url) override {
+        std::string url(endpoint_url.data, endpoint_url.len);
+        UrlParts parts;
+        if (!parseUrl(url, "opc.tcp", parts)) {
+            context().error("not an opc.tcp URL: " + url);
+            return UAPLEX_BadTcpEndpointUrlInvalid;
+        }
+        std::vector<tcp::endpoint> endpoints;
+        boost::system::error_code ec;
+        auto addr = asio::ip::make_address(std::string(parts.host), ec);
+        if (!ec) {
+            endpoints.emplace_back(addr, parts.port);
+        } else {
+            tcp::resolver resolver(io_);
+            auto results = resolver.resolve(std::string(parts.host), std::to_string(parts.port),
+                                            tcp::resolver::passive, ec);
+            if (ec) {
+                context().error("cannot resolve " + std::string(parts.host) + ": " + ec.message());
+                return UAPLEX_BadTcpEndpointUrlInvalid;
+            }
+            for (const auto& r : results) endpoints.push_back(r.endpoint());
+        }
+        std::size_t opened = 0;
+        for (const auto& ep : endpoints) {
+            auto a = std::make_unique<tcp::acceptor>(io_);
+            a->open(ep.protocol(), ec);
+            if (!ec) a->set_option(asio::socket_base::reuse_address(true), ec);
+            // [::] and 0.0.0.0 on the same port are two listeners, not one dual-stack one.
+            if (!ec && ep.address().is_v6()) a->set_option(asio::ip::v6_only(true), ec);
+            if (!ec) a->bind(ep, ec);
+            if (!ec) a->listen(asio::socket_base::max_listen_connections, ec);
+            if (ec) {
+                context().error("cannot listen on " + url + " (" + ep.address().to_string() +
+                                "): " + ec.message());
+                continue;
+            }
+            context().info("listening on " + url + " (" + ep.address().to_string() + ":" +
+                           std::to_string(ep.port()) + ")");
+            tcp::acceptor* raw = a.get();
+            std::lock_guard lock(acceptorsMutex_);
+            acceptors_.push_back(std::move(a));
+            asio::post(io_, [this, raw, url] { accept(raw, url); });
+            ++opened;
+        }
+        return opened ? UAPLEX_Good : UAPLEX_BadResourceUnavailable;
+    }
+
+    uaplex_status send(uaplex_connection* c, uaplex_buffer* buffers, size_t count) override {
+        Connection* conn = from(c);
+        bool kick = false;
+        {
+            std::lock_guard lock(conn->sendMutex);
+            if (conn->sendClosed) {
+                for (size_t i = 0; i < count; ++i) giveBack(buffers[i]);
+                return UAPLEX_BadConnectionClosed;
+            }
+            conn->queued.insert(conn->queued.end(), buffers, buffers + count);
+            kick = !conn->writeActive;
+            conn->writeActive = true;
+        }
+        if (kick)
+            asio::post(io_, inSlot(conn->kickSlot, [self = conn->shared_from_this()] {
+                           self->transport.write(self);
+                       }));
+        return UAPLEX_Good;
+    }
+
+    uaplex_status close(uaplex_connection* c, uaplex_status reason) override {
+        asio::post(io_, [this, self = from(c)->shared_from_this(), reason] {
+            closeAfterSend(self, reason);
+        });
+        return UAPLEX_Good;
+    }
+
+    uaplex_status set_receiving(uaplex_connection* c, int32_t enabled) override {
+        asio::post(io_, [this, self = from(c)->shared_from_this(), enabled] {
+            self->receiving = enabled != 0;
+            if (self->receiving && self->readParked && !self->closed) {
+                self->readParked = false;
+                readHeader(self);
+            }
+        });
+        return UAPLEX_Good;
+    }
+
+    uaplex_status secure_channel_opened(uaplex_connection* c) override {
+        asio::post(io_, [this, self = from(c)->shared_from_this()] {
+            if (self->closed || !self->pending) return;
+            self->pending = false;
+            --pendingCount_;
+            self->handshakeTimer.cancel();
+        });
+        return UAPLEX_Good;
+    }
+
+    uaplex_status reverse_connect(uaplex_str client_url, uaplex_str endpoint_url) override {
+        auto r = std::make_unique<ReverseTarget>();
+        r->clientUrl.assign(client_url.data, client_url.len);
+        r->endpointUrl.assign(endpoint_url.data, endpoint_url.len);
+        UrlParts parts;
+        if (!parseUrl(r->clientUrl, "opc.tcp", parts)) return UAPLEX_BadTcpEndpointUrlInvalid;
+        r->host = std::string(parts.host);
+        r->port = parts.port;
+        r->retry = std::make_unique<asio::steady_timer>(io_);
+        ReverseTarget* raw = r.get();
+        reverse_.push_back(std::move(r));
+        asio::post(io_, [this, raw] { connectReverse(raw); });
+        return UAPLEX_Good;
+    }
+
+    // --- io thread ---
+
+    void write(const std::shared_ptr<Connection>& c) {
+        bool idle = false;
+        {
+            std::lock_guard lock(c->sendMutex);
+            if (c->queued.empty() || c->closed) {
+                c->writeActive = false;
+                idle = true;
+            } else {
+                c->writing.swap(c->queued);
+            }
+        }
+        if (idle) {
+            if (c->closing && !c->closed) finishClose(c);
+            return;
+        }
+        c->gather.clear();
+        for (const auto& b : c->writing) c->gather.emplace_back(b.data, b.used);
+        // A span, not the vector: the operation copies its buffer sequence.
+        asio::async_write(c->socket, std::span<const asio::const_buffer>(c->gather),
+                          inSlot(c->writeSlot, [this, c](boost::system::error_code ec, size_t) {
+                              for (auto& b : c->writing) giveBack(b);
+                              c->writing.clear();
+                              if (ec) {
+                                  {
+                                      std::lock_guard lock(c->sendMutex);
+                                      c->writeActive = false;
+                                  }
+                                  finalize(c, UAPLEX_BadConnectionClosed);
+                                  return;
+                              }
+                              write(c);
+                          }));
+    }
+
+  private:
+    void giveBack(uaplex_buffer& b) {
+        if (b.data) params_.pool->give_back(params_.pool_self, &b, this);
+        b.data = nullptr;
+    }
+
+    bool rent(std::uint32_t size, uaplex_buffer& out) {
+        out = uaplex_buffer{};
+        out.hdr = UAPLEX_HEADER_INIT(uaplex_buffer, UAPLEX_STYPE_BUFFER);
+        return params_.pool->take(params_.pool_self, params_.pool_manager, size, this, nullptr,
+                                  &out) == UAPLEX_Good;
+    }
+
+    void accept(tcp::acceptor* a, const std::string& url) {
+        a->async_accept([this, a, url](boost::system::error_code ec, tcp::socket s) {
+            if (stopping_ || !a->is_open()) return;
+            if (!ec) admit(std::move(s), url, nullptr);
+            accept(a, url);
+        });
+    }
+
+    // A new socket (accepted or reverse-connected) becomes a connection if limits allow.
+    void admit(tcp::socket s, const std::string& url, ReverseTarget* reverse) {
+        if (connections_.size() >= maxConnections_ || pendingCount_ >= maxPending_) {
+            boost::system::error_code ec;
+            s.close(ec);
+            context().debug("connection refused: limit of connections or pending handshakes");
+            if (reverse) scheduleReverse(reverse);
+            return;
+        }
+        boost::system::error_code ec;
+        s.set_option(tcp::no_delay(true), ec);
+        std::string peer;
+        auto remote = s.remote_endpoint(ec);
+        if (!ec) peer = remote.address().to_string() + ":" + std::to_string(remote.port());
+        auto c = std::make_shared<Connection>(*this, std::move(s));
+        c->endpointUrl = url;
+        c->reverse = reverse;
+        connections_.insert(c);
+        ++pendingCount_;
+        uaplex_status st =
+            params_.on_accepted(params_.user, handle(c.get()), {url.data(), url.size()},
+                                {peer.data(), peer.size()}, &c->user);
+        if (st != UAPLEX_Good) {
+            c->user = nullptr;
+            finalize(c, st, false);
+            return;
+        }
+        c->handshakeTimer.expires_after(std::chrono::milliseconds(handshakeTimeoutMs_));
+        c->handshakeTimer.async_wait([this, c](boost::system::error_code ec) {
+            if (ec || !c->pending || c->closed) return;
+            context().debug("handshake timeout");
+            finalize(c, UAPLEX_BadTimeout);
+        });
+        if (reverse) {
+            reverse->backoffMs = 0;
+            uaplex_buffer b;
+            std::size_t n = reverseHelloSize(serverUri_, reverse->endpointUrl);
+            if (n > limits_.sendBufferSize || !rent(std::uint32_t(n), b)) {
+                finalize(c, UAPLEX_BadTcpInternalError);
+                return;
+            }
+            b.used = writeReverseHello(b.data, serverUri_, reverse->endpointUrl);
+            send(handle(c.get()), &b, 1);
+        }
+        readHeader(c);
+    }
+
+    void readHeader(const std::shared_ptr<Connection>& c) {
+        if (c->closed || c->closing) return;
+        if (!c->receiving) {
+            c->readParked = true;
+            return;
+        }
+        asio::async_read(c->socket, asio::buffer(c->header, kHeaderSize),
+                         inSlot(c->readSlot, [this, c](boost::system::error_code ec, size_t) {
+                             if (c->closed) return;
+                             if (ec) return finalize(c, UAPLEX_BadConnectionClosed);
+                             onHeader(c);
+                         }));
+    }
+
+    void onHeader(const std::shared_ptr<Connection>& c) {
+        Header h = parseHeader(c->header);
+        uaplex_status st = checkHeader(h, c->helloDone, c->receiveLimit);
+        if (st != UAPLEX_Good) return fail(c, st, "invalid message header");
+        // Only what was checked above is allocated: at most the negotiated buffer size.
+        if (!rent(h.size, c->rx)) return fail(c, UAPLEX_BadTcpNotEnoughResources, "no buffer");
+        std::memcpy(c->rx.data, c->header, kHeaderSize);
+        c->rx.used = h.size;
+        auto body = asio::buffer(c->rx.data + kHeaderSize, h.size - kHeaderSize);
+        asio::async_read(c->socket, body,
+                         inSlot(c->readSlot, [this, c](boost::system::error_code ec, size_t) {
+                             if (c->closed) return giveBack(c->rx);
+                             if (ec) {
+                                 giveBack(c->rx);
+                                 return finalize(c, UAPLEX_BadConnectionClosed);
+                             }
+                             if (!c->helloDone) return onHello(c);
+                             uaplex_buffer chunk = c->rx;  // ownership passes to the kernel
+                             c->rx = uaplex_buffer{};
+                             params_.on_received(params_.user, c->user, &chunk);
+                             readHeader(c);
+                         }));
+    }
+
+    void onHello(const std::shared_ptr<Connection>& c) {
+        Hello hello;
+        Negotiated n{};
+        uaplex_status st = parseHello({c->rx.data, c->rx.used}, hello);
+        if (st == UAPLEX_Good) st = negotiate(hello, limits_, n);
+        uaplex_transport_negotiated info{};
+        info.hdr =
+            UAPLEX_HEADER_INIT(uaplex_transport_negotiated, UAPLEX_STYPE_TRANSPORT_NEGOTIATED);
+        if (st == UAPLEX_Good) {
+            info.protocol_version = hello.protocolVersion;
+            info.receive_buffer_size = n.receiveBufferSize;
+            info.send_buffer_size = n.sendBufferSize;
+            info.max_message_size = n.clientMaxMessageSize;
+            info.max_chunk_count = n.clientMaxChunkCount;
+            info.endpoint_url = {hello.endpointUrl.data(), hello.endpointUrl.size()};
+            if (params_.on_hello) st = params_.on_hello(params_.user, c->user, &info);
+        }
+        giveBack(c->rx);
+        if (st != UAPLEX_Good) return fail(c, st, "Hello refused");
+        uaplex_buffer ack;
+        if (!rent(28, ack)) return fail(c, UAPLEX_BadTcpNotEnoughResources, "no buffer");
+        ack.used = writeAcknowledge(ack.data, n);
+        c->helloDone = true;
+        c->receiveLimit = n.receiveBufferSize;
+        send(handle(c.get()), &ack, 1);
+        readHeader(c);
+    }
+
+    // Sends ERR and closes once it is written.
+    void fail(const std::shared_ptr<Connection>& c, uaplex_status st, std::string_view reason) {
+        uaplex_buffer err;
+        if (rent(272, err)) {
+            err.used = writeError(err.data, st, reason);
+            send(handle(c.get()), &err, 1);
+        }
+        closeAfterSend(c, st);
+    }
+
+    void closeAfterSend(const std::shared_ptr<Connection>& c, uaplex_status reason) {
+        if (c->closed || c->closing) return;
+        c->closing = true;
+        c->closeReason = reason;
+        bool idle;
+        {
+            std::lock_guard lock(c->sendMutex);
+            idle = !c->writeActive;
+        }
+        if (idle) finishClose(c);
+    }
+
+    void finishClose(const std::shared_ptr<Connection>& c) { finalize(c, c->closeReason); }
+
+    // The one place a connection ends: socket closed, buffers back, kernel told once.
+    void finalize(const std::shared_ptr<Connection>& c, uaplex_status reason, bool notify = true) {
+        if (c->closed) return;
+        c->closed = true;
+        {
+            std::lock_guard lock(c->sendMutex);
+            c->sendClosed = true;
+            for (auto& b : c->queued) giveBack(b);
+            c->queued.clear();
+        }
+        boost::system::error_code ec;
+        c->socket.shutdown(tcp::socket::shutdown_both, ec);
+        c->socket.close(ec);
+        c->handshakeTimer.cancel();
+        if (c->pending) --pendingCount_;
+        c->pending = false;
+        connections_.erase(c);
+        if (notify && c->user) params_.on_closed(params_.user, c->user, reason);
+        if (c->reverse && !stopping_) scheduleReverse(c->reverse);
+    }
+
+    void connectReverse(ReverseTarget* r) {
+        if (stopping_) return;
+        auto resolver = std::make_shared<tcp::resolver>(io_);
+        resolver->async_resolve(
+            r->host, std::to_string(r->port),
+            [this, r, resolver](boost::system::error_code ec, tcp::resolver::results_type res) {
+                if (stopping_) return;
+                if (ec) return scheduleReverse(r);
+                auto sock = std::make_shared<tcp::socket>(io_);
+                asio::async_connect(
+                    *sock, res,
+                    [this, r, sock](boost::system::error_code ec, const tcp::endpoint&) {
+                        if (stopping_) return;
+                        if (ec) return scheduleReverse(r);
+                        context().info("reverse connect: connected to " + r->clientUrl);
+                        admit(std::move(*sock), r->endpointUrl, r);
+                    });
+            });
+    }
+
+    // Backoff doubles from 1 s up to 30 s; a connection that got going resets it.
+    void scheduleReverse(ReverseTarget* r) {
+        r->backoffMs = r->backoffMs == 0 ? 1000 : std::min<std::uint32_t>(r->backoffMs * 2, 30000);
+        r->retry->expires_after(std::chrono::milliseconds(r->backoffMs));
+        r->retry->async_wait([this, r](boost::system::error_code ec) {
+            if (!ec) connectReverse(r);
+        });
+    }
+
+    asio::io_context io_;
+    asio::executor_work_guard<asio::io_context::executor_type> work_;
+    std::thread thread_;
+    std::mutex acceptorsMutex_;
+    std::vector<std::unique_ptr<tcp::acceptor>> acceptors_;
+    std::vector<std::unique_ptr<ReverseTarget>> reverse_;
+    std::unordered_set<std::shared_ptr<Connection>> connections_;  // io thread
+    std::size_t pendingCount_ = 0;                                 // io thread
+    bool stopping_ = false;
+    ServerLimits limits_;
+    std::size_t maxConnections_ = 1000;
+    std::size_t maxPending_ = 100;
+    std::uint32_t handshakeTimeoutMs_ = 10000;
+    std::string serverUri_;
+};
+
+Connection::Connection(TcpTransport& t, tcp::socket s)
+    : transport(t), socket(std::move(s)), handshakeTimer(socket.get_executor()) {}
+
+}  // namespace
+
+UAPLEX_PLUGIN(("transport-tcp", "0.1.0", "opc.tcp transport (UACP over TCP, Boost.Asio)"),
+              uaplex::sdk::TransportFactory<TcpTransport>)

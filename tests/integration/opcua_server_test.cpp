@@ -1,0 +1,325 @@
+// The real `uaplex` executable on 127.0.0.1 with a test configuration, driven by the small
+// client in opcua_client.hpp: channel, discovery, sessions, a Read through the services,
+// chunking both ways, CLO, and hostile input after which a normal session must still work.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "opcua_client.hpp"
+
+using namespace uaplex;
+using test::Client;
+
+namespace {
+
+std::uint16_t freePort() {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    ::close(fd);
+    return ntohs(a.sin_port);
+}
+
+// One server process for the whole test binary; SIGTERM and wait at exit.
+struct ServerProcess {
+    pid_t pid = -1;
+    std::uint16_t port = 0;
+    std::filesystem::path dir;
+
+    explicit ServerProcess(const std::string& extraServerKeys = "") {
+        port = freePort();
+        dir = std::filesystem::temp_directory_path() /
+              ("uaplex-it-" + std::to_string(::getpid()) + "-" + std::to_string(port));
+        std::filesystem::create_directories(dir);
+        std::ofstream(dir / "test.toml")
+            << "[log]\nlevel = \"warn\"\nsink = \"stderr\"\n"
+            << "[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR "\"]\n"
+            << "[server]\nendpoints = [\"opc.tcp://127.0.0.1:" << port << "\"]\n"
+            << "request_threads = 2\n"
+            << extraServerKeys << "[server.limits]\nhandshake_timeout_ms = 500\n"
+            << "max_message_size = 65536\nmax_pending_handshakes = 100\n"
+            << "[slots]\nrequest_queue = \"fifo\"\n"
+            << "[plugins.fifo]\n[plugins.transport-tcp]\n";
+        pid = ::fork();
+        if (pid == 0) {
+            std::string cfg = (dir / "test.toml").string();
+            ::execl(UAPLEX_EXE, UAPLEX_EXE, "--config", cfg.c_str(), nullptr);
+            std::_Exit(127);
+        }
+        for (int i = 0; i < 100; ++i) {
+            Client c;
+            if (c.connect(port)) return;
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+    }
+    ~ServerProcess() {
+        if (pid > 0) {
+            ::kill(pid, SIGTERM);
+            int status = 0;
+            ::waitpid(pid, &status, 0);
+        }
+        std::error_code ec;
+        std::filesystem::remove_all(dir, ec);
+    }
+    bool alive() const {
+        int status = 0;
+        return ::waitpid(pid, &status, WNOHANG) == 0;
+    }
+};
+
+ServerProcess& server() {
+    static ServerProcess s;
+    return s;
+}
+
+ua::ReadRequest readState(std::vector<ua::ReadValueId>& ids, std::size_t n) {
+    ids.assign(n, ua::ReadValueId{});
+    for (auto& id : ids) {
+        id.nodeId = ua::numericNodeId(0, 2259);  // Server_ServerStatus_State
+        id.attributeId = 13;                     // Value
+    }
+    ua::ReadRequest r{};
+    r.timestampsToReturn = ua::TimestampsToReturn::Neither;
+    r.nodesToRead = {std::int32_t(n), ids.data()};
+    return r;
+}
+
+// A full normal session: the server must still serve after each hostile case.
+void normalSessionWorks() {
+    REQUIRE(server().alive());
+    Client c;
+    REQUIRE(c.open(server().port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    std::vector<ua::ReadValueId> ids;
+    auto read = readState(ids, 1);
+    auto m = c.call(read);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    auto& r = *static_cast<ua::ReadResponse*>(m.object);
+    REQUIRE(r.results.size() == 1);
+    CHECK(r.results[0].status == UAPLEX_Good);
+    CHECK(r.results[0].value.value.int32 == 0);  // ServerState Running
+    ua::CloseSessionRequest close{};
+    close.deleteSubscriptions = true;
+    CHECK(Client::result(c.call(close)) == UAPLEX_Good);
+    CHECK(c.closeChannel());
+    CHECK(c.closedByServer());
+}
+
+// The server answered with ERR (status returned) and/or closed the socket.
+uaplex_status refused(Client& c) {
+    auto m = c.receive();
+    uaplex_status st = UAPLEX_Good;
+    if (!m.empty()) {
+        REQUIRE(std::memcmp(m.data(), "ERRF", 4) == 0);
+        st = Client::get(m, 8);
+    }
+    CHECK(c.closedByServer());
+    return st;
+}
+
+}  // namespace
+
+TEST_CASE("discovery without a session, then a session with a Read and an orderly close") {
+    Client c;
+    REQUIRE(c.open(server().port));
+    CHECK(c.channelId() != 0);
+    ua::GetEndpointsRequest ge{};
+    ge.endpointUrl = ua::makeString(c.url());
+    auto m = c.call(ge);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    auto& eps = *static_cast<ua::GetEndpointsResponse*>(m.object);
+    REQUIRE(eps.endpoints.size() == 1);
+    CHECK(ua::view(eps.endpoints[0].endpointUrl) == c.url());
+    CHECK(eps.endpoints[0].securityMode == ua::MessageSecurityMode::None_);
+    ua::FindServersRequest fs{};
+    m = c.call(fs);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    CHECK(static_cast<ua::FindServersResponse*>(m.object)->servers.size() == 1);
+
+    std::vector<ua::ReadValueId> ids;
+    auto read = readState(ids, 1);
+    CHECK(Client::result(c.call(read)) == UAPLEX_BadSessionIdInvalid);
+    c.disconnect();
+    normalSessionWorks();
+}
+
+TEST_CASE("large requests are reassembled and large responses chunked") {
+    Client c;
+    REQUIRE(c.open(server().port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    std::vector<ua::ReadValueId> ids;
+    auto read = readState(ids, 1500);
+    read.requestHeader.authenticationToken = ua::numericNodeId(0, 0);
+    // Encoded with the session token by call(); 1500 nodes take several 8 KiB chunks.
+    auto m = c.call(read);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    auto& r = *static_cast<ua::ReadResponse*>(m.object);
+    CHECK(r.results.size() == 1500);
+    CHECK(c.chunksReceived() >= 2);
+}
+
+TEST_CASE("a request above max_message_size is aborted with BadRequestTooLarge") {
+    Client c;
+    REQUIRE(c.open(server().port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    std::vector<ua::ReadValueId> ids;
+    auto read = readState(ids, 8000);  // about 88 KiB > 64 KiB
+    auto m = c.call(read);
+    CHECK(m.status == UAPLEX_BadRequestTooLarge);
+    // The channel survives: the next request is answered.
+    auto small = readState(ids, 1);
+    CHECK(Client::result(c.call(small)) == UAPLEX_Good);
+}
+
+TEST_CASE("token renewal: the new token works, the old one stays valid until the new one is used") {
+    Client c;
+    REQUIRE(c.open(server().port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    std::vector<ua::ReadValueId> ids;
+    auto read = readState(ids, 1);
+    std::uint32_t oldToken = c.tokenId();
+    REQUIRE(c.openSecureChannel(ua::SecurityTokenRequestType::Renew));
+    std::uint32_t newToken = c.tokenId();
+    CHECK(newToken != oldToken);
+    c.useToken(oldToken);  // still accepted: the client has not switched yet
+    CHECK(Client::result(c.call(read)) == UAPLEX_Good);
+    c.useToken(newToken);
+    CHECK(Client::result(c.call(read)) == UAPLEX_Good);
+    c.useToken(oldToken);  // superseded once the new one was used: the channel is closed
+    CHECK(c.call(read).status == UAPLEX_BadSecureChannelTokenUnknown);
+    normalSessionWorks();
+}
+
+TEST_CASE("a session moves to a new channel by ActivateSession; the old channel loses it") {
+    Client a;
+    REQUIRE(a.open(server().port));
+    REQUIRE(a.createSession() == UAPLEX_Good);
+    Client b;
+    REQUIRE(b.open(server().port));
+    b.adoptSession(a);
+    std::vector<ua::ReadValueId> ids;
+    auto read = readState(ids, 1);
+    CHECK(Client::result(b.call(read)) == UAPLEX_BadSecureChannelIdInvalid);
+    REQUIRE(b.activateSession() == UAPLEX_Good);
+    CHECK(Client::result(b.call(read)) == UAPLEX_Good);
+    CHECK(Client::result(a.call(read)) == UAPLEX_BadSecureChannelIdInvalid);
+}
+
+TEST_CASE("hostile: garbage before Hello") {
+    Client c;
+    REQUIRE(c.connect(server().port));
+    std::string http = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    c.sendRaw({http.begin(), http.end()});
+    CHECK(refused(c) != UAPLEX_Good);
+    normalSessionWorks();
+}
+
+TEST_CASE("hostile: a chunk claiming gigabytes after the handshake") {
+    Client c;
+    REQUIRE(c.connect(server().port));
+    c.sendRaw(Client::hello("opc.tcp://127.0.0.1"));
+    auto ack = c.receive();
+    REQUIRE(ack.size() == 28);
+    std::vector<std::uint8_t> opn(40, 0);
+    std::memcpy(opn.data(), "OPNF", 4);
+    Client::put(opn, 4, 0xC0000000u);
+    c.sendRaw(opn);
+    CHECK(refused(c) == UAPLEX_BadTcpMessageTooLarge);
+    normalSessionWorks();
+}
+
+TEST_CASE("hostile: absurd Hello sizes") {
+    {
+        Client c;
+        REQUIRE(c.connect(server().port));
+        c.sendRaw(Client::hello("opc.tcp://127.0.0.1", 0, 0));
+        CHECK(refused(c) != UAPLEX_Good);
+    }
+    {
+        Client c;
+        REQUIRE(c.connect(server().port));
+        auto h = Client::hello("opc.tcp://127.0.0.1");
+        Client::put(h, 4, 0xFFFFFFF0u);  // the header claims 4 GiB
+        c.sendRaw(h);
+        CHECK(refused(c) == UAPLEX_BadTcpMessageTooLarge);
+    }
+    {
+        Client c;
+        REQUIRE(c.connect(server().port));
+        c.sendRaw(
+            Client::hello("opc.tcp://127.0.0.1", 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF));
+        auto ack = c.receive();
+        REQUIRE(ack.size() == 28);
+        CHECK(Client::get(ack, 12) == 65535);  // revised to the server's own sizes
+        CHECK(Client::get(ack, 16) == 65535);
+    }
+    normalSessionWorks();
+}
+
+TEST_CASE("hostile: an EndpointUrl longer than 4096 bytes") {
+    Client c;
+    REQUIRE(c.connect(server().port));
+    c.sendRaw(Client::hello("opc.tcp://127.0.0.1/" + std::string(5000, 'a')));
+    CHECK(refused(c) == UAPLEX_BadTcpEndpointUrlInvalid);
+    normalSessionWorks();
+}
+
+TEST_CASE("hostile: fifty silent connections are closed after handshake_timeout_ms") {
+    std::vector<std::unique_ptr<Client>> silent;
+    for (int i = 0; i < 50; ++i) {
+        silent.push_back(std::make_unique<Client>());
+        REQUIRE(silent.back()->connect(server().port, 3000));
+    }
+    normalSessionWorks();  // served while they wait
+    auto start = std::chrono::steady_clock::now();
+    int closed = 0;
+    for (auto& c : silent) closed += c->closedByServer();
+    auto waited = std::chrono::steady_clock::now() - start;
+    CHECK(closed == 50);
+    CHECK(waited < std::chrono::milliseconds(2500));
+    normalSessionWorks();
+}
+
+TEST_CASE("reverse connect: the server connects out, sends ReverseHello, then serves") {
+    // The test is the client: it listens and waits for the server to call.
+    int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    socklen_t len = sizeof a;
+    ::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len);
+    REQUIRE(::listen(listener, 4) == 0);
+    std::uint16_t clientPort = ntohs(a.sin_port);
+    ServerProcess s("reverse_connect = [\"opc.tcp://127.0.0.1:" + std::to_string(clientPort) +
+                    "\"]\n");
+    timeval tv{5, 0};
+    setsockopt(listener, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    int fd = ::accept(listener, nullptr, nullptr);
+    ::close(listener);
+    REQUIRE(fd >= 0);
+    Client c;
+    c.adopt(fd);
+    auto rhe = c.receive();
+    REQUIRE(rhe.size() > 16);
+    CHECK(std::memcmp(rhe.data(), "RHEF", 4) == 0);
+    std::uint32_t uriLength = Client::get(rhe, 8);
+    std::string endpoint(reinterpret_cast<const char*>(rhe.data()) + 16 + uriLength,
+                         Client::get(rhe, 12 + uriLength));
+    CHECK(endpoint == "opc.tcp://127.0.0.1:" + std::to_string(s.port));
+    REQUIRE(c.openOnConnected(endpoint));
+    CHECK(c.createSession() == UAPLEX_Good);
+}

@@ -1,0 +1,125 @@
+// Steady-state Read requests must not touch the heap on the server side: the server runs
+// in this process, every allocation made by a thread other than the test's client thread is
+// counted while a batch of Reads runs after a warm-up.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+#include "config/config.hpp"
+#include "host/plugin_host.hpp"
+#include "opcua_client.hpp"
+#include "server/server.hpp"
+#include "server/service_handler.hpp"
+
+namespace {
+std::atomic<bool> gCounting{false};
+std::atomic<long> gAllocations{0};
+thread_local bool tClient = false;
+
+void* counted(std::size_t n) {
+    if (gCounting.load(std::memory_order_relaxed) && !tClient)
+        gAllocations.fetch_add(1, std::memory_order_relaxed);
+    void* p = std::malloc(n ? n : 1);
+    if (!p) throw std::bad_alloc();
+    return p;
+}
+void* countedAligned(std::size_t n, std::align_val_t a) {
+    if (gCounting.load(std::memory_order_relaxed) && !tClient)
+        gAllocations.fetch_add(1, std::memory_order_relaxed);
+    void* p = std::aligned_alloc(std::size_t(a), (n + std::size_t(a) - 1) & ~(std::size_t(a) - 1));
+    if (!p) throw std::bad_alloc();
+    return p;
+}
+}  // namespace
+
+void* operator new(std::size_t n) {
+    return counted(n);
+}
+void* operator new[](std::size_t n) {
+    return counted(n);
+}
+void* operator new(std::size_t n, std::align_val_t a) {
+    return countedAligned(n, a);
+}
+void* operator new[](std::size_t n, std::align_val_t a) {
+    return countedAligned(n, a);
+}
+void operator delete(void* p) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+    std::free(p);
+}
+
+using namespace uaplex;
+
+TEST_CASE("steady-state Reads do not allocate in the server") {
+    tClient = true;
+    int probe = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(probe, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    ::getsockname(probe, reinterpret_cast<sockaddr*>(&a), &len);
+    ::close(probe);
+    std::uint16_t port = ntohs(a.sin_port);
+    std::string toml =
+        "[log]\nlevel = \"warn\"\nsink = \"stderr\"\n[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR
+        "\"]\n[server]\nendpoints = [\"opc.tcp://127.0.0.1:" +
+        std::to_string(port) +
+        "\"]\n[slots]\nrequest_queue = \"fifo\"\n[plugins.fifo]\n[plugins.transport-tcp]\n";
+    auto cfg = config::parse_string(toml, "alloc.toml", {});
+    host::Host host;
+    host.load(cfg);
+    host.start();
+    auto services = server::makeServiceHandler(cfg, host);
+    server::Server srv(cfg, host, *services);
+    srv.start();
+
+    test::Client c;
+    REQUIRE(c.open(port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    std::vector<ua::ReadValueId> ids(10);
+    for (auto& id : ids) {
+        id.nodeId = ua::numericNodeId(0, 2259);
+        id.attributeId = 13;
+    }
+    ua::ReadRequest read{};
+    read.nodesToRead = {std::int32_t(ids.size()), ids.data()};
+    auto run = [&](int n) {
+        for (int i = 0; i < n; ++i)
+            REQUIRE(test::Client::result(c.call(read, std::uint32_t(i + 1))) == UAPLEX_Good);
+    };
+    run(300);  // warm-up: pools, arenas and buffers grow to their steady size
+    gAllocations = 0;
+    gCounting = true;
+    run(1000);
+    gCounting = false;
+    INFO("server-side allocations during 1000 Reads: " << gAllocations.load());
+    CHECK(gAllocations.load() == 0);
+    c.disconnect();
+    srv.stop();
+    services.reset();
+    host.shutdown();
+}

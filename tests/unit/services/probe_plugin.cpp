@@ -1,0 +1,198 @@
+// A node manager for the service tests: the paths the shipped plugins do not take. Store
+// nodes with read/write callbacks, a UserAccessLevel narrower than AccessLevel, status and
+// timestamp writes, a method without arguments; and an owned namespace answered by the
+// plugin itself (read, write, browse, call).
+#include <atomic>
+#include <cstring>
+
+#include "uaplex/cpp/address_space.hpp"
+
+namespace {
+
+using namespace uaplex::sdk;
+
+bool isOwned(const uaplex_nodeid* id, uint16_t ns, std::string_view name) {
+    return id && id->namespace_index == ns && id->identifier_type == UAPLEX_ID_STRING &&
+           std::string_view(id->identifier.string.data, size_t(id->identifier.string.length)) ==
+               name;
+}
+
+class Probe : public StoreNodeManager {
+  public:
+    using StoreNodeManager::StoreNodeManager;
+
+    // The owned namespace comes first in NamespaceArray order after the application's.
+    uaplex_status namespace_count(size_t* out) override {
+        *out = 1;
+        return UAPLEX_Good;
+    }
+    uaplex_status namespace_uri(size_t index, uaplex_str* out) override {
+        if (index != 0) return UAPLEX_BadOutOfRange;
+        *out = to_str("urn:uaplex:probe-owned");
+        return UAPLEX_Good;
+    }
+
+    uaplex_status start() override {
+        AddressSpace as = space();
+        uint16_t owned = 0;
+        if (uaplex_status st = as.register_namespace("urn:uaplex:probe-owned", &owned);
+            st != UAPLEX_Good)
+            return st;
+        owned_ = owned;
+        if (uaplex_status st = as.register_namespace("urn:uaplex:probe", &ns_); st != UAPLEX_Good)
+            return st;
+        uaplex_nodeid probe = string_id(ns_, "Probe");
+        uaplex_status st = as.add(
+            object_spec(probe, numeric_id(0, 85), 35, qualified_name(ns_, "Probe"), 58).get());
+        uaplex_datavalue zero = data_value(scalar<int32_t>(UAPLEX_TYPE_INT32, 0));
+        {
+            NodeSpec v = variable_spec(string_id(ns_, "UserDenied"), probe, 47,
+                                       qualified_name(ns_, "UserDenied"), 6, -1, 3);
+            v.spec.user_access_level = 1;
+            v.spec.value = &zero;
+            if (st == UAPLEX_Good) st = as.add(v.get());
+        }
+        {
+            NodeSpec v = variable_spec(string_id(ns_, "StatusWritable"), probe, 47,
+                                       qualified_name(ns_, "StatusWritable"), 6, -1, 3 | 32 | 64);
+            v.spec.value = &zero;
+            if (st == UAPLEX_Good) st = as.add(v.get());
+        }
+        {
+            NodeSpec v = variable_spec(string_id(ns_, "Callback"), probe, 47,
+                                       qualified_name(ns_, "Callback"), 11, -1, 3);
+            v.spec.read = &Probe::readValue;
+            v.spec.write = &Probe::writeValue;
+            v.spec.user = this;
+            if (st == UAPLEX_Good) st = as.add(v.get());
+        }
+        if (st == UAPLEX_Good)
+            st = as.add(method_spec(string_id(ns_, "Outputs"), probe,
+                                    qualified_name(ns_, "Outputs"), &Probe::outputs, this)
+                            .get());
+        if (st == UAPLEX_Good) {
+            NodeSpec m = method_spec(string_id(ns_, "Disabled"), probe,
+                                     qualified_name(ns_, "Disabled"), &Probe::outputs, this);
+            m.spec.method_flags = UAPLEX_METHOD_NOT_EXECUTABLE;
+            st = as.add(m.get());
+        }
+        return st;
+    }
+
+    // --- the owned namespace: one Object "Owned" with a Variable "Owned.Value" ---
+    uaplex_status read(size_t count, const uaplex_read_item* items,
+                       uaplex_datavalue* const* results, uaplex_status* statuses) override {
+        for (size_t i = 0; i < count; ++i) {
+            const uaplex_read_item& item = items[i];
+            bool object = isOwned(item.node_id, owned_, "Owned");
+            bool variable = isOwned(item.node_id, owned_, "Owned.Value");
+            if (!object && !variable) {
+                statuses[i] = UAPLEX_BadNodeIdUnknown;
+                continue;
+            }
+            statuses[i] = UAPLEX_Good;
+            const uaplex_value_alloc* alloc = item.alloc;
+            auto box = [&](auto value, uint8_t type) {
+                using T = decltype(value);
+                auto* p = static_cast<T*>(alloc->allocate(alloc->self, sizeof(T), alignof(T)));
+                if (p == nullptr) return;
+                *p = value;
+                *results[i] = data_value(boxed(type, p));
+            };
+            std::string_view name = object ? "Owned" : "Value";
+            switch (item.attribute_id) {
+                case 1:
+                    box(*item.node_id, UAPLEX_TYPE_NODEID);
+                    break;
+                case 2:
+                    *results[i] = data_value(scalar<int32_t>(UAPLEX_TYPE_INT32, object ? 1 : 2));
+                    break;
+                case 3:
+                    box(qualified_name(owned_, name), UAPLEX_TYPE_QUALIFIEDNAME);
+                    break;
+                case 4:
+                    box(localized_text("", name), UAPLEX_TYPE_LOCALIZEDTEXT);
+                    break;
+                case 13:
+                    if (variable) {
+                        *results[i] =
+                            data_value(scalar<int32_t>(UAPLEX_TYPE_INT32, owned_value_.load()));
+                        break;
+                    }
+                    [[fallthrough]];
+                default:
+                    statuses[i] = UAPLEX_BadAttributeIdInvalid;
+            }
+        }
+        return UAPLEX_Good;
+    }
+
+    uaplex_status write(size_t count, const uaplex_write_item* items,
+                        uaplex_status* statuses) override {
+        for (size_t i = 0; i < count; ++i) {
+            bool ok = isOwned(items[i].node_id, owned_, "Owned.Value") &&
+                      items[i].attribute_id == 13 &&
+                      (items[i].value->value.encoding & 0x3F) == UAPLEX_TYPE_INT32;
+            statuses[i] = ok ? UAPLEX_Good : UAPLEX_BadTypeMismatch;
+            if (ok) owned_value_ = items[i].value->value.value.int32;
+        }
+        return UAPLEX_Good;
+    }
+    uaplex_status browse(const uaplex_nodeid* node, uint32_t, const uaplex_nodeid*, int32_t,
+                         uaplex_reference_sink sink, void* user) override {
+        if (!isOwned(node, owned_, "Owned")) return UAPLEX_BadNodeIdUnknown;
+        uaplex_nodeid type = numeric_id(0, 47);
+        uaplex_nodeid target = string_id(owned_, "Owned.Value");
+        uaplex_reference ref{};
+        ref.hdr = UAPLEX_HEADER_INIT(uaplex_reference, UAPLEX_STYPE_NODE_MANAGER_REFERENCE);
+        ref.is_forward = 1;
+        ref.reference_type_id = &type;
+        ref.target_id = &target;
+        ref.node_class = 2;
+        return sink(user, &ref);
+    }
+    uaplex_status call(const uaplex_nodeid* object, const uaplex_nodeid*, size_t count,
+                       const uaplex_variant*, const uaplex_value_alloc*, uaplex_status* results,
+                       size_t* out_count, uaplex_variant** out) override {
+        if (!isOwned(object, owned_, "Owned")) return UAPLEX_BadNodeIdUnknown;
+        for (size_t i = 0; i < count; ++i) results[i] = UAPLEX_Good;
+        *out_count = 0;
+        *out = nullptr;
+        return UAPLEX_Good;
+    }
+
+  private:
+    static uaplex_status readValue(void* user, const uaplex_nodeid*, const uaplex_value_alloc*,
+                                   uaplex_datavalue* out) {
+        *out = data_value(
+            scalar<double>(UAPLEX_TYPE_DOUBLE, static_cast<Probe*>(user)->callback_value_.load()));
+        return UAPLEX_Good;
+    }
+    static uaplex_status writeValue(void* user, const uaplex_nodeid*,
+                                    const uaplex_datavalue* value) {
+        if (value->value.value.double_ < 0) return UAPLEX_BadOutOfRange;
+        static_cast<Probe*>(user)->callback_value_ = value->value.value.double_;
+        return UAPLEX_Good;
+    }
+    static uaplex_status outputs(void*, const uaplex_nodeid*, const uaplex_nodeid*, size_t,
+                                 const uaplex_variant*, const uaplex_value_alloc* alloc,
+                                 size_t* out_count, uaplex_variant** out) {
+        auto* v = static_cast<uaplex_variant*>(
+            alloc->allocate(alloc->self, 2 * sizeof(uaplex_variant), 8));
+        if (v == nullptr) return UAPLEX_BadOutOfMemory;
+        v[0] = scalar(UAPLEX_TYPE_STRING, ua_string("done"));
+        v[1] = scalar<int32_t>(UAPLEX_TYPE_INT32, 7);
+        *out_count = 2;
+        *out = v;
+        return UAPLEX_Good;
+    }
+
+    uint16_t ns_ = 0, owned_ = 0;
+    std::atomic<double> callback_value_{1.5};
+    std::atomic<int32_t> owned_value_{7};
+};
+
+}  // namespace
+
+UAPLEX_PLUGIN(("svc-probe", "1.0.0", "service test node manager"),
+              uaplex::sdk::NodeManagerFactory<Probe>)

@@ -1,0 +1,53 @@
+// A steady-state Read and Write of a benchmark scalar allocate nothing from the heap: the
+// response lives in the call's arena and the stored value is overwritten in place.
+#include <catch2/catch.hpp>
+
+#include "counting_new.hpp"
+#include "fixture.hpp"
+
+using namespace uaplex;
+
+TEST_CASE("steady-state scalar Read and Write do not touch the heap") {
+    // The benchmark plugin only: the demo's timer thread would be counted too.
+    test::Server s("", test::benchmarkPlugin());
+    ua::ReadValueId item{};
+    item.nodeId = ua::numericNodeId(1, 1042);
+    item.attributeId = 13;
+    item.indexRange = ua::nullString();
+    item.dataEncoding.name = ua::nullString();
+    ua::ReadRequest read{};
+    read.timestampsToReturn = ua::TimestampsToReturn::Both;
+    read.nodesToRead = {1, &item};
+
+    ua::WriteValue wv{};
+    wv.nodeId = item.nodeId;
+    wv.attributeId = 13;
+    wv.indexRange = ua::nullString();
+    wv.value.mask = UAPLEX_DATAVALUE_VALUE;
+    ua::WriteRequest write{};
+    write.nodesToWrite = {1, &wv};
+
+    enc::Arena arena;
+    // No Catch assertions inside: only the services run while the heap is counted.
+    auto cycle = [&](std::int32_t value) {
+        arena.reset();
+        wv.value.value = ua::variantInt32(value);
+        services::ServiceCall w{arena, s.session.get(), enc::dataTypeOf<ua::WriteRequest>(),
+                                &write};
+        if (s.services->call(w) != UAPLEX_Good) return false;
+        if (static_cast<ua::WriteResponse*>(w.response)->results[0] != UAPLEX_Good) return false;
+        services::ServiceCall r{arena, s.session.get(), enc::dataTypeOf<ua::ReadRequest>(), &read};
+        if (s.services->call(r) != UAPLEX_Good) return false;
+        const ua::DataValue& dv = static_cast<ua::ReadResponse*>(r.response)->results[0];
+        return dv.status == UAPLEX_Good && dv.value.value.int32 == value;
+    };
+    bool ok = true;
+    for (int i = 0; i < 10; ++i) ok = cycle(i) && ok;  // warm-up: arena blocks, scratch buffer
+    REQUIRE(ok);
+    test::HeapScope heap;
+    for (int i = 0; i < 1000; ++i) ok = cycle(i * 7) && ok;
+    std::size_t allocations = heap.allocations(), bytes = heap.bytes();
+    CHECK(ok);
+    CHECK(allocations == 0);
+    CHECK(bytes == 0);
+}

@@ -1,0 +1,143 @@
+// Session lifecycle: create (limits, revised timeout, tokens), activate (identity tokens,
+// channel binding, transfer), resolve statuses, close, timeout, counters.
+#include <catch2/catch.hpp>
+
+#include "services/service_set.hpp"
+#include "session/session_manager.hpp"
+
+using namespace uaplex;
+using namespace uaplex::session;
+
+namespace {
+const IdentityToken kAnonymous{IdentityKind::Anonymous, "anonymous"};
+}
+
+TEST_CASE("create revises the timeout and makes distinct unguessable tokens") {
+    services::ServerCounters counters;
+    SessionManager m({10, 10000, 60000}, &counters);
+    auto a = m.create(1, 5, "a", 0, 0);
+    auto b = m.create(1, 1e12, "", 0, 0);
+    REQUIRE(a.status == UAPLEX_Good);
+    REQUIRE(b.status == UAPLEX_Good);
+    CHECK(a.session->timeoutMs() == 10000);
+    CHECK(b.session->timeoutMs() == 60000);
+    auto ta = a.session->authenticationToken();
+    auto tb = b.session->authenticationToken();
+    CHECK(ta.identifier_type == UAPLEX_ID_BYTESTRING);
+    CHECK(ta.identifier.bytestring.length == 32);
+    CHECK_FALSE(ua::equal(ta, tb));
+    CHECK_FALSE(ua::equal(a.session->sessionId(), b.session->sessionId()));
+    CHECK(counters.currentSessionCount == 2);
+    CHECK(counters.cumulatedSessionCount == 2);
+    CHECK(m.count() == 2);
+}
+
+TEST_CASE("max_sessions answers BadTooManySessions") {
+    services::ServerCounters counters;
+    SessionManager m({2, 10000, 60000}, &counters);
+    CHECK(m.create(1, 0, "", 0, 0).status == UAPLEX_Good);
+    CHECK(m.create(1, 0, "", 0, 0).status == UAPLEX_Good);
+    CHECK(m.create(1, 0, "", 0, 0).status == UAPLEX_BadTooManySessions);
+    CHECK(counters.rejectedSessionCount == 1);
+}
+
+TEST_CASE("requests before activation, from another channel, with an unknown token") {
+    SessionManager m({10, 10000, 60000}, nullptr);
+    auto c = m.create(7, 0, "", 0, 0);
+    auto token = c.session->authenticationToken();
+    std::shared_ptr<Session> s;
+    CHECK(m.resolve(token, 7, 0, s) == UAPLEX_BadSessionNotActivated);
+    CHECK(m.resolve(token, 8, 0, s) == UAPLEX_BadSecureChannelIdInvalid);
+    CHECK(m.resolve(ua::numericNodeId(0, 1), 7, 0, s) == UAPLEX_BadSessionIdInvalid);
+    // A first activation must come over the channel that created the session.
+    CHECK(m.activate(token, 8, kAnonymous, 0) == UAPLEX_BadSecureChannelIdInvalid);
+    CHECK(m.activate(token, 7, kAnonymous, 0) == UAPLEX_Good);
+    CHECK(m.resolve(token, 7, 0, s) == UAPLEX_Good);
+    CHECK(s == c.session);
+    CHECK(m.resolve(token, 8, 0, s) == UAPLEX_BadSecureChannelIdInvalid);
+}
+
+TEST_CASE("identity tokens: anonymous policy checked, UserName and X509 rejected") {
+    services::ServerCounters counters;
+    SessionManager m({10, 10000, 60000}, &counters);
+    auto token = m.create(1, 0, "", 0, 0).session->authenticationToken();
+    CHECK(m.activate(token, 1, {IdentityKind::Anonymous, "other"}, 0) ==
+          UAPLEX_BadIdentityTokenInvalid);
+    CHECK(m.activate(token, 1, {IdentityKind::UserName, "username"}, 0) ==
+          UAPLEX_BadIdentityTokenRejected);
+    CHECK(m.activate(token, 1, {IdentityKind::X509, "x509"}, 0) == UAPLEX_BadIdentityTokenRejected);
+    CHECK(m.activate(token, 1, {IdentityKind::Invalid, ""}, 0) == UAPLEX_BadIdentityTokenInvalid);
+    CHECK(counters.securityRejectedSessionCount == 2);
+    CHECK(m.activate(token, 1, {IdentityKind::Anonymous, ""}, 0) == UAPLEX_Good);  // null token
+}
+
+TEST_CASE("an activated session transfers to a new channel and leaves the old one") {
+    SessionManager m({10, 10000, 60000}, nullptr);
+    auto c = m.create(1, 0, "", 0, 0);
+    auto token = c.session->authenticationToken();
+    auto nonce = c.session->serverNonce();
+    REQUIRE(m.activate(token, 1, kAnonymous, 0) == UAPLEX_Good);
+    CHECK(c.session->serverNonce() != nonce);  // a fresh nonce per activation
+    REQUIRE(m.activate(token, 2, kAnonymous, 0) == UAPLEX_Good);
+    std::shared_ptr<Session> s;
+    CHECK(m.resolve(token, 2, 0, s) == UAPLEX_Good);
+    CHECK(m.resolve(token, 1, 0, s) == UAPLEX_BadSecureChannelIdInvalid);
+}
+
+TEST_CASE("close ends the session and releases its services state") {
+    services::ServerCounters counters;
+    int created = 0, destroyed = 0;
+    SessionStateHooks hooks{[&] {
+                                ++created;
+                                return static_cast<void*>(&created);
+                            },
+                            [&](void*) { ++destroyed; }};
+    SessionManager m({10, 10000, 60000}, &counters, hooks);
+    auto c = m.create(1, 0, "", 0, 0);
+    auto token = c.session->authenticationToken();
+    CHECK(created == 1);
+    CHECK(c.session->state() == &created);
+    CHECK(m.close(token, 2) == UAPLEX_BadSecureChannelIdInvalid);
+    CHECK(m.close(token, 1) == UAPLEX_Good);
+    CHECK(m.close(token, 1) == UAPLEX_BadSessionIdInvalid);
+    CHECK(counters.currentSessionCount == 0);
+    c.session.reset();  // the last holder (a request in flight) lets go
+    CHECK(destroyed == 1);
+}
+
+TEST_CASE("sessions without requests within their timeout are closed") {
+    services::ServerCounters counters;
+    SessionManager m({10, 10000, 60000}, &counters);
+    auto a = m.create(1, 10000, "", 0, 0).session->authenticationToken();
+    auto b = m.create(1, 20000, "", 0, 0).session->authenticationToken();
+    REQUIRE(m.activate(b, 1, kAnonymous, 0) == UAPLEX_Good);
+    std::shared_ptr<Session> s;
+    CHECK(m.sweep(9000) == 0);
+    CHECK(m.resolve(b, 1, 15000, s) == UAPLEX_Good);  // a request keeps b alive
+    CHECK(m.sweep(15000) == 1);                       // a timed out
+    CHECK(m.resolve(a, 1, 15000, s) == UAPLEX_BadSessionIdInvalid);
+    CHECK(m.sweep(34000) == 0);
+    CHECK(m.sweep(35001) == 1);
+    CHECK(counters.sessionTimeoutCount == 2);
+    CHECK(counters.currentSessionCount == 0);
+    CHECK(m.count() == 0);
+}
+
+TEST_CASE(
+    "a connection's session cache resolves without the table and never revives a closed session") {
+    SessionManager m({10, 10000, 60000}, nullptr);
+    auto c = m.create(1, 0, "", 0, 0);
+    auto token = c.session->authenticationToken();
+    REQUIRE(m.activate(token, 1, kAnonymous, 0) == UAPLEX_Good);
+    SessionCache cache;
+    std::shared_ptr<Session> s;
+    CHECK(m.resolve(token, 1, 0, s, &cache) == UAPLEX_Good);
+    CHECK(cache.session == c.session);
+    CHECK(m.resolve(token, 1, 0, s, &cache) == UAPLEX_Good);
+    CHECK(m.resolve(token, 2, 0, s, &cache) == UAPLEX_BadSecureChannelIdInvalid);
+    auto other = m.create(1, 0, "", 0, 0).session->authenticationToken();
+    CHECK(m.resolve(other, 1, 0, s, &cache) == UAPLEX_BadSessionNotActivated);  // another token
+    CHECK(m.resolve(token, 1, 0, s, &cache) == UAPLEX_Good);
+    REQUIRE(m.close(token, 1) == UAPLEX_Good);
+    CHECK(m.resolve(token, 1, 0, s, &cache) == UAPLEX_BadSessionIdInvalid);
+}
