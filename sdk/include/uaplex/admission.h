@@ -125,6 +125,14 @@ typedef struct uaplex_admission_ops {
     /* The owner's class and weight (>= 1), for schedulers. Any thread; must not block. */
     uaplex_status (*owner_info)(void* self, uaplex_admission_owner* owner, uint32_t* out_class,
                                 uint32_t* out_weight);
+    /* --- appended in 1.0 before release --- */
+    /* Number of owner keys that currently hold at least one lease (the owner table's
+     * entries). Any thread; must not block. May be NULL. */
+    uaplex_status (*tracked_owners)(void* self, uint64_t* out_count);
+    /* What `owner`'s key currently uses at `stage`. Any thread; must not block. May be
+     * NULL. */
+    uaplex_status (*owner_usage)(void* self, uaplex_admission_owner* owner, uint32_t stage,
+                                 int64_t* out_usage);
 } uaplex_admission_ops;
 
 typedef struct uaplex_admission_factory {
