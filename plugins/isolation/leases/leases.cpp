@@ -38,8 +38,8 @@ constexpr int64_t kSlack = UAPLEX_LEASES_INJECT_OFF_BY_ONE ? 1 : 0;
 constexpr uint32_t kOwnerMagic = 0x4f574e52;  // "OWNR": rejects foreign or freed owners
 
 const char* const kStageNames[kStages] = {
-    "connection",       "handshake",           "reassembly_bytes", "session_establishment",
-    "request_queue",    "request_execution",   "request_queue_bytes", "parked_request"};
+    "connection",    "handshake",         "reassembly_bytes",    "session_establishment",
+    "request_queue", "request_execution", "request_queue_bytes", "parked_request"};
 
 // Adds `amount` to `counter` only if the result stays within `limit`. The loop retries only
 // while the value it observed still admits the grant, so it is bounded by contention.
@@ -142,19 +142,23 @@ class Leases final : public uaplex::sdk::AdmissionProvider {
         ctx.check_known_keys({"profile", "max_tracked_owners", "reassembly_floor_bytes",
                               "parked_request_count", "stages"});
         if (auto p = ctx.config_string("profile")) {
-            if (*p == "balanced") profile_ = Profile::Balanced;
-            else if (*p == "fair_share") profile_ = Profile::FairShare;
-            else if (*p == "shared_only") profile_ = Profile::SharedOnly;
-            else throw StatusError(UAPLEX_BadConfigurationError,
-                                   "profile must be balanced, fair_share or shared_only");
+            if (*p == "balanced")
+                profile_ = Profile::Balanced;
+            else if (*p == "fair_share")
+                profile_ = Profile::FairShare;
+            else if (*p == "shared_only")
+                profile_ = Profile::SharedOnly;
+            else
+                throw StatusError(UAPLEX_BadConfigurationError,
+                                  "profile must be balanced, fair_share or shared_only");
         }
         if (auto v = ctx.config_int("max_tracked_owners")) max_tracked_ = *v;
         build_plan();
         for (int s = 0; s < kStages; ++s) {
             uaplex_metric* m = nullptr;
-            ctx.api()->metric_register(ctx.raw(), uaplex::sdk::to_str(std::string("refused.") +
-                                                                      kStageNames[s]),
-                                       UAPLEX_METRIC_COUNTER, &m);
+            ctx.api()->metric_register(
+                ctx.raw(), uaplex::sdk::to_str(std::string("refused.") + kStageNames[s]),
+                UAPLEX_METRIC_COUNTER, &m);
             refused_[s] = m;
         }
     }
@@ -173,8 +177,8 @@ class Leases final : public uaplex::sdk::AdmissionProvider {
         if (params_.max_session_count > 0 &&
             plan_.shared[UAPLEX_STAGE_CONNECTION] < int64_t{params_.max_session_count} + 1)
             return fail_plan("shared connection capacity must be at least MaxSessionCount + 1");
-        ctx_.info(std::string("profile ") + profile_name() + ", " +
-                  std::to_string(max_tracked_) + " tracked owners at most");
+        ctx_.info(std::string("profile ") + profile_name() + ", " + std::to_string(max_tracked_) +
+                  " tracked owners at most");
         return UAPLEX_Good;
     }
 
@@ -237,7 +241,8 @@ class Leases final : public uaplex::sdk::AdmissionProvider {
         if (floor > 0) from_reserved = reserve_upto(floor_used_[stage][o->cls], amount, floor);
         const int64_t from_shared = amount - from_reserved;
         // 3. Shared capacity, then the stage total.
-        bool ok = from_shared == 0 || reserve(shared_used_[stage], from_shared, plan_.shared[stage]);
+        bool ok =
+            from_shared == 0 || reserve(shared_used_[stage], from_shared, plan_.shared[stage]);
         if (ok && !reserve(used_[stage], amount, plan_.total[stage])) {
             if (from_shared) shared_used_[stage].fetch_sub(from_shared);
             ok = false;
@@ -321,6 +326,13 @@ class Leases final : public uaplex::sdk::AdmissionProvider {
     uaplex_status owner_usage(uaplex_admission_owner* o, uint32_t stage, int64_t* out) override {
         if (!valid(o) || stage >= kStages || !out) return UAPLEX_BadInvalidArgument;
         *out = o->entry->usage[stage].load();
+        return UAPLEX_Good;
+    }
+
+    // The key entry's address: stable while an owner of that key lives.
+    uaplex_status owner_group(uaplex_admission_owner* o, uint64_t* out) override {
+        if (!valid(o) || !out) return UAPLEX_BadInvalidArgument;
+        *out = reinterpret_cast<uintptr_t>(o->entry.get());
         return UAPLEX_Good;
     }
 
@@ -479,8 +491,8 @@ class Leases final : public uaplex::sdk::AdmissionProvider {
         if (new_key) {
             // Protected slots after this grant: one per reserved class without an exclusive key.
             int64_t protected_slots = 0;
-            for (uint32_t c : {UAPLEX_CLASS_BOOTSTRAP, UAPLEX_CLASS_RECONNECT,
-                               UAPLEX_CLASS_CONTROL}) {
+            for (uint32_t c :
+                 {UAPLEX_CLASS_BOOTSTRAP, UAPLEX_CLASS_RECONNECT, UAPLEX_CLASS_CONTROL}) {
                 int64_t exclusive = exclusive_[c] + (c == cls ? 1 : 0);
                 if (reserved_class_[c] && exclusive == 0) ++protected_slots;
             }
@@ -553,7 +565,7 @@ class Leases final : public uaplex::sdk::AdmissionProvider {
     std::array<uaplex_metric*, kStages> refused_{};
 
     std::mutex table_mutex_;
-    int64_t tracked_ = 0;                      // keys holding at least one lease
+    int64_t tracked_ = 0;                        // keys holding at least one lease
     std::array<int64_t, kClasses> exclusive_{};  // keys whose leases are all of that class
 };
 

@@ -133,6 +133,10 @@ typedef struct uaplex_admission_ops {
      * NULL. */
     uaplex_status (*owner_usage)(void* self, uaplex_admission_owner* owner, uint32_t stage,
                                  int64_t* out_usage);
+    /* *out_group is equal for owners that share accounting (the same key) while any of them
+     * lives; schedulers keep one queue per group. Any thread; must not block. May be NULL
+     * (then each owner object is its own group). */
+    uaplex_status (*owner_group)(void* self, uaplex_admission_owner* owner, uint64_t* out_group);
 } uaplex_admission_ops;
 
 typedef struct uaplex_admission_factory {

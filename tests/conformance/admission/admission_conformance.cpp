@@ -13,9 +13,8 @@ namespace {
 
 constexpr uint32_t RQ = UAPLEX_STAGE_REQUEST_QUEUE;
 
-struct Provider
-    : uaplex::conformance::Loaded<uaplex_admission_factory, uaplex_admission_params,
-                                  uaplex_admission_ops> {
+struct Provider : uaplex::conformance::Loaded<uaplex_admission_factory, uaplex_admission_params,
+                                              uaplex_admission_ops> {
     std::atomic<int> capacity_events{0};
     std::atomic<int64_t> usage_at_event{-1};
 
@@ -81,8 +80,8 @@ struct Provider
         r.peer = peer;
         r.binding = binding;
         r.user = user;
-        r.info.hdr = UAPLEX_HEADER_INIT(uaplex_admission_request_info,
-                                        UAPLEX_STYPE_ADMISSION_REQUEST_INFO);
+        r.info.hdr =
+            UAPLEX_HEADER_INIT(uaplex_admission_request_info, UAPLEX_STYPE_ADMISSION_REQUEST_INFO);
         r.info.secure_channel_id = channel;
         r.info.flags = flags | (binding.empty() ? 0u : UAPLEX_ADMISSION_SESSION_VERIFIED);
         return r;
