@@ -269,14 +269,18 @@ TEST_CASE("fair 3: global FIFO never overtakes a blocked head") {
     CHECK(q.next() == nullptr);
     CHECK(q.provider.exec_attempts == 2);  // not retried at the same version
     REQUIRE(q.enqueue(&b4) == UAPLEX_Good);
-    uaplex_request_entry* got = nullptr;
-    std::thread reader([&] {
-        REQUIRE(q.ops->dequeue(q.self, std::numeric_limits<uint32_t>::max(), &got) == UAPLEX_Good);
+    std::atomic<uaplex_request_entry*> got{nullptr};
+    std::atomic<uaplex_status> got_status{UAPLEX_BadInternalError};
+    std::thread reader([&] {  // no assertion off the test thread (Catch2 is not thread-safe)
+        uaplex_request_entry* e = nullptr;
+        got_status = q.ops->dequeue(q.self, std::numeric_limits<uint32_t>::max(), &e);
+        got = e;
     });
     std::this_thread::sleep_for(std::chrono::milliseconds(30));
     CHECK(got == nullptr);  // still blocked behind A2
     q.dispose(&a1);
     reader.join();
+    CHECK(got_status == UAPLEX_Good);
     REQUIRE(got == &a2);
     q.dispose(&a2);
     CHECK(drain(q) == std::vector<uint32_t>{3, 4});
@@ -447,7 +451,7 @@ TEST_CASE("fair 9: only execution releases wake, one waiter each") {
             uaplex_status st = q.ops->dequeue(q.self, std::numeric_limits<uint32_t>::max(), &e);
             if (st == UAPLEX_Good) {
                 got.fetch_add(1);
-                q.dispose(e);
+                q.ops->dispose(q.self, e);
             } else if (st == UAPLEX_BadServerHalted) {
                 halted.fetch_add(1);
             }
@@ -522,7 +526,7 @@ Run run_workers(Fair& q, std::vector<uaplex_request_entry>& all, uaplex_admissio
                     r.double_dispatch |= !r.seen.insert(e).second;
                     r.order.emplace_back(e->owner == a ? 0 : 1, e->request_handle);
                 }
-                q.dispose(e);
+                q.ops->dispose(q.self, e);
                 left.fetch_sub(1);
             }
         });
