@@ -27,7 +27,7 @@
 struct uaplex_buffer_manager {
     std::string name;
     uint32_t max_buffer_size = 0;
-    uint32_t meta = 0;  // metadata bytes behind the usable area (cookie, allocation id)
+    uint32_t meta = 0;           // metadata bytes behind the usable area (cookie, allocation id)
     std::shared_ptr<void> pool;  // the shared BoundedArrayPool (type-erased for the ABI handle)
     void* instance = nullptr;    // the plugin instance that created it
     std::atomic<uint64_t> outstanding{0};  // arrays lent and not yet returned
@@ -159,7 +159,9 @@ class BoundedArrayPool {
     }
 
   private:
-    static size_t index(uint64_t len) { return std::countr_zero(len) - std::countr_zero(kMinBucket); }
+    static size_t index(uint64_t len) {
+        return std::countr_zero(len) - std::countr_zero(kMinBucket);
+    }
     uint64_t max_length_;
     uint32_t per_bucket_;
     struct Bucket {
@@ -181,7 +183,8 @@ std::shared_ptr<BoundedArrayPool> shared_pool(uint64_t max_length, uint32_t per_
     if (auto p = slot.lock()) return p;
     auto p = std::make_shared<BoundedArrayPool>(max_length, per_bucket);
     slot = p;
-    for (auto it = pools.begin(); it != pools.end();) it = it->second.expired() ? pools.erase(it) : std::next(it);
+    for (auto it = pools.begin(); it != pools.end();)
+        it = it->second.expired() ? pools.erase(it) : std::next(it);
     return p;
 }
 
@@ -196,12 +199,17 @@ class BoundedPool final : public uaplex::sdk::BufferPool {
             {"check", "max_outstanding_bytes", "max_bucket_bytes", "max_arrays_per_bucket"});
         check_ = params_.check;
         if (auto v = ctx.config_string("check")) {
-            if (*v == "auto") check_ = UAPLEX_BUFFER_CHECK_AUTO;
-            else if (*v == "fast") check_ = UAPLEX_BUFFER_CHECK_FAST;
-            else if (*v == "cookie") check_ = UAPLEX_BUFFER_CHECK_COOKIE;
-            else if (*v == "tracing") check_ = UAPLEX_BUFFER_CHECK_TRACING;
-            else throw StatusError(UAPLEX_BadConfigurationError,
-                                   "check must be auto, fast, cookie or tracing");
+            if (*v == "auto")
+                check_ = UAPLEX_BUFFER_CHECK_AUTO;
+            else if (*v == "fast")
+                check_ = UAPLEX_BUFFER_CHECK_FAST;
+            else if (*v == "cookie")
+                check_ = UAPLEX_BUFFER_CHECK_COOKIE;
+            else if (*v == "tracing")
+                check_ = UAPLEX_BUFFER_CHECK_TRACING;
+            else
+                throw StatusError(UAPLEX_BadConfigurationError,
+                                  "check must be auto, fast, cookie or tracing");
         }
         if (check_ == UAPLEX_BUFFER_CHECK_AUTO) {
 #ifdef NDEBUG
@@ -214,18 +222,20 @@ class BoundedPool final : public uaplex::sdk::BufferPool {
             throw StatusError(UAPLEX_BadConfigurationError, "unknown check kind");
         budget_ = params_.max_outstanding_bytes;
         if (auto v = ctx.config_int("max_outstanding_bytes")) {
-            if (*v < 0) throw StatusError(UAPLEX_BadConfigurationError,
-                                          "max_outstanding_bytes must be >= 0 (0 = no limit)");
+            if (*v < 0)
+                throw StatusError(UAPLEX_BadConfigurationError,
+                                  "max_outstanding_bytes must be >= 0 (0 = no limit)");
             budget_ = static_cast<uint64_t>(*v);
         }
         if (auto v = ctx.config_int("max_bucket_bytes")) {
-            if (*v < kMinBucket) throw StatusError(UAPLEX_BadConfigurationError,
-                                                   "max_bucket_bytes must be >= 16");
+            if (*v < kMinBucket)
+                throw StatusError(UAPLEX_BadConfigurationError, "max_bucket_bytes must be >= 16");
             bucket_bytes_ = static_cast<uint64_t>(*v);
         }
         if (auto v = ctx.config_int("max_arrays_per_bucket")) {
-            if (*v < 1 || *v > (1 << 20)) throw StatusError(
-                UAPLEX_BadConfigurationError, "max_arrays_per_bucket must be 1 ... 1048576");
+            if (*v < 1 || *v > (1 << 20))
+                throw StatusError(UAPLEX_BadConfigurationError,
+                                  "max_arrays_per_bucket must be 1 ... 1048576");
             max_arrays_ = static_cast<uint32_t>(*v);
         }
         auto reg = [&](const char* name, uint32_t kind) {
@@ -294,8 +304,8 @@ class BoundedPool final : public uaplex::sdk::BufferPool {
     uaplex_status expected_size(uaplex_buffer_manager* m, uint32_t size, uint32_t* out) override {
         if (!mine(m) || !out) return UAPLEX_BadInvalidArgument;
         if (size > m->max_buffer_size) return UAPLEX_BadOutOfRange;
-        *out = static_cast<uint32_t>(std::min<uint64_t>(pow2ceil(uint64_t{size} + m->meta),
-                                                        UINT32_MAX));
+        *out = static_cast<uint32_t>(
+            std::min<uint64_t>(pow2ceil(uint64_t{size} + m->meta), UINT32_MAX));
         return UAPLEX_Good;
     }
 
@@ -342,7 +352,9 @@ class BoundedPool final : public uaplex::sdk::BufferPool {
         return UAPLEX_Good;
     }
 
-    uaplex_status lock(uaplex_buffer* b) override { return flip(b, kCookieFree, kCookieLocked); }
+    uaplex_status lock(uaplex_buffer* b) override {
+        return flip(b, kCookieFree, kCookieLocked);
+    }
     uaplex_status unlock(uaplex_buffer* b) override {
         return flip(b, kCookieLocked, kCookieFree);
     }
@@ -408,12 +420,17 @@ class BoundedPool final : public uaplex::sdk::BufferPool {
   private:
     uint32_t meta_bytes() const {
         switch (check_) {
-            case UAPLEX_BUFFER_CHECK_COOKIE: return 1;
-            case UAPLEX_BUFFER_CHECK_TRACING: return 5;
-            default: return 0;
+            case UAPLEX_BUFFER_CHECK_COOKIE:
+                return 1;
+            case UAPLEX_BUFFER_CHECK_TRACING:
+                return 5;
+            default:
+                return 0;
         }
     }
-    bool mine(const uaplex_buffer_manager* m) const { return m && m->instance == this; }
+    bool mine(const uaplex_buffer_manager* m) const {
+        return m && m->instance == this;
+    }
     // p = bucket(n), r = bucket(n + m): ask for p - m when the metadata would spill into the
     // next bucket, so the rent fills its bucket exactly.
     static uint32_t suggest(const uaplex_buffer_manager& m, uint32_t n) {
