@@ -125,6 +125,18 @@ typedef struct uaplex_admission_ops {
     /* The owner's class and weight (>= 1), for schedulers. Any thread; must not block. */
     uaplex_status (*owner_info)(void* self, uaplex_admission_owner* owner, uint32_t* out_class,
                                 uint32_t* out_weight);
+    /* --- appended in 1.0 before release --- */
+    /* Number of owner keys that currently hold at least one lease (the owner table's
+     * entries). Any thread; must not block. May be NULL. */
+    uaplex_status (*tracked_owners)(void* self, uint64_t* out_count);
+    /* What `owner`'s key currently uses at `stage`. Any thread; must not block. May be
+     * NULL. */
+    uaplex_status (*owner_usage)(void* self, uaplex_admission_owner* owner, uint32_t stage,
+                                 int64_t* out_usage);
+    /* *out_group is equal for owners that share accounting (the same key) while any of them
+     * lives; schedulers keep one queue per group. Any thread; must not block. May be NULL
+     * (then each owner object is its own group). */
+    uaplex_status (*owner_group)(void* self, uaplex_admission_owner* owner, uint64_t* out_group);
 } uaplex_admission_ops;
 
 typedef struct uaplex_admission_factory {

@@ -21,6 +21,12 @@ typedef enum uaplex_request_flags {
     UAPLEX_REQUEST_PARKABLE = 1u << 0
 } uaplex_request_flags;
 
+typedef enum uaplex_request_queue_flags {
+    /* Held Publish requests park without a worker (DecoupleHeldPublishRequests): a
+     * parkable request also takes a ParkedRequest lease. */
+    UAPLEX_REQUEST_QUEUE_DECOUPLE_PARKED = 1u << 0
+} uaplex_request_queue_flags;
+
 /* A decoded request, owned by the kernel. Valid from enqueue until it is completed. */
 typedef struct uaplex_request_entry {
     uaplex_header hdr;       /* UAPLEX_STYPE_REQUEST_ENTRY */
@@ -55,6 +61,12 @@ typedef struct uaplex_request_queue_params {
      * Borrowed until destroy. */
     void* admission_self;
     const struct uaplex_admission_ops* admission;
+    /* --- appended in 1.0 before release --- */
+    uint32_t flags; /* uaplex_request_queue_flags */
+    uint32_t reserved1;
+    /* Bytes charged at RequestQueueBytes per request (MaxMessageSize); a queue that charges
+     * bytes refuses 0 at create. */
+    uint64_t request_cost;
 } uaplex_request_queue_params;
 
 typedef struct uaplex_request_queue_ops {

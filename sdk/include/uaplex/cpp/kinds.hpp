@@ -100,6 +100,13 @@ class AdmissionProvider : public Instance {
     virtual uaplex_status owner_release(uaplex_admission_owner* owner) = 0;
     virtual uaplex_status owner_info(uaplex_admission_owner* owner, uint32_t* out_class,
                                      uint32_t* out_weight) = 0;
+    virtual uaplex_status tracked_owners(uint64_t*) { return UAPLEX_BadNotSupported; }
+    virtual uaplex_status owner_usage(uaplex_admission_owner*, uint32_t, int64_t*) {
+        return UAPLEX_BadNotSupported;
+    }
+    virtual uaplex_status owner_group(uaplex_admission_owner*, uint64_t*) {
+        return UAPLEX_BadNotSupported;
+    }
 
   protected:
     uaplex_admission_params params_;
@@ -123,6 +130,9 @@ struct AdmissionFactory {
         .owner_retain = &detail::Call<&B::owner_retain>::template fn<T>,
         .owner_release = &detail::Call<&B::owner_release>::template fn<T>,
         .owner_info = &detail::Call<&B::owner_info>::template fn<T>,
+        .tracked_owners = &detail::Call<&B::tracked_owners>::template fn<T>,
+        .owner_usage = &detail::Call<&B::owner_usage>::template fn<T>,
+        .owner_group = &detail::Call<&B::owner_group>::template fn<T>,
     };
     static constexpr uaplex_admission_factory factory{
         .hdr = UAPLEX_HEADER_INIT(uaplex_admission_factory, UAPLEX_STYPE_ADMISSION_FACTORY),
