@@ -16,6 +16,15 @@
 
 namespace uaplex::server {
 
+// What the I/O thread reads of a request before it is queued, without decoding or allocating:
+// the encoding NodeId and the start of the RequestHeader (Part 6 5.2.2.9, Part 4 7.32).
+struct RequestPrefix {
+    bool ok = false;
+    std::uint32_t encodingId = 0;      // numeric ns0 encoding id, 0 for any other NodeId
+    ua::NodeId authenticationToken{};  // points into the message
+    std::uint32_t requestHandle = 0;
+};
+
 struct RequestContext {
     std::uint32_t channelId;
     std::int64_t nowMs;                             // monotonic
@@ -39,6 +48,10 @@ class Dispatcher {
                             enc::ByteBuffer& out) noexcept;
     // The RequestHandle of an encoded request, 0 when its header does not decode.
     static std::uint32_t peekRequestHandle(std::span<const std::uint8_t> request) noexcept;
+    static RequestPrefix peekPrefix(std::span<const std::uint8_t> request) noexcept;
+
+    // How Cancel and session close take queued requests out of the request queue.
+    void setCanceller(session::QueuedCanceller canceller) noexcept { canceller_ = canceller; }
 
     const enc::DecodeLimits& decodeLimits() const noexcept { return limits_; }
 
@@ -52,6 +65,7 @@ class Dispatcher {
     const Discovery& discovery_;
     enc::DecodeLimits limits_;
     std::uint32_t maxMessageSize_;
+    session::QueuedCanceller canceller_;
 };
 
 }  // namespace uaplex::server

@@ -57,6 +57,12 @@ struct PendingRequest {
     std::shared_ptr<Connection> connection;
     enc::ByteBuffer body;
     std::uint32_t secureRequestId = 0;
+    // The session the request names, when it resolves on arrival: the request is in its
+    // registry (findable by Cancel) until it is released.
+    std::shared_ptr<session::Session> session;
+    session::TrackedRequest tracked;
+
+    PendingRequest() { tracked.owner = this; }
 };
 
 // Per-worker scratch reused for every request: arena, encode buffer, chunk buffer list.
@@ -146,6 +152,10 @@ class Connection final : public securechannel::ChunkOutput,
         return r;
     }
     void release(PendingRequest* r) {
+        if (r->session) {
+            r->session->requests().remove(r->tracked);
+            r->session.reset();
+        }
         std::lock_guard lock(freeMutex_);
         free_.push_back(r);
     }
@@ -253,6 +263,11 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
         std::make_unique<session::SessionManager>(sl, &services_.counters(), std::move(hooks));
     discovery_ = std::make_unique<Discovery>(cfg_.server);
     dispatcher_ = std::make_unique<Dispatcher>(cfg_, *sessions_, services_, *discovery_);
+    session::QueuedCanceller canceller{&Server::unlinkQueued, this};
+    dispatcher_->setCanceller(canceller);
+    sessions_->setClosedHook([this, canceller](session::Session& s) {
+        s.requests().cancelAll(UAPLEX_BadSessionClosed, canceller);
+    });
     std::uint32_t bufferSize =
         std::max({l.receive_buffer_size, l.send_buffer_size, kHelloBufferSize});
     uaplex_buffer_manager* m = nullptr;
@@ -384,7 +399,32 @@ void Server::stop() noexcept {
     workers_.clear();
 }
 
+bool Server::unlinkQueued(void* user, session::TrackedRequest& t, uaplex_status status) {
+    auto& server = *static_cast<Server*>(user);
+    auto* r = static_cast<PendingRequest*>(t.owner);
+    // On Good the queue has completed the entry (completeRefused) on this thread.
+    return server.host_.request_queue().cancel(&r->entry, status) == UAPLEX_Good;
+}
+
+void Server::executeInline(Connection& c, std::uint32_t requestHandle) {
+    RequestContext ctx{c.channel.id(), monotonicMs(), utcNow(), c.endpointUrl, &c.sessionCache};
+    enc::Arena arena(64 * 1024, 4096);
+    enc::ByteBuffer out(256);
+    std::vector<uaplex_buffer> chunks;
+    dispatcher_->handle(c.channel.assembledBody().span(), ctx, arena, out);
+    uaplex_status st = c.channel.sendMessage(c.channel.assembledRequestId(), out.span(), chunks);
+    if (st == UAPLEX_BadResponseTooLarge) {
+        Dispatcher::encodeFault(requestHandle, UAPLEX_BadResponseTooLarge, ctx.utc, out);
+        c.channel.sendMessage(c.channel.assembledRequestId(), out.span(), chunks);
+    }
+}
+
 void Server::submit(Connection& c) {
+    RequestPrefix prefix = Dispatcher::peekPrefix(c.channel.assembledBody().span());
+    if (prefix.ok && prefix.encodingId == enc::dataTypeOf<ua::CancelRequest>()->binaryEncodingId) {
+        executeInline(c, prefix.requestHandle);
+        return;
+    }
     PendingRequest* r = c.acquire();
     std::swap(r->body, c.channel.assembledBody());  // both buffers keep their capacity
     r->secureRequestId = c.channel.assembledRequestId();
@@ -394,8 +434,19 @@ void Server::submit(Connection& c) {
     e.hdr = UAPLEX_HEADER_INIT(uaplex_request_entry, UAPLEX_STYPE_REQUEST_ENTRY);
     e.request_id = nextRequestId_.fetch_add(1);
     if (e.request_id == 0) e.request_id = nextRequestId_.fetch_add(1);
+    e.request_handle = prefix.requestHandle;
+    e.service_type = prefix.encodingId;
     e.cost = r->body.size();
     e.kernel_private = r;
+    // Registered before it is queued, so that a Cancel finds it as soon as it can be queued.
+    // Requests without a usable session are not tracked; the worker answers their error.
+    std::shared_ptr<session::Session> s;
+    if (prefix.ok && prefix.authenticationToken.identifier_type == UAPLEX_ID_BYTESTRING &&
+        sessions_->resolve(prefix.authenticationToken, c.channel.id(), monotonicMs(), s,
+                           &c.sessionCache) == UAPLEX_Good) {
+        s->requests().add(r->tracked, prefix.requestHandle);
+        r->session = std::move(s);
+    }
     uaplex_status st = host_.request_queue().enqueue(&e);
     if (st != UAPLEX_Good) completeRefused(*r, st);
 }
@@ -405,8 +456,7 @@ void Server::completeRefused(PendingRequest& r, std::uint32_t status) noexcept {
     if (c && !c->gone()) {
         enc::ByteBuffer out(256);
         std::vector<uaplex_buffer> chunks;
-        Dispatcher::encodeFault(Dispatcher::peekRequestHandle(r.body.span()), status, utcNow(),
-                                out);
+        Dispatcher::encodeFault(r.entry.request_handle, status, utcNow(), out);
         c->channel.sendMessage(r.secureRequestId, out.span(), chunks);
     }
     if (c) c->release(&r);
@@ -431,6 +481,7 @@ void Server::execute(PendingRequest& r, Worker& w) noexcept {
         c->release(&r);
         return;
     }
+    if (r.session) r.session->requests().executing(r.tracked);
     RequestContext ctx{c->channel.id(), monotonicMs(), utcNow(), c->endpointUrl, &c->sessionCache};
     w.arena.reset();
     w.out.clear();

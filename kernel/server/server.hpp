@@ -25,7 +25,8 @@ class PluginInstance;
 }  // namespace uaplex::host
 namespace uaplex::session {
 class SessionManager;
-}
+struct TrackedRequest;
+}  // namespace uaplex::session
 
 namespace uaplex::server {
 
@@ -64,6 +65,11 @@ class Server {
     // The request queue completed an entry itself (stop, cancel, refusal): answer a fault.
     void completeRefused(PendingRequest& request, std::uint32_t status) noexcept;
     void submit(Connection& c);
+    // Cancel runs on the I/O thread, so that it reaches requests still queued behind busy
+    // workers.
+    void executeInline(Connection& c, std::uint32_t requestHandle);
+    // QueuedCanceller::unlink: takes a registered request out of the request queue.
+    static bool unlinkQueued(void* user, session::TrackedRequest& t, uaplex_status status);
 
     config::ServerConfig cfg_;
     host::Host& host_;

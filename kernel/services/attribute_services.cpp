@@ -80,8 +80,77 @@ uaplex_status sliceBytes(const IndexRange::Dim& d, std::int32_t& length, const v
     return UAPLEX_Good;
 }
 
-// Selects the elements of `range` from `v` (a view: no copy of the elements).
-uaplex_status applyRange(enc::Arena& arena, const IndexRange& range, ua::Variant& v) noexcept {
+// The shape of an array Variant: its ArrayDimensions for a matrix, else its length. False
+// when the dimensions are more than a range can address or disagree with the length.
+bool shapeOf(const ua::Variant& v, std::uint32_t (&dims)[4], std::uint32_t& rank) noexcept {
+    std::uint32_t length = std::uint32_t(std::max(0, v.array_length));
+    if (v.dimensions_length <= 1 || v.dimensions == nullptr) {
+        rank = 1;
+        dims[0] = length;
+        return true;
+    }
+    if (v.dimensions_length > 4) return false;
+    rank = std::uint32_t(v.dimensions_length);
+    std::uint64_t total = 1;
+    for (std::uint32_t i = 0; i < rank; ++i) {
+        if (v.dimensions[i] < 0) return false;
+        dims[i] = std::uint32_t(v.dimensions[i]);
+        total *= dims[i];
+    }
+    return total == length;
+}
+
+// The first `rank` dimensions of `range` cut to `dims`. A lower bound outside gives
+// BadIndexRangeNoData; an upper bound outside is cut (Read), or is BadIndexRangeNoData
+// when `exact` (Write replaces exactly what the range names).
+uaplex_status selectDims(const IndexRange& range, const std::uint32_t* dims, std::uint32_t rank,
+                         bool exact, IndexRange::Dim* sel) noexcept {
+    for (std::uint32_t i = 0; i < rank; ++i) {
+        const IndexRange::Dim& d = range.dims[i];
+        if (d.first >= dims[i]) return UAPLEX_BadIndexRangeNoData;
+        if (exact && d.last >= dims[i]) return UAPLEX_BadIndexRangeNoData;
+        sel[i] = {d.first, std::min(d.last, dims[i] - 1)};
+    }
+    return UAPLEX_Good;
+}
+
+// Calls f(flat index in the source, position in the selection) for every selected element,
+// in the encoding's order (the last dimension varies fastest, Part 6 5.2.2.16).
+template <class F>
+void forEachSelected(const std::uint32_t* dims, std::uint32_t rank, const IndexRange::Dim* sel,
+                     F f) noexcept {
+    std::uint32_t at[4];
+    for (std::uint32_t i = 0; i < rank; ++i) at[i] = sel[i].first;
+    for (std::size_t n = 0;; ++n) {
+        std::size_t flat = 0;
+        for (std::uint32_t i = 0; i < rank; ++i) flat = flat * dims[i] + at[i];
+        f(flat, n);
+        std::uint32_t i = rank;
+        while (i > 0) {
+            --i;
+            if (at[i] < sel[i].last) {
+                ++at[i];
+                break;
+            }
+            at[i] = sel[i].first;
+            if (i == 0) return;
+        }
+    }
+}
+
+std::size_t selectedCount(const IndexRange::Dim* sel, std::uint32_t rank) noexcept {
+    std::size_t n = 1;
+    for (std::uint32_t i = 0; i < rank; ++i) n *= sel[i].last - sel[i].first + 1;
+    return n;
+}
+
+bool isBytes(std::uint8_t t) noexcept {
+    return t == UAPLEX_TYPE_STRING || t == UAPLEX_TYPE_BYTESTRING;
+}
+
+}  // namespace
+
+uaplex_status readIndexRange(enc::Arena& arena, const IndexRange& range, ua::Variant& v) noexcept {
     std::uint8_t t = v.encoding & UAPLEX_VARIANT_TYPE_MASK;
     if (!ua::isArray(v)) {
         if (range.count != 1) return UAPLEX_BadIndexRangeNoData;
@@ -99,37 +168,135 @@ uaplex_status applyRange(enc::Arena& arena, const IndexRange& range, ua::Variant
         }
         return UAPLEX_BadIndexRangeNoData;
     }
-    if (v.dimensions_length > 1) return UAPLEX_BadIndexRangeInvalid;  // matrices: not served
+    std::uint32_t dims[4], rank = 0;
+    if (!shapeOf(v, dims, rank)) return UAPLEX_BadIndexRangeNoData;
+    // One range dimension per array dimension, and one more into String/ByteString elements.
+    bool intoElements = range.count == rank + 1;
+    if (range.count < rank || range.count > rank + 1 || (intoElements && !isBytes(t)))
+        return UAPLEX_BadIndexRangeNoData;
+    IndexRange::Dim sel[4];
+    if (uaplex_status st = selectDims(range, dims, rank, false, sel); st != UAPLEX_Good) return st;
     std::size_t es = elementSize(t);
-    const void* data = v.value.pointer;
-    std::int32_t length = v.array_length;
-    uaplex_status st = sliceBytes(range.dims[0], length, data, es);
-    if (st != UAPLEX_Good) return st;
-    if (range.count == 1) {
-        v.value.pointer = const_cast<void*>(data);
-        v.array_length = length;
+    std::size_t n = selectedCount(sel, rank);
+    if (rank == 1 && !intoElements) {
+        // A contiguous run: a view, no copy.
+        v.value.pointer = static_cast<std::uint8_t*>(v.value.pointer) + es * sel[0].first;
+        v.array_length = std::int32_t(n);
+        if (v.dimensions_length == 1) {
+            auto* d = arena.allocateArray<std::int32_t>(1);
+            if (d == nullptr) return UAPLEX_BadOutOfMemory;
+            d[0] = std::int32_t(n);
+            v.dimensions = d;
+        }
         return UAPLEX_Good;
     }
-    // A second dimension selects inside each String/ByteString element.
-    if (range.count != 2 || (t != UAPLEX_TYPE_STRING && t != UAPLEX_TYPE_BYTESTRING))
-        return UAPLEX_BadIndexRangeNoData;
-    auto* out = arena.allocateArray<ua::String>(std::size_t(length));
-    if (out == nullptr) return UAPLEX_BadOutOfMemory;
-    const auto* in = static_cast<const ua::String*>(data);
-    for (std::int32_t i = 0; i < length; ++i) {
-        out[i] = in[i];
-        const void* d = out[i].data;
-        if (sliceBytes(range.dims[1], out[i].length, d, 1) != UAPLEX_Good)
-            out[i] = ua::String{0, ""};
-        else
-            out[i].data = static_cast<const char*>(d);
+    auto* out = static_cast<std::uint8_t*>(arena.allocate(es * n, 8));
+    if (out == nullptr && n != 0) return UAPLEX_BadOutOfMemory;
+    const auto* in = static_cast<const std::uint8_t*>(v.value.pointer);
+    forEachSelected(dims, rank, sel, [&](std::size_t from, std::size_t to) {
+        std::memcpy(out + es * to, in + es * from, es);
+    });
+    if (intoElements) {
+        // Elements too short for the last dimension become empty (Part 4 7.27).
+        auto* strings = reinterpret_cast<ua::String*>(out);
+        for (std::size_t i = 0; i < n; ++i) {
+            const void* d = strings[i].data;
+            if (sliceBytes(range.dims[rank], strings[i].length, d, 1) != UAPLEX_Good)
+                strings[i] = ua::String{0, ""};
+            else
+                strings[i].data = static_cast<const char*>(d);
+        }
     }
     v.value.pointer = out;
-    v.array_length = length;
+    v.array_length = std::int32_t(n);
+    if (v.dimensions_length > 1) {
+        auto* d = arena.allocateArray<std::int32_t>(rank);
+        if (d == nullptr) return UAPLEX_BadOutOfMemory;
+        for (std::uint32_t i = 0; i < rank; ++i)
+            d[i] = std::int32_t(sel[i].last - sel[i].first + 1);
+        v.dimensions = d;
+    }
     return UAPLEX_Good;
 }
 
-}  // namespace
+uaplex_status writeIndexRange(enc::Arena& arena, const IndexRange& range, ua::Variant& cur,
+                              const ua::Variant& in) noexcept {
+    std::uint8_t t = cur.encoding & UAPLEX_VARIANT_TYPE_MASK;
+    if ((in.encoding & UAPLEX_VARIANT_TYPE_MASK) != t) return UAPLEX_BadTypeMismatch;
+    if (!ua::isArray(cur)) {
+        // A substring of a String/ByteString scalar.
+        if (!isBytes(t)) return UAPLEX_BadIndexRangeNoData;
+        if (ua::isArray(in)) return UAPLEX_BadTypeMismatch;
+        if (range.count != 1) return UAPLEX_BadIndexRangeNoData;
+        const IndexRange::Dim& d = range.dims[0];
+        std::int32_t len = cur.value.string.length;
+        std::int32_t inLen = in.value.string.length;
+        if (len <= 0 || d.last >= std::uint32_t(len)) return UAPLEX_BadIndexRangeNoData;
+        if (inLen < 0 || std::uint32_t(inLen) != d.last - d.first + 1)
+            return UAPLEX_BadIndexRangeInvalid;
+        auto* copy = static_cast<char*>(arena.allocate(std::size_t(len), 1));
+        if (copy == nullptr) return UAPLEX_BadOutOfMemory;
+        std::memcpy(copy, cur.value.string.data, std::size_t(len));
+        std::memcpy(copy + d.first, in.value.string.data, std::size_t(inLen));
+        cur.value.string.data = copy;
+        return UAPLEX_Good;
+    }
+    if (!ua::isArray(in)) return UAPLEX_BadTypeMismatch;
+    std::uint32_t dims[4], rank = 0;
+    if (!shapeOf(cur, dims, rank)) return UAPLEX_BadIndexRangeNoData;
+    bool intoElements = range.count == rank + 1;
+    if (range.count < rank || range.count > rank + 1 || (intoElements && !isBytes(t)))
+        return UAPLEX_BadIndexRangeNoData;
+    IndexRange::Dim sel[4];
+    if (uaplex_status st = selectDims(range, dims, rank, true, sel); st != UAPLEX_Good) return st;
+    // The written value has exactly the shape of the range: its length for one dimension,
+    // its ArrayDimensions for a matrix.
+    std::size_t n = selectedCount(sel, rank);
+    if (std::size_t(std::max(0, in.array_length)) != n) return UAPLEX_BadIndexRangeInvalid;
+    if (rank > 1) {
+        if (in.dimensions_length != std::int32_t(rank) || in.dimensions == nullptr)
+            return UAPLEX_BadIndexRangeInvalid;
+        for (std::uint32_t i = 0; i < rank; ++i)
+            if (in.dimensions[i] != std::int32_t(sel[i].last - sel[i].first + 1))
+                return UAPLEX_BadIndexRangeInvalid;
+    }
+    std::size_t es = elementSize(t);
+    std::size_t total = std::size_t(std::max(0, cur.array_length));
+    auto* copy = static_cast<std::uint8_t*>(arena.allocate(es * total, 8));
+    if (copy == nullptr) return UAPLEX_BadOutOfMemory;
+    std::memcpy(copy, cur.value.pointer, es * total);
+    const auto* src = static_cast<const std::uint8_t*>(in.value.pointer);
+    uaplex_status st = UAPLEX_Good;
+    forEachSelected(dims, rank, sel, [&](std::size_t to, std::size_t from) {
+        if (!intoElements) {
+            std::memcpy(copy + es * to, src + es * from, es);
+            return;
+        }
+        // Replace bytes inside the element: both sides must cover the last dimension.
+        const IndexRange::Dim& d = range.dims[rank];
+        auto& target = reinterpret_cast<ua::String*>(copy)[to];
+        const auto& part = reinterpret_cast<const ua::String*>(src)[from];
+        if (target.length <= 0 || d.last >= std::uint32_t(target.length)) {
+            st = UAPLEX_BadIndexRangeNoData;
+            return;
+        }
+        if (part.length < 0 || std::uint32_t(part.length) != d.last - d.first + 1) {
+            if (st == UAPLEX_Good) st = UAPLEX_BadIndexRangeInvalid;
+            return;
+        }
+        auto* bytes = static_cast<char*>(arena.allocate(std::size_t(target.length), 1));
+        if (bytes == nullptr) {
+            st = UAPLEX_BadOutOfMemory;
+            return;
+        }
+        std::memcpy(bytes, target.data, std::size_t(target.length));
+        std::memcpy(bytes + d.first, part.data, std::size_t(part.length));
+        target.data = bytes;
+    });
+    if (st != UAPLEX_Good) return st;
+    cur.value.pointer = copy;
+    return UAPLEX_Good;
+}
 
 uaplex_status parseIndexRange(const ua::String& text, IndexRange& out) noexcept {
     out.count = 0;
@@ -297,7 +464,7 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, st
             break;
         case kAttrValue: {
             uaplex_status st = readValue(arena, node, out);
-            if (st == UAPLEX_Good && range.count != 0) st = applyRange(arena, range, out.value);
+            if (st == UAPLEX_Good && range.count != 0) st = readIndexRange(arena, range, out.value);
             if (st != UAPLEX_Good) return fail(st);
             break;
         }
@@ -564,43 +731,12 @@ uaplex_status ServiceSet::Impl::writeOne(enc::Arena& arena, const ua::WriteValue
 
     if (range.count != 0) {
         // Replace the selected elements of the current value.
-        if (range.count != 1) return UAPLEX_BadIndexRangeInvalid;
         ua::DataValue current{};
         uaplex_status st = readValue(arena, node, current);
         if (st != UAPLEX_Good) return st;
+        st = writeIndexRange(arena, range, current.value, dv.value);
+        if (st != UAPLEX_Good) return st;
         ua::Variant& cur = current.value;
-        const ua::Variant& in = dv.value;
-        std::uint32_t count = range.dims[0].last - range.dims[0].first + 1;
-        std::uint8_t t = cur.encoding & UAPLEX_VARIANT_TYPE_MASK;
-        if ((in.encoding & UAPLEX_VARIANT_TYPE_MASK) != t) return UAPLEX_BadTypeMismatch;
-        if (ua::isArray(cur)) {
-            if (!ua::isArray(in)) return UAPLEX_BadTypeMismatch;
-            if (range.dims[0].last >= std::uint32_t(std::max(0, cur.array_length)))
-                return UAPLEX_BadIndexRangeNoData;
-            if (std::uint32_t(std::max(0, in.array_length)) != count)
-                return UAPLEX_BadIndexRangeInvalid;
-            std::size_t es = elementSize(t);
-            auto* copy =
-                static_cast<std::uint8_t*>(arena.allocate(es * std::size_t(cur.array_length), 8));
-            if (copy == nullptr) return UAPLEX_BadOutOfMemory;
-            std::memcpy(copy, cur.value.pointer, es * std::size_t(cur.array_length));
-            std::memcpy(copy + es * range.dims[0].first, in.value.pointer, es * count);
-            cur.value.pointer = copy;
-        } else if (t == UAPLEX_TYPE_STRING || t == UAPLEX_TYPE_BYTESTRING) {
-            std::int32_t len = cur.value.string.length;
-            std::int32_t inLen = in.value.string.length;
-            if (ua::isArray(in)) return UAPLEX_BadTypeMismatch;
-            if (len <= 0 || range.dims[0].last >= std::uint32_t(len))
-                return UAPLEX_BadIndexRangeNoData;
-            if (inLen < 0 || std::uint32_t(inLen) != count) return UAPLEX_BadIndexRangeInvalid;
-            auto* copy = static_cast<char*>(arena.allocate(std::size_t(len), 1));
-            if (copy == nullptr) return UAPLEX_BadOutOfMemory;
-            std::memcpy(copy, cur.value.string.data, std::size_t(len));
-            std::memcpy(copy + range.dims[0].first, in.value.string.data, count);
-            cur.value.string.data = copy;
-        } else {
-            return UAPLEX_BadIndexRangeNoData;
-        }
         dv.value = cur;
     } else {
         if (!rankMatches(n.valueRank, dv.value)) return UAPLEX_BadTypeMismatch;

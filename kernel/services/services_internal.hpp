@@ -65,6 +65,16 @@ struct IndexRange {
 };
 // Good, or BadIndexRangeInvalid for a malformed range.
 uaplex_status parseIndexRange(const ua::String& text, IndexRange& out) noexcept;
+// Read: narrows `v` to the elements `range` selects: arrays and matrices (one range
+// dimension per ArrayDimensions entry, the result keeps the shape of the selection), and one
+// more dimension into String/ByteString elements; a substring of a String/ByteString scalar.
+// BadIndexRangeNoData when nothing is selected or the range does not fit the value.
+uaplex_status readIndexRange(enc::Arena& arena, const IndexRange& range, ua::Variant& v) noexcept;
+// Write: replaces in `cur` (copied into the arena) the elements `range` selects with `in`,
+// which must have exactly the shape of the range (BadIndexRangeInvalid otherwise); a range
+// reaching past `cur` is BadIndexRangeNoData.
+uaplex_status writeIndexRange(enc::Arena& arena, const IndexRange& range, ua::Variant& cur,
+                              const ua::Variant& in) noexcept;
 
 // A browse continuation point kept in the session (Part 4 7.9).
 struct ContinuationPoint {

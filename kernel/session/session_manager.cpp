@@ -56,6 +56,8 @@ SessionManager::~SessionManager() {
 void SessionManager::closed(Session& s) {
     if (s.closed_.exchange(true)) return;
     if (counters_) counters_->currentSessionCount.fetch_sub(1, std::memory_order_relaxed);
+    // Every caller holds a reference to `s`: completing its requests never drops the last.
+    if (closedHook_) closedHook_(s);
 }
 
 SessionManager::Created SessionManager::create(std::uint32_t channelId, double requestedTimeoutMs,

@@ -20,6 +20,8 @@
 #include <string>
 #include <string_view>
 
+#include "session/request_registry.hpp"
+
 namespace uaplex::services {
 struct ServerCounters;
 }
@@ -47,6 +49,11 @@ struct SessionStateHooks {
     std::function<void(void*)> destroy;
 };
 
+class Session;
+// Called once when a session closes (CloseSession, timeout, shutdown), outside the session
+// table's lock: the server cancels the session's queued requests here.
+using SessionClosedHook = std::function<void(Session&)>;
+
 class Session {
   public:
     static constexpr std::size_t kTokenSize = 32;
@@ -63,6 +70,8 @@ class Session {
     std::uint32_t maxResponseMessageSize() const noexcept { return maxResponseMessageSize_; }
     void touch(std::int64_t nowMs) noexcept { lastUsedMs_.store(nowMs, std::memory_order_relaxed); }
     bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
+    // The session's requests in flight (queued or executing).
+    RequestRegistry& requests() noexcept { return requests_; }
 
     ~Session();
 
@@ -81,6 +90,7 @@ class Session {
     std::array<std::uint8_t, kNonceSize> nonce_{};
     void* state_ = nullptr;
     std::function<void(void*)> destroyState_;
+    RequestRegistry requests_;
 };
 
 // The session a connection used last, so that its requests resolve without touching the
@@ -125,6 +135,8 @@ class SessionManager {
     // Closes every session (server shutdown).
     void closeAll();
     std::size_t count() const;
+    // Set before the first session is created.
+    void setClosedHook(SessionClosedHook hook) { closedHook_ = std::move(hook); }
 
   private:
     std::shared_ptr<Session> find(const ua::NodeId& token) const;
@@ -133,6 +145,7 @@ class SessionManager {
     SessionLimits limits_;
     services::ServerCounters* counters_;
     SessionStateHooks hooks_;
+    SessionClosedHook closedHook_;
     mutable std::shared_mutex mutex_;
     std::map<std::string, std::shared_ptr<Session>, std::less<>> sessions_;
     std::atomic<std::uint32_t> nextSessionNumber_{1};

@@ -149,15 +149,26 @@ class Client {
     // the reassembled response message (or status Bad* with a null object).
     template <class T>
     enc::DecodedMessage call(T& request, std::uint32_t handle = 1) {
+        if (!send(request, handle)) return {UAPLEX_BadConnectionClosed, nullptr, nullptr};
+        return receiveResponse();
+    }
+    // Sends a request without waiting for its response (pipelining); false when the
+    // connection is gone.
+    template <class T>
+    bool send(T& request, std::uint32_t handle) {
         request.requestHeader.authenticationToken = token_;
         request.requestHeader.requestHandle = handle;
         request.requestHeader.timeoutHint = 10000;
         enc::ByteBuffer body;
         enc::BinaryWriter w(body);
         enc::encodeMessage(w, request);
-        return callRaw(body.toVector());
+        return sendMessage(body.toVector());
     }
     enc::DecodedMessage callRaw(const std::vector<std::uint8_t>& body, std::size_t chunkBody = 0) {
+        if (!sendMessage(body, chunkBody)) return {UAPLEX_BadConnectionClosed, nullptr, nullptr};
+        return receiveResponse();
+    }
+    bool sendMessage(const std::vector<std::uint8_t>& body, std::size_t chunkBody = 0) {
         std::uint32_t rid = requestId_++;
         if (chunkBody == 0) chunkBody = sendBufferSize_ - 24;
         std::size_t off = 0;
@@ -172,10 +183,10 @@ class Client {
             put(c, 16, seq_++);
             put(c, 20, rid);
             std::memcpy(c.data() + 24, body.data() + off, n);
-            if (!sendRaw(c)) return {UAPLEX_BadConnectionClosed, nullptr, nullptr};
+            if (!sendRaw(c)) return false;
             off += n;
         } while (off < body.size());
-        return receiveResponse();
+        return true;
     }
     enc::DecodedMessage receiveResponse() {
         responseBytes_.clear();

@@ -37,7 +37,8 @@ struct ServerProcess {
     std::uint16_t port = 0;
     std::filesystem::path dir;
 
-    explicit ServerProcess(const std::string& extraServerKeys = "") {
+    explicit ServerProcess(const std::string& extraServerKeys = "", int requestThreads = 2,
+                           const std::string& extraPlugins = "") {
         port = freePort();
         dir = std::filesystem::temp_directory_path() /
               ("uaplex-it-" + std::to_string(::getpid()) + "-" + std::to_string(port));
@@ -46,11 +47,12 @@ struct ServerProcess {
             << "[log]\nlevel = \"warn\"\nsink = \"stderr\"\n"
             << "[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR "\"]\n"
             << "[server]\nendpoints = [\"opc.tcp://127.0.0.1:" << port << "\"]\n"
-            << "request_threads = 2\n"
+            << "request_threads = " << requestThreads << "\n"
             << extraServerKeys << "[server.limits]\nhandshake_timeout_ms = 500\n"
             << "max_message_size = 65536\nmax_pending_handshakes = 100\n"
             << "[slots]\nrequest_queue = \"fifo\"\n"
-            << "[plugins.fifo]\n[plugins.transport-tcp]\n";
+            << "[plugins.fifo]\n[plugins.transport-tcp]\n"
+            << extraPlugins;
         pid = ::fork();
         if (pid == 0) {
             std::string cfg = (dir / "test.toml").string();
@@ -322,4 +324,119 @@ TEST_CASE("reverse connect: the server connects out, sends ReverseHello, then se
     CHECK(endpoint == "opc.tcp://127.0.0.1:" + std::to_string(s.port));
     REQUIRE(c.openOnConnected(endpoint));
     CHECK(c.createSession() == UAPLEX_Good);
+}
+
+namespace {
+
+// One worker, held by a read of the slow test node, so that later requests stay queued.
+ServerProcess& slowServer() {
+    static ServerProcess s("", 1,
+                           "[plugins.test-slowread]\nlibrary = \"" UAPLEX_SLOWREAD_PLUGIN "\"\n");
+    return s;
+}
+
+ua::ReadRequest readSlow(std::vector<ua::ReadValueId>& ids) {
+    ids.assign(1, ua::ReadValueId{});
+    ids[0].nodeId = ua::stringNodeId(2, "Slow");  // the first namespace after ns=1
+    ids[0].attributeId = 13;
+    ua::ReadRequest r{};
+    r.timestampsToReturn = ua::TimestampsToReturn::Neither;
+    r.nodesToRead = {1, ids.data()};
+    return r;
+}
+
+std::uint32_t handleOf(const enc::DecodedMessage& m) {
+    return static_cast<const ua::ResponseHeader*>(m.object)->requestHandle;
+}
+
+}  // namespace
+
+TEST_CASE("Cancel: a queued Read is answered BadRequestCancelledByClient and counted") {
+    Client c;
+    REQUIRE(c.open(slowServer().port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    std::vector<ua::ReadValueId> slowIds, ids;
+    auto slow = readSlow(slowIds);
+    auto read = readState(ids, 1);
+
+    REQUIRE(c.send(slow, 100));  // holds the only worker
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    REQUIRE(c.send(read, 7));  // queued behind it
+    ua::CancelRequest cancel{};
+    cancel.requestHandle = 7;
+    REQUIRE(c.send(cancel, 8));
+
+    // Cancel does not wait for the worker: the fault for 7 and the Cancel response come
+    // first, the slow Read last.
+    auto first = c.receiveResponse();
+    REQUIRE(first.object != nullptr);
+    CHECK(handleOf(first) == 7);
+    CHECK(first.type == enc::dataTypeOf<ua::ServiceFault>());
+    CHECK(Client::result(first) == UAPLEX_BadRequestCancelledByClient);
+    auto second = c.receiveResponse();
+    REQUIRE(second.object != nullptr);
+    CHECK(handleOf(second) == 8);
+    REQUIRE(second.type == enc::dataTypeOf<ua::CancelResponse>());
+    CHECK(static_cast<ua::CancelResponse*>(second.object)->cancelCount == 1);
+    auto third = c.receiveResponse();
+    REQUIRE(third.object != nullptr);
+    CHECK(handleOf(third) == 100);
+    REQUIRE(Client::result(third) == UAPLEX_Good);
+    auto& r = *static_cast<ua::ReadResponse*>(third.object);
+    REQUIRE(r.results.size() == 1);
+    CHECK(r.results[0].value.value.int32 == 42);
+}
+
+TEST_CASE("Cancel: an unknown handle and an executing request count 0") {
+    Client c;
+    REQUIRE(c.open(slowServer().port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    ua::CancelRequest cancel{};
+    cancel.requestHandle = 4242;
+    auto m = c.call(cancel, 9);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    CHECK(static_cast<ua::CancelResponse*>(m.object)->cancelCount == 0);
+
+    // The slow Read executes when Cancel arrives: it completes normally and is not counted.
+    std::vector<ua::ReadValueId> slowIds;
+    auto slow = readSlow(slowIds);
+    REQUIRE(c.send(slow, 11));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    cancel.requestHandle = 11;
+    REQUIRE(c.send(cancel, 12));
+    auto first = c.receiveResponse();
+    REQUIRE(first.object != nullptr);
+    CHECK(handleOf(first) == 12);
+    REQUIRE(first.type == enc::dataTypeOf<ua::CancelResponse>());
+    CHECK(static_cast<ua::CancelResponse*>(first.object)->cancelCount == 0);
+    auto second = c.receiveResponse();
+    REQUIRE(second.object != nullptr);
+    CHECK(handleOf(second) == 11);
+    CHECK(Client::result(second) == UAPLEX_Good);
+}
+
+TEST_CASE("Cancel: requests of another session with the same handle are untouched") {
+    Client a, b;
+    REQUIRE(a.open(slowServer().port));
+    REQUIRE(a.createSession() == UAPLEX_Good);
+    REQUIRE(b.open(slowServer().port));
+    REQUIRE(b.createSession() == UAPLEX_Good);
+    std::vector<ua::ReadValueId> slowIds, ids;
+    auto slow = readSlow(slowIds);
+    auto read = readState(ids, 1);
+    REQUIRE(a.send(slow, 1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    REQUIRE(a.send(read, 5));  // queued, session a
+    ua::CancelRequest cancel{};
+    cancel.requestHandle = 5;
+    auto m = b.call(cancel, 6);  // session b has no request 5
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    CHECK(static_cast<ua::CancelResponse*>(m.object)->cancelCount == 0);
+    auto first = a.receiveResponse();
+    REQUIRE(first.object != nullptr);
+    CHECK(handleOf(first) == 1);
+    auto second = a.receiveResponse();
+    REQUIRE(second.object != nullptr);
+    CHECK(handleOf(second) == 5);
+    CHECK(Client::result(second) == UAPLEX_Good);
 }

@@ -1,0 +1,91 @@
+#include "session/request_registry.hpp"
+
+namespace uaplex::session {
+
+namespace {
+// The registry whose lock this thread holds while it cancels: a completion triggered by the
+// cancel comes back through remove() on the same thread and must not lock again.
+thread_local const RequestRegistry* tCancelling = nullptr;
+}  // namespace
+
+void RequestRegistry::add(TrackedRequest& r, std::uint32_t requestHandle) noexcept {
+    std::lock_guard lock(mutex_);
+    r.requestHandle = requestHandle;
+    r.state = TrackedRequest::State::Queued;
+    r.cancelStatus.store(UAPLEX_Good, std::memory_order_relaxed);
+    r.prev_ = nullptr;
+    r.next_ = first_;
+    if (first_) first_->prev_ = &r;
+    first_ = &r;
+    ++size_;
+}
+
+void RequestRegistry::executing(TrackedRequest& r) noexcept {
+    std::lock_guard lock(mutex_);
+    if (r.state == TrackedRequest::State::Queued) r.state = TrackedRequest::State::Executing;
+}
+
+void RequestRegistry::unlinkLocked(TrackedRequest& r) noexcept {
+    if (r.state == TrackedRequest::State::Idle) return;
+    if (r.prev_)
+        r.prev_->next_ = r.next_;
+    else
+        first_ = r.next_;
+    if (r.next_) r.next_->prev_ = r.prev_;
+    r.prev_ = r.next_ = nullptr;
+    r.state = TrackedRequest::State::Idle;
+    --size_;
+}
+
+void RequestRegistry::remove(TrackedRequest& r) noexcept {
+    if (tCancelling == this) {
+        unlinkLocked(r);
+        return;
+    }
+    std::lock_guard lock(mutex_);
+    unlinkLocked(r);
+}
+
+template <class Match>
+std::uint32_t RequestRegistry::cancelMatching(Match match, uaplex_status status,
+                                              const QueuedCanceller& canceller) noexcept {
+    // The lock stays held while queued requests are unlinked: every path that completes a
+    // registered request removes it under this lock first, so none can be recycled (and
+    // queued again as another request) while it is cancelled here.
+    std::lock_guard lock(mutex_);
+    const RequestRegistry* outer = tCancelling;
+    tCancelling = this;
+    std::uint32_t cancelled = 0;
+    for (TrackedRequest* r = first_; r;) {
+        TrackedRequest* next = r->next_;  // r may be removed by its completion
+        if (match(*r)) {
+            uaplex_status expected = UAPLEX_Good;
+            r->cancelStatus.compare_exchange_strong(expected, status);
+            if (r->state == TrackedRequest::State::Queued && canceller.unlink &&
+                canceller.unlink(canceller.user, *r, status))
+                ++cancelled;
+        }
+        r = next;
+    }
+    tCancelling = outer;
+    return cancelled;
+}
+
+std::uint32_t RequestRegistry::cancel(std::uint32_t requestHandle, uaplex_status status,
+                                      const QueuedCanceller& canceller) noexcept {
+    return cancelMatching(
+        [requestHandle](const TrackedRequest& r) { return r.requestHandle == requestHandle; },
+        status, canceller);
+}
+
+std::uint32_t RequestRegistry::cancelAll(uaplex_status status,
+                                         const QueuedCanceller& canceller) noexcept {
+    return cancelMatching([](const TrackedRequest&) { return true; }, status, canceller);
+}
+
+std::size_t RequestRegistry::size() const noexcept {
+    std::lock_guard lock(mutex_);
+    return size_;
+}
+
+}  // namespace uaplex::session
