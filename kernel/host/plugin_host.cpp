@@ -247,10 +247,12 @@ void Host::load(const config::ServerConfig& cfg) {
                 node_manager_libraries_.emplace_back(std::move(lib), pc);
                 continue;
             }
-            logger()->info(
-                "loaded plugin '{}' ({} {}) from {}; not assigned to a slot this "
-                "kernel serves yet",
-                pc.name, kind_names(lib->kinds()), lib->version(), lib->path().string());
+            // Transports are created by the server for its endpoints; other kinds wait for
+            // the slot that will use them.
+            const bool transport = (lib->kinds() & UAPLEX_KIND_TRANSPORT) != 0;
+            logger()->info("loaded plugin '{}' ({} {}) from {}{}", pc.name,
+                           kind_names(lib->kinds()), lib->version(), lib->path().string(),
+                           transport ? "" : "; not assigned to a slot this kernel serves yet");
             idle_libraries_.push_back(std::move(lib));
         }
         loaded_ = true;
