@@ -34,6 +34,12 @@ void DataChangeQueueHandler::setQueueSize(uint32_t size, bool discardOldest, boo
     for (auto& [c, err] : held) enqueue(c, err);
 }
 
+void DataChangeQueueHandler::clear() {
+    ops_->reset(queue_, size_, keepErrors_ ? 1 : 0);  // the queue releases what it held
+    mark_ = nullptr;
+    marker_ = nullptr;
+}
+
 void DataChangeQueueHandler::setSamplingInterval(int64_t ms) {
     if (interval_ < nextSample_) nextSample_ -= interval_;
     interval_ = ms;

@@ -26,6 +26,8 @@ class DataChangeQueueHandler {
     // Re-queues what is held through the enqueue rules (not the throttle).
     void setQueueSize(uint32_t size, bool discardOldest, bool keepErrors);
     void setSamplingInterval(int64_t ms);
+    // Drops every queued value (Disabled mode); the size stays.
+    void clear();
     // Takes the cell. True when the value overflowed the queue (rules c and d).
     bool queueValue(ValueCell* value, uaplex_status error, int64_t nowMs);
     // The deleted-node marker: never discarded; at most one pending.
