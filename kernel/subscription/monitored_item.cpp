@@ -1,6 +1,7 @@
 #include "subscription/monitored_item.hpp"
 
 #include <cmath>
+#include <cstdlib>
 
 #include "subscription/subscription.hpp"
 
@@ -46,7 +47,13 @@ MonitoredItem::MonitoredItem(Subscription& sub, uint32_t id, uint32_t clientHand
     : sub_(&sub), nodeHandle_(nodeHandle), id_(id), clientHandle_(clientHandle) {}
 
 MonitoredItem::~MonitoredItem() {
-    sub_->context().values.release(last_);
+    std::free(lastCell_.bytes);
+}
+
+void MonitoredItem::takeAsLast(ValueCell* c) {
+    ValuePool::swapContents(lastCell_, *c);
+    sub_->context().values.release(c);
+    flags_ |= kHasLast;
 }
 
 MonitoredItem::Extras& MonitoredItem::extras() {
@@ -77,17 +84,28 @@ void MonitoredItem::setQueue(uint32_t size, bool discardOldest,
         extras().eventQueue = std::move(eq);
         return;
     }
+    if (isEventItem()) {
+        if (extras_ && extras_->eventQueue) extras_->eventQueue->setQueueSize(size, discardOldest);
+        return;
+    }
     if (dq) {  // a queue only above size 1; the pending last value moves into it
         dq->setQueueSize(size, discardOldest, flags_ & kOperationDiagnostics);
         dq->setSamplingInterval(samplingInterval_);
-        if (flags_ & kHasPending) {
-            dq->queueValue(sub_->context().values.copy(*last_), UAPLEX_Good, 0);
+        if ((flags_ & kHasPending) && last()) {
+            dq->queueValue(sub_->context().values.copy(lastCell_), UAPLEX_Good, 0);
             flags_ &= uint16_t(~kHasPending);
         }
         extras().dataQueue = std::move(dq);
     } else if (extras_ && extras_->dataQueue) {
-        extras_->dataQueue.reset();  // back to a single value (pending state kept in last_)
+        if (size > 1)
+            extras_->dataQueue->setQueueSize(size, discardOldest, flags_ & kOperationDiagnostics);
+        else
+            extras_->dataQueue.reset();  // back to a single value, kept in last_
     }
+}
+
+bool MonitoredItem::hasDataQueue() const {
+    return extras_ && extras_->dataQueue;
 }
 
 void MonitoredItem::setFilter(const DataChangeFilterSpec& f) {
@@ -111,15 +129,13 @@ void MonitoredItem::setMode(ua::MonitoringMode m, int64_t now) {
         }
     } else if (old == ua::MonitoringMode::Disabled) {
         nextSamplingTime_ = now;
-        sub_->context().values.release(last_);  // forget the last value
-        last_ = nullptr;
-        flags_ &= uint16_t(~kHadValue);
+        flags_ &= uint16_t(~(kHadValue | kHasLast));  // forget the last value
     }
     if (m == ua::MonitoringMode::Reporting && holdsNotification()) signalReady();
 }
 
 void MonitoredItem::requestResend() {
-    if (isEventItem() || !last_ || mode_ == uint8_t(ua::MonitoringMode::Disabled)) return;
+    if (isEventItem() || !last() || mode_ == uint8_t(ua::MonitoringMode::Disabled)) return;
     flags_ |= kResendData;
     signalReady();
 }
@@ -150,7 +166,7 @@ bool MonitoredItem::queueValue(const ua::DataValue& in, uaplex_status error, int
     if (!(flags_ & kAlwaysReport)) {
         static const DataChangeFilterSpec kDefault{};
         const DataChangeFilterSpec& f = extras_ ? extras_->filter : kDefault;
-        if (!dataChanged(f, last_, *cell)) {
+        if (!dataChanged(f, last(), *cell)) {
             pool.release(cell);
             return false;
         }
@@ -162,11 +178,9 @@ bool MonitoredItem::queueValue(const ua::DataValue& in, uaplex_status error, int
         if (queued) {
             if (extras_->dataQueue->queueValue(queued, error, now)) sub_->countQueueOverflow();
         }
-        pool.release(last_);
-        last_ = cell;
+        takeAsLast(cell);
     } else {
-        pool.release(last_);  // size 1: only the last value is kept, never an overflow
-        last_ = cell;
+        takeAsLast(cell);  // size 1: only the last value is kept, never an overflow
         flags_ |= kHasPending;
     }
     signalReady();
@@ -183,8 +197,7 @@ void MonitoredItem::queueNodeDeleted(int64_t utcNow) {
     if (extras_ && extras_->dataQueue) {
         extras_->dataQueue->queueRequiredValue(pool.copy(dv), UAPLEX_BadNodeIdUnknown);
     } else {
-        pool.release(last_);
-        last_ = pool.copy(dv);
+        if (ValueCell* c = pool.copy(dv)) takeAsLast(c);
         flags_ |= kHasPending;
     }
     signalReady();
@@ -280,15 +293,15 @@ bool MonitoredItem::publish(std::vector<StagedData>& data, std::vector<StagedEve
             data.push_back({clientHandle_, c, e});
             ++n;
         }
-        if (n == 0 && resend && last_) {  // ResendData on an empty queue: the last value
-            ValueCell* copy = pool.copy(*last_);
+        if (n == 0 && resend && last()) {  // ResendData on an empty queue: the last value
+            ValueCell* copy = pool.copy(lastCell_);
             applyTimestamps(*copy);
             data.push_back({clientHandle_, copy, UAPLEX_Good});
         }
         return holdsNotification();
     }
-    if (last_ && (flags_ & (kHasPending | kResendData))) {
-        ValueCell* copy = pool.copy(*last_);
+    if (last() && (flags_ & (kHasPending | kResendData))) {
+        ValueCell* copy = pool.copy(lastCell_);
         if (copy) {
             applyTimestamps(*copy);
             data.push_back({clientHandle_, copy, UAPLEX_Good});
@@ -300,7 +313,7 @@ bool MonitoredItem::publish(std::vector<StagedData>& data, std::vector<StagedEve
 
 size_t MonitoredItem::residentBytes() const {
     size_t n = sizeof(*this);
-    if (last_) n += sizeof(ValueCell) + last_->capacity;
+    n += lastCell_.capacity;
     if (extras_) n += sizeof(Extras) + extras_->links.capacity() * sizeof(uint32_t);
     return n;
 }

@@ -51,6 +51,8 @@ class MonitoredItem {
         kAlwaysReport = 1 << 8,  // filters bypassed
         kResendData = 1 << 9,    // publish exactly one value next time
         kOperationDiagnostics = 1 << 10,
+        kHasLast = 1 << 11,  // lastCell_ holds a value
+        kPolled = 1 << 12,   // sampled by a timer group, not pushed
     };
 
     MonitoredItem(Subscription& sub, uint32_t id, uint32_t clientHandle, uint64_t nodeHandle);
@@ -76,6 +78,7 @@ class MonitoredItem {
     // Data items: size 0 becomes 1; event items: 0 becomes 1000. Caps applied by the caller.
     void setQueue(uint32_t size, bool discardOldest, std::unique_ptr<DataChangeQueueHandler> dq,
                   std::unique_ptr<EventQueueHandler> eq);
+    bool hasDataQueue() const;
     void setFilter(const DataChangeFilterSpec& f);
     void setMode(ua::MonitoringMode m, int64_t now);
     void markEventItem() { flags_ |= kEvents; }
@@ -106,8 +109,11 @@ class MonitoredItem {
     // Bytes this item holds (struct, last value, extras), for the issue 11 budget.
     size_t residentBytes() const;
 
-    MonitoredItem* nextInNode = nullptr;  // the node index chain (report on change)
-    MonitoredItem* nextDue = nullptr;     // unused for pushed items
+    // Position in the manager's node index (pushed changes) or sampling group (polled):
+    // swap-remove keeps deletion O(1) with a thousand items on one node.
+    uint32_t indexSlot = 0;
+    bool polled() const { return flags_ & kPolled; }
+    void setPolled(bool p) { flags_ = p ? (flags_ | kPolled) : (flags_ & uint16_t(~kPolled)); }
 
   private:
     friend class Subscription;  // the ready and publish list flags
@@ -123,7 +129,12 @@ class MonitoredItem {
     void advanceSamplingTime(int64_t now);
 
     Subscription* sub_;
-    ValueCell* last_ = nullptr;  // last value passed by the filter (size 1: also the pending one)
+    const ValueCell* last() const { return (flags_ & kHasLast) ? &lastCell_ : nullptr; }
+    void takeAsLast(ValueCell* c);
+
+    // The last value passed by the filter (size 1: also the pending one), embedded so that an
+    // item is one allocation.
+    ValueCell lastCell_{};
     std::unique_ptr<Extras> extras_;
     int64_t nextSamplingTime_ = 0;
     uint64_t nodeHandle_;

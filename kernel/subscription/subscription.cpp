@@ -93,30 +93,35 @@ void Subscription::setPublishingMode(bool enabled) {
 }
 
 MonitoredItem* Subscription::createItem(uint32_t clientHandle, uint64_t nodeHandle) {
-    uint32_t id = nextItemId_;
-    nextItemId_ = nextItemId_ == 0xFFFFFFFFu ? 1 : nextItemId_ + 1;
-    auto it = std::make_unique<MonitoredItem>(*this, id, clientHandle, nodeHandle);
-    MonitoredItem* raw = it.get();
-    items_.emplace(id, std::move(it));
-    return raw;
+    uint32_t id;
+    if (!freeIds_.empty()) {
+        id = freeIds_.back();
+        freeIds_.pop_back();
+    } else {
+        items_.emplace_back();
+        id = uint32_t(items_.size());
+    }
+    items_[id - 1] = std::make_unique<MonitoredItem>(*this, id, clientHandle, nodeHandle);
+    ++itemCount_;
+    return items_[id - 1].get();
 }
 
 MonitoredItem* Subscription::item(uint32_t id) const {
-    auto it = items_.find(id);
-    return it == items_.end() ? nullptr : it->second.get();
+    return id && id <= items_.size() ? items_[id - 1].get() : nullptr;
 }
 
 bool Subscription::deleteItem(uint32_t id) {
-    auto it = items_.find(id);
-    if (it == items_.end()) return false;
-    MonitoredItem* raw = it->second.get();
+    MonitoredItem* raw = item(id);
+    if (!raw) return false;
     auto drop = [raw](auto& list) {
         list.erase(std::remove(list.begin(), list.end(), raw), list.end());
     };
     drop(ready_);
     drop(triggerSources_);
     drop(publishList_);
-    items_.erase(it);
+    items_[id - 1].reset();
+    freeIds_.push_back(id);
+    --itemCount_;
     return true;
 }
 

@@ -108,10 +108,11 @@ class Subscription {
     MonitoredItem* createItem(uint32_t clientHandle, uint64_t nodeHandle);
     MonitoredItem* item(uint32_t id) const;
     bool deleteItem(uint32_t id);
-    size_t itemCount() const { return items_.size(); }
+    size_t itemCount() const { return itemCount_; }
     template <typename F>
     void forEachItem(F&& f) const {
-        for (auto& [id, it] : items_) f(*it);
+        for (auto& it : items_)
+            if (it) f(*it);
     }
     void itemReady(MonitoredItem* item);
     void countQueueOverflow() { ++queueOverflows_; }
@@ -140,10 +141,12 @@ class Subscription {
     uint32_t lifetimeCounter_ = 0;
     int64_t timerExpiry_;
     uint64_t latePublishRequests_ = 0, queueOverflows_ = 0;
-    uint32_t nextItemId_ = 1;
     SequenceNumbers sequence_;
     RetransmissionQueue retransmission_;
-    std::unordered_map<uint32_t, std::unique_ptr<MonitoredItem>> items_;
+    // Items by id - 1: 8 bytes per item instead of a hash node; freed ids are reused.
+    std::vector<std::unique_ptr<MonitoredItem>> items_;
+    std::vector<uint32_t> freeIds_;
+    size_t itemCount_ = 0;
     std::vector<MonitoredItem*> ready_;           // duplicate-free, insertion order
     std::vector<MonitoredItem*> triggerSources_;  // items with links that got a value
     std::deque<MonitoredItem*> publishList_;

@@ -79,10 +79,15 @@ double ValueCell::number(uint32_t i) const {
     return numberAt(type(), &dv.value.value);
 }
 
+// A free cell links to the next through its value's pointer word.
+static ValueCell*& nextFree(ValueCell* c) {
+    return reinterpret_cast<ValueCell*&>(c->dv.value.value.pointer);
+}
+
 ValuePool::~ValuePool() {
     while (free_) {
         ValueCell* c = free_;
-        free_ = c->nextFree;
+        free_ = nextFree(c);
         std::free(c->bytes);
         delete c;
     }
@@ -91,12 +96,11 @@ ValuePool::~ValuePool() {
 ValueCell* ValuePool::acquire() {
     ValueCell* c = free_;
     if (c) {
-        free_ = c->nextFree;
+        free_ = nextFree(c);
         --freeCount_;
     } else {
         c = new ValueCell();
     }
-    c->nextFree = nullptr;
     c->byteCount = 0;
     c->payload = ValueCell::Payload::Inline;
     ++live_;
@@ -120,7 +124,7 @@ void ValuePool::release(ValueCell* c) noexcept {
         delete c;
         return;
     }
-    c->nextFree = free_;
+    nextFree(c) = free_;
     free_ = c;
     ++freeCount_;
 }
@@ -164,6 +168,14 @@ ValueCell* ValuePool::copy(const ValueCell& src) {
     }
     c->byteCount = src.byteCount;
     return c;
+}
+
+void ValuePool::swapContents(ValueCell& a, ValueCell& b) noexcept {
+    std::swap(a.dv, b.dv);
+    std::swap(a.bytes, b.bytes);
+    std::swap(a.byteCount, b.byteCount);
+    std::swap(a.capacity, b.capacity);
+    std::swap(a.payload, b.payload);
 }
 
 bool ValuePool::materialize(const ValueCell& c, enc::Arena& arena, ua::DataValue& out) {

@@ -18,7 +18,6 @@ struct ValueCell {
     uint8_t* bytes = nullptr;
     uint32_t byteCount = 0, capacity = 0;
     Payload payload = Payload::Inline;
-    ValueCell* nextFree = nullptr;
 
     static ValueCell* of(uaplex_datavalue* v) { return reinterpret_cast<ValueCell*>(v); }
     uint8_t type() const { return dv.value.encoding & UAPLEX_VARIANT_TYPE_MASK; }
@@ -42,6 +41,9 @@ class ValuePool {
     ValueCell* copy(const ua::DataValue& v);
     ValueCell* copy(const ValueCell& c);
     void release(ValueCell* c) noexcept;
+    // Exchanges two cells' contents (buffers included): a cell embedded in an item takes a
+    // pooled one's value without copying.
+    static void swapContents(ValueCell& a, ValueCell& b) noexcept;
     // Writes the value into `out`, with out-of-line parts allocated in `arena`.
     static bool materialize(const ValueCell& c, enc::Arena& arena, ua::DataValue& out);
     size_t live() const { return live_; }
