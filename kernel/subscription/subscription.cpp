@@ -73,6 +73,8 @@ Subscription::Subscription(EngineContext& ctx, uint32_t id, uint64_t sessionId,
 Subscription::~Subscription() {
     // Staged notifications not yet built go back to their pools.
     for (size_t i = dataHead_; i < data_.size(); ++i) ctx_.values.release(data_[i].value);
+    for (size_t i = eventHead_; i < events_.size(); ++i)
+        if (events_[i].event) ctx_.releaseEvent(events_[i].event);
     items_.clear();
 }
 
