@@ -79,6 +79,9 @@ class MonitoredItem {
     void setQueue(uint32_t size, bool discardOldest, std::unique_ptr<DataChangeQueueHandler> dq,
                   std::unique_ptr<EventQueueHandler> eq);
     bool hasDataQueue() const;
+    // The operation-level returnDiagnostics bits applied to StatusResult event fields.
+    void setDiagnosticsMask(uint32_t mask) { extras().diagnosticsMask = mask; }
+    uint32_t diagnosticsMask() const { return extras_ ? extras_->diagnosticsMask : 0; }
     void setFilter(const DataChangeFilterSpec& f);
     void setMode(ua::MonitoringMode m, int64_t now);
     void markEventItem() { flags_ |= kEvents; }
@@ -122,6 +125,7 @@ class MonitoredItem {
         std::unique_ptr<DataChangeQueueHandler> dataQueue;
         std::unique_ptr<EventQueueHandler> eventQueue;
         std::vector<uint32_t> links;
+        uint32_t diagnosticsMask = 0;
     };
     Extras& extras();
     void signalReady();

@@ -24,6 +24,27 @@ ua::ExtensionObject wrap(T* object) {
     return eo;
 }
 
+// Keeps the parts of a DiagnosticInfo that the operation-level returnDiagnostics bits ask for.
+void applyDiagnosticsMask(ua::DiagnosticInfo& d, uint32_t mask) {
+    uint8_t keep = 0;
+    if (mask & 0x020) keep |= 0x01 | 0x02;  // SymbolicId (and its namespace)
+    if (mask & 0x040) keep |= 0x04 | 0x08;  // LocalizedText (and its locale)
+    if (mask & 0x080) keep |= 0x10;         // AdditionalInfo
+    if (mask & 0x100) keep |= 0x20;         // InnerStatusCode
+    if (mask & 0x200) keep |= 0x40;         // InnerDiagnosticInfo
+    d.mask &= keep;
+    if (!(keep & 0x40)) d.inner_diagnostic_info = nullptr;
+}
+
+// StatusResult event fields carry the item's diagnostics mask (pipeline spec section 6).
+void maskStatusResult(ua::Variant& v, uint32_t mask) {
+    if ((v.encoding & UAPLEX_VARIANT_TYPE_MASK) != 22 || (v.encoding & UAPLEX_VARIANT_ARRAY))
+        return;
+    auto* eo = static_cast<ua::ExtensionObject*>(v.value.pointer);
+    if (!eo || eo->data_type != enc::dataTypeOf<ua::StatusResult>() || !eo->object) return;
+    applyDiagnosticsMask(static_cast<ua::StatusResult*>(eo->object)->diagnosticInfo, mask);
+}
+
 }  // namespace
 
 RevisedSettings reviseSettings(const SubscriptionLimits& lim, double pi, uint32_t lifetime,
@@ -217,8 +238,10 @@ RetainedMessage* Subscription::buildMessage(uint32_t max) {
             auto* vars = arena.allocateArray<ua::Variant>(nf);
             for (size_t f = 0; f < nf; ++f) {
                 ua::DataValue dv{};
-                if (e->cells[f] && ValuePool::materialize(*e->cells[f], arena, dv))
+                if (e->cells[f] && ValuePool::materialize(*e->cells[f], arena, dv)) {
                     vars[f] = dv.value;
+                    maskStatusResult(vars[f], s.item->diagnosticsMask());
+                }
             }
             fields[i].eventFields = {int32_t(nf), vars};
             if (e) ctx_.releaseEvent(e);

@@ -455,6 +455,12 @@ uaplex_status SubscriptionManager::createMonitoredItems(uint64_t sessionId,
     for (size_t i = 0; i < req.itemsToCreate.size(); ++i)
         resp.results[i].statusCode =
             createItem(*st->sub, req.timestampsToReturn, req.itemsToCreate[i], resp.results[i]);
+    // Event items keep the operation-level diagnostics bits for their StatusResult fields.
+    if (uint32_t mask = req.requestHeader.returnDiagnostics & 0x3E0)
+        for (size_t i = 0; i < req.itemsToCreate.size(); ++i)
+            if (MonitoredItem* it = st->sub->item(resp.results[i].monitoredItemId);
+                it && it->isEventItem() && resp.results[i].statusCode == UAPLEX_Good)
+                it->setDiagnosticsMask(mask);
     return UAPLEX_Good;
 }
 

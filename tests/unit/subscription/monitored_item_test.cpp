@@ -149,3 +149,40 @@ TEST_CASE("items 13: a linked item in Sampling mode publishes only when triggere
     for (auto& x : n) linkedSeen |= x.clientHandle == linked->clientHandle() && x.value == 2;
     CHECK(linkedSeen);
 }
+
+TEST_CASE("items 10b: a StatusResult event field gets the diagnostics mask") {
+    Engine e;
+    auto sub = e.subscription(100, 3, 30, 0);
+    MonitoredItem* it = e.eventItem(*sub, 5);
+    it->setDiagnosticsMask(0x100);  // InnerStatusCode only
+    ua::StatusResult sr{};
+    sr.statusCode = UAPLEX_BadInternalError;
+    sr.diagnosticInfo.mask = 0x01 | 0x20;  // SymbolicId and InnerStatusCode
+    sr.diagnosticInfo.symbolic_id = 3;
+    sr.diagnosticInfo.inner_status_code = UAPLEX_BadTimeout;
+    ua::ExtensionObject eo{};
+    eo.type_id = ua::numericNodeId(0, enc::dataTypeOf<ua::StatusResult>()->binaryEncodingId);
+    eo.encoding = UAPLEX_EXTENSIONOBJECT_BINARY;
+    eo.data_type = enc::dataTypeOf<ua::StatusResult>();
+    eo.object = &sr;
+    ua::DataValue dv{};
+    dv.mask = UAPLEX_DATAVALUE_VALUE;
+    dv.value.encoding = 22;
+    dv.value.value.pointer = &eo;
+    auto* ev = new EventCell;
+    ev->entry.source_handle = 1;
+    ev->cells.push_back(e.ctx.values.copy(dv));
+    REQUIRE(ev->cells[0]);
+    REQUIRE(it->queueEvent(ev));
+    e.clock.mono = 101;
+    sub->tick();
+    auto o = sub->publish();
+    auto& list = o.message.message().notificationData[0];
+    REQUIRE(list.data_type == enc::dataTypeOf<ua::EventNotificationList>());
+    auto& field = static_cast<ua::EventNotificationList*>(list.object)->events[0].eventFields[0];
+    auto* got = static_cast<ua::ExtensionObject*>(field.value.pointer);
+    REQUIRE(got->data_type == enc::dataTypeOf<ua::StatusResult>());
+    auto& di = static_cast<ua::StatusResult*>(got->object)->diagnosticInfo;
+    CHECK(di.mask == 0x20);
+    CHECK(di.inner_status_code == UAPLEX_BadTimeout);
+}
