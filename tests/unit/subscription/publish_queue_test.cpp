@@ -381,3 +381,27 @@ TEST_CASE("services: heap bytes per monitored item (issue 11)") {
     s.arena.reset();
     CHECK(mallinfo2().uordblks < before + 600 * 1024);
 }
+
+TEST_CASE("services: TransferSubscriptions tells the old session's newest Publish") {
+    Server s;
+    uint32_t sub = s.subscribe(1);
+    s.tickTo(101);
+    s.publish(1);  // the first keep-alive
+    uint64_t older = s.publish(1), newer = s.publish(1);
+    ua::TransferSubscriptionsRequest req{};
+    req.subscriptionIds = {1, &sub};
+    ua::TransferSubscriptionsResponse resp{};
+    REQUIRE(s.mgr->transferSubscriptions(2, req, resp, s.arena) == UAPLEX_Good);
+    CHECK(resp.results[0].statusCode == UAPLEX_Good);
+    REQUIRE(s.sink.find(newer));
+    auto& eo = s.sink.find(newer)->outcome.message.message().notificationData[0];
+    CHECK(static_cast<ua::StatusChangeNotification*>(eo.object)->status ==
+          UAPLEX_GoodSubscriptionTransferred);
+    CHECK_FALSE(s.sink.find(older));
+    CHECK(s.mgr->find(sub)->sessionId() == 2);
+    // The new session publishes it; the old one has none left.
+    uint64_t r = s.publish(2);
+    for (int64_t t = 201; t <= 501; t += 100) s.tickTo(t);  // K=3: the next keep-alive
+    REQUIRE(s.sink.find(r));
+    CHECK(s.sink.find(r)->outcome.subscriptionId == sub);
+}
