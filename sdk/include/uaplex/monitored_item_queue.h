@@ -65,7 +65,10 @@ typedef struct uaplex_event_queue_ops {
     uaplex_status (*destroy)(void* self);
     /* Shrinking keeps the newest `size` entries if discard_oldest, else the oldest. */
     uaplex_status (*set_queue_size)(void* self, uint32_t queue_size, int32_t discard_oldest);
-    /* *out = 1 when an entry with this source identity is among the newest 1000. */
+    /* *out = 1 when an entry with this source identity is within the plugin's duplicate
+     * window of 1000 entries: the newest 1000 as documented here (mi-ring), or the oldest
+     * 1000 as the reference server scans (mi-default, kept for parity). The two agree up
+     * to 1000 entries. */
     uaplex_status (*contains_event)(void* self, uint64_t source_handle, int32_t* out_found);
     /* Appends (owned by the queue now). Size 0: BadInternalError. Full: oldest dropped. */
     uaplex_status (*enqueue)(void* self, uaplex_event_entry* event);

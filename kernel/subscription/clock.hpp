@@ -1,0 +1,25 @@
+// The clocks the subscription engine reads, injected so that tests run on a fake clock.
+#pragma once
+
+#include <cstdint>
+
+namespace uaplex::subscription {
+
+class Clock {
+  public:
+    virtual ~Clock() = default;
+    virtual int64_t monoMs() const = 0;  // monotonic, whole milliseconds
+    virtual int64_t utcNow() const = 0;  // OPC UA DateTime (100 ns ticks since 1601)
+};
+
+// A clock the test moves by hand.
+class FakeClock final : public Clock {
+  public:
+    int64_t monoMs() const override { return mono; }
+    int64_t utcNow() const override { return utcBase + mono * 10000; }
+    void advance(int64_t ms) { mono += ms; }
+    int64_t mono = 0;
+    int64_t utcBase = 133000000000000000;  // an arbitrary date in 2022
+};
+
+}  // namespace uaplex::subscription

@@ -1,0 +1,321 @@
+#include "subscription/monitored_item.hpp"
+
+#include <cmath>
+#include <cstdlib>
+
+#include "subscription/subscription.hpp"
+
+namespace uaplex::subscription {
+
+namespace {
+
+bool beyondDeadband(const DataChangeFilterSpec& f, double a, double b) {
+    double diff = std::fabs(a - b);
+    if (std::isnan(diff)) return true;  // NaN is never equal
+    if (f.deadbandType == ua::DeadbandType::Absolute) return diff > f.deadbandValue;
+    double range = f.euHigh - f.euLow;
+    if (range <= 0) return true;  // no usable baseline: always a change
+    return diff / (range / 100.0) > f.deadbandValue;
+}
+
+}  // namespace
+
+bool dataChanged(const DataChangeFilterSpec& f, const ValueCell* last, const ValueCell& next) {
+    if (!last) return true;
+    if (last->dv.status != next.dv.status) return true;  // all bits
+    bool deadband = f.deadbandType != ua::DeadbandType::None_;
+    auto trigger = f.trigger;
+    if (deadband && trigger == ua::DataChangeTrigger::StatusValueTimestamp)
+        trigger = ua::DataChangeTrigger::StatusValue;
+    if (trigger == ua::DataChangeTrigger::StatusValueTimestamp &&
+        last->dv.source_timestamp != next.dv.source_timestamp)
+        return true;
+    if (trigger == ua::DataChangeTrigger::Status) return false;
+    if (!deadband || !last->isNumeric() || !next.isNumeric() ||
+        last->dv.value.encoding != next.dv.value.encoding)
+        return !sameValue(*last, next);
+    int32_t n = next.arrayLength();
+    if (n != last->arrayLength()) return true;
+    if (n < 0) return beyondDeadband(f, last->number(), next.number());
+    for (int32_t i = 0; i < n; ++i)
+        if (beyondDeadband(f, last->number(uint32_t(i)), next.number(uint32_t(i)))) return true;
+    return false;
+}
+
+MonitoredItem::MonitoredItem(Subscription& sub, uint32_t id, uint32_t clientHandle,
+                             uint64_t nodeHandle)
+    : sub_(&sub), nodeHandle_(nodeHandle), id_(id), clientHandle_(clientHandle) {}
+
+MonitoredItem::~MonitoredItem() {
+    std::free(lastCell_.bytes);
+}
+
+void MonitoredItem::takeAsLast(ValueCell* c) {
+    ValuePool::swapContents(lastCell_, *c);
+    sub_->context().values.release(c);
+    flags_ |= kHasLast;
+}
+
+MonitoredItem::Extras& MonitoredItem::extras() {
+    if (!extras_) extras_ = std::make_unique<Extras>();
+    return *extras_;
+}
+
+std::vector<uint32_t>* MonitoredItem::links() const {
+    return extras_ && !extras_->links.empty() ? &extras_->links : nullptr;
+}
+std::vector<uint32_t>& MonitoredItem::mutableLinks() {
+    return extras().links;
+}
+
+void MonitoredItem::setSamplingInterval(int64_t ms, int64_t now) {
+    samplingInterval_ = int32_t(ms);
+    if (nextSamplingTime_ == 0) nextSamplingTime_ = now;
+    if (extras_ && extras_->dataQueue) extras_->dataQueue->setSamplingInterval(ms);
+}
+
+void MonitoredItem::setQueue(uint32_t size, bool discardOldest,
+                             std::unique_ptr<DataChangeQueueHandler> dq,
+                             std::unique_ptr<EventQueueHandler> eq) {
+    queueSize_ = size;
+    flags_ = discardOldest ? (flags_ | kDiscardOldest) : (flags_ & uint16_t(~kDiscardOldest));
+    if (eq) {
+        eq->setQueueSize(size, discardOldest);
+        extras().eventQueue = std::move(eq);
+        return;
+    }
+    if (isEventItem()) {
+        if (extras_ && extras_->eventQueue) extras_->eventQueue->setQueueSize(size, discardOldest);
+        return;
+    }
+    if (dq) {  // a queue only above size 1; the pending last value moves into it
+        dq->setQueueSize(size, discardOldest, flags_ & kOperationDiagnostics);
+        dq->setSamplingInterval(samplingInterval_);
+        if ((flags_ & kHasPending) && last()) {
+            dq->queueValue(sub_->context().values.copy(lastCell_), UAPLEX_Good, 0);
+            flags_ &= uint16_t(~kHasPending);
+        }
+        extras().dataQueue = std::move(dq);
+    } else if (extras_ && extras_->dataQueue) {
+        if (size > 1)
+            extras_->dataQueue->setQueueSize(size, discardOldest, flags_ & kOperationDiagnostics);
+        else
+            extras_->dataQueue.reset();  // back to a single value, kept in last_
+    }
+}
+
+bool MonitoredItem::hasDataQueue() const {
+    return extras_ && extras_->dataQueue;
+}
+
+void MonitoredItem::setFilter(const DataChangeFilterSpec& f) {
+    bool isDefault = f.trigger == ua::DataChangeTrigger::StatusValue &&
+                     f.deadbandType == ua::DeadbandType::None_;
+    if (!isDefault || extras_) extras().filter = f;
+}
+
+void MonitoredItem::setMode(ua::MonitoringMode m, int64_t now) {
+    auto old = ua::MonitoringMode(mode_);
+    mode_ = uint8_t(m);
+    if (m == old) return;
+    if (m == ua::MonitoringMode::Disabled) {
+        // Clears the flags and drops what is queued.
+        flags_ &= uint16_t(~(kHasPending | kReadyToTrigger | kTriggered | kResendData));
+        if (extras_ && extras_->dataQueue) extras_->dataQueue->clear();
+        if (extras_ && extras_->eventQueue) {
+            extras_->eventQueue->setQueueSize(0, true);
+            extras_->eventQueue->setQueueSize(queueSize_, discardOldest());
+            extras_->eventQueue->overflow = false;
+        }
+    } else if (old == ua::MonitoringMode::Disabled) {
+        nextSamplingTime_ = now;
+        flags_ &= uint16_t(~(kHadValue | kHasLast));  // forget the last value
+    }
+    if (m == ua::MonitoringMode::Reporting && holdsNotification()) signalReady();
+}
+
+void MonitoredItem::requestResend() {
+    if (isEventItem() || !last() || mode_ == uint8_t(ua::MonitoringMode::Disabled)) return;
+    flags_ |= kResendData;
+    signalReady();
+}
+
+void MonitoredItem::signalReady() {
+    sub_->itemReady(this);
+}
+
+bool MonitoredItem::queueValue(const ua::DataValue& in, uaplex_status error, int64_t now) {
+    if (mode_ == uint8_t(ua::MonitoringMode::Disabled) || isEventItem()) return false;
+    auto& pool = sub_->context().values;
+    ValueCell* cell = nullptr;
+    if (error != UAPLEX_Good && (error & 0xC0000000u) != 0) {  // a non-Good error wins
+        ua::DataValue dv = in;
+        if ((error & 0x80000000u) && !(in.mask & UAPLEX_DATAVALUE_VALUE)) {
+            int64_t utc = sub_->context().clock.utcNow();
+            dv = {};
+            dv.source_timestamp = dv.server_timestamp = utc;
+            dv.mask = UAPLEX_DATAVALUE_SOURCE_TIMESTAMP | UAPLEX_DATAVALUE_SERVER_TIMESTAMP;
+        }
+        dv.status = error;
+        dv.mask |= UAPLEX_DATAVALUE_STATUS;
+        cell = pool.copy(dv);
+    } else {
+        cell = pool.copy(in);
+    }
+    if (!cell) return false;
+    if (!(flags_ & kAlwaysReport)) {
+        static const DataChangeFilterSpec kDefault{};
+        const DataChangeFilterSpec& f = extras_ ? extras_->filter : kDefault;
+        if (!dataChanged(f, last(), *cell)) {
+            pool.release(cell);
+            return false;
+        }
+    }
+    if (flags_ & kHadValue) flags_ |= kReadyToTrigger;
+    flags_ |= kHadValue;
+    if (extras_ && extras_->dataQueue) {
+        ValueCell* queued = pool.copy(*cell);
+        if (queued) {
+            if (extras_->dataQueue->queueValue(queued, error, now)) sub_->countQueueOverflow();
+        }
+        takeAsLast(cell);
+    } else {
+        takeAsLast(cell);  // size 1: only the last value is kept, never an overflow
+        flags_ |= kHasPending;
+    }
+    signalReady();
+    return true;
+}
+
+void MonitoredItem::queueNodeDeleted(int64_t utcNow) {
+    ua::DataValue dv{};
+    dv.mask = UAPLEX_DATAVALUE_STATUS | UAPLEX_DATAVALUE_SOURCE_TIMESTAMP |
+              UAPLEX_DATAVALUE_SERVER_TIMESTAMP;
+    dv.status = UAPLEX_BadNodeIdUnknown;
+    dv.source_timestamp = dv.server_timestamp = utcNow;
+    auto& pool = sub_->context().values;
+    if (extras_ && extras_->dataQueue) {
+        extras_->dataQueue->queueRequiredValue(pool.copy(dv), UAPLEX_BadNodeIdUnknown);
+    } else {
+        if (ValueCell* c = pool.copy(dv)) takeAsLast(c);
+        flags_ |= kHasPending;
+    }
+    signalReady();
+}
+
+bool MonitoredItem::queueEvent(EventCell* e) {
+    auto* q = extras_ ? extras_->eventQueue.get() : nullptr;
+    if (!q || mode_ == uint8_t(ua::MonitoringMode::Disabled)) return false;
+    if (q->containsEvent(e->entry.source_handle)) return false;  // a duplicate, not an overflow
+    if (q->setOverflowIfFull()) {
+        sub_->countQueueOverflow();
+        return false;
+    }
+    if (q->queueEvent(&e->entry) != UAPLEX_Good) return false;
+    if (q->overflow) sub_->countQueueOverflow();
+    signalReady();
+    return true;
+}
+
+bool MonitoredItem::holdsNotification() const {
+    if (extras_ && extras_->eventQueue)
+        return extras_->eventQueue->itemsInQueue() > 0 || extras_->eventQueue->overflow;
+    if (extras_ && extras_->dataQueue) return extras_->dataQueue->itemsInQueue() > 0;
+    return (flags_ & (kHasPending | kResendData)) != 0;
+}
+
+bool MonitoredItem::isReadyToPublish(int64_t now) const {
+    if (!holdsNotification()) return false;
+    if ((flags_ & kTriggered) && mode_ != uint8_t(ua::MonitoringMode::Disabled)) return true;
+    if (mode_ != uint8_t(ua::MonitoringMode::Reporting)) return false;
+    if (!isEventItem() && samplingInterval_ > 0 && now < nextSamplingTime_) return false;
+    return true;
+}
+
+void MonitoredItem::advanceSamplingTime(int64_t now) {
+    if (samplingInterval_ <= 0 || now < nextSamplingTime_) return;
+    nextSamplingTime_ += ((now - nextSamplingTime_) / samplingInterval_ + 1) * samplingInterval_;
+}
+
+void MonitoredItem::applyTimestamps(ValueCell& c) const {
+    switch (ua::TimestampsToReturn(timestamps_)) {
+        case ua::TimestampsToReturn::Source:
+            c.dv.server_timestamp = 0;
+            c.dv.mask &= uint8_t(~UAPLEX_DATAVALUE_SERVER_TIMESTAMP);
+            break;
+        case ua::TimestampsToReturn::Server:
+            c.dv.source_timestamp = 0;
+            c.dv.mask &= uint8_t(~UAPLEX_DATAVALUE_SOURCE_TIMESTAMP);
+            break;
+        case ua::TimestampsToReturn::Neither:
+            c.dv.source_timestamp = c.dv.server_timestamp = 0;
+            c.dv.mask &=
+                uint8_t(~(UAPLEX_DATAVALUE_SOURCE_TIMESTAMP | UAPLEX_DATAVALUE_SERVER_TIMESTAMP));
+            break;
+        default:
+            break;
+    }
+}
+
+bool MonitoredItem::publish(std::vector<StagedData>& data, std::vector<StagedEvent>& events,
+                            uint32_t max, int64_t now) {
+    flags_ &= uint16_t(~kTriggered);
+    advanceSamplingTime(now);
+    auto& pool = sub_->context().values;
+    if (auto* q = extras_ ? extras_->eventQueue.get() : nullptr) {
+        // The queue-overflow event: first with discardOldest (counts against max), else last.
+        bool overflowFirst = q->overflow && q->discardOldest();
+        uint32_t budget = max;
+        if (overflowFirst) {
+            events.push_back({clientHandle_, nullptr, this});
+            if (budget) --budget;
+            q->overflow = false;
+        }
+        bool owed = q->overflow;  // publish() recomputes the flag
+        std::vector<uaplex_event_entry*> out;
+        uint32_t n = (max && budget == 0) ? 0 : q->publish(out, budget);
+        for (auto* e : out) events.push_back({clientHandle_, EventCell::of(e), this});
+        if (!overflowFirst && owed && (max == 0 || n < max)) {
+            events.push_back({clientHandle_, nullptr, this});
+            q->overflow = false;
+        }
+        return holdsNotification();
+    }
+    if (auto* q = extras_ ? extras_->dataQueue.get() : nullptr) {
+        bool resend = flags_ & kResendData;
+        uint32_t limit = resend ? 1 : max;
+        flags_ &= uint16_t(~kResendData);
+        uint32_t n = 0;
+        ValueCell* c = nullptr;
+        uaplex_status e = UAPLEX_Good;
+        while ((limit == 0 || n < limit) && q->publishSingleValue(&c, &e)) {
+            applyTimestamps(*c);
+            data.push_back({clientHandle_, c, e});
+            ++n;
+        }
+        if (n == 0 && resend && last()) {  // ResendData on an empty queue: the last value
+            ValueCell* copy = pool.copy(lastCell_);
+            applyTimestamps(*copy);
+            data.push_back({clientHandle_, copy, UAPLEX_Good});
+        }
+        return holdsNotification();
+    }
+    if (last() && (flags_ & (kHasPending | kResendData))) {
+        ValueCell* copy = pool.copy(lastCell_);
+        if (copy) {
+            applyTimestamps(*copy);
+            data.push_back({clientHandle_, copy, UAPLEX_Good});
+        }
+    }
+    flags_ &= uint16_t(~(kHasPending | kResendData));
+    return false;
+}
+
+size_t MonitoredItem::residentBytes() const {
+    size_t n = sizeof(*this);
+    n += lastCell_.capacity;
+    if (extras_) n += sizeof(Extras) + extras_->links.capacity() * sizeof(uint32_t);
+    return n;
+}
+
+}  // namespace uaplex::subscription

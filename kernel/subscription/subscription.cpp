@@ -1,0 +1,377 @@
+#include "subscription/subscription.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace uaplex::subscription {
+
+namespace {
+
+uint32_t ceilDiv(double total, double pi) {
+    double v = std::ceil(total / pi);
+    return v >= 4294967295.0 ? 0xFFFFFFFFu : uint32_t(v);
+}
+
+template <typename T>
+ua::ExtensionObject wrap(T* object) {
+    const enc::DataType* t = enc::dataTypeOf<T>();
+    ua::ExtensionObject eo{};
+    eo.type_id = ua::numericNodeId(0, t->binaryEncodingId);
+    eo.encoding = UAPLEX_EXTENSIONOBJECT_BINARY;
+    eo.data_type = t;
+    eo.object = object;
+    return eo;
+}
+
+// Keeps the parts of a DiagnosticInfo that the operation-level returnDiagnostics bits ask for.
+void applyDiagnosticsMask(ua::DiagnosticInfo& d, uint32_t mask) {
+    uint8_t keep = 0;
+    if (mask & 0x020) keep |= 0x01 | 0x02;  // SymbolicId (and its namespace)
+    if (mask & 0x040) keep |= 0x04 | 0x08;  // LocalizedText (and its locale)
+    if (mask & 0x080) keep |= 0x10;         // AdditionalInfo
+    if (mask & 0x100) keep |= 0x20;         // InnerStatusCode
+    if (mask & 0x200) keep |= 0x40;         // InnerDiagnosticInfo
+    d.mask &= keep;
+    if (!(keep & 0x40)) d.inner_diagnostic_info = nullptr;
+}
+
+// StatusResult event fields carry the item's diagnostics mask (pipeline spec section 6).
+void maskStatusResult(ua::Variant& v, uint32_t mask) {
+    if ((v.encoding & UAPLEX_VARIANT_TYPE_MASK) != 22 || (v.encoding & UAPLEX_VARIANT_ARRAY))
+        return;
+    auto* eo = static_cast<ua::ExtensionObject*>(v.value.pointer);
+    if (!eo || eo->data_type != enc::dataTypeOf<ua::StatusResult>() || !eo->object) return;
+    applyDiagnosticsMask(static_cast<ua::StatusResult*>(eo->object)->diagnosticInfo, mask);
+}
+
+}  // namespace
+
+RevisedSettings reviseSettings(const SubscriptionLimits& lim, double pi, uint32_t lifetime,
+                               uint32_t keepAlive, uint32_t maxNotifications) {
+    RevisedSettings r{};
+    if (std::isnan(pi) || pi < lim.minPublishingInterval) pi = lim.minPublishingInterval;
+    if (pi > lim.maxPublishingInterval) pi = lim.maxPublishingInterval;
+    double res = lim.publishingResolution;
+    if (pi < res) pi = res;
+    if (res > 0 && std::fmod(pi, res) != 0) pi = (std::floor(pi / res) + 1) * res;
+    r.publishingInterval = pi;
+
+    uint32_t k = keepAlive == 0 ? 3 : keepAlive;
+    if (double(k) * pi > lim.maxSubscriptionLifetime) k = ceilDiv(lim.maxSubscriptionLifetime, pi);
+    if (double(k) * pi > lim.maxPublishingInterval) k = ceilDiv(lim.maxPublishingInterval, pi);
+    r.maxKeepAliveCount = k;
+
+    uint32_t l = lifetime;
+    if (double(l) * pi > lim.maxSubscriptionLifetime) l = ceilDiv(lim.maxSubscriptionLifetime, pi);
+    uint64_t threeK = uint64_t(k) * 3;
+    l = threeK > 0xFFFFFFFFu ? 0xFFFFFFFFu : std::max<uint32_t>(l, uint32_t(threeK));
+    if (lim.minSubscriptionLifetime > pi && lim.minSubscriptionLifetime > double(l) * pi)
+        l = ceilDiv(lim.minSubscriptionLifetime, pi);
+    r.lifetimeCount = l;
+
+    uint32_t serverMax = lim.maxNotificationsPerPublish;
+    if (maxNotifications == 0)
+        r.maxNotificationsPerPublish = serverMax;
+    else
+        r.maxNotificationsPerPublish =
+            serverMax == 0 ? maxNotifications : std::min(maxNotifications, serverMax);
+    return r;
+}
+
+Subscription::Subscription(EngineContext& ctx, uint32_t id, uint64_t sessionId,
+                           const RevisedSettings& s, uint8_t priority, bool enabled)
+    : ctx_(ctx),
+      id_(id),
+      sessionId_(sessionId),
+      settings_(s),
+      priority_(priority),
+      publishingEnabled_(enabled),
+      keepAliveCounter_(s.maxKeepAliveCount),  // the first tick yields a message
+      timerExpiry_(ctx.clock.monoMs() + int64_t(s.publishingInterval)),
+      retransmission_(ctx.limits.maxMessageQueueSize) {}
+
+Subscription::~Subscription() {
+    // Staged notifications not yet built go back to their pools.
+    for (size_t i = dataHead_; i < data_.size(); ++i) ctx_.values.release(data_[i].value);
+    for (size_t i = eventHead_; i < events_.size(); ++i)
+        if (events_[i].event) ctx_.releaseEvent(events_[i].event);
+    items_.clear();
+}
+
+void Subscription::modify(const RevisedSettings& s, uint8_t priority) {
+    bool newInterval = s.publishingInterval != settings_.publishingInterval;
+    settings_ = s;
+    priority_ = priority;
+    lifetimeCounter_ = 0;
+    if (newInterval) {
+        timerExpiry_ = ctx_.clock.monoMs() + int64_t(s.publishingInterval);
+        keepAliveCounter_ = 0;
+    }
+}
+
+void Subscription::setPublishingMode(bool enabled) {
+    publishingEnabled_ = enabled;
+    lifetimeCounter_ = 0;
+}
+
+MonitoredItem* Subscription::createItem(uint32_t clientHandle, uint64_t nodeHandle) {
+    uint32_t id;
+    if (!freeIds_.empty()) {
+        id = freeIds_.back();
+        freeIds_.pop_back();
+    } else {
+        items_.emplace_back();
+        id = uint32_t(items_.size());
+    }
+    items_[id - 1] = std::make_unique<MonitoredItem>(*this, id, clientHandle, nodeHandle);
+    ++itemCount_;
+    return items_[id - 1].get();
+}
+
+MonitoredItem* Subscription::item(uint32_t id) const {
+    return id && id <= items_.size() ? items_[id - 1].get() : nullptr;
+}
+
+bool Subscription::deleteItem(uint32_t id) {
+    MonitoredItem* raw = item(id);
+    if (!raw) return false;
+    auto drop = [raw](auto& list) {
+        list.erase(std::remove(list.begin(), list.end(), raw), list.end());
+    };
+    drop(ready_);
+    drop(triggerSources_);
+    drop(publishList_);
+    items_[id - 1].reset();
+    freeIds_.push_back(id);
+    --itemCount_;
+    return true;
+}
+
+void Subscription::itemReady(MonitoredItem* item) {
+    if (item->links()) triggerSources_.push_back(item);
+    if (item->has(MonitoredItem::kInReadyList) || item->has(MonitoredItem::kInPublishList)) return;
+    ready_.push_back(item);
+    item->flags_ |= MonitoredItem::kInReadyList;
+}
+
+void Subscription::moveReadyItems(int64_t now) {
+    lastMoved_.clear();
+    // Triggers first, so that a linked item triggered now moves in this tick.
+    for (MonitoredItem* src : triggerSources_) {
+        if (!src->readyToTrigger()) continue;
+        for (uint32_t linkId : *src->links()) {
+            MonitoredItem* linked = item(linkId);
+            if (!linked || !linked->holdsNotification()) continue;
+            linked->setTriggered();
+            itemReady(linked);
+        }
+        src->clearTriggerFlag();
+    }
+    triggerSources_.clear();
+    size_t keep = 0;
+    for (MonitoredItem* it : ready_) {
+        if (it->isReadyToPublish(now)) {
+            it->flags_ = uint16_t(it->flags_ & ~MonitoredItem::kInReadyList);
+            it->flags_ |= MonitoredItem::kInPublishList;
+            publishList_.push_back(it);
+            lastMoved_.push_back(it->id());
+        } else if (it->holdsNotification()) {
+            ready_[keep++] = it;  // throttled or not reporting: examined again next tick
+        } else {
+            it->flags_ = uint16_t(it->flags_ & ~MonitoredItem::kInReadyList);
+        }
+    }
+    ready_.resize(keep);
+}
+
+TickResult Subscription::tick() {
+    if (transferring || expired_) return expired_ ? TickResult::Expired : TickResult::Idle;
+    int64_t now = ctx_.clock.monoMs();
+    if (now <= timerExpiry_)
+        return waitingForPublish_ ? TickResult::WaitingForPublish : TickResult::Idle;
+    auto pi = int64_t(settings_.publishingInterval);
+    timerExpiry_ += ((now - timerExpiry_) / pi + 1) * pi;  // missed intervals collapse
+    if (waitingForPublish_) {
+        ++lifetimeCounter_;
+        ++latePublishRequests_;
+        if (lifetimeCounter_ >= settings_.lifetimeCount) {
+            expired_ = true;
+            return TickResult::Expired;
+        }
+    }
+    ++keepAliveCounter_;
+    if (publishingEnabled_ && sessionAttached()) {
+        moveReadyItems(now);
+        if (!publishList_.empty()) {
+            waitingForPublish_ = true;
+            return TickResult::NotificationsAvailable;
+        }
+    }
+    if (keepAliveCounter_ >= settings_.maxKeepAliveCount) {
+        waitingForPublish_ = true;
+        return TickResult::NotificationsAvailable;
+    }
+    return TickResult::Idle;
+}
+
+RetainedMessage* Subscription::buildMessage(uint32_t max) {
+    size_t events = events_.size() - eventHead_, data = data_.size() - dataHead_;
+    size_t total = events + data;
+    if (max && total > max) total = max;
+    size_t nEvents = std::min(events, total), nData = total - nEvents;
+    RetainedMessage* m = ctx_.messages.acquire();
+    enc::Arena& arena = m->arena;
+    m->message.sequenceNumber = sequence_.assign();
+    m->message.publishTime = ctx_.clock.utcNow();
+    size_t parts = (nEvents ? 1 : 0) + (nData ? 1 : 0);
+    auto* eos = arena.allocateArray<ua::ExtensionObject>(parts);
+    size_t p = 0;
+    if (nEvents) {  // events first (pipeline spec section 8)
+        auto* list = arena.allocateArray<ua::EventNotificationList>(1);
+        auto* fields = arena.allocateArray<ua::EventFieldList>(nEvents);
+        for (size_t i = 0; i < nEvents; ++i) {
+            StagedEvent& s = events_[eventHead_ + i];
+            fields[i].clientHandle = s.clientHandle;
+            EventCell* e = s.event;
+            size_t nf = e ? e->cells.size() : 0;
+            auto* vars = arena.allocateArray<ua::Variant>(nf);
+            for (size_t f = 0; f < nf; ++f) {
+                ua::DataValue dv{};
+                if (e->cells[f] && ValuePool::materialize(*e->cells[f], arena, dv)) {
+                    vars[f] = dv.value;
+                    maskStatusResult(vars[f], s.item->diagnosticsMask());
+                }
+            }
+            fields[i].eventFields = {int32_t(nf), vars};
+            if (e) ctx_.releaseEvent(e);
+        }
+        list->events = {int32_t(nEvents), fields};
+        eos[p++] = wrap(list);
+        eventHead_ += nEvents;
+    }
+    if (nData) {
+        auto* dcn = arena.allocateArray<ua::DataChangeNotification>(1);
+        auto* items = arena.allocateArray<ua::MonitoredItemNotification>(nData);
+        for (size_t i = 0; i < nData; ++i) {
+            StagedData& s = data_[dataHead_ + i];
+            items[i].clientHandle = s.clientHandle;
+            ValuePool::materialize(*s.value, arena, items[i].value);
+            ctx_.values.release(s.value);
+        }
+        dcn->monitoredItems = {int32_t(nData), items};
+        dcn->diagnosticInfos = {0, nullptr};
+        eos[p++] = wrap(dcn);
+        dataHead_ += nData;
+    }
+    m->message.notificationData = {int32_t(parts), eos};
+    m->notificationCount = uint32_t(total);
+    if (dataHead_ == data_.size()) data_.clear(), dataHead_ = 0;
+    if (eventHead_ == events_.size()) events_.clear(), eventHead_ = 0;
+    return m;
+}
+
+PublishOutcome Subscription::publish() {
+    PublishOutcome out;
+    out.subscriptionId = id_;
+    if (expired_) {
+        out.noMessage = true;
+        return out;
+    }
+    if (transferring) {
+        out.status = UAPLEX_BadSubscriptionIdInvalid;
+        return out;
+    }
+    int64_t now = ctx_.clock.monoMs();
+    bool keepAliveIfNoData = keepAliveCounter_ >= settings_.maxKeepAliveCount;
+    if (retransmission_.hasQueued()) {
+        auto sent = retransmission_.tryDequeueQueued(!publishList_.empty());
+        out.message = std::move(sent.lease);
+        out.available = std::move(sent.available);
+        out.more = sent.more;
+        waitingForPublish_ = out.more;
+        resetCounters();
+        return out;
+    }
+    std::vector<RetainedMessage*> built;
+    if (publishingEnabled_) {
+        uint32_t n = settings_.maxNotificationsPerPublish;
+        uint32_t perItem = n ? 3 * n : 0;
+        uint32_t m = retransmission_.maxMessages();
+        size_t stopAt = m > 2 ? m - 2 : 1;
+        std::vector<MonitoredItem*> left;  // values left: they stay at the front
+        while (!publishList_.empty() && built.size() < stopAt) {
+            MonitoredItem* it = publishList_.front();
+            publishList_.pop_front();
+            if (it->publish(data_, events_, perItem, now))
+                left.push_back(it);
+            else
+                it->flags_ = uint16_t(it->flags_ & ~MonitoredItem::kInPublishList);
+            size_t pending = (data_.size() - dataHead_) + (events_.size() - eventHead_);
+            if (n && pending > n) built.push_back(buildMessage(n));
+        }
+        for (auto r = left.rbegin(); r != left.rend(); ++r) publishList_.push_front(*r);
+        while ((data_.size() - dataHead_) + (events_.size() - eventHead_) > 0)
+            built.push_back(buildMessage(n));
+        if (built.empty() && !keepAliveIfNoData) {
+            waitingForPublish_ = false;  // a false alarm: the request goes back to the head
+            out.noMessage = true;
+            return out;
+        }
+    }
+    if (built.empty()) {
+        if (!keepAliveIfNoData && !publishingEnabled_) {
+            waitingForPublish_ = false;
+            out.noMessage = true;
+            return out;
+        }
+        RetainedMessage* ka = ctx_.messages.acquire();
+        ka->message.sequenceNumber = sequence_.next();  // shown, not consumed
+        ka->message.publishTime = ctx_.clock.utcNow();
+        out.message = MessageLease(ka);
+        ctx_.messages.release(ka);  // the response's lease is the only reference
+        out.available = retransmission_.fillAvailable();
+        out.more = false;
+        waitingForPublish_ = false;
+    } else {
+        auto sent = retransmission_.enqueue(std::move(built));
+        out.message = std::move(sent.lease);
+        out.available = std::move(sent.available);
+        out.more = sent.more;
+        waitingForPublish_ = out.more;
+    }
+    resetCounters();
+    return out;
+}
+
+uaplex_status Subscription::acknowledge(uint32_t seq) {
+    lifetimeCounter_ = 0;  // even for an unknown number
+    return retransmission_.acknowledge(seq);
+}
+
+PublishOutcome Subscription::republish(uint32_t seq) {
+    PublishOutcome out;
+    out.subscriptionId = id_;
+    lifetimeCounter_ = 0;
+    out.message = retransmission_.findForRepublish(seq);
+    if (!out.message) out.status = UAPLEX_BadMessageNotAvailable;
+    return out;
+}
+
+PublishOutcome Subscription::statusMessage(uaplex_status status) {
+    PublishOutcome out;
+    out.subscriptionId = id_;
+    RetainedMessage* m = ctx_.messages.acquire();
+    m->message.sequenceNumber = sequence_.assign();
+    m->message.publishTime = ctx_.clock.utcNow();
+    auto* sc = m->arena.allocateArray<ua::StatusChangeNotification>(1);
+    sc->status = status;
+    auto* eo = m->arena.allocateArray<ua::ExtensionObject>(1);
+    *eo = wrap(sc);
+    m->message.notificationData = {1, eo};
+    out.message = MessageLease(m);
+    ctx_.messages.release(m);
+    return out;
+}
+
+}  // namespace uaplex::subscription

@@ -1,0 +1,159 @@
+// A Subscription and its publish engine (Part 4 5.13.1-5.13.3; pipeline spec section 8).
+// A publishing cycle examines only the ready list (items that turned ready since the last
+// tick), so its cost is O(items with something to report), not O(items).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "subscription/clock.hpp"
+#include "subscription/monitored_item.hpp"
+#include "subscription/retransmission_queue.hpp"
+
+namespace uaplex::subscription {
+
+// Server limits (defaults from the spec; ServerCapabilities advertise them).
+struct SubscriptionLimits {
+    double minPublishingInterval = 100;
+    double maxPublishingInterval = 3600000;
+    uint32_t publishingResolution = 100;
+    double maxSubscriptionLifetime = 3600000;
+    double minSubscriptionLifetime = 10000;
+    uint32_t maxNotificationsPerPublish = 100;  // 0 = unlimited
+    uint32_t maxMessageQueueSize = 10;
+    uint32_t maxNotificationQueueSize = 100;  // data items
+    uint32_t maxEventQueueSize = 10000;
+    uint32_t maxSubscriptionCount = 100;
+    uint32_t maxPublishRequestCount = 20;  // per session
+    uint32_t maxMonitoredItemCount = 0;    // 0 = unlimited
+    double minSamplingInterval = 0;
+    double maxSamplingInterval = 3600000;
+};
+
+struct RevisedSettings {
+    double publishingInterval;
+    uint32_t lifetimeCount, maxKeepAliveCount, maxNotificationsPerPublish;
+};
+RevisedSettings reviseSettings(const SubscriptionLimits& limits, double publishingInterval,
+                               uint32_t lifetimeCount, uint32_t maxKeepAliveCount,
+                               uint32_t maxNotificationsPerPublish);
+
+// What every subscription of a server shares: clock, pools, limits.
+struct EngineContext {
+    const Clock& clock;
+    SubscriptionLimits limits;
+    ValuePool values;
+    MessagePool messages;
+    explicit EngineContext(const Clock& c, SubscriptionLimits l = {}) : clock(c), limits(l) {}
+    void releaseEvent(EventCell* e) {
+        for (ValueCell* c : e->cells) values.release(c);
+        delete e;
+    }
+};
+
+enum class TickResult { Idle, WaitingForPublish, NotificationsAvailable, Expired };
+
+// One Publish (or Republish) outcome: the message is a lease (retained messages are shared
+// with the retransmission queue; keep-alives and status messages belong to it alone).
+struct PublishOutcome {
+    uaplex_status status = UAPLEX_Good;
+    bool noMessage = false;  // false alarm: requeue the request at the head
+    uint32_t subscriptionId = 0;
+    MessageLease message;
+    std::vector<uint32_t> available;
+    bool more = false;
+};
+
+class Subscription {
+  public:
+    Subscription(EngineContext& ctx, uint32_t id, uint64_t sessionId, const RevisedSettings& s,
+                 uint8_t priority, bool publishingEnabled);
+    ~Subscription();
+    Subscription(const Subscription&) = delete;
+    Subscription& operator=(const Subscription&) = delete;
+
+    uint32_t id() const { return id_; }
+    uint64_t sessionId() const { return sessionId_; }
+    void setSession(uint64_t s) { sessionId_ = s; }
+    bool sessionAttached() const { return sessionId_ != 0; }
+    uint8_t priority() const { return priority_; }
+    const RevisedSettings& settings() const { return settings_; }
+    bool publishingEnabled() const { return publishingEnabled_; }
+    bool waitingForPublish() const { return waitingForPublish_; }
+    uint32_t keepAliveCounter() const { return keepAliveCounter_; }
+    uint32_t lifetimeCounter() const { return lifetimeCounter_; }
+    uint64_t latePublishRequestCount() const { return latePublishRequests_; }
+    uint64_t monitoringQueueOverflowCount() const { return queueOverflows_; }
+    bool expired() const { return expired_; }
+    bool transferring = false;
+
+    void modify(const RevisedSettings& s, uint8_t priority);
+    void setPublishingMode(bool enabled);
+    TickResult tick();
+    PublishOutcome publish();
+    // Good, BadSequenceNumberUnknown or BadSequenceNumberInvalid; resets the lifetime counter.
+    uaplex_status acknowledge(uint32_t sequenceNumber);
+    PublishOutcome republish(uint32_t sequenceNumber);
+    // A StatusChangeNotification message with its own sequence number (expiry, transfer).
+    PublishOutcome statusMessage(uaplex_status status);
+    std::vector<uint32_t> availableSequenceNumbers() const {
+        return retransmission_.availableForTransfer();
+    }
+    SequenceNumbers& sequenceNumbers() { return sequence_; }
+
+    // Items.
+    MonitoredItem* createItem(uint32_t clientHandle, uint64_t nodeHandle);
+    MonitoredItem* item(uint32_t id) const;
+    bool deleteItem(uint32_t id);
+    size_t itemCount() const { return itemCount_; }
+    template <typename F>
+    void forEachItem(F&& f) const {
+        for (auto& it : items_)
+            if (it) f(*it);
+    }
+    void itemReady(MonitoredItem* item);
+    void countQueueOverflow() { ++queueOverflows_; }
+    EngineContext& context() { return ctx_; }
+    // The items moved to the publish list by the last tick (tests compare with a full scan).
+    const std::vector<uint32_t>& lastMoved() const { return lastMoved_; }
+    size_t readyListSize() const { return ready_.size(); }
+
+  private:
+    void moveReadyItems(int64_t now);
+    RetainedMessage* buildMessage(uint32_t max);
+    void resetCounters() {
+        keepAliveCounter_ = 0;
+        lifetimeCounter_ = 0;
+    }
+
+    EngineContext& ctx_;
+    uint32_t id_;
+    uint64_t sessionId_;
+    RevisedSettings settings_;
+    uint8_t priority_;
+    bool publishingEnabled_;
+    bool waitingForPublish_ = false;
+    bool expired_ = false;
+    uint32_t keepAliveCounter_;
+    uint32_t lifetimeCounter_ = 0;
+    int64_t timerExpiry_;
+    uint64_t latePublishRequests_ = 0, queueOverflows_ = 0;
+    SequenceNumbers sequence_;
+    RetransmissionQueue retransmission_;
+    // Items by id - 1: 8 bytes per item instead of a hash node; freed ids are reused.
+    std::vector<std::unique_ptr<MonitoredItem>> items_;
+    std::vector<uint32_t> freeIds_;
+    size_t itemCount_ = 0;
+    std::vector<MonitoredItem*> ready_;           // duplicate-free, insertion order
+    std::vector<MonitoredItem*> triggerSources_;  // items with links that got a value
+    std::deque<MonitoredItem*> publishList_;
+    std::vector<StagedData> data_;  // reused every cycle
+    std::vector<StagedEvent> events_;
+    size_t dataHead_ = 0, eventHead_ = 0;
+    std::vector<uint32_t> lastMoved_;
+};
+
+}  // namespace uaplex::subscription

@@ -1,0 +1,686 @@
+#include "subscription/subscription_manager.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+namespace uaplex::subscription {
+
+namespace {
+
+constexpr uint32_t kEventNotifierAttribute = 12;
+
+template <typename T>
+ua::Array<T> arrayOf(enc::Arena& arena, size_t n) {
+    return {int32_t(n), n ? arena.allocateArray<T>(n) : nullptr};
+}
+
+uint32_t nextId(uint32_t& counter) {
+    uint32_t id = counter;
+    counter = counter == 0xFFFFFFFFu ? 1 : counter + 1;
+    return id;
+}
+
+}  // namespace
+
+SubscriptionManager::SubscriptionManager(const Clock& clock, SubscriptionLimits limits,
+                                         NodeValueSource& source, PublishSink& sink)
+    : ctx_(clock, limits), source_(source), sink_(sink) {
+    queueParams_.hdr = UAPLEX_HEADER_INIT(uaplex_mi_queue_params, UAPLEX_STYPE_MI_QUEUE_PARAMS);
+    queueParams_.user = &ctx_;
+    queueParams_.release_value = [](void* u, uaplex_datavalue* v) -> uaplex_status {
+        static_cast<EngineContext*>(u)->values.release(ValueCell::of(v));
+        return UAPLEX_Good;
+    };
+    queueParams_.release_event = [](void* u, uaplex_event_entry* e) -> uaplex_status {
+        static_cast<EngineContext*>(u)->releaseEvent(EventCell::of(e));
+        return UAPLEX_Good;
+    };
+    nextSubscriptionId_ = std::random_device{}() | 1u;  // ids over a random seed
+}
+
+SubscriptionManager::~SubscriptionManager() {
+    subs_.clear();  // items (and their plugin queues) go before the pools
+}
+
+SubscriptionManager::SubState* SubscriptionManager::state(uint32_t id) {
+    auto it = subs_.find(id);
+    return it == subs_.end() ? nullptr : &it->second;
+}
+
+Subscription* SubscriptionManager::find(uint32_t id) const {
+    auto it = subs_.find(id);
+    return it == subs_.end() ? nullptr : it->second.sub.get();
+}
+
+SubscriptionManager::Session* SubscriptionManager::session(uint64_t id) {
+    auto it = sessions_.find(id);
+    return it == sessions_.end() ? nullptr : &it->second;
+}
+
+// --- Subscription services -------------------------------------------------------------
+
+uaplex_status SubscriptionManager::createSubscription(uint64_t sessionId,
+                                                      const ua::CreateSubscriptionRequest& req,
+                                                      ua::CreateSubscriptionResponse& resp) {
+    if (subs_.size() >= ctx_.limits.maxSubscriptionCount) return UAPLEX_BadTooManySubscriptions;
+    RevisedSettings r =
+        reviseSettings(ctx_.limits, req.requestedPublishingInterval, req.requestedLifetimeCount,
+                       req.requestedMaxKeepAliveCount, req.maxNotificationsPerPublish);
+    uint32_t id = nextId(nextSubscriptionId_);
+    while (subs_.count(id)) id = nextId(nextSubscriptionId_);
+    SubState& st = subs_[id];
+    st.sub =
+        std::make_unique<Subscription>(ctx_, id, sessionId, r, req.priority, req.publishingEnabled);
+    sessions_[sessionId].subs.push_back(id);  // the session's Publish queue starts here
+    resp.subscriptionId = id;
+    resp.revisedPublishingInterval = r.publishingInterval;
+    resp.revisedLifetimeCount = r.lifetimeCount;
+    resp.revisedMaxKeepAliveCount = r.maxKeepAliveCount;
+    return UAPLEX_Good;
+}
+
+uaplex_status SubscriptionManager::modifySubscription(uint64_t sessionId,
+                                                      const ua::ModifySubscriptionRequest& req,
+                                                      ua::ModifySubscriptionResponse& resp) {
+    SubState* st = state(req.subscriptionId);
+    if (!st || st->sub->sessionId() != sessionId) return UAPLEX_BadSubscriptionIdInvalid;
+    RevisedSettings r =
+        reviseSettings(ctx_.limits, req.requestedPublishingInterval, req.requestedLifetimeCount,
+                       req.requestedMaxKeepAliveCount, req.maxNotificationsPerPublish);
+    st->sub->modify(r, req.priority);
+    resp.revisedPublishingInterval = r.publishingInterval;
+    resp.revisedLifetimeCount = r.lifetimeCount;
+    resp.revisedMaxKeepAliveCount = r.maxKeepAliveCount;
+    return UAPLEX_Good;
+}
+
+uaplex_status SubscriptionManager::setPublishingMode(uint64_t sessionId,
+                                                     const ua::SetPublishingModeRequest& req,
+                                                     ua::SetPublishingModeResponse& resp,
+                                                     enc::Arena& arena) {
+    if (req.subscriptionIds.size() == 0) return UAPLEX_BadNothingToDo;
+    resp.results = arrayOf<ua::StatusCode>(arena, req.subscriptionIds.size());
+    for (size_t i = 0; i < req.subscriptionIds.size(); ++i) {
+        SubState* st = state(req.subscriptionIds[i]);
+        if (!st || st->sub->sessionId() != sessionId) {
+            resp.results[i] = UAPLEX_BadSubscriptionIdInvalid;
+            continue;
+        }
+        st->sub->setPublishingMode(req.publishingEnabled);
+        resp.results[i] = UAPLEX_Good;
+    }
+    return UAPLEX_Good;
+}
+
+void SubscriptionManager::complete(Parked& p, uaplex_status status, PublishOutcome&& o) {
+    sink_.complete(p.ref.requestId, status, std::move(o), std::move(p.acks));
+}
+
+SubscriptionManager::SubState* SubscriptionManager::chooseReady(Session& s) {
+    SubState* best = nullptr;
+    for (uint32_t id : s.subs) {
+        SubState* st = state(id);
+        if (!st || !st->ready || st->publishing) continue;
+        // Highest priority first, then the one ready longest.
+        if (!best || st->sub->priority() > best->sub->priority() ||
+            (st->sub->priority() == best->sub->priority() && st->readyAt < best->readyAt))
+            best = st;
+    }
+    return best;
+}
+
+void SubscriptionManager::publish(uint64_t sessionId, const PublishRequestRef& ref,
+                                  const ua::PublishRequest& req) {
+    Parked p{ref, {}};
+    Session* s = session(sessionId);
+    if (!s) {  // no Publish queue: a kept quirk of the reference server
+        complete(p, subs_.empty() ? UAPLEX_BadNoSubscription : UAPLEX_BadSessionClosed);
+        return;
+    }
+    p.acks.reserve(req.subscriptionAcknowledgements.size());
+    for (auto& a : req.subscriptionAcknowledgements) {
+        SubState* st = state(a.subscriptionId);
+        if (!st || st->sub->sessionId() != sessionId)
+            p.acks.push_back(UAPLEX_BadSubscriptionIdInvalid);
+        else
+            p.acks.push_back(st->sub->acknowledge(a.sequenceNumber));
+    }
+    if (!s->statusMessages.empty()) {
+        PublishOutcome o = std::move(s->statusMessages.front());
+        s->statusMessages.pop_front();
+        complete(p, UAPLEX_Good, std::move(o));
+        return;
+    }
+    if (s->subs.empty()) {
+        complete(p, UAPLEX_BadNoSubscription);
+        return;
+    }
+    if (s->requests.size() >= ctx_.limits.maxPublishRequestCount) {
+        complete(p, UAPLEX_BadTooManyPublishRequests);  // the new one, as the reference does
+        return;
+    }
+    s->requests.push_back(std::move(p));
+    assign(sessionId, *s);
+    for (const Parked& q : s->requests)
+        if (q.ref.requestId == ref.requestId) sink_.parked(ref.requestId);
+}
+
+void SubscriptionManager::assign(uint64_t sessionId, Session& s) {
+    int64_t now = ctx_.clock.monoMs();
+    while (!s.requests.empty()) {
+        SubState* st = chooseReady(s);
+        if (!st) return;
+        Parked p = std::move(s.requests.front());
+        s.requests.pop_front();
+        if (!sink_.channelValid(sessionId, p.ref.channelId)) {
+            complete(p, UAPLEX_BadSecureChannelIdInvalid);
+            continue;
+        }
+        st->publishing = true;
+        PublishOutcome o = st->sub->publish();
+        st->publishing = false;
+        if (o.noMessage) {  // a false alarm: the request goes back to the head
+            st->ready = false;
+            s.requests.push_front(std::move(p));
+            continue;
+        }
+        st->ready = o.more;
+        st->readyAt = now;
+        if (o.status != UAPLEX_Good)
+            complete(p, o.status);
+        else
+            complete(p, UAPLEX_Good, std::move(o));
+    }
+}
+
+uaplex_status SubscriptionManager::republish(uint64_t sessionId, const ua::RepublishRequest& req,
+                                             PublishOutcome& outcome) {
+    SubState* st = state(req.subscriptionId);
+    if (!st || st->sub->sessionId() != sessionId) return UAPLEX_BadSubscriptionIdInvalid;
+    outcome = st->sub->republish(req.retransmitSequenceNumber);
+    return outcome.status;
+}
+
+void SubscriptionManager::removeSubscription(uint32_t id, bool failQueuedIfEmpty) {
+    SubState* st = state(id);
+    if (!st) return;
+    uint64_t sessionId = st->sub->sessionId();
+    dropItemsOf(*st->sub);
+    subs_.erase(id);
+    Session* s = session(sessionId);
+    if (!s) return;
+    s->subs.erase(std::remove(s->subs.begin(), s->subs.end(), id), s->subs.end());
+    if (failQueuedIfEmpty && s->subs.empty()) {
+        while (!s->requests.empty()) {
+            Parked p = std::move(s->requests.front());
+            s->requests.pop_front();
+            complete(p, UAPLEX_BadNoSubscription);
+        }
+    }
+}
+
+uaplex_status SubscriptionManager::deleteSubscriptions(uint64_t sessionId,
+                                                       const ua::DeleteSubscriptionsRequest& req,
+                                                       ua::DeleteSubscriptionsResponse& resp,
+                                                       enc::Arena& arena) {
+    if (req.subscriptionIds.size() == 0) return UAPLEX_BadNothingToDo;
+    resp.results = arrayOf<ua::StatusCode>(arena, req.subscriptionIds.size());
+    for (size_t i = 0; i < req.subscriptionIds.size(); ++i) {
+        SubState* st = state(req.subscriptionIds[i]);
+        if (!st || st->sub->sessionId() != sessionId) {
+            resp.results[i] = UAPLEX_BadSubscriptionIdInvalid;
+            continue;
+        }
+        removeSubscription(req.subscriptionIds[i], true);
+        resp.results[i] = UAPLEX_Good;
+    }
+    return UAPLEX_Good;
+}
+
+void SubscriptionManager::deliverStatus(uint64_t sessionId, PublishOutcome&& status, bool newest) {
+    Session* s = session(sessionId);
+    if (!s) return;
+    if (newest && !s->requests.empty()) {  // the newest waiting Publish takes it
+        Parked p = std::move(s->requests.back());
+        s->requests.pop_back();
+        complete(p, UAPLEX_Good, std::move(status));
+        return;
+    }
+    s->statusMessages.push_back(std::move(status));
+}
+
+uaplex_status SubscriptionManager::transferSubscriptions(
+    uint64_t sessionId, const ua::TransferSubscriptionsRequest& req,
+    ua::TransferSubscriptionsResponse& resp, enc::Arena& arena) {
+    if (req.subscriptionIds.size() == 0) return UAPLEX_BadNothingToDo;
+    resp.results = arrayOf<ua::TransferResult>(arena, req.subscriptionIds.size());
+    for (size_t i = 0; i < req.subscriptionIds.size(); ++i) {
+        ua::TransferResult& r = resp.results[i];
+        SubState* st = state(req.subscriptionIds[i]);
+        if (!st) {
+            r.statusCode = UAPLEX_BadSubscriptionIdInvalid;
+            continue;
+        }
+        Subscription& sub = *st->sub;
+        uint64_t old = sub.sessionId();
+        if (old != sessionId) {
+            if (Session* os = session(old)) {
+                os->subs.erase(std::remove(os->subs.begin(), os->subs.end(), sub.id()),
+                               os->subs.end());
+                deliverStatus(old, sub.statusMessage(UAPLEX_GoodSubscriptionTransferred), true);
+            }
+            sub.setSession(sessionId);
+            sessions_[sessionId].subs.push_back(sub.id());
+        }
+        if (req.sendInitialValues) sub.forEachItem([](MonitoredItem& it) { it.requestResend(); });
+        auto seqs = sub.availableSequenceNumbers();
+        r.availableSequenceNumbers = arrayOf<ua::UInt32>(arena, seqs.size());
+        std::copy(seqs.begin(), seqs.end(), r.availableSequenceNumbers.data);
+        r.statusCode = UAPLEX_Good;
+    }
+    return UAPLEX_Good;
+}
+
+// --- MonitoredItem services --------------------------------------------------------------
+
+void SubscriptionManager::indexItem(MonitoredItem* it) {
+    if (it->isEventItem()) return;
+    it->setPolled(!source_.reportsChanges(it->nodeHandle()));
+    std::vector<MonitoredItem*>* list;
+    if (it->polled()) {
+        int64_t si = std::max<int64_t>(it->samplingInterval(), ctx_.limits.publishingResolution);
+        SamplingGroup& g = groups_[si];
+        if (g.items.empty()) g.next = ctx_.clock.monoMs() + si;
+        list = &g.items;
+    } else {
+        list = &byNode_[it->nodeHandle()];
+    }
+    it->indexSlot = uint32_t(list->size());
+    list->push_back(it);
+}
+
+void SubscriptionManager::unindexItem(MonitoredItem* it) {
+    if (it->isEventItem()) return;
+    std::vector<MonitoredItem*>* list = nullptr;
+    if (it->polled()) {
+        int64_t si = std::max<int64_t>(it->samplingInterval(), ctx_.limits.publishingResolution);
+        auto g = groups_.find(si);
+        if (g != groups_.end()) list = &g->second.items;
+    } else {
+        auto n = byNode_.find(it->nodeHandle());
+        if (n != byNode_.end()) list = &n->second;
+    }
+    if (!list || it->indexSlot >= list->size() || (*list)[it->indexSlot] != it) return;
+    (*list)[it->indexSlot] = list->back();  // swap-remove: O(1)
+    (*list)[it->indexSlot]->indexSlot = it->indexSlot;
+    list->pop_back();
+    if (list->empty()) {
+        if (it->polled())
+            groups_.erase(
+                std::max<int64_t>(it->samplingInterval(), ctx_.limits.publishingResolution));
+        else
+            byNode_.erase(it->nodeHandle());
+    }
+}
+
+void SubscriptionManager::dropItemsOf(Subscription& s) {
+    s.forEachItem([this](MonitoredItem& it) { unindexItem(&it); });
+    itemCount_ -= s.itemCount();
+}
+
+void SubscriptionManager::sampleInitial(MonitoredItem& it) {
+    if (it.isEventItem() || it.mode() == ua::MonitoringMode::Disabled) return;
+    scratch_.reset();
+    ua::DataValue dv{};
+    uaplex_status st = source_.read(it.nodeHandle(), scratch_, dv);
+    it.queueValue(dv, st, ctx_.clock.monoMs());
+}
+
+uaplex_status SubscriptionManager::applyParameters(Subscription& s, MonitoredItem& it,
+                                                   const ua::MonitoringParameters& p, bool creating,
+                                                   double* revisedInterval,
+                                                   uint32_t* revisedQueue) {
+    const auto& lim = ctx_.limits;
+    // The filter first: a refused filter changes nothing.
+    DataChangeFilterSpec filter;
+    const ua::ExtensionObject& f = p.filter;
+    bool hasFilter = f.encoding != UAPLEX_EXTENSIONOBJECT_NOBODY || f.object != nullptr;
+    if (hasFilter) {
+        if (it.isEventItem()) {
+            if (f.data_type != enc::dataTypeOf<ua::EventFilter>())
+                return UAPLEX_BadEventFilterInvalid;
+        } else {
+            if (f.data_type != enc::dataTypeOf<ua::DataChangeFilter>() || !f.object)
+                return UAPLEX_BadMonitoredItemFilterUnsupported;
+            auto* dcf = static_cast<const ua::DataChangeFilter*>(f.object);
+            if (int32_t(dcf->trigger) < 0 || int32_t(dcf->trigger) > 2 || dcf->deadbandType > 2)
+                return UAPLEX_BadDeadbandFilterInvalid;
+            filter.trigger = dcf->trigger;
+            filter.deadbandType = ua::DeadbandType(dcf->deadbandType);
+            filter.deadbandValue = dcf->deadbandValue;
+            if (filter.deadbandType == ua::DeadbandType::Percent) {
+                if (dcf->deadbandValue < 0 || dcf->deadbandValue > 100)
+                    return UAPLEX_BadDeadbandFilterInvalid;
+                uaplex_status st = source_.euRange(it.nodeHandle(), &filter.euLow, &filter.euHigh);
+                if (st != UAPLEX_Good) return st;
+            }
+        }
+    }
+    it.setClientHandle(p.clientHandle);
+    double si = p.samplingInterval;
+    if (std::isnan(si) || si < 0) si = s.settings().publishingInterval;  // -1: the PI
+    if (si > 0 && si < lim.minSamplingInterval) si = lim.minSamplingInterval;
+    if (si > lim.maxSamplingInterval) si = lim.maxSamplingInterval;
+    si = std::floor(si);  // whole ms
+    if (creating || int64_t(si) != it.samplingInterval()) {
+        if (!creating) unindexItem(&it);
+        it.setSamplingInterval(int64_t(si), ctx_.clock.monoMs());
+        if (!creating) indexItem(&it);
+    }
+    *revisedInterval = si;
+    if (!it.isEventItem()) it.setFilter(filter);
+
+    uint32_t size = p.queueSize;
+    if (it.isEventItem()) {
+        size = size == 0 ? 1000 : std::min(size, lim.maxEventQueueSize);
+        std::unique_ptr<EventQueueHandler> eq;
+        if (creating) {
+            void* q = nullptr;
+            const uaplex_event_queue_ops* ops = nullptr;
+            if (!factoryOps_ ||
+                factoryOps_->create_event_queue(factory_, 0, it.id(), &q, &ops) != UAPLEX_Good)
+                return UAPLEX_BadInternalError;
+            eq = std::make_unique<EventQueueHandler>(q, ops);
+        }
+        it.setQueue(size, p.discardOldest, nullptr, std::move(eq));
+    } else {
+        size = size == 0 ? 1 : std::min(size, lim.maxNotificationQueueSize);
+        std::unique_ptr<DataChangeQueueHandler> dq;
+        if (size > 1 && !it.hasDataQueue()) {
+            void* q = nullptr;
+            const uaplex_data_change_queue_ops* ops = nullptr;
+            if (factoryOps_ && factoryOps_->create_data_change_queue(factory_, 0, it.id(), &q,
+                                                                     &ops) == UAPLEX_Good)
+                dq = std::make_unique<DataChangeQueueHandler>(q, ops, ctx_.values);
+            else
+                size = 1;  // without a factory an item keeps its last value only
+        }
+        it.setQueue(size, p.discardOldest, std::move(dq), nullptr);
+    }
+    *revisedQueue = size;
+    return UAPLEX_Good;
+}
+
+uaplex_status SubscriptionManager::createItem(Subscription& s, ua::TimestampsToReturn ts,
+                                              const ua::MonitoredItemCreateRequest& r,
+                                              ua::MonitoredItemCreateResult& out) {
+    if (ctx_.limits.maxMonitoredItemCount && itemCount_ >= ctx_.limits.maxMonitoredItemCount)
+        return UAPLEX_BadTooManyMonitoredItems;
+    if (int32_t(r.monitoringMode) < 0 || int32_t(r.monitoringMode) > 2)
+        return UAPLEX_BadMonitoringModeInvalid;
+    uint64_t handle = 0;
+    uaplex_status st = source_.resolve(r.itemToMonitor, &handle);
+    if (st != UAPLEX_Good) return st;
+    MonitoredItem* it = s.createItem(r.requestedParameters.clientHandle, handle);
+    if (r.itemToMonitor.attributeId == kEventNotifierAttribute) it->markEventItem();
+    it->setTimestamps(ts);
+    double si = 0;
+    uint32_t q = 0;
+    st = applyParameters(s, *it, r.requestedParameters, true, &si, &q);
+    if (st != UAPLEX_Good) {
+        s.deleteItem(it->id());
+        return st;
+    }
+    it->setMode(r.monitoringMode, ctx_.clock.monoMs());
+    indexItem(it);
+    ++itemCount_;
+    sampleInitial(*it);
+    out.monitoredItemId = it->id();
+    out.revisedSamplingInterval = si;
+    out.revisedQueueSize = q;
+    return UAPLEX_Good;
+}
+
+uaplex_status SubscriptionManager::createMonitoredItems(uint64_t sessionId,
+                                                        const ua::CreateMonitoredItemsRequest& req,
+                                                        ua::CreateMonitoredItemsResponse& resp,
+                                                        enc::Arena& arena) {
+    SubState* st = state(req.subscriptionId);
+    if (!st || st->sub->sessionId() != sessionId) return UAPLEX_BadSubscriptionIdInvalid;
+    if (int32_t(req.timestampsToReturn) < 0 || int32_t(req.timestampsToReturn) > 3)
+        return UAPLEX_BadTimestampsToReturnInvalid;
+    if (req.itemsToCreate.size() == 0) return UAPLEX_BadNothingToDo;
+    resp.results = arrayOf<ua::MonitoredItemCreateResult>(arena, req.itemsToCreate.size());
+    for (size_t i = 0; i < req.itemsToCreate.size(); ++i)
+        resp.results[i].statusCode =
+            createItem(*st->sub, req.timestampsToReturn, req.itemsToCreate[i], resp.results[i]);
+    // Event items keep the operation-level diagnostics bits for their StatusResult fields.
+    if (uint32_t mask = req.requestHeader.returnDiagnostics & 0x3E0)
+        for (size_t i = 0; i < req.itemsToCreate.size(); ++i)
+            if (MonitoredItem* it = st->sub->item(resp.results[i].monitoredItemId);
+                it && it->isEventItem() && resp.results[i].statusCode == UAPLEX_Good)
+                it->setDiagnosticsMask(mask);
+    return UAPLEX_Good;
+}
+
+uaplex_status SubscriptionManager::modifyMonitoredItems(uint64_t sessionId,
+                                                        const ua::ModifyMonitoredItemsRequest& req,
+                                                        ua::ModifyMonitoredItemsResponse& resp,
+                                                        enc::Arena& arena) {
+    SubState* st = state(req.subscriptionId);
+    if (!st || st->sub->sessionId() != sessionId) return UAPLEX_BadSubscriptionIdInvalid;
+    if (int32_t(req.timestampsToReturn) < 0 || int32_t(req.timestampsToReturn) > 3)
+        return UAPLEX_BadTimestampsToReturnInvalid;
+    if (req.itemsToModify.size() == 0) return UAPLEX_BadNothingToDo;
+    resp.results = arrayOf<ua::MonitoredItemModifyResult>(arena, req.itemsToModify.size());
+    for (size_t i = 0; i < req.itemsToModify.size(); ++i) {
+        auto& r = resp.results[i];
+        MonitoredItem* it = st->sub->item(req.itemsToModify[i].monitoredItemId);
+        if (!it) {
+            r.statusCode = UAPLEX_BadMonitoredItemIdInvalid;
+            continue;
+        }
+        it->setTimestamps(req.timestampsToReturn);
+        r.statusCode = applyParameters(*st->sub, *it, req.itemsToModify[i].requestedParameters,
+                                       false, &r.revisedSamplingInterval, &r.revisedQueueSize);
+    }
+    return UAPLEX_Good;
+}
+
+uaplex_status SubscriptionManager::setMonitoringMode(uint64_t sessionId,
+                                                     const ua::SetMonitoringModeRequest& req,
+                                                     ua::SetMonitoringModeResponse& resp,
+                                                     enc::Arena& arena) {
+    SubState* st = state(req.subscriptionId);
+    if (!st || st->sub->sessionId() != sessionId) return UAPLEX_BadSubscriptionIdInvalid;
+    if (int32_t(req.monitoringMode) < 0 || int32_t(req.monitoringMode) > 2)
+        return UAPLEX_BadMonitoringModeInvalid;
+    if (req.monitoredItemIds.size() == 0) return UAPLEX_BadNothingToDo;
+    resp.results = arrayOf<ua::StatusCode>(arena, req.monitoredItemIds.size());
+    for (size_t i = 0; i < req.monitoredItemIds.size(); ++i) {
+        MonitoredItem* it = st->sub->item(req.monitoredItemIds[i]);
+        if (!it) {
+            resp.results[i] = UAPLEX_BadMonitoredItemIdInvalid;
+            continue;
+        }
+        bool wasDisabled = it->mode() == ua::MonitoringMode::Disabled;
+        it->setMode(req.monitoringMode, ctx_.clock.monoMs());
+        if (wasDisabled) sampleInitial(*it);  // a pushed item would otherwise wait for a change
+        resp.results[i] = UAPLEX_Good;
+    }
+    return UAPLEX_Good;
+}
+
+uaplex_status SubscriptionManager::setTriggering(uint64_t sessionId,
+                                                 const ua::SetTriggeringRequest& req,
+                                                 ua::SetTriggeringResponse& resp,
+                                                 enc::Arena& arena) {
+    SubState* st = state(req.subscriptionId);
+    if (!st || st->sub->sessionId() != sessionId) return UAPLEX_BadSubscriptionIdInvalid;
+    if (req.linksToAdd.size() == 0 && req.linksToRemove.size() == 0) return UAPLEX_BadNothingToDo;
+    MonitoredItem* trigger = st->sub->item(req.triggeringItemId);
+    if (!trigger) return UAPLEX_BadMonitoredItemIdInvalid;
+    resp.removeResults = arrayOf<ua::StatusCode>(arena, req.linksToRemove.size());
+    for (size_t i = 0; i < req.linksToRemove.size(); ++i) {
+        auto* links = trigger->links();
+        auto pos = links ? std::find(links->begin(), links->end(), req.linksToRemove[i])
+                         : std::vector<uint32_t>::iterator{};
+        if (!links || pos == links->end()) {
+            resp.removeResults[i] = UAPLEX_BadMonitoredItemIdInvalid;
+            continue;
+        }
+        links->erase(pos);
+        resp.removeResults[i] = UAPLEX_Good;
+    }
+    resp.addResults = arrayOf<ua::StatusCode>(arena, req.linksToAdd.size());
+    for (size_t i = 0; i < req.linksToAdd.size(); ++i) {
+        uint32_t id = req.linksToAdd[i];
+        if (!st->sub->item(id)) {
+            resp.addResults[i] = UAPLEX_BadMonitoredItemIdInvalid;
+            continue;
+        }
+        auto& links = trigger->mutableLinks();
+        if (std::find(links.begin(), links.end(), id) == links.end()) links.push_back(id);
+        resp.addResults[i] = UAPLEX_Good;
+    }
+    return UAPLEX_Good;
+}
+
+uaplex_status SubscriptionManager::deleteMonitoredItems(uint64_t sessionId,
+                                                        const ua::DeleteMonitoredItemsRequest& req,
+                                                        ua::DeleteMonitoredItemsResponse& resp,
+                                                        enc::Arena& arena) {
+    SubState* st = state(req.subscriptionId);
+    if (!st || st->sub->sessionId() != sessionId) return UAPLEX_BadSubscriptionIdInvalid;
+    if (req.monitoredItemIds.size() == 0) return UAPLEX_BadNothingToDo;
+    resp.results = arrayOf<ua::StatusCode>(arena, req.monitoredItemIds.size());
+    for (size_t i = 0; i < req.monitoredItemIds.size(); ++i) {
+        MonitoredItem* it = st->sub->item(req.monitoredItemIds[i]);
+        if (!it) {
+            resp.results[i] = UAPLEX_BadMonitoredItemIdInvalid;
+            continue;
+        }
+        unindexItem(it);
+        st->sub->deleteItem(it->id());
+        --itemCount_;
+        resp.results[i] = UAPLEX_Good;
+    }
+    return UAPLEX_Good;
+}
+
+// --- Session and server events ---------------------------------------------------------
+
+void SubscriptionManager::closeSession(uint64_t sessionId, bool deleteSubscriptions) {
+    Session* s = session(sessionId);
+    if (!s) return;
+    while (!s->requests.empty()) {
+        Parked p = std::move(s->requests.front());
+        s->requests.pop_front();
+        complete(p, UAPLEX_BadSessionClosed);
+    }
+    std::vector<uint32_t> ids = s->subs;
+    for (uint32_t id : ids) {
+        if (deleteSubscriptions) {
+            removeSubscription(id, false);
+        } else if (SubState* st = state(id)) {
+            st->sub->setSession(0);  // abandoned: ticks until it expires
+            st->ready = false;
+        }
+    }
+    sessions_.erase(sessionId);  // pending status messages go with it
+}
+
+void SubscriptionManager::stop() {
+    for (auto& [id, s] : sessions_) {
+        while (!s.requests.empty()) {
+            Parked p = std::move(s.requests.front());
+            s.requests.pop_front();
+            complete(p, UAPLEX_BadServerHalted);
+        }
+    }
+}
+
+bool SubscriptionManager::cancelPublish(uint64_t requestId, uaplex_status status) {
+    for (auto& [id, s] : sessions_) {
+        for (auto it = s.requests.begin(); it != s.requests.end(); ++it) {
+            if (it->ref.requestId != requestId) continue;
+            Parked p = std::move(*it);
+            s.requests.erase(it);
+            complete(p, status);
+            return true;
+        }
+    }
+    return false;
+}
+
+void SubscriptionManager::timerTick() {
+    int64_t now = ctx_.clock.monoMs();
+    // Polled items: only the groups that are due.
+    for (auto& [si, g] : groups_) {
+        if (now < g.next) continue;
+        g.next += ((now - g.next) / si + 1) * si;
+        for (MonitoredItem* it : g.items) {
+            if (it->mode() == ua::MonitoringMode::Disabled) continue;
+            scratch_.reset();
+            ua::DataValue dv{};
+            uaplex_status st = source_.read(it->nodeHandle(), scratch_, dv);
+            it->queueValue(dv, st, now);
+        }
+    }
+    std::vector<uint32_t> expired;
+    std::vector<SubState*> collected;
+    for (auto& [id, st] : subs_) {
+        switch (st.sub->tick()) {
+            case TickResult::Expired:
+                expired.push_back(id);
+                break;
+            case TickResult::Idle:
+                st.ready = false;
+                break;
+            default:
+                if (!st.ready && !st.publishing) collected.push_back(&st);
+        }
+    }
+    // All at once, so that priority and age decide, not table order.
+    for (SubState* st : collected) {
+        st->ready = true;
+        st->readyAt = now;
+    }
+    for (uint32_t id : expired) {
+        SubState* st = state(id);
+        uint64_t sessionId = st->sub->sessionId();
+        PublishOutcome status = st->sub->statusMessage(UAPLEX_BadTimeout);
+        removeSubscription(id, false);
+        if (sessionId != 0) deliverStatus(sessionId, std::move(status), false);
+    }
+    for (auto& [sessionId, s] : sessions_) {
+        // The queue's backstop: deadline + 500 ms (the RequestManager sweep usually fires first).
+        for (auto it = s.requests.begin(); it != s.requests.end();) {
+            if (it->ref.deadlineMs && now > it->ref.deadlineMs + 500) {
+                Parked p = std::move(*it);
+                it = s.requests.erase(it);
+                complete(p, UAPLEX_BadTimeout);
+            } else {
+                ++it;
+            }
+        }
+        assign(sessionId, s);
+    }
+}
+
+void SubscriptionManager::valueChanged(uint64_t nodeHandle, const ua::DataValue& value) {
+    auto n = byNode_.find(nodeHandle);
+    if (n == byNode_.end()) return;
+    int64_t now = ctx_.clock.monoMs();
+    for (MonitoredItem* it : n->second) it->queueValue(value, UAPLEX_Good, now);
+}
+
+void SubscriptionManager::nodeDeleted(uint64_t nodeHandle) {
+    auto n = byNode_.find(nodeHandle);
+    if (n == byNode_.end()) return;
+    int64_t utc = ctx_.clock.utcNow();
+    for (MonitoredItem* it : n->second) it->queueNodeDeleted(utc);
+}
+
+}  // namespace uaplex::subscription

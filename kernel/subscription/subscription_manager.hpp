@@ -1,0 +1,169 @@
+// The subscription services (Part 4 5.12, 5.13) over the publish engine, and the per-session
+// Publish queue (pipeline spec section 9). The dispatcher calls these under one lock (the
+// manager is not thread-safe); Publish completes asynchronously through a PublishSink.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "subscription/subscription.hpp"
+#include "uaplex/monitored_item_queue.h"
+
+namespace uaplex::subscription {
+
+// Node values as the services layer provides them.
+class NodeValueSource {
+  public:
+    virtual ~NodeValueSource() = default;
+    // A handle for the node attribute; BadNodeIdUnknown, BadAttributeIdInvalid, ...
+    virtual uaplex_status resolve(const ua::ReadValueId& id, uint64_t* handle) = 0;
+    // The current value; out-of-line parts in `arena`.
+    virtual uaplex_status read(uint64_t handle, enc::Arena& arena, ua::DataValue& out) = 0;
+    // EURange of an analog item (Percent deadband); an error when it has none.
+    virtual uaplex_status euRange(uint64_t, double*, double*) {
+        return UAPLEX_BadMonitoredItemFilterUnsupported;
+    }
+    // True when changes of this node arrive through SubscriptionManager::valueChanged; the
+    // others are polled on their sampling interval.
+    virtual bool reportsChanges(uint64_t) { return true; }
+};
+
+// Where a Publish ends. Implemented by the dispatcher.
+class PublishSink {
+  public:
+    virtual ~PublishSink() = default;
+    // The request is parked: release its worker.
+    virtual void parked(uint64_t requestId) = 0;
+    // The response (status Good) or a ServiceFault status; exactly once per request.
+    virtual void complete(uint64_t requestId, uaplex_status status, PublishOutcome&& outcome,
+                          std::vector<uaplex_status>&& ackResults) = 0;
+    // False when the request's secure channel no longer belongs to the session.
+    virtual bool channelValid(uint64_t, uint32_t) { return true; }
+};
+
+struct PublishRequestRef {
+    uint64_t requestId;
+    uint32_t channelId;
+    int64_t deadlineMs;  // monoMs; 0 = none
+};
+
+class SubscriptionManager {
+  public:
+    SubscriptionManager(const Clock& clock, SubscriptionLimits limits, NodeValueSource& source,
+                        PublishSink& sink);
+    ~SubscriptionManager();
+
+    // The params a monitored-item queue factory is created with (values go back to our pool),
+    // and the factory instance new items use (a swap applies to items created afterwards).
+    const uaplex_mi_queue_params& queueParams() const { return queueParams_; }
+    void setQueueFactory(const uaplex_mi_queue_factory_ops* ops, void* self) {
+        factoryOps_ = ops;
+        factory_ = self;
+    }
+
+    // --- Subscription services ---
+    uaplex_status createSubscription(uint64_t session, const ua::CreateSubscriptionRequest& req,
+                                     ua::CreateSubscriptionResponse& resp);
+    uaplex_status modifySubscription(uint64_t session, const ua::ModifySubscriptionRequest& req,
+                                     ua::ModifySubscriptionResponse& resp);
+    uaplex_status setPublishingMode(uint64_t session, const ua::SetPublishingModeRequest& req,
+                                    ua::SetPublishingModeResponse& resp, enc::Arena& arena);
+    // Completes now or later through the sink.
+    void publish(uint64_t session, const PublishRequestRef& ref, const ua::PublishRequest& req);
+    // Good with outcome.message set, or the fault status.
+    uaplex_status republish(uint64_t session, const ua::RepublishRequest& req,
+                            PublishOutcome& outcome);
+    uaplex_status deleteSubscriptions(uint64_t session, const ua::DeleteSubscriptionsRequest& req,
+                                      ua::DeleteSubscriptionsResponse& resp, enc::Arena& arena);
+    uaplex_status transferSubscriptions(uint64_t session,
+                                        const ua::TransferSubscriptionsRequest& req,
+                                        ua::TransferSubscriptionsResponse& resp, enc::Arena& arena);
+    // --- MonitoredItem services ---
+    uaplex_status createMonitoredItems(uint64_t session, const ua::CreateMonitoredItemsRequest& req,
+                                       ua::CreateMonitoredItemsResponse& resp, enc::Arena& arena);
+    uaplex_status modifyMonitoredItems(uint64_t session, const ua::ModifyMonitoredItemsRequest& req,
+                                       ua::ModifyMonitoredItemsResponse& resp, enc::Arena& arena);
+    uaplex_status setMonitoringMode(uint64_t session, const ua::SetMonitoringModeRequest& req,
+                                    ua::SetMonitoringModeResponse& resp, enc::Arena& arena);
+    uaplex_status setTriggering(uint64_t session, const ua::SetTriggeringRequest& req,
+                                ua::SetTriggeringResponse& resp, enc::Arena& arena);
+    uaplex_status deleteMonitoredItems(uint64_t session, const ua::DeleteMonitoredItemsRequest& req,
+                                       ua::DeleteMonitoredItemsResponse& resp, enc::Arena& arena);
+
+    // --- Session and server events ---
+    // Queued Publish requests get BadSessionClosed; subscriptions are deleted or abandoned.
+    void closeSession(uint64_t session, bool deleteSubscriptions);
+    // Every queued Publish request gets BadServerHalted.
+    void stop();
+    // Ends a parked request (cancellation, the RequestManager's deadline sweep).
+    bool cancelPublish(uint64_t requestId, uaplex_status status);
+    // Every PublishingResolution ms: sampling of polled items, subscription ticks, assignment.
+    void timerTick();
+
+    // --- The change hook (report on change) ---
+    void valueChanged(uint64_t nodeHandle, const ua::DataValue& value);
+    void nodeDeleted(uint64_t nodeHandle);
+
+    size_t subscriptionCount() const { return subs_.size(); }
+    size_t monitoredItemCount() const { return itemCount_; }
+    Subscription* find(uint32_t id) const;
+    EngineContext& context() { return ctx_; }
+
+  private:
+    struct SubState {
+        std::unique_ptr<Subscription> sub;
+        bool ready = false, publishing = false;
+        int64_t readyAt = 0;
+    };
+    struct Parked {
+        PublishRequestRef ref;
+        std::vector<uaplex_status> acks;
+    };
+    struct Session {
+        std::deque<Parked> requests;
+        std::vector<uint32_t> subs;
+        std::deque<PublishOutcome> statusMessages;
+    };
+    struct SamplingGroup {
+        int64_t next = 0;
+        std::vector<MonitoredItem*> items;
+    };
+
+    SubState* state(uint32_t id);
+    Session* session(uint64_t id);
+    SubState* chooseReady(Session& s);
+    void assign(uint64_t sessionId, Session& s);
+    void complete(Parked& p, uaplex_status status, PublishOutcome&& o = {});
+    void removeSubscription(uint32_t id, bool failQueuedIfEmpty);
+    void deliverStatus(uint64_t sessionId, PublishOutcome&& status, bool newest);
+    void indexItem(MonitoredItem* it);
+    void unindexItem(MonitoredItem* it);
+    void dropItemsOf(Subscription& s);
+    uaplex_status createItem(Subscription& s, ua::TimestampsToReturn ts,
+                             const ua::MonitoredItemCreateRequest& r,
+                             ua::MonitoredItemCreateResult& out);
+    uaplex_status applyParameters(Subscription& s, MonitoredItem& it,
+                                  const ua::MonitoringParameters& p, bool creating,
+                                  double* revisedInterval, uint32_t* revisedQueue);
+    void sampleInitial(MonitoredItem& it);
+
+    EngineContext ctx_;
+    NodeValueSource& source_;
+    PublishSink& sink_;
+    uaplex_mi_queue_params queueParams_{};
+    const uaplex_mi_queue_factory_ops* factoryOps_ = nullptr;
+    void* factory_ = nullptr;
+    std::unordered_map<uint32_t, SubState> subs_;
+    std::unordered_map<uint64_t, Session> sessions_;
+    std::unordered_map<uint64_t, std::vector<MonitoredItem*>> byNode_;
+    std::map<int64_t, SamplingGroup> groups_;  // polled items by sampling interval
+    enc::Arena scratch_;
+    uint32_t nextSubscriptionId_;
+    size_t itemCount_ = 0;
+};
+
+}  // namespace uaplex::subscription

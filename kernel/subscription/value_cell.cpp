@@ -1,0 +1,215 @@
+#include "subscription/value_cell.hpp"
+
+#include <cstring>
+#include <new>
+
+namespace uaplex::subscription {
+namespace {
+
+// Element size of a numeric-like built-in type held raw, or 0.
+uint32_t rawSize(uint8_t t) {
+    switch (t) {
+        case 1:  // Boolean
+        case 2:
+        case 3:
+            return 1;
+        case 4:
+        case 5:
+            return 2;
+        case 6:
+        case 7:
+        case 10:  // Float
+        case 19:
+            return 4;  // StatusCode
+        case 8:
+        case 9:
+        case 11:
+        case 13:
+            return 8;  // DateTime
+        default:
+            return 0;
+    }
+}
+
+bool inlineScalar(uint8_t t) {
+    return t == 0 || rawSize(t) != 0 || t == 14;
+}
+
+double numberAt(uint8_t t, const void* p) {
+    switch (t) {
+        case 2:
+            return *static_cast<const int8_t*>(p);
+        case 3:
+            return *static_cast<const uint8_t*>(p);
+        case 4:
+            return *static_cast<const int16_t*>(p);
+        case 5:
+            return *static_cast<const uint16_t*>(p);
+        case 6:
+            return *static_cast<const int32_t*>(p);
+        case 7:
+            return *static_cast<const uint32_t*>(p);
+        case 8:
+            return double(*static_cast<const int64_t*>(p));
+        case 9:
+            return double(*static_cast<const uint64_t*>(p));
+        case 10:
+            return *static_cast<const float*>(p);
+        case 11:
+            return *static_cast<const double*>(p);
+        default:
+            return 0;
+    }
+}
+
+const enc::DataType& variantType() {
+    static const enc::DataType* t = enc::findDataType("Variant");
+    return *t;
+}
+
+}  // namespace
+
+bool ValueCell::isNumeric() const {
+    uint8_t t = type();
+    return t >= 2 && t <= 11 && payload != Payload::Encoded;
+}
+
+double ValueCell::number(uint32_t i) const {
+    if (payload == Payload::RawArray) return numberAt(type(), bytes + i * rawSize(type()));
+    return numberAt(type(), &dv.value.value);
+}
+
+// A free cell links to the next through its value's pointer word.
+static ValueCell*& nextFree(ValueCell* c) {
+    return reinterpret_cast<ValueCell*&>(c->dv.value.value.pointer);
+}
+
+ValuePool::~ValuePool() {
+    while (free_) {
+        ValueCell* c = free_;
+        free_ = nextFree(c);
+        std::free(c->bytes);
+        delete c;
+    }
+}
+
+ValueCell* ValuePool::acquire() {
+    ValueCell* c = free_;
+    if (c) {
+        free_ = nextFree(c);
+        --freeCount_;
+    } else {
+        c = new ValueCell();
+    }
+    c->byteCount = 0;
+    c->payload = ValueCell::Payload::Inline;
+    ++live_;
+    return c;
+}
+
+bool ValuePool::reserve(ValueCell* c, uint32_t n) {
+    if (n <= c->capacity) return true;
+    auto* p = static_cast<uint8_t*>(std::realloc(c->bytes, n));
+    if (!p) return false;
+    c->bytes = p;
+    c->capacity = n;
+    return true;
+}
+
+void ValuePool::release(ValueCell* c) noexcept {
+    if (!c) return;
+    --live_;
+    if (freeCount_ >= maxFree_) {
+        std::free(c->bytes);
+        delete c;
+        return;
+    }
+    nextFree(c) = free_;
+    free_ = c;
+    ++freeCount_;
+}
+
+ValueCell* ValuePool::copy(const ua::DataValue& v) {
+    ValueCell* c = acquire();
+    c->dv = v;
+    const ua::Variant& var = v.value;
+    uint8_t t = var.encoding & UAPLEX_VARIANT_TYPE_MASK;
+    bool array = (var.encoding & UAPLEX_VARIANT_ARRAY) != 0;
+    bool dims = (var.encoding & UAPLEX_VARIANT_ARRAY_DIMENSIONS) != 0;
+    if (!(v.mask & UAPLEX_DATAVALUE_VALUE) || (!array && inlineScalar(t))) return c;
+    if (array && !dims && rawSize(t) && var.array_length >= 0) {
+        uint32_t n = uint32_t(var.array_length) * rawSize(t);
+        if (!reserve(c, n ? n : 1)) return release(c), nullptr;
+        if (n) std::memcpy(c->bytes, var.value.pointer, n);
+        c->byteCount = n;
+        c->payload = ValueCell::Payload::RawArray;
+        c->dv.value.value.pointer = nullptr;
+        return c;
+    }
+    scratch_.clear();
+    if (enc::encodeValue(scratch_, variantType(), &var) != UAPLEX_Good ||
+        !reserve(c, uint32_t(scratch_.size())))
+        return release(c), nullptr;
+    std::memcpy(c->bytes, scratch_.data(), scratch_.size());
+    c->byteCount = uint32_t(scratch_.size());
+    c->payload = ValueCell::Payload::Encoded;
+    c->dv.value.value.pointer = nullptr;
+    c->dv.value.dimensions = nullptr;
+    return c;
+}
+
+ValueCell* ValuePool::copy(const ValueCell& src) {
+    ValueCell* c = acquire();
+    c->dv = src.dv;
+    c->payload = src.payload;
+    if (src.byteCount) {
+        if (!reserve(c, src.byteCount)) return release(c), nullptr;
+        std::memcpy(c->bytes, src.bytes, src.byteCount);
+    }
+    c->byteCount = src.byteCount;
+    return c;
+}
+
+void ValuePool::swapContents(ValueCell& a, ValueCell& b) noexcept {
+    std::swap(a.dv, b.dv);
+    std::swap(a.bytes, b.bytes);
+    std::swap(a.byteCount, b.byteCount);
+    std::swap(a.capacity, b.capacity);
+    std::swap(a.payload, b.payload);
+}
+
+bool ValuePool::materialize(const ValueCell& c, enc::Arena& arena, ua::DataValue& out) {
+    out = c.dv;
+    if (c.payload == ValueCell::Payload::RawArray) {
+        void* p = arena.allocate(c.byteCount ? c.byteCount : 1, 8);
+        if (!p) return false;
+        if (c.byteCount) std::memcpy(p, c.bytes, c.byteCount);
+        out.value.value.pointer = p;
+    } else if (c.payload == ValueCell::Payload::Encoded) {
+        void* decoded = nullptr;
+        enc::DecodeLimits limits;
+        if (enc::decodeValue({c.bytes, c.byteCount}, arena, limits, variantType(), &decoded) !=
+            UAPLEX_Good)
+            return false;
+        out.value = *static_cast<ua::Variant*>(decoded);
+    }
+    return true;
+}
+
+bool sameValue(const ValueCell& a, const ValueCell& b) {
+    bool hasA = a.dv.mask & UAPLEX_DATAVALUE_VALUE, hasB = b.dv.mask & UAPLEX_DATAVALUE_VALUE;
+    if (!hasA || !hasB) return hasA == hasB;
+    if (a.dv.value.encoding != b.dv.value.encoding || a.payload != b.payload) return false;
+    if (a.payload != ValueCell::Payload::Inline)
+        return a.byteCount == b.byteCount &&
+               (a.byteCount == 0 || std::memcmp(a.bytes, b.bytes, a.byteCount) == 0) &&
+               a.dv.value.array_length == b.dv.value.array_length;
+    uint8_t t = a.type();
+    if (t == 10) return a.dv.value.value.float_ == b.dv.value.value.float_;  // NaN never equal
+    if (t == 11) return a.dv.value.value.double_ == b.dv.value.value.double_;
+    if (t == 14) return std::memcmp(&a.dv.value.value.guid, &b.dv.value.value.guid, 16) == 0;
+    uint32_t n = rawSize(t);
+    return n == 0 || std::memcmp(&a.dv.value.value, &b.dv.value.value, n) == 0;
+}
+
+}  // namespace uaplex::subscription

@@ -1,0 +1,96 @@
+// miqueues/default: the reference monitored-item queues (pipeline spec section 5). Data
+// changes go to a ring; events to a FIFO whose duplicate check scans the OLDEST 1000 entries,
+// as the reference server does (a kept divergence; the ring plugin scans the newest).
+// Durable queues are not served.
+#include <deque>
+
+#include "data_change_ring.hpp"
+#include "uaplex/cpp/kinds.hpp"
+
+namespace {
+
+using namespace uaplex::miqueues;
+
+class EventFifo {
+  public:
+    explicit EventFifo(const uaplex_mi_queue_params& p) : params_(p) {}
+    ~EventFifo() {
+        for (auto* e : entries_) release(e);
+    }
+    uaplex_status setQueueSize(uint32_t n, bool discardOldest) {
+        while (entries_.size() > n) {
+            if (discardOldest) {
+                release(entries_.front());
+                entries_.pop_front();
+            } else {
+                release(entries_.back());
+                entries_.pop_back();
+            }
+        }
+        size_ = n;
+        return UAPLEX_Good;
+    }
+    bool containsEvent(uint64_t handle) const {
+        uint32_t seen = 0;
+        for (auto* e : entries_) {
+            if (seen++ == kDuplicateWindow) break;
+            if (e->source_handle == handle) return true;
+        }
+        return false;
+    }
+    uaplex_status enqueue(uaplex_event_entry* e) {
+        if (size_ == 0) return UAPLEX_BadInternalError;
+        if (entries_.size() >= size_) {
+            release(entries_.front());
+            entries_.pop_front();
+        }
+        entries_.push_back(e);
+        return UAPLEX_Good;
+    }
+    uaplex_status dequeue(uaplex_event_entry** out) {
+        if (entries_.empty()) return UAPLEX_BadNothingToDo;
+        *out = entries_.front();
+        entries_.pop_front();
+        return UAPLEX_Good;
+    }
+    uint32_t count() const { return static_cast<uint32_t>(entries_.size()); }
+
+  private:
+    void release(uaplex_event_entry* e) {
+        if (params_.release_event) params_.release_event(params_.user, e);
+    }
+    uaplex_mi_queue_params params_;
+    std::deque<uaplex_event_entry*> entries_;
+    uint32_t size_ = 0;
+};
+
+class DefaultFactory final : public uaplex::sdk::MonitoredItemQueueFactory {
+  public:
+    DefaultFactory(uaplex::sdk::Context ctx, const uaplex_mi_queue_params& p)
+        : MonitoredItemQueueFactory(ctx, p) {
+        ctx.check_known_keys({});
+    }
+    uaplex_status supports_durable(int32_t* out) override {
+        *out = 0;
+        return UAPLEX_Good;
+    }
+    uaplex_status create_data_change_queue(int32_t durable, uint32_t, void** out,
+                                           const uaplex_data_change_queue_ops** ops) override {
+        if (durable) return UAPLEX_BadInvalidArgument;
+        *out = new DataChangeRing(params_);
+        *ops = &DataChangeOps<DataChangeRing>::ops;
+        return UAPLEX_Good;
+    }
+    uaplex_status create_event_queue(int32_t durable, uint32_t, void** out,
+                                     const uaplex_event_queue_ops** ops) override {
+        if (durable) return UAPLEX_BadInvalidArgument;
+        *out = new EventFifo(params_);
+        *ops = &EventOps<EventFifo>::ops;
+        return UAPLEX_Good;
+    }
+};
+
+}  // namespace
+
+UAPLEX_PLUGIN(("mi-default", "1.0.0", "Reference monitored-item queues"),
+              uaplex::sdk::MonitoredItemQueueFactoryOf<DefaultFactory>)

@@ -1,0 +1,407 @@
+// Pipeline spec section 9: the per-session Publish queue and the Publish, Republish and
+// Acknowledge services, through SubscriptionManager on a fake clock.
+#include <malloc.h>
+#include <catch2/catch.hpp>
+#include <map>
+#include <set>
+
+#include "engine_support.hpp"
+#include "subscription/subscription_manager.hpp"
+
+using namespace uaplex;
+using namespace uaplex::subscription;
+using namespace uaplex::subscription::test;
+
+namespace {
+
+// Every node exists; values are pushed by the test through valueChanged.
+struct FakeSource : NodeValueSource {
+    std::map<uint64_t, double> values;
+    std::set<uint64_t> polled;
+    uaplex_status resolve(const ua::ReadValueId& id, uint64_t* h) override {
+        if (id.nodeId.identifier.numeric == 0) return UAPLEX_BadNodeIdUnknown;
+        *h = id.nodeId.identifier.numeric;
+        return UAPLEX_Good;
+    }
+    uaplex_status read(uint64_t h, enc::Arena&, ua::DataValue& out) override {
+        out = Engine::value(values[h]);
+        return UAPLEX_Good;
+    }
+    uaplex_status euRange(uint64_t, double* lo, double* hi) override {
+        *lo = 0;
+        *hi = 100;
+        return UAPLEX_Good;
+    }
+    bool reportsChanges(uint64_t h) override { return !polled.count(h); }
+};
+
+struct Completion {
+    uint64_t requestId;
+    uaplex_status status;
+    PublishOutcome outcome;
+    std::vector<uaplex_status> acks;
+};
+
+struct Sink : PublishSink {
+    std::vector<uint64_t> parkedIds;
+    std::vector<Completion> done;
+    std::set<uint32_t> badChannels;
+    void parked(uint64_t id) override { parkedIds.push_back(id); }
+    void complete(uint64_t id, uaplex_status st, PublishOutcome&& o,
+                  std::vector<uaplex_status>&& acks) override {
+        done.push_back({id, st, std::move(o), std::move(acks)});
+    }
+    bool channelValid(uint64_t, uint32_t channel) override { return !badChannels.count(channel); }
+    const Completion* find(uint64_t id) const {
+        for (auto& c : done)
+            if (c.requestId == id) return &c;
+        return nullptr;
+    }
+};
+
+// A queue factory over the plugins' data-change ring and the test FIFO for events.
+struct TestFactory {
+    static EngineContext* ctx;
+    static inline const uaplex_mi_queue_params* params = nullptr;
+    static const uaplex_mi_queue_factory_ops ops;
+};
+EngineContext* TestFactory::ctx = nullptr;
+const uaplex_mi_queue_factory_ops TestFactory::ops{
+    .hdr = UAPLEX_HEADER_INIT(uaplex_mi_queue_factory_ops, UAPLEX_STYPE_MI_QUEUE_FACTORY_OPS),
+    .start = nullptr,
+    .stop = nullptr,
+    .destroy = nullptr,
+    .supports_durable = nullptr,
+    .create_data_change_queue =
+        [](void*, int32_t, uint32_t, void** q,
+           const uaplex_data_change_queue_ops** o) noexcept -> uaplex_status {
+        *q = new miqueues::DataChangeRing(*params);
+        *o = &miqueues::DataChangeOps<miqueues::DataChangeRing>::ops;
+        return UAPLEX_Good;
+    },
+    .create_event_queue = [](void*, int32_t, uint32_t, void** q,
+                             const uaplex_event_queue_ops** o) noexcept -> uaplex_status {
+        auto* f = new EventFifo;
+        f->ctx = ctx;
+        *q = f;
+        *o = &EventFifo::ops;
+        return UAPLEX_Good;
+    },
+};
+
+struct Server {
+    FakeClock clock;
+    FakeSource source;
+    Sink sink;
+    SubscriptionLimits limits;
+    std::unique_ptr<SubscriptionManager> mgr;
+    enc::Arena arena;
+    uint64_t nextRequest = 1;
+
+    explicit Server(SubscriptionLimits l = {}) : limits(l) {
+        mgr = std::make_unique<SubscriptionManager>(clock, limits, source, sink);
+        TestFactory::ctx = &mgr->context();
+        TestFactory::params = &mgr->queueParams();
+        mgr->setQueueFactory(&TestFactory::ops, nullptr);
+    }
+    uint32_t subscribe(uint64_t session, uint8_t priority = 0, double pi = 100, uint32_t k = 3,
+                       uint32_t l = 30) {
+        ua::CreateSubscriptionRequest req{};
+        req.requestedPublishingInterval = pi;
+        req.requestedMaxKeepAliveCount = k;
+        req.requestedLifetimeCount = l;
+        req.publishingEnabled = true;
+        req.priority = priority;
+        ua::CreateSubscriptionResponse resp{};
+        REQUIRE(mgr->createSubscription(session, req, resp) == UAPLEX_Good);
+        return resp.subscriptionId;
+    }
+    uint32_t monitor(uint64_t session, uint32_t sub, uint32_t node, uint32_t queueSize = 1,
+                     double si = 0) {
+        ua::MonitoredItemCreateRequest item{};
+        item.itemToMonitor.nodeId = ua::numericNodeId(1, node);
+        item.itemToMonitor.attributeId = 13;
+        item.monitoringMode = ua::MonitoringMode::Reporting;
+        item.requestedParameters.clientHandle = node;
+        item.requestedParameters.samplingInterval = si;
+        item.requestedParameters.queueSize = queueSize;
+        item.requestedParameters.discardOldest = true;
+        ua::CreateMonitoredItemsRequest req{};
+        req.subscriptionId = sub;
+        req.timestampsToReturn = ua::TimestampsToReturn::Both;
+        req.itemsToCreate = {1, &item};
+        ua::CreateMonitoredItemsResponse resp{};
+        REQUIRE(mgr->createMonitoredItems(session, req, resp, arena) == UAPLEX_Good);
+        REQUIRE(resp.results[0].statusCode == UAPLEX_Good);
+        return resp.results[0].monitoredItemId;
+    }
+    uint64_t publish(uint64_t session, uint32_t channel = 1, int64_t deadline = 0,
+                     std::vector<ua::SubscriptionAcknowledgement> acks = {}) {
+        ua::PublishRequest req{};
+        req.subscriptionAcknowledgements = {int32_t(acks.size()), acks.data()};
+        uint64_t id = nextRequest++;
+        mgr->publish(session, {id, channel, deadline}, req);
+        return id;
+    }
+    void tickTo(int64_t t) {
+        clock.mono = t;
+        mgr->timerTick();
+    }
+};
+
+}  // namespace
+
+TEST_CASE("publish queue 1: no subscriptions gives BadNoSubscription, nothing parked") {
+    Server s;
+    uint64_t r = s.publish(1);
+    REQUIRE(s.sink.find(r));
+    CHECK(s.sink.find(r)->status == UAPLEX_BadNoSubscription);
+    CHECK(s.sink.parkedIds.empty());
+    s.subscribe(2);  // another session's subscription: this session has no queue
+    uint64_t r2 = s.publish(1);
+    CHECK(s.sink.find(r2)->status == UAPLEX_BadSessionClosed);
+}
+
+TEST_CASE("publish queue 2: too many Publish requests rejects the new one") {
+    SubscriptionLimits l;
+    l.maxPublishRequestCount = 2;
+    Server s(l);
+    s.subscribe(1);
+    uint64_t a = s.publish(1), b = s.publish(1), c = s.publish(1);
+    CHECK(s.sink.parkedIds == std::vector<uint64_t>{a, b});
+    REQUIRE(s.sink.find(c));
+    CHECK(s.sink.find(c)->status == UAPLEX_BadTooManyPublishRequests);
+    CHECK_FALSE(s.sink.find(a));
+}
+
+TEST_CASE("publish queue 3: priority first, then age") {
+    SECTION("priority") {
+        Server s;
+        uint32_t low = s.subscribe(1, 1);
+        s.tickTo(101);  // low is ready at t0
+        s.clock.mono = 150;
+        uint32_t high = s.subscribe(1, 5);
+        s.tickTo(301);  // high becomes ready at t1
+        uint64_t r = s.publish(1);
+        REQUIRE(s.sink.find(r));
+        CHECK(s.sink.find(r)->outcome.subscriptionId == high);
+        uint64_t r2 = s.publish(1);
+        CHECK(s.sink.find(r2)->outcome.subscriptionId == low);
+    }
+    SECTION("age") {
+        Server s;
+        uint32_t older = s.subscribe(1, 3);
+        s.tickTo(101);
+        s.clock.mono = 150;
+        s.subscribe(1, 3);
+        s.tickTo(301);
+        uint64_t r = s.publish(1);
+        CHECK(s.sink.find(r)->outcome.subscriptionId == older);
+    }
+}
+
+TEST_CASE("publish queue 4: waiting requests are served in order; a false alarm requeues") {
+    Server s;
+    uint32_t sub = s.subscribe(1);
+    uint32_t item = s.monitor(1, sub, 7, 5);
+    uint64_t r1 = s.publish(1), r2 = s.publish(1);
+    s.tickTo(101);  // the first tick: the initial value
+    REQUIRE(s.sink.done.size() == 1);
+    CHECK(s.sink.done[0].requestId == r1);
+    // Readiness revoked before the request arrives: the request is parked, not answered.
+    s.source.values[7] = 1;
+    s.mgr->valueChanged(7, Engine::value(5));
+    s.tickTo(201);  // assigned to r2 right away
+    REQUIRE(s.sink.done.size() == 2);
+    CHECK(s.sink.done[1].requestId == r2);
+    s.mgr->valueChanged(7, Engine::value(6));
+    s.tickTo(301);  // ready, no request
+    ua::SetMonitoringModeRequest mm{};
+    mm.subscriptionId = sub;
+    mm.monitoringMode = ua::MonitoringMode::Disabled;
+    mm.monitoredItemIds = {1, &item};
+    ua::SetMonitoringModeResponse mr{};
+    REQUIRE(s.mgr->setMonitoringMode(1, mm, mr, s.arena) == UAPLEX_Good);
+    uint64_t r3 = s.publish(1);  // false alarm: parked at the head
+    CHECK_FALSE(s.sink.find(r3));
+    uint64_t r4 = s.publish(1);
+    mm.monitoringMode = ua::MonitoringMode::Reporting;
+    s.mgr->setMonitoringMode(1, mm, mr, s.arena);
+    s.tickTo(401);
+    REQUIRE(s.sink.done.size() == 3);
+    CHECK(s.sink.done[2].requestId == r3);
+    CHECK_FALSE(s.sink.find(r4));
+}
+
+TEST_CASE("publish queue 5: a parked request times out at deadline + 500 ms") {
+    Server s;
+    s.subscribe(1, 0, 100, 1000, 3000);
+    s.tickTo(101);
+    s.publish(1);  // takes the first keep-alive
+    uint64_t r = s.publish(1, 1, 200 + 1000);
+    s.tickTo(1600);
+    CHECK_FALSE(s.sink.find(r));
+    s.tickTo(1701);
+    REQUIRE(s.sink.find(r));
+    CHECK(s.sink.find(r)->status == UAPLEX_BadTimeout);
+    // The RequestManager's sweep ends one earlier through cancelPublish.
+    uint64_t r2 = s.publish(1, 1, 2800);
+    CHECK(s.mgr->cancelPublish(r2, UAPLEX_BadTimeout));
+    CHECK(s.sink.find(r2)->status == UAPLEX_BadTimeout);
+}
+
+TEST_CASE("publish queue 6: a request from a replaced channel fails at assignment") {
+    Server s;
+    s.subscribe(1);
+    uint64_t r1 = s.publish(1, 9), r2 = s.publish(1, 2);
+    s.sink.badChannels.insert(9);
+    s.tickTo(101);
+    REQUIRE(s.sink.find(r1));
+    CHECK(s.sink.find(r1)->status == UAPLEX_BadSecureChannelIdInvalid);
+    REQUIRE(s.sink.find(r2));
+    CHECK(s.sink.find(r2)->status == UAPLEX_Good);
+}
+
+TEST_CASE("publish queue 7: deleting the last subscription, closing the session") {
+    Server s;
+    uint32_t sub = s.subscribe(1);
+    s.tickTo(101);
+    s.publish(1);
+    uint64_t a = s.publish(1), b = s.publish(1);
+    ua::DeleteSubscriptionsRequest del{};
+    del.subscriptionIds = {1, &sub};
+    ua::DeleteSubscriptionsResponse dr{};
+    REQUIRE(s.mgr->deleteSubscriptions(1, del, dr, s.arena) == UAPLEX_Good);
+    CHECK(dr.results[0] == UAPLEX_Good);
+    CHECK(s.sink.find(a)->status == UAPLEX_BadNoSubscription);
+    CHECK(s.sink.find(b)->status == UAPLEX_BadNoSubscription);
+    s.subscribe(1);
+    uint64_t c = s.publish(1), d = s.publish(1);
+    s.mgr->closeSession(1, true);
+    CHECK(s.sink.find(c)->status == UAPLEX_BadSessionClosed);
+    CHECK(s.sink.find(d)->status == UAPLEX_BadSessionClosed);
+    CHECK(s.mgr->subscriptionCount() == 0);
+}
+
+TEST_CASE("publish queue 8: an expired subscription's status reaches the next Publish") {
+    Server s;
+    uint32_t sub = s.subscribe(1, 0, 2000, 2, 6);
+    for (int t = 1; t <= 7; ++t) s.tickTo(int64_t(t) * 2000 + 1);
+    CHECK(s.mgr->subscriptionCount() == 0);
+    uint64_t r = s.publish(1);
+    const Completion* c = s.sink.find(r);
+    REQUIRE(c);
+    CHECK(c->status == UAPLEX_Good);
+    CHECK(c->outcome.subscriptionId == sub);
+    CHECK_FALSE(c->outcome.more);
+    CHECK(c->outcome.available.empty());
+    auto& eo = c->outcome.message.message().notificationData[0];
+    CHECK(static_cast<ua::StatusChangeNotification*>(eo.object)->status == UAPLEX_BadTimeout);
+    uint64_t r2 = s.publish(1);
+    CHECK(s.sink.find(r2)->status == UAPLEX_BadNoSubscription);
+}
+
+TEST_CASE("publish queue 9: Republish statuses") {
+    Server s;
+    uint32_t sub = s.subscribe(1);
+    uint32_t other = s.subscribe(2);
+    ua::RepublishRequest rr{};
+    rr.subscriptionId = sub;
+    rr.retransmitSequenceNumber = 42;
+    PublishOutcome o;
+    CHECK(s.mgr->republish(1, rr, o) == UAPLEX_BadMessageNotAvailable);
+    rr.subscriptionId = other;
+    CHECK(s.mgr->republish(1, rr, o) == UAPLEX_BadSubscriptionIdInvalid);
+}
+
+TEST_CASE("publish queue 10: acknowledgement results") {
+    Server s;
+    uint32_t sub = s.subscribe(1);
+    uint32_t foreign = s.subscribe(2);
+    s.monitor(1, sub, 3);
+    s.publish(1);
+    s.tickTo(101);  // message 1 with the initial value
+    REQUIRE(s.sink.done.size() == 1);
+    REQUIRE(s.sink.done[0].outcome.message.sequenceNumber() == 1);
+    std::vector<ua::SubscriptionAcknowledgement> acks{{sub, 1}, {sub, 99}, {sub, 0}, {foreign, 1}};
+    uint64_t r = s.publish(1, 1, 0, acks);
+    s.mgr->closeSession(1, true);
+    REQUIRE(s.sink.find(r));
+    CHECK(s.sink.find(r)->acks == std::vector<uaplex_status>{UAPLEX_Good,
+                                                             UAPLEX_BadSequenceNumberUnknown,
+                                                             UAPLEX_BadSequenceNumberInvalid,
+                                                             UAPLEX_BadSubscriptionIdInvalid});
+}
+
+TEST_CASE("services: a pushed change reaches a Publish; polled items sample per group") {
+    Server s;
+    uint32_t sub = s.subscribe(1);
+    s.monitor(1, sub, 5);
+    s.source.polled.insert(6);
+    s.source.values[6] = 60;
+    s.monitor(1, sub, 6, 1, 200);
+    s.tickTo(101);
+    uint64_t r1 = s.publish(1);
+    CHECK(valuesOf(notes(s.sink.find(r1)->outcome.message.message())).size() == 2);
+    s.mgr->valueChanged(5, Engine::value(55));
+    s.source.values[6] = 61;
+    s.tickTo(201);
+    uint64_t r2 = s.publish(1);
+    REQUIRE(s.sink.find(r2));
+    auto n = notes(s.sink.find(r2)->outcome.message.message());
+    std::set<double> got;
+    for (auto& x : n) got.insert(x.value);
+    CHECK(got.count(55));
+    CHECK(got.count(61));
+}
+
+TEST_CASE("services: heap bytes per monitored item (issue 11)") {
+    Server s;
+    uint32_t sub = s.subscribe(1);
+    const int n = 100000;
+    s.source.values[1] = 1;  // warm the pools and arenas before measuring
+    s.monitor(1, sub, 1);
+    size_t before = mallinfo2().uordblks;
+    for (int i = 0; i < n; ++i) s.monitor(1, sub, uint32_t(1 + i % 100));
+    s.arena.reset();
+    size_t after = mallinfo2().uordblks;
+    double perItem = double(after - before) / n;
+    size_t resident = 0;
+    s.mgr->find(sub)->forEachItem([&](const MonitoredItem& it) { resident += it.residentBytes(); });
+    WARN("heap per item: " << perItem << " B (item " << sizeof(MonitoredItem) << " B, value cell "
+                           << sizeof(ValueCell) << " B, resident " << double(resident) / (n + 1)
+                           << " B)");
+    CHECK(perItem <= 200);
+    CHECK(s.mgr->monitoredItemCount() == size_t(n + 1));
+    // Deleting them gives the memory back (within the pools' bounded free lists).
+    ua::DeleteSubscriptionsRequest del{};
+    del.subscriptionIds = {1, &sub};
+    ua::DeleteSubscriptionsResponse dr{};
+    s.mgr->deleteSubscriptions(1, del, dr, s.arena);
+    s.arena.reset();
+    CHECK(mallinfo2().uordblks < before + 600 * 1024);
+}
+
+TEST_CASE("services: TransferSubscriptions tells the old session's newest Publish") {
+    Server s;
+    uint32_t sub = s.subscribe(1);
+    s.tickTo(101);
+    s.publish(1);  // the first keep-alive
+    uint64_t older = s.publish(1), newer = s.publish(1);
+    ua::TransferSubscriptionsRequest req{};
+    req.subscriptionIds = {1, &sub};
+    ua::TransferSubscriptionsResponse resp{};
+    REQUIRE(s.mgr->transferSubscriptions(2, req, resp, s.arena) == UAPLEX_Good);
+    CHECK(resp.results[0].statusCode == UAPLEX_Good);
+    REQUIRE(s.sink.find(newer));
+    auto& eo = s.sink.find(newer)->outcome.message.message().notificationData[0];
+    CHECK(static_cast<ua::StatusChangeNotification*>(eo.object)->status ==
+          UAPLEX_GoodSubscriptionTransferred);
+    CHECK_FALSE(s.sink.find(older));
+    CHECK(s.mgr->find(sub)->sessionId() == 2);
+    // The new session publishes it; the old one has none left.
+    uint64_t r = s.publish(2);
+    for (int64_t t = 201; t <= 501; t += 100) s.tickTo(t);  // K=3: the next keep-alive
+    REQUIRE(s.sink.find(r));
+    CHECK(s.sink.find(r)->outcome.subscriptionId == sub);
+}
