@@ -50,6 +50,10 @@ session::IdentityToken identityOf(const ua::ExtensionObject& token) noexcept {
 
 }  // namespace
 
+std::uint64_t sessionKey(const session::Session& s) noexcept {
+    return reinterpret_cast<std::uintptr_t>(&s);
+}
+
 Dispatcher::Dispatcher(const config::ServerConfig& cfg, session::SessionManager& sessions,
                        ServiceHandler& services, const Discovery& discovery)
     : sessions_(sessions), services_(services), discovery_(discovery) {
@@ -170,7 +174,12 @@ std::uint32_t Dispatcher::handle(std::span<const std::uint8_t> request, const Re
     const auto& header = *static_cast<const ua::RequestHeader*>(m.object);
     const enc::DataType* responseType = nullptr;
     void* response = nullptr;
-    uaplex_status st = dispatch(m.type, m.object, ctx, arena, responseType, response);
+    bool deferred = false;
+    uaplex_status st = dispatch(m.type, m.object, ctx, arena, responseType, response, deferred);
+    if (deferred) {
+        out.clear();
+        return header.requestHandle;
+    }
     if (st != UAPLEX_Good || response == nullptr || responseType == nullptr) {
         encodeFault(header.requestHandle, st == UAPLEX_Good ? UAPLEX_BadInternalError : st, ctx.utc,
                     out);
@@ -188,7 +197,8 @@ std::uint32_t Dispatcher::handle(std::span<const std::uint8_t> request, const Re
 
 uaplex_status Dispatcher::dispatch(const enc::DataType* type, const void* request,
                                    const RequestContext& ctx, enc::Arena& arena,
-                                   const enc::DataType*& responseType, void*& response) noexcept {
+                                   const enc::DataType*& responseType, void*& response,
+                                   bool& deferred) noexcept {
     const auto& header = *static_cast<const ua::RequestHeader*>(request);
 
     // --- discovery: no session needed ---
@@ -262,7 +272,8 @@ uaplex_status Dispatcher::dispatch(const enc::DataType* type, const void* reques
         return UAPLEX_Good;
     }
     if (is<ua::CloseSessionRequest>(type)) {
-        // deleteSubscriptions: subscriptions do not exist yet, so there is nothing to keep.
+        // The session's closed hook deletes its subscriptions (deleteSubscriptions = false,
+        // keeping them for a TransferSubscriptions, is not served yet).
         uaplex_status st = sessions_.close(header.authenticationToken, ctx.channelId);
         if (st != UAPLEX_Good) return st;
         auto* resp = make<ua::CloseSessionResponse>(arena);
@@ -286,6 +297,9 @@ uaplex_status Dispatcher::dispatch(const enc::DataType* type, const void* reques
         if (!resp) return UAPLEX_BadOutOfMemory;
         resp->cancelCount =
             s->requests().cancel(req.requestHandle, UAPLEX_BadRequestCancelledByClient, canceller_);
+        // Parked Publish requests are no longer in the request registry.
+        if (subscriptions_)
+            resp->cancelCount += subscriptions_->cancel(sessionKey(*s), req.requestHandle);
         responseType = enc::dataTypeOf<ua::CancelResponse>();
         response = resp;
         return UAPLEX_Good;
@@ -295,6 +309,24 @@ uaplex_status Dispatcher::dispatch(const enc::DataType* type, const void* reques
         is<ua::RegisterNodesRequest>(type) || is<ua::UnregisterNodesRequest>(type) ||
         is<ua::CallRequest>(type))
         return services_.call(arena, s->state(), type, request, responseType, response);
+    if (subscriptions_ == nullptr) return UAPLEX_BadServiceUnsupported;
+    if (SubscriptionService::serves(type))
+        return subscriptions_->call(sessionKey(*s), type, request, arena, responseType, response);
+    if ((is<ua::PublishRequest>(type) || is<ua::RepublishRequest>(type)) && ctx.makeRoute) {
+        std::shared_ptr<ResponseRoute> route = ctx.makeRoute(ctx.routeUser);
+        if (!route) return UAPLEX_BadOutOfMemory;
+        deferred = true;
+        if (is<ua::PublishRequest>(type)) {
+            const auto& req = *static_cast<const ua::PublishRequest*>(request);
+            std::int64_t deadline =
+                header.timeoutHint ? ctx.nowMs + std::int64_t(header.timeoutHint) : 0;
+            subscriptions_->publish(sessionKey(*s), std::move(route), req, deadline);
+        } else {
+            subscriptions_->republish(sessionKey(*s), std::move(route),
+                                      *static_cast<const ua::RepublishRequest*>(request));
+        }
+        return UAPLEX_Good;
+    }
     return UAPLEX_BadServiceUnsupported;
 }
 

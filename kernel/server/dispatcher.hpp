@@ -7,11 +7,13 @@
 #include <uaplex/encoding/encoding.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string_view>
 
 #include "server/discovery.hpp"
 #include "server/service_handler.hpp"
+#include "server/subscription_service.hpp"
 #include "session/session_manager.hpp"
 
 namespace uaplex::server {
@@ -31,7 +33,15 @@ struct RequestContext {
     std::int64_t utc;                               // OPC UA DateTime
     std::string_view endpointUrl;                   // the EndpointUrl of the connection's Hello
     session::SessionCache* sessionCache = nullptr;  // the connection's, if any
+    // For responses sent later (Publish, Republish): makes a route to this request's channel.
+    // Null: those services answer BadServiceUnsupported.
+    std::shared_ptr<ResponseRoute> (*makeRoute)(void* user) = nullptr;
+    void* routeUser = nullptr;
 };
+
+// The session's identity in the subscription engine (unique while the session lives; the
+// engine forgets it when the session closes).
+std::uint64_t sessionKey(const session::Session& s) noexcept;
 
 class Dispatcher {
   public:
@@ -40,6 +50,7 @@ class Dispatcher {
 
     // Decodes and executes one request; appends the encoded response (encoding NodeId and
     // body) to `out`. Returns the request's RequestHandle (0 if it could not be decoded).
+    // `out` stays empty when the response goes through ctx.makeRoute's route instead.
     // Worker threads; never throws.
     std::uint32_t handle(std::span<const std::uint8_t> request, const RequestContext& ctx,
                          enc::Arena& arena, enc::ByteBuffer& out) noexcept;
@@ -52,13 +63,16 @@ class Dispatcher {
 
     // How Cancel and session close take queued requests out of the request queue.
     void setCanceller(session::QueuedCanceller canceller) noexcept { canceller_ = canceller; }
+    // The subscription services' engine; without one they answer BadServiceUnsupported.
+    void setSubscriptions(SubscriptionService* s) noexcept { subscriptions_ = s; }
 
     const enc::DecodeLimits& decodeLimits() const noexcept { return limits_; }
 
   private:
     uaplex_status dispatch(const enc::DataType* type, const void* request,
                            const RequestContext& ctx, enc::Arena& arena,
-                           const enc::DataType*& responseType, void*& response) noexcept;
+                           const enc::DataType*& responseType, void*& response,
+                           bool& deferred) noexcept;
 
     session::SessionManager& sessions_;
     ServiceHandler& services_;
@@ -66,6 +80,7 @@ class Dispatcher {
     enc::DecodeLimits limits_;
     std::uint32_t maxMessageSize_;
     session::QueuedCanceller canceller_;
+    SubscriptionService* subscriptions_ = nullptr;
 };
 
 }  // namespace uaplex::server

@@ -13,6 +13,7 @@
 #include "server/buffer_pool.hpp"
 #include "server/discovery.hpp"
 #include "server/dispatcher.hpp"
+#include "server/subscription_service.hpp"
 #include "services/service_set.hpp"
 #include "session/session_manager.hpp"
 
@@ -178,6 +179,36 @@ class Connection final : public securechannel::ChunkOutput,
     std::vector<PendingRequest*> free_;
 };
 
+// A response sent after its worker moved on (Publish): the connection and the secure id.
+class ChannelRoute final : public ResponseRoute {
+  public:
+    ChannelRoute(std::shared_ptr<Connection> c, std::uint32_t requestId)
+        : c_(std::move(c)), requestId_(requestId) {}
+    void send(std::span<const std::uint8_t> body) noexcept override {
+        if (c_->gone()) return;
+        std::vector<uaplex_buffer> chunks;
+        c_->channel.sendMessage(requestId_, body, chunks);
+    }
+    std::uint32_t channelId() const noexcept override { return c_->channel.id(); }
+
+  private:
+    std::shared_ptr<Connection> c_;
+    std::uint32_t requestId_;
+};
+
+struct RouteSource {
+    const std::shared_ptr<Connection>* connection;
+    std::uint32_t requestId;
+    static std::shared_ptr<ResponseRoute> make(void* user) {
+        auto& r = *static_cast<RouteSource*>(user);
+        try {
+            return std::make_shared<ChannelRoute>(*r.connection, r.requestId);
+        } catch (...) {
+            return nullptr;
+        }
+    }
+};
+
 // --- transport callbacks (I/O threads) -------------------------------------------------------
 
 struct Server::Callbacks {
@@ -263,10 +294,20 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
         std::make_unique<session::SessionManager>(sl, &services_.counters(), std::move(hooks));
     discovery_ = std::make_unique<Discovery>(cfg_.server);
     dispatcher_ = std::make_unique<Dispatcher>(cfg_, *sessions_, services_, *discovery_);
+    if (auto* source = services_.valueSource()) {
+        subscriptions_ = std::make_unique<SubscriptionService>(cfg_, *source);
+        dispatcher_->setSubscriptions(subscriptions_.get());
+        services_.setValueChanged(
+            [](void* user, std::uint64_t node, const ua::DataValue& v) {
+                static_cast<SubscriptionService*>(user)->valueChanged(node, v);
+            },
+            subscriptions_.get());
+    }
     session::QueuedCanceller canceller{&Server::unlinkQueued, this};
     dispatcher_->setCanceller(canceller);
     sessions_->setClosedHook([this, canceller](session::Session& s) {
         s.requests().cancelAll(UAPLEX_BadSessionClosed, canceller);
+        if (subscriptions_) subscriptions_->closeSession(sessionKey(s), true);
     });
     std::uint32_t bufferSize =
         std::max({l.receive_buffer_size, l.send_buffer_size, kHelloBufferSize});
@@ -278,6 +319,7 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
 
 Server::~Server() {
     stop();
+    if (subscriptions_) services_.setValueChanged(nullptr, nullptr);
 }
 
 std::size_t Server::connectionCount() const {
@@ -297,6 +339,7 @@ void Server::start() {
         threads_.emplace_back([this, w = workers_.back().get()] { workerLoop(*w); });
     }
     housekeeping_ = std::thread([this] { housekeepingLoop(); });
+    if (subscriptions_) publishing_ = std::thread([this] { publishingLoop(); });
 
     const auto& l = cfg_.server.limits;
     uaplex_transport_params params{};
@@ -372,11 +415,14 @@ void Server::stop() noexcept {
     if (!started_) return;
     started_ = false;
     running_ = false;
+    // Parked Publish requests are answered BadServerHalted while their channels still exist.
+    if (subscriptions_) subscriptions_->stop();
     for (auto& t : transports_) t->stop();  // closes every connection (on_closed)
     housekeepingWake_.notify_all();
     for (auto& t : threads_) t.join();
     threads_.clear();
     if (housekeeping_.joinable()) housekeeping_.join();
+    if (publishing_.joinable()) publishing_.join();
     // Requests still queued go without an answer: their connections are closed.
     host_.request_queue().set_completion([](uaplex_request_entry* e, uaplex_status) {
         auto* r = static_cast<PendingRequest*>(e->kernel_private);
@@ -483,10 +529,17 @@ void Server::execute(PendingRequest& r, Worker& w) noexcept {
     }
     if (r.session) r.session->requests().executing(r.tracked);
     RequestContext ctx{c->channel.id(), monotonicMs(), utcNow(), c->endpointUrl, &c->sessionCache};
+    RouteSource route{&c, r.secureRequestId};
+    ctx.makeRoute = &RouteSource::make;
+    ctx.routeUser = &route;
     w.arena.reset();
     w.out.clear();
     std::uint32_t handle = dispatcher_->handle(r.body.span(), ctx, w.arena, w.out);
     std::uint32_t requestId = r.secureRequestId;
+    if (w.out.size() == 0) {  // handed over (Publish): answered later through its route
+        c->release(&r);
+        return;
+    }
     // The response is encoded: recycle the request before sending, so that the client's
     // next request finds it free (a request-response client then needs one per connection).
     c->release(&r);
@@ -494,6 +547,18 @@ void Server::execute(PendingRequest& r, Worker& w) noexcept {
     if (st == UAPLEX_BadResponseTooLarge) {
         Dispatcher::encodeFault(handle, UAPLEX_BadResponseTooLarge, ctx.utc, w.out);
         c->channel.sendMessage(requestId, w.out.span(), w.chunks);
+    }
+}
+
+void Server::publishingLoop() {
+    const auto period = std::chrono::milliseconds(subscriptions_->resolutionMs());
+    std::unique_lock lock(housekeepingMutex_);
+    while (running_.load()) {
+        housekeepingWake_.wait_for(lock, period);
+        if (!running_.load()) break;
+        lock.unlock();
+        subscriptions_->timerTick();
+        lock.lock();
     }
 }
 

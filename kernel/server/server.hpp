@@ -32,6 +32,7 @@ namespace uaplex::server {
 
 class Connection;
 class Dispatcher;
+class SubscriptionService;
 class Discovery;
 class KernelBufferPool;
 struct Worker;
@@ -61,6 +62,8 @@ class Server {
 
     void workerLoop(Worker& worker);
     void housekeepingLoop();
+    // Every publishing resolution: the subscription engine's tick.
+    void publishingLoop();
     void execute(PendingRequest& request, Worker& worker) noexcept;
     // The request queue completed an entry itself (stop, cancel, refusal): answer a fault.
     void completeRefused(PendingRequest& request, std::uint32_t status) noexcept;
@@ -78,12 +81,14 @@ class Server {
     void* poolManager_ = nullptr;
     std::unique_ptr<session::SessionManager> sessions_;
     std::unique_ptr<Discovery> discovery_;
+    std::unique_ptr<SubscriptionService> subscriptions_;  // null without a value source
     std::unique_ptr<Dispatcher> dispatcher_;
     std::vector<std::unique_ptr<TransportBinding>> bindings_;  // outlive the transports
     std::vector<std::shared_ptr<host::PluginInstance>> transports_;
     std::vector<std::unique_ptr<Worker>> workers_;
     std::vector<std::thread> threads_;
     std::thread housekeeping_;
+    std::thread publishing_;
     std::mutex housekeepingMutex_;
     std::condition_variable housekeepingWake_;
     std::atomic<bool> running_{false};

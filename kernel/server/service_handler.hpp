@@ -4,7 +4,9 @@
 #pragma once
 
 #include <uaplex/statuscodes.h>
+#include <uaplex/encoding/encoding.hpp>
 
+#include <cstdint>
 #include <memory>
 
 namespace uaplex::enc {
@@ -21,7 +23,15 @@ namespace uaplex::host {
 class Host;
 }
 
+namespace uaplex::subscription {
+class NodeValueSource;
+}
+
 namespace uaplex::server {
+
+// Told of every stored value change (Write, the host API's value_set) with the node's
+// NodeValueSource handle.
+using ValueChangedFn = void (*)(void* user, std::uint64_t node, const ua::DataValue& value);
 
 class ServiceHandler {
   public:
@@ -38,6 +48,9 @@ class ServiceHandler {
                                const enc::DataType*& responseType, void*& response) noexcept = 0;
     // The ServerDiagnosticsSummary counters the session layer updates (never null).
     virtual services::ServerCounters& counters() noexcept = 0;
+    // The node values monitored items read, or null when subscriptions are not served.
+    virtual subscription::NodeValueSource* valueSource() noexcept { return nullptr; }
+    virtual void setValueChanged(ValueChangedFn, void*) noexcept {}
     // The server is stopping (ServerState Shutdown).
     virtual void shutdown() noexcept {}
 };

@@ -24,6 +24,16 @@ class ServiceSetHandler final : public ServiceHandler {
         return st;
     }
     services::ServerCounters& counters() noexcept override { return set_.counters(); }
+    subscription::NodeValueSource* valueSource() noexcept override {
+        try {
+            return &set_.valueSource();
+        } catch (...) {
+            return nullptr;
+        }
+    }
+    void setValueChanged(ValueChangedFn fn, void* user) noexcept override {
+        set_.setValueChanged(fn, user);
+    }
     void shutdown() noexcept override { set_.setState(services::ServerState::Shutdown); }
 
   private:

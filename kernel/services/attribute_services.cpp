@@ -757,7 +757,9 @@ uaplex_status ServiceSet::Impl::writeOne(enc::Arena& arena, const ua::WriteValue
     } else if (n.callbacks.read != nullptr) {
         return UAPLEX_BadNotWritable;  // values come from the plugin and cannot be stored
     }
-    return n.value.store(dv);
+    uaplex_status st = n.value.store(dv);
+    if (st == UAPLEX_Good) changed(n, dv);
+    return st;
 }
 
 uaplex_status ServiceSet::Impl::write(ServiceCall& call) noexcept {

@@ -196,7 +196,9 @@ uaplex_status ServiceSet::Impl::value_set(uaplex_plugin_ctx*, const uaplex_nodei
         dv.mask |= UAPLEX_DATAVALUE_SOURCE_TIMESTAMP;
         dv.source_timestamp = utcNow();
     }
-    return node->value.store(dv);
+    uaplex_status st = node->value.store(dv);
+    if (st == UAPLEX_Good) changed(*node, dv);
+    return st;
 }
 
 // --- ServiceSet ---------------------------------------------------------------------------
@@ -205,6 +207,17 @@ ServiceSet::ServiceSet(const config::ServerConfig& cfg, host::Host& host)
     : impl_(std::make_unique<Impl>(cfg, host)) {}
 
 ServiceSet::~ServiceSet() = default;
+
+subscription::NodeValueSource& ServiceSet::valueSource() {
+    if (!impl_->values) impl_->values = impl_->makeValueSource();
+    return *impl_->values;
+}
+
+void ServiceSet::setValueChanged(void (*fn)(void*, std::uint64_t, const ua::DataValue&),
+                                 void* user) noexcept {
+    impl_->valueChanged = fn;
+    impl_->valueChangedUser = user;
+}
 
 SessionStatePtr ServiceSet::createSessionState() {
     return SessionStatePtr(new SessionState());

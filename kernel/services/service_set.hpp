@@ -16,6 +16,10 @@ namespace uaplex::host {
 class Host;
 }
 
+namespace uaplex::subscription {
+class NodeValueSource;
+}
+
 namespace uaplex::services {
 
 // What the services keep per session: browse continuation points, registered nodes. Created
@@ -87,6 +91,11 @@ class ServiceSet {
     uaplex_status call(ServiceCall& call) noexcept;
 
     ServerCounters& counters() noexcept;
+    // Node values for monitored items: stored values report their changes through `fn`
+    // (Write, value_set), every other node attribute is polled.
+    subscription::NodeValueSource& valueSource();
+    void setValueChanged(void (*fn)(void*, std::uint64_t, const ua::DataValue&),
+                         void* user) noexcept;
     void setState(ServerState state) noexcept;
 
   private:

@@ -15,6 +15,7 @@
 #include "host/address_space_hooks.hpp"
 #include "host/plugin_host.hpp"
 #include "services/service_set.hpp"
+#include "subscription/subscription_manager.hpp"
 
 namespace uaplex::services {
 
@@ -164,6 +165,16 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
     std::atomic<std::int32_t> state{static_cast<std::int32_t>(ServerState::Running)};
     ua::DateTime startTime = 0;
     std::vector<NamespaceOwner> owners;
+    // Monitored items: the value source (made on first use) and who hears of stored changes.
+    class ValueSource;  // value_source.cpp
+    std::unique_ptr<subscription::NodeValueSource> makeValueSource();
+    std::unique_ptr<subscription::NodeValueSource> values;
+    void (*valueChanged)(void*, std::uint64_t, const ua::DataValue&) = nullptr;
+    void* valueChangedUser = nullptr;
+    // After a stored value changed: tells the subscription engine (handle = the Node).
+    void changed(const Node& n, const ua::DataValue& v) noexcept {
+        if (valueChanged) valueChanged(valueChangedUser, reinterpret_cast<std::uintptr_t>(&n), v);
+    }
 };
 
 // Arena helpers.

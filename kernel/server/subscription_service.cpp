@@ -1,0 +1,304 @@
+#include "server/subscription_service.hpp"
+
+#include <chrono>
+
+#include "config/config.hpp"
+
+namespace uaplex::server {
+
+namespace {
+
+template <class T>
+bool is(const enc::DataType* t) noexcept {
+    return t == enc::dataTypeOf<T>();
+}
+
+subscription::SubscriptionLimits limitsOf(const config::ServerConfig&) {
+    // The engine's defaults until ServerCapabilities exposes them; 50 ms resolution so that
+    // a 100 ms publishing interval keeps its rhythm.
+    subscription::SubscriptionLimits l;
+    l.publishingResolution = 50;
+    l.minPublishingInterval = 50;
+    return l;
+}
+
+// Runs one manager service: allocates the response in the arena, calls `fn` under the lock.
+template <class Resp, class Fn>
+uaplex_status run(std::mutex& m, enc::Arena& arena, const enc::DataType*& responseType,
+                  void*& response, Fn&& fn) noexcept {
+    auto* resp = arena.allocateArray<Resp>(1);
+    if (!resp) return UAPLEX_BadOutOfMemory;
+    uaplex_status st;
+    {
+        std::lock_guard lock(m);
+        st = fn(*resp);
+    }
+    if (st != UAPLEX_Good) return st;
+    responseType = enc::dataTypeOf<Resp>();
+    response = resp;
+    return UAPLEX_Good;
+}
+
+}  // namespace
+
+std::int64_t SubscriptionService::SteadyClock::monoMs() const {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+std::int64_t SubscriptionService::SteadyClock::utcNow() const {
+    constexpr std::int64_t kUnixEpoch = 116444736000000000LL;  // 1601 -> 1970 in 100 ns
+    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                  std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+    return kUnixEpoch + ns / 100;
+}
+
+SubscriptionService::SubscriptionService(const config::ServerConfig& cfg,
+                                         subscription::NodeValueSource& source)
+    : resolutionMs_(limitsOf(cfg).publishingResolution),
+      manager_(clock_, limitsOf(cfg), source, *this) {}
+
+SubscriptionService::~SubscriptionService() {
+    stop();
+}
+
+bool SubscriptionService::serves(const enc::DataType* t) noexcept {
+    return is<ua::CreateSubscriptionRequest>(t) || is<ua::ModifySubscriptionRequest>(t) ||
+           is<ua::SetPublishingModeRequest>(t) || is<ua::DeleteSubscriptionsRequest>(t) ||
+           is<ua::TransferSubscriptionsRequest>(t) || is<ua::CreateMonitoredItemsRequest>(t) ||
+           is<ua::ModifyMonitoredItemsRequest>(t) || is<ua::SetMonitoringModeRequest>(t) ||
+           is<ua::SetTriggeringRequest>(t) || is<ua::DeleteMonitoredItemsRequest>(t);
+}
+
+uaplex_status SubscriptionService::call(std::uint64_t session, const enc::DataType* t,
+                                        const void* request, enc::Arena& arena,
+                                        const enc::DataType*& rt, void*& response) noexcept {
+    auto& m = manager_;
+    uaplex_status st = UAPLEX_BadServiceUnsupported;
+    std::vector<Done> done;
+    try {
+        if (is<ua::CreateSubscriptionRequest>(t)) {
+            const auto& req = *static_cast<const ua::CreateSubscriptionRequest*>(request);
+            st = run<ua::CreateSubscriptionResponse>(mutex_, arena, rt, response, [&](auto& r) {
+                return m.createSubscription(session, req, r);
+            });
+        } else if (is<ua::ModifySubscriptionRequest>(t)) {
+            const auto& req = *static_cast<const ua::ModifySubscriptionRequest*>(request);
+            st = run<ua::ModifySubscriptionResponse>(mutex_, arena, rt, response, [&](auto& r) {
+                return m.modifySubscription(session, req, r);
+            });
+        } else if (is<ua::SetPublishingModeRequest>(t)) {
+            const auto& req = *static_cast<const ua::SetPublishingModeRequest*>(request);
+            st = run<ua::SetPublishingModeResponse>(mutex_, arena, rt, response, [&](auto& r) {
+                return m.setPublishingMode(session, req, r, arena);
+            });
+        } else if (is<ua::DeleteSubscriptionsRequest>(t)) {
+            const auto& req = *static_cast<const ua::DeleteSubscriptionsRequest*>(request);
+            st = run<ua::DeleteSubscriptionsResponse>(mutex_, arena, rt, response, [&](auto& r) {
+                return m.deleteSubscriptions(session, req, r, arena);
+            });
+        } else if (is<ua::TransferSubscriptionsRequest>(t)) {
+            const auto& req = *static_cast<const ua::TransferSubscriptionsRequest*>(request);
+            st = run<ua::TransferSubscriptionsResponse>(mutex_, arena, rt, response, [&](auto& r) {
+                return m.transferSubscriptions(session, req, r, arena);
+            });
+        } else if (is<ua::CreateMonitoredItemsRequest>(t)) {
+            const auto& req = *static_cast<const ua::CreateMonitoredItemsRequest*>(request);
+            st = run<ua::CreateMonitoredItemsResponse>(mutex_, arena, rt, response, [&](auto& r) {
+                return m.createMonitoredItems(session, req, r, arena);
+            });
+        } else if (is<ua::ModifyMonitoredItemsRequest>(t)) {
+            const auto& req = *static_cast<const ua::ModifyMonitoredItemsRequest*>(request);
+            st = run<ua::ModifyMonitoredItemsResponse>(mutex_, arena, rt, response, [&](auto& r) {
+                return m.modifyMonitoredItems(session, req, r, arena);
+            });
+        } else if (is<ua::SetMonitoringModeRequest>(t)) {
+            const auto& req = *static_cast<const ua::SetMonitoringModeRequest*>(request);
+            st = run<ua::SetMonitoringModeResponse>(mutex_, arena, rt, response, [&](auto& r) {
+                return m.setMonitoringMode(session, req, r, arena);
+            });
+        } else if (is<ua::SetTriggeringRequest>(t)) {
+            const auto& req = *static_cast<const ua::SetTriggeringRequest*>(request);
+            st = run<ua::SetTriggeringResponse>(mutex_, arena, rt, response, [&](auto& r) {
+                return m.setTriggering(session, req, r, arena);
+            });
+        } else if (is<ua::DeleteMonitoredItemsRequest>(t)) {
+            const auto& req = *static_cast<const ua::DeleteMonitoredItemsRequest*>(request);
+            st = run<ua::DeleteMonitoredItemsResponse>(mutex_, arena, rt, response, [&](auto& r) {
+                return m.deleteMonitoredItems(session, req, r, arena);
+            });
+        }
+        // Deleting or transferring subscriptions may answer queued Publish requests.
+        {
+            std::lock_guard lock(mutex_);
+            done.swap(done_);
+        }
+    } catch (...) {
+        st = UAPLEX_BadOutOfMemory;
+    }
+    flush(done);
+    return st;
+}
+
+void SubscriptionService::publish(std::uint64_t session, std::shared_ptr<ResponseRoute> route,
+                                  const ua::PublishRequest& req, std::int64_t deadlineMs) noexcept {
+    std::vector<Done> done;
+    try {
+        std::lock_guard lock(mutex_);
+        std::uint64_t id = nextRequestId_++;
+        std::uint32_t channel = route->channelId();
+        // Known before the call: the engine may complete it from inside publish().
+        waiting_.emplace(id, Waiting{session, req.requestHeader.requestHandle, std::move(route)});
+        manager_.publish(session, {id, channel, deadlineMs}, req);
+        done.swap(done_);
+    } catch (...) {
+        // Out of memory: the request is lost like a dropped connection would lose it.
+    }
+    flush(done);
+}
+
+void SubscriptionService::republish(std::uint64_t session, std::shared_ptr<ResponseRoute> route,
+                                    const ua::RepublishRequest& req) noexcept {
+    Done d{
+        Waiting{session, req.requestHeader.requestHandle, std::move(route)}, UAPLEX_Good, {}, {}};
+    {
+        std::lock_guard lock(mutex_);
+        d.status = manager_.republish(session, req, d.outcome);
+    }
+    d.republish = true;
+    send(d);
+}
+
+std::uint32_t SubscriptionService::cancel(std::uint64_t session,
+                                          std::uint32_t requestHandle) noexcept {
+    std::vector<Done> done;
+    std::uint32_t n = 0;
+    {
+        std::lock_guard lock(mutex_);
+        std::vector<std::uint64_t> ids;
+        for (const auto& [id, w] : waiting_)
+            if (w.session == session && w.requestHandle == requestHandle) ids.push_back(id);
+        for (auto id : ids)
+            if (manager_.cancelPublish(id, UAPLEX_BadRequestCancelledByClient)) ++n;
+        done.swap(done_);
+    }
+    flush(done);
+    return n;
+}
+
+void SubscriptionService::closeSession(std::uint64_t session, bool deleteSubscriptions) noexcept {
+    std::vector<Done> done;
+    {
+        std::lock_guard lock(mutex_);
+        manager_.closeSession(session, deleteSubscriptions);
+        done.swap(done_);
+    }
+    flush(done);
+}
+
+void SubscriptionService::stop() noexcept {
+    std::vector<Done> done;
+    {
+        std::lock_guard lock(mutex_);
+        manager_.stop();
+        done.swap(done_);
+    }
+    flush(done);
+}
+
+void SubscriptionService::timerTick() noexcept {
+    std::vector<Done> done;
+    {
+        std::lock_guard lock(mutex_);
+        manager_.timerTick();
+        done.swap(done_);
+    }
+    flush(done);
+}
+
+void SubscriptionService::valueChanged(std::uint64_t node, const ua::DataValue& value) noexcept {
+    std::lock_guard lock(mutex_);
+    manager_.valueChanged(node, value);  // queues only; the next tick publishes
+}
+
+void SubscriptionService::setQueueFactory(const uaplex_mi_queue_factory_ops* ops,
+                                          void* self) noexcept {
+    std::lock_guard lock(mutex_);
+    manager_.setQueueFactory(ops, self);
+}
+
+void SubscriptionService::parked(std::uint64_t) {
+    // Nothing to release: the dispatcher returned the worker when it handed the request over.
+}
+
+void SubscriptionService::complete(std::uint64_t requestId, uaplex_status status,
+                                   subscription::PublishOutcome&& outcome,
+                                   std::vector<uaplex_status>&& ackResults) {
+    auto it = waiting_.find(requestId);
+    if (it == waiting_.end()) return;
+    done_.push_back(Done{std::move(it->second), status, std::move(outcome), std::move(ackResults)});
+    waiting_.erase(it);
+}
+
+bool SubscriptionService::channelValid(std::uint64_t, std::uint32_t) {
+    // A request reaches the engine only after the session resolved on its channel.
+    return true;
+}
+
+void SubscriptionService::flush(std::vector<Done>& done) noexcept {
+    for (auto& d : done) send(d);
+    done.clear();  // ends the leases: the messages go back to the pool or stay retained
+}
+
+void SubscriptionService::send(Done& d) noexcept {
+    enc::Arena arena(16 * 1024, 1024);
+    enc::ByteBuffer out(1024);
+    auto utc = clock_.utcNow();
+    if (d.status != UAPLEX_Good) {
+        ua::ServiceFault fault{};
+        fault.responseHeader.timestamp = utc;
+        fault.responseHeader.requestHandle = d.waiting.requestHandle;
+        fault.responseHeader.serviceResult = d.status;
+        enc::BinaryWriter w(out);
+        enc::encodeMessage(w, fault);
+        d.waiting.route->send(out.span());
+        return;
+    }
+    if (d.republish) {
+        ua::RepublishResponse resp{};
+        resp.responseHeader.timestamp = utc;
+        resp.responseHeader.requestHandle = d.waiting.requestHandle;
+        if (d.outcome.message) resp.notificationMessage = d.outcome.message.message();
+        enc::BinaryWriter w(out);
+        enc::encodeMessage(w, resp);
+        d.waiting.route->send(out.span());
+        return;
+    }
+    ua::PublishResponse resp{};
+    resp.responseHeader.timestamp = utc;
+    resp.responseHeader.requestHandle = d.waiting.requestHandle;
+    resp.subscriptionId = d.outcome.subscriptionId;
+    resp.availableSequenceNumbers = {std::int32_t(d.outcome.available.size()),
+                                     d.outcome.available.data()};
+    resp.moreNotifications = d.outcome.more;
+    // Encoded straight from the retained message: the lease keeps it alive until then.
+    if (d.outcome.message) resp.notificationMessage = d.outcome.message.message();
+    resp.results = {std::int32_t(d.acks.size()), d.acks.data()};
+    resp.diagnosticInfos = {0, nullptr};
+    enc::BinaryWriter w(out);
+    enc::encodeMessage(w, resp);
+    if (!w.ok()) {
+        out.clear();
+        ua::ServiceFault fault{};
+        fault.responseHeader.timestamp = utc;
+        fault.responseHeader.requestHandle = d.waiting.requestHandle;
+        fault.responseHeader.serviceResult = UAPLEX_BadEncodingError;
+        enc::BinaryWriter f(out);
+        enc::encodeMessage(f, fault);
+    }
+    d.waiting.route->send(out.span());
+}
+
+}  // namespace uaplex::server

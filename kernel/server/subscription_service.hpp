@@ -1,0 +1,102 @@
+// The server's subscription engine: one SubscriptionManager behind one short lock, the
+// PublishSink that sends parked Publish responses on their channel, and the real clock.
+//
+// Publish never holds a worker: the dispatcher hands the request over with a ResponseRoute
+// and returns without a response; whoever completes it (the request itself, a tick, a Write)
+// encodes and sends after the lock is released.
+#pragma once
+
+#include <uaplex/encoding/encoding.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "subscription/subscription_manager.hpp"
+
+namespace uaplex::config {
+struct ServerConfig;
+}
+
+namespace uaplex::server {
+
+// Where a response that is sent later goes: the connection and the request's secure id.
+class ResponseRoute {
+  public:
+    virtual ~ResponseRoute() = default;
+    virtual void send(std::span<const std::uint8_t> body) noexcept = 0;
+    virtual std::uint32_t channelId() const noexcept = 0;
+};
+
+class SubscriptionService final : public subscription::PublishSink {
+  public:
+    SubscriptionService(const config::ServerConfig& cfg, subscription::NodeValueSource& source);
+    ~SubscriptionService() override;
+
+    static bool serves(const enc::DataType* requestType) noexcept;
+    // Every subscription service but Publish and Republish: Good with the response set (in
+    // `arena`), or a ServiceFault status.
+    uaplex_status call(std::uint64_t session, const enc::DataType* requestType, const void* request,
+                       enc::Arena& arena, const enc::DataType*& responseType,
+                       void*& response) noexcept;
+    // Publish: the response goes through `route`, now or later.
+    void publish(std::uint64_t session, std::shared_ptr<ResponseRoute> route,
+                 const ua::PublishRequest& request, std::int64_t deadlineMs) noexcept;
+    // Republish: answered through `route` too, so that the retained message is encoded
+    // while its lease holds it.
+    void republish(std::uint64_t session, std::shared_ptr<ResponseRoute> route,
+                   const ua::RepublishRequest& request) noexcept;
+    // Cancel: parked Publish requests of `session` with `requestHandle`; how many.
+    std::uint32_t cancel(std::uint64_t session, std::uint32_t requestHandle) noexcept;
+
+    void closeSession(std::uint64_t session, bool deleteSubscriptions) noexcept;
+    void stop() noexcept;
+    void timerTick() noexcept;
+    // Node values changed (Write, the host API's value_set).
+    void valueChanged(std::uint64_t node, const ua::DataValue& value) noexcept;
+    void setQueueFactory(const uaplex_mi_queue_factory_ops* ops, void* self) noexcept;
+    const uaplex_mi_queue_params& queueParams() const noexcept { return manager_.queueParams(); }
+    std::uint32_t resolutionMs() const noexcept { return resolutionMs_; }
+
+    // PublishSink (called under the lock).
+    void parked(std::uint64_t requestId) override;
+    void complete(std::uint64_t requestId, uaplex_status status,
+                  subscription::PublishOutcome&& outcome,
+                  std::vector<uaplex_status>&& ackResults) override;
+    bool channelValid(std::uint64_t session, std::uint32_t channelId) override;
+
+  private:
+    class SteadyClock final : public subscription::Clock {
+      public:
+        std::int64_t monoMs() const override;
+        std::int64_t utcNow() const override;
+    };
+    struct Waiting {
+        std::uint64_t session;
+        std::uint32_t requestHandle;
+        std::shared_ptr<ResponseRoute> route;
+    };
+    struct Done {
+        Waiting waiting;
+        uaplex_status status;
+        subscription::PublishOutcome outcome;
+        std::vector<uaplex_status> acks;
+        bool republish = false;
+    };
+    // Sends what completed while the lock was held; call after releasing it.
+    void flush(std::vector<Done>& done) noexcept;
+    void send(Done& d) noexcept;
+
+    SteadyClock clock_;
+    std::uint32_t resolutionMs_;
+    std::mutex mutex_;  // the engine's lock: every manager call, never an encode or a send
+    subscription::SubscriptionManager manager_;
+    std::unordered_map<std::uint64_t, Waiting> waiting_;
+    std::vector<Done> done_;
+    std::uint64_t nextRequestId_ = 1;
+};
+
+}  // namespace uaplex::server

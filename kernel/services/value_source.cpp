@@ -1,0 +1,127 @@
+// The subscription engine's view of node values (NodeValueSource). A Variable's stored Value
+// (its ValueSlot) reports its changes: its handle is the Node, and Write and value_set tell
+// the engine. Everything else (namespace-0 values, plugin read callbacks, other attributes,
+// IndexRange) is polled: its handle names an entry that keeps a copy of the ReadValueId.
+#include <deque>
+#include <string>
+#include <unordered_map>
+
+#include "services/services_internal.hpp"
+
+namespace uaplex::services {
+
+namespace {
+constexpr std::int32_t kTimestampsBoth = 2;
+}  // namespace
+
+class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource {
+  public:
+    explicit ValueSource(ServiceSet::Impl& impl) : impl_(impl) {}
+
+    uaplex_status resolve(const ua::ReadValueId& id, std::uint64_t* handle) override {
+        // Probe once: the same checks (and status codes) as a Read.
+        enc::Arena arena(4096, 512);
+        ua::DataValue probe{};
+        impl_.readAttribute(arena, id.nodeId, id.attributeId, id.indexRange, kTimestampsBoth,
+                            probe);
+        if ((probe.mask & UAPLEX_DATAVALUE_STATUS) &&
+            (probe.status == UAPLEX_BadNodeIdUnknown ||
+             probe.status == UAPLEX_BadAttributeIdInvalid ||
+             probe.status == UAPLEX_BadIndexRangeInvalid))
+            return probe.status;
+        NodeRef n = impl_.space.find(id.nodeId);
+        if (n.dyn && n.dyn->nodeClass == addressspace::kVariable && id.attributeId == kAttrValue &&
+            n.dyn->callbacks.read == nullptr && id.indexRange.length <= 0) {
+            *handle = reinterpret_cast<std::uintptr_t>(n.dyn);  // aligned: low bit clear
+            return UAPLEX_Good;
+        }
+        std::lock_guard lock(mutex_);
+        Polled p;
+        p.attributeId = id.attributeId;
+        p.id = id.nodeId;
+        if (id.nodeId.identifier_type == UAPLEX_ID_STRING ||
+            id.nodeId.identifier_type == UAPLEX_ID_BYTESTRING) {
+            const auto& b = id.nodeId.identifier.string;  // same layout as the ByteString
+            p.text.assign(reinterpret_cast<const char*>(b.data), b.length > 0 ? b.length : 0);
+        }
+        if (id.indexRange.length > 0)
+            p.range.assign(reinterpret_cast<const char*>(id.indexRange.data), id.indexRange.length);
+        std::string key = keyOf(p);
+        auto found = index_.find(key);
+        if (found != index_.end()) {
+            *handle = found->second;
+            return UAPLEX_Good;
+        }
+        polled_.push_back(std::move(p));
+        Polled& kept = polled_.back();
+        if (!kept.text.empty()) {  // point the copy at its own text (deque entries stay put)
+            kept.id.identifier.string.data =
+                reinterpret_cast<decltype(kept.id.identifier.string.data)>(kept.text.data());
+        }
+        *handle = (std::uint64_t(polled_.size() - 1) << 1) | 1;
+        index_.emplace(std::move(key), *handle);
+        return UAPLEX_Good;
+    }
+
+    uaplex_status read(std::uint64_t handle, enc::Arena& arena, ua::DataValue& out) override {
+        if (!(handle & 1)) {
+            const auto* node = reinterpret_cast<const Node*>(handle);
+            impl_.readAttribute(arena, node->id, kAttrValue, ua::nullString(), kTimestampsBoth,
+                                out);
+            return UAPLEX_Good;
+        }
+        ua::NodeId id;
+        std::uint32_t attributeId;
+        ua::String range = ua::nullString();
+        {
+            std::lock_guard lock(mutex_);
+            const Polled& p = polled_.at(handle >> 1);
+            id = p.id;
+            attributeId = p.attributeId;
+            if (!p.range.empty())
+                range = ua::String{
+                    std::int32_t(p.range.size()),
+                    reinterpret_cast<decltype(range.data)>(const_cast<char*>(p.range.data()))};
+        }
+        impl_.readAttribute(arena, id, attributeId, range, kTimestampsBoth, out);
+        return UAPLEX_Good;
+    }
+
+    bool reportsChanges(std::uint64_t handle) override { return !(handle & 1); }
+
+  private:
+    struct Polled {
+        ua::NodeId id{};
+        std::uint32_t attributeId = 0;
+        std::string text;   // a String or ByteString identifier's bytes
+        std::string range;  // IndexRange
+    };
+    static std::string keyOf(const Polled& p) {
+        std::string k;
+        k.reserve(32 + p.text.size() + p.range.size());
+        k.append(std::to_string(p.id.namespace_index)).push_back(':');
+        k.append(std::to_string(p.id.identifier_type)).push_back(':');
+        if (p.id.identifier_type == UAPLEX_ID_NUMERIC)
+            k.append(std::to_string(p.id.identifier.numeric));
+        else if (p.id.identifier_type == UAPLEX_ID_GUID)
+            k.append(reinterpret_cast<const char*>(&p.id.identifier.guid),
+                     sizeof p.id.identifier.guid);
+        else
+            k.append(p.text);
+        k.push_back(':');
+        k.append(std::to_string(p.attributeId)).push_back(':');
+        k.append(p.range);
+        return k;
+    }
+
+    ServiceSet::Impl& impl_;
+    std::mutex mutex_;  // resolve runs under the engine's lock, reads may not
+    std::deque<Polled> polled_;
+    std::unordered_map<std::string, std::uint64_t> index_;
+};
+
+std::unique_ptr<subscription::NodeValueSource> ServiceSet::Impl::makeValueSource() {
+    return std::make_unique<ValueSource>(*this);
+}
+
+}  // namespace uaplex::services
