@@ -265,6 +265,8 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
     dispatcher_ = std::make_unique<Dispatcher>(cfg_, *sessions_, services_, *discovery_);
     session::QueuedCanceller canceller{&Server::unlinkQueued, this};
     dispatcher_->setCanceller(canceller);
+    deadlines_ = std::make_unique<session::DeadlineMonitor>();
+    sessions_->setDeadlineMonitor(deadlines_.get());
     sessions_->setClosedHook([this, canceller](session::Session& s) {
         s.requests().cancelAll(UAPLEX_BadSessionClosed, canceller);
     });
@@ -297,6 +299,7 @@ void Server::start() {
         threads_.emplace_back([this, w = workers_.back().get()] { workerLoop(*w); });
     }
     housekeeping_ = std::thread([this] { housekeepingLoop(); });
+    deadlineSweeper_ = std::thread([this] { deadlineLoop(); });
 
     const auto& l = cfg_.server.limits;
     uaplex_transport_params params{};
@@ -372,12 +375,18 @@ void Server::stop() noexcept {
     if (!started_) return;
     started_ = false;
     running_ = false;
-    for (auto& t : transports_) t->stop();  // closes every connection (on_closed)
-    housekeepingWake_.notify_all();
+    // Drain while the connections are still open: stopping the queue answers every queued
+    // request BadServerHalted (and refuses new ones with it); the workers finish and answer
+    // the executing ones before they exit.
+    if (auto q = host_.request_queue().current()) q->stop();
     for (auto& t : threads_) t.join();
     threads_.clear();
+    deadlines_->stop();
+    if (deadlineSweeper_.joinable()) deadlineSweeper_.join();
+    for (auto& t : transports_) t->stop();  // closes every connection (on_closed)
+    housekeepingWake_.notify_all();
     if (housekeeping_.joinable()) housekeeping_.join();
-    // Requests still queued go without an answer: their connections are closed.
+    // Anything queued after the drain goes without an answer: its connection is closed.
     host_.request_queue().set_completion([](uaplex_request_entry* e, uaplex_status) {
         auto* r = static_cast<PendingRequest*>(e->kernel_private);
         auto c = std::move(r->connection);
@@ -428,6 +437,7 @@ void Server::submit(Connection& c) {
     PendingRequest* r = c.acquire();
     std::swap(r->body, c.channel.assembledBody());  // both buffers keep their capacity
     r->secureRequestId = c.channel.assembledRequestId();
+    r->tracked.cancelStatus.store(UAPLEX_Good, std::memory_order_relaxed);  // may be untracked
     r->connection = c.shared_from_this();
     auto& e = r->entry;
     e = uaplex_request_entry{};
@@ -438,13 +448,20 @@ void Server::submit(Connection& c) {
     e.service_type = prefix.encodingId;
     e.cost = r->body.size();
     e.kernel_private = r;
+    if (!running_.load(std::memory_order_relaxed)) {
+        completeRefused(*r, UAPLEX_BadServerHalted);
+        return;
+    }
+    std::int64_t now = monotonicMs();
+    // TimeoutHint counts from arrival (Part 4 7.32); the deadline sweep enforces it.
+    std::int64_t deadline = prefix.timeoutHint ? now + std::int64_t(prefix.timeoutHint) : 0;
     // Registered before it is queued, so that a Cancel finds it as soon as it can be queued.
     // Requests without a usable session are not tracked; the worker answers their error.
     std::shared_ptr<session::Session> s;
     if (prefix.ok && prefix.authenticationToken.identifier_type == UAPLEX_ID_BYTESTRING &&
-        sessions_->resolve(prefix.authenticationToken, c.channel.id(), monotonicMs(), s,
-                           &c.sessionCache) == UAPLEX_Good) {
-        s->requests().add(r->tracked, prefix.requestHandle);
+        sessions_->resolve(prefix.authenticationToken, c.channel.id(), now, s, &c.sessionCache) ==
+            UAPLEX_Good) {
+        s->requests().add(r->tracked, prefix.requestHandle, deadline);
         r->session = std::move(s);
     }
     uaplex_status st = host_.request_queue().enqueue(&e);
@@ -485,7 +502,14 @@ void Server::execute(PendingRequest& r, Worker& w) noexcept {
     RequestContext ctx{c->channel.id(), monotonicMs(), utcNow(), c->endpointUrl, &c->sessionCache};
     w.arena.reset();
     w.out.clear();
-    std::uint32_t handle = dispatcher_->handle(r.body.span(), ctx, w.arena, w.out);
+    std::uint32_t handle = r.entry.request_handle;
+    // Expired while queued but dequeued before the sweep could unlink it: not executed.
+    if (r.tracked.cancelStatus.load(std::memory_order_acquire) != UAPLEX_BadTimeout)
+        handle = dispatcher_->handle(r.body.span(), ctx, w.arena, w.out);
+    // A request past its deadline answers BadTimeout, also when it expired while executing
+    // (services are short and not interrupted; the result is dropped).
+    if (r.tracked.cancelStatus.load(std::memory_order_acquire) == UAPLEX_BadTimeout)
+        Dispatcher::encodeFault(handle, UAPLEX_BadTimeout, ctx.utc, w.out);
     std::uint32_t requestId = r.secureRequestId;
     // The response is encoded: recycle the request before sending, so that the client's
     // next request finds it free (a request-response client then needs one per connection).
@@ -494,6 +518,15 @@ void Server::execute(PendingRequest& r, Worker& w) noexcept {
     if (st == UAPLEX_BadResponseTooLarge) {
         Dispatcher::encodeFault(handle, UAPLEX_BadResponseTooLarge, ctx.utc, w.out);
         c->channel.sendMessage(requestId, w.out.span(), w.chunks);
+    }
+}
+
+void Server::deadlineLoop() {
+    session::QueuedCanceller canceller{&Server::unlinkQueued, this};
+    while (deadlines_->waitForDeadlines()) {
+        if (std::uint32_t n = sessions_->expireRequests(monotonicMs(), canceller))
+            logger()->debug("{} request(s) past their TimeoutHint", n);
+        std::this_thread::sleep_for(std::chrono::milliseconds(session::DeadlineMonitor::kPeriodMs));
     }
 }
 

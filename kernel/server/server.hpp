@@ -4,7 +4,7 @@
 //
 // Threads: the transports' I/O threads run chunk assembly and OPN/CLO; workers decode,
 // dispatch, encode and send; one housekeeping thread closes timed-out sessions and channels
-// whose token expired.
+// whose token expired; one deadline thread expires requests past their TimeoutHint.
 #pragma once
 
 #include <atomic>
@@ -25,6 +25,7 @@ class PluginInstance;
 }  // namespace uaplex::host
 namespace uaplex::session {
 class SessionManager;
+class DeadlineMonitor;
 struct TrackedRequest;
 }  // namespace uaplex::session
 
@@ -61,6 +62,9 @@ class Server {
 
     void workerLoop(Worker& worker);
     void housekeepingLoop();
+    // The one TimeoutHint sweep for all requests (spec section 4): every 20 ms while any
+    // registered request has a deadline, asleep otherwise.
+    void deadlineLoop();
     void execute(PendingRequest& request, Worker& worker) noexcept;
     // The request queue completed an entry itself (stop, cancel, refusal): answer a fault.
     void completeRefused(PendingRequest& request, std::uint32_t status) noexcept;
@@ -84,6 +88,8 @@ class Server {
     std::vector<std::unique_ptr<Worker>> workers_;
     std::vector<std::thread> threads_;
     std::thread housekeeping_;
+    std::unique_ptr<session::DeadlineMonitor> deadlines_;
+    std::thread deadlineSweeper_;
     std::mutex housekeepingMutex_;
     std::condition_variable housekeepingWake_;
     std::atomic<bool> running_{false};

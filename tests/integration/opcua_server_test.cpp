@@ -440,3 +440,71 @@ TEST_CASE("Cancel: requests of another session with the same handle are untouche
     CHECK(handleOf(second) == 5);
     CHECK(Client::result(second) == UAPLEX_Good);
 }
+
+TEST_CASE("TimeoutHint: a queued request past its deadline is answered BadTimeout at once") {
+    Client c;
+    REQUIRE(c.open(slowServer().port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    std::vector<ua::ReadValueId> slowIds, ids;
+    auto slow = readSlow(slowIds);
+    auto read = readState(ids, 1);
+    REQUIRE(c.send(slow, 30));  // holds the only worker for 1.5 s
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    c.setTimeoutHint(100);
+    auto sent = std::chrono::steady_clock::now();
+    REQUIRE(c.send(read, 31));  // queued behind it, expires long before the worker is free
+    auto first = c.receiveResponse();
+    auto waited = std::chrono::steady_clock::now() - sent;
+    REQUIRE(first.object != nullptr);
+    CHECK(handleOf(first) == 31);
+    CHECK(Client::result(first) == UAPLEX_BadTimeout);
+    CHECK(waited < std::chrono::milliseconds(800));  // not after the slow Read
+    auto second = c.receiveResponse();
+    REQUIRE(second.object != nullptr);
+    CHECK(handleOf(second) == 30);
+    CHECK(Client::result(second) == UAPLEX_Good);
+}
+
+TEST_CASE("TimeoutHint: an executing request past its deadline answers BadTimeout") {
+    Client c;
+    REQUIRE(c.open(slowServer().port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    std::vector<ua::ReadValueId> slowIds, ids;
+    auto slow = readSlow(slowIds);
+    c.setTimeoutHint(300);
+    auto m = c.call(slow, 40);
+    REQUIRE(m.object != nullptr);
+    CHECK(handleOf(m) == 40);
+    CHECK(Client::result(m) == UAPLEX_BadTimeout);
+    // TimeoutHint 0 means no deadline: the same Read completes Good.
+    c.setTimeoutHint(0);
+    auto ok = c.call(slow, 41);
+    REQUIRE(ok.object != nullptr);
+    CHECK(Client::result(ok) == UAPLEX_Good);
+}
+
+TEST_CASE("shutdown drain: queued requests answer BadServerHalted, the executing one completes") {
+    ServerProcess s("", 1, "[plugins.test-slowread]\nlibrary = \"" UAPLEX_SLOWREAD_PLUGIN "\"\n");
+    Client c;
+    REQUIRE(c.open(s.port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    std::vector<ua::ReadValueId> slowIds, ids;
+    auto slow = readSlow(slowIds);
+    auto read = readState(ids, 1);
+    REQUIRE(c.send(slow, 50));  // executing
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    REQUIRE(c.send(read, 51));  // queued
+    REQUIRE(c.send(read, 52));  // queued
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ::kill(s.pid, SIGTERM);
+    for (std::uint32_t h : {51u, 52u}) {
+        auto m = c.receiveResponse();
+        REQUIRE(m.object != nullptr);
+        CHECK(handleOf(m) == h);
+        CHECK(Client::result(m) == UAPLEX_BadServerHalted);
+    }
+    auto last = c.receiveResponse();
+    REQUIRE(last.object != nullptr);
+    CHECK(handleOf(last) == 50);
+    CHECK(Client::result(last) == UAPLEX_Good);
+}
