@@ -61,6 +61,11 @@ struct PendingRequest {
     // registry (findable by Cancel) until it is released.
     std::shared_ptr<session::Session> session;
     session::TrackedRequest tracked;
+    // Admission: the owner the request is charged to (retained), the classification flags
+    // and whether it was classified with a session binding (revalidated before dispatch).
+    uaplex_admission_owner* owner = nullptr;
+    std::uint32_t admissionFlags = 0;
+    bool bound = false;
 
     PendingRequest() { tracked.owner = this; }
 };
@@ -80,14 +85,16 @@ class Connection final : public securechannel::ChunkOutput,
                securechannel::ChannelLimits limits)
         : server_(server), transport_(transport), handle_(handle), channel(limits, *this) {}
 
+    ~Connection() { releaseOwners(); }
+
     bool rent(std::uint32_t size, uaplex_buffer& out) noexcept override {
         out = uaplex_buffer{};
-        return server_.pool_->ops()->take(server_.pool_->self(),
-                                          static_cast<uaplex_buffer_manager*>(server_.poolManager_),
-                                          size, this, nullptr, &out) == UAPLEX_Good;
+        return server_.poolOps_->take(server_.poolSelf_,
+                                      static_cast<uaplex_buffer_manager*>(server_.poolManager_),
+                                      size, this, nullptr, &out) == UAPLEX_Good;
     }
     void giveBack(uaplex_buffer& b) noexcept override {
-        server_.pool_->ops()->give_back(server_.pool_->self(), &b, this);
+        server_.poolOps_->give_back(server_.poolSelf_, &b, this);
     }
     void send(uaplex_buffer* buffers, std::size_t count) noexcept override {
         std::lock_guard lock(transportMutex_);
@@ -156,6 +163,11 @@ class Connection final : public securechannel::ChunkOutput,
             r->session->requests().remove(r->tracked);
             r->session.reset();
         }
+        if (r->owner) {
+            server_.admission_->owner_release(server_.admissionSelf_, r->owner);
+            r->owner = nullptr;
+            r->entry.owner = nullptr;
+        }
         std::lock_guard lock(freeMutex_);
         free_.push_back(r);
     }
@@ -166,6 +178,22 @@ class Connection final : public securechannel::ChunkOutput,
     uaplex_connection* handle_;
 
   public:
+    // Admission owners of this connection's requests, classified once per session binding
+    // and kind (0 plain, 1 session establishment, 2 control) instead of per request. Only
+    // the connection's I/O thread (submit) touches them.
+    struct OwnerCache {
+        std::shared_ptr<session::Session> session;  // the binding they were classified for
+        uaplex_admission_owner* owners[3] = {nullptr, nullptr, nullptr};
+    } ownerCache;
+    void releaseOwners() noexcept {
+        for (auto*& o : ownerCache.owners)
+            if (o) {
+                server_.admission_->owner_release(server_.admissionSelf_, o);
+                o = nullptr;
+            }
+    }
+
+    std::string peer;         // "ip:port", for admission
     std::string endpointUrl;  // from Hello; written before any request of the connection
     securechannel::SecureChannel channel;
     session::SessionCache sessionCache;
@@ -195,6 +223,7 @@ struct Server::Callbacks {
         limits.decodeLimits = s.dispatcher_->decodeLimits();
         try {
             auto c = std::make_shared<Connection>(s, binding, handle, limits);
+            c->peer.assign(peer.data ? peer.data : "", peer.len);
             *out = c.get();
             std::lock_guard lock(s.connectionsMutex_);
             s.connections_.emplace(c.get(), std::move(c));
@@ -255,6 +284,16 @@ struct Server::Callbacks {
 
 Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler& services)
     : cfg_(cfg), host_(host), services_(services), pool_(std::make_unique<KernelBufferPool>()) {
+    poolOps_ = pool_->ops();
+    poolSelf_ = pool_->self();
+    if (const auto& p = host_.buffer_pool()) {
+        poolOps_ = p->ops<uaplex_buffer_pool_ops>();
+        poolSelf_ = p->self();
+    }
+    if (const auto& a = host_.admission()) {
+        admission_ = a->ops<uaplex_admission_ops>();
+        admissionSelf_ = a->self();
+    }
     const auto& l = cfg_.server.limits;
     session::SessionLimits sl{l.max_sessions, l.min_session_timeout_ms, l.max_session_timeout_ms};
     session::SessionStateHooks hooks{[this] { return services_.createSessionState(); },
@@ -274,7 +313,9 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
         std::max({l.receive_buffer_size, l.send_buffer_size, kHelloBufferSize});
     uaplex_buffer_manager* m = nullptr;
     static constexpr char kName[] = "uasc-chunks";
-    pool_->ops()->manager_create(pool_->self(), {kName, sizeof kName - 1}, bufferSize, &m);
+    if (poolOps_->manager_create(poolSelf_, {kName, sizeof kName - 1}, bufferSize, &m) !=
+        UAPLEX_Good)
+        throw std::runtime_error("buffer pool: cannot create the uasc-chunks manager");
     poolManager_ = m;
 }
 
@@ -294,6 +335,7 @@ void Server::start() {
     host_.request_queue().set_completion([this](uaplex_request_entry* e, uaplex_status st) {
         completeRefused(*static_cast<PendingRequest*>(e->kernel_private), st);
     });
+    host_.request_queue().set_revalidation(&Server::revalidate, this);
     for (std::uint32_t i = 0; i < cfg_.server.request_threads; ++i) {
         workers_.push_back(std::make_unique<Worker>());
         threads_.emplace_back([this, w = workers_.back().get()] { workerLoop(*w); });
@@ -306,8 +348,8 @@ void Server::start() {
     params.hdr = UAPLEX_HEADER_INIT(uaplex_transport_params, UAPLEX_STYPE_TRANSPORT_PARAMS);
     params.receive_buffer_size = l.receive_buffer_size;
     params.send_buffer_size = l.send_buffer_size;
-    params.pool_self = pool_->self();
-    params.pool = pool_->ops();
+    params.pool_self = poolSelf_;
+    params.pool = poolOps_;
     params.pool_manager = static_cast<uaplex_buffer_manager*>(poolManager_);
     params.on_accepted = &Callbacks::onAccepted;
     params.on_received = &Callbacks::onReceived;
@@ -464,6 +506,7 @@ void Server::submit(Connection& c) {
         s->requests().add(r->tracked, prefix.requestHandle, deadline);
         r->session = std::move(s);
     }
+    if (admission_) classify(c, *r, prefix);
     uaplex_status st = host_.request_queue().enqueue(&e);
     if (st != UAPLEX_Good) completeRefused(*r, st);
 }
@@ -479,22 +522,106 @@ void Server::completeRefused(PendingRequest& r, std::uint32_t status) noexcept {
     if (c) c->release(&r);
 }
 
+namespace {
+
+bool isSessionEstablishment(std::uint32_t encodingId) noexcept {
+    return encodingId == enc::dataTypeOf<ua::CreateSessionRequest>()->binaryEncodingId ||
+           encodingId == enc::dataTypeOf<ua::ActivateSessionRequest>()->binaryEncodingId;
+}
+
+bool isControl(std::uint32_t encodingId) noexcept {
+    return encodingId == enc::dataTypeOf<ua::CloseSessionRequest>()->binaryEncodingId ||
+           encodingId == enc::dataTypeOf<ua::CancelRequest>()->binaryEncodingId;
+}
+
+// What the provider sees of a request bound to `s` (or of the bare channel). The binding
+// and, for anonymous sessions, the user id are the session's random Guid: each session is
+// its own owner (spec 2 keys by verified user; an anonymous session is the finest key).
+uaplex_admission_request_info admissionInfo(std::uint32_t channelId, std::uint32_t flags,
+                                            const std::string& peer, const session::Session* s,
+                                            ua::Guid& guid) noexcept {
+    uaplex_admission_request_info info{};
+    info.hdr =
+        UAPLEX_HEADER_INIT(uaplex_admission_request_info, UAPLEX_STYPE_ADMISSION_REQUEST_INFO);
+    info.secure_channel_id = channelId;
+    info.flags = flags;
+    info.peer_address = {peer.data(), peer.size()};
+    if (s && !s->closed()) {
+        guid = s->sessionId().identifier.guid;
+        info.flags |= UAPLEX_ADMISSION_SESSION_VERIFIED;
+        info.session_binding = {reinterpret_cast<const std::uint8_t*>(&guid), sizeof guid};
+        info.user_id = {reinterpret_cast<const char*>(&guid), sizeof guid};
+    }
+    return info;
+}
+
+}  // namespace
+
+void Server::classify(Connection& c, PendingRequest& r, const RequestPrefix& prefix) noexcept {
+    unsigned kind = isControl(prefix.encodingId)                ? 2
+                    : isSessionEstablishment(prefix.encodingId) ? 1
+                                                                : 0;
+    std::uint32_t flags = kind == 2   ? UAPLEX_ADMISSION_CONTROL
+                          : kind == 1 ? UAPLEX_ADMISSION_SESSION_ESTABLISHMENT
+                                      : 0;
+    // Session services name a session that need not be activated (yet) on this channel.
+    std::shared_ptr<session::Session> bound = r.session;
+    if (!bound && kind != 0 && prefix.ok &&
+        prefix.authenticationToken.identifier_type == UAPLEX_ID_BYTESTRING)
+        bound = sessions_->lookup(prefix.authenticationToken);
+    auto& cache = c.ownerCache;
+    if (cache.session != bound) {  // a new binding: classify again
+        c.releaseOwners();
+        cache.session = bound;
+    }
+    uaplex_admission_owner*& owner = cache.owners[kind];
+    if (!owner) {
+        ua::Guid guid{};
+        auto info = admissionInfo(c.channel.id(), flags, c.peer, bound.get(), guid);
+        // Before a session exists the channel is the owner: the ingress (Bootstrap) class,
+        // whose floors let a new client in on a saturated server.
+        uaplex_status st = bound ? admission_->classify(admissionSelf_, &info, &owner)
+                                 : admission_->classify_connection(admissionSelf_, &info, &owner);
+        if (st != UAPLEX_Good) owner = nullptr;  // no owner: the queue refuses the request
+    }
+    if (!owner) return;
+    admission_->owner_retain(admissionSelf_, owner);
+    r.owner = owner;
+    r.entry.owner = owner;
+    r.admissionFlags = flags;
+    r.bound = bound != nullptr;
+    if (bound && !r.session) r.session = std::move(bound);  // kept alive for revalidation
+}
+
+uaplex_status Server::revalidate(void* user, uaplex_request_entry* entry) {
+    auto& server = *static_cast<Server*>(user);
+    auto& r = *static_cast<PendingRequest*>(entry->kernel_private);
+    if (!server.admission_ || !r.owner) return UAPLEX_Good;
+    if (!r.bound) return UAPLEX_Good;  // a channel owner: its channel cannot change
+    ua::Guid guid{};
+    auto info = admissionInfo(r.connection->channel.id(), r.admissionFlags, r.connection->peer,
+                              r.session.get(), guid);
+    return server.admission_->revalidate(server.admissionSelf_, r.owner, &info);
+}
+
 void Server::workerLoop(Worker& w) {
     while (running_.load(std::memory_order_relaxed)) {
         uaplex_request_entry* e = nullptr;
+        host::PluginInstance* from = nullptr;
         // Bounded waits: a queue swap waits for the longest call in flight, and stop() for us.
-        uaplex_status st = host_.request_queue().dequeue(100, &e);
+        uaplex_status st = host_.request_queue().dequeue(100, &e, &from);
         if (st == UAPLEX_Good && e) {
-            execute(*static_cast<PendingRequest*>(e->kernel_private), w);
+            execute(*static_cast<PendingRequest*>(e->kernel_private), w, from);
         } else if (st == UAPLEX_BadServerHalted) {
             std::this_thread::sleep_for(std::chrono::milliseconds(20));  // no queue installed
         }
     }
 }
 
-void Server::execute(PendingRequest& r, Worker& w) noexcept {
+void Server::execute(PendingRequest& r, Worker& w, host::PluginInstance* queue) noexcept {
     auto c = std::move(r.connection);
     if (c->gone()) {
+        host::RequestQueueSlot::dispose(queue, &r.entry);
         c->release(&r);
         return;
     }
@@ -511,6 +638,8 @@ void Server::execute(PendingRequest& r, Worker& w) noexcept {
     if (r.tracked.cancelStatus.load(std::memory_order_acquire) == UAPLEX_BadTimeout)
         Dispatcher::encodeFault(handle, UAPLEX_BadTimeout, ctx.utc, w.out);
     std::uint32_t requestId = r.secureRequestId;
+    // Its leases go back before the response is sent, so that the next request can run.
+    host::RequestQueueSlot::dispose(queue, &r.entry);
     // The response is encoded: recycle the request before sending, so that the client's
     // next request finds it free (a request-response client then needs one per connection).
     c->release(&r);

@@ -7,6 +7,10 @@
 // whose token expired; one deadline thread expires requests past their TimeoutHint.
 #pragma once
 
+#include <uaplex/admission.h>
+#include <uaplex/buffer_pool.h>
+#include <uaplex/request_queue.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -37,6 +41,7 @@ class Discovery;
 class KernelBufferPool;
 struct Worker;
 struct PendingRequest;
+struct RequestPrefix;
 struct TransportBinding;
 
 class Server {
@@ -65,7 +70,11 @@ class Server {
     // The one TimeoutHint sweep for all requests (spec section 4): every 20 ms while any
     // registered request has a deadline, asleep otherwise.
     void deadlineLoop();
-    void execute(PendingRequest& request, Worker& worker) noexcept;
+    void execute(PendingRequest& request, Worker& worker, host::PluginInstance* queue) noexcept;
+    // Classifies a request for the admission provider (owner cached per connection).
+    void classify(Connection& c, PendingRequest& r, const RequestPrefix& prefix) noexcept;
+    // The request queue's check before dispatch (spec 2, revalidation table).
+    static uaplex_status revalidate(void* user, uaplex_request_entry* entry);
     // The request queue completed an entry itself (stop, cancel, refusal): answer a fault.
     void completeRefused(PendingRequest& request, std::uint32_t status) noexcept;
     void submit(Connection& c);
@@ -78,8 +87,13 @@ class Server {
     config::ServerConfig cfg_;
     host::Host& host_;
     ServiceHandler& services_;
-    std::unique_ptr<KernelBufferPool> pool_;
+    std::unique_ptr<KernelBufferPool> pool_;  // the fallback when no buffer_pool plugin
+    const uaplex_buffer_pool_ops* poolOps_ = nullptr;
+    void* poolSelf_ = nullptr;
     void* poolManager_ = nullptr;
+    // The [slots] admission provider, or null: then requests carry no owner.
+    const uaplex_admission_ops* admission_ = nullptr;
+    void* admissionSelf_ = nullptr;
     std::unique_ptr<session::SessionManager> sessions_;
     std::unique_ptr<Discovery> discovery_;
     std::unique_ptr<Dispatcher> dispatcher_;

@@ -127,6 +127,11 @@ class SessionManager {
     uaplex_status resolve(const ua::NodeId& authenticationToken, std::uint32_t channelId,
                           std::int64_t nowMs, std::shared_ptr<Session>& out,
                           SessionCache* cache = nullptr) const;
+    // The live session `authenticationToken` names, activated or not (admission
+    // classification of session services); null when none.
+    std::shared_ptr<Session> lookup(const ua::NodeId& authenticationToken) const {
+        return find(authenticationToken);
+    }
     // CloseSession: the same checks as resolve, except that a session not yet activated may
     // be closed.
     uaplex_status close(const ua::NodeId& authenticationToken, std::uint32_t channelId);

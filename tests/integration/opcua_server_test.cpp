@@ -38,7 +38,8 @@ struct ServerProcess {
     std::filesystem::path dir;
 
     explicit ServerProcess(const std::string& extraServerKeys = "", int requestThreads = 2,
-                           const std::string& extraPlugins = "") {
+                           const std::string& extraPlugins = "",
+                           const std::string& slots = "request_queue = \"fifo\"\n") {
         port = freePort();
         dir = std::filesystem::temp_directory_path() /
               ("uaplex-it-" + std::to_string(::getpid()) + "-" + std::to_string(port));
@@ -50,8 +51,8 @@ struct ServerProcess {
             << "request_threads = " << requestThreads << "\n"
             << extraServerKeys << "[server.limits]\nhandshake_timeout_ms = 500\n"
             << "max_message_size = 65536\nmax_pending_handshakes = 100\n"
-            << "[slots]\nrequest_queue = \"fifo\"\n"
-            << "[plugins.fifo]\n[plugins.transport-tcp]\n"
+            << "[slots]\n"
+            << slots << "[plugins.fifo]\n[plugins.transport-tcp]\n"
             << extraPlugins;
         pid = ::fork();
         if (pid == 0) {
@@ -507,4 +508,112 @@ TEST_CASE("shutdown drain: queued requests answer BadServerHalted, the executing
     REQUIRE(last.object != nullptr);
     CHECK(handleOf(last) == 50);
     CHECK(Client::result(last) == UAPLEX_Good);
+}
+
+// --- the request pipeline plugins: bounded pool, leases admission, fair queue -----------------
+
+namespace {
+
+// One worker held by the slow Read; a request queue of 20 of which Bootstrap (a channel
+// without a session), Reconnect (Create/ActivateSession) and Control (CloseSession) keep
+// one place each, so the greedy session can saturate the shared 17.
+ServerProcess& pipelineServer() {
+    static ServerProcess s(
+        "", 1,
+        "[plugins.test-slowread]\nlibrary = \"" UAPLEX_SLOWREAD_PLUGIN
+        "\"\n"
+        "[plugins.fair]\n[plugins.bounded]\n[plugins.leases]\n"
+        "[plugins.leases.stages.request_queue]\ntotal = 20\nbootstrap = 1\n"
+        "[plugins.leases.stages.request_execution]\nbootstrap = 1\n"
+        "[plugins.leases.stages.request_queue_bytes]\nbootstrap = 65536\n",
+        "request_queue = \"fair\"\nadmission = \"leases\"\nbuffer_pool = \"bounded\"\n");
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("pipeline: a new session gets in while a greedy session saturates the queue") {
+    Client greedy;
+    REQUIRE(greedy.open(pipelineServer().port));
+    REQUIRE(greedy.createSession() == UAPLEX_Good);
+    std::vector<ua::ReadValueId> slowIds, ids;
+    auto slow = readSlow(slowIds);
+    auto read = readState(ids, 1);
+    REQUIRE(greedy.send(slow, 1));  // holds the only worker
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    constexpr std::uint32_t kFlood = 40;
+    for (std::uint32_t h = 2; h < 2 + kFlood; ++h) REQUIRE(greedy.send(read, h));
+    // Refused requests are answered at once, before the slow Read completes.
+    std::uint32_t tooBusy = 0;
+    for (std::uint32_t i = 0; i < kFlood - 17; ++i) {
+        auto m = greedy.receiveResponse();
+        REQUIRE(m.object != nullptr);
+        CHECK(Client::result(m) == UAPLEX_BadServerTooBusy);
+        tooBusy += Client::result(m) == UAPLEX_BadServerTooBusy;
+    }
+    CHECK(tooBusy == kFlood - 17);
+
+    // The shared queue is full: a new client still creates and activates its session
+    // (Bootstrap, then Reconnect floor), and closes it (Control floor).
+    Client fresh;
+    REQUIRE(fresh.open(pipelineServer().port));
+    CHECK(fresh.createSession() == UAPLEX_Good);
+    ua::CloseSessionRequest close{};
+    close.deleteSubscriptions = true;
+    CHECK(Client::result(fresh.call(close, 9)) == UAPLEX_Good);
+
+    // Every admitted greedy request is answered Good exactly once.
+    std::vector<int> seen(2 + kFlood, 0);
+    for (std::uint32_t i = 0; i < 1 + 17; ++i) {
+        auto m = greedy.receiveResponse();
+        REQUIRE(m.object != nullptr);
+        CHECK(Client::result(m) == UAPLEX_Good);
+        std::uint32_t h = handleOf(m);
+        REQUIRE(h < seen.size());
+        ++seen[h];
+    }
+    CHECK(seen[1] == 1);
+    for (std::uint32_t h = 2; h < 2 + 17; ++h) CHECK(seen[h] == 1);
+}
+
+TEST_CASE("pipeline: Cancel and TimeoutHint on queued requests, leases returned") {
+    Client c;
+    REQUIRE(c.open(pipelineServer().port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    std::vector<ua::ReadValueId> slowIds, ids;
+    auto slow = readSlow(slowIds);
+    auto read = readState(ids, 1);
+    REQUIRE(c.send(slow, 100));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    REQUIRE(c.send(read, 7));
+    c.setTimeoutHint(100);
+    REQUIRE(c.send(read, 8));
+    c.setTimeoutHint(10000);
+    ua::CancelRequest cancel{};
+    cancel.requestHandle = 7;
+    REQUIRE(c.send(cancel, 9));
+    auto first = c.receiveResponse();
+    REQUIRE(first.object != nullptr);
+    CHECK(handleOf(first) == 7);
+    CHECK(Client::result(first) == UAPLEX_BadRequestCancelledByClient);
+    auto second = c.receiveResponse();
+    REQUIRE(second.object != nullptr);
+    CHECK(handleOf(second) == 9);
+    auto third = c.receiveResponse();
+    REQUIRE(third.object != nullptr);
+    CHECK(handleOf(third) == 8);
+    CHECK(Client::result(third) == UAPLEX_BadTimeout);
+    auto fourth = c.receiveResponse();
+    REQUIRE(fourth.object != nullptr);
+    CHECK(handleOf(fourth) == 100);
+    CHECK(Client::result(fourth) == UAPLEX_Good);
+    // The queue's 17 shared places are all free again: a burst of 17 is admitted.
+    REQUIRE(c.send(slow, 200));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    for (std::uint32_t h = 201; h < 201 + 17; ++h) REQUIRE(c.send(read, h));
+    for (std::uint32_t i = 0; i < 18; ++i) {
+        auto m = c.receiveResponse();
+        REQUIRE(m.object != nullptr);
+        CHECK(Client::result(m) == UAPLEX_Good);
+    }
 }
