@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "opcua_client.hpp"
@@ -36,6 +37,7 @@ struct ServerProcess {
     pid_t pid = -1;
     std::uint16_t port = 0;
     std::filesystem::path dir;
+    std::function<void(const std::string&)> config;
 
     explicit ServerProcess(const std::string& extraServerKeys = "", int requestThreads = 2,
                            const std::string& extraPlugins = "",
@@ -44,16 +46,19 @@ struct ServerProcess {
         dir = std::filesystem::temp_directory_path() /
               ("uaplex-it-" + std::to_string(::getpid()) + "-" + std::to_string(port));
         std::filesystem::create_directories(dir);
-        std::ofstream(dir / "test.toml")
-            << "[log]\nlevel = \"warn\"\nsink = \"stderr\"\n"
-            << "[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR "\"]\n"
-            << "[server]\nendpoints = [\"opc.tcp://127.0.0.1:" << port << "\"]\n"
-            << "request_threads = " << requestThreads << "\n"
-            << extraServerKeys << "[server.limits]\nhandshake_timeout_ms = 500\n"
-            << "max_message_size = 65536\nmax_pending_handshakes = 100\n"
-            << "[slots]\n"
-            << slots << "[plugins.fifo]\n[plugins.transport-tcp]\n"
-            << extraPlugins;
+        config = [=, this](const std::string& slotLines) {
+            std::ofstream(dir / "test.toml")
+                << "[log]\nlevel = \"warn\"\nsink = \"stderr\"\n"
+                << "[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR "\"]\n"
+                << "[server]\nendpoints = [\"opc.tcp://127.0.0.1:" << port << "\"]\n"
+                << "request_threads = " << requestThreads << "\n"
+                << extraServerKeys << "[server.limits]\nhandshake_timeout_ms = 500\n"
+                << "max_message_size = 65536\nmax_pending_handshakes = 100\n"
+                << "[slots]\n"
+                << slotLines << "[plugins.fifo]\n[plugins.transport-tcp]\n"
+                << extraPlugins;
+        };
+        config(slots);
         pid = ::fork();
         if (pid == 0) {
             std::string cfg = (dir / "test.toml").string();
@@ -74,6 +79,11 @@ struct ServerProcess {
         }
         std::error_code ec;
         std::filesystem::remove_all(dir, ec);
+    }
+    // Rewrites the configuration with other [slots] lines and reloads it (SIGHUP).
+    void reload(const std::string& slots) {
+        config(slots);
+        ::kill(pid, SIGHUP);
     }
     bool alive() const {
         int status = 0;
@@ -616,4 +626,73 @@ TEST_CASE("pipeline: Cancel and TimeoutHint on queued requests, leases returned"
         REQUIRE(m.object != nullptr);
         CHECK(Client::result(m) == UAPLEX_Good);
     }
+}
+
+TEST_CASE("hot swap: fifo <-> fair by SIGHUP under 10 x 100 requests in flight loses none") {
+    const std::string pipeline = "admission = \"leases\"\nbuffer_pool = \"bounded\"\n";
+    ServerProcess s("", 2, "[plugins.fair]\n[plugins.bounded]\n[plugins.leases]\n",
+                    "request_queue = \"fifo\"\n" + pipeline);
+    constexpr int kClients = 10;
+    constexpr std::uint32_t kInFlight = 100;
+    std::atomic<bool> stopSending{false};
+    std::atomic<std::uint64_t> answered{0};
+    struct Result {
+        std::uint64_t sent = 0, good = 0, bad = 0, duplicate = 0, lost = 0;
+    };
+    std::vector<Result> results(kClients);
+    std::vector<std::thread> clients;
+    for (int i = 0; i < kClients; ++i) {
+        clients.emplace_back([&, i] {
+            Result& res = results[i];
+            Client c;
+            if (!c.open(s.port) || c.createSession() != UAPLEX_Good) {
+                res.lost = 1;
+                return;
+            }
+            std::vector<ua::ReadValueId> ids;
+            auto read = readState(ids, 1);
+            std::vector<std::uint8_t> seen;
+            auto send = [&] {
+                seen.push_back(0);
+                ++res.sent;
+                return c.send(read, std::uint32_t(res.sent));  // handles 1, 2, ...
+            };
+            for (std::uint32_t k = 0; k < kInFlight; ++k)
+                if (!send()) return;
+            std::uint64_t received = 0;
+            while (received < res.sent) {
+                auto m = c.receiveResponse();
+                if (m.object == nullptr) break;  // lost: the counts below show it
+                ++received;
+                answered.fetch_add(1, std::memory_order_relaxed);
+                std::uint32_t h = handleOf(m);
+                if (Client::result(m) != UAPLEX_Good) ++res.bad;
+                if (h == 0 || h > seen.size() || seen[h - 1]++) ++res.duplicate;
+                if (!stopSending.load(std::memory_order_relaxed) && !send()) break;
+            }
+            res.good = received - res.bad;
+            res.lost = res.sent - received;
+        });
+    }
+    // Several swaps while the load runs; each waits for requests to flow on the new queue.
+    const char* queues[] = {"fair", "fifo"};
+    for (int swap = 0; swap < 6; ++swap) {
+        std::uint64_t before = answered.load();
+        s.reload(std::string("request_queue = \"") + queues[swap % 2] + "\"\n" + pipeline);
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        CHECK(answered.load() > before);
+    }
+    stopSending = true;
+    for (auto& t : clients) t.join();
+    REQUIRE(s.alive());
+    std::uint64_t total = 0;
+    for (const auto& r : results) {
+        CHECK(r.sent >= kInFlight);
+        CHECK(r.bad == 0);
+        CHECK(r.duplicate == 0);
+        CHECK(r.lost == 0);
+        total += r.good;
+    }
+    CHECK(total > 10 * kInFlight);
+    INFO("requests answered Good: " << total);
 }
