@@ -598,9 +598,15 @@ uaplex_status Server::revalidate(void* user, uaplex_request_entry* entry) {
     auto& r = *static_cast<PendingRequest*>(entry->kernel_private);
     if (!server.admission_ || !r.owner) return UAPLEX_Good;
     if (!r.bound) return UAPLEX_Good;  // a channel owner: its channel cannot change
+    // The owner was classified from this session, channel and request kind; while the
+    // session lives on this channel the provider would find the same key and class. Only a
+    // change goes to the provider, which names the status (spec 2): that keeps hashing the
+    // key out of the per-request path.
+    const std::uint32_t channelId = r.connection->channel.id();
+    if (!r.session->closed() && r.session->channelId() == channelId) return UAPLEX_Good;
     ua::Guid guid{};
-    auto info = admissionInfo(r.connection->channel.id(), r.admissionFlags, r.connection->peer,
-                              r.session.get(), guid);
+    auto info =
+        admissionInfo(channelId, r.admissionFlags, r.connection->peer, r.session.get(), guid);
     return server.admission_->revalidate(server.admissionSelf_, r.owner, &info);
 }
 
