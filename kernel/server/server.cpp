@@ -300,12 +300,12 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
                                      [this](void* p) { services_.destroySessionState(p); }};
     sessions_ =
         std::make_unique<session::SessionManager>(sl, &services_.counters(), std::move(hooks));
+    deadlines_ = std::make_unique<session::DeadlineMonitor>();
+    sessions_->setDeadlineMonitor(deadlines_.get());
     discovery_ = std::make_unique<Discovery>(cfg_.server);
     dispatcher_ = std::make_unique<Dispatcher>(cfg_, *sessions_, services_, *discovery_);
     session::QueuedCanceller canceller{&Server::unlinkQueued, this};
     dispatcher_->setCanceller(canceller);
-    deadlines_ = std::make_unique<session::DeadlineMonitor>();
-    sessions_->setDeadlineMonitor(deadlines_.get());
     sessions_->setClosedHook([this, canceller](session::Session& s) {
         s.requests().cancelAll(UAPLEX_BadSessionClosed, canceller);
     });

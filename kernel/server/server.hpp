@@ -94,6 +94,8 @@ class Server {
     // The [slots] admission provider, or null: then requests carry no owner.
     const uaplex_admission_ops* admission_ = nullptr;
     void* admissionSelf_ = nullptr;
+    // Before the sessions: their registries count deadlines in it until they are gone.
+    std::unique_ptr<session::DeadlineMonitor> deadlines_;
     std::unique_ptr<session::SessionManager> sessions_;
     std::unique_ptr<Discovery> discovery_;
     std::unique_ptr<Dispatcher> dispatcher_;
@@ -102,7 +104,6 @@ class Server {
     std::vector<std::unique_ptr<Worker>> workers_;
     std::vector<std::thread> threads_;
     std::thread housekeeping_;
-    std::unique_ptr<session::DeadlineMonitor> deadlines_;
     std::thread deadlineSweeper_;
     std::mutex housekeepingMutex_;
     std::condition_variable housekeepingWake_;

@@ -33,6 +33,7 @@ void DeadlineMonitor::stop() noexcept {
 void RequestRegistry::add(TrackedRequest& r, std::uint32_t requestHandle,
                           std::int64_t deadlineMs) noexcept {
     std::lock_guard lock(mutex_);
+    if (r.state != TrackedRequest::State::Idle) return;  // registered already: a no-op
     r.requestHandle = requestHandle;
     r.deadlineMs = deadlineMs;
     if (deadlineMs != 0 && monitor_) monitor_->added();

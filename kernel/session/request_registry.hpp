@@ -69,7 +69,8 @@ class RequestRegistry {
     RequestRegistry(const RequestRegistry&) = delete;
     RequestRegistry& operator=(const RequestRegistry&) = delete;
 
-    // Registers `r` as queued (before it is handed to the request queue).
+    // Registers `r` as queued (before it is handed to the request queue); registering a
+    // registered request again changes nothing (spec 4: the same ctx again is a no-op).
     // `deadlineMs` (monotonic, 0 for none) is expired by expire().
     void add(TrackedRequest& r, std::uint32_t requestHandle, std::int64_t deadlineMs = 0) noexcept;
     // A worker dequeued `r`.

@@ -242,3 +242,22 @@ TEST_CASE("deadlines: the monitor sleeps while idle and wakes on the first deadl
     monitor.stop();
     sweeper.join();
 }
+
+TEST_CASE("registry: registering the same request twice is a no-op (spec 4 test 9)") {
+    uaplex::session::DeadlineMonitor monitor;
+    RequestRegistry reg;
+    reg.setDeadlineMonitor(&monitor);
+    FakeQueue q{&reg};
+    TrackedRequest a;
+    reg.add(a, 3, 100);
+    reg.add(a, 4, 200);
+    CHECK(reg.size() == 1);
+    CHECK(a.requestHandle == 3);
+    CHECK(a.deadlineMs == 100);
+    CHECK(monitor.active() == 1);
+    reg.remove(a);
+    CHECK(reg.size() == 0);
+    CHECK(monitor.active() == 0);
+    // A completed request is not cancellable any more (spec 4 test 4).
+    CHECK(reg.cancel(3, UAPLEX_BadRequestCancelledByClient, q.canceller()) == 0);
+}
