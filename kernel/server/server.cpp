@@ -85,7 +85,11 @@ class Connection final : public securechannel::ChunkOutput,
                securechannel::ChannelLimits limits)
         : server_(server), transport_(transport), handle_(handle), channel(limits, *this) {}
 
-    ~Connection() { releaseOwners(); }
+    ~Connection() {
+        releaseOwners();
+        releaseConnectionLease();
+        if (channelOwner) server_.admission_->owner_release(server_.admissionSelf_, channelOwner);
+    }
 
     bool rent(std::uint32_t size, uaplex_buffer& out) noexcept override {
         out = uaplex_buffer{};
@@ -193,6 +197,18 @@ class Connection final : public securechannel::ChunkOutput,
             }
     }
 
+    // The channel's own owner, classified at accept (the Bootstrap class): it holds the
+    // Connection lease while the transport connection lives and owns the requests sent
+    // before a session exists.
+    uaplex_admission_owner* channelOwner = nullptr;
+    uaplex_admission_lease connectionLease{};
+    bool connectionLeaseHeld = false;
+    void releaseConnectionLease() noexcept {
+        if (connectionLeaseHeld)
+            server_.admission_->release(server_.admissionSelf_, &connectionLease);
+        connectionLeaseHeld = false;
+    }
+
     std::string peer;         // "ip:port", for admission
     std::string endpointUrl;  // from Hello; written before any request of the connection
     securechannel::SecureChannel channel;
@@ -224,6 +240,10 @@ struct Server::Callbacks {
         try {
             auto c = std::make_shared<Connection>(s, binding, handle, limits);
             c->peer.assign(peer.data ? peer.data : "", peer.len);
+            if (s.admission_) {
+                uaplex_status st = s.admitConnection(*c);
+                if (st != UAPLEX_Good) return st;  // the transport refuses the connection
+            }
             *out = c.get();
             std::lock_guard lock(s.connectionsMutex_);
             s.connections_.emplace(c.get(), std::move(c));
@@ -267,6 +287,7 @@ struct Server::Callbacks {
         auto& s = *static_cast<TransportBinding*>(user)->server;
         auto* c = static_cast<Connection*>(cuser);
         c->transportClosed();
+        c->releaseConnectionLease();  // the I/O thread of this connection, as at accept
         std::shared_ptr<Connection> last;
         {
             std::lock_guard lock(s.connectionsMutex_);
@@ -569,6 +590,16 @@ void Server::classify(Connection& c, PendingRequest& r, const RequestPrefix& pre
     if (!bound && kind != 0 && prefix.ok &&
         prefix.authenticationToken.identifier_type == UAPLEX_ID_BYTESTRING)
         bound = sessions_->lookup(prefix.authenticationToken);
+    if (!bound && c.channelOwner) {
+        // Before a session exists the channel is the owner: the ingress (Bootstrap) class,
+        // whose floors let a new client in on a saturated server.
+        admission_->owner_retain(admissionSelf_, c.channelOwner);
+        r.owner = c.channelOwner;
+        r.entry.owner = c.channelOwner;
+        r.admissionFlags = flags;
+        r.bound = false;
+        return;
+    }
     auto& cache = c.ownerCache;
     if (cache.session != bound) {  // a new binding: classify again
         c.releaseOwners();
@@ -578,8 +609,6 @@ void Server::classify(Connection& c, PendingRequest& r, const RequestPrefix& pre
     if (!owner) {
         ua::Guid guid{};
         auto info = admissionInfo(c.channel.id(), flags, c.peer, bound.get(), guid);
-        // Before a session exists the channel is the owner: the ingress (Bootstrap) class,
-        // whose floors let a new client in on a saturated server.
         uaplex_status st = bound ? admission_->classify(admissionSelf_, &info, &owner)
                                  : admission_->classify_connection(admissionSelf_, &info, &owner);
         if (st != UAPLEX_Good) owner = nullptr;  // no owner: the queue refuses the request
@@ -591,6 +620,23 @@ void Server::classify(Connection& c, PendingRequest& r, const RequestPrefix& pre
     r.admissionFlags = flags;
     r.bound = bound != nullptr;
     if (bound && !r.session) r.session = std::move(bound);  // kept alive for revalidation
+}
+
+uaplex_status Server::admitConnection(Connection& c) noexcept {
+    ua::Guid guid{};
+    auto info = admissionInfo(0, 0, c.peer, nullptr, guid);
+    if (admission_->classify_connection(admissionSelf_, &info, &c.channelOwner) != UAPLEX_Good) {
+        c.channelOwner = nullptr;
+        return UAPLEX_BadServerTooBusy;
+    }
+    c.connectionLease.hdr =
+        UAPLEX_HEADER_INIT(uaplex_admission_lease, UAPLEX_STYPE_ADMISSION_LEASE);
+    std::uint32_t reason = 0;
+    uaplex_status st = admission_->try_acquire(admissionSelf_, UAPLEX_STAGE_CONNECTION,
+                                               c.channelOwner, 1, &c.connectionLease, &reason);
+    if (st != UAPLEX_Good) return UAPLEX_BadServerTooBusy;
+    c.connectionLeaseHeld = true;
+    return UAPLEX_Good;
 }
 
 uaplex_status Server::revalidate(void* user, uaplex_request_entry* entry) {

@@ -73,6 +73,8 @@ class Server {
     void execute(PendingRequest& request, Worker& worker, host::PluginInstance* queue) noexcept;
     // Classifies a request for the admission provider (owner cached per connection).
     void classify(Connection& c, PendingRequest& r, const RequestPrefix& prefix) noexcept;
+    // Classifies a new connection (its channel owner) and charges its Connection lease.
+    uaplex_status admitConnection(Connection& c) noexcept;
     // The request queue's check before dispatch (spec 2, revalidation table).
     static uaplex_status revalidate(void* user, uaplex_request_entry* entry);
     // The request queue completed an entry itself (stop, cancel, refusal): answer a fault.
