@@ -1,5 +1,7 @@
 #include "host/plugin_host.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <thread>
 
@@ -95,13 +97,27 @@ uaplex_status RequestQueueSlot::on_complete(void* user, uaplex_request_entry* e,
     }
 }
 
+uaplex_status RequestQueueSlot::on_revalidate(void* user, uaplex_request_entry* e) {
+    auto* slot = static_cast<RequestQueueSlot*>(user);
+    return slot->revalidate_ ? slot->revalidate_(slot->revalidate_user_, e) : UAPLEX_Good;
+}
+
 uaplex_request_queue_params RequestQueueSlot::params(uint32_t max_queued) {
     uaplex_request_queue_params p{};
     p.hdr = UAPLEX_HEADER_INIT(uaplex_request_queue_params, UAPLEX_STYPE_REQUEST_QUEUE_PARAMS);
     p.max_queued = max_queued;
     p.complete = &RequestQueueSlot::on_complete;
+    p.revalidate = &RequestQueueSlot::on_revalidate;
     p.user = this;
     return p;
+}
+
+void RequestQueueSlot::dispose(PluginInstance* from, uaplex_request_entry* entry) noexcept {
+    if (!from) return;
+    const auto* ops = from->ops<uaplex_request_queue_ops>();
+    if (ops->hdr.struct_size >= sizeof(uaplex_request_queue_ops) && ops->dispose)
+        ops->dispose(from->self(), entry);
+    from->dispatched.fetch_sub(1, std::memory_order_release);
 }
 
 uaplex_status RequestQueueSlot::enqueue(uaplex_request_entry* entry) noexcept {
@@ -116,13 +132,23 @@ uaplex_status RequestQueueSlot::try_dequeue(uaplex_request_entry** out) noexcept
     return ref->ops<uaplex_request_queue_ops>()->try_dequeue(ref->self(), out);
 }
 
-uaplex_status RequestQueueSlot::dequeue(uint32_t timeout_ms, uaplex_request_entry** out) noexcept {
+uaplex_status RequestQueueSlot::dequeue(uint32_t timeout_ms, uaplex_request_entry** out,
+                                        PluginInstance** from) noexcept {
     auto ref = slot_.acquire();
     if (!ref) return UAPLEX_BadServerHalted;
     const auto* ops = ref->ops<uaplex_request_queue_ops>();
+    // Counted before the call: a swap that drains this queue then waits for the entry.
+    if (from) ref->dispatched.fetch_add(1, std::memory_order_acq_rel);
     // Without a waiting dequeue the queue is only polled.
-    if (!ops->dequeue) return ops->try_dequeue(ref->self(), out);
-    return ops->dequeue(ref->self(), timeout_ms, out);
+    uaplex_status st = ops->dequeue ? ops->dequeue(ref->self(), timeout_ms, out)
+                                    : ops->try_dequeue(ref->self(), out);
+    if (from) {
+        if (st == UAPLEX_Good && *out)
+            *from = ref.get();
+        else
+            ref->dispatched.fetch_sub(1, std::memory_order_release);
+    }
+    return st;
 }
 
 uaplex_status RequestQueueSlot::cancel(uaplex_request_entry* entry, uaplex_status status) noexcept {
@@ -153,6 +179,9 @@ std::shared_ptr<PluginInstance> RequestQueueSlot::exchange(std::shared_ptr<Plugi
     uaplex_request_entry* e = nullptr;
     size_t moved = 0;
     while (old_ops->try_dequeue(old->self(), &e) == UAPLEX_Good && e) {
+        // The old queue's leases go back before the new queue charges its own.
+        if (old_ops->hdr.struct_size >= sizeof(uaplex_request_queue_ops) && old_ops->dispose)
+            old_ops->dispose(old->self(), e);
         uaplex_status st = UAPLEX_BadServerHalted;
         if (next) st = next->ops<uaplex_request_queue_ops>()->enqueue(next->self(), e);
         if (st != UAPLEX_Good) on_complete(this, e, st);
@@ -160,6 +189,10 @@ std::shared_ptr<PluginInstance> RequestQueueSlot::exchange(std::shared_ptr<Plugi
     }
     if (moved) logger()->info("request_queue: moved {} queued request(s) to the new queue", moved);
     old->stop();
+    // Entries it dispatched hold leases in its per-entry state until the kernel disposes
+    // them: keep it until the last one is back (bounded by the longest service call).
+    while (old->dispatched.load(std::memory_order_acquire) > 0)
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
     return old;
 }
 
@@ -207,10 +240,68 @@ std::shared_ptr<PluginInstance> Host::make_request_queue(const config::PluginCon
                         "': request_queue ops lack enqueue/try_dequeue/cancel/count");
     auto inst = std::make_shared<PluginInstance>(lib, UAPLEX_KIND_REQUEST_QUEUE, pc, *services_);
     inst->request_queue_params = request_queue_.params(kMaxQueuedRequestCount);
+    if (admission_) {
+        // Every request takes its RequestQueue, RequestQueueBytes and RequestExecution
+        // leases through the queue; a request is charged MaxMessageSize bytes (spec 3).
+        inst->request_queue_params.admission_self = admission_->self();
+        inst->request_queue_params.admission = admission_->ops<uaplex_admission_ops>();
+        inst->request_queue_params.request_cost = config_.server.limits.max_message_size;
+    }
     inst->create(*factory, inst->request_queue_params);
     logger()->info("loaded plugin '{}' ({} {}) from {}", pc.name, kind_names(lib->kinds()),
                    lib->version(), lib->path().string());
     return inst;
+}
+
+void Host::make_fixed_slots(const config::ServerConfig& cfg, ScanResult& scanned) {
+    if (const auto* pc = cfg.plugin(cfg.slots.buffer_pool); pc && pc->enabled) {
+        auto lib = resolve(*pc, scanned);
+        const auto* factory = lib->descriptor().buffer_pool;
+        if (!factory || !factory->ops || !factory->create ||
+            factory->ops->hdr.struct_size < sizeof(uaplex_buffer_pool_ops))
+            throw HostError("plugin '" + pc->name + "' is not a buffer_pool (it provides " +
+                            kind_names(lib->kinds()) + ")");
+        auto inst = std::make_shared<PluginInstance>(lib, UAPLEX_KIND_BUFFER_POOL, *pc, *services_);
+        auto& p = inst->buffer_pool_params;
+        p.hdr = UAPLEX_HEADER_INIT(uaplex_buffer_pool_params, UAPLEX_STYPE_BUFFER_POOL_PARAMS);
+        p.check = UAPLEX_BUFFER_CHECK_AUTO;
+        p.max_outstanding_bytes = 0;  // a budget would block I/O threads (buffer_pool.h)
+        inst->create(*factory, p);
+        logger()->info("loaded plugin '{}' ({} {}) from {}", pc->name, kind_names(lib->kinds()),
+                       lib->version(), lib->path().string());
+        buffer_pool_ = std::move(inst);
+    }
+    if (const auto* pc = cfg.plugin(cfg.slots.admission); pc && pc->enabled) {
+        auto lib = resolve(*pc, scanned);
+        const auto* factory = lib->descriptor().admission;
+        if (!factory || !factory->ops || !factory->create ||
+            factory->ops->hdr.struct_size < offsetof(uaplex_admission_ops, tracked_owners))
+            throw HostError("plugin '" + pc->name + "' is not an admission provider (it provides " +
+                            kind_names(lib->kinds()) + ")");
+        auto inst = std::make_shared<PluginInstance>(lib, UAPLEX_KIND_ADMISSION, *pc, *services_);
+        const auto& l = cfg.server.limits;
+        auto& p = inst->admission_params;
+        p.hdr = UAPLEX_HEADER_INIT(uaplex_admission_params, UAPLEX_STYPE_ADMISSION_PARAMS);
+        // The protected Bootstrap and Reconnect connection floors come on top of the shared
+        // capacity, which must hold every session plus one (spec 2). Connections are
+        // limited by the transport (max_channels); the kernel charges request stages only.
+        p.max_channel_count = std::max(l.max_channels, l.max_sessions + 1) + 2;
+        p.max_session_count = l.max_sessions;
+        p.max_concurrent_session_establishment = std::max<uint32_t>(l.max_pending_handshakes, 2);
+        p.max_queued_request_count = kMaxQueuedRequestCount;
+        // Workers run what holds an execution lease; the protected floors (Bootstrap,
+        // Reconnect, Control) come on top so that they never cost Established a worker.
+        p.max_request_thread_count = cfg.server.request_threads + 3;
+        p.max_message_size = l.max_message_size;
+        // The kernel does not charge reassembly yet; a budget that holds the Balanced
+        // floors (two retained-message footprints) twice over keeps the plan valid.
+        p.reassembly_budget_bytes =
+            std::max<uint64_t>(uint64_t{64} << 20, 16 * (uint64_t{l.max_message_size} + 65536));
+        inst->create(*factory, p);
+        logger()->info("loaded plugin '{}' ({} {}) from {}", pc->name, kind_names(lib->kinds()),
+                       lib->version(), lib->path().string());
+        admission_ = std::move(inst);
+    }
 }
 
 void Host::load(const config::ServerConfig& cfg) {
@@ -226,8 +317,11 @@ void Host::load(const config::ServerConfig& cfg) {
             for (const auto& pc : cfg.plugins) enabled = enabled || "uaplex-" + pc.name == file;
             if (!enabled) logger()->warn("ignoring {}", why);
         }
+        // The request queue borrows the admission provider: create the fixed slots first.
+        make_fixed_slots(cfg, scanned);
         for (const auto& pc : cfg.plugins) {
             if (!pc.enabled) continue;
+            if (pc.name == cfg.slots.buffer_pool || pc.name == cfg.slots.admission) continue;
             if (pc.name == cfg.slots.request_queue) {
                 pending_request_queue_ = make_request_queue(pc, scanned);
                 continue;
@@ -258,6 +352,8 @@ void Host::load(const config::ServerConfig& cfg) {
         loaded_ = true;
     } catch (...) {
         pending_request_queue_.reset();
+        admission_.reset();
+        buffer_pool_.reset();
         idle_libraries_.clear();
         node_manager_libraries_.clear();
         throw;
@@ -266,6 +362,13 @@ void Host::load(const config::ServerConfig& cfg) {
 
 void Host::start() {
     if (!loaded_ || started_) return;
+    try {
+        if (buffer_pool_) buffer_pool_->start();
+        if (admission_) admission_->start();
+    } catch (...) {
+        shutdown();
+        throw;
+    }
     if (pending_request_queue_) {
         try {
             pending_request_queue_->start();
@@ -287,6 +390,10 @@ void Host::shutdown() noexcept {
             old.reset();
         }
         pending_request_queue_.reset();
+        // After the queue, which borrowed the provider; the pool after its users (the
+        // server's transports are gone by now).
+        admission_.reset();
+        buffer_pool_.reset();
         destroy_node_managers();
         node_manager_libraries_.clear();
         idle_libraries_.clear();
@@ -370,8 +477,10 @@ void Host::reload(const config::ServerConfig& cfg) {
     }
 
     // Everything else is read at startup only.
-    bool others_changed =
-        cfg.plugin_dirs != config_.plugin_dirs || cfg.server.endpoints != config_.server.endpoints;
+    bool others_changed = cfg.plugin_dirs != config_.plugin_dirs ||
+                          cfg.server.endpoints != config_.server.endpoints ||
+                          cfg.slots.admission != config_.slots.admission ||
+                          cfg.slots.buffer_pool != config_.slots.buffer_pool;
     for (const auto& pc : cfg.plugins) {
         if (pc.name == after) continue;
         const auto* prev = config_.plugin(pc.name);
@@ -419,6 +528,8 @@ std::vector<LoadedPluginInfo> Host::plugins() const {
             {lib.name(), kind_names(lib.kinds()), lib.version(), lib.path().string(), inst});
     };
     if (auto cur = request_queue_.current()) add(cur->library(), true);
+    if (buffer_pool_) add(buffer_pool_->library(), true);
+    if (admission_) add(admission_->library(), true);
     if (pending_request_queue_) add(pending_request_queue_->library(), true);
     for (const auto& l : idle_libraries_) add(*l, false);
     for (const auto& entry : node_manager_libraries_) add(*entry.first, !node_managers_.empty());

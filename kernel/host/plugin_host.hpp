@@ -2,6 +2,7 @@
 // instances, serves the request-queue slot (hot-swappable) and applies reloads.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -44,6 +45,11 @@ class PluginInstance {
     uaplex_request_queue_params request_queue_params{};
     uaplex_transport_params transport_params{};
     uaplex_node_manager_params node_manager_params{};
+    uaplex_admission_params admission_params{};
+    uaplex_buffer_pool_params buffer_pool_params{};
+    // Entries this request queue handed out that the kernel has not disposed yet: a
+    // swapped-out queue is retired only when they are back (their leases live in it).
+    std::atomic<int64_t> dispatched{0};
 
   private:
     std::shared_ptr<PluginLibrary> library_;
@@ -64,9 +70,20 @@ class RequestQueueSlot {
     // Where entries that a queue completes go (the request pipeline; tests set their own).
     void set_completion(CompleteFn fn) { complete_ = std::move(fn); }
 
+    using RevalidateFn = uaplex_status (*)(void* user, uaplex_request_entry* entry);
+    // The pipeline's check before dispatch (request queue params' revalidate).
+    void set_revalidation(RevalidateFn fn, void* user) {
+        revalidate_ = fn;
+        revalidate_user_ = user;
+    }
+
     uaplex_status enqueue(uaplex_request_entry* entry) noexcept;
     uaplex_status try_dequeue(uaplex_request_entry** out) noexcept;
-    uaplex_status dequeue(uint32_t timeout_ms, uaplex_request_entry** out) noexcept;
+    // `*from` (optional) receives the queue that handed the entry out; the caller gives it
+    // back to dispose() when the request is done, exactly once.
+    uaplex_status dequeue(uint32_t timeout_ms, uaplex_request_entry** out,
+                          PluginInstance** from = nullptr) noexcept;
+    static void dispose(PluginInstance* from, uaplex_request_entry* entry) noexcept;
     uaplex_status cancel(uaplex_request_entry* entry, uaplex_status status) noexcept;
     uaplex_status count(uint64_t* out) noexcept;
 
@@ -84,8 +101,11 @@ class RequestQueueSlot {
 
   private:
     static uaplex_status on_complete(void* user, uaplex_request_entry* e, uaplex_status st);
+    static uaplex_status on_revalidate(void* user, uaplex_request_entry* e);
     Slot<PluginInstance> slot_;
     CompleteFn complete_;
+    RevalidateFn revalidate_ = nullptr;
+    void* revalidate_user_ = nullptr;
 };
 
 struct LoadedPluginInfo {
@@ -125,6 +145,10 @@ class Host {
     void destroy_node_managers() noexcept;
 
     RequestQueueSlot& request_queue() { return request_queue_; }
+    // The instances of the [slots] buffer_pool and admission plugins, or null (fixed for
+    // the host's life: a restart changes them).
+    const std::shared_ptr<PluginInstance>& buffer_pool() const { return buffer_pool_; }
+    const std::shared_ptr<PluginInstance>& admission() const { return admission_; }
 
     // The enabled plugins that provide a transport, in configuration order.
     std::vector<std::string> transport_plugins() const;
@@ -143,9 +167,12 @@ class Host {
     std::shared_ptr<PluginLibrary> resolve(const config::PluginConfig& pc, ScanResult& scanned);
     std::shared_ptr<PluginInstance> make_request_queue(const config::PluginConfig& pc,
                                                        ScanResult& scanned);
+    void make_fixed_slots(const config::ServerConfig& cfg, ScanResult& scanned);
 
     std::unique_ptr<Services> services_;
     RequestQueueSlot request_queue_;
+    std::shared_ptr<PluginInstance> buffer_pool_;
+    std::shared_ptr<PluginInstance> admission_;
     // Enabled plugins without an instance yet (their kind is not served by this kernel).
     std::vector<std::shared_ptr<PluginLibrary>> idle_libraries_;
     // Enabled node-manager libraries with their configuration, and the created instances.

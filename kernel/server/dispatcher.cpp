@@ -159,6 +159,15 @@ RequestPrefix Dispatcher::peekPrefix(std::span<const std::uint8_t> m) noexcept {
     at += 8;  // timestamp
     p.requestHandle = u32();
     p.ok = true;
+    // returnDiagnostics, auditEntryId (String), timeoutHint
+    if (!need(8)) return p;
+    at += 4;
+    std::int32_t auditLength = std::int32_t(u32());
+    if (auditLength > 0) {
+        if (!need(std::size_t(auditLength))) return p;
+        at += std::size_t(auditLength);
+    }
+    if (need(4)) p.timeoutHint = u32();
     return p;
 }
 

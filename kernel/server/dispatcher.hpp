@@ -25,6 +25,7 @@ struct RequestPrefix {
     std::uint32_t encodingId = 0;      // numeric ns0 encoding id, 0 for any other NodeId
     ua::NodeId authenticationToken{};  // points into the message
     std::uint32_t requestHandle = 0;
+    std::uint32_t timeoutHint = 0;  // ms; 0 when absent or unreadable
 };
 
 struct RequestContext {

@@ -62,6 +62,11 @@ struct PendingRequest {
     // registry (findable by Cancel) until it is released.
     std::shared_ptr<session::Session> session;
     session::TrackedRequest tracked;
+    // Admission: the owner the request is charged to (retained), the classification flags
+    // and whether it was classified with a session binding (revalidated before dispatch).
+    uaplex_admission_owner* owner = nullptr;
+    std::uint32_t admissionFlags = 0;
+    bool bound = false;
 
     PendingRequest() { tracked.owner = this; }
 };
@@ -81,14 +86,20 @@ class Connection final : public securechannel::ChunkOutput,
                securechannel::ChannelLimits limits)
         : server_(server), transport_(transport), handle_(handle), channel(limits, *this) {}
 
+    ~Connection() {
+        releaseOwners();
+        releaseConnectionLease();
+        if (channelOwner) server_.admission_->owner_release(server_.admissionSelf_, channelOwner);
+    }
+
     bool rent(std::uint32_t size, uaplex_buffer& out) noexcept override {
         out = uaplex_buffer{};
-        return server_.pool_->ops()->take(server_.pool_->self(),
-                                          static_cast<uaplex_buffer_manager*>(server_.poolManager_),
-                                          size, this, nullptr, &out) == UAPLEX_Good;
+        return server_.poolOps_->take(server_.poolSelf_,
+                                      static_cast<uaplex_buffer_manager*>(server_.poolManager_),
+                                      size, this, nullptr, &out) == UAPLEX_Good;
     }
     void giveBack(uaplex_buffer& b) noexcept override {
-        server_.pool_->ops()->give_back(server_.pool_->self(), &b, this);
+        server_.poolOps_->give_back(server_.poolSelf_, &b, this);
     }
     void send(uaplex_buffer* buffers, std::size_t count) noexcept override {
         std::lock_guard lock(transportMutex_);
@@ -157,6 +168,11 @@ class Connection final : public securechannel::ChunkOutput,
             r->session->requests().remove(r->tracked);
             r->session.reset();
         }
+        if (r->owner) {
+            server_.admission_->owner_release(server_.admissionSelf_, r->owner);
+            r->owner = nullptr;
+            r->entry.owner = nullptr;
+        }
         std::lock_guard lock(freeMutex_);
         free_.push_back(r);
     }
@@ -167,6 +183,34 @@ class Connection final : public securechannel::ChunkOutput,
     uaplex_connection* handle_;
 
   public:
+    // Admission owners of this connection's requests, classified once per session binding
+    // and kind (0 plain, 1 session establishment, 2 control) instead of per request. Only
+    // the connection's I/O thread (submit) touches them.
+    struct OwnerCache {
+        std::shared_ptr<session::Session> session;  // the binding they were classified for
+        uaplex_admission_owner* owners[3] = {nullptr, nullptr, nullptr};
+    } ownerCache;
+    void releaseOwners() noexcept {
+        for (auto*& o : ownerCache.owners)
+            if (o) {
+                server_.admission_->owner_release(server_.admissionSelf_, o);
+                o = nullptr;
+            }
+    }
+
+    // The channel's own owner, classified at accept (the Bootstrap class): it holds the
+    // Connection lease while the transport connection lives and owns the requests sent
+    // before a session exists.
+    uaplex_admission_owner* channelOwner = nullptr;
+    uaplex_admission_lease connectionLease{};
+    bool connectionLeaseHeld = false;
+    void releaseConnectionLease() noexcept {
+        if (connectionLeaseHeld)
+            server_.admission_->release(server_.admissionSelf_, &connectionLease);
+        connectionLeaseHeld = false;
+    }
+
+    std::string peer;         // "ip:port", for admission
     std::string endpointUrl;  // from Hello; written before any request of the connection
     securechannel::SecureChannel channel;
     session::SessionCache sessionCache;
@@ -226,6 +270,11 @@ struct Server::Callbacks {
         limits.decodeLimits = s.dispatcher_->decodeLimits();
         try {
             auto c = std::make_shared<Connection>(s, binding, handle, limits);
+            c->peer.assign(peer.data ? peer.data : "", peer.len);
+            if (s.admission_) {
+                uaplex_status st = s.admitConnection(*c);
+                if (st != UAPLEX_Good) return st;  // the transport refuses the connection
+            }
             *out = c.get();
             std::lock_guard lock(s.connectionsMutex_);
             s.connections_.emplace(c.get(), std::move(c));
@@ -269,6 +318,7 @@ struct Server::Callbacks {
         auto& s = *static_cast<TransportBinding*>(user)->server;
         auto* c = static_cast<Connection*>(cuser);
         c->transportClosed();
+        c->releaseConnectionLease();  // the I/O thread of this connection, as at accept
         std::shared_ptr<Connection> last;
         {
             std::lock_guard lock(s.connectionsMutex_);
@@ -286,12 +336,24 @@ struct Server::Callbacks {
 
 Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler& services)
     : cfg_(cfg), host_(host), services_(services), pool_(std::make_unique<KernelBufferPool>()) {
+    poolOps_ = pool_->ops();
+    poolSelf_ = pool_->self();
+    if (const auto& p = host_.buffer_pool()) {
+        poolOps_ = p->ops<uaplex_buffer_pool_ops>();
+        poolSelf_ = p->self();
+    }
+    if (const auto& a = host_.admission()) {
+        admission_ = a->ops<uaplex_admission_ops>();
+        admissionSelf_ = a->self();
+    }
     const auto& l = cfg_.server.limits;
     session::SessionLimits sl{l.max_sessions, l.min_session_timeout_ms, l.max_session_timeout_ms};
     session::SessionStateHooks hooks{[this] { return services_.createSessionState(); },
                                      [this](void* p) { services_.destroySessionState(p); }};
     sessions_ =
         std::make_unique<session::SessionManager>(sl, &services_.counters(), std::move(hooks));
+    deadlines_ = std::make_unique<session::DeadlineMonitor>();
+    sessions_->setDeadlineMonitor(deadlines_.get());
     discovery_ = std::make_unique<Discovery>(cfg_.server);
     dispatcher_ = std::make_unique<Dispatcher>(cfg_, *sessions_, services_, *discovery_);
     if (auto* source = services_.valueSource()) {
@@ -313,7 +375,9 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
         std::max({l.receive_buffer_size, l.send_buffer_size, kHelloBufferSize});
     uaplex_buffer_manager* m = nullptr;
     static constexpr char kName[] = "uasc-chunks";
-    pool_->ops()->manager_create(pool_->self(), {kName, sizeof kName - 1}, bufferSize, &m);
+    if (poolOps_->manager_create(poolSelf_, {kName, sizeof kName - 1}, bufferSize, &m) !=
+        UAPLEX_Good)
+        throw std::runtime_error("buffer pool: cannot create the uasc-chunks manager");
     poolManager_ = m;
 }
 
@@ -334,11 +398,13 @@ void Server::start() {
     host_.request_queue().set_completion([this](uaplex_request_entry* e, uaplex_status st) {
         completeRefused(*static_cast<PendingRequest*>(e->kernel_private), st);
     });
+    host_.request_queue().set_revalidation(&Server::revalidate, this);
     for (std::uint32_t i = 0; i < cfg_.server.request_threads; ++i) {
         workers_.push_back(std::make_unique<Worker>());
         threads_.emplace_back([this, w = workers_.back().get()] { workerLoop(*w); });
     }
     housekeeping_ = std::thread([this] { housekeepingLoop(); });
+    deadlineSweeper_ = std::thread([this] { deadlineLoop(); });
     if (subscriptions_) publishing_ = std::thread([this] { publishingLoop(); });
 
     const auto& l = cfg_.server.limits;
@@ -346,8 +412,8 @@ void Server::start() {
     params.hdr = UAPLEX_HEADER_INIT(uaplex_transport_params, UAPLEX_STYPE_TRANSPORT_PARAMS);
     params.receive_buffer_size = l.receive_buffer_size;
     params.send_buffer_size = l.send_buffer_size;
-    params.pool_self = pool_->self();
-    params.pool = pool_->ops();
+    params.pool_self = poolSelf_;
+    params.pool = poolOps_;
     params.pool_manager = static_cast<uaplex_buffer_manager*>(poolManager_);
     params.on_accepted = &Callbacks::onAccepted;
     params.on_received = &Callbacks::onReceived;
@@ -417,13 +483,19 @@ void Server::stop() noexcept {
     running_ = false;
     // Parked Publish requests are answered BadServerHalted while their channels still exist.
     if (subscriptions_) subscriptions_->stop();
-    for (auto& t : transports_) t->stop();  // closes every connection (on_closed)
-    housekeepingWake_.notify_all();
+    // Drain while the connections are still open: stopping the queue answers every queued
+    // request BadServerHalted (and refuses new ones with it); the workers finish and answer
+    // the executing ones before they exit.
+    if (auto q = host_.request_queue().current()) q->stop();
     for (auto& t : threads_) t.join();
     threads_.clear();
+    deadlines_->stop();
+    if (deadlineSweeper_.joinable()) deadlineSweeper_.join();
+    for (auto& t : transports_) t->stop();  // closes every connection (on_closed)
+    housekeepingWake_.notify_all();
     if (housekeeping_.joinable()) housekeeping_.join();
     if (publishing_.joinable()) publishing_.join();
-    // Requests still queued go without an answer: their connections are closed.
+    // Anything queued after the drain goes without an answer: its connection is closed.
     host_.request_queue().set_completion([](uaplex_request_entry* e, uaplex_status) {
         auto* r = static_cast<PendingRequest*>(e->kernel_private);
         auto c = std::move(r->connection);
@@ -474,6 +546,7 @@ void Server::submit(Connection& c) {
     PendingRequest* r = c.acquire();
     std::swap(r->body, c.channel.assembledBody());  // both buffers keep their capacity
     r->secureRequestId = c.channel.assembledRequestId();
+    r->tracked.cancelStatus.store(UAPLEX_Good, std::memory_order_relaxed);  // may be untracked
     r->connection = c.shared_from_this();
     auto& e = r->entry;
     e = uaplex_request_entry{};
@@ -484,15 +557,23 @@ void Server::submit(Connection& c) {
     e.service_type = prefix.encodingId;
     e.cost = r->body.size();
     e.kernel_private = r;
+    if (!running_.load(std::memory_order_relaxed)) {
+        completeRefused(*r, UAPLEX_BadServerHalted);
+        return;
+    }
+    std::int64_t now = monotonicMs();
+    // TimeoutHint counts from arrival (Part 4 7.32); the deadline sweep enforces it.
+    std::int64_t deadline = prefix.timeoutHint ? now + std::int64_t(prefix.timeoutHint) : 0;
     // Registered before it is queued, so that a Cancel finds it as soon as it can be queued.
     // Requests without a usable session are not tracked; the worker answers their error.
     std::shared_ptr<session::Session> s;
     if (prefix.ok && prefix.authenticationToken.identifier_type == UAPLEX_ID_BYTESTRING &&
-        sessions_->resolve(prefix.authenticationToken, c.channel.id(), monotonicMs(), s,
-                           &c.sessionCache) == UAPLEX_Good) {
-        s->requests().add(r->tracked, prefix.requestHandle);
+        sessions_->resolve(prefix.authenticationToken, c.channel.id(), now, s, &c.sessionCache) ==
+            UAPLEX_Good) {
+        s->requests().add(r->tracked, prefix.requestHandle, deadline);
         r->session = std::move(s);
     }
+    if (admission_) classify(c, *r, prefix);
     uaplex_status st = host_.request_queue().enqueue(&e);
     if (st != UAPLEX_Good) completeRefused(*r, st);
 }
@@ -508,22 +589,137 @@ void Server::completeRefused(PendingRequest& r, std::uint32_t status) noexcept {
     if (c) c->release(&r);
 }
 
+namespace {
+
+bool isSessionEstablishment(std::uint32_t encodingId) noexcept {
+    return encodingId == enc::dataTypeOf<ua::CreateSessionRequest>()->binaryEncodingId ||
+           encodingId == enc::dataTypeOf<ua::ActivateSessionRequest>()->binaryEncodingId;
+}
+
+bool isControl(std::uint32_t encodingId) noexcept {
+    return encodingId == enc::dataTypeOf<ua::CloseSessionRequest>()->binaryEncodingId ||
+           encodingId == enc::dataTypeOf<ua::CancelRequest>()->binaryEncodingId;
+}
+
+// What the provider sees of a request bound to `s` (or of the bare channel). The binding
+// and, for anonymous sessions, the user id are the session's random Guid: each session is
+// its own owner (spec 2 keys by verified user; an anonymous session is the finest key).
+uaplex_admission_request_info admissionInfo(std::uint32_t channelId, std::uint32_t flags,
+                                            const std::string& peer, const session::Session* s,
+                                            ua::Guid& guid) noexcept {
+    uaplex_admission_request_info info{};
+    info.hdr =
+        UAPLEX_HEADER_INIT(uaplex_admission_request_info, UAPLEX_STYPE_ADMISSION_REQUEST_INFO);
+    info.secure_channel_id = channelId;
+    info.flags = flags;
+    info.peer_address = {peer.data(), peer.size()};
+    if (s && !s->closed()) {
+        guid = s->sessionId().identifier.guid;
+        info.flags |= UAPLEX_ADMISSION_SESSION_VERIFIED;
+        info.session_binding = {reinterpret_cast<const std::uint8_t*>(&guid), sizeof guid};
+        info.user_id = {reinterpret_cast<const char*>(&guid), sizeof guid};
+    }
+    return info;
+}
+
+}  // namespace
+
+void Server::classify(Connection& c, PendingRequest& r, const RequestPrefix& prefix) noexcept {
+    unsigned kind = isControl(prefix.encodingId)                ? 2
+                    : isSessionEstablishment(prefix.encodingId) ? 1
+                                                                : 0;
+    std::uint32_t flags = kind == 2   ? UAPLEX_ADMISSION_CONTROL
+                          : kind == 1 ? UAPLEX_ADMISSION_SESSION_ESTABLISHMENT
+                                      : 0;
+    // Session services name a session that need not be activated (yet) on this channel.
+    std::shared_ptr<session::Session> bound = r.session;
+    if (!bound && kind != 0 && prefix.ok &&
+        prefix.authenticationToken.identifier_type == UAPLEX_ID_BYTESTRING)
+        bound = sessions_->lookup(prefix.authenticationToken);
+    if (!bound && c.channelOwner) {
+        // Before a session exists the channel is the owner: the ingress (Bootstrap) class,
+        // whose floors let a new client in on a saturated server.
+        admission_->owner_retain(admissionSelf_, c.channelOwner);
+        r.owner = c.channelOwner;
+        r.entry.owner = c.channelOwner;
+        r.admissionFlags = flags;
+        r.bound = false;
+        return;
+    }
+    auto& cache = c.ownerCache;
+    if (cache.session != bound) {  // a new binding: classify again
+        c.releaseOwners();
+        cache.session = bound;
+    }
+    uaplex_admission_owner*& owner = cache.owners[kind];
+    if (!owner) {
+        ua::Guid guid{};
+        auto info = admissionInfo(c.channel.id(), flags, c.peer, bound.get(), guid);
+        uaplex_status st = bound ? admission_->classify(admissionSelf_, &info, &owner)
+                                 : admission_->classify_connection(admissionSelf_, &info, &owner);
+        if (st != UAPLEX_Good) owner = nullptr;  // no owner: the queue refuses the request
+    }
+    if (!owner) return;
+    admission_->owner_retain(admissionSelf_, owner);
+    r.owner = owner;
+    r.entry.owner = owner;
+    r.admissionFlags = flags;
+    r.bound = bound != nullptr;
+    if (bound && !r.session) r.session = std::move(bound);  // kept alive for revalidation
+}
+
+uaplex_status Server::admitConnection(Connection& c) noexcept {
+    ua::Guid guid{};
+    auto info = admissionInfo(0, 0, c.peer, nullptr, guid);
+    if (admission_->classify_connection(admissionSelf_, &info, &c.channelOwner) != UAPLEX_Good) {
+        c.channelOwner = nullptr;
+        return UAPLEX_BadServerTooBusy;
+    }
+    c.connectionLease.hdr =
+        UAPLEX_HEADER_INIT(uaplex_admission_lease, UAPLEX_STYPE_ADMISSION_LEASE);
+    std::uint32_t reason = 0;
+    uaplex_status st = admission_->try_acquire(admissionSelf_, UAPLEX_STAGE_CONNECTION,
+                                               c.channelOwner, 1, &c.connectionLease, &reason);
+    if (st != UAPLEX_Good) return UAPLEX_BadServerTooBusy;
+    c.connectionLeaseHeld = true;
+    return UAPLEX_Good;
+}
+
+uaplex_status Server::revalidate(void* user, uaplex_request_entry* entry) {
+    auto& server = *static_cast<Server*>(user);
+    auto& r = *static_cast<PendingRequest*>(entry->kernel_private);
+    if (!server.admission_ || !r.owner) return UAPLEX_Good;
+    if (!r.bound) return UAPLEX_Good;  // a channel owner: its channel cannot change
+    // The owner was classified from this session, channel and request kind; while the
+    // session lives on this channel the provider would find the same key and class. Only a
+    // change goes to the provider, which names the status (spec 2): that keeps hashing the
+    // key out of the per-request path.
+    const std::uint32_t channelId = r.connection->channel.id();
+    if (!r.session->closed() && r.session->channelId() == channelId) return UAPLEX_Good;
+    ua::Guid guid{};
+    auto info =
+        admissionInfo(channelId, r.admissionFlags, r.connection->peer, r.session.get(), guid);
+    return server.admission_->revalidate(server.admissionSelf_, r.owner, &info);
+}
+
 void Server::workerLoop(Worker& w) {
     while (running_.load(std::memory_order_relaxed)) {
         uaplex_request_entry* e = nullptr;
+        host::PluginInstance* from = nullptr;
         // Bounded waits: a queue swap waits for the longest call in flight, and stop() for us.
-        uaplex_status st = host_.request_queue().dequeue(100, &e);
+        uaplex_status st = host_.request_queue().dequeue(100, &e, &from);
         if (st == UAPLEX_Good && e) {
-            execute(*static_cast<PendingRequest*>(e->kernel_private), w);
+            execute(*static_cast<PendingRequest*>(e->kernel_private), w, from);
         } else if (st == UAPLEX_BadServerHalted) {
             std::this_thread::sleep_for(std::chrono::milliseconds(20));  // no queue installed
         }
     }
 }
 
-void Server::execute(PendingRequest& r, Worker& w) noexcept {
+void Server::execute(PendingRequest& r, Worker& w, host::PluginInstance* queue) noexcept {
     auto c = std::move(r.connection);
     if (c->gone()) {
+        host::RequestQueueSlot::dispose(queue, &r.entry);
         c->release(&r);
         return;
     }
@@ -534,9 +730,21 @@ void Server::execute(PendingRequest& r, Worker& w) noexcept {
     ctx.routeUser = &route;
     w.arena.reset();
     w.out.clear();
-    std::uint32_t handle = dispatcher_->handle(r.body.span(), ctx, w.arena, w.out);
+    std::uint32_t handle = r.entry.request_handle;
+    bool handedOver = false;
+    // Expired while queued but dequeued before the sweep could unlink it: not executed.
+    if (r.tracked.cancelStatus.load(std::memory_order_acquire) != UAPLEX_BadTimeout) {
+        handle = dispatcher_->handle(r.body.span(), ctx, w.arena, w.out);
+        handedOver = w.out.size() == 0;  // Publish: answered later through its route
+    }
+    // A request past its deadline answers BadTimeout, also when it expired while executing
+    // (services are short and not interrupted; the result is dropped).
+    if (!handedOver && r.tracked.cancelStatus.load(std::memory_order_acquire) == UAPLEX_BadTimeout)
+        Dispatcher::encodeFault(handle, UAPLEX_BadTimeout, ctx.utc, w.out);
     std::uint32_t requestId = r.secureRequestId;
-    if (w.out.size() == 0) {  // handed over (Publish): answered later through its route
+    // Its leases go back before the response is sent, so that the next request can run.
+    host::RequestQueueSlot::dispose(queue, &r.entry);
+    if (handedOver) {
         c->release(&r);
         return;
     }
@@ -559,6 +767,15 @@ void Server::publishingLoop() {
         lock.unlock();
         subscriptions_->timerTick();
         lock.lock();
+    }
+}
+
+void Server::deadlineLoop() {
+    session::QueuedCanceller canceller{&Server::unlinkQueued, this};
+    while (deadlines_->waitForDeadlines()) {
+        if (std::uint32_t n = sessions_->expireRequests(monotonicMs(), canceller))
+            logger()->debug("{} request(s) past their TimeoutHint", n);
+        std::this_thread::sleep_for(std::chrono::milliseconds(session::DeadlineMonitor::kPeriodMs));
     }
 }
 

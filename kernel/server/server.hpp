@@ -4,8 +4,12 @@
 //
 // Threads: the transports' I/O threads run chunk assembly and OPN/CLO; workers decode,
 // dispatch, encode and send; one housekeeping thread closes timed-out sessions and channels
-// whose token expired.
+// whose token expired; one deadline thread expires requests past their TimeoutHint.
 #pragma once
+
+#include <uaplex/admission.h>
+#include <uaplex/buffer_pool.h>
+#include <uaplex/request_queue.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -25,6 +29,7 @@ class PluginInstance;
 }  // namespace uaplex::host
 namespace uaplex::session {
 class SessionManager;
+class DeadlineMonitor;
 struct TrackedRequest;
 }  // namespace uaplex::session
 
@@ -37,6 +42,7 @@ class Discovery;
 class KernelBufferPool;
 struct Worker;
 struct PendingRequest;
+struct RequestPrefix;
 struct TransportBinding;
 
 class Server {
@@ -64,7 +70,16 @@ class Server {
     void housekeepingLoop();
     // Every publishing resolution: the subscription engine's tick.
     void publishingLoop();
-    void execute(PendingRequest& request, Worker& worker) noexcept;
+    // The one TimeoutHint sweep for all requests (spec section 4): every 20 ms while any
+    // registered request has a deadline, asleep otherwise.
+    void deadlineLoop();
+    void execute(PendingRequest& request, Worker& worker, host::PluginInstance* queue) noexcept;
+    // Classifies a request for the admission provider (owner cached per connection).
+    void classify(Connection& c, PendingRequest& r, const RequestPrefix& prefix) noexcept;
+    // Classifies a new connection (its channel owner) and charges its Connection lease.
+    uaplex_status admitConnection(Connection& c) noexcept;
+    // The request queue's check before dispatch (spec 2, revalidation table).
+    static uaplex_status revalidate(void* user, uaplex_request_entry* entry);
     // The request queue completed an entry itself (stop, cancel, refusal): answer a fault.
     void completeRefused(PendingRequest& request, std::uint32_t status) noexcept;
     void submit(Connection& c);
@@ -77,8 +92,15 @@ class Server {
     config::ServerConfig cfg_;
     host::Host& host_;
     ServiceHandler& services_;
-    std::unique_ptr<KernelBufferPool> pool_;
+    std::unique_ptr<KernelBufferPool> pool_;  // the fallback when no buffer_pool plugin
+    const uaplex_buffer_pool_ops* poolOps_ = nullptr;
+    void* poolSelf_ = nullptr;
     void* poolManager_ = nullptr;
+    // The [slots] admission provider, or null: then requests carry no owner.
+    const uaplex_admission_ops* admission_ = nullptr;
+    void* admissionSelf_ = nullptr;
+    // Before the sessions: their registries count deadlines in it until they are gone.
+    std::unique_ptr<session::DeadlineMonitor> deadlines_;
     std::unique_ptr<session::SessionManager> sessions_;
     std::unique_ptr<Discovery> discovery_;
     std::unique_ptr<SubscriptionService> subscriptions_;  // null without a value source
@@ -89,6 +111,7 @@ class Server {
     std::vector<std::thread> threads_;
     std::thread housekeeping_;
     std::thread publishing_;
+    std::thread deadlineSweeper_;
     std::mutex housekeepingMutex_;
     std::condition_variable housekeepingWake_;
     std::atomic<bool> running_{false};

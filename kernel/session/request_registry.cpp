@@ -8,9 +8,35 @@ namespace {
 thread_local const RequestRegistry* tCancelling = nullptr;
 }  // namespace
 
-void RequestRegistry::add(TrackedRequest& r, std::uint32_t requestHandle) noexcept {
+void DeadlineMonitor::added() noexcept {
+    if (active_.fetch_add(1, std::memory_order_acq_rel) == 0) active_.notify_all();
+}
+
+void DeadlineMonitor::removed() noexcept {
+    active_.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+bool DeadlineMonitor::waitForDeadlines() noexcept {
+    for (;;) {
+        std::int64_t n = active_.load(std::memory_order_acquire);
+        if (n >= kStopped / 2) return false;
+        if (n > 0) return true;
+        active_.wait(n, std::memory_order_acquire);
+    }
+}
+
+void DeadlineMonitor::stop() noexcept {
+    active_.fetch_add(kStopped, std::memory_order_acq_rel);
+    active_.notify_all();
+}
+
+void RequestRegistry::add(TrackedRequest& r, std::uint32_t requestHandle,
+                          std::int64_t deadlineMs) noexcept {
     std::lock_guard lock(mutex_);
+    if (r.state != TrackedRequest::State::Idle) return;  // registered already: a no-op
     r.requestHandle = requestHandle;
+    r.deadlineMs = deadlineMs;
+    if (deadlineMs != 0 && monitor_) monitor_->added();
     r.state = TrackedRequest::State::Queued;
     r.cancelStatus.store(UAPLEX_Good, std::memory_order_relaxed);
     r.prev_ = nullptr;
@@ -34,6 +60,8 @@ void RequestRegistry::unlinkLocked(TrackedRequest& r) noexcept {
     if (r.next_) r.next_->prev_ = r.prev_;
     r.prev_ = r.next_ = nullptr;
     r.state = TrackedRequest::State::Idle;
+    if (r.deadlineMs != 0 && monitor_) monitor_->removed();
+    r.deadlineMs = 0;
     --size_;
 }
 
@@ -81,6 +109,20 @@ std::uint32_t RequestRegistry::cancel(std::uint32_t requestHandle, uaplex_status
 std::uint32_t RequestRegistry::cancelAll(uaplex_status status,
                                          const QueuedCanceller& canceller) noexcept {
     return cancelMatching([](const TrackedRequest&) { return true; }, status, canceller);
+}
+
+std::uint32_t RequestRegistry::expire(std::int64_t nowMs,
+                                      const QueuedCanceller& canceller) noexcept {
+    std::uint32_t n = 0;
+    cancelMatching(
+        [nowMs, &n](const TrackedRequest& r) {
+            bool due = r.deadlineMs != 0 && r.deadlineMs <= nowMs &&
+                       r.cancelStatus.load(std::memory_order_relaxed) == UAPLEX_Good;
+            n += due;
+            return due;
+        },
+        UAPLEX_BadTimeout, canceller);
+    return n;
 }
 
 std::size_t RequestRegistry::size() const noexcept {

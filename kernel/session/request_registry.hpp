@@ -2,8 +2,9 @@
 // for the session-close sweep. Each request embeds its TrackedRequest, so registering never
 // allocates; the list is guarded by the session's own mutex (no server-wide lock).
 //
-// The pipeline's RequestManager builds on this: deadlines and lifetimes go into
-// TrackedRequest, the sweeps into RequestRegistry.
+// Together with DeadlineMonitor this is the pipeline's RequestManager (spec section 4): the
+// session's registry serves Cancel and the session-close sweep, the monitor the TimeoutHint
+// expiry over every session.
 #pragma once
 
 #include <uaplex/abi.h>
@@ -21,6 +22,7 @@ struct TrackedRequest {
 
     void* owner = nullptr;            // the request that embeds this, for the canceller
     std::uint32_t requestHandle = 0;  // RequestHeader.requestHandle
+    std::int64_t deadlineMs = 0;      // monotonic; 0: no TimeoutHint
     State state = State::Idle;        // Idle: not registered
     // The first cancellation's status, Good until then. An executing request keeps running
     // (services are short); a long one may poll this.
@@ -40,14 +42,37 @@ struct QueuedCanceller {
     void* user = nullptr;
 };
 
+// Counts the registered requests that carry a deadline, server-wide, and runs the one sweep
+// that expires them (Part 4 7.32 TimeoutHint). The sweep thread sleeps on the counter while
+// it is 0, so a server without deadlines pays nothing, and a request with one pays an atomic
+// increment: no timer per request.
+class DeadlineMonitor {
+  public:
+    static constexpr std::int64_t kPeriodMs = 20;
+
+    // A request with a deadline was registered / unregistered.
+    void added() noexcept;
+    void removed() noexcept;
+    std::int64_t active() const noexcept { return active_.load(std::memory_order_acquire); }
+    // Blocks while no deadline is registered; false once stop() was called.
+    bool waitForDeadlines() noexcept;
+    void stop() noexcept;
+
+  private:
+    static constexpr std::int64_t kStopped = std::int64_t(1) << 62;
+    std::atomic<std::int64_t> active_{0};
+};
+
 class RequestRegistry {
   public:
     RequestRegistry() = default;
     RequestRegistry(const RequestRegistry&) = delete;
     RequestRegistry& operator=(const RequestRegistry&) = delete;
 
-    // Registers `r` as queued (before it is handed to the request queue).
-    void add(TrackedRequest& r, std::uint32_t requestHandle) noexcept;
+    // Registers `r` as queued (before it is handed to the request queue); registering a
+    // registered request again changes nothing (spec 4: the same ctx again is a no-op).
+    // `deadlineMs` (monotonic, 0 for none) is expired by expire().
+    void add(TrackedRequest& r, std::uint32_t requestHandle, std::int64_t deadlineMs = 0) noexcept;
     // A worker dequeued `r`.
     void executing(TrackedRequest& r) noexcept;
     // `r` is complete; idempotent. Must run before `r` can be reused.
@@ -61,6 +86,14 @@ class RequestRegistry {
     // The same for every request of the session (CloseSession, timeout: BadSessionClosed).
     std::uint32_t cancelAll(uaplex_status status, const QueuedCanceller& canceller) noexcept;
 
+    // TimeoutHint expiry: every request whose deadline is <= nowMs is marked BadTimeout; a
+    // queued one is unlinked and completed through `canceller`, an executing one answers
+    // BadTimeout when its service returns. Returns how many were marked.
+    std::uint32_t expire(std::int64_t nowMs, const QueuedCanceller& canceller) noexcept;
+
+    // Where requests with a deadline are counted (set before the first add; may be null).
+    void setDeadlineMonitor(DeadlineMonitor* m) noexcept { monitor_ = m; }
+
     std::size_t size() const noexcept;
 
   private:
@@ -72,6 +105,7 @@ class RequestRegistry {
     mutable std::mutex mutex_;
     TrackedRequest* first_ = nullptr;
     std::size_t size_ = 0;
+    DeadlineMonitor* monitor_ = nullptr;
 };
 
 }  // namespace uaplex::session

@@ -76,6 +76,7 @@ SessionManager::Created SessionManager::create(std::uint32_t channelId, double r
     s->timeoutMs_ = t;
     s->maxResponseMessageSize_ = maxResponseMessageSize;
     s->channelId_ = channelId;
+    s->requests_.setDeadlineMonitor(deadlineMonitor_);
     s->lastUsedMs_ = nowMs;
     {
         std::unique_lock lock(mutex_);
@@ -206,6 +207,14 @@ std::size_t SessionManager::sweep(std::int64_t nowMs) {
         if (counters_) counters_->sessionTimeoutCount.fetch_add(1, std::memory_order_relaxed);
     }
     return expired.size();
+}
+
+std::uint32_t SessionManager::expireRequests(std::int64_t nowMs,
+                                             const QueuedCanceller& canceller) const {
+    std::uint32_t n = 0;
+    std::shared_lock lock(mutex_);
+    for (const auto& [key, s] : sessions_) n += s->requests_.expire(nowMs, canceller);
+    return n;
 }
 
 void SessionManager::closeAll() {

@@ -127,6 +127,11 @@ class SessionManager {
     uaplex_status resolve(const ua::NodeId& authenticationToken, std::uint32_t channelId,
                           std::int64_t nowMs, std::shared_ptr<Session>& out,
                           SessionCache* cache = nullptr) const;
+    // The live session `authenticationToken` names, activated or not (admission
+    // classification of session services); null when none.
+    std::shared_ptr<Session> lookup(const ua::NodeId& authenticationToken) const {
+        return find(authenticationToken);
+    }
     // CloseSession: the same checks as resolve, except that a session not yet activated may
     // be closed.
     uaplex_status close(const ua::NodeId& authenticationToken, std::uint32_t channelId);
@@ -137,6 +142,12 @@ class SessionManager {
     std::size_t count() const;
     // Set before the first session is created.
     void setClosedHook(SessionClosedHook hook) { closedHook_ = std::move(hook); }
+    // Where every session's registry counts its requests with a deadline (set before the
+    // first session is created).
+    void setDeadlineMonitor(DeadlineMonitor* m) noexcept { deadlineMonitor_ = m; }
+    // The deadline sweep over every session's requests (RequestRegistry::expire); returns
+    // how many expired. Takes the table's lock shared, so requests keep flowing.
+    std::uint32_t expireRequests(std::int64_t nowMs, const QueuedCanceller& canceller) const;
 
   private:
     std::shared_ptr<Session> find(const ua::NodeId& token) const;
@@ -146,6 +157,7 @@ class SessionManager {
     services::ServerCounters* counters_;
     SessionStateHooks hooks_;
     SessionClosedHook closedHook_;
+    DeadlineMonitor* deadlineMonitor_ = nullptr;
     mutable std::shared_mutex mutex_;
     std::map<std::string, std::shared_ptr<Session>, std::less<>> sessions_;
     std::atomic<std::uint32_t> nextSessionNumber_{1};

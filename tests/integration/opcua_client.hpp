@@ -158,7 +158,7 @@ class Client {
     bool send(T& request, std::uint32_t handle) {
         request.requestHeader.authenticationToken = token_;
         request.requestHeader.requestHandle = handle;
-        request.requestHeader.timeoutHint = 10000;
+        request.requestHeader.timeoutHint = timeoutHint_;
         enc::ByteBuffer body;
         enc::BinaryWriter w(body);
         enc::encodeMessage(w, request);
@@ -260,6 +260,8 @@ class Client {
     std::uint32_t chunksReceived() const { return chunksReceived_; }
     std::uint32_t tokenId() const { return tokenId_; }
     void useToken(std::uint32_t id) { tokenId_ = id; }
+    // RequestHeader.timeoutHint of the following requests (ms, 0 = none).
+    void setTimeoutHint(std::uint32_t ms) { timeoutHint_ = ms; }
     std::uint32_t channelId() const { return channelId_; }
     const std::string& url() const { return url_; }
 
@@ -278,6 +280,7 @@ class Client {
     std::string url_;
     std::uint32_t sendBufferSize_ = 8192;
     std::uint32_t channelId_ = 0, tokenId_ = 0, seq_ = 1, requestId_ = 1;
+    std::uint32_t timeoutHint_ = 10000;
     ua::NodeId token_ = ua::numericNodeId(0, 0);
     std::vector<std::uint8_t> tokenBytes_;
     std::vector<std::uint8_t> responseBytes_;

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "opcua_client.hpp"
@@ -36,23 +37,28 @@ struct ServerProcess {
     pid_t pid = -1;
     std::uint16_t port = 0;
     std::filesystem::path dir;
+    std::function<void(const std::string&)> config;
 
     explicit ServerProcess(const std::string& extraServerKeys = "", int requestThreads = 2,
-                           const std::string& extraPlugins = "") {
+                           const std::string& extraPlugins = "",
+                           const std::string& slots = "request_queue = \"fifo\"\n") {
         port = freePort();
         dir = std::filesystem::temp_directory_path() /
               ("uaplex-it-" + std::to_string(::getpid()) + "-" + std::to_string(port));
         std::filesystem::create_directories(dir);
-        std::ofstream(dir / "test.toml")
-            << "[log]\nlevel = \"warn\"\nsink = \"stderr\"\n"
-            << "[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR "\"]\n"
-            << "[server]\nendpoints = [\"opc.tcp://127.0.0.1:" << port << "\"]\n"
-            << "request_threads = " << requestThreads << "\n"
-            << extraServerKeys << "[server.limits]\nhandshake_timeout_ms = 500\n"
-            << "max_message_size = 65536\nmax_pending_handshakes = 100\n"
-            << "[slots]\nrequest_queue = \"fifo\"\n"
-            << "[plugins.fifo]\n[plugins.transport-tcp]\n"
-            << extraPlugins;
+        config = [=, this](const std::string& slotLines) {
+            std::ofstream(dir / "test.toml")
+                << "[log]\nlevel = \"warn\"\nsink = \"stderr\"\n"
+                << "[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR "\"]\n"
+                << "[server]\nendpoints = [\"opc.tcp://127.0.0.1:" << port << "\"]\n"
+                << "request_threads = " << requestThreads << "\n"
+                << extraServerKeys << "[server.limits]\nhandshake_timeout_ms = 500\n"
+                << "max_message_size = 65536\nmax_pending_handshakes = 100\n"
+                << "[slots]\n"
+                << slotLines << "[plugins.fifo]\n[plugins.transport-tcp]\n"
+                << extraPlugins;
+        };
+        config(slots);
         pid = ::fork();
         if (pid == 0) {
             std::string cfg = (dir / "test.toml").string();
@@ -73,6 +79,11 @@ struct ServerProcess {
         }
         std::error_code ec;
         std::filesystem::remove_all(dir, ec);
+    }
+    // Rewrites the configuration with other [slots] lines and reloads it (SIGHUP).
+    void reload(const std::string& slots) {
+        config(slots);
+        ::kill(pid, SIGHUP);
     }
     bool alive() const {
         int status = 0;
@@ -439,4 +450,249 @@ TEST_CASE("Cancel: requests of another session with the same handle are untouche
     REQUIRE(second.object != nullptr);
     CHECK(handleOf(second) == 5);
     CHECK(Client::result(second) == UAPLEX_Good);
+}
+
+TEST_CASE("TimeoutHint: a queued request past its deadline is answered BadTimeout at once") {
+    Client c;
+    REQUIRE(c.open(slowServer().port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    std::vector<ua::ReadValueId> slowIds, ids;
+    auto slow = readSlow(slowIds);
+    auto read = readState(ids, 1);
+    REQUIRE(c.send(slow, 30));  // holds the only worker for 1.5 s
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    c.setTimeoutHint(100);
+    auto sent = std::chrono::steady_clock::now();
+    REQUIRE(c.send(read, 31));  // queued behind it, expires long before the worker is free
+    auto first = c.receiveResponse();
+    auto waited = std::chrono::steady_clock::now() - sent;
+    REQUIRE(first.object != nullptr);
+    CHECK(handleOf(first) == 31);
+    CHECK(Client::result(first) == UAPLEX_BadTimeout);
+    CHECK(waited < std::chrono::milliseconds(800));  // not after the slow Read
+    auto second = c.receiveResponse();
+    REQUIRE(second.object != nullptr);
+    CHECK(handleOf(second) == 30);
+    CHECK(Client::result(second) == UAPLEX_Good);
+}
+
+TEST_CASE("TimeoutHint: an executing request past its deadline answers BadTimeout") {
+    Client c;
+    REQUIRE(c.open(slowServer().port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    std::vector<ua::ReadValueId> slowIds, ids;
+    auto slow = readSlow(slowIds);
+    c.setTimeoutHint(300);
+    auto m = c.call(slow, 40);
+    REQUIRE(m.object != nullptr);
+    CHECK(handleOf(m) == 40);
+    CHECK(Client::result(m) == UAPLEX_BadTimeout);
+    // TimeoutHint 0 means no deadline: the same Read completes Good.
+    c.setTimeoutHint(0);
+    auto ok = c.call(slow, 41);
+    REQUIRE(ok.object != nullptr);
+    CHECK(Client::result(ok) == UAPLEX_Good);
+}
+
+TEST_CASE("shutdown drain: queued requests answer BadServerHalted, the executing one completes") {
+    ServerProcess s("", 1, "[plugins.test-slowread]\nlibrary = \"" UAPLEX_SLOWREAD_PLUGIN "\"\n");
+    Client c;
+    REQUIRE(c.open(s.port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    std::vector<ua::ReadValueId> slowIds, ids;
+    auto slow = readSlow(slowIds);
+    auto read = readState(ids, 1);
+    REQUIRE(c.send(slow, 50));  // executing
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    REQUIRE(c.send(read, 51));  // queued
+    REQUIRE(c.send(read, 52));  // queued
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ::kill(s.pid, SIGTERM);
+    for (std::uint32_t h : {51u, 52u}) {
+        auto m = c.receiveResponse();
+        REQUIRE(m.object != nullptr);
+        CHECK(handleOf(m) == h);
+        CHECK(Client::result(m) == UAPLEX_BadServerHalted);
+    }
+    auto last = c.receiveResponse();
+    REQUIRE(last.object != nullptr);
+    CHECK(handleOf(last) == 50);
+    CHECK(Client::result(last) == UAPLEX_Good);
+}
+
+// --- the request pipeline plugins: bounded pool, leases admission, fair queue -----------------
+
+namespace {
+
+// One worker held by the slow Read; a request queue of 20 of which Bootstrap (a channel
+// without a session), Reconnect (Create/ActivateSession) and Control (CloseSession) keep
+// one place each, so the greedy session can saturate the shared 17.
+ServerProcess& pipelineServer() {
+    static ServerProcess s(
+        "", 1,
+        "[plugins.test-slowread]\nlibrary = \"" UAPLEX_SLOWREAD_PLUGIN
+        "\"\n"
+        "[plugins.fair]\n[plugins.bounded]\n[plugins.leases]\n"
+        "[plugins.leases.stages.request_queue]\ntotal = 20\nbootstrap = 1\n"
+        "[plugins.leases.stages.request_execution]\nbootstrap = 1\n"
+        "[plugins.leases.stages.request_queue_bytes]\nbootstrap = 65536\n",
+        "request_queue = \"fair\"\nadmission = \"leases\"\nbuffer_pool = \"bounded\"\n");
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("pipeline: a new session gets in while a greedy session saturates the queue") {
+    Client greedy;
+    REQUIRE(greedy.open(pipelineServer().port));
+    REQUIRE(greedy.createSession() == UAPLEX_Good);
+    std::vector<ua::ReadValueId> slowIds, ids;
+    auto slow = readSlow(slowIds);
+    auto read = readState(ids, 1);
+    REQUIRE(greedy.send(slow, 1));  // holds the only worker
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    constexpr std::uint32_t kFlood = 40;
+    for (std::uint32_t h = 2; h < 2 + kFlood; ++h) REQUIRE(greedy.send(read, h));
+    // Refused requests are answered at once, before the slow Read completes.
+    std::uint32_t tooBusy = 0;
+    for (std::uint32_t i = 0; i < kFlood - 17; ++i) {
+        auto m = greedy.receiveResponse();
+        REQUIRE(m.object != nullptr);
+        CHECK(Client::result(m) == UAPLEX_BadServerTooBusy);
+        tooBusy += Client::result(m) == UAPLEX_BadServerTooBusy;
+    }
+    CHECK(tooBusy == kFlood - 17);
+
+    // The shared queue is full: a new client still creates and activates its session
+    // (Bootstrap, then Reconnect floor), and closes it (Control floor).
+    Client fresh;
+    REQUIRE(fresh.open(pipelineServer().port));
+    CHECK(fresh.createSession() == UAPLEX_Good);
+    ua::CloseSessionRequest close{};
+    close.deleteSubscriptions = true;
+    CHECK(Client::result(fresh.call(close, 9)) == UAPLEX_Good);
+
+    // Every admitted greedy request is answered Good exactly once.
+    std::vector<int> seen(2 + kFlood, 0);
+    for (std::uint32_t i = 0; i < 1 + 17; ++i) {
+        auto m = greedy.receiveResponse();
+        REQUIRE(m.object != nullptr);
+        CHECK(Client::result(m) == UAPLEX_Good);
+        std::uint32_t h = handleOf(m);
+        REQUIRE(h < seen.size());
+        ++seen[h];
+    }
+    CHECK(seen[1] == 1);
+    for (std::uint32_t h = 2; h < 2 + 17; ++h) CHECK(seen[h] == 1);
+}
+
+TEST_CASE("pipeline: Cancel and TimeoutHint on queued requests, leases returned") {
+    Client c;
+    REQUIRE(c.open(pipelineServer().port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    std::vector<ua::ReadValueId> slowIds, ids;
+    auto slow = readSlow(slowIds);
+    auto read = readState(ids, 1);
+    REQUIRE(c.send(slow, 100));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    REQUIRE(c.send(read, 7));
+    c.setTimeoutHint(100);
+    REQUIRE(c.send(read, 8));
+    c.setTimeoutHint(10000);
+    ua::CancelRequest cancel{};
+    cancel.requestHandle = 7;
+    REQUIRE(c.send(cancel, 9));
+    auto first = c.receiveResponse();
+    REQUIRE(first.object != nullptr);
+    CHECK(handleOf(first) == 7);
+    CHECK(Client::result(first) == UAPLEX_BadRequestCancelledByClient);
+    auto second = c.receiveResponse();
+    REQUIRE(second.object != nullptr);
+    CHECK(handleOf(second) == 9);
+    auto third = c.receiveResponse();
+    REQUIRE(third.object != nullptr);
+    CHECK(handleOf(third) == 8);
+    CHECK(Client::result(third) == UAPLEX_BadTimeout);
+    auto fourth = c.receiveResponse();
+    REQUIRE(fourth.object != nullptr);
+    CHECK(handleOf(fourth) == 100);
+    CHECK(Client::result(fourth) == UAPLEX_Good);
+    // The queue's 17 shared places are all free again: a burst of 17 is admitted.
+    REQUIRE(c.send(slow, 200));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    for (std::uint32_t h = 201; h < 201 + 17; ++h) REQUIRE(c.send(read, h));
+    for (std::uint32_t i = 0; i < 18; ++i) {
+        auto m = c.receiveResponse();
+        REQUIRE(m.object != nullptr);
+        CHECK(Client::result(m) == UAPLEX_Good);
+    }
+}
+
+TEST_CASE("hot swap: fifo <-> fair by SIGHUP under 10 x 100 requests in flight loses none") {
+    const std::string pipeline = "admission = \"leases\"\nbuffer_pool = \"bounded\"\n";
+    ServerProcess s("", 2, "[plugins.fair]\n[plugins.bounded]\n[plugins.leases]\n",
+                    "request_queue = \"fifo\"\n" + pipeline);
+    constexpr int kClients = 10;
+    constexpr std::uint32_t kInFlight = 100;
+    std::atomic<bool> stopSending{false};
+    std::atomic<std::uint64_t> answered{0};
+    struct Result {
+        std::uint64_t sent = 0, good = 0, bad = 0, duplicate = 0, lost = 0;
+    };
+    std::vector<Result> results(kClients);
+    std::vector<std::thread> clients;
+    for (int i = 0; i < kClients; ++i) {
+        clients.emplace_back([&, i] {
+            Result& res = results[i];
+            Client c;
+            if (!c.open(s.port) || c.createSession() != UAPLEX_Good) {
+                res.lost = 1;
+                return;
+            }
+            std::vector<ua::ReadValueId> ids;
+            auto read = readState(ids, 1);
+            std::vector<std::uint8_t> seen;
+            auto send = [&] {
+                seen.push_back(0);
+                ++res.sent;
+                return c.send(read, std::uint32_t(res.sent));  // handles 1, 2, ...
+            };
+            for (std::uint32_t k = 0; k < kInFlight; ++k)
+                if (!send()) return;
+            std::uint64_t received = 0;
+            while (received < res.sent) {
+                auto m = c.receiveResponse();
+                if (m.object == nullptr) break;  // lost: the counts below show it
+                ++received;
+                answered.fetch_add(1, std::memory_order_relaxed);
+                std::uint32_t h = handleOf(m);
+                if (Client::result(m) != UAPLEX_Good) ++res.bad;
+                if (h == 0 || h > seen.size() || seen[h - 1]++) ++res.duplicate;
+                if (!stopSending.load(std::memory_order_relaxed) && !send()) break;
+            }
+            res.good = received - res.bad;
+            res.lost = res.sent - received;
+        });
+    }
+    // Several swaps while the load runs; each waits for requests to flow on the new queue.
+    const char* queues[] = {"fair", "fifo"};
+    for (int swap = 0; swap < 6; ++swap) {
+        std::uint64_t before = answered.load();
+        s.reload(std::string("request_queue = \"") + queues[swap % 2] + "\"\n" + pipeline);
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        CHECK(answered.load() > before);
+    }
+    stopSending = true;
+    for (auto& t : clients) t.join();
+    REQUIRE(s.alive());
+    std::uint64_t total = 0;
+    for (const auto& r : results) {
+        CHECK(r.sent >= kInFlight);
+        CHECK(r.bad == 0);
+        CHECK(r.duplicate == 0);
+        CHECK(r.lost == 0);
+        total += r.good;
+    }
+    CHECK(total > 10 * kInFlight);
+    INFO("requests answered Good: " << total);
 }

@@ -73,7 +73,11 @@ void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
 
 using namespace uaplex;
 
-TEST_CASE("steady-state Reads do not allocate in the server") {
+namespace {
+
+// Runs the server in this process with `slots` and `plugins` and returns the server-side
+// allocations during 1000 steady-state Reads.
+long steadyAllocations(const std::string& slots, const std::string& plugins) {
     tClient = true;
     int probe = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
@@ -87,8 +91,8 @@ TEST_CASE("steady-state Reads do not allocate in the server") {
     std::string toml =
         "[log]\nlevel = \"warn\"\nsink = \"stderr\"\n[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR
         "\"]\n[server]\nendpoints = [\"opc.tcp://127.0.0.1:" +
-        std::to_string(port) +
-        "\"]\n[slots]\nrequest_queue = \"fifo\"\n[plugins.fifo]\n[plugins.transport-tcp]\n";
+        std::to_string(port) + "\"]\n[slots]\n" + slots +
+        "[plugins.fifo]\n[plugins.transport-tcp]\n" + plugins;
     auto cfg = config::parse_string(toml, "alloc.toml", {});
     host::Host host;
     host.load(cfg);
@@ -116,10 +120,27 @@ TEST_CASE("steady-state Reads do not allocate in the server") {
     gCounting = true;
     run(1000);
     gCounting = false;
-    INFO("server-side allocations during 1000 Reads: " << gAllocations.load());
-    CHECK(gAllocations.load() == 0);
     c.disconnect();
     srv.stop();
     services.reset();
     host.shutdown();
+    return gAllocations.load();
+}
+
+}  // namespace
+
+TEST_CASE("steady-state Reads do not allocate in the server") {
+    long n = steadyAllocations("request_queue = \"fifo\"\n", "");
+    INFO("server-side allocations during 1000 Reads: " << n);
+    CHECK(n == 0);
+}
+
+// The whole request pipeline on the path: the bounded buffer pool, leases admission (owner
+// classification, revalidation, three leases per request) and the fair queue.
+TEST_CASE("steady-state Reads do not allocate with the pool, leases and fair queue") {
+    long n = steadyAllocations(
+        "request_queue = \"fair\"\nadmission = \"leases\"\nbuffer_pool = \"bounded\"\n",
+        "[plugins.fair]\n[plugins.leases]\n[plugins.bounded]\n");
+    INFO("server-side allocations during 1000 Reads: " << n);
+    CHECK(n == 0);
 }

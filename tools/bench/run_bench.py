@@ -349,6 +349,92 @@ def table(all_results, args):
     return "\n".join(lines)
 
 
+# Fairness: one greedy session keeps FAIR_GREEDY Reads of 100 values outstanding while one
+# light session keeps 1 Read of one value; the light session's latency under each request queue, next to its latency
+# on an otherwise idle server. Each session is its own admission owner under leases.
+FAIR_GREEDY = 1000
+FAIR_QUEUES = [
+    ("fifo", 'request_queue = "fifo"\n'),
+    ("fair", 'request_queue = "fair"\nadmission = "leases"\nbuffer_pool = "bounded"\n'),
+]
+
+
+def fairness_config(out_dir, name, slot_lines):
+    """etc/uaplex.toml with another [slots] table and the pipeline plugins enabled."""
+    with open(uaplex_config(None, out_dir, "")) as f:
+        text = f.read()
+    text = re.sub(r'(?m)^\[slots\]\n(?:[a-z_]+[ \t]*=[^\n]*\n)*', "[slots]\n" + slot_lines, text)
+    for plugin in ("fifo", "fair", "leases", "bounded"):
+        if f"[plugins.{plugin}]" not in text:
+            text += f"\n[plugins.{plugin}]\n"
+    path = os.path.join(out_dir, f"uaplex-fairness-{name}.toml")
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def fairness(args):
+    """Rows of (label, p50 us, p99 us, light req/s, greedy req/s) for the light session."""
+    rows = []
+    base = args.uaplex_config
+    cases = [("idle (fair)", FAIR_QUEUES[1], False)] + [(n, (n, q), True) for n, q in FAIR_QUEUES]
+    try:
+        for label, (qname, slots), loaded in cases:
+            args.uaplex_config = fairness_config(args.out_dir, qname, slots)
+            server = Server("uaplex", args)
+            greedy = None
+            try:
+                why = server.start()
+                if why is not None:
+                    raise HarnessError(f"fairness {label}: uaplex not available: {why}")
+                gen = ["taskset", "-c", args.generator_core, args.generator, "--url", server.url,
+                       "-c", "1", "--json", "--quiet"]
+                if loaded:
+                    # Reads of 100 values: the workers, not the transport, are the bottleneck,
+                    # so the greedy session's requests really queue in the server.
+                    greedy = subprocess.Popen(
+                        gen + ["--scenario", "read100", "-m", str(FAIR_GREEDY), "--warmup", "0",
+                               "--duration", str(args.warmup + args.duration + 2)],
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                    time.sleep(1.0)  # the greedy session is connected and saturating
+                r = subprocess.run(gen + ["--scenario", "read", "-m", "1", "--warmup",
+                                          str(args.warmup), "--duration", str(args.duration)],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   timeout=args.warmup + args.duration + 60)
+                lines = r.stdout.strip().splitlines()
+                if r.returncode != 0 or not lines:
+                    raise HarnessError(f"fairness {label}: light session failed: {r.stderr}")
+                light = json.loads(lines[-1])
+                greedy_rate = None
+                if greedy:
+                    out, _ = greedy.communicate(timeout=60)
+                    glines = out.strip().splitlines()
+                    greedy_rate = json.loads(glines[-1])["req_per_s"] if glines else None
+                rows.append((label, light["p50_us"], light["p99_us"], light["req_per_s"],
+                             greedy_rate))
+                log(f"fairness {label}: light p50 {light['p50_us']:.0f} us, "
+                    f"p99 {light['p99_us']:.0f} us")
+            finally:
+                if greedy and greedy.poll() is None:
+                    greedy.kill()
+                    greedy.wait()
+                server.stop()
+    finally:
+        args.uaplex_config = base
+    return rows
+
+
+def fairness_table(rows):
+    out = [f"Light session (1 in flight) next to a greedy one ({FAIR_GREEDY} in flight), "
+           "uaplex (greedy: Read of 100 values; light: Read of one value):", "",
+           "| request queue | light p50 us | light p99 us | light req/s | greedy req/s |",
+           "|---|---|---|---|---|"]
+    for label, p50, p99, rate, grate in rows:
+        g = f"{grate:.0f}" if grate is not None else "-"
+        out.append(f"| {label} | {p50:.0f} | {p99:.0f} | {rate:.0f} | {g} |")
+    return "\n".join(out)
+
+
 def main():
     global SCENARIOS
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -369,6 +455,8 @@ def main():
     p.add_argument("--no-allocshim", action="store_true")
     p.add_argument("--keep-logs", action="store_true")
     p.add_argument("--out", default="", help="results JSON (default <build>/bench/results.json)")
+    p.add_argument("--fairness", choices=["on", "off", "only"], default="on",
+                   help="the greedy/light fairness comparison of fifo and fair (uaplex only)")
     args = p.parse_args()
 
     args.build = os.path.abspath(args.build)
@@ -399,6 +487,16 @@ def main():
     results = {}
     unavailable = {}
     started = time.monotonic()
+    if args.fairness == "only":
+        try:
+            text = fairness_table(fairness(args))
+        except HarnessError as e:
+            print(f"run_bench: FAILED: {e}", file=sys.stderr)
+            return 2
+        with open(os.path.join(args.out_dir, "fairness.md"), "w") as f:
+            f.write(text + "\n")
+        print(text)
+        return 0
     try:
         for rnd in range(args.rounds):
             order = list(args.server_list) if rnd % 2 == 0 else list(reversed(args.server_list))
@@ -422,6 +520,12 @@ def main():
         json.dump([{"scenario": n, "server": k, "runs": rs} for (n, k), rs in results.items()],
                   f, indent=1)
     text = table(results, args)
+    if args.fairness == "on" and "uaplex" not in unavailable and "uaplex" in args.server_list:
+        try:
+            text += "\n\n" + fairness_table(fairness(args))
+        except HarnessError as e:
+            print(f"run_bench: FAILED: {e}", file=sys.stderr)
+            return 2
     with open(os.path.join(args.out_dir, "table.md"), "w") as f:
         f.write(text + "\n")
     print(text)

@@ -634,7 +634,9 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
     uint64_t next_seq_ = 0;
     OwnerFifo global_;
     std::unordered_map<uint64_t, OwnerFifo*> fifos_;
-    std::deque<OwnerFifo*> round_;
+    // A vector, not a deque: rotating owners through a deque walks it forward and allocates
+    // a new block every few dozen turns; the vector stops growing at the peak owner count.
+    std::vector<OwnerFifo*> round_;
 
     std::mutex free_mutex_;
     Slot* free_ = nullptr;

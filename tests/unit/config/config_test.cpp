@@ -109,8 +109,11 @@ TEST_CASE("the shipped etc/uaplex.toml is valid and warning-free") {
     auto cfg =
         uaplex::config::load_file(std::string(UAPLEX_SOURCE_DIR) + "/etc/uaplex.toml", kPaths);
     CHECK(cfg.warnings.empty());
-    CHECK(cfg.slots.request_queue == "fifo");
-    REQUIRE(cfg.plugin("fifo"));
+    CHECK(cfg.slots.request_queue == "fair");
+    CHECK(cfg.slots.admission == "leases");
+    CHECK(cfg.slots.buffer_pool == "bounded");
+    REQUIRE(cfg.plugin("fair"));
+    REQUIRE(cfg.plugin("fifo"));  // enabled, so that SIGHUP can swap to it
     CHECK(cfg.plugin_dirs.at(0) == "/opt/uaplex/plugins");
     CHECK(cfg.log.level == "info");
 }

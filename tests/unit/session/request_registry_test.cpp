@@ -2,6 +2,9 @@
 // executing ones without counting them, and completions during a cancel remove themselves.
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "session/request_registry.hpp"
@@ -127,4 +130,134 @@ TEST_CASE("registry: session close cancels every queued request with BadSessionC
     }
     CHECK(reg.size() == 1);
     CHECK(r[0].cancelStatus.load() == UAPLEX_BadSessionClosed);
+}
+
+// --- deadlines (spec section 4, tests 5, 6, 10) on a fake clock ------------------------------
+
+namespace {
+// The server's sweep, driven by a fake monotonic clock in DeadlineMonitor::kPeriodMs steps:
+// returns the fake time at which `r` was first marked, or -1 if it never was by `until`.
+std::int64_t sweepUntil(RequestRegistry& reg, FakeQueue& q, const TrackedRequest& r,
+                        std::int64_t from, std::int64_t until) {
+    for (std::int64_t now = from; now <= until;
+         now += uaplex::session::DeadlineMonitor::kPeriodMs) {
+        reg.expire(now, q.canceller());
+        if (r.cancelStatus.load() != UAPLEX_Good) return now;
+    }
+    return -1;
+}
+}  // namespace
+
+TEST_CASE("deadlines: TimeoutHint 100 expires between +100 and +120 ms with BadTimeout") {
+    uaplex::session::DeadlineMonitor monitor;
+    RequestRegistry reg;
+    reg.setDeadlineMonitor(&monitor);
+    FakeQueue q{&reg};
+    const std::int64_t t0 = 5000;
+    TrackedRequest a;
+    reg.add(a, 1, t0 + 100);
+    q.queued.push_back(&a);
+    CHECK(monitor.active() == 1);
+
+    CHECK(reg.expire(t0 + 99, q.canceller()) == 0);  // nothing at +99
+    CHECK(q.completed.empty());
+    // The sweep runs every 20 ms from an arbitrary phase: the request expires by +120.
+    std::int64_t at = sweepUntil(reg, q, a, t0 + 1, t0 + 200);
+    CHECK(at >= t0 + 100);
+    CHECK(at <= t0 + 120);
+    REQUIRE(q.completed.size() == 1);
+    CHECK(q.completed[0].second == UAPLEX_BadTimeout);
+    CHECK(reg.size() == 0);
+    CHECK(monitor.active() == 0);  // the sweep goes idle again
+}
+
+TEST_CASE("deadlines: an executing request past its deadline is marked, not unlinked") {
+    uaplex::session::DeadlineMonitor monitor;
+    RequestRegistry reg;
+    reg.setDeadlineMonitor(&monitor);
+    FakeQueue q{&reg};
+    TrackedRequest a;
+    reg.add(a, 1, 100);
+    q.queued.push_back(&a);
+    q.dequeue();
+    CHECK(reg.expire(100, q.canceller()) == 1);
+    CHECK(a.cancelStatus.load() == UAPLEX_BadTimeout);  // the worker answers BadTimeout
+    CHECK(q.completed.empty());
+    CHECK(reg.expire(200, q.canceller()) == 0);  // marked once
+    CHECK(monitor.active() == 1);
+    reg.remove(a);
+    CHECK(monitor.active() == 0);
+}
+
+TEST_CASE("deadlines: TimeoutHint 0 never expires and keeps the monitor idle") {
+    uaplex::session::DeadlineMonitor monitor;
+    RequestRegistry reg;
+    reg.setDeadlineMonitor(&monitor);
+    FakeQueue q{&reg};
+    TrackedRequest a;
+    reg.add(a, 1);  // no deadline
+    q.queued.push_back(&a);
+    CHECK(monitor.active() == 0);
+    CHECK(reg.expire(std::int64_t(1) << 40, q.canceller()) == 0);
+    CHECK(a.cancelStatus.load() == UAPLEX_Good);
+    CHECK(q.completed.empty());
+}
+
+TEST_CASE("deadlines: a session's sweep touches only that session's requests") {
+    uaplex::session::DeadlineMonitor monitor;
+    RequestRegistry s1, s2;
+    s1.setDeadlineMonitor(&monitor);
+    s2.setDeadlineMonitor(&monitor);
+    FakeQueue q1{&s1}, q2{&s2};
+    TrackedRequest a, b;
+    s1.add(a, 7, 50);
+    q1.queued.push_back(&a);
+    s2.add(b, 7, 50);
+    q2.queued.push_back(&b);
+    CHECK(monitor.active() == 2);
+    CHECK(s1.cancelAll(UAPLEX_BadSessionClosed, q1.canceller()) == 1);
+    CHECK(b.cancelStatus.load() == UAPLEX_Good);
+    CHECK(s2.size() == 1);
+    CHECK(monitor.active() == 1);
+    // The same handle in another session is untouched by Cancel too (test 2).
+    CHECK(s1.cancel(7, UAPLEX_BadRequestCancelledByClient, q1.canceller()) == 0);
+    CHECK(s2.size() == 1);
+}
+
+TEST_CASE("deadlines: the monitor sleeps while idle and wakes on the first deadline") {
+    uaplex::session::DeadlineMonitor monitor;
+    std::atomic<int> woke{0};
+    std::thread sweeper([&] {
+        while (monitor.waitForDeadlines()) {
+            woke.fetch_add(1);
+            monitor.removed();  // consume it, so the next wait sleeps again
+        }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    CHECK(woke.load() == 0);
+    monitor.added();
+    for (int i = 0; i < 200 && woke.load() == 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    CHECK(woke.load() == 1);
+    monitor.stop();
+    sweeper.join();
+}
+
+TEST_CASE("registry: registering the same request twice is a no-op (spec 4 test 9)") {
+    uaplex::session::DeadlineMonitor monitor;
+    RequestRegistry reg;
+    reg.setDeadlineMonitor(&monitor);
+    FakeQueue q{&reg};
+    TrackedRequest a;
+    reg.add(a, 3, 100);
+    reg.add(a, 4, 200);
+    CHECK(reg.size() == 1);
+    CHECK(a.requestHandle == 3);
+    CHECK(a.deadlineMs == 100);
+    CHECK(monitor.active() == 1);
+    reg.remove(a);
+    CHECK(reg.size() == 0);
+    CHECK(monitor.active() == 0);
+    // A completed request is not cancellable any more (spec 4 test 4).
+    CHECK(reg.cancel(3, UAPLEX_BadRequestCancelledByClient, q.canceller()) == 0);
 }
