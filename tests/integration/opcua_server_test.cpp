@@ -696,3 +696,119 @@ TEST_CASE("hot swap: fifo <-> fair by SIGHUP under 10 x 100 requests in flight l
     CHECK(total > 10 * kInFlight);
     INFO("requests answered Good: " << total);
 }
+
+// --- Subscriptions ---------------------------------------------------------------------------
+
+ServerProcess& benchmarkServer() {
+    static ServerProcess s("", 2, "[plugins.benchmark]\n");
+    return s;
+}
+
+ua::PublishResponse* publishOnce(Client& c, enc::DecodedMessage& m, std::uint32_t handle,
+                                 const ua::SubscriptionAcknowledgement* ack = nullptr) {
+    ua::PublishRequest p{};
+    p.requestHeader.timeoutHint = 10000;
+    if (ack)
+        p.subscriptionAcknowledgements = {1, const_cast<ua::SubscriptionAcknowledgement*>(ack)};
+    m = c.call(p, handle);
+    if (Client::result(m) != UAPLEX_Good || m.type != enc::dataTypeOf<ua::PublishResponse>())
+        return nullptr;
+    return static_cast<ua::PublishResponse*>(m.object);
+}
+
+TEST_CASE(
+    "subscription: a Write of ns=1;i=1001 arrives as a DataChange through Publish; "
+    "keep-alive when idle; DeleteSubscriptions") {
+    auto& s = benchmarkServer();
+    REQUIRE(s.alive());
+    Client c;
+    REQUIRE(c.open(s.port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+
+    ua::CreateSubscriptionRequest cs{};
+    cs.requestedPublishingInterval = 100;
+    cs.requestedLifetimeCount = 100;
+    cs.requestedMaxKeepAliveCount = 3;
+    cs.publishingEnabled = true;
+    auto m = c.call(cs);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    auto& created = *static_cast<ua::CreateSubscriptionResponse*>(m.object);
+    std::uint32_t subscriptionId = created.subscriptionId;
+    CHECK(subscriptionId != 0);
+    CHECK(created.revisedPublishingInterval == 100);
+
+    ua::MonitoredItemCreateRequest item{};
+    item.itemToMonitor.nodeId = ua::numericNodeId(1, 1001);
+    item.itemToMonitor.attributeId = 13;
+    item.monitoringMode = ua::MonitoringMode::Reporting;
+    item.requestedParameters.clientHandle = 42;
+    item.requestedParameters.samplingInterval = 0;
+    item.requestedParameters.queueSize = 1;
+    item.requestedParameters.discardOldest = true;
+    ua::CreateMonitoredItemsRequest cmi{};
+    cmi.subscriptionId = subscriptionId;
+    cmi.timestampsToReturn = ua::TimestampsToReturn::Both;
+    cmi.itemsToCreate = {1, &item};
+    m = c.call(cmi);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    auto& items = *static_cast<ua::CreateMonitoredItemsResponse*>(m.object);
+    REQUIRE(items.results.size() == 1);
+    CHECK(items.results[0].statusCode == UAPLEX_Good);
+
+    // The first Publish carries the initial value.
+    enc::DecodedMessage pm;
+    auto* p = publishOnce(c, pm, 10);
+    REQUIRE(p != nullptr);
+    CHECK(p->subscriptionId == subscriptionId);
+    REQUIRE(p->notificationMessage.notificationData.size() == 1);
+    ua::SubscriptionAcknowledgement ack{subscriptionId, p->notificationMessage.sequenceNumber};
+
+    ua::WriteValue wv{};
+    wv.nodeId = ua::numericNodeId(1, 1001);
+    wv.attributeId = 13;
+    wv.indexRange = ua::nullString();
+    wv.value.mask = UAPLEX_DATAVALUE_VALUE;
+    wv.value.value = ua::variantInt32(123456);
+    ua::WriteRequest write{};
+    write.nodesToWrite = {1, &wv};
+    m = c.call(write);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    CHECK(static_cast<ua::WriteResponse*>(m.object)->results[0] == UAPLEX_Good);
+
+    p = publishOnce(c, pm, 11, &ack);
+    REQUIRE(p != nullptr);
+    REQUIRE(p->results.size() == 1);
+    CHECK(p->results[0] == UAPLEX_Good);  // the acknowledgement
+    REQUIRE(p->notificationMessage.notificationData.size() == 1);
+    const auto& eo = p->notificationMessage.notificationData[0];
+    REQUIRE(eo.data_type == enc::dataTypeOf<ua::DataChangeNotification>());
+    const auto& dc = *static_cast<const ua::DataChangeNotification*>(eo.object);
+    REQUIRE(dc.monitoredItems.size() == 1);
+    CHECK(dc.monitoredItems[0].clientHandle == 42);
+    CHECK(dc.monitoredItems[0].value.value.value.int32 == 123456);
+    ack.sequenceNumber = p->notificationMessage.sequenceNumber;
+
+    // Nothing changes: a keep-alive (no notifications) after maxKeepAliveCount intervals.
+    auto before = std::chrono::steady_clock::now();
+    p = publishOnce(c, pm, 12, &ack);
+    REQUIRE(p != nullptr);
+    CHECK(p->subscriptionId == subscriptionId);
+    CHECK(p->notificationMessage.notificationData.size() == 0);
+    CHECK(std::chrono::steady_clock::now() - before >= std::chrono::milliseconds(200));
+
+    ua::DeleteSubscriptionsRequest del{};
+    del.subscriptionIds = {1, &subscriptionId};
+    m = c.call(del);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    auto& deleted = *static_cast<ua::DeleteSubscriptionsResponse*>(m.object);
+    REQUIRE(deleted.results.size() == 1);
+    CHECK(deleted.results[0] == UAPLEX_Good);
+
+    // No subscription left: Publish is refused at once.
+    m = c.call(*std::make_unique<ua::PublishRequest>(), 13);
+    CHECK(Client::result(m) == UAPLEX_BadNoSubscription);
+
+    ua::CloseSessionRequest close{};
+    close.deleteSubscriptions = true;
+    CHECK(Client::result(c.call(close)) == UAPLEX_Good);
+}
