@@ -346,7 +346,9 @@ void Host::load(const config::ServerConfig& cfg) {
             const bool transport = (lib->kinds() & UAPLEX_KIND_TRANSPORT) != 0;
             logger()->info("loaded plugin '{}' ({} {}) from {}{}", pc.name,
                            kind_names(lib->kinds()), lib->version(), lib->path().string(),
-                           transport ? "" : "; not assigned to a slot this kernel serves yet");
+                           transport || pc.name == cfg.slots.monitored_item_queue
+                               ? ""
+                               : "; not assigned to a slot this kernel serves yet");
             idle_libraries_.push_back(std::move(lib));
         }
         loaded_ = true;
@@ -519,6 +521,28 @@ std::shared_ptr<PluginInstance> Host::create_transport(const std::string& name,
         return inst;
     }
     throw HostError("plugin '" + name + "' is not an enabled transport");
+}
+
+std::shared_ptr<PluginInstance> Host::create_mi_queue_factory(
+    const uaplex_mi_queue_params& params) {
+    const std::string& name = config_.slots.monitored_item_queue;
+    if (name.empty()) return nullptr;
+    for (const auto& lib : idle_libraries_) {
+        if (lib->name() != name) continue;
+        const auto* factory = lib->descriptor().monitored_item_queue;
+        if (!factory || !factory->ops ||
+            factory->ops->hdr.struct_size < sizeof(uaplex_mi_queue_factory_ops))
+            throw HostError("plugin '" + name + "' is not a monitored_item_queue factory");
+        const config::PluginConfig* pc = config_.plugin(name);
+        if (!pc) break;
+        auto inst = std::make_shared<PluginInstance>(lib, UAPLEX_KIND_MONITORED_ITEM_QUEUE, *pc,
+                                                     *services_);
+        inst->mi_queue_params = params;
+        inst->create(*factory, inst->mi_queue_params);
+        logger()->info("created monitored_item_queue '{}' ({})", name, lib->version());
+        return inst;
+    }
+    throw HostError("plugin '" + name + "' is not an enabled monitored_item_queue plugin");
 }
 
 std::vector<LoadedPluginInfo> Host::plugins() const {

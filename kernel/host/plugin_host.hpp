@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <uaplex/monitored_item_queue.h>
+
 #include "config/config.hpp"
 #include "host/host_api.hpp"
 #include "host/library.hpp"
@@ -47,6 +49,7 @@ class PluginInstance {
     uaplex_node_manager_params node_manager_params{};
     uaplex_admission_params admission_params{};
     uaplex_buffer_pool_params buffer_pool_params{};
+    uaplex_mi_queue_params mi_queue_params{};
     // Entries this request queue handed out that the kernel has not disposed yet: a
     // swapped-out queue is retired only when they are back (their leases live in it).
     std::atomic<int64_t> dispatched{0};
@@ -157,6 +160,10 @@ class Host {
     // stops it, and drops it before shutdown(). Throws HostError.
     std::shared_ptr<PluginInstance> create_transport(const std::string& name,
                                                      const uaplex_transport_params& params);
+    // Creates the [slots] monitored_item_queue factory with `params` (copied into the
+    // instance), or returns null when the slot is empty. The caller owns and starts it and
+    // drops it after every queue it made is gone, before shutdown(). Throws HostError.
+    std::shared_ptr<PluginInstance> create_mi_queue_factory(const uaplex_mi_queue_params& params);
     Services& services() { return *services_; }
     std::vector<LoadedPluginInfo> plugins() const;
 

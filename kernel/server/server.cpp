@@ -359,6 +359,12 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
     if (auto* source = services_.valueSource()) {
         subscriptions_ = std::make_unique<SubscriptionService>(cfg_, *source);
         dispatcher_->setSubscriptions(subscriptions_.get());
+        // Without a factory every data item keeps its last value only (queue size 1).
+        if ((miQueues_ = host_.create_mi_queue_factory(subscriptions_->queueParams()))) {
+            miQueues_->start();
+            subscriptions_->setQueueFactory(miQueues_->ops<uaplex_mi_queue_factory_ops>(),
+                                            miQueues_->self());
+        }
         services_.setValueChanged(
             [](void* user, std::uint64_t node, const ua::DataValue& v) {
                 static_cast<SubscriptionService*>(user)->valueChanged(node, v);
@@ -383,7 +389,6 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
 
 Server::~Server() {
     stop();
-    if (subscriptions_) services_.setValueChanged(nullptr, nullptr);
 }
 
 std::size_t Server::connectionCount() const {
@@ -482,7 +487,11 @@ void Server::stop() noexcept {
     started_ = false;
     running_ = false;
     // Parked Publish requests are answered BadServerHalted while their channels still exist.
-    if (subscriptions_) subscriptions_->stop();
+    if (subscriptions_) {
+        subscriptions_->stop();
+        services_.setValueChanged(nullptr, nullptr);  // node managers may still write; the
+                                                      // service stays alive until ~Server
+    }
     // Drain while the connections are still open: stopping the queue answers every queued
     // request BadServerHalted (and refuses new ones with it); the workers finish and answer
     // the executing ones before they exit.

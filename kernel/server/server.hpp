@@ -103,6 +103,8 @@ class Server {
     std::unique_ptr<session::DeadlineMonitor> deadlines_;
     std::unique_ptr<session::SessionManager> sessions_;
     std::unique_ptr<Discovery> discovery_;
+    // The [slots] monitored_item_queue factory: outlives the engine and the queues it made.
+    std::shared_ptr<host::PluginInstance> miQueues_;
     std::unique_ptr<SubscriptionService> subscriptions_;  // null without a value source
     std::unique_ptr<Dispatcher> dispatcher_;
     std::vector<std::unique_ptr<TransportBinding>> bindings_;  // outlive the transports

@@ -215,8 +215,8 @@ subscription::NodeValueSource& ServiceSet::valueSource() {
 
 void ServiceSet::setValueChanged(void (*fn)(void*, std::uint64_t, const ua::DataValue&),
                                  void* user) noexcept {
-    impl_->valueChanged = fn;
-    impl_->valueChangedUser = user;
+    if (user) impl_->valueChangedUser = user;
+    impl_->valueChanged.store(fn, std::memory_order_release);
 }
 
 SessionStatePtr ServiceSet::createSessionState() {

@@ -169,11 +169,14 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
     class ValueSource;  // value_source.cpp
     std::unique_ptr<subscription::NodeValueSource> makeValueSource();
     std::unique_ptr<subscription::NodeValueSource> values;
-    void (*valueChanged)(void*, std::uint64_t, const ua::DataValue&) = nullptr;
-    void* valueChangedUser = nullptr;
+    // Atomic: the server clears it at stop while workers and node managers may still write.
+    using ValueChangedFn = void (*)(void*, std::uint64_t, const ua::DataValue&);
+    std::atomic<ValueChangedFn> valueChanged{nullptr};
+    void* valueChangedUser = nullptr;  // set before the first fn, never cleared
     // After a stored value changed: tells the subscription engine (handle = the Node).
     void changed(const Node& n, const ua::DataValue& v) noexcept {
-        if (valueChanged) valueChanged(valueChangedUser, reinterpret_cast<std::uintptr_t>(&n), v);
+        if (auto fn = valueChanged.load(std::memory_order_acquire))
+            fn(valueChangedUser, reinterpret_cast<std::uintptr_t>(&n), v);
     }
 };
 
