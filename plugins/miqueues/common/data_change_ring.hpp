@@ -1,10 +1,12 @@
-// The data-change queue both factories serve: a fixed ring of (value, error) slots sized at
-// reset, so enqueue at a full queue is O(1) and never allocates.
+// What both monitored-item queue plugins share: the data-change queue (a fixed ring of
+// (value, error) slots sized at reset, so enqueue at a full queue is O(1) and never
+// allocates), the C ops tables, and the factory, which differ only in the event queue.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 
+#include "uaplex/cpp/kinds.hpp"
 #include "uaplex/monitored_item_queue.h"
 #include "uaplex/types.h"
 
@@ -160,5 +162,34 @@ struct EventOps {
 
 // Entries compared by the duplicate check (spec section 5).
 inline constexpr uint32_t kDuplicateWindow = 1000;
+
+// A factory serving the shared data-change ring and the plugin's own event queue EventQueue
+// (constructed from the queue params). Durable queues are not served.
+template <typename EventQueue>
+class QueueFactory final : public uaplex::sdk::MonitoredItemQueueFactory {
+  public:
+    QueueFactory(uaplex::sdk::Context ctx, const uaplex_mi_queue_params& p)
+        : MonitoredItemQueueFactory(ctx, p) {
+        ctx.check_known_keys({});
+    }
+    uaplex_status supports_durable(int32_t* out) override {
+        *out = 0;
+        return UAPLEX_Good;
+    }
+    uaplex_status create_data_change_queue(int32_t durable, uint32_t, void** out,
+                                           const uaplex_data_change_queue_ops** ops) override {
+        if (durable) return UAPLEX_BadInvalidArgument;
+        *out = new DataChangeRing(params_);
+        *ops = &DataChangeOps<DataChangeRing>::ops;
+        return UAPLEX_Good;
+    }
+    uaplex_status create_event_queue(int32_t durable, uint32_t, void** out,
+                                     const uaplex_event_queue_ops** ops) override {
+        if (durable) return UAPLEX_BadInvalidArgument;
+        *out = new EventQueue(params_);
+        *ops = &EventOps<EventQueue>::ops;
+        return UAPLEX_Good;
+    }
+};
 
 }  // namespace uaplex::miqueues

@@ -64,33 +64,7 @@ class EventFifo {
     uint32_t size_ = 0;
 };
 
-class DefaultFactory final : public uaplex::sdk::MonitoredItemQueueFactory {
-  public:
-    DefaultFactory(uaplex::sdk::Context ctx, const uaplex_mi_queue_params& p)
-        : MonitoredItemQueueFactory(ctx, p) {
-        ctx.check_known_keys({});
-    }
-    uaplex_status supports_durable(int32_t* out) override {
-        *out = 0;
-        return UAPLEX_Good;
-    }
-    uaplex_status create_data_change_queue(int32_t durable, uint32_t, void** out,
-                                           const uaplex_data_change_queue_ops** ops) override {
-        if (durable) return UAPLEX_BadInvalidArgument;
-        *out = new DataChangeRing(params_);
-        *ops = &DataChangeOps<DataChangeRing>::ops;
-        return UAPLEX_Good;
-    }
-    uaplex_status create_event_queue(int32_t durable, uint32_t, void** out,
-                                     const uaplex_event_queue_ops** ops) override {
-        if (durable) return UAPLEX_BadInvalidArgument;
-        *out = new EventFifo(params_);
-        *ops = &EventOps<EventFifo>::ops;
-        return UAPLEX_Good;
-    }
-};
-
 }  // namespace
 
 UAPLEX_PLUGIN(("mi-default", "1.0.0", "Reference monitored-item queues"),
-              uaplex::sdk::MonitoredItemQueueFactoryOf<DefaultFactory>)
+              uaplex::sdk::MonitoredItemQueueFactoryOf<QueueFactory<EventFifo>>)

@@ -67,33 +67,7 @@ class EventRing {
     uint32_t cap_ = 0, head_ = 0, count_ = 0;
 };
 
-class RingFactory final : public uaplex::sdk::MonitoredItemQueueFactory {
-  public:
-    RingFactory(uaplex::sdk::Context ctx, const uaplex_mi_queue_params& p)
-        : MonitoredItemQueueFactory(ctx, p) {
-        ctx.check_known_keys({});
-    }
-    uaplex_status supports_durable(int32_t* out) override {
-        *out = 0;
-        return UAPLEX_Good;
-    }
-    uaplex_status create_data_change_queue(int32_t durable, uint32_t, void** out,
-                                           const uaplex_data_change_queue_ops** ops) override {
-        if (durable) return UAPLEX_BadInvalidArgument;
-        *out = new DataChangeRing(params_);
-        *ops = &DataChangeOps<DataChangeRing>::ops;
-        return UAPLEX_Good;
-    }
-    uaplex_status create_event_queue(int32_t durable, uint32_t, void** out,
-                                     const uaplex_event_queue_ops** ops) override {
-        if (durable) return UAPLEX_BadInvalidArgument;
-        *out = new EventRing(params_);
-        *ops = &EventOps<EventRing>::ops;
-        return UAPLEX_Good;
-    }
-};
-
 }  // namespace
 
 UAPLEX_PLUGIN(("mi-ring", "1.0.0", "Ring-buffer event queue"),
-              uaplex::sdk::MonitoredItemQueueFactoryOf<RingFactory>)
+              uaplex::sdk::MonitoredItemQueueFactoryOf<QueueFactory<EventRing>>)
