@@ -496,6 +496,19 @@ void Server::stop() noexcept {
     // request BadServerHalted (and refuses new ones with it); the workers finish and answer
     // the executing ones before they exit.
     if (auto q = host_.request_queue().current()) q->stop();
+    // Then the executing requests get a bounded wait (spec 4 "Drain"): they finish and are
+    // answered while their connections are open. Past the budget this is logged and the
+    // shutdown goes on to join the workers (services are not interrupted).
+    {
+        session::RequestDrain drain(monotonicMs(), drainGraceMs_);
+        std::vector<std::shared_ptr<session::Session>> keep;
+        sessions_->snapshotRequests(drain, keep);
+        session::RequestDrain::Result result;
+        while ((result = drain.poll(monotonicMs())) == session::RequestDrain::Result::Pending)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        if (result == session::RequestDrain::Result::Timeout)
+            logger()->warn("shutdown: requests still executing after the drain budget");
+    }
     for (auto& t : threads_) t.join();
     threads_.clear();
     deadlines_->stop();
