@@ -476,6 +476,30 @@ TEST_CASE("TimeoutHint: a queued request past its deadline is answered BadTimeou
     CHECK(Client::result(second) == UAPLEX_Good);
 }
 
+TEST_CASE("TimeoutHint: a queued GetEndpoints without a session is answered BadTimeout") {
+    Client busy, c;
+    REQUIRE(busy.open(slowServer().port));
+    REQUIRE(busy.createSession() == UAPLEX_Good);
+    std::vector<ua::ReadValueId> slowIds;
+    auto slow = readSlow(slowIds);
+    REQUIRE(busy.send(slow, 35));  // holds the only worker for 1.5 s
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    REQUIRE(c.open(slowServer().port));
+    c.setTimeoutHint(200);
+    ua::GetEndpointsRequest ge{};
+    ge.endpointUrl = ua::makeString(c.url());
+    auto sent = std::chrono::steady_clock::now();
+    auto m = c.call(ge, 36);  // queued behind the slow Read, on a channel without a session
+    auto waited = std::chrono::steady_clock::now() - sent;
+    REQUIRE(m.object != nullptr);
+    CHECK(handleOf(m) == 36);
+    CHECK(Client::result(m) == UAPLEX_BadTimeout);
+    CHECK(waited < std::chrono::milliseconds(800));  // by the sweep, not after the slow Read
+    auto done = busy.receiveResponse();
+    REQUIRE(done.object != nullptr);
+    CHECK(Client::result(done) == UAPLEX_Good);
+}
+
 TEST_CASE("TimeoutHint: an executing request past its deadline answers BadTimeout") {
     Client c;
     REQUIRE(c.open(slowServer().port));
