@@ -1,5 +1,9 @@
 #include "host/library.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "host/host_api.hpp"
@@ -69,15 +73,42 @@ std::string kind_names(uint32_t kinds) {
     return out;
 }
 
+bool PluginLibrary::replaced_on_disk() const {
+    struct stat st {};
+    if (::stat(path_.c_str(), &st) != 0) return false;  // gone: nothing to load instead
+    return std::uint64_t(st.st_dev) != device_ || std::uint64_t(st.st_ino) != inode_;
+}
+
 std::shared_ptr<PluginLibrary> load_library(const fs::path& path) {
     std::error_code ec;
     if (!fs::exists(path, ec)) throw HostError("plugin library " + path.string() + " not found");
-    boost::dll::shared_library lib;
-    try {
-        lib.load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
-    } catch (const std::exception& e) {
-        throw HostError("plugin library " + path.string() + " cannot be loaded: " + e.what());
+    // The loader returns an already loaded library whose name matches, even when another file
+    // was renamed to that path since. So it is given a name unique to the file (device and
+    // inode: not reused while the file is mapped), a symbolic link to the descriptor opened
+    // here, which also pins the file between stat and load. The link goes once loaded.
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat file {};
+    if (fd < 0 || ::fstat(fd, &file) != 0) {
+        if (fd >= 0) ::close(fd);
+        throw HostError("plugin library " + path.string() + " cannot be opened");
     }
+    fs::path alias = fs::temp_directory_path(ec) /
+                     ("uaplex-" + std::to_string(::getpid()) + "-" + std::to_string(file.st_dev) +
+                      "-" + std::to_string(file.st_ino) + ".so");
+    fs::remove(alias, ec);
+    fs::create_symlink("/proc/self/fd/" + std::to_string(fd), alias, ec);
+    boost::dll::shared_library lib;
+    std::string failure;
+    try {
+        lib.load(ec ? path : alias,
+                 boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+    } catch (const std::exception& e) {
+        failure = e.what();
+    }
+    fs::remove(alias, ec);
+    ::close(fd);
+    if (!failure.empty())
+        throw HostError("plugin library " + path.string() + " cannot be loaded: " + failure);
     if (!lib.has(UAPLEX_PLUGIN_ENTRY_SYMBOL))
         throw HostError("plugin library " + path.string() + " has no entry symbol '" +
                         UAPLEX_PLUGIN_ENTRY_SYMBOL + "'");
@@ -102,7 +133,10 @@ std::shared_ptr<PluginLibrary> load_library(const fs::path& path) {
             abi_string(UAPLEX_ABI_VERSION_MAJOR, UAPLEX_ABI_VERSION_MINOR));
     if (d->hdr.struct_size < sizeof(uaplex_plugin_descriptor) || !d->name || !*d->name)
         throw HostError("plugin library " + path.string() + ": malformed descriptor");
-    return std::make_shared<PluginLibrary>(path, std::move(lib), d);
+    auto out = std::make_shared<PluginLibrary>(path, std::move(lib), d);
+    out->device_ = std::uint64_t(file.st_dev);
+    out->inode_ = std::uint64_t(file.st_ino);
+    return out;
 }
 
 ScanResult scan(const std::vector<fs::path>& dirs) {

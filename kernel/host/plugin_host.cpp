@@ -456,6 +456,13 @@ void Host::reload(const config::ServerConfig& cfg) {
     bool changed = before != after;
     if (!changed && old_pc && new_pc)
         changed = old_pc->settings != new_pc->settings || old_pc->library != new_pc->library;
+    // The same plugin, but its library file was replaced (rebuilt): load the new one.
+    if (!changed && new_pc)
+        if (auto cur = request_queue_.current(); cur && cur->library().replaced_on_disk()) {
+            logger()->info("request_queue '{}': library {} was replaced on disk", after,
+                           cur->library().path().string());
+            changed = true;
+        }
 
     if (changed) {
         std::shared_ptr<PluginInstance> next;

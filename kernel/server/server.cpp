@@ -62,6 +62,9 @@ struct PendingRequest {
     // registry (findable by Cancel) until it is released.
     std::shared_ptr<session::Session> session;
     session::TrackedRequest tracked;
+    // Where `tracked` is registered: the session's registry, or the connection's for a
+    // request without a usable session (GetEndpoints, CreateSession...); null if neither.
+    session::RequestRegistry* registry = nullptr;
     // Admission: the owner the request is charged to (retained), the classification flags
     // and whether it was classified with a session binding (revalidated before dispatch).
     uaplex_admission_owner* owner = nullptr;
@@ -84,7 +87,9 @@ class Connection final : public securechannel::ChunkOutput,
   public:
     Connection(Server& server, TransportBinding& transport, uaplex_connection* handle,
                securechannel::ChannelLimits limits)
-        : server_(server), transport_(transport), handle_(handle), channel(limits, *this) {}
+        : server_(server), transport_(transport), handle_(handle), channel(limits, *this) {
+        requests.setDeadlineMonitor(server.deadlines_.get());
+    }
 
     ~Connection() {
         releaseOwners();
@@ -164,10 +169,11 @@ class Connection final : public securechannel::ChunkOutput,
         return r;
     }
     void release(PendingRequest* r) {
-        if (r->session) {
-            r->session->requests().remove(r->tracked);
-            r->session.reset();
+        if (r->registry) {
+            r->registry->remove(r->tracked);
+            r->registry = nullptr;
         }
+        r->session.reset();
         if (r->owner) {
             server_.admission_->owner_release(server_.admissionSelf_, r->owner);
             r->owner = nullptr;
@@ -214,6 +220,9 @@ class Connection final : public securechannel::ChunkOutput,
     std::string endpointUrl;  // from Hello; written before any request of the connection
     securechannel::SecureChannel channel;
     session::SessionCache sessionCache;
+    // The requests sent without a usable session, so that their TimeoutHint is honoured by
+    // the same deadline sweep; per connection, so no server-wide lock on the request path.
+    session::RequestRegistry requests;
 
   private:
     std::mutex transportMutex_;  // orders calls into the transport with on_closed
@@ -496,6 +505,27 @@ void Server::stop() noexcept {
     // request BadServerHalted (and refuses new ones with it); the workers finish and answer
     // the executing ones before they exit.
     if (auto q = host_.request_queue().current()) q->stop();
+    // Then the executing requests get a bounded wait (spec 4 "Drain"): they finish and are
+    // answered while their connections are open. Past the budget this is logged and the
+    // shutdown goes on to join the workers (services are not interrupted).
+    {
+        session::RequestDrain drain(monotonicMs(), drainGraceMs_);
+        std::vector<std::shared_ptr<session::Session>> keep;
+        sessions_->snapshotRequests(drain, keep);
+        std::vector<std::shared_ptr<Connection>> keepConnections;
+        {
+            std::lock_guard lock(connectionsMutex_);
+            for (auto& [p, c] : connections_) {
+                drain.snapshot(c->requests);
+                keepConnections.push_back(c);
+            }
+        }
+        session::RequestDrain::Result result;
+        while ((result = drain.poll(monotonicMs())) == session::RequestDrain::Result::Pending)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        if (result == session::RequestDrain::Result::Timeout)
+            logger()->warn("shutdown: requests still executing after the drain budget");
+    }
     for (auto& t : threads_) t.join();
     threads_.clear();
     deadlines_->stop();
@@ -574,14 +604,17 @@ void Server::submit(Connection& c) {
     // TimeoutHint counts from arrival (Part 4 7.32); the deadline sweep enforces it.
     std::int64_t deadline = prefix.timeoutHint ? now + std::int64_t(prefix.timeoutHint) : 0;
     // Registered before it is queued, so that a Cancel finds it as soon as it can be queued.
-    // Requests without a usable session are not tracked; the worker answers their error.
+    // Requests without a usable session are tracked by the connection (deadlines, drains).
     std::shared_ptr<session::Session> s;
     if (prefix.ok && prefix.authenticationToken.identifier_type == UAPLEX_ID_BYTESTRING &&
         sessions_->resolve(prefix.authenticationToken, c.channel.id(), now, s, &c.sessionCache) ==
             UAPLEX_Good) {
-        s->requests().add(r->tracked, prefix.requestHandle, deadline);
+        r->registry = &s->requests();
         r->session = std::move(s);
+    } else {
+        r->registry = &c.requests;
     }
+    r->registry->add(r->tracked, prefix.requestHandle, deadline);
     if (admission_) classify(c, *r, prefix);
     uaplex_status st = host_.request_queue().enqueue(&e);
     if (st != UAPLEX_Good) completeRefused(*r, st);
@@ -732,7 +765,7 @@ void Server::execute(PendingRequest& r, Worker& w, host::PluginInstance* queue) 
         c->release(&r);
         return;
     }
-    if (r.session) r.session->requests().executing(r.tracked);
+    if (r.registry) r.registry->executing(r.tracked);
     RequestContext ctx{c->channel.id(), monotonicMs(), utcNow(), c->endpointUrl, &c->sessionCache};
     RouteSource route{&c, r.secureRequestId};
     ctx.makeRoute = &RouteSource::make;
@@ -782,8 +815,14 @@ void Server::publishingLoop() {
 void Server::deadlineLoop() {
     session::QueuedCanceller canceller{&Server::unlinkQueued, this};
     while (deadlines_->waitForDeadlines()) {
-        if (std::uint32_t n = sessions_->expireRequests(monotonicMs(), canceller))
-            logger()->debug("{} request(s) past their TimeoutHint", n);
+        std::int64_t now = monotonicMs();
+        std::uint32_t n = sessions_->expireRequests(now, canceller);
+        {
+            // The connection table's lock is taken by accept/close and this sweep only.
+            std::lock_guard lock(connectionsMutex_);
+            for (auto& [p, c] : connections_) n += c->requests.expire(now, canceller);
+        }
+        if (n) logger()->debug("{} request(s) past their TimeoutHint", n);
         std::this_thread::sleep_for(std::chrono::milliseconds(session::DeadlineMonitor::kPeriodMs));
     }
 }

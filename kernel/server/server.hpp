@@ -56,8 +56,12 @@ class Server {
     // Creates and starts the transports, listens on every endpoint, starts reverse connects
     // and the workers. Throws std::runtime_error with a one-line message.
     void start();
-    // Stops accepting, closes every connection and session, joins the threads. Idempotent.
+    // Stops accepting, waits for the registered requests (a drain: bounded by their longest
+    // remaining deadline + the drain grace), closes every connection and session, joins the
+    // threads. Idempotent.
     void stop() noexcept;
+    // The grace a shutdown drain adds to the longest remaining deadline (spec 4: 2 min).
+    void setDrainGraceMs(std::int64_t ms) noexcept { drainGraceMs_ = ms; }
 
     session::SessionManager& sessions() noexcept { return *sessions_; }
     std::size_t connectionCount() const;
@@ -123,6 +127,7 @@ class Server {
     mutable std::mutex connectionsMutex_;
     std::unordered_map<Connection*, std::shared_ptr<Connection>> connections_;
     bool started_ = false;
+    std::int64_t drainGraceMs_ = 2 * 60 * 1000;
 };
 
 }  // namespace uaplex::server

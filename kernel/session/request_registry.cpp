@@ -36,6 +36,7 @@ void RequestRegistry::add(TrackedRequest& r, std::uint32_t requestHandle,
     if (r.state != TrackedRequest::State::Idle) return;  // registered already: a no-op
     r.requestHandle = requestHandle;
     r.deadlineMs = deadlineMs;
+    r.seq = nextSeq_++;
     if (deadlineMs != 0 && monitor_) monitor_->added();
     r.state = TrackedRequest::State::Queued;
     r.cancelStatus.store(UAPLEX_Good, std::memory_order_relaxed);
@@ -128,6 +129,44 @@ std::uint32_t RequestRegistry::expire(std::int64_t nowMs,
 std::size_t RequestRegistry::size() const noexcept {
     std::lock_guard lock(mutex_);
     return size_;
+}
+
+std::uint64_t RequestRegistry::nextSeq() const noexcept {
+    std::lock_guard lock(mutex_);
+    return nextSeq_;
+}
+
+std::size_t RequestRegistry::countBefore(std::uint64_t seqLimit, std::int64_t snapshotMs,
+                                         std::int64_t graceMs,
+                                         std::int64_t* maxDeadlineMs) const noexcept {
+    std::lock_guard lock(mutex_);
+    std::size_t n = 0;
+    for (const TrackedRequest* r = first_; r; r = r->next_) {
+        if (r->seq >= seqLimit) continue;  // registered after the snapshot
+        if (r->deadlineMs != 0 && snapshotMs - r->deadlineMs > graceMs) continue;  // stuck
+        ++n;
+        if (maxDeadlineMs && r->deadlineMs > *maxDeadlineMs) *maxDeadlineMs = r->deadlineMs;
+    }
+    return n;
+}
+
+void RequestDrain::snapshot(const RequestRegistry& registry) {
+    std::uint64_t limit = registry.nextSeq();
+    registry.countBefore(limit, snapshotMs_, graceMs_, &maxDeadlineMs_);
+    entries_.push_back({&registry, limit});
+}
+
+std::int64_t RequestDrain::budgetEndMs() const noexcept {
+    std::int64_t remaining = maxDeadlineMs_ > snapshotMs_ ? maxDeadlineMs_ - snapshotMs_ : 0;
+    return snapshotMs_ + remaining + graceMs_;
+}
+
+RequestDrain::Result RequestDrain::poll(std::int64_t nowMs) const noexcept {
+    std::size_t pending = 0;
+    for (const Entry& e : entries_)
+        pending += e.registry->countBefore(e.seqLimit, snapshotMs_, graceMs_, nullptr);
+    if (pending == 0) return Result::Done;
+    return nowMs >= budgetEndMs() ? Result::Timeout : Result::Pending;
 }
 
 }  // namespace uaplex::session

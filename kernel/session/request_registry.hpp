@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <vector>
 
 namespace uaplex::session {
 
@@ -23,6 +24,7 @@ struct TrackedRequest {
     void* owner = nullptr;            // the request that embeds this, for the canceller
     std::uint32_t requestHandle = 0;  // RequestHeader.requestHandle
     std::int64_t deadlineMs = 0;      // monotonic; 0: no TimeoutHint
+    std::uint64_t seq = 0;            // registration order in its registry (for drains)
     State state = State::Idle;        // Idle: not registered
     // The first cancellation's status, Good until then. An executing request keeps running
     // (services are short); a long one may poll this.
@@ -96,6 +98,14 @@ class RequestRegistry {
 
     std::size_t size() const noexcept;
 
+    // For RequestDrain: the sequence number the next registered request gets, and how many
+    // registered requests came before `seqLimit`, leaving out those whose deadline lies more
+    // than `graceMs` before `snapshotMs`. `maxDeadlineMs` is raised to the latest deadline
+    // of the counted ones.
+    std::uint64_t nextSeq() const noexcept;
+    std::size_t countBefore(std::uint64_t seqLimit, std::int64_t snapshotMs, std::int64_t graceMs,
+                            std::int64_t* maxDeadlineMs) const noexcept;
+
   private:
     template <class Match>
     std::uint32_t cancelMatching(Match match, uaplex_status status,
@@ -105,7 +115,39 @@ class RequestRegistry {
     mutable std::mutex mutex_;
     TrackedRequest* first_ = nullptr;
     std::size_t size_ = 0;
+    std::uint64_t nextSeq_ = 1;
     DeadlineMonitor* monitor_ = nullptr;
+};
+
+// waitForCurrentRequests (spec 4 "Drain"): snapshots the requests registered now, completes
+// when each of them has completed (an empty snapshot at once) and ignores later ones; gives
+// Timeout after a budget of the longest remaining deadline + `graceMs`. Requests more than
+// `graceMs` past their deadline are left out: they are stuck, not finishing. Polled rather
+// than signalled so that completing a request pays nothing for drains; the clock is the
+// caller's, so tests run it on a fake one. The registries must outlive the drain.
+class RequestDrain {
+  public:
+    enum class Result : std::uint8_t { Pending, Done, Timeout };
+    static constexpr std::int64_t kDefaultGraceMs = 2 * 60 * 1000;
+
+    explicit RequestDrain(std::int64_t nowMs, std::int64_t graceMs = kDefaultGraceMs) noexcept
+        : snapshotMs_(nowMs), graceMs_(graceMs) {}
+
+    // Adds the requests `registry` holds now to the snapshot.
+    void snapshot(const RequestRegistry& registry);
+    Result poll(std::int64_t nowMs) const noexcept;
+    // The time poll() gives Timeout at, when requests are still pending.
+    std::int64_t budgetEndMs() const noexcept;
+
+  private:
+    struct Entry {
+        const RequestRegistry* registry;
+        std::uint64_t seqLimit;
+    };
+    std::int64_t snapshotMs_;
+    std::int64_t graceMs_;
+    std::int64_t maxDeadlineMs_ = 0;
+    std::vector<Entry> entries_;
 };
 
 }  // namespace uaplex::session

@@ -217,6 +217,15 @@ std::uint32_t SessionManager::expireRequests(std::int64_t nowMs,
     return n;
 }
 
+void SessionManager::snapshotRequests(RequestDrain& drain,
+                                      std::vector<std::shared_ptr<Session>>& keep) const {
+    std::shared_lock lock(mutex_);
+    for (const auto& [key, s] : sessions_) {
+        drain.snapshot(s->requests_);
+        keep.push_back(s);
+    }
+}
+
 void SessionManager::closeAll() {
     std::map<std::string, std::shared_ptr<Session>, std::less<>> all;
     {

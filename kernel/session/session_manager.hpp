@@ -148,6 +148,9 @@ class SessionManager {
     // The deadline sweep over every session's requests (RequestRegistry::expire); returns
     // how many expired. Takes the table's lock shared, so requests keep flowing.
     std::uint32_t expireRequests(std::int64_t nowMs, const QueuedCanceller& canceller) const;
+    // Adds every session's registered requests to `drain`; `keep` holds the sessions (and so
+    // their registries) alive for as long as the drain runs.
+    void snapshotRequests(RequestDrain& drain, std::vector<std::shared_ptr<Session>>& keep) const;
 
   private:
     std::shared_ptr<Session> find(const ua::NodeId& token) const;

@@ -7,10 +7,12 @@
 #include <sys/wait.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <thread>
 
 #include "opcua_client.hpp"
@@ -41,27 +43,34 @@ struct ServerProcess {
 
     explicit ServerProcess(const std::string& extraServerKeys = "", int requestThreads = 2,
                            const std::string& extraPlugins = "",
-                           const std::string& slots = "request_queue = \"fifo\"\n") {
+                           const std::string& slots = "request_queue = \"fifo\"\n",
+                           bool captureLog = false) {
         port = freePort();
         dir = std::filesystem::temp_directory_path() /
               ("uaplex-it-" + std::to_string(::getpid()) + "-" + std::to_string(port));
         std::filesystem::create_directories(dir);
         config = [=, this](const std::string& slotLines) {
             std::ofstream(dir / "test.toml")
-                << "[log]\nlevel = \"warn\"\nsink = \"stderr\"\n"
+                << "[log]\nlevel = \"" << (captureLog ? "info" : "warn")
+                << "\"\nsink = \"stderr\"\n"
                 << "[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR "\"]\n"
                 << "[server]\nendpoints = [\"opc.tcp://127.0.0.1:" << port << "\"]\n"
                 << "request_threads = " << requestThreads << "\n"
                 << extraServerKeys << "[server.limits]\nhandshake_timeout_ms = 500\n"
                 << "max_message_size = 65536\nmax_pending_handshakes = 100\n"
                 << "[slots]\n"
-                << slotLines << "[plugins.fifo]\n[plugins.transport-tcp]\n"
+                << slotLines
+                // A test may configure fifo itself (its library, say).
+                << (extraPlugins.find("[plugins.fifo]") == std::string::npos ? "[plugins.fifo]\n"
+                                                                             : "")
+                << "[plugins.transport-tcp]\n"
                 << extraPlugins;
         };
         config(slots);
         pid = ::fork();
         if (pid == 0) {
             std::string cfg = (dir / "test.toml").string();
+            if (captureLog) std::freopen((dir / "server.log").c_str(), "w", stderr);
             ::execl(UAPLEX_EXE, UAPLEX_EXE, "--config", cfg.c_str(), nullptr);
             std::_Exit(127);
         }
@@ -84,6 +93,10 @@ struct ServerProcess {
     void reload(const std::string& slots) {
         config(slots);
         ::kill(pid, SIGHUP);
+    }
+    std::string log() const {
+        std::ifstream in(dir / "server.log");
+        return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
     }
     bool alive() const {
         int status = 0;
@@ -476,6 +489,30 @@ TEST_CASE("TimeoutHint: a queued request past its deadline is answered BadTimeou
     CHECK(Client::result(second) == UAPLEX_Good);
 }
 
+TEST_CASE("TimeoutHint: a queued GetEndpoints without a session is answered BadTimeout") {
+    Client busy, c;
+    REQUIRE(busy.open(slowServer().port));
+    REQUIRE(busy.createSession() == UAPLEX_Good);
+    std::vector<ua::ReadValueId> slowIds;
+    auto slow = readSlow(slowIds);
+    REQUIRE(busy.send(slow, 35));  // holds the only worker for 1.5 s
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    REQUIRE(c.open(slowServer().port));
+    c.setTimeoutHint(200);
+    ua::GetEndpointsRequest ge{};
+    ge.endpointUrl = ua::makeString(c.url());
+    auto sent = std::chrono::steady_clock::now();
+    auto m = c.call(ge, 36);  // queued behind the slow Read, on a channel without a session
+    auto waited = std::chrono::steady_clock::now() - sent;
+    REQUIRE(m.object != nullptr);
+    CHECK(handleOf(m) == 36);
+    CHECK(Client::result(m) == UAPLEX_BadTimeout);
+    CHECK(waited < std::chrono::milliseconds(800));  // by the sweep, not after the slow Read
+    auto done = busy.receiveResponse();
+    REQUIRE(done.object != nullptr);
+    CHECK(Client::result(done) == UAPLEX_Good);
+}
+
 TEST_CASE("TimeoutHint: an executing request past its deadline answers BadTimeout") {
     Client c;
     REQUIRE(c.open(slowServer().port));
@@ -628,10 +665,11 @@ TEST_CASE("pipeline: Cancel and TimeoutHint on queued requests, leases returned"
     }
 }
 
-TEST_CASE("hot swap: fifo <-> fair by SIGHUP under 10 x 100 requests in flight loses none") {
-    const std::string pipeline = "admission = \"leases\"\nbuffer_pool = \"bounded\"\n";
-    ServerProcess s("", 2, "[plugins.fair]\n[plugins.bounded]\n[plugins.leases]\n",
-                    "request_queue = \"fifo\"\n" + pipeline);
+namespace {
+
+// 10 clients keep 100 Reads each in flight while `swaps` runs (it sees how many responses
+// arrived so far); then every request must have been answered Good exactly once.
+void underLoad(ServerProcess& s, const std::function<void(std::atomic<std::uint64_t>&)>& swaps) {
     constexpr int kClients = 10;
     constexpr std::uint32_t kInFlight = 100;
     std::atomic<bool> stopSending{false};
@@ -674,14 +712,7 @@ TEST_CASE("hot swap: fifo <-> fair by SIGHUP under 10 x 100 requests in flight l
             res.lost = res.sent - received;
         });
     }
-    // Several swaps while the load runs; each waits for requests to flow on the new queue.
-    const char* queues[] = {"fair", "fifo"};
-    for (int swap = 0; swap < 6; ++swap) {
-        std::uint64_t before = answered.load();
-        s.reload(std::string("request_queue = \"") + queues[swap % 2] + "\"\n" + pipeline);
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
-        CHECK(answered.load() > before);
-    }
+    swaps(answered);
     stopSending = true;
     for (auto& t : clients) t.join();
     REQUIRE(s.alive());
@@ -695,6 +726,67 @@ TEST_CASE("hot swap: fifo <-> fair by SIGHUP under 10 x 100 requests in flight l
     }
     CHECK(total > 10 * kInFlight);
     INFO("requests answered Good: " << total);
+}
+
+}  // namespace
+
+TEST_CASE("hot swap: fifo <-> fair by SIGHUP under 10 x 100 requests in flight loses none") {
+    const std::string pipeline = "admission = \"leases\"\nbuffer_pool = \"bounded\"\n";
+    ServerProcess s("", 2, "[plugins.fair]\n[plugins.bounded]\n[plugins.leases]\n",
+                    "request_queue = \"fifo\"\n" + pipeline);
+    underLoad(s, [&](std::atomic<std::uint64_t>& answered) {
+        // Several swaps while the load runs; each waits for requests to flow on the new queue.
+        const char* queues[] = {"fair", "fifo"};
+        for (int swap = 0; swap < 6; ++swap) {
+            std::uint64_t before = answered.load();
+            s.reload(std::string("request_queue = \"") + queues[swap % 2] + "\"\n" + pipeline);
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            CHECK(answered.load() > before);
+        }
+    });
+}
+
+TEST_CASE("hot swap: a rebuilt fifo library renamed over the old one is reloaded by SIGHUP") {
+    // The server loads fifo from a test directory, where the test replaces the file the way a
+    // deployment would: the new build is written next to it and renamed over it.
+    auto libDir =
+        std::filesystem::temp_directory_path() / ("uaplex-it-lib-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(libDir);
+    auto lib = libDir / "uaplex-fifo.so";
+    auto install = [&](const char* build) {
+        auto next = libDir / "uaplex-fifo.so.new";
+        std::filesystem::copy_file(build, next, std::filesystem::copy_options::overwrite_existing);
+        std::filesystem::rename(next, lib);
+    };
+    install(UAPLEX_FIFO_PLUGIN);
+    const std::string slots =
+        "request_queue = \"fifo\"\nadmission = \"leases\"\nbuffer_pool = \"bounded\"\n";
+    {
+        ServerProcess s("", 2,
+                        "[plugins.fifo]\nlibrary = \"" + lib.string() +
+                            "\"\n[plugins.bounded]\n[plugins.leases]\n",
+                        slots, true);
+        underLoad(s, [&](std::atomic<std::uint64_t>& answered) {
+            for (int swap = 0; swap < 4; ++swap) {
+                std::uint64_t before = answered.load();
+                install(swap % 2 == 0 ? UAPLEX_FIFO_REBUILT_PLUGIN : UAPLEX_FIFO_PLUGIN);
+                s.reload(slots);  // the same configuration: only the file changed
+                std::this_thread::sleep_for(std::chrono::milliseconds(300));
+                CHECK(answered.load() > before);
+            }
+        });
+        std::string log = s.log();
+        auto count = [&](const std::string& what) {
+            std::size_t n = 0;
+            for (auto at = log.find(what); at != std::string::npos; at = log.find(what, at + 1))
+                ++n;
+            return n;
+        };
+        CHECK(count("(request_queue 1.0.0-rebuilt)") == 2);
+        CHECK(count("was replaced on disk") == 4);
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(libDir, ec);
 }
 
 // --- Subscriptions ---------------------------------------------------------------------------

@@ -186,5 +186,10 @@ class FifoQueue final : public uaplex::sdk::RequestQueue {
 
 }  // namespace
 
-UAPLEX_PLUGIN(("fifo", "1.0.0", "Bounded FIFO request queue"),
+// The hot-swap test builds a second copy with another version, to reload a rebuilt library.
+#ifndef UAPLEX_FIFO_VERSION
+#define UAPLEX_FIFO_VERSION "1.0.0"
+#endif
+
+UAPLEX_PLUGIN(("fifo", UAPLEX_FIFO_VERSION, "Bounded FIFO request queue"),
               uaplex::sdk::RequestQueueFactory<FifoQueue>)

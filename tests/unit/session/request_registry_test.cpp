@@ -261,3 +261,59 @@ TEST_CASE("registry: registering the same request twice is a no-op (spec 4 test 
     // A completed request is not cancellable any more (spec 4 test 4).
     CHECK(reg.cancel(3, UAPLEX_BadRequestCancelledByClient, q.canceller()) == 0);
 }
+
+// Spec 4 test 8, on a fake clock (milliseconds handed to the drain) and a 1 s grace.
+TEST_CASE("drain: an empty snapshot completes at once") {
+    RequestRegistry reg;
+    uaplex::session::RequestDrain drain(1000, 1000);
+    drain.snapshot(reg);
+    CHECK(drain.poll(1000) == uaplex::session::RequestDrain::Result::Done);
+}
+
+TEST_CASE("drain: completes when the snapshotted requests complete, ignoring later ones") {
+    using Result = uaplex::session::RequestDrain::Result;
+    RequestRegistry reg;
+    TrackedRequest a, b, later;
+    reg.add(a, 1);
+    reg.add(b, 2, 5000);
+    uaplex::session::RequestDrain drain(1000, 1000);
+    drain.snapshot(reg);
+    reg.add(later, 3);
+    CHECK(drain.poll(1000) == Result::Pending);
+    reg.remove(a);
+    CHECK(drain.poll(1500) == Result::Pending);
+    reg.remove(b);
+    CHECK(drain.poll(2000) == Result::Done);  // `later` is still registered
+    CHECK(reg.size() == 1);
+    reg.remove(later);
+}
+
+TEST_CASE("drain: a request that never completes gives Timeout after the budget") {
+    using Result = uaplex::session::RequestDrain::Result;
+    RequestRegistry reg;
+    TrackedRequest stuck, noDeadline;
+    reg.add(stuck, 1, 4000);  // 3 s remaining at the snapshot
+    reg.add(noDeadline, 2);
+    uaplex::session::RequestDrain drain(1000, 1000);
+    drain.snapshot(reg);
+    CHECK(drain.budgetEndMs() == 1000 + 3000 + 1000);
+    CHECK(drain.poll(4999) == Result::Pending);
+    CHECK(drain.poll(5000) == Result::Timeout);
+    reg.remove(stuck);
+    reg.remove(noDeadline);
+}
+
+TEST_CASE("drain: requests far past their deadline are not waited for") {
+    using Result = uaplex::session::RequestDrain::Result;
+    RequestRegistry reg;
+    TrackedRequest stale, recent;
+    reg.add(stale, 1, 100);    // 1900 ms past at the snapshot, beyond the 1 s grace
+    reg.add(recent, 2, 1500);  // 500 ms past: still waited for
+    uaplex::session::RequestDrain drain(2000, 1000);
+    drain.snapshot(reg);
+    CHECK(drain.budgetEndMs() == 3000);
+    CHECK(drain.poll(2000) == Result::Pending);
+    reg.remove(recent);
+    CHECK(drain.poll(2000) == Result::Done);
+    reg.remove(stale);
+}
