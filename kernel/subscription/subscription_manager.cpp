@@ -48,6 +48,12 @@ SubscriptionManager::SubState* SubscriptionManager::state(uint32_t id) {
     return it == subs_.end() ? nullptr : &it->second;
 }
 
+// The subscription `id` if it belongs to `sessionId`; another session's counts as unknown.
+SubscriptionManager::SubState* SubscriptionManager::owned(uint64_t sessionId, uint32_t id) {
+    SubState* st = state(id);
+    return st && st->sub->sessionId() == sessionId ? st : nullptr;
+}
+
 Subscription* SubscriptionManager::find(uint32_t id) const {
     auto it = subs_.find(id);
     return it == subs_.end() ? nullptr : it->second.sub.get();
@@ -83,8 +89,8 @@ uaplex_status SubscriptionManager::createSubscription(uint64_t sessionId,
 uaplex_status SubscriptionManager::modifySubscription(uint64_t sessionId,
                                                       const ua::ModifySubscriptionRequest& req,
                                                       ua::ModifySubscriptionResponse& resp) {
-    SubState* st = state(req.subscriptionId);
-    if (!st || st->sub->sessionId() != sessionId) return UAPLEX_BadSubscriptionIdInvalid;
+    SubState* st = owned(sessionId, req.subscriptionId);
+    if (!st) return UAPLEX_BadSubscriptionIdInvalid;
     RevisedSettings r =
         reviseSettings(ctx_.limits, req.requestedPublishingInterval, req.requestedLifetimeCount,
                        req.requestedMaxKeepAliveCount, req.maxNotificationsPerPublish);
@@ -102,8 +108,8 @@ uaplex_status SubscriptionManager::setPublishingMode(uint64_t sessionId,
     if (req.subscriptionIds.size() == 0) return UAPLEX_BadNothingToDo;
     resp.results = arrayOf<ua::StatusCode>(arena, req.subscriptionIds.size());
     for (size_t i = 0; i < req.subscriptionIds.size(); ++i) {
-        SubState* st = state(req.subscriptionIds[i]);
-        if (!st || st->sub->sessionId() != sessionId) {
+        SubState* st = owned(sessionId, req.subscriptionIds[i]);
+        if (!st) {
             resp.results[i] = UAPLEX_BadSubscriptionIdInvalid;
             continue;
         }
@@ -140,8 +146,8 @@ void SubscriptionManager::publish(uint64_t sessionId, const PublishRequestRef& r
     }
     p.acks.reserve(req.subscriptionAcknowledgements.size());
     for (auto& a : req.subscriptionAcknowledgements) {
-        SubState* st = state(a.subscriptionId);
-        if (!st || st->sub->sessionId() != sessionId)
+        SubState* st = owned(sessionId, a.subscriptionId);
+        if (!st)
             p.acks.push_back(UAPLEX_BadSubscriptionIdInvalid);
         else
             p.acks.push_back(st->sub->acknowledge(a.sequenceNumber));
@@ -196,8 +202,8 @@ void SubscriptionManager::assign(uint64_t sessionId, Session& s) {
 
 uaplex_status SubscriptionManager::republish(uint64_t sessionId, const ua::RepublishRequest& req,
                                              PublishOutcome& outcome) {
-    SubState* st = state(req.subscriptionId);
-    if (!st || st->sub->sessionId() != sessionId) return UAPLEX_BadSubscriptionIdInvalid;
+    SubState* st = owned(sessionId, req.subscriptionId);
+    if (!st) return UAPLEX_BadSubscriptionIdInvalid;
     outcome = st->sub->republish(req.retransmitSequenceNumber);
     return outcome.status;
 }
@@ -227,8 +233,8 @@ uaplex_status SubscriptionManager::deleteSubscriptions(uint64_t sessionId,
     if (req.subscriptionIds.size() == 0) return UAPLEX_BadNothingToDo;
     resp.results = arrayOf<ua::StatusCode>(arena, req.subscriptionIds.size());
     for (size_t i = 0; i < req.subscriptionIds.size(); ++i) {
-        SubState* st = state(req.subscriptionIds[i]);
-        if (!st || st->sub->sessionId() != sessionId) {
+        SubState* st = owned(sessionId, req.subscriptionIds[i]);
+        if (!st) {
             resp.results[i] = UAPLEX_BadSubscriptionIdInvalid;
             continue;
         }
@@ -446,8 +452,8 @@ uaplex_status SubscriptionManager::createMonitoredItems(uint64_t sessionId,
                                                         const ua::CreateMonitoredItemsRequest& req,
                                                         ua::CreateMonitoredItemsResponse& resp,
                                                         enc::Arena& arena) {
-    SubState* st = state(req.subscriptionId);
-    if (!st || st->sub->sessionId() != sessionId) return UAPLEX_BadSubscriptionIdInvalid;
+    SubState* st = owned(sessionId, req.subscriptionId);
+    if (!st) return UAPLEX_BadSubscriptionIdInvalid;
     if (int32_t(req.timestampsToReturn) < 0 || int32_t(req.timestampsToReturn) > 3)
         return UAPLEX_BadTimestampsToReturnInvalid;
     if (req.itemsToCreate.size() == 0) return UAPLEX_BadNothingToDo;
@@ -468,8 +474,8 @@ uaplex_status SubscriptionManager::modifyMonitoredItems(uint64_t sessionId,
                                                         const ua::ModifyMonitoredItemsRequest& req,
                                                         ua::ModifyMonitoredItemsResponse& resp,
                                                         enc::Arena& arena) {
-    SubState* st = state(req.subscriptionId);
-    if (!st || st->sub->sessionId() != sessionId) return UAPLEX_BadSubscriptionIdInvalid;
+    SubState* st = owned(sessionId, req.subscriptionId);
+    if (!st) return UAPLEX_BadSubscriptionIdInvalid;
     if (int32_t(req.timestampsToReturn) < 0 || int32_t(req.timestampsToReturn) > 3)
         return UAPLEX_BadTimestampsToReturnInvalid;
     if (req.itemsToModify.size() == 0) return UAPLEX_BadNothingToDo;
@@ -492,8 +498,8 @@ uaplex_status SubscriptionManager::setMonitoringMode(uint64_t sessionId,
                                                      const ua::SetMonitoringModeRequest& req,
                                                      ua::SetMonitoringModeResponse& resp,
                                                      enc::Arena& arena) {
-    SubState* st = state(req.subscriptionId);
-    if (!st || st->sub->sessionId() != sessionId) return UAPLEX_BadSubscriptionIdInvalid;
+    SubState* st = owned(sessionId, req.subscriptionId);
+    if (!st) return UAPLEX_BadSubscriptionIdInvalid;
     if (int32_t(req.monitoringMode) < 0 || int32_t(req.monitoringMode) > 2)
         return UAPLEX_BadMonitoringModeInvalid;
     if (req.monitoredItemIds.size() == 0) return UAPLEX_BadNothingToDo;
@@ -516,8 +522,8 @@ uaplex_status SubscriptionManager::setTriggering(uint64_t sessionId,
                                                  const ua::SetTriggeringRequest& req,
                                                  ua::SetTriggeringResponse& resp,
                                                  enc::Arena& arena) {
-    SubState* st = state(req.subscriptionId);
-    if (!st || st->sub->sessionId() != sessionId) return UAPLEX_BadSubscriptionIdInvalid;
+    SubState* st = owned(sessionId, req.subscriptionId);
+    if (!st) return UAPLEX_BadSubscriptionIdInvalid;
     if (req.linksToAdd.size() == 0 && req.linksToRemove.size() == 0) return UAPLEX_BadNothingToDo;
     MonitoredItem* trigger = st->sub->item(req.triggeringItemId);
     if (!trigger) return UAPLEX_BadMonitoredItemIdInvalid;
@@ -551,8 +557,8 @@ uaplex_status SubscriptionManager::deleteMonitoredItems(uint64_t sessionId,
                                                         const ua::DeleteMonitoredItemsRequest& req,
                                                         ua::DeleteMonitoredItemsResponse& resp,
                                                         enc::Arena& arena) {
-    SubState* st = state(req.subscriptionId);
-    if (!st || st->sub->sessionId() != sessionId) return UAPLEX_BadSubscriptionIdInvalid;
+    SubState* st = owned(sessionId, req.subscriptionId);
+    if (!st) return UAPLEX_BadSubscriptionIdInvalid;
     if (req.monitoredItemIds.size() == 0) return UAPLEX_BadNothingToDo;
     resp.results = arrayOf<ua::StatusCode>(arena, req.monitoredItemIds.size());
     for (size_t i = 0; i < req.monitoredItemIds.size(); ++i) {

@@ -134,6 +134,7 @@ class SubscriptionManager {
     };
 
     SubState* state(uint32_t id);
+    SubState* owned(uint64_t sessionId, uint32_t id);
     Session* session(uint64_t id);
     SubState* chooseReady(Session& s);
     void assign(uint64_t sessionId, Session& s);
