@@ -3,73 +3,13 @@
 // counted while a batch of Reads runs after a warm-up.
 #include <catch2/catch.hpp>
 
-#include <atomic>
-#include <cstdlib>
-#include <new>
-
 #include "config/config.hpp"
 #include "host/plugin_host.hpp"
 #include "opcua_client.hpp"
 #include "server/server.hpp"
 #include "server/service_handler.hpp"
 
-namespace {
-std::atomic<bool> gCounting{false};
-std::atomic<long> gAllocations{0};
-thread_local bool tClient = false;
-
-void* counted(std::size_t n) {
-    if (gCounting.load(std::memory_order_relaxed) && !tClient)
-        gAllocations.fetch_add(1, std::memory_order_relaxed);
-    void* p = std::malloc(n ? n : 1);
-    if (!p) throw std::bad_alloc();
-    return p;
-}
-void* countedAligned(std::size_t n, std::align_val_t a) {
-    if (gCounting.load(std::memory_order_relaxed) && !tClient)
-        gAllocations.fetch_add(1, std::memory_order_relaxed);
-    void* p = std::aligned_alloc(std::size_t(a), (n + std::size_t(a) - 1) & ~(std::size_t(a) - 1));
-    if (!p) throw std::bad_alloc();
-    return p;
-}
-}  // namespace
-
-void* operator new(std::size_t n) {
-    return counted(n);
-}
-void* operator new[](std::size_t n) {
-    return counted(n);
-}
-void* operator new(std::size_t n, std::align_val_t a) {
-    return countedAligned(n, a);
-}
-void* operator new[](std::size_t n, std::align_val_t a) {
-    return countedAligned(n, a);
-}
-void operator delete(void* p) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p) noexcept {
-    std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-    std::free(p);
-}
-void operator delete(void* p, std::align_val_t) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p, std::align_val_t) noexcept {
-    std::free(p);
-}
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
-    std::free(p);
-}
+#include "counting_new.hpp"
 
 using namespace uaplex;
 
@@ -78,7 +18,7 @@ namespace {
 // Runs the server in this process with `slots` and `plugins` and returns the server-side
 // allocations during 1000 steady-state Reads.
 long steadyAllocations(const std::string& slots, const std::string& plugins) {
-    tClient = true;
+    test::tUncounted = true;  // the client thread; the server threads are counted
     int probe = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -116,15 +56,14 @@ long steadyAllocations(const std::string& slots, const std::string& plugins) {
             REQUIRE(test::Client::result(c.call(read, std::uint32_t(i + 1))) == UAPLEX_Good);
     };
     run(300);  // warm-up: pools, arenas and buffers grow to their steady size
-    gAllocations = 0;
-    gCounting = true;
+    test::HeapScope window;
     run(1000);
-    gCounting = false;
+    const long allocations = long(window.allocations());
     c.disconnect();
     srv.stop();
     services.reset();
     host.shutdown();
-    return gAllocations.load();
+    return allocations;
 }
 
 }  // namespace

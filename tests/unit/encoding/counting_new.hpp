@@ -14,6 +14,9 @@ struct HeapCounters {
     std::atomic<std::size_t> bytes{0};
 };
 inline HeapCounters gHeap;
+// Set on a thread whose allocations are not to be counted (e.g. a test's own client thread
+// when the server runs in the same process).
+inline thread_local bool tUncounted = false;
 
 // Allocations and bytes requested while the scope is alive.
 class HeapScope {
@@ -27,8 +30,10 @@ class HeapScope {
 };
 
 inline void* countedAlloc(std::size_t n, std::size_t align) {
-    gHeap.allocations.fetch_add(1, std::memory_order_relaxed);
-    gHeap.bytes.fetch_add(n, std::memory_order_relaxed);
+    if (!tUncounted) {
+        gHeap.allocations.fetch_add(1, std::memory_order_relaxed);
+        gHeap.bytes.fetch_add(n, std::memory_order_relaxed);
+    }
     if (n == 0) n = 1;
     void* p = align > alignof(std::max_align_t)
                   ? std::aligned_alloc(align, (n + align - 1) / align * align)
@@ -56,6 +61,10 @@ void* operator new(std::size_t n, std::align_val_t a) {
     if (void* p = uaplex::test::countedAlloc(n, std::size_t(a))) return p;
     throw std::bad_alloc();
 }
+void* operator new[](std::size_t n, std::align_val_t a) {
+    if (void* p = uaplex::test::countedAlloc(n, std::size_t(a))) return p;
+    throw std::bad_alloc();
+}
 // GCC cannot see that the matching operator new above uses malloc.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpragmas"
@@ -76,6 +85,12 @@ void operator delete(void* p, std::align_val_t) noexcept {
     std::free(p);
 }
 void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
     std::free(p);
 }
 #pragma GCC diagnostic pop
