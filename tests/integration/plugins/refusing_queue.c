@@ -1,5 +1,17 @@
-/* A plugin built for a future ABI major version: the host must refuse it by name. */
+/* A request-queue plugin whose create always refuses, built with different descriptors:
+ * twice into one directory (two libraries claiming the same plugin name), and for a future
+ * ABI major version (the host must refuse it by name). */
 #include "uaplex/uaplex.h"
+
+#ifndef PLUGIN_NAME
+#define PLUGIN_NAME "test-dup"
+#define PLUGIN_VERSION "1.0.0"
+#define PLUGIN_DESCRIPTION "duplicate name"
+#endif
+#ifndef PLUGIN_ABI_MAJOR
+#define PLUGIN_ABI_MAJOR UAPLEX_ABI_VERSION_MAJOR
+#define PLUGIN_ABI_MINOR UAPLEX_ABI_VERSION_MINOR
+#endif
 
 static uaplex_status create(uaplex_plugin_ctx* ctx, const uaplex_request_queue_params* p,
                             void** out) {
@@ -22,11 +34,11 @@ static const uaplex_request_queue_factory factory = {
     create};
 static const uaplex_plugin_descriptor descriptor = {
     UAPLEX_HEADER_INIT(uaplex_plugin_descriptor, UAPLEX_STYPE_PLUGIN_DESCRIPTOR),
-    99,
-    3,
-    "test-abimajor",
-    "9.9.9",
-    "built for ABI 99",
+    PLUGIN_ABI_MAJOR,
+    PLUGIN_ABI_MINOR,
+    PLUGIN_NAME,
+    PLUGIN_VERSION,
+    PLUGIN_DESCRIPTION,
     NULL,
     NULL,
     &factory,
