@@ -1,4 +1,4 @@
-// miqueues/ring: the ring-buffer event queue (O(1) enqueue at a full queue: nothing shifts)
+// queues/mi-ring: the ring-buffer event queue (O(1) enqueue at a full queue: nothing shifts)
 // with parity to the default's FIFO, except that the duplicate check scans the NEWEST 1000
 // entries (the interface's documented window). Data changes use the shared ring.
 #include <memory>
