@@ -16,7 +16,9 @@ for f in ./opt/uaplex/bin/uaplex ./opt/uaplex/etc/uaplex/uaplex.toml \
          ./opt/uaplex/lib/uaplex/plugins/uaplex-fair.so ./opt/uaplex/lib/uaplex/plugins/uaplex-demo.so \
          ./opt/uaplex/include/uaplex/uaplex.h ./opt/uaplex/include/uaplex/host.h \
          ./opt/uaplex/include/uaplex/statuscodes.h ./opt/uaplex/include/uaplex/cpp/kinds.hpp \
-         ./opt/uaplex/lib/cmake/uaplex/uaplexConfig.cmake; do
+         ./opt/uaplex/lib/cmake/uaplex/uaplexConfig.cmake \
+         ./opt/uaplex/lib/uaplex/plugins/uaplex-nodeset.so \
+         ./opt/uaplex/share/uaplex/nodesets/Opc.Ua.Di.NodeSet2.xml; do
   grep -q " $f\$" "$build/package/contents.txt" || { echo "missing from $deb: $f"; missing=1; }
 done
 exit $missing
