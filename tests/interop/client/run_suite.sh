@@ -51,6 +51,6 @@ done
 only=()
 for o in "$@"; do only+=(--only "$o"); done
 status=0
-(cd "$here" && node run.js "opc.tcp://127.0.0.1:$port" "${only[@]}") || status=$?
+(cd "$here" && node run.js "opc.tcp://127.0.0.1:$port" --timeout 240 "${only[@]}") || status=$?
 if [ $status -ne 0 ]; then echo "--- server log"; cat "$work/uaplex.log" || true; fi
 exit $status
