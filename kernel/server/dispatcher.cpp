@@ -51,7 +51,10 @@ session::IdentityToken identityOf(const ua::ExtensionObject& token) noexcept {
 }  // namespace
 
 std::uint64_t sessionKey(const session::Session& s) noexcept {
-    return reinterpret_cast<std::uintptr_t>(&s);
+    // The services' state when there is one, so that Server.GetMonitoredItems (called with
+    // that state) names the same session; both live exactly as long as the session.
+    return s.state() ? reinterpret_cast<std::uintptr_t>(s.state())
+                     : reinterpret_cast<std::uintptr_t>(&s);
 }
 
 Dispatcher::Dispatcher(const config::ServerConfig& cfg, session::SessionManager& sessions,
@@ -281,9 +284,11 @@ uaplex_status Dispatcher::dispatch(const enc::DataType* type, const void* reques
         return UAPLEX_Good;
     }
     if (is<ua::CloseSessionRequest>(type)) {
-        // The session's closed hook deletes its subscriptions (deleteSubscriptions = false,
-        // keeping them for a TransferSubscriptions, is not served yet).
-        uaplex_status st = sessions_.close(header.authenticationToken, ctx.channelId);
+        // The session's closed hook deletes its subscriptions, or with deleteSubscriptions =
+        // false leaves them to their lifetime for a TransferSubscriptions.
+        const auto& req = *static_cast<const ua::CloseSessionRequest*>(request);
+        uaplex_status st =
+            sessions_.close(header.authenticationToken, ctx.channelId, req.deleteSubscriptions);
         if (st != UAPLEX_Good) return st;
         auto* resp = make<ua::CloseSessionResponse>(arena);
         if (!resp) return UAPLEX_BadOutOfMemory;
@@ -320,7 +325,8 @@ uaplex_status Dispatcher::dispatch(const enc::DataType* type, const void* reques
         return services_.call(arena, s->state(), type, request, responseType, response);
     if (subscriptions_ == nullptr) return UAPLEX_BadServiceUnsupported;
     if (SubscriptionService::serves(type))
-        return subscriptions_->call(sessionKey(*s), type, request, arena, responseType, response);
+        return subscriptions_->call(sessionKey(*s), s->identityKey(), type, request, arena,
+                                    responseType, response);
     if ((is<ua::PublishRequest>(type) || is<ua::RepublishRequest>(type)) && ctx.makeRoute) {
         std::shared_ptr<ResponseRoute> route = ctx.makeRoute(ctx.routeUser);
         if (!route) return UAPLEX_BadOutOfMemory;

@@ -243,6 +243,7 @@ class ChannelRoute final : public ResponseRoute {
         c_->channel.sendMessage(requestId_, body, chunks);
     }
     std::uint32_t channelId() const noexcept override { return c_->channel.id(); }
+    bool open() const noexcept override { return !c_->gone(); }
 
   private:
     std::shared_ptr<Connection> c_;
@@ -379,12 +380,20 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
                 static_cast<SubscriptionService*>(user)->valueChanged(node, v);
             },
             subscriptions_.get());
+        services_.setGetMonitoredItems(
+            [](void* user, std::uint64_t session, std::uint32_t id, enc::Arena& arena,
+               ua::Array<ua::UInt32>& server, ua::Array<ua::UInt32>& client) {
+                return static_cast<SubscriptionService*>(user)->getMonitoredItems(
+                    session, id, arena, server, client);
+            },
+            subscriptions_.get());
     }
     session::QueuedCanceller canceller{&Server::unlinkQueued, this};
     dispatcher_->setCanceller(canceller);
     sessions_->setClosedHook([this, canceller](session::Session& s) {
         s.requests().cancelAll(UAPLEX_BadSessionClosed, canceller);
-        if (subscriptions_) subscriptions_->closeSession(sessionKey(s), true);
+        if (subscriptions_)
+            subscriptions_->closeSession(sessionKey(s), s.deleteSubscriptionsOnClose());
     });
     std::uint32_t bufferSize =
         std::max({l.receive_buffer_size, l.send_buffer_size, kHelloBufferSize});
