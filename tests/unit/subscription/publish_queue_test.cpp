@@ -500,3 +500,26 @@ TEST_CASE("services: GetMonitoredItems gives the calling session's handles") {
     CHECK(s.mgr->getMonitoredItems(1, sub ^ 0x40000000u, s.arena, server, client) ==
           UAPLEX_BadSubscriptionIdInvalid);
 }
+
+TEST_CASE("services: TransferSubscriptions with sendInitialValues resends a queued item's value") {
+    Server s;
+    s.source.values[8] = 8;
+    uint32_t sub = s.subscribe(1);
+    s.monitor(1, sub, 8, 5);  // a queue from the factory, not the single last value
+    s.publish(1);
+    s.tickTo(101);
+    REQUIRE(s.sink.done.size() == 1);
+    REQUIRE(valuesOf(notes(s.sink.done[0].outcome.message.message())).size() == 1);
+    ua::TransferSubscriptionsRequest req{};
+    req.subscriptionIds = {1, &sub};
+    req.sendInitialValues = true;
+    ua::TransferSubscriptionsResponse resp{};
+    REQUIRE(s.mgr->transferSubscriptions(2, req, resp, s.arena) == UAPLEX_Good);
+    REQUIRE(resp.results[0].statusCode == UAPLEX_Good);
+    uint64_t r = s.publish(2);
+    s.tickTo(201);
+    REQUIRE(s.sink.find(r));
+    auto v = valuesOf(notes(s.sink.find(r)->outcome.message.message()));
+    REQUIRE(v.size() == 1);
+    CHECK(v[0] == 8);
+}
