@@ -373,7 +373,7 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
         if ((miQueues_ = host_.create_mi_queue_factory(subscriptions_->queueParams()))) {
             miQueues_->start();
             subscriptions_->setQueueFactory(miQueues_->ops<uaplex_mi_queue_factory_ops>(),
-                                            miQueues_->self());
+                                            miQueues_->self(), miQueues_);
         }
         services_.setValueChanged(
             [](void* user, std::uint64_t node, const ua::DataValue& v) {
@@ -807,6 +807,21 @@ void Server::execute(PendingRequest& r, Worker& w, host::PluginInstance* queue) 
         Dispatcher::encodeFault(handle, UAPLEX_BadResponseTooLarge, ctx.utc, w.out);
         c->channel.sendMessage(requestId, w.out.span(), w.chunks);
     }
+}
+
+void Server::reloadMonitoredItemQueues() {
+    if (!subscriptions_) return;
+    std::shared_ptr<host::PluginInstance> next =
+        host_.create_mi_queue_factory(subscriptions_->queueParams());
+    if (next) {
+        next->start();
+        subscriptions_->setQueueFactory(next->ops<uaplex_mi_queue_factory_ops>(), next->self(),
+                                        next);
+    } else {
+        subscriptions_->setQueueFactory(nullptr, nullptr);
+    }
+    // The old instance lives on in the queues it made; the last one to go unloads it.
+    miQueues_ = std::move(next);
 }
 
 void Server::publishingLoop() {

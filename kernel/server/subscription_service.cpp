@@ -243,10 +243,10 @@ void SubscriptionService::valueChanged(std::uint64_t node, const ua::DataValue& 
     manager_.valueChanged(node, value);  // queues only; the next tick publishes
 }
 
-void SubscriptionService::setQueueFactory(const uaplex_mi_queue_factory_ops* ops,
-                                          void* self) noexcept {
+void SubscriptionService::setQueueFactory(const uaplex_mi_queue_factory_ops* ops, void* self,
+                                          std::shared_ptr<void> keep) noexcept {
     std::lock_guard lock(mutex_);
-    manager_.setQueueFactory(ops, self);
+    manager_.setQueueFactory(ops, self, std::move(keep));
 }
 
 void SubscriptionService::parked(std::uint64_t) {

@@ -70,7 +70,8 @@ class SubscriptionService final : public subscription::PublishSink {
     void timerTick() noexcept;
     // Node values changed (Write, the host API's value_set).
     void valueChanged(std::uint64_t node, const ua::DataValue& value) noexcept;
-    void setQueueFactory(const uaplex_mi_queue_factory_ops* ops, void* self) noexcept;
+    void setQueueFactory(const uaplex_mi_queue_factory_ops* ops, void* self,
+                         std::shared_ptr<void> keep = {}) noexcept;
     const uaplex_mi_queue_params& queueParams() const noexcept { return manager_.queueParams(); }
     std::uint32_t resolutionMs() const noexcept { return resolutionMs_; }
 

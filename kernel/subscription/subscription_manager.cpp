@@ -408,6 +408,7 @@ uaplex_status SubscriptionManager::applyParameters(Subscription& s, MonitoredIte
                 factoryOps_->create_event_queue(factory_, 0, it.id(), &q, &ops) != UAPLEX_Good)
                 return UAPLEX_BadInternalError;
             eq = std::make_unique<EventQueueHandler>(q, ops);
+            eq->factory = factoryKeep_;
         }
         it.setQueue(size, p.discardOldest, nullptr, std::move(eq));
     } else {
@@ -422,6 +423,7 @@ uaplex_status SubscriptionManager::applyParameters(Subscription& s, MonitoredIte
             else
                 size = 1;  // without a factory an item keeps its last value only
         }
+        if (dq) dq->factory = factoryKeep_;
         it.setQueue(size, p.discardOldest, std::move(dq), nullptr);
     }
     *revisedQueue = size;

@@ -65,9 +65,13 @@ class SubscriptionManager {
     // The params a monitored-item queue factory is created with (values go back to our pool),
     // and the factory instance new items use (a swap applies to items created afterwards).
     const uaplex_mi_queue_params& queueParams() const { return queueParams_; }
-    void setQueueFactory(const uaplex_mi_queue_factory_ops* ops, void* self) {
+    // `keep` (optional) is held by every queue the factory makes, so that the instance and
+    // its library outlive the last of them after a swap.
+    void setQueueFactory(const uaplex_mi_queue_factory_ops* ops, void* self,
+                         std::shared_ptr<void> keep = {}) {
         factoryOps_ = ops;
         factory_ = self;
+        factoryKeep_ = std::move(keep);
     }
 
     // --- Subscription services ---
@@ -177,6 +181,7 @@ class SubscriptionManager {
     uaplex_mi_queue_params queueParams_{};
     const uaplex_mi_queue_factory_ops* factoryOps_ = nullptr;
     void* factory_ = nullptr;
+    std::shared_ptr<void> factoryKeep_;
     std::unordered_map<uint32_t, SubState> subs_;
     std::unordered_map<uint64_t, Session> sessions_;
     std::unordered_map<uint64_t, std::string> identities_;
