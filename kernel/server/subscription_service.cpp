@@ -255,7 +255,7 @@ void SubscriptionService::parked(std::uint64_t) {
 
 void SubscriptionService::complete(std::uint64_t requestId, uaplex_status status,
                                    subscription::PublishOutcome&& outcome,
-                                   std::vector<uaplex_status>&& ackResults) {
+                                   subscription::AckResults&& ackResults) {
     auto it = waiting_.find(requestId);
     if (it == waiting_.end()) return;
     done_.push_back(Done{std::move(it->second), status, std::move(outcome), std::move(ackResults)});

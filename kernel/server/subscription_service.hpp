@@ -79,7 +79,7 @@ class SubscriptionService final : public subscription::PublishSink {
     void parked(std::uint64_t requestId) override;
     void complete(std::uint64_t requestId, uaplex_status status,
                   subscription::PublishOutcome&& outcome,
-                  std::vector<uaplex_status>&& ackResults) override;
+                  subscription::AckResults&& ackResults) override;
     bool channelValid(std::uint64_t requestId, std::uint64_t session,
                       std::uint32_t channelId) override;
 
@@ -98,7 +98,7 @@ class SubscriptionService final : public subscription::PublishSink {
         Waiting waiting;
         uaplex_status status;
         subscription::PublishOutcome outcome;
-        std::vector<uaplex_status> acks;
+        subscription::AckResults acks;
         bool republish = false;
     };
     // Sends what completed while the lock was held; call after releasing it.

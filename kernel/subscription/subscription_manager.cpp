@@ -149,7 +149,6 @@ void SubscriptionManager::publish(uint64_t sessionId, const PublishRequestRef& r
         complete(p, subs_.empty() ? UAPLEX_BadNoSubscription : UAPLEX_BadSessionClosed);
         return;
     }
-    p.acks.reserve(req.subscriptionAcknowledgements.size());
     for (auto& a : req.subscriptionAcknowledgements) {
         SubState* st = owned(sessionId, a.subscriptionId);
         if (!st)

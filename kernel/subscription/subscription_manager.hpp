@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "subscription/inline_vector.hpp"
 #include "subscription/subscription.hpp"
 #include "uaplex/monitored_item_queue.h"
 
@@ -34,6 +35,10 @@ class NodeValueSource {
     virtual bool reportsChanges(uint64_t) { return true; }
 };
 
+// Acknowledgement results of one Publish: up to 8 (one per subscription of a typical
+// session) without an allocation.
+using AckResults = InlineVector<uaplex_status, 8>;
+
 // Where a Publish ends. Implemented by the dispatcher.
 class PublishSink {
   public:
@@ -42,7 +47,7 @@ class PublishSink {
     virtual void parked(uint64_t requestId) = 0;
     // The response (status Good) or a ServiceFault status; exactly once per request.
     virtual void complete(uint64_t requestId, uaplex_status status, PublishOutcome&& outcome,
-                          std::vector<uaplex_status>&& ackResults) = 0;
+                          AckResults&& ackResults) = 0;
     // False when the request's secure channel is gone or no longer the session's: the
     // request is then dropped before a message is taken for it, so nothing is lost.
     virtual bool channelValid(uint64_t /*requestId*/, uint64_t /*session*/, uint32_t) {
@@ -140,7 +145,7 @@ class SubscriptionManager {
     };
     struct Parked {
         PublishRequestRef ref;
-        std::vector<uaplex_status> acks;
+        AckResults acks;
     };
     struct Session {
         std::deque<Parked> requests;

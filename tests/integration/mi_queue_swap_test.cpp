@@ -49,8 +49,7 @@ struct Source : NodeValueSource {
 struct Sink : PublishSink {
     std::vector<PublishOutcome> done;
     void parked(uint64_t) override {}
-    void complete(uint64_t, uaplex_status, PublishOutcome&& o,
-                  std::vector<uaplex_status>&&) override {
+    void complete(uint64_t, uaplex_status, PublishOutcome&& o, AckResults&&) override {
         done.push_back(std::move(o));
     }
 };
