@@ -1100,3 +1100,39 @@ TEST_CASE("subscriptions: ServerCapabilities advertise the configured subscripti
     CHECK(r.results[1].value.value.uint32 == 10000);
     CHECK(r.results[2].value.value.uint32 == 10000);  // the larger of data and event queues
 }
+
+TEST_CASE("diagnostics: operation-level returnDiagnostics sizes diagnosticInfos like results") {
+    Client c;
+    REQUIRE(c.open(server().port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    std::vector<ua::ReadValueId> ids;
+    auto read = readState(ids, 3);
+    {
+        auto m = c.call(read);
+        REQUIRE(Client::result(m) == UAPLEX_Good);
+        CHECK(static_cast<ua::ReadResponse*>(m.object)->diagnosticInfos.size() == 0);
+    }
+    read.requestHeader.returnDiagnostics = 0x3E0;  // every operation-level field
+    {
+        auto m = c.call(read);
+        REQUIRE(Client::result(m) == UAPLEX_Good);
+        auto& r = *static_cast<ua::ReadResponse*>(m.object);
+        CHECK(r.results.size() == 3);
+        CHECK(r.diagnosticInfos.size() == 3);
+    }
+    std::uint32_t sub = createSubscription(c);
+    std::uint32_t item = monitorState(c, sub, 5);
+    std::uint32_t unknown = item + 1000;
+    std::uint32_t items[] = {item, unknown};
+    ua::SetMonitoringModeRequest sm{};
+    sm.requestHeader.returnDiagnostics = 0x3E0;
+    sm.subscriptionId = sub;
+    sm.monitoringMode = ua::MonitoringMode::Sampling;
+    sm.monitoredItemIds = {2, items};
+    auto m = c.call(sm);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    auto& r = *static_cast<ua::SetMonitoringModeResponse*>(m.object);
+    REQUIRE(r.results.size() == 2);
+    CHECK(r.results[1] == UAPLEX_BadMonitoredItemIdInvalid);
+    CHECK(r.diagnosticInfos.size() == 2);
+}
