@@ -1017,14 +1017,18 @@ TEST_CASE("subscriptions: a Publish parked on a lost channel does not take the n
     CHECK(first.notifications == 0);
     ua::PublishRequest parked{};
     REQUIRE(a.send(parked, 11));  // waits: nothing to report for K = 20 cycles
-    a.disconnect();               // the client loses its connection
+    // A Read behind it: once it is answered, the Publish has been handed to the engine.
+    std::vector<ua::ReadValueId> ids;
+    auto read = readState(ids, 1);
+    REQUIRE(Client::result(a.call(read, 12)) == UAPLEX_Good);
+    a.disconnect();  // the client loses its connection
     Client b;
     REQUIRE(b.open(server().port));
     b.adoptSession(a);
     REQUIRE(b.activateSession() == UAPLEX_Good);
     monitorState(b, sub, 7);
     // The initial value is message 1, and it reaches the Publish on the new channel.
-    Published p = publish(b, 12);
+    Published p = publish(b, 13);
     REQUIRE(p.status == UAPLEX_Good);
     CHECK(p.subscriptionId == sub);
     CHECK(p.sequenceNumber == 1);
