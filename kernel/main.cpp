@@ -131,6 +131,7 @@ int main(int argc, char** argv) {
             try {
                 auto next = uaplex::config::load_file(config_file, paths);
                 host.reload(next);
+                if (host.take_mi_queue_change()) server->reloadMonitoredItemQueues();
                 if (next.log.level != cfg.log.level || next.log.sink != cfg.log.sink ||
                     next.log.file != cfg.log.file)
                     uaplex::host::setup_logging(next.log);

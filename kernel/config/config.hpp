@@ -56,7 +56,21 @@ struct ServerLimits {
     std::uint32_t max_nodes_per_register_nodes = 10000;
     std::uint32_t max_nodes_per_translate = 10000;  // MaxNodesPerTranslateBrowsePathsToNodeIds
     std::uint32_t max_nodes_per_method_call = 1000;
-    std::uint32_t max_references_per_node = 1000;  // Browse default when the client asks 0
+    std::uint32_t max_references_per_node = 1000;        // Browse default when the client asks 0
+    std::uint32_t max_monitored_items_per_call = 10000;  // MaxMonitoredItemsPerCall
+    // Subscriptions (Part 4 5.13; ServerCapabilities, Part 5 6.3.2); 0 means no limit where
+    // the comment says so.
+    std::uint32_t max_subscriptions = 1000;                  // server-wide
+    std::uint32_t max_subscriptions_per_session = 100;       // 0 = no limit
+    std::uint32_t max_monitored_items = 0;                   // server-wide; 0 = no limit
+    std::uint32_t max_monitored_items_per_subscription = 0;  // 0 = no limit
+    std::uint32_t max_monitored_item_queue_size = 100;       // data items' revised queueSize
+    std::uint32_t max_event_queue_size = 10000;              // event items' revised queueSize
+    std::uint32_t max_publish_requests_per_session = 20;     // queued Publish requests
+    std::uint32_t min_publishing_interval_ms = 50;
+    std::uint32_t max_publishing_interval_ms = 3600000;
+    std::uint32_t min_sampling_interval_ms = 0;  // MinSupportedSampleRate
+    std::uint32_t max_sampling_interval_ms = 3600000;
 };
 
 // The OPC UA server: identity, endpoints and limits.

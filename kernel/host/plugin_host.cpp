@@ -449,6 +449,30 @@ void Host::destroy_node_managers() noexcept {
 }
 
 void Host::reload(const config::ServerConfig& cfg) {
+    // The monitored-item queue factory: its new library is resolved first, so that a failure
+    // leaves everything as it was; the server creates the new factory for items created
+    // afterwards (take_mi_queue_change), existing queues keep the old instance and library.
+    const std::string& mi_before = config_.slots.monitored_item_queue;
+    const std::string& mi_after = cfg.slots.monitored_item_queue;
+    const config::PluginConfig* mi_old = config_.plugin(mi_before);
+    const config::PluginConfig* mi_new = cfg.plugin(mi_after);
+    bool mi_changed = mi_before != mi_after;
+    if (!mi_changed && mi_old && mi_new)
+        mi_changed = mi_old->settings != mi_new->settings || mi_old->library != mi_new->library;
+    std::shared_ptr<PluginLibrary> mi_lib;
+    if (mi_changed && !mi_after.empty()) {
+        if (!mi_new || !mi_new->enabled)
+            throw HostError("[slots] monitored_item_queue names '" + mi_after +
+                            "', which is not an enabled plugin");
+        ScanResult scanned;
+        if (!mi_new->library) scanned = scan(cfg.plugin_dirs);
+        mi_lib = resolve(*mi_new, scanned);
+        const auto* factory = mi_lib->descriptor().monitored_item_queue;
+        if (!factory || !factory->ops ||
+            factory->ops->hdr.struct_size < sizeof(uaplex_mi_queue_factory_ops))
+            throw HostError("plugin '" + mi_after + "' is not a monitored_item_queue factory");
+    }
+
     const std::string& before = config_.slots.request_queue;
     const std::string& after = cfg.slots.request_queue;
     const config::PluginConfig* old_pc = config_.plugin(before);
@@ -485,13 +509,33 @@ void Host::reload(const config::ServerConfig& cfg) {
         old.reset();  // stops (done), destroys, and unloads if it was the last user
     }
 
+    if (mi_changed) {
+        // The idle list keeps the library of the configured factory only: the old one stays
+        // loaded as long as its instance and the queues it made hold it.
+        auto named = [](const std::string& n) {
+            return [&n](const std::shared_ptr<PluginLibrary>& l) { return l->name() == n; };
+        };
+        const config::PluginConfig* still = cfg.plugin(mi_before);
+        if (!mi_before.empty() && !(still && still->enabled))
+            std::erase_if(idle_libraries_, named(mi_before));
+        if (mi_lib) {
+            std::erase_if(idle_libraries_, named(mi_after));
+            idle_libraries_.push_back(std::move(mi_lib));
+        }
+        logger()->info("monitored_item_queue slot: '{}' -> '{}' (for items created from now on)",
+                       mi_before, mi_after);
+        mi_queue_changed_ = true;
+    }
+
     // Everything else is read at startup only.
     bool others_changed = cfg.plugin_dirs != config_.plugin_dirs ||
                           cfg.server.endpoints != config_.server.endpoints ||
                           cfg.slots.admission != config_.slots.admission ||
                           cfg.slots.buffer_pool != config_.slots.buffer_pool;
+    // (monitored_item_queue was handled above)
     for (const auto& pc : cfg.plugins) {
-        if (pc.name == after) continue;
+        if (pc.name == after || (mi_changed && (pc.name == mi_before || pc.name == mi_after)))
+            continue;
         const auto* prev = config_.plugin(pc.name);
         if (!prev || prev->enabled != pc.enabled || prev->settings != pc.settings)
             others_changed = true;

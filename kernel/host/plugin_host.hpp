@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <uaplex/monitored_item_queue.h>
@@ -164,6 +165,10 @@ class Host {
     // instance), or returns null when the slot is empty. The caller owns and starts it and
     // drops it after every queue it made is gone, before shutdown(). Throws HostError.
     std::shared_ptr<PluginInstance> create_mi_queue_factory(const uaplex_mi_queue_params& params);
+    // True once after a reload that changed the [slots] monitored_item_queue plugin (or its
+    // table): the owner creates the new factory for items created afterwards and keeps the
+    // old instance until its last queue is gone.
+    bool take_mi_queue_change() noexcept { return std::exchange(mi_queue_changed_, false); }
     Services& services() { return *services_; }
     std::vector<LoadedPluginInfo> plugins() const;
 
@@ -191,6 +196,7 @@ class Host {
     config::ServerConfig config_;
     bool loaded_ = false;
     bool started_ = false;
+    bool mi_queue_changed_ = false;
 };
 
 }  // namespace uaplex::host

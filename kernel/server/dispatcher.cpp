@@ -48,10 +48,49 @@ session::IdentityToken identityOf(const ua::ExtensionObject& token) noexcept {
     return {session::IdentityKind::Invalid, {}};
 }
 
+// Operation-level diagnostics asked for (RequestHeader.returnDiagnostics bits 5-9, Part 4
+// 7.32): each diagnosticInfos array of the response gets one entry per result of the array
+// it belongs to ("results", or "<x>Results" for "<x>DiagnosticInfos"), empty where the
+// server has nothing to say. Part 4 7.8 allows empty entries, not a shorter list.
+constexpr std::uint32_t kOperationDiagnostics = 0x3E0;
+
+void sizeDiagnostics(const enc::DataType& type, void* response, enc::Arena& arena) noexcept {
+    auto* base = static_cast<std::uint8_t*>(response);
+    for (const auto& f : type.fieldSpan()) {
+        if (f.kind != enc::FieldKind::DiagnosticInfo || !f.isArray) continue;
+        std::string_view name = f.name, prefix;
+        if (name == "diagnosticInfos")
+            prefix = "";
+        else if (name.ends_with("DiagnosticInfos"))
+            prefix = name.substr(0, name.size() - std::string_view("DiagnosticInfos").size());
+        else
+            continue;
+        for (const auto& r : type.fieldSpan()) {
+            if (!r.isArray) continue;
+            std::string_view rn = r.name;
+            bool match = prefix.empty() ? rn == "results"
+                                        : rn.size() == prefix.size() + 7 &&
+                                              rn.starts_with(prefix) && rn.ends_with("Results");
+            if (!match) continue;
+            const std::int32_t n =
+                reinterpret_cast<const ua::Array<std::uint8_t>*>(base + r.offset)->length;
+            auto& diag = *reinterpret_cast<ua::Array<ua::DiagnosticInfo>*>(base + f.offset);
+            if (n > 0 && diag.length <= 0) {
+                auto* d = arena.allocateArray<ua::DiagnosticInfo>(std::size_t(n));
+                if (d) diag = {n, d};  // zeroed: no fields present
+            }
+            break;
+        }
+    }
+}
+
 }  // namespace
 
 std::uint64_t sessionKey(const session::Session& s) noexcept {
-    return reinterpret_cast<std::uintptr_t>(&s);
+    // The services' state when there is one, so that Server.GetMonitoredItems (called with
+    // that state) names the same session; both live exactly as long as the session.
+    return s.state() ? reinterpret_cast<std::uintptr_t>(s.state())
+                     : reinterpret_cast<std::uintptr_t>(&s);
 }
 
 Dispatcher::Dispatcher(const config::ServerConfig& cfg, session::SessionManager& sessions,
@@ -194,6 +233,8 @@ std::uint32_t Dispatcher::handle(std::span<const std::uint8_t> request, const Re
                     out);
         return header.requestHandle;
     }
+    if (header.returnDiagnostics & kOperationDiagnostics)
+        sizeDiagnostics(*responseType, response, arena);
     auto& rh = *static_cast<ua::ResponseHeader*>(response);
     rh.timestamp = ctx.utc;
     rh.requestHandle = header.requestHandle;
@@ -281,9 +322,11 @@ uaplex_status Dispatcher::dispatch(const enc::DataType* type, const void* reques
         return UAPLEX_Good;
     }
     if (is<ua::CloseSessionRequest>(type)) {
-        // The session's closed hook deletes its subscriptions (deleteSubscriptions = false,
-        // keeping them for a TransferSubscriptions, is not served yet).
-        uaplex_status st = sessions_.close(header.authenticationToken, ctx.channelId);
+        // The session's closed hook deletes its subscriptions, or with deleteSubscriptions =
+        // false leaves them to their lifetime for a TransferSubscriptions.
+        const auto& req = *static_cast<const ua::CloseSessionRequest*>(request);
+        uaplex_status st =
+            sessions_.close(header.authenticationToken, ctx.channelId, req.deleteSubscriptions);
         if (st != UAPLEX_Good) return st;
         auto* resp = make<ua::CloseSessionResponse>(arena);
         if (!resp) return UAPLEX_BadOutOfMemory;
@@ -320,7 +363,8 @@ uaplex_status Dispatcher::dispatch(const enc::DataType* type, const void* reques
         return services_.call(arena, s->state(), type, request, responseType, response);
     if (subscriptions_ == nullptr) return UAPLEX_BadServiceUnsupported;
     if (SubscriptionService::serves(type))
-        return subscriptions_->call(sessionKey(*s), type, request, arena, responseType, response);
+        return subscriptions_->call(sessionKey(*s), s->identityKey(), type, request, arena,
+                                    responseType, response);
     if ((is<ua::PublishRequest>(type) || is<ua::RepublishRequest>(type)) && ctx.makeRoute) {
         std::shared_ptr<ResponseRoute> route = ctx.makeRoute(ctx.routeUser);
         if (!route) return UAPLEX_BadOutOfMemory;

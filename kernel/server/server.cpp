@@ -243,6 +243,7 @@ class ChannelRoute final : public ResponseRoute {
         c_->channel.sendMessage(requestId_, body, chunks);
     }
     std::uint32_t channelId() const noexcept override { return c_->channel.id(); }
+    bool open() const noexcept override { return !c_->gone(); }
 
   private:
     std::shared_ptr<Connection> c_;
@@ -372,11 +373,18 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
         if ((miQueues_ = host_.create_mi_queue_factory(subscriptions_->queueParams()))) {
             miQueues_->start();
             subscriptions_->setQueueFactory(miQueues_->ops<uaplex_mi_queue_factory_ops>(),
-                                            miQueues_->self());
+                                            miQueues_->self(), miQueues_);
         }
         services_.setValueChanged(
             [](void* user, std::uint64_t node, const ua::DataValue& v) {
                 static_cast<SubscriptionService*>(user)->valueChanged(node, v);
+            },
+            subscriptions_.get());
+        services_.setGetMonitoredItems(
+            [](void* user, std::uint64_t session, std::uint32_t id, enc::Arena& arena,
+               ua::Array<ua::UInt32>& server, ua::Array<ua::UInt32>& client) {
+                return static_cast<SubscriptionService*>(user)->getMonitoredItems(
+                    session, id, arena, server, client);
             },
             subscriptions_.get());
     }
@@ -384,7 +392,8 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
     dispatcher_->setCanceller(canceller);
     sessions_->setClosedHook([this, canceller](session::Session& s) {
         s.requests().cancelAll(UAPLEX_BadSessionClosed, canceller);
-        if (subscriptions_) subscriptions_->closeSession(sessionKey(s), true);
+        if (subscriptions_)
+            subscriptions_->closeSession(sessionKey(s), s.deleteSubscriptionsOnClose());
     });
     std::uint32_t bufferSize =
         std::max({l.receive_buffer_size, l.send_buffer_size, kHelloBufferSize});
@@ -798,6 +807,21 @@ void Server::execute(PendingRequest& r, Worker& w, host::PluginInstance* queue) 
         Dispatcher::encodeFault(handle, UAPLEX_BadResponseTooLarge, ctx.utc, w.out);
         c->channel.sendMessage(requestId, w.out.span(), w.chunks);
     }
+}
+
+void Server::reloadMonitoredItemQueues() {
+    if (!subscriptions_) return;
+    std::shared_ptr<host::PluginInstance> next =
+        host_.create_mi_queue_factory(subscriptions_->queueParams());
+    if (next) {
+        next->start();
+        subscriptions_->setQueueFactory(next->ops<uaplex_mi_queue_factory_ops>(), next->self(),
+                                        next);
+    } else {
+        subscriptions_->setQueueFactory(nullptr, nullptr);
+    }
+    // The old instance lives on in the queues it made; the last one to go unloads it.
+    miQueues_ = std::move(next);
 }
 
 void Server::publishingLoop() {

@@ -62,6 +62,9 @@ class Server {
     void stop() noexcept;
     // The grace a shutdown drain adds to the longest remaining deadline (spec 4: 2 min).
     void setDrainGraceMs(std::int64_t ms) noexcept { drainGraceMs_ = ms; }
+    // After a reload that changed [slots] monitored_item_queue: items created from now on
+    // use the new factory; existing ones keep theirs. Throws HostError (nothing changes).
+    void reloadMonitoredItemQueues();
 
     session::SessionManager& sessions() noexcept { return *sessions_; }
     std::size_t connectionCount() const;

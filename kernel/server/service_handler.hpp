@@ -33,6 +33,12 @@ namespace uaplex::server {
 // NodeValueSource handle.
 using ValueChangedFn = void (*)(void* user, std::uint64_t node, const ua::DataValue& value);
 
+// Server.GetMonitoredItems for the session whose services state is `session` (its address).
+using GetMonitoredItemsFn = uaplex_status (*)(void* user, std::uint64_t session,
+                                              std::uint32_t subscriptionId, enc::Arena& arena,
+                                              ua::Array<ua::UInt32>& serverHandles,
+                                              ua::Array<ua::UInt32>& clientHandles);
+
 class ServiceHandler {
   public:
     virtual ~ServiceHandler() = default;
@@ -51,6 +57,7 @@ class ServiceHandler {
     // The node values monitored items read, or null when subscriptions are not served.
     virtual subscription::NodeValueSource* valueSource() noexcept { return nullptr; }
     virtual void setValueChanged(ValueChangedFn, void*) noexcept {}
+    virtual void setGetMonitoredItems(GetMonitoredItemsFn, void*) noexcept {}
     // The server is stopping (ServerState Shutdown).
     virtual void shutdown() noexcept {}
 };

@@ -1,5 +1,6 @@
 #include "server/subscription_service.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include "config/config.hpp"
@@ -11,15 +12,6 @@ namespace {
 template <class T>
 bool is(const enc::DataType* t) noexcept {
     return t == enc::dataTypeOf<T>();
-}
-
-subscription::SubscriptionLimits limitsOf(const config::ServerConfig&) {
-    // The engine's defaults until ServerCapabilities exposes them; 50 ms resolution so that
-    // a 100 ms publishing interval keeps its rhythm.
-    subscription::SubscriptionLimits l;
-    l.publishingResolution = 50;
-    l.minPublishingInterval = 50;
-    return l;
 }
 
 // Runs one manager service: allocates the response in the arena, calls `fn` under the lock.
@@ -41,6 +33,27 @@ uaplex_status run(std::mutex& m, enc::Arena& arena, const enc::DataType*& respon
 
 }  // namespace
 
+subscription::SubscriptionLimits subscriptionLimitsOf(const config::ServerConfig& cfg) {
+    const auto& c = cfg.server.limits;
+    subscription::SubscriptionLimits l;
+    l.minPublishingInterval = c.min_publishing_interval_ms;
+    l.maxPublishingInterval = std::max(c.max_publishing_interval_ms, c.min_publishing_interval_ms);
+    // 50 ms resolution (or the minimum interval, if smaller) so that a 100 ms publishing
+    // interval keeps its rhythm.
+    l.publishingResolution = std::min<std::uint32_t>(50, c.min_publishing_interval_ms);
+    l.maxSubscriptionCount = c.max_subscriptions;
+    l.maxSubscriptionsPerSession = c.max_subscriptions_per_session;
+    l.maxMonitoredItemCount = c.max_monitored_items;
+    l.maxMonitoredItemsPerSubscription = c.max_monitored_items_per_subscription;
+    l.maxMonitoredItemsPerCall = c.max_monitored_items_per_call;
+    l.maxNotificationQueueSize = c.max_monitored_item_queue_size;
+    l.maxEventQueueSize = c.max_event_queue_size;
+    l.maxPublishRequestCount = c.max_publish_requests_per_session;
+    l.minSamplingInterval = c.min_sampling_interval_ms;
+    l.maxSamplingInterval = std::max(c.max_sampling_interval_ms, c.min_sampling_interval_ms);
+    return l;
+}
+
 std::int64_t SubscriptionService::SteadyClock::monoMs() const {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
                std::chrono::steady_clock::now().time_since_epoch())
@@ -57,8 +70,8 @@ std::int64_t SubscriptionService::SteadyClock::utcNow() const {
 
 SubscriptionService::SubscriptionService(const config::ServerConfig& cfg,
                                          subscription::NodeValueSource& source)
-    : resolutionMs_(limitsOf(cfg).publishingResolution),
-      manager_(clock_, limitsOf(cfg), source, *this) {}
+    : resolutionMs_(subscriptionLimitsOf(cfg).publishingResolution),
+      manager_(clock_, subscriptionLimitsOf(cfg), source, *this) {}
 
 SubscriptionService::~SubscriptionService() {
     stop();
@@ -72,13 +85,18 @@ bool SubscriptionService::serves(const enc::DataType* t) noexcept {
            is<ua::SetTriggeringRequest>(t) || is<ua::DeleteMonitoredItemsRequest>(t);
 }
 
-uaplex_status SubscriptionService::call(std::uint64_t session, const enc::DataType* t,
-                                        const void* request, enc::Arena& arena,
-                                        const enc::DataType*& rt, void*& response) noexcept {
+uaplex_status SubscriptionService::call(std::uint64_t session, std::string_view identity,
+                                        const enc::DataType* t, const void* request,
+                                        enc::Arena& arena, const enc::DataType*& rt,
+                                        void*& response) noexcept {
     auto& m = manager_;
     uaplex_status st = UAPLEX_BadServiceUnsupported;
     std::vector<Done> done;
     try {
+        if (is<ua::CreateSubscriptionRequest>(t) || is<ua::TransferSubscriptionsRequest>(t)) {
+            std::lock_guard lock(mutex_);
+            m.setIdentity(session, identity);  // no copy while it stays the same
+        }
         if (is<ua::CreateSubscriptionRequest>(t)) {
             const auto& req = *static_cast<const ua::CreateSubscriptionRequest*>(request);
             st = run<ua::CreateSubscriptionResponse>(mutex_, arena, rt, response, [&](auto& r) {
@@ -149,6 +167,7 @@ void SubscriptionService::publish(std::uint64_t session, std::shared_ptr<Respons
         std::lock_guard lock(mutex_);
         std::uint64_t id = nextRequestId_++;
         std::uint32_t channel = route->channelId();
+        channels_[session] = channel;
         // Known before the call: the engine may complete it from inside publish().
         waiting_.emplace(id, Waiting{session, req.requestHeader.requestHandle, std::move(route)});
         manager_.publish(session, {id, channel, deadlineMs}, req);
@@ -193,6 +212,7 @@ void SubscriptionService::closeSession(std::uint64_t session, bool deleteSubscri
     {
         std::lock_guard lock(mutex_);
         manager_.closeSession(session, deleteSubscriptions);
+        channels_.erase(session);
         done.swap(done_);
     }
     flush(done);
@@ -223,10 +243,10 @@ void SubscriptionService::valueChanged(std::uint64_t node, const ua::DataValue& 
     manager_.valueChanged(node, value);  // queues only; the next tick publishes
 }
 
-void SubscriptionService::setQueueFactory(const uaplex_mi_queue_factory_ops* ops,
-                                          void* self) noexcept {
+void SubscriptionService::setQueueFactory(const uaplex_mi_queue_factory_ops* ops, void* self,
+                                          std::shared_ptr<void> keep) noexcept {
     std::lock_guard lock(mutex_);
-    manager_.setQueueFactory(ops, self);
+    manager_.setQueueFactory(ops, self, std::move(keep));
 }
 
 void SubscriptionService::parked(std::uint64_t) {
@@ -235,16 +255,33 @@ void SubscriptionService::parked(std::uint64_t) {
 
 void SubscriptionService::complete(std::uint64_t requestId, uaplex_status status,
                                    subscription::PublishOutcome&& outcome,
-                                   std::vector<uaplex_status>&& ackResults) {
+                                   subscription::AckResults&& ackResults) {
     auto it = waiting_.find(requestId);
     if (it == waiting_.end()) return;
     done_.push_back(Done{std::move(it->second), status, std::move(outcome), std::move(ackResults)});
     waiting_.erase(it);
 }
 
-bool SubscriptionService::channelValid(std::uint64_t, std::uint32_t) {
-    // A request reaches the engine only after the session resolved on its channel.
-    return true;
+bool SubscriptionService::channelValid(std::uint64_t requestId, std::uint64_t session,
+                                       std::uint32_t channelId) {
+    // The session resolved on this channel when the request came; since then the connection
+    // may have gone, or the session moved to another channel and publishes there.
+    auto it = waiting_.find(requestId);
+    if (it == waiting_.end() || !it->second.route->open()) return false;
+    auto c = channels_.find(session);
+    return c == channels_.end() || c->second == channelId;
+}
+
+uaplex_status SubscriptionService::getMonitoredItems(
+    std::uint64_t session, std::uint32_t subscriptionId, enc::Arena& arena,
+    ua::Array<ua::UInt32>& serverHandles, ua::Array<ua::UInt32>& clientHandles) noexcept {
+    std::lock_guard lock(mutex_);
+    return manager_.getMonitoredItems(session, subscriptionId, arena, serverHandles, clientHandles);
+}
+
+std::size_t SubscriptionService::subscriptionCount() noexcept {
+    std::lock_guard lock(mutex_);
+    return manager_.subscriptionCount();
 }
 
 void SubscriptionService::flush(std::vector<Done>& done) noexcept {

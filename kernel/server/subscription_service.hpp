@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -29,7 +30,12 @@ class ResponseRoute {
     virtual ~ResponseRoute() = default;
     virtual void send(std::span<const std::uint8_t> body) noexcept = 0;
     virtual std::uint32_t channelId() const noexcept = 0;
+    // False once the connection is gone: a parked Publish on it is dropped, not answered.
+    virtual bool open() const noexcept { return true; }
 };
+
+// The engine's limits from [server.limits].
+subscription::SubscriptionLimits subscriptionLimitsOf(const config::ServerConfig& cfg);
 
 class SubscriptionService final : public subscription::PublishSink {
   public:
@@ -39,9 +45,16 @@ class SubscriptionService final : public subscription::PublishSink {
     static bool serves(const enc::DataType* requestType) noexcept;
     // Every subscription service but Publish and Republish: Good with the response set (in
     // `arena`), or a ServiceFault status.
-    uaplex_status call(std::uint64_t session, const enc::DataType* requestType, const void* request,
-                       enc::Arena& arena, const enc::DataType*& responseType,
-                       void*& response) noexcept;
+    // `identity` is the session's identity key (TransferSubscriptions compares them).
+    uaplex_status call(std::uint64_t session, std::string_view identity,
+                       const enc::DataType* requestType, const void* request, enc::Arena& arena,
+                       const enc::DataType*& responseType, void*& response) noexcept;
+    // Server.GetMonitoredItems for `session`.
+    uaplex_status getMonitoredItems(std::uint64_t session, std::uint32_t subscriptionId,
+                                    enc::Arena& arena, ua::Array<ua::UInt32>& serverHandles,
+                                    ua::Array<ua::UInt32>& clientHandles) noexcept;
+    // Counts for tests and diagnostics.
+    std::size_t subscriptionCount() noexcept;
     // Publish: the response goes through `route`, now or later.
     void publish(std::uint64_t session, std::shared_ptr<ResponseRoute> route,
                  const ua::PublishRequest& request, std::int64_t deadlineMs) noexcept;
@@ -57,7 +70,8 @@ class SubscriptionService final : public subscription::PublishSink {
     void timerTick() noexcept;
     // Node values changed (Write, the host API's value_set).
     void valueChanged(std::uint64_t node, const ua::DataValue& value) noexcept;
-    void setQueueFactory(const uaplex_mi_queue_factory_ops* ops, void* self) noexcept;
+    void setQueueFactory(const uaplex_mi_queue_factory_ops* ops, void* self,
+                         std::shared_ptr<void> keep = {}) noexcept;
     const uaplex_mi_queue_params& queueParams() const noexcept { return manager_.queueParams(); }
     std::uint32_t resolutionMs() const noexcept { return resolutionMs_; }
 
@@ -65,8 +79,9 @@ class SubscriptionService final : public subscription::PublishSink {
     void parked(std::uint64_t requestId) override;
     void complete(std::uint64_t requestId, uaplex_status status,
                   subscription::PublishOutcome&& outcome,
-                  std::vector<uaplex_status>&& ackResults) override;
-    bool channelValid(std::uint64_t session, std::uint32_t channelId) override;
+                  subscription::AckResults&& ackResults) override;
+    bool channelValid(std::uint64_t requestId, std::uint64_t session,
+                      std::uint32_t channelId) override;
 
   private:
     class SteadyClock final : public subscription::Clock {
@@ -83,7 +98,7 @@ class SubscriptionService final : public subscription::PublishSink {
         Waiting waiting;
         uaplex_status status;
         subscription::PublishOutcome outcome;
-        std::vector<uaplex_status> acks;
+        subscription::AckResults acks;
         bool republish = false;
     };
     // Sends what completed while the lock was held; call after releasing it.
@@ -95,6 +110,9 @@ class SubscriptionService final : public subscription::PublishSink {
     std::mutex mutex_;  // the engine's lock: every manager call, never an encode or a send
     subscription::SubscriptionManager manager_;
     std::unordered_map<std::uint64_t, Waiting> waiting_;
+    // The channel each session last published on: a parked request from another channel is
+    // stale (the session moved by ActivateSession).
+    std::unordered_map<std::uint64_t, std::uint32_t> channels_;
     std::vector<Done> done_;
     std::uint64_t nextRequestId_ = 1;
 };

@@ -39,6 +39,33 @@ const ua::Variant* inputArguments(Impl& impl, enc::Arena& arena, const NodeRef& 
     return &storage.value;
 }
 
+constexpr std::uint32_t kServer = 2253;
+constexpr std::uint32_t kGetMonitoredItems = 11492;  // Server.GetMonitoredItems
+
+// Server.GetMonitoredItems(SubscriptionId) -> ServerHandles, ClientHandles (Part 5 9.1);
+// the engine answers for the calling session. Inputs were checked against the arguments.
+template <class Impl>
+uaplex_status getMonitoredItemsOf(Impl& impl, ServiceCall& call, const ua::CallMethodRequest& m,
+                                  ua::CallMethodResult& r) {
+    auto fn = impl.getMonitoredItems.load(std::memory_order_acquire);
+    if (fn == nullptr || call.session == nullptr) return UAPLEX_BadNotImplemented;
+    if (m.inputArguments.size() != 1) return UAPLEX_BadArgumentsMissing;
+    const ua::Variant& id = m.inputArguments[0];
+    if (ua::isArray(id) || (id.encoding & UAPLEX_VARIANT_TYPE_MASK) != UAPLEX_TYPE_UINT32)
+        return UAPLEX_BadInvalidArgument;
+    ua::Array<ua::UInt32> server{}, client{};
+    uaplex_status st =
+        fn(impl.getMonitoredItemsUser, reinterpret_cast<std::uintptr_t>(call.session),
+           id.value.uint32, call.arena, server, client);
+    if (st != UAPLEX_Good) return st;
+    auto* out = call.arena.allocateArray<ua::Variant>(2);
+    if (out == nullptr) return UAPLEX_BadOutOfMemory;
+    out[0] = ua::variantArray(ua::BuiltinType::UInt32, server.length, server.data);
+    out[1] = ua::variantArray(ua::BuiltinType::UInt32, client.length, client.data);
+    r.outputArguments = {2, out};
+    return UAPLEX_Good;
+}
+
 }  // namespace
 
 uaplex_status ServiceSet::Impl::callMethods(ServiceCall& call) noexcept {
@@ -141,6 +168,11 @@ uaplex_status ServiceSet::Impl::callMethods(ServiceCall& call) noexcept {
                 r.statusCode = UAPLEX_BadInvalidArgument;
                 continue;
             }
+        }
+        if (object.rec != nullptr && ua::equal(m.objectId, ua::numericNodeId(0, kServer)) &&
+            ua::equal(m.methodId, ua::numericNodeId(0, kGetMonitoredItems))) {
+            r.statusCode = getMonitoredItemsOf(*this, call, m, r);
+            continue;
         }
         if (method.rec != nullptr || method.dyn->callbacks.call == nullptr) {
             r.statusCode = UAPLEX_BadNotImplemented;

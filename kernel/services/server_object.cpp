@@ -2,6 +2,7 @@
 // values are computed when read (status, time, capabilities, diagnostics).
 #include <uaplex/encoding/generated/ns0.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "services/services_internal.hpp"
@@ -143,7 +144,18 @@ void ServiceSet::Impl::buildServerObject() {
         static const std::vector<std::string> locales{"en"};
         out = stringArray(arena, locales);
     });
-    constant(n0::Server_ServerCapabilities_MinSupportedSampleRate, ua::variantDouble(0.0));
+    constant(n0::Server_ServerCapabilities_MinSupportedSampleRate,
+             ua::variantDouble(double(l.min_sampling_interval_ms)));
+    constant(n0::Server_ServerCapabilities_MaxSubscriptions, scalarUInt32(l.max_subscriptions));
+    constant(n0::Server_ServerCapabilities_MaxSubscriptionsPerSession,
+             scalarUInt32(l.max_subscriptions_per_session));
+    constant(n0::Server_ServerCapabilities_MaxMonitoredItems, scalarUInt32(l.max_monitored_items));
+    constant(n0::Server_ServerCapabilities_MaxMonitoredItemsPerSubscription,
+             scalarUInt32(l.max_monitored_items_per_subscription));
+    constant(n0::Server_ServerCapabilities_MaxMonitoredItemsQueueSize,
+             scalarUInt32(std::max(l.max_monitored_item_queue_size, l.max_event_queue_size)));
+    constant(n0::Server_ServerCapabilities_OperationLimits_MaxMonitoredItemsPerCall,
+             scalarUInt32(l.max_monitored_items_per_call));
     {
         ua::Variant v = ua::makeVariant(ua::BuiltinType::UInt16);
         v.value.uint16 =
@@ -232,14 +244,8 @@ void ServiceSet::Impl::buildServerObject() {
           n0::Server_ServerCapabilities_OperationLimits_MaxNodesPerHistoryUpdateData,
           n0::Server_ServerCapabilities_OperationLimits_MaxNodesPerHistoryUpdateEvents,
           n0::Server_ServerCapabilities_OperationLimits_MaxNodesPerNodeManagement,
-          n0::Server_ServerCapabilities_OperationLimits_MaxMonitoredItemsPerCall,
-          n0::Server_ServerCapabilities_MaxSubscriptions,
-          n0::Server_ServerCapabilities_MaxMonitoredItems,
-          n0::Server_ServerCapabilities_MaxSubscriptionsPerSession,
-          n0::Server_ServerCapabilities_MaxMonitoredItemsPerSubscription,
           n0::Server_ServerCapabilities_MaxSelectClauseParameters,
-          n0::Server_ServerCapabilities_MaxWhereClauseParameters,
-          n0::Server_ServerCapabilities_MaxMonitoredItemsQueueSize, n0::Server_UrisVersion})
+          n0::Server_ServerCapabilities_MaxWhereClauseParameters, n0::Server_UrisVersion})
         constant(id, scalarUInt32(0));
     constant(n0::Server_Auditing, ua::variantBoolean(false));
     constant(n0::Server_ServerRedundancy_RedundancySupport, ua::variantInt32(0));  // None

@@ -215,6 +215,11 @@ subscription::NodeValueSource& ServiceSet::valueSource() {
     return *impl_->values;
 }
 
+void ServiceSet::setGetMonitoredItems(GetMonitoredItemsFn fn, void* user) noexcept {
+    if (user) impl_->getMonitoredItemsUser = user;
+    impl_->getMonitoredItems.store(fn, std::memory_order_release);
+}
+
 void ServiceSet::setValueChanged(void (*fn)(void*, std::uint64_t, const ua::DataValue&),
                                  void* user) noexcept {
     if (user) impl_->valueChangedUser = user;

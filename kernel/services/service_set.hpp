@@ -47,6 +47,13 @@ struct ServerCounters {
     std::atomic<std::uint32_t> rejectedRequestsCount{0};
 };
 
+// Server.GetMonitoredItems (Part 5 9.1) for the session whose state is `session`: the handles
+// go into `arena`. BadSubscriptionIdInvalid, BadUserAccessDenied.
+using GetMonitoredItemsFn = uaplex_status (*)(void* user, std::uint64_t session,
+                                              std::uint32_t subscriptionId, enc::Arena& arena,
+                                              ua::Array<ua::UInt32>& serverHandles,
+                                              ua::Array<ua::UInt32>& clientHandles);
+
 // ServerState (Part 5 12.6).
 enum class ServerState : std::int32_t {
     Running = 0,
@@ -96,6 +103,8 @@ class ServiceSet {
     subscription::NodeValueSource& valueSource();
     void setValueChanged(void (*fn)(void*, std::uint64_t, const ua::DataValue&),
                          void* user) noexcept;
+    // `session` in the callback is the SessionState's address.
+    void setGetMonitoredItems(GetMonitoredItemsFn fn, void* user) noexcept;
     void setState(ServerState state) noexcept;
 
   private:

@@ -170,6 +170,9 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
     std::unique_ptr<subscription::NodeValueSource> makeValueSource();
     std::unique_ptr<subscription::NodeValueSource> values;
     // Atomic: the server clears it at stop while workers and node managers may still write.
+    // Server.GetMonitoredItems, answered by the subscription engine (null: not served).
+    std::atomic<GetMonitoredItemsFn> getMonitoredItems{nullptr};
+    void* getMonitoredItemsUser = nullptr;  // set before the fn, never cleared
     using ValueChangedFn = void (*)(void*, std::uint64_t, const ua::DataValue&);
     std::atomic<ValueChangedFn> valueChanged{nullptr};
     void* valueChangedUser = nullptr;  // set before the first fn, never cleared

@@ -2,6 +2,7 @@
 // (its ValueSlot) reports its changes: its handle is the Node, and Write and value_set tell
 // the engine. Everything else (namespace-0 values, plugin read callbacks, other attributes,
 // IndexRange) is polled: its handle names an entry that keeps a copy of the ReadValueId.
+#include <cstring>
 #include <deque>
 #include <string>
 #include <unordered_map>
@@ -88,6 +89,49 @@ class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource
     }
 
     bool reportsChanges(std::uint64_t handle) override { return !(handle & 1); }
+
+    // The EURange property (Part 8 5.3.2) of the node behind `handle`: a Range, decoded or
+    // still in its binary body (two Doubles, low then high).
+    uaplex_status euRange(std::uint64_t handle, double* low, double* high) override {
+        ua::NodeId id{};
+        if (!(handle & 1)) {
+            id = reinterpret_cast<const Node*>(handle)->id;
+        } else {
+            std::lock_guard lock(mutex_);
+            id = polled_.at(handle >> 1).id;  // its text stays put in the deque
+        }
+        NodeRef node = impl_.space.find(id);
+        if (!node) return UAPLEX_BadMonitoredItemFilterUnsupported;
+        NodeRef prop;
+        impl_.space.forEachReference(
+            node, [&](std::uint32_t type, bool forward, const ua::NodeId& target) {
+                if (prop || !forward || type != addressspace::kHasProperty) return;
+                NodeRef t = impl_.space.find(target);
+                if (!t) return;
+                ua::QualifiedName bn = impl_.space.browseNameOf(t);
+                if (bn.namespace_index == 0 && ua::view(bn.name) == "EURange") prop = t;
+            });
+        if (!prop) return UAPLEX_BadMonitoredItemFilterUnsupported;
+        enc::Arena arena(1024, 256);
+        ua::DataValue dv{};
+        if (impl_.readValue(arena, prop, dv) != UAPLEX_Good || ua::isArray(dv.value) ||
+            (dv.value.encoding & UAPLEX_VARIANT_TYPE_MASK) != UAPLEX_TYPE_EXTENSIONOBJECT ||
+            dv.value.value.pointer == nullptr)
+            return UAPLEX_BadMonitoredItemFilterUnsupported;
+        const auto& eo = *static_cast<const ua::ExtensionObject*>(dv.value.value.pointer);
+        if (eo.data_type == enc::dataTypeOf<ua::Range>() && eo.object != nullptr) {
+            const auto& r = *static_cast<const ua::Range*>(eo.object);
+            *low = r.low;
+            *high = r.high;
+        } else if (eo.encoding == UAPLEX_EXTENSIONOBJECT_BINARY && eo.body.length == 16) {
+            std::memcpy(low, eo.body.data, 8);  // little-endian host, as the encoder assumes
+            std::memcpy(high, eo.body.data + 8, 8);
+        } else {
+            return UAPLEX_BadMonitoredItemFilterUnsupported;
+        }
+        if (!(*high > *low)) return UAPLEX_BadMonitoredItemFilterUnsupported;
+        return UAPLEX_Good;
+    }
 
   private:
     struct Polled {

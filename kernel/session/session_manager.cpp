@@ -30,6 +30,11 @@ Session::~Session() {
     if (state_ && destroyState_) destroyState_(state_);
 }
 
+std::string Session::identityKey() const {
+    std::lock_guard lock(identityMutex_);
+    return identityKey_;
+}
+
 ua::NodeId Session::sessionId() const noexcept {
     ua::NodeId id{};
     id.namespace_index = 1;
@@ -135,6 +140,13 @@ uaplex_status SessionManager::activate(const ua::NodeId& authenticationToken,
         if (!wasActivated || s->identity_ != identity.kind) return UAPLEX_BadSecureChannelIdInvalid;
     }
     s->identity_ = identity.kind;
+    {
+        static constexpr const char* kKinds[] = {"anonymous", "username:", "x509:", "issued:", ""};
+        std::string key = kKinds[int(identity.kind)];
+        if (identity.kind != IdentityKind::Anonymous) key.append(identity.user);
+        std::lock_guard lock(s->identityMutex_);
+        s->identityKey_ = std::move(key);
+    }
     s->channelId_.store(channelId, std::memory_order_release);
     randomBytes(s->nonce_.data(), s->nonce_.size());
     s->activated_.store(true, std::memory_order_release);
@@ -170,8 +182,8 @@ uaplex_status SessionManager::resolve(const ua::NodeId& authenticationToken,
     return UAPLEX_Good;
 }
 
-uaplex_status SessionManager::close(const ua::NodeId& authenticationToken,
-                                    std::uint32_t channelId) {
+uaplex_status SessionManager::close(const ua::NodeId& authenticationToken, std::uint32_t channelId,
+                                    bool deleteSubscriptions) {
     std::string_view key = tokenKey(authenticationToken);
     if (key.empty()) return UAPLEX_BadSessionIdInvalid;
     std::shared_ptr<Session> s;
@@ -183,6 +195,7 @@ uaplex_status SessionManager::close(const ua::NodeId& authenticationToken,
         s = std::move(it->second);
         sessions_.erase(it);
     }
+    s->deleteSubscriptions_.store(deleteSubscriptions, std::memory_order_release);
     closed(*s);
     return UAPLEX_Good;  // its state goes when the last request holding it is done
 }
@@ -232,7 +245,10 @@ void SessionManager::closeAll() {
         std::unique_lock lock(mutex_);
         all.swap(sessions_);
     }
-    for (auto& [k, s] : all) closed(*s);
+    for (auto& [k, s] : all) {
+        s->deleteSubscriptions_.store(true, std::memory_order_release);
+        closed(*s);
+    }
 }
 
 std::size_t SessionManager::count() const {

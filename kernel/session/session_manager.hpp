@@ -40,6 +40,9 @@ enum class IdentityKind { Anonymous, UserName, X509, Issued, Invalid };
 struct IdentityToken {
     IdentityKind kind = IdentityKind::Anonymous;
     std::string_view policyId;
+    // The user the token names once it is verified (user name, certificate thumbprint);
+    // empty for anonymous.
+    std::string_view user;
 };
 
 // What the services layer keeps per session, owned through these two hooks so that this
@@ -70,6 +73,13 @@ class Session {
     std::uint32_t maxResponseMessageSize() const noexcept { return maxResponseMessageSize_; }
     void touch(std::int64_t nowMs) noexcept { lastUsedMs_.store(nowMs, std::memory_order_relaxed); }
     bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
+    // Who activated the session, comparable across sessions (TransferSubscriptions): the
+    // token kind and the user it names ("anonymous" for every anonymous session).
+    std::string identityKey() const;
+    // CloseSession's deleteSubscriptions; a timeout keeps them (Part 4 5.7.2), shutdown not.
+    bool deleteSubscriptionsOnClose() const noexcept {
+        return deleteSubscriptions_.load(std::memory_order_acquire);
+    }
     // The session's requests in flight (queued or executing).
     RequestRegistry& requests() noexcept { return requests_; }
 
@@ -87,6 +97,9 @@ class Session {
     std::atomic<std::int64_t> lastUsedMs_{0};
     std::atomic<bool> closed_{false};
     IdentityKind identity_ = IdentityKind::Anonymous;
+    mutable std::mutex identityMutex_;  // activation may race a request reading the key
+    std::string identityKey_;
+    std::atomic<bool> deleteSubscriptions_{false};
     std::array<std::uint8_t, kNonceSize> nonce_{};
     void* state_ = nullptr;
     std::function<void(void*)> destroyState_;
@@ -133,8 +146,9 @@ class SessionManager {
         return find(authenticationToken);
     }
     // CloseSession: the same checks as resolve, except that a session not yet activated may
-    // be closed.
-    uaplex_status close(const ua::NodeId& authenticationToken, std::uint32_t channelId);
+    // be closed. `deleteSubscriptions` is what the closed hook reads from the session.
+    uaplex_status close(const ua::NodeId& authenticationToken, std::uint32_t channelId,
+                        bool deleteSubscriptions = true);
     // Closes sessions idle past their timeout; returns how many.
     std::size_t sweep(std::int64_t nowMs);
     // Closes every session (server shutdown).

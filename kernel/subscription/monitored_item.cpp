@@ -220,7 +220,9 @@ bool MonitoredItem::queueEvent(EventCell* e) {
 bool MonitoredItem::holdsNotification() const {
     if (extras_ && extras_->eventQueue)
         return extras_->eventQueue->itemsInQueue() > 0 || extras_->eventQueue->overflow;
-    if (extras_ && extras_->dataQueue) return extras_->dataQueue->itemsInQueue() > 0;
+    // ResendData counts with a queue too: an empty queue resends the last value.
+    if (extras_ && extras_->dataQueue)
+        return extras_->dataQueue->itemsInQueue() > 0 || (flags_ & kResendData);
     return (flags_ & (kHasPending | kResendData)) != 0;
 }
 

@@ -3,6 +3,8 @@
 // the deleted-node marker live here, so every factory behaves the same.
 #pragma once
 
+#include <memory>
+
 #include <cstdint>
 #include <vector>
 
@@ -48,6 +50,13 @@ class DataChangeQueueHandler {
 
     void* queue_;
     const uaplex_data_change_queue_ops* ops_;
+
+  public:
+    // The factory (and its library) that made the queue: held until the queue is destroyed,
+    // so a factory swapped out at run time outlives its last queue.
+    std::shared_ptr<void> factory;
+
+  private:
     ValuePool* pool_;
     ValueCell* mark_ = nullptr;    // the entry that carries the pending overflow, by identity
     ValueCell* marker_ = nullptr;  // the pending deleted-node marker
@@ -90,6 +99,11 @@ class EventQueueHandler {
   private:
     void* queue_;
     const uaplex_event_queue_ops* ops_;
+
+  public:
+    std::shared_ptr<void> factory;  // as for DataChangeQueueHandler
+
+  private:
     uint32_t size_ = 0;
     bool discardOldest_ = true;
 };

@@ -27,8 +27,11 @@ struct SubscriptionLimits {
     uint32_t maxNotificationQueueSize = 100;  // data items
     uint32_t maxEventQueueSize = 10000;
     uint32_t maxSubscriptionCount = 100;
-    uint32_t maxPublishRequestCount = 20;  // per session
-    uint32_t maxMonitoredItemCount = 0;    // 0 = unlimited
+    uint32_t maxPublishRequestCount = 20;           // per session
+    uint32_t maxMonitoredItemCount = 0;             // 0 = unlimited
+    uint32_t maxSubscriptionsPerSession = 0;        // 0 = unlimited
+    uint32_t maxMonitoredItemsPerSubscription = 0;  // 0 = unlimited
+    uint32_t maxMonitoredItemsPerCall = 0;          // 0 = unlimited (OperationLimits)
     double minSamplingInterval = 0;
     double maxSamplingInterval = 3600000;
 };

@@ -70,6 +70,10 @@ uaplex_status SubscriptionManager::createSubscription(uint64_t sessionId,
                                                       const ua::CreateSubscriptionRequest& req,
                                                       ua::CreateSubscriptionResponse& resp) {
     if (subs_.size() >= ctx_.limits.maxSubscriptionCount) return UAPLEX_BadTooManySubscriptions;
+    if (uint32_t max = ctx_.limits.maxSubscriptionsPerSession) {
+        Session* s = session(sessionId);
+        if (s && s->subs.size() >= max) return UAPLEX_BadTooManySubscriptions;
+    }
     RevisedSettings r =
         reviseSettings(ctx_.limits, req.requestedPublishingInterval, req.requestedLifetimeCount,
                        req.requestedMaxKeepAliveCount, req.maxNotificationsPerPublish);
@@ -79,6 +83,7 @@ uaplex_status SubscriptionManager::createSubscription(uint64_t sessionId,
     st.sub =
         std::make_unique<Subscription>(ctx_, id, sessionId, r, req.priority, req.publishingEnabled);
     sessions_[sessionId].subs.push_back(id);  // the session's Publish queue starts here
+    if (auto idn = identities_.find(sessionId); idn != identities_.end()) st.owner = idn->second;
     resp.subscriptionId = id;
     resp.revisedPublishingInterval = r.publishingInterval;
     resp.revisedLifetimeCount = r.lifetimeCount;
@@ -144,7 +149,6 @@ void SubscriptionManager::publish(uint64_t sessionId, const PublishRequestRef& r
         complete(p, subs_.empty() ? UAPLEX_BadNoSubscription : UAPLEX_BadSessionClosed);
         return;
     }
-    p.acks.reserve(req.subscriptionAcknowledgements.size());
     for (auto& a : req.subscriptionAcknowledgements) {
         SubState* st = owned(sessionId, a.subscriptionId);
         if (!st)
@@ -179,7 +183,7 @@ void SubscriptionManager::assign(uint64_t sessionId, Session& s) {
         if (!st) return;
         Parked p = std::move(s.requests.front());
         s.requests.pop_front();
-        if (!sink_.channelValid(sessionId, p.ref.channelId)) {
+        if (!sink_.channelValid(p.ref.requestId, sessionId, p.ref.channelId)) {
             complete(p, UAPLEX_BadSecureChannelIdInvalid);
             continue;
         }
@@ -270,6 +274,11 @@ uaplex_status SubscriptionManager::transferSubscriptions(
         }
         Subscription& sub = *st->sub;
         uint64_t old = sub.sessionId();
+        auto idn = identities_.find(sessionId);
+        if (st->owner != (idn == identities_.end() ? std::string_view{} : idn->second)) {
+            r.statusCode = UAPLEX_BadUserAccessDenied;  // only the same user identity
+            continue;
+        }
         if (old != sessionId) {
             if (Session* os = session(old)) {
                 os->subs.erase(std::remove(os->subs.begin(), os->subs.end(), sub.id()),
@@ -398,6 +407,7 @@ uaplex_status SubscriptionManager::applyParameters(Subscription& s, MonitoredIte
                 factoryOps_->create_event_queue(factory_, 0, it.id(), &q, &ops) != UAPLEX_Good)
                 return UAPLEX_BadInternalError;
             eq = std::make_unique<EventQueueHandler>(q, ops);
+            eq->factory = factoryKeep_;
         }
         it.setQueue(size, p.discardOldest, nullptr, std::move(eq));
     } else {
@@ -412,6 +422,7 @@ uaplex_status SubscriptionManager::applyParameters(Subscription& s, MonitoredIte
             else
                 size = 1;  // without a factory an item keeps its last value only
         }
+        if (dq) dq->factory = factoryKeep_;
         it.setQueue(size, p.discardOldest, std::move(dq), nullptr);
     }
     *revisedQueue = size;
@@ -422,6 +433,9 @@ uaplex_status SubscriptionManager::createItem(Subscription& s, ua::TimestampsToR
                                               const ua::MonitoredItemCreateRequest& r,
                                               ua::MonitoredItemCreateResult& out) {
     if (ctx_.limits.maxMonitoredItemCount && itemCount_ >= ctx_.limits.maxMonitoredItemCount)
+        return UAPLEX_BadTooManyMonitoredItems;
+    if (ctx_.limits.maxMonitoredItemsPerSubscription &&
+        s.itemCount() >= ctx_.limits.maxMonitoredItemsPerSubscription)
         return UAPLEX_BadTooManyMonitoredItems;
     if (int32_t(r.monitoringMode) < 0 || int32_t(r.monitoringMode) > 2)
         return UAPLEX_BadMonitoringModeInvalid;
@@ -457,6 +471,7 @@ uaplex_status SubscriptionManager::createMonitoredItems(uint64_t sessionId,
     if (int32_t(req.timestampsToReturn) < 0 || int32_t(req.timestampsToReturn) > 3)
         return UAPLEX_BadTimestampsToReturnInvalid;
     if (req.itemsToCreate.size() == 0) return UAPLEX_BadNothingToDo;
+    if (tooManyOperations(req.itemsToCreate.size())) return UAPLEX_BadTooManyOperations;
     resp.results = arrayOf<ua::MonitoredItemCreateResult>(arena, req.itemsToCreate.size());
     for (size_t i = 0; i < req.itemsToCreate.size(); ++i)
         resp.results[i].statusCode =
@@ -479,6 +494,7 @@ uaplex_status SubscriptionManager::modifyMonitoredItems(uint64_t sessionId,
     if (int32_t(req.timestampsToReturn) < 0 || int32_t(req.timestampsToReturn) > 3)
         return UAPLEX_BadTimestampsToReturnInvalid;
     if (req.itemsToModify.size() == 0) return UAPLEX_BadNothingToDo;
+    if (tooManyOperations(req.itemsToModify.size())) return UAPLEX_BadTooManyOperations;
     resp.results = arrayOf<ua::MonitoredItemModifyResult>(arena, req.itemsToModify.size());
     for (size_t i = 0; i < req.itemsToModify.size(); ++i) {
         auto& r = resp.results[i];
@@ -503,6 +519,7 @@ uaplex_status SubscriptionManager::setMonitoringMode(uint64_t sessionId,
     if (int32_t(req.monitoringMode) < 0 || int32_t(req.monitoringMode) > 2)
         return UAPLEX_BadMonitoringModeInvalid;
     if (req.monitoredItemIds.size() == 0) return UAPLEX_BadNothingToDo;
+    if (tooManyOperations(req.monitoredItemIds.size())) return UAPLEX_BadTooManyOperations;
     resp.results = arrayOf<ua::StatusCode>(arena, req.monitoredItemIds.size());
     for (size_t i = 0; i < req.monitoredItemIds.size(); ++i) {
         MonitoredItem* it = st->sub->item(req.monitoredItemIds[i]);
@@ -525,6 +542,8 @@ uaplex_status SubscriptionManager::setTriggering(uint64_t sessionId,
     SubState* st = owned(sessionId, req.subscriptionId);
     if (!st) return UAPLEX_BadSubscriptionIdInvalid;
     if (req.linksToAdd.size() == 0 && req.linksToRemove.size() == 0) return UAPLEX_BadNothingToDo;
+    if (tooManyOperations(req.linksToAdd.size()) || tooManyOperations(req.linksToRemove.size()))
+        return UAPLEX_BadTooManyOperations;
     MonitoredItem* trigger = st->sub->item(req.triggeringItemId);
     if (!trigger) return UAPLEX_BadMonitoredItemIdInvalid;
     resp.removeResults = arrayOf<ua::StatusCode>(arena, req.linksToRemove.size());
@@ -560,6 +579,7 @@ uaplex_status SubscriptionManager::deleteMonitoredItems(uint64_t sessionId,
     SubState* st = owned(sessionId, req.subscriptionId);
     if (!st) return UAPLEX_BadSubscriptionIdInvalid;
     if (req.monitoredItemIds.size() == 0) return UAPLEX_BadNothingToDo;
+    if (tooManyOperations(req.monitoredItemIds.size())) return UAPLEX_BadTooManyOperations;
     resp.results = arrayOf<ua::StatusCode>(arena, req.monitoredItemIds.size());
     for (size_t i = 0; i < req.monitoredItemIds.size(); ++i) {
         MonitoredItem* it = st->sub->item(req.monitoredItemIds[i]);
@@ -575,7 +595,35 @@ uaplex_status SubscriptionManager::deleteMonitoredItems(uint64_t sessionId,
     return UAPLEX_Good;
 }
 
+uaplex_status SubscriptionManager::getMonitoredItems(uint64_t sessionId, uint32_t subscriptionId,
+                                                     enc::Arena& arena,
+                                                     ua::Array<ua::UInt32>& serverHandles,
+                                                     ua::Array<ua::UInt32>& clientHandles) {
+    SubState* st = state(subscriptionId);
+    if (!st) return UAPLEX_BadSubscriptionIdInvalid;
+    if (st->sub->sessionId() != sessionId) return UAPLEX_BadUserAccessDenied;
+    size_t n = st->sub->itemCount();
+    serverHandles = arrayOf<ua::UInt32>(arena, n);
+    clientHandles = arrayOf<ua::UInt32>(arena, n);
+    if (n && (!serverHandles.data || !clientHandles.data)) return UAPLEX_BadOutOfMemory;
+    size_t i = 0;
+    st->sub->forEachItem([&](const MonitoredItem& it) {
+        serverHandles[i] = it.id();
+        clientHandles[i] = it.clientHandle();
+        ++i;
+    });
+    return UAPLEX_Good;
+}
+
 // --- Session and server events ---------------------------------------------------------
+
+void SubscriptionManager::setIdentity(uint64_t sessionId, std::string_view key) {
+    auto it = identities_.find(sessionId);
+    if (it == identities_.end())
+        identities_.emplace(sessionId, std::string(key));
+    else if (it->second != key)
+        it->second.assign(key);
+}
 
 void SubscriptionManager::closeSession(uint64_t sessionId, bool deleteSubscriptions) {
     Session* s = session(sessionId);
@@ -595,6 +643,7 @@ void SubscriptionManager::closeSession(uint64_t sessionId, bool deleteSubscripti
         }
     }
     sessions_.erase(sessionId);  // pending status messages go with it
+    identities_.erase(sessionId);
 }
 
 void SubscriptionManager::stop() {

@@ -7,9 +7,12 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "subscription/inline_vector.hpp"
 #include "subscription/subscription.hpp"
 #include "uaplex/monitored_item_queue.h"
 
@@ -32,6 +35,10 @@ class NodeValueSource {
     virtual bool reportsChanges(uint64_t) { return true; }
 };
 
+// Acknowledgement results of one Publish: up to 8 (one per subscription of a typical
+// session) without an allocation.
+using AckResults = InlineVector<uaplex_status, 8>;
+
 // Where a Publish ends. Implemented by the dispatcher.
 class PublishSink {
   public:
@@ -40,9 +47,12 @@ class PublishSink {
     virtual void parked(uint64_t requestId) = 0;
     // The response (status Good) or a ServiceFault status; exactly once per request.
     virtual void complete(uint64_t requestId, uaplex_status status, PublishOutcome&& outcome,
-                          std::vector<uaplex_status>&& ackResults) = 0;
-    // False when the request's secure channel no longer belongs to the session.
-    virtual bool channelValid(uint64_t, uint32_t) { return true; }
+                          AckResults&& ackResults) = 0;
+    // False when the request's secure channel is gone or no longer the session's: the
+    // request is then dropped before a message is taken for it, so nothing is lost.
+    virtual bool channelValid(uint64_t /*requestId*/, uint64_t /*session*/, uint32_t) {
+        return true;
+    }
 };
 
 struct PublishRequestRef {
@@ -60,9 +70,13 @@ class SubscriptionManager {
     // The params a monitored-item queue factory is created with (values go back to our pool),
     // and the factory instance new items use (a swap applies to items created afterwards).
     const uaplex_mi_queue_params& queueParams() const { return queueParams_; }
-    void setQueueFactory(const uaplex_mi_queue_factory_ops* ops, void* self) {
+    // `keep` (optional) is held by every queue the factory makes, so that the instance and
+    // its library outlive the last of them after a swap.
+    void setQueueFactory(const uaplex_mi_queue_factory_ops* ops, void* self,
+                         std::shared_ptr<void> keep = {}) {
         factoryOps_ = ops;
         factory_ = self;
+        factoryKeep_ = std::move(keep);
     }
 
     // --- Subscription services ---
@@ -94,7 +108,16 @@ class SubscriptionManager {
     uaplex_status deleteMonitoredItems(uint64_t session, const ua::DeleteMonitoredItemsRequest& req,
                                        ua::DeleteMonitoredItemsResponse& resp, enc::Arena& arena);
 
+    // Server.GetMonitoredItems (Part 5 9.1): the items' server and client handles, in the
+    // arena; BadSubscriptionIdInvalid, or BadUserAccessDenied for another session's.
+    uaplex_status getMonitoredItems(uint64_t session, uint32_t subscriptionId, enc::Arena& arena,
+                                    ua::Array<ua::UInt32>& serverHandles,
+                                    ua::Array<ua::UInt32>& clientHandles);
+
     // --- Session and server events ---
+    // The user identity of `session` (Session::identityKey); subscriptions it creates carry
+    // it, and TransferSubscriptions moves only to a session with the same one.
+    void setIdentity(uint64_t session, std::string_view key);
     // Queued Publish requests get BadSessionClosed; subscriptions are deleted or abandoned.
     void closeSession(uint64_t session, bool deleteSubscriptions);
     // Every queued Publish request gets BadServerHalted.
@@ -116,12 +139,13 @@ class SubscriptionManager {
   private:
     struct SubState {
         std::unique_ptr<Subscription> sub;
+        std::string owner;  // the creating session's identity key
         bool ready = false, publishing = false;
         int64_t readyAt = 0;
     };
     struct Parked {
         PublishRequestRef ref;
-        std::vector<uaplex_status> acks;
+        AckResults acks;
     };
     struct Session {
         std::deque<Parked> requests;
@@ -133,6 +157,10 @@ class SubscriptionManager {
         std::vector<MonitoredItem*> items;
     };
 
+    // An item array longer than OperationLimits.MaxMonitoredItemsPerCall.
+    bool tooManyOperations(size_t n) const {
+        return ctx_.limits.maxMonitoredItemsPerCall && n > ctx_.limits.maxMonitoredItemsPerCall;
+    }
     SubState* state(uint32_t id);
     SubState* owned(uint64_t sessionId, uint32_t id);
     Session* session(uint64_t id);
@@ -158,8 +186,10 @@ class SubscriptionManager {
     uaplex_mi_queue_params queueParams_{};
     const uaplex_mi_queue_factory_ops* factoryOps_ = nullptr;
     void* factory_ = nullptr;
+    std::shared_ptr<void> factoryKeep_;
     std::unordered_map<uint32_t, SubState> subs_;
     std::unordered_map<uint64_t, Session> sessions_;
+    std::unordered_map<uint64_t, std::string> identities_;
     std::unordered_map<uint64_t, std::vector<MonitoredItem*>> byNode_;
     std::map<int64_t, SamplingGroup> groups_;  // polled items by sampling interval
     enc::Arena scratch_;

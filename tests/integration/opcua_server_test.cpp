@@ -904,3 +904,239 @@ TEST_CASE(
     close.deleteSubscriptions = true;
     CHECK(Client::result(c.call(close)) == UAPLEX_Good);
 }
+
+// --- Subscriptions across sessions and channels (Part 4 5.13.7, 5.7.4, Part 5 9.1) ---------
+
+namespace {
+
+std::uint32_t createSubscription(Client& c, std::uint32_t keepAlive = 20) {
+    ua::CreateSubscriptionRequest cs{};
+    cs.requestedPublishingInterval = 100;
+    cs.requestedMaxKeepAliveCount = keepAlive;
+    cs.requestedLifetimeCount = keepAlive * 3;
+    cs.publishingEnabled = true;
+    auto m = c.call(cs);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    return static_cast<ua::CreateSubscriptionResponse*>(m.object)->subscriptionId;
+}
+
+// A polled item on ServerStatus.State (its value is 0 while the server runs).
+std::uint32_t monitorState(Client& c, std::uint32_t sub, std::uint32_t clientHandle) {
+    ua::MonitoredItemCreateRequest item{};
+    item.itemToMonitor.nodeId = ua::numericNodeId(0, 2259);
+    item.itemToMonitor.attributeId = 13;
+    item.monitoringMode = ua::MonitoringMode::Reporting;
+    item.requestedParameters.clientHandle = clientHandle;
+    item.requestedParameters.samplingInterval = 100;
+    item.requestedParameters.queueSize = 1;
+    ua::CreateMonitoredItemsRequest req{};
+    req.subscriptionId = sub;
+    req.timestampsToReturn = ua::TimestampsToReturn::Both;
+    req.itemsToCreate = {1, &item};
+    auto m = c.call(req);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    auto& r = *static_cast<ua::CreateMonitoredItemsResponse*>(m.object);
+    REQUIRE(r.results.size() == 1);
+    REQUIRE(r.results[0].statusCode == UAPLEX_Good);
+    return r.results[0].monitoredItemId;
+}
+
+struct Published {
+    uaplex_status status = UAPLEX_BadUnexpectedError;
+    std::uint32_t subscriptionId = 0, sequenceNumber = 0;
+    std::size_t notifications = 0;
+    std::vector<std::uint32_t> available;
+};
+
+Published publish(Client& c, std::uint32_t handle) {
+    ua::PublishRequest p{};
+    auto m = c.call(p, handle);
+    Published out;
+    out.status = Client::result(m);
+    if (out.status != UAPLEX_Good) return out;
+    auto& r = *static_cast<ua::PublishResponse*>(m.object);
+    out.subscriptionId = r.subscriptionId;
+    out.sequenceNumber = r.notificationMessage.sequenceNumber;
+    out.notifications = r.notificationMessage.notificationData.size();
+    for (std::size_t i = 0; i < r.availableSequenceNumbers.size(); ++i)
+        out.available.push_back(r.availableSequenceNumbers[i]);
+    return out;
+}
+
+// Server.GetMonitoredItems(sub) by Call: the method's status and the two handle arrays.
+uaplex_status getMonitoredItems(Client& c, std::uint32_t sub, std::vector<std::uint32_t>* server,
+                                std::vector<std::uint32_t>* client) {
+    ua::CallMethodRequest m{};
+    m.objectId = ua::numericNodeId(0, 2253);
+    m.methodId = ua::numericNodeId(0, 11492);
+    ua::Variant arg = ua::variantUInt32(sub);
+    m.inputArguments = {1, &arg};
+    ua::CallRequest req{};
+    req.methodsToCall = {1, &m};
+    auto msg = c.call(req);
+    REQUIRE(Client::result(msg) == UAPLEX_Good);
+    auto& r = *static_cast<ua::CallResponse*>(msg.object);
+    REQUIRE(r.results.size() == 1);
+    const auto& res = r.results[0];
+    if (res.statusCode != UAPLEX_Good) return res.statusCode;
+    REQUIRE(res.outputArguments.size() == 2);
+    auto take = [](const ua::Variant& v, std::vector<std::uint32_t>* out) {
+        REQUIRE((v.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_UINT32);
+        const auto* p = static_cast<const std::uint32_t*>(v.value.pointer);
+        out->assign(p, p + std::max<std::int32_t>(v.array_length, 0));
+    };
+    take(res.outputArguments[0], server);
+    take(res.outputArguments[1], client);
+    return UAPLEX_Good;
+}
+
+uaplex_status transfer(Client& c, std::uint32_t sub, bool sendInitialValues,
+                       std::vector<std::uint32_t>* available = nullptr) {
+    ua::TransferSubscriptionsRequest t{};
+    t.subscriptionIds = {1, &sub};
+    t.sendInitialValues = sendInitialValues;
+    auto m = c.call(t);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    auto& r = *static_cast<ua::TransferSubscriptionsResponse*>(m.object);
+    REQUIRE(r.results.size() == 1);
+    if (available)
+        for (std::size_t i = 0; i < r.results[0].availableSequenceNumbers.size(); ++i)
+            available->push_back(r.results[0].availableSequenceNumbers[i]);
+    return r.results[0].statusCode;
+}
+
+}  // namespace
+
+TEST_CASE("subscriptions: a Publish parked on a lost channel does not take the next message") {
+    Client a;
+    REQUIRE(a.open(server().port));
+    REQUIRE(a.createSession() == UAPLEX_Good);
+    std::uint32_t sub = createSubscription(a);
+    Published first = publish(a, 10);  // the first keep-alive
+    REQUIRE(first.status == UAPLEX_Good);
+    CHECK(first.notifications == 0);
+    ua::PublishRequest parked{};
+    REQUIRE(a.send(parked, 11));  // waits: nothing to report for K = 20 cycles
+    // A Read behind it: once it is answered, the Publish has been handed to the engine.
+    std::vector<ua::ReadValueId> ids;
+    auto read = readState(ids, 1);
+    REQUIRE(Client::result(a.call(read, 12)) == UAPLEX_Good);
+    a.disconnect();  // the client loses its connection
+    Client b;
+    REQUIRE(b.open(server().port));
+    b.adoptSession(a);
+    REQUIRE(b.activateSession() == UAPLEX_Good);
+    monitorState(b, sub, 7);
+    // The initial value is message 1, and it reaches the Publish on the new channel.
+    Published p = publish(b, 13);
+    REQUIRE(p.status == UAPLEX_Good);
+    CHECK(p.subscriptionId == sub);
+    CHECK(p.sequenceNumber == 1);
+    CHECK(p.notifications == 1);
+}
+
+TEST_CASE("subscriptions: CloseSession(deleteSubscriptions=false) leaves them for a transfer") {
+    Client a;
+    REQUIRE(a.open(server().port));
+    REQUIRE(a.createSession() == UAPLEX_Good);
+    std::uint32_t kept = createSubscription(a), gone = 0;
+    std::uint32_t item = monitorState(a, kept, 41);
+    Published p = publish(a, 2);
+    REQUIRE(p.status == UAPLEX_Good);
+    CHECK(p.sequenceNumber == 1);  // not acknowledged: stays available
+    ua::CloseSessionRequest close{};
+    close.deleteSubscriptions = false;
+    REQUIRE(Client::result(a.call(close)) == UAPLEX_Good);
+
+    Client b;
+    REQUIRE(b.open(server().port));
+    REQUIRE(b.createSession() == UAPLEX_Good);
+    std::vector<std::uint32_t> available;
+    REQUIRE(transfer(b, kept, true, &available) == UAPLEX_Good);
+    CHECK(available == std::vector<std::uint32_t>{1});
+    CHECK(transfer(b, 0x7FFFFFF0u, true) == UAPLEX_BadSubscriptionIdInvalid);
+    // sendInitialValues: the item's current value comes again on the new session.
+    Published q = publish(b, 3);
+    REQUIRE(q.status == UAPLEX_Good);
+    CHECK(q.subscriptionId == kept);
+    CHECK(q.notifications == 1);
+    CHECK(q.sequenceNumber == 2);
+
+    // Server.GetMonitoredItems: the owner sees the handles, another session may not.
+    std::vector<std::uint32_t> sh, ch;
+    REQUIRE(getMonitoredItems(b, kept, &sh, &ch) == UAPLEX_Good);
+    CHECK(sh == std::vector<std::uint32_t>{item});
+    CHECK(ch == std::vector<std::uint32_t>{41});
+    CHECK(getMonitoredItems(b, 0x7FFFFFF0u, &sh, &ch) == UAPLEX_BadSubscriptionIdInvalid);
+    Client c;
+    REQUIRE(c.open(server().port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    CHECK(getMonitoredItems(c, kept, &sh, &ch) == UAPLEX_BadUserAccessDenied);
+
+    // deleteSubscriptions = true deletes them: nothing left to transfer.
+    gone = createSubscription(c);
+    ua::CloseSessionRequest closeAll{};
+    closeAll.deleteSubscriptions = true;
+    REQUIRE(Client::result(c.call(closeAll)) == UAPLEX_Good);
+    CHECK(transfer(b, gone, false) == UAPLEX_BadSubscriptionIdInvalid);
+}
+
+TEST_CASE("subscriptions: ServerCapabilities advertise the configured subscription limits") {
+    Client c;
+    REQUIRE(c.open(server().port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    std::vector<ua::ReadValueId> ids(3);
+    const std::uint32_t nodes[] = {24098 /* MaxSubscriptionsPerSession */,
+                                   11714 /* OperationLimits.MaxMonitoredItemsPerCall */,
+                                   31916 /* MaxMonitoredItemsQueueSize */};
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        ids[i].nodeId = ua::numericNodeId(0, nodes[i]);
+        ids[i].attributeId = 13;
+    }
+    ua::ReadRequest read{};
+    read.timestampsToReturn = ua::TimestampsToReturn::Neither;
+    read.nodesToRead = {3, ids.data()};
+    auto m = c.call(read);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    auto& r = *static_cast<ua::ReadResponse*>(m.object);
+    REQUIRE(r.results.size() == 3);
+    CHECK(r.results[0].value.value.uint32 == 100);  // the defaults of [server.limits]
+    CHECK(r.results[1].value.value.uint32 == 10000);
+    CHECK(r.results[2].value.value.uint32 == 10000);  // the larger of data and event queues
+}
+
+TEST_CASE("diagnostics: operation-level returnDiagnostics sizes diagnosticInfos like results") {
+    Client c;
+    REQUIRE(c.open(server().port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    std::vector<ua::ReadValueId> ids;
+    auto read = readState(ids, 3);
+    {
+        auto m = c.call(read);
+        REQUIRE(Client::result(m) == UAPLEX_Good);
+        CHECK(static_cast<ua::ReadResponse*>(m.object)->diagnosticInfos.size() == 0);
+    }
+    read.requestHeader.returnDiagnostics = 0x3E0;  // every operation-level field
+    {
+        auto m = c.call(read);
+        REQUIRE(Client::result(m) == UAPLEX_Good);
+        auto& r = *static_cast<ua::ReadResponse*>(m.object);
+        CHECK(r.results.size() == 3);
+        CHECK(r.diagnosticInfos.size() == 3);
+    }
+    std::uint32_t sub = createSubscription(c);
+    std::uint32_t item = monitorState(c, sub, 5);
+    std::uint32_t unknown = item + 1000;
+    std::uint32_t items[] = {item, unknown};
+    ua::SetMonitoringModeRequest sm{};
+    sm.requestHeader.returnDiagnostics = 0x3E0;
+    sm.subscriptionId = sub;
+    sm.monitoringMode = ua::MonitoringMode::Sampling;
+    sm.monitoredItemIds = {2, items};
+    auto m = c.call(sm);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    auto& r = *static_cast<ua::SetMonitoringModeResponse*>(m.object);
+    REQUIRE(r.results.size() == 2);
+    CHECK(r.results[1] == UAPLEX_BadMonitoredItemIdInvalid);
+    CHECK(r.diagnosticInfos.size() == 2);
+}

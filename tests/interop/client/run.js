@@ -4,7 +4,7 @@
 //   node run.js [opc.tcp://127.0.0.1:4840] [--peer] [--only NAME] [--timeout SECONDS] [--verbose]
 //
 // The test files run one after another in child processes (node --test); each case has
-// its own timeout and the whole run is killed after --timeout seconds (default 60).
+// its own timeout and the whole run is killed after --timeout seconds (default 120).
 // Exit status: 0 when every case passed, 1 otherwise, 2 on bad usage.
 "use strict";
 
@@ -17,7 +17,7 @@ function usage(msg) {
         "usage: node run.js [opc.tcp://HOST:PORT] [--peer] [--only NAME] [--timeout SECONDS] [--verbose]\n" +
         "  --peer      relax the assertions where node-opcua's server differs from the spec\n" +
         "  --only      run only the test files whose name contains NAME (repeatable)\n" +
-        "  --timeout   kill the whole run after SECONDS (default 60)\n" +
+        "  --timeout   kill the whole run after SECONDS (default 120)\n" +
         "  --verbose   keep node-opcua's warnings\n";
     if (msg) {
         process.stderr.write(`run.js: ${msg}\n${text}`);
@@ -30,7 +30,7 @@ function usage(msg) {
 let endpoint = "opc.tcp://127.0.0.1:4840";
 let peer = false;
 let verbose = false;
-let timeoutS = 60;
+let timeoutS = 120;
 const only = [];
 const args = process.argv.slice(2);
 for (let i = 0; i < args.length; i++) {

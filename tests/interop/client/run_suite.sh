@@ -35,6 +35,11 @@ TOML
 for nm in demo benchmark; do
   [ -e "$plugins/uaplex-$nm.so" ] && printf '[plugins.%s]\n' "$nm" >>"$work/interop.toml"
 done
+# Monitored-item queues above size 1 (deadband and SetMonitoringMode cases queue values).
+if [ -e "$plugins/uaplex-mi-default.so" ]; then
+  sed -i 's/^request_queue = "fifo"$/&\nmonitored_item_queue = "mi-default"/' "$work/interop.toml"
+  printf '[plugins.mi-default]\n' >>"$work/interop.toml"
+fi
 
 if [ ! -f "$here/node_modules/.package-lock.json" ] ||
    [ "$here/package-lock.json" -nt "$here/node_modules/.package-lock.json" ]; then

@@ -144,5 +144,40 @@ TEST_CASE("[server] identity and limits: defaults, overrides, range checks") {
     CHECK(error_of("[server]\nendpoints = []\n").find("at least one URL") != std::string::npos);
     auto warn = parse_string("[server.limits]\nmax_sesions = 3\n", "/etc/uaplex/test.toml", kPaths);
     REQUIRE(warn.warnings.size() == 1);
-    CHECK(warn.warnings[0].find("unknown key 'max_sesions' in [server.limits]") != std::string::npos);
+    CHECK(warn.warnings[0].find("unknown key 'max_sesions' in [server.limits]") !=
+          std::string::npos);
+}
+
+TEST_CASE("[server.limits] subscription limits: defaults and overrides") {
+    auto def = parse_string("", "/etc/uaplex/test.toml", kPaths);
+    const auto& d = def.server.limits;
+    CHECK(d.max_subscriptions == 1000);
+    CHECK(d.max_subscriptions_per_session == 100);
+    CHECK(d.max_monitored_items == 0);
+    CHECK(d.max_monitored_items_per_call == 10000);
+    CHECK(d.min_publishing_interval_ms == 50);
+    auto cfg = parse_string(
+        "[server.limits]\nmax_subscriptions = 5\nmax_subscriptions_per_session = 2\n"
+        "max_monitored_items = 9\nmax_monitored_items_per_subscription = 3\n"
+        "max_monitored_items_per_call = 4\nmax_monitored_item_queue_size = 8\n"
+        "max_event_queue_size = 16\nmax_publish_requests_per_session = 6\n"
+        "min_publishing_interval_ms = 20\nmax_publishing_interval_ms = 60000\n"
+        "min_sampling_interval_ms = 10\nmax_sampling_interval_ms = 30000\n",
+        "/etc/uaplex/test.toml", kPaths);
+    const auto& l = cfg.server.limits;
+    CHECK(cfg.warnings.empty());
+    CHECK(l.max_subscriptions == 5);
+    CHECK(l.max_subscriptions_per_session == 2);
+    CHECK(l.max_monitored_items == 9);
+    CHECK(l.max_monitored_items_per_subscription == 3);
+    CHECK(l.max_monitored_items_per_call == 4);
+    CHECK(l.max_monitored_item_queue_size == 8);
+    CHECK(l.max_event_queue_size == 16);
+    CHECK(l.max_publish_requests_per_session == 6);
+    CHECK(l.min_publishing_interval_ms == 20);
+    CHECK(l.max_publishing_interval_ms == 60000);
+    CHECK(l.min_sampling_interval_ms == 10);
+    CHECK(l.max_sampling_interval_ms == 30000);
+    CHECK(error_of("[server.limits]\nmin_publishing_interval_ms = 1\n")
+              .find("min_publishing_interval_ms must be") != std::string::npos);
 }

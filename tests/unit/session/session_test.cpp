@@ -1,6 +1,9 @@
 // Session lifecycle: create (limits, revised timeout, tokens), activate (identity tokens,
 // channel binding, transfer), resolve statuses, close, timeout, counters.
 #include <catch2/catch.hpp>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "services/service_set.hpp"
 #include "session/session_manager.hpp"
@@ -140,4 +143,35 @@ TEST_CASE(
     CHECK(m.resolve(token, 1, 0, s, &cache) == UAPLEX_Good);
     REQUIRE(m.close(token, 1) == UAPLEX_Good);
     CHECK(m.resolve(token, 1, 0, s, &cache) == UAPLEX_BadSessionIdInvalid);
+}
+
+TEST_CASE("the closed hook sees deleteSubscriptions: CloseSession's flag, a timeout keeps them") {
+    SessionManager m({10, 10000, 60000}, nullptr);
+    std::vector<std::pair<std::string, bool>> closed;
+    m.setClosedHook([&](Session& s) {
+        closed.emplace_back(std::string(s.name()), s.deleteSubscriptionsOnClose());
+    });
+    auto keep = m.create(1, 10000, "keep", 0, 0).session->authenticationToken();
+    auto del = m.create(1, 10000, "delete", 0, 0).session->authenticationToken();
+    m.create(1, 10000, "timeout", 0, 0);
+    REQUIRE(m.activate(keep, 1, kAnonymous, 0) == UAPLEX_Good);
+    REQUIRE(m.activate(del, 1, kAnonymous, 0) == UAPLEX_Good);
+    CHECK(m.close(keep, 1, false) == UAPLEX_Good);
+    CHECK(m.close(del, 1, true) == UAPLEX_Good);
+    CHECK(m.sweep(20001) == 1);
+    m.create(1, 10000, "shutdown", 0, 0);
+    m.closeAll();
+    CHECK(closed == std::vector<std::pair<std::string, bool>>{
+                        {"keep", false}, {"delete", true}, {"timeout", false}, {"shutdown", true}});
+}
+
+TEST_CASE("the identity key compares sessions of the same user") {
+    SessionManager m({10, 10000, 60000}, nullptr);
+    auto a = m.create(1, 10000, "a", 0, 0);
+    auto b = m.create(1, 10000, "b", 0, 0);
+    REQUIRE(m.activate(a.session->authenticationToken(), 1, kAnonymous, 0) == UAPLEX_Good);
+    REQUIRE(m.activate(b.session->authenticationToken(), 1, {IdentityKind::Anonymous, ""}, 0) ==
+            UAPLEX_Good);
+    CHECK(a.session->identityKey() == "anonymous");
+    CHECK(a.session->identityKey() == b.session->identityKey());
 }

@@ -23,7 +23,7 @@ const endpointUrl = new URL(ENDPOINT.replace(/^opc\.tcp:/, "http:"));
 const HOST = endpointUrl.hostname.replace(/^\[|\]$/g, "");
 const PORT = Number(endpointUrl.port || 4840);
 
-// Per-test time budgets (ms). The whole suite stays well under a minute.
+// Per-test time budgets (ms). The whole suite stays well under two minutes.
 const T_SHORT = 8000;
 const T_LONG = 20000;
 
