@@ -174,6 +174,8 @@ class Connection final : public securechannel::ChunkOutput,
             r->registry = nullptr;
         }
         r->session.reset();
+        // A pooled body goes back now; the assembler rents the next message's storage.
+        if (r->body.allocator()) r->body.release();
         if (r->owner) {
             server_.admission_->owner_release(server_.admissionSelf_, r->owner);
             r->owner = nullptr;
@@ -279,6 +281,7 @@ struct Server::Callbacks {
         limits.decodeLimits = s.dispatcher_->decodeLimits();
         try {
             auto c = std::make_shared<Connection>(s, binding, handle, limits);
+            c->channel.setAssemblyAllocator(s.messageAllocator_.get());
             c->peer.assign(peer.data ? peer.data : "", peer.len);
             if (s.admission_) {
                 uaplex_status st = s.admitConnection(*c);
@@ -327,7 +330,8 @@ struct Server::Callbacks {
         auto& s = *static_cast<TransportBinding*>(user)->server;
         auto* c = static_cast<Connection*>(cuser);
         c->transportClosed();
-        c->releaseConnectionLease();  // the I/O thread of this connection, as at accept
+        c->channel.releaseAssembly();  // an unfinished message's pooled storage
+        c->releaseConnectionLease();   // the I/O thread of this connection, as at accept
         std::shared_ptr<Connection> last;
         {
             std::lock_guard lock(s.connectionsMutex_);
@@ -394,6 +398,14 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
         UAPLEX_Good)
         throw std::runtime_error("buffer pool: cannot create the uasc-chunks manager");
     poolManager_ = m;
+    if (host_.buffer_pool()) {
+        static constexpr char kMessages[] = "uasc-messages";
+        uaplex_buffer_manager* mm = nullptr;
+        if (poolOps_->manager_create(poolSelf_, {kMessages, sizeof kMessages - 1},
+                                     std::max(l.max_message_size, bufferSize), &mm) != UAPLEX_Good)
+            throw std::runtime_error("buffer pool: cannot create the uasc-messages manager");
+        messageAllocator_ = std::make_unique<PoolBufferAllocator>(poolOps_, poolSelf_, mm);
+    }
 }
 
 Server::~Server() {
@@ -415,6 +427,11 @@ void Server::start() {
     host_.request_queue().set_revalidation(&Server::revalidate, this);
     for (std::uint32_t i = 0; i < cfg_.server.request_threads; ++i) {
         workers_.push_back(std::make_unique<Worker>());
+        if (messageAllocator_) {
+            // Responses are encoded in pooled storage rented per response.
+            workers_.back()->out.release();
+            workers_.back()->out.setAllocator(messageAllocator_.get());
+        }
         threads_.emplace_back([this, w = workers_.back().get()] { workerLoop(*w); });
     }
     housekeeping_ = std::thread([this] { housekeepingLoop(); });
@@ -528,6 +545,7 @@ void Server::stop() noexcept {
     }
     for (auto& t : threads_) t.join();
     threads_.clear();
+    for (auto& w : workers_) w->out.release();  // before the pool plugin can go
     deadlines_->stop();
     if (deadlineSweeper_.joinable()) deadlineSweeper_.join();
     for (auto& t : transports_) t->stop();  // closes every connection (on_closed)
@@ -788,6 +806,7 @@ void Server::execute(PendingRequest& r, Worker& w, host::PluginInstance* queue) 
     host::RequestQueueSlot::dispose(queue, &r.entry);
     if (handedOver) {
         c->release(&r);
+        if (w.out.allocator()) w.out.release();
         return;
     }
     // The response is encoded: recycle the request before sending, so that the client's
@@ -798,6 +817,8 @@ void Server::execute(PendingRequest& r, Worker& w, host::PluginInstance* queue) 
         Dispatcher::encodeFault(handle, UAPLEX_BadResponseTooLarge, ctx.utc, w.out);
         c->channel.sendMessage(requestId, w.out.span(), w.chunks);
     }
+    // The chunks hold their own copy: the encoding goes back to the pool.
+    if (w.out.allocator()) w.out.release();
 }
 
 void Server::publishingLoop() {
