@@ -401,8 +401,11 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
     if (host_.buffer_pool()) {
         static constexpr char kMessages[] = "uasc-messages";
         uaplex_buffer_manager* mm = nullptr;
-        if (poolOps_->manager_create(poolSelf_, {kMessages, sizeof kMessages - 1},
-                                     std::max(l.max_message_size, bufferSize), &mm) != UAPLEX_Good)
+        // The chunks' bucket limit: the pool then keeps as many message arrays per bucket as
+        // chunk arrays (a limit of MaxMessageSize would leave a handful per bucket and send
+        // most rents to the heap). Larger messages are assembled and encoded on the heap.
+        if (poolOps_->manager_create(poolSelf_, {kMessages, sizeof kMessages - 1}, bufferSize,
+                                     &mm) != UAPLEX_Good)
             throw std::runtime_error("buffer pool: cannot create the uasc-messages manager");
         messageAllocator_ = std::make_unique<PoolBufferAllocator>(poolOps_, poolSelf_, mm);
     }

@@ -102,7 +102,8 @@ class Server {
     void* poolSelf_ = nullptr;
     void* poolManager_ = nullptr;
     // With a buffer_pool plugin: request bodies and response encodings are rented from its
-    // `uasc-messages` manager (MaxBufferSize = max_message_size) through this allocator.
+    // `uasc-messages` manager (MaxBufferSize = the chunk buffer size) through this
+    // allocator; larger messages use the heap.
     std::unique_ptr<PoolBufferAllocator> messageAllocator_;
     // The [slots] admission provider, or null: then requests carry no owner.
     const uaplex_admission_ops* admission_ = nullptr;

@@ -27,7 +27,7 @@ class FifoQueue final : public uaplex::sdk::RequestQueue {
         if (auto v = ctx.config_int("max_queued")) {
             if (*v <= 0 || *v > kMaxCapacity)
                 throw uaplex::sdk::StatusError(UAPLEX_BadConfigurationError,
-                                               "max_queued must be between 1 and 16777216");
+                                               "max_queued must be between 1 and 1048576");
             capacity_ = static_cast<uint32_t>(*v);
         }
         if (capacity_ == 0)
@@ -140,7 +140,7 @@ class FifoQueue final : public uaplex::sdk::RequestQueue {
     }
 
   private:
-    static constexpr int64_t kMaxCapacity = 1 << 24;
+    static constexpr int64_t kMaxCapacity = 1 << 20;  // the ring takes 128 bytes per place
     static constexpr std::ptrdiff_t kWakeAll = 1 << 16;
 
     // An entry's state word (queue_private[0]): the ring position it was queued at, shifted
