@@ -79,6 +79,13 @@ struct Worker {
     enc::Arena arena{64u << 20, 64 * 1024};
     enc::ByteBuffer out{64 * 1024};
     std::vector<uaplex_buffer> chunks;
+    // Sized before the first request: the queue may hand any idle worker a request, so a
+    // worker's first request is no warm-up.
+    Worker() {
+        arena.allocate(1, 1);
+        arena.reset();
+        chunks.reserve(8);
+    }
 };
 
 // The kernel's side of one transport connection: its SecureChannel and the way out.
