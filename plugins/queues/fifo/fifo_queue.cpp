@@ -47,7 +47,7 @@ class FifoQueue final : public uaplex::sdk::RequestQueue {
     }
 
     uaplex_status start() override {
-        ctx_.info("bounded lock-free FIFO, max_queued " + std::to_string(capacity_));
+        ctx_.info("bounded FIFO, max_queued " + std::to_string(capacity_));
         return UAPLEX_Good;
     }
 
