@@ -165,6 +165,9 @@ std::vector<SharedLock> sharedLocks(const std::string& slots, const std::string&
     ua::ReadRequest read{};
     read.nodesToRead = {std::int32_t(ids.size()), ids.data()};
     test::Client c1, c2;
+    // No TimeoutHint: the deadline sweep, which visits every session, then stays asleep.
+    c1.setTimeoutHint(0);
+    c2.setTimeoutHint(0);
     REQUIRE(c1.open(port));
     REQUIRE(c1.createSession() == UAPLEX_Good);
     REQUIRE(c2.open(port));
