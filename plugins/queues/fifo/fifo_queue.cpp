@@ -55,12 +55,20 @@ class FifoQueue final : public uaplex::sdk::RequestQueue {
         stopped_.store(true, std::memory_order_seq_cst);
         uint64_t halted = 0;
         // Every entry still in the ring is claimed here or by a racing consumer/canceller;
-        // the CAS on its state decides, so each is completed exactly once.
-        while (Claimed c = pop()) {
-            if (c.entry) {
-                complete(c.entry, UAPLEX_BadServerHalted);
-                ++halted;
+        // the CAS on its state decides, so each is completed exactly once. A producer between
+        // its place and its publish holds the ring up for a few instructions: wait for it
+        // (it sees the stop afterwards and takes its own entry back).
+        for (;;) {
+            if (Claimed c = pop()) {
+                if (c.entry) {
+                    complete(c.entry, UAPLEX_BadServerHalted);
+                    ++halted;
+                }
+                continue;
             }
+            if (head_.load(std::memory_order_seq_cst) == tail_.load(std::memory_order_seq_cst))
+                break;
+            std::this_thread::yield();
         }
         wake_.release(kWakeAll);  // every waiting dequeue returns BadServerHalted
         if (halted)
@@ -172,7 +180,9 @@ class FifoQueue final : public uaplex::sdk::RequestQueue {
             uint64_t seq = c.seq.load(std::memory_order_acquire);
             auto diff = static_cast<int64_t>(seq - pos);
             if (diff == 0) {
-                if (tail_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+                // seq_cst: either stop sees this place taken, or this producer sees the stop.
+                if (tail_.compare_exchange_weak(pos, pos + 1, std::memory_order_seq_cst,
+                                                std::memory_order_relaxed)) {
                     e->queue_private[1] = this;
                     state(e).store((pos << 2) | kQueued, std::memory_order_release);
                     c.entry = e;
@@ -234,11 +244,14 @@ class FifoQueue final : public uaplex::sdk::RequestQueue {
 
     uaplex_status take(uaplex_request_entry** out) {
         while (Claimed c = pop()) {
-            if (c.entry) {
-                gauge_set(depth_, int64_t(count_.load(std::memory_order_relaxed)));
-                *out = c.entry;
-                return UAPLEX_Good;
+            if (!c.entry) continue;
+            if (stopped_.load(std::memory_order_acquire)) {
+                complete(c.entry, UAPLEX_BadServerHalted);  // left behind by a racing stop
+                continue;
             }
+            gauge_set(depth_, int64_t(count_.load(std::memory_order_relaxed)));
+            *out = c.entry;
+            return UAPLEX_Good;
         }
         *out = nullptr;
         return stopped_.load(std::memory_order_acquire) ? UAPLEX_BadServerHalted
