@@ -62,6 +62,10 @@ ChunkAssembler::Result ChunkAssembler::add(char chunkType, std::uint32_t request
         requestId_ = requestId;
         chunks_ = 0;
         body_.clear();
+        if (body_.allocator() != allocator_) {
+            body_.release();
+            body_.setAllocator(allocator_);
+        }
     }
     if (chunkType == 'A') {
         active_ = false;

@@ -130,9 +130,15 @@ class ChunkAssembler {
     Result add(char chunkType, std::uint32_t requestId, std::span<const std::uint8_t> body);
     std::uint32_t requestId() const noexcept { return requestId_; }
     enc::ByteBuffer& body() noexcept { return body_; }
+    // Messages are assembled in storage rented from `allocator` (the server's buffer pool)
+    // from the next message on; the body handed out by a swap takes its storage along.
+    void setAllocator(enc::BufferAllocator* allocator) noexcept { allocator_ = allocator; }
+    // Gives back the storage of a message left unfinished (the connection closed).
+    void releaseBody() noexcept { body_.release(); }
 
   private:
     std::uint32_t maxMessageSize_, maxChunkCount_;
+    enc::BufferAllocator* allocator_ = nullptr;
     enc::ByteBuffer body_;
     std::uint32_t chunks_ = 0;
     std::uint32_t requestId_ = 0;
@@ -174,6 +180,12 @@ class SecureChannel {
     // abort chunk); `id` is the server-wide channel id to give on OPN Issue.
     Event onChunk(std::span<std::uint8_t> chunk, const Clock& now, std::uint32_t newChannelId);
     enc::ByteBuffer& assembledBody() noexcept { return assembler_.body(); }
+    // Request bodies are assembled in storage from `allocator` (I/O thread, before the
+    // first MSG); releaseAssembly gives back what an unfinished message holds (I/O thread).
+    void setAssemblyAllocator(enc::BufferAllocator* allocator) noexcept {
+        assembler_.setAllocator(allocator);
+    }
+    void releaseAssembly() noexcept { assembler_.releaseBody(); }
     std::uint32_t assembledRequestId() const noexcept { return assembler_.requestId(); }
 
     // Sends one response message body in as many MSG chunks as it needs. Bad:

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <string>
@@ -168,6 +169,27 @@ void KernelBufferPool::stats(std::uint64_t& retained, std::uint64_t& outstanding
 
 KernelBufferPool::~KernelBufferPool() {
     for (auto* m : managers_) delete m;
+}
+
+bool PoolBufferAllocator::rent(std::size_t size, enc::BufferBlock& out) noexcept {
+    static_assert(sizeof(uaplex_buffer) <= sizeof(out.handle));
+    if (size > UINT32_MAX) return false;
+    uaplex_buffer b{};
+    // No cancellation token: a pool with a process budget may wait here, as for chunks.
+    if (ops_->take(self_, manager_, std::uint32_t(size), this, nullptr, &b) != UAPLEX_Good)
+        return false;
+    std::memcpy(out.handle, &b, sizeof b);
+    out.data = b.data;
+    out.capacity = b.length;
+    return true;
+}
+
+void PoolBufferAllocator::giveBack(enc::BufferBlock& block) noexcept {
+    uaplex_buffer b;
+    std::memcpy(&b, block.handle, sizeof b);
+    ops_->give_back(self_, &b, this);
+    block.data = nullptr;
+    block.capacity = 0;
 }
 
 }  // namespace uaplex::server

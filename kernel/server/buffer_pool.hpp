@@ -7,6 +7,7 @@
 #pragma once
 
 #include <uaplex/buffer_pool.h>
+#include <uaplex/encoding/binary.hpp>
 
 #include <cstdint>
 #include <mutex>
@@ -33,6 +34,23 @@ class KernelBufferPool {
     std::uint32_t maxRetained_;
     mutable std::mutex managersMutex_;  // manager creation and destruction only
     std::vector<uaplex_buffer_manager*> managers_;
+};
+
+// Serves ByteBuffer storage (assembled requests, response encodings) from one manager of a
+// buffer pool, so that messages live in pooled arrays like the chunks that carry them. A
+// size the manager cannot serve makes the buffer fall back to the heap.
+class PoolBufferAllocator final : public enc::BufferAllocator {
+  public:
+    PoolBufferAllocator(const uaplex_buffer_pool_ops* ops, void* self,
+                        uaplex_buffer_manager* manager) noexcept
+        : ops_(ops), self_(self), manager_(manager) {}
+    bool rent(std::size_t size, enc::BufferBlock& out) noexcept override;
+    void giveBack(enc::BufferBlock& block) noexcept override;
+
+  private:
+    const uaplex_buffer_pool_ops* ops_;
+    void* self_;
+    uaplex_buffer_manager* manager_;
 };
 
 }  // namespace uaplex::server

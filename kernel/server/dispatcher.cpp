@@ -343,12 +343,13 @@ uaplex_status Dispatcher::dispatch(const enc::DataType* type, const void* reques
 
     if (is<ua::CancelRequest>(type)) {
         // Queued requests of this session with the handle are completed with
-        // BadRequestCancelledByClient; executing ones finish normally and are not counted.
+        // BadRequestCancelledByRequest ("cancelled by the client with the Cancel service");
+        // executing ones finish normally and are not counted.
         const auto& req = *static_cast<const ua::CancelRequest*>(request);
         auto* resp = make<ua::CancelResponse>(arena);
         if (!resp) return UAPLEX_BadOutOfMemory;
-        resp->cancelCount =
-            s->requests().cancel(req.requestHandle, UAPLEX_BadRequestCancelledByClient, canceller_);
+        resp->cancelCount = s->requests().cancel(req.requestHandle,
+                                                 UAPLEX_BadRequestCancelledByRequest, canceller_);
         // Parked Publish requests are no longer in the request registry.
         if (subscriptions_)
             resp->cancelCount += subscriptions_->cancel(sessionKey(*s), req.requestHandle);

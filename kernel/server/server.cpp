@@ -79,6 +79,13 @@ struct Worker {
     enc::Arena arena{64u << 20, 64 * 1024};
     enc::ByteBuffer out{64 * 1024};
     std::vector<uaplex_buffer> chunks;
+    // Sized before the first request: the queue may hand any idle worker a request, so a
+    // worker's first request is no warm-up.
+    Worker() {
+        arena.allocate(1, 1);
+        arena.reset();
+        chunks.reserve(8);
+    }
 };
 
 // The kernel's side of one transport connection: its SecureChannel and the way out.
@@ -174,6 +181,8 @@ class Connection final : public securechannel::ChunkOutput,
             r->registry = nullptr;
         }
         r->session.reset();
+        // A pooled body goes back now; the assembler rents the next message's storage.
+        if (r->body.allocator()) r->body.release();
         if (r->owner) {
             server_.admission_->owner_release(server_.admissionSelf_, r->owner);
             r->owner = nullptr;
@@ -280,6 +289,7 @@ struct Server::Callbacks {
         limits.decodeLimits = s.dispatcher_->decodeLimits();
         try {
             auto c = std::make_shared<Connection>(s, binding, handle, limits);
+            c->channel.setAssemblyAllocator(s.messageAllocator_.get());
             c->peer.assign(peer.data ? peer.data : "", peer.len);
             if (s.admission_) {
                 uaplex_status st = s.admitConnection(*c);
@@ -328,7 +338,8 @@ struct Server::Callbacks {
         auto& s = *static_cast<TransportBinding*>(user)->server;
         auto* c = static_cast<Connection*>(cuser);
         c->transportClosed();
-        c->releaseConnectionLease();  // the I/O thread of this connection, as at accept
+        c->channel.releaseAssembly();  // an unfinished message's pooled storage
+        c->releaseConnectionLease();   // the I/O thread of this connection, as at accept
         std::shared_ptr<Connection> last;
         {
             std::lock_guard lock(s.connectionsMutex_);
@@ -403,6 +414,17 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
         UAPLEX_Good)
         throw std::runtime_error("buffer pool: cannot create the uasc-chunks manager");
     poolManager_ = m;
+    if (host_.buffer_pool()) {
+        static constexpr char kMessages[] = "uasc-messages";
+        uaplex_buffer_manager* mm = nullptr;
+        // The chunks' bucket limit: the pool then keeps as many message arrays per bucket as
+        // chunk arrays (a limit of MaxMessageSize would leave a handful per bucket and send
+        // most rents to the heap). Larger messages are assembled and encoded on the heap.
+        if (poolOps_->manager_create(poolSelf_, {kMessages, sizeof kMessages - 1}, bufferSize,
+                                     &mm) != UAPLEX_Good)
+            throw std::runtime_error("buffer pool: cannot create the uasc-messages manager");
+        messageAllocator_ = std::make_unique<PoolBufferAllocator>(poolOps_, poolSelf_, mm);
+    }
 }
 
 Server::~Server() {
@@ -424,6 +446,11 @@ void Server::start() {
     host_.request_queue().set_revalidation(&Server::revalidate, this);
     for (std::uint32_t i = 0; i < cfg_.server.request_threads; ++i) {
         workers_.push_back(std::make_unique<Worker>());
+        if (messageAllocator_) {
+            // Responses are encoded in pooled storage rented per response.
+            workers_.back()->out.release();
+            workers_.back()->out.setAllocator(messageAllocator_.get());
+        }
         threads_.emplace_back([this, w = workers_.back().get()] { workerLoop(*w); });
     }
     housekeeping_ = std::thread([this] { housekeepingLoop(); });
@@ -537,6 +564,7 @@ void Server::stop() noexcept {
     }
     for (auto& t : threads_) t.join();
     threads_.clear();
+    for (auto& w : workers_) w->out.release();  // before the pool plugin can go
     deadlines_->stop();
     if (deadlineSweeper_.joinable()) deadlineSweeper_.join();
     for (auto& t : transports_) t->stop();  // closes every connection (on_closed)
@@ -797,6 +825,7 @@ void Server::execute(PendingRequest& r, Worker& w, host::PluginInstance* queue) 
     host::RequestQueueSlot::dispose(queue, &r.entry);
     if (handedOver) {
         c->release(&r);
+        if (w.out.allocator()) w.out.release();
         return;
     }
     // The response is encoded: recycle the request before sending, so that the client's
@@ -807,6 +836,8 @@ void Server::execute(PendingRequest& r, Worker& w, host::PluginInstance* queue) 
         Dispatcher::encodeFault(handle, UAPLEX_BadResponseTooLarge, ctx.utc, w.out);
         c->channel.sendMessage(requestId, w.out.span(), w.chunks);
     }
+    // The chunks hold their own copy: the encoding goes back to the pool.
+    if (w.out.allocator()) w.out.release();
 }
 
 void Server::reloadMonitoredItemQueues() {

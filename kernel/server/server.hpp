@@ -40,6 +40,7 @@ class Dispatcher;
 class SubscriptionService;
 class Discovery;
 class KernelBufferPool;
+class PoolBufferAllocator;
 struct Worker;
 struct PendingRequest;
 struct RequestPrefix;
@@ -103,6 +104,10 @@ class Server {
     const uaplex_buffer_pool_ops* poolOps_ = nullptr;
     void* poolSelf_ = nullptr;
     void* poolManager_ = nullptr;
+    // With a buffer_pool plugin: request bodies and response encodings are rented from its
+    // `uasc-messages` manager (MaxBufferSize = the chunk buffer size) through this
+    // allocator; larger messages use the heap.
+    std::unique_ptr<PoolBufferAllocator> messageAllocator_;
     // The [slots] admission provider, or null: then requests carry no owner.
     const uaplex_admission_ops* admission_ = nullptr;
     void* admissionSelf_ = nullptr;

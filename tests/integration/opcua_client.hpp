@@ -156,13 +156,18 @@ class Client {
     // connection is gone.
     template <class T>
     bool send(T& request, std::uint32_t handle) {
+        return sendMessage(encodeRequest(request, handle));
+    }
+    // The message body of `request` with this client's session header (for callRaw).
+    template <class T>
+    std::vector<std::uint8_t> encodeRequest(T& request, std::uint32_t handle) {
         request.requestHeader.authenticationToken = token_;
         request.requestHeader.requestHandle = handle;
         request.requestHeader.timeoutHint = timeoutHint_;
         enc::ByteBuffer body;
         enc::BinaryWriter w(body);
         enc::encodeMessage(w, request);
-        return sendMessage(body.toVector());
+        return body.toVector();
     }
     enc::DecodedMessage callRaw(const std::vector<std::uint8_t>& body, std::size_t chunkBody = 0) {
         if (!sendMessage(body, chunkBody)) return {UAPLEX_BadConnectionClosed, nullptr, nullptr};

@@ -375,7 +375,7 @@ std::uint32_t handleOf(const enc::DecodedMessage& m) {
 
 }  // namespace
 
-TEST_CASE("Cancel: a queued Read is answered BadRequestCancelledByClient and counted") {
+TEST_CASE("Cancel: a queued Read is answered BadRequestCancelledByRequest and counted") {
     Client c;
     REQUIRE(c.open(slowServer().port));
     REQUIRE(c.createSession() == UAPLEX_Good);
@@ -396,7 +396,7 @@ TEST_CASE("Cancel: a queued Read is answered BadRequestCancelledByClient and cou
     REQUIRE(first.object != nullptr);
     CHECK(handleOf(first) == 7);
     CHECK(first.type == enc::dataTypeOf<ua::ServiceFault>());
-    CHECK(Client::result(first) == UAPLEX_BadRequestCancelledByClient);
+    CHECK(Client::result(first) == UAPLEX_BadRequestCancelledByRequest);
     auto second = c.receiveResponse();
     REQUIRE(second.object != nullptr);
     CHECK(handleOf(second) == 8);
@@ -642,7 +642,7 @@ TEST_CASE("pipeline: Cancel and TimeoutHint on queued requests, leases returned"
     auto first = c.receiveResponse();
     REQUIRE(first.object != nullptr);
     CHECK(handleOf(first) == 7);
-    CHECK(Client::result(first) == UAPLEX_BadRequestCancelledByClient);
+    CHECK(Client::result(first) == UAPLEX_BadRequestCancelledByRequest);
     auto second = c.receiveResponse();
     REQUIRE(second.object != nullptr);
     CHECK(handleOf(second) == 9);

@@ -7,10 +7,40 @@ namespace uaplex::enc {
 
 void ByteBuffer::reserve(std::size_t capacity) {
     if (capacity <= capacity_) return;
-    std::unique_ptr<std::uint8_t[]> bigger(new std::uint8_t[capacity]);
-    if (size_ != 0) std::memcpy(bigger.get(), data_.get(), size_);
-    data_ = std::move(bigger);
-    capacity_ = capacity;
+    if (!grow(capacity)) throw std::bad_alloc();
+}
+
+void ByteBuffer::release() noexcept {
+    if (lender_) {
+        lender_->giveBack(block_);
+    } else {
+        delete[] data_;
+    }
+    data_ = nullptr;
+    size_ = capacity_ = 0;
+    lender_ = nullptr;
+}
+
+bool ByteBuffer::grow(std::size_t capacity) noexcept {
+    BufferBlock block;
+    bool pooled = allocator_ != nullptr && allocator_->rent(capacity, block);
+    if (!pooled) {
+        // Without an allocator, or when it cannot serve the size: the heap.
+        block.data = new (std::nothrow) std::uint8_t[capacity];
+        if (block.data == nullptr) return false;
+        block.capacity = capacity;
+    }
+    if (size_ != 0) std::memcpy(block.data, data_, size_);
+    std::size_t size = size_;
+    release();
+    data_ = block.data;
+    size_ = size;
+    capacity_ = block.capacity;
+    if (pooled) {
+        lender_ = allocator_;
+        block_ = block;
+    }
+    return true;
 }
 
 std::uint8_t* BinaryWriter::reserveSlow(std::size_t n) noexcept {
@@ -23,16 +53,12 @@ std::uint8_t* BinaryWriter::reserveSlow(std::size_t n) noexcept {
     // Grow geometrically so a message costs O(log n) allocations the first time only.
     std::size_t want = std::max<std::size_t>({size + n, buf_->capacity_ * 2, 256});
     want = std::min(want, std::max(maxSize_, size + n));
-    std::uint8_t* bigger = new (std::nothrow) std::uint8_t[want];
-    if (bigger == nullptr) {
+    if (!buf_->grow(want)) {
         fail(UAPLEX_BadOutOfMemory);
         return nullptr;
     }
-    if (size != 0) std::memcpy(bigger, buf_->data_.get(), size);
-    buf_->data_.reset(bigger);
-    buf_->capacity_ = want;
     buf_->size_ = size + n;
-    return bigger + size;
+    return buf_->data_ + size;
 }
 
 }  // namespace uaplex::enc

@@ -244,6 +244,7 @@ class BoundedPool final : public uaplex::sdk::BufferPool {
             return m;
         };
         m_rents_ = reg("rents", UAPLEX_METRIC_COUNTER);
+        m_returns_ = reg("returns", UAPLEX_METRIC_COUNTER);
         m_allocations_ = reg("allocations", UAPLEX_METRIC_COUNTER);
         m_discards_ = reg("discards", UAPLEX_METRIC_COUNTER);
         m_outstanding_ = reg("outstanding_bytes", UAPLEX_METRIC_GAUGE);
@@ -395,6 +396,7 @@ class BoundedPool final : public uaplex::sdk::BufferPool {
         }
         m->outstanding.fetch_sub(1, std::memory_order_relaxed);
         outstanding_bytes_.fetch_sub(len, std::memory_order_relaxed);
+        metric_add(m_returns_, 1);
         auto* pool = static_cast<BoundedArrayPool*>(m->pool.get());
         if (!pool->give_back(p, len)) metric_add(m_discards_, 1);
         b->data = nullptr;
@@ -493,6 +495,7 @@ class BoundedPool final : public uaplex::sdk::BufferPool {
     std::set<uint8_t*> traced_;
 
     uaplex_metric* m_rents_ = nullptr;
+    uaplex_metric* m_returns_ = nullptr;
     uaplex_metric* m_allocations_ = nullptr;
     uaplex_metric* m_discards_ = nullptr;
     uaplex_metric* m_outstanding_ = nullptr;

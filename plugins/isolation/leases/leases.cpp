@@ -6,8 +6,9 @@
 // stage. Every counter is reserved by a compare-and-swap loop that checks its limit before
 // it writes, in the order owner usage, floor, shared, stage total; a later failure returns
 // what the earlier steps took. The owner table (keys holding leases) is bounded and keeps
-// slots free for the protected classes; it is touched under its lock only when a key's
-// lease count of a class crosses zero.
+// slots free for the protected classes; its counts are one packed word changed by CAS, and
+// only a key's own lock orders that key's crossings of zero, so no request takes a
+// server-wide lock.
 #include <openssl/evp.h>
 
 #include <algorithm>
@@ -104,8 +105,9 @@ std::string peer_host(std::string_view a) {
 struct KeyEntry {
     std::string key;
     std::array<std::atomic<int64_t>, kStages> usage{};
-    std::array<std::atomic<int64_t>, kClasses> class_leases{};  // crosses zero under table lock
-    // Under the table lock:
+    std::array<std::atomic<int64_t>, kClasses> class_leases{};  // crosses zero under `mutex`
+    // Under `mutex` (this key only):
+    std::mutex mutex;
     int exclusive_class = -1;  // the class of all its leases, or -1 (none or several)
     bool tracked = false;
 };
@@ -165,7 +167,8 @@ class Leases final : public uaplex::sdk::AdmissionProvider {
 
     // An invalid plan fails here; reserves never shrink silently.
     uaplex_status start() override {
-        if (max_tracked_ < 1) return fail_plan("max_tracked_owners must be >= 1");
+        if (max_tracked_ < 1 || max_tracked_ > kMaxTracked)
+            return fail_plan("max_tracked_owners must be 1 ... 65535");
         for (int s = 0; s < kStages; ++s) {
             if (plan_.shared[s] < 0)
                 return fail_plan(std::string("stage ") + kStageNames[s] +
@@ -319,8 +322,7 @@ class Leases final : public uaplex::sdk::AdmissionProvider {
     }
     uaplex_status tracked_owners(uint64_t* out) override {
         if (!out) return UAPLEX_BadInvalidArgument;
-        std::lock_guard lock(table_mutex_);
-        *out = static_cast<uint64_t>(tracked_);
+        *out = table_.load(std::memory_order_acquire) & kFieldMask;
         return UAPLEX_Good;
     }
     uaplex_status owner_usage(uaplex_admission_owner* o, uint32_t stage, int64_t* out) override {
@@ -475,35 +477,62 @@ class Leases final : public uaplex::sdk::AdmissionProvider {
         return o && o->magic == kOwnerMagic && o->provider == this;
     }
 
+    // The owner table in one word, so that a crossing checks the limit and counts itself in
+    // one CAS: 16 bits each of tracked keys and of keys exclusive to Bootstrap, Reconnect
+    // and Control (the classes that can have floors).
+    static constexpr uint64_t kFieldMask = 0xffff;
+    static constexpr int64_t kMaxTracked = 65535 - kSlack;
+    static int field_of(int cls) {
+        return cls == UAPLEX_CLASS_BOOTSTRAP   ? 1
+               : cls == UAPLEX_CLASS_RECONNECT ? 2
+               : cls == UAPLEX_CLASS_CONTROL   ? 3
+                                               : 0;
+    }
+    static uint64_t unit(int field) { return uint64_t{1} << (16 * field); }
+    static uint64_t exclusive_unit(int cls) {
+        int f = field_of(cls);
+        return f ? unit(f) : 0;
+    }
+    static int64_t field(uint64_t t, int f) { return int64_t((t >> (16 * f)) & kFieldMask); }
+
     // Counts a lease of class `cls` for the key. Lock-free while the key already holds one of
-    // that class; a crossing from zero goes through the table lock, which owns the entry
-    // count, the exclusive classes and the protected slots. False: OwnerTableFull.
+    // that class; a crossing from zero takes the key's own lock (which orders the key's
+    // crossings) and changes the table word by CAS. False: OwnerTableFull.
     bool count_lease(KeyEntry& e, uint32_t cls) {
         auto& n = e.class_leases[cls];
         int64_t v = n.load(std::memory_order_relaxed);
         while (v > 0)
             if (n.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel)) return true;
-        std::lock_guard lock(table_mutex_);
+        std::lock_guard lock(e.mutex);
         v = n.load(std::memory_order_relaxed);
         while (v > 0)
             if (n.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel)) return true;
         const bool new_key = !e.tracked;
-        if (new_key) {
-            // Protected slots after this grant: one per reserved class without an exclusive key.
-            int64_t protected_slots = 0;
-            for (uint32_t c :
-                 {UAPLEX_CLASS_BOOTSTRAP, UAPLEX_CLASS_RECONNECT, UAPLEX_CLASS_CONTROL}) {
-                int64_t exclusive = exclusive_[c] + (c == cls ? 1 : 0);
-                if (reserved_class_[c] && exclusive == 0) ++protected_slots;
+        uint64_t t = table_.load(std::memory_order_acquire);
+        for (;;) {
+            uint64_t next = t;
+            if (new_key) {
+                // Protected slots after this grant: one per reserved class without an
+                // exclusive key.
+                int64_t protected_slots = 0;
+                for (uint32_t c :
+                     {UAPLEX_CLASS_BOOTSTRAP, UAPLEX_CLASS_RECONNECT, UAPLEX_CLASS_CONTROL}) {
+                    int64_t exclusive = field(t, field_of(int(c))) + (c == cls ? 1 : 0);
+                    if (reserved_class_[c] && exclusive == 0) ++protected_slots;
+                }
+                if (field(t, 0) > max_tracked_ - protected_slots + kSlack) return false;
+                next += unit(0) + exclusive_unit(int(cls));
+            } else if (e.exclusive_class >= 0) {
+                // A second class: the key is no longer exclusive and fills no protected slot.
+                next -= exclusive_unit(e.exclusive_class);
             }
-            if (tracked_ > max_tracked_ - protected_slots + kSlack) return false;
+            if (next == t || table_.compare_exchange_weak(t, next, std::memory_order_acq_rel))
+                break;
+        }
+        if (new_key) {
             e.tracked = true;
-            ++tracked_;
             e.exclusive_class = static_cast<int>(cls);
-            ++exclusive_[cls];
-        } else if (e.exclusive_class >= 0) {
-            // A second class: the key is no longer exclusive and fills no protected slot.
-            --exclusive_[e.exclusive_class];
+        } else {
             e.exclusive_class = -1;
         }
         n.store(1, std::memory_order_release);
@@ -515,7 +544,7 @@ class Leases final : public uaplex::sdk::AdmissionProvider {
         int64_t v = n.load(std::memory_order_relaxed);
         while (v > 1)
             if (n.compare_exchange_weak(v, v - 1, std::memory_order_acq_rel)) return;
-        std::lock_guard lock(table_mutex_);
+        std::lock_guard lock(e.mutex);
         // Lock-free increments (from v > 0) may still race this; the crossing is a CAS 1 -> 0.
         v = n.load(std::memory_order_relaxed);
         for (;;) {
@@ -525,21 +554,23 @@ class Leases final : public uaplex::sdk::AdmissionProvider {
                 break;
             }
         }
+        // Which classes hold leases is stable here: every crossing of this key takes its lock.
         int remaining = -1, classes = 0;
         for (int c = 0; c < kClasses; ++c)
             if (e.class_leases[c].load(std::memory_order_relaxed) > 0) {
                 remaining = c;
                 ++classes;
             }
-        if (e.exclusive_class >= 0) --exclusive_[e.exclusive_class];
-        e.exclusive_class = -1;
+        uint64_t sub = e.exclusive_class >= 0 ? exclusive_unit(e.exclusive_class) : 0;
+        uint64_t add = 0;
         if (classes == 0) {
-            e.tracked = false;  // the key's last lease: its entry leaves the table
-            --tracked_;
+            sub += unit(0);  // the key's last lease: its entry leaves the table
         } else if (classes == 1) {
-            e.exclusive_class = remaining;
-            ++exclusive_[remaining];
+            add = exclusive_unit(remaining);
         }
+        table_.fetch_add(add - sub, std::memory_order_acq_rel);  // wraps as a subtraction
+        e.exclusive_class = classes == 1 ? remaining : -1;
+        e.tracked = classes != 0;
     }
 
     uaplex_status refuse(uint32_t stage, uint32_t& reason, uint32_t why) {
@@ -564,9 +595,9 @@ class Leases final : public uaplex::sdk::AdmissionProvider {
     std::array<Shard, 16> shards_;
     std::array<uaplex_metric*, kStages> refused_{};
 
-    std::mutex table_mutex_;
-    int64_t tracked_ = 0;                        // keys holding at least one lease
-    std::array<int64_t, kClasses> exclusive_{};  // keys whose leases are all of that class
+    // Keys holding at least one lease and keys whose leases are all of one reserved class
+    // (see field_of); changed only by CAS or fetch_add.
+    std::atomic<uint64_t> table_{0};
 };
 
 }  // namespace

@@ -1,11 +1,17 @@
 // queues/fifo: the bounded first-in first-out request queue (the shared FIFO of the
-// pipeline spec). One lock per queue; entries are linked through their queue_private words,
-// so queueing never allocates.
-#include <condition_variable>
+// pipeline spec), without a lock. Entries travel through a bounded multi-producer
+// multi-consumer ring (a sequence number per cell); each entry's queue_private words carry
+// its state, so a cancel or stop and a dequeue decide by one CAS who completes it.
+#include <atomic>
+#include <bit>
+#include <chrono>
+#include <climits>
 #include <limits>
-#include <mutex>
+#include <memory>
+#include <new>
+#include <semaphore>
 #include <string>
-#include <vector>
+#include <thread>
 
 #include "uaplex/cpp/kinds.hpp"
 
@@ -19,13 +25,19 @@ class FifoQueue final : public uaplex::sdk::RequestQueue {
         : RequestQueue(ctx, params), capacity_(params.max_queued) {
         ctx.check_known_keys({"max_queued"});
         if (auto v = ctx.config_int("max_queued")) {
-            if (*v <= 0 || *v > std::numeric_limits<uint32_t>::max())
+            if (*v <= 0 || *v > kMaxCapacity)
                 throw uaplex::sdk::StatusError(UAPLEX_BadConfigurationError,
-                                               "max_queued must be between 1 and 4294967295");
+                                               "max_queued must be between 1 and 1048576");
             capacity_ = static_cast<uint32_t>(*v);
         }
         if (capacity_ == 0)
             throw uaplex::sdk::StatusError(UAPLEX_BadConfigurationError, "capacity is 0");
+        capacity_ = std::min<uint32_t>(capacity_, kMaxCapacity);
+        // Twice the capacity: cells of cancelled entries stay until a consumer passes them,
+        // so that many cancels between two dequeues do not refuse live requests early.
+        ring_size_ = std::bit_ceil(uint64_t{capacity_} * 2);
+        cells_ = std::make_unique<Cell[]>(ring_size_);
+        for (uint64_t i = 0; i < ring_size_; ++i) cells_[i].seq.store(i, std::memory_order_relaxed);
         auto api = ctx.api();
         api->metric_register(ctx.raw(), uaplex::sdk::to_str("enqueued"), UAPLEX_METRIC_COUNTER,
                              &enqueued_);
@@ -40,17 +52,27 @@ class FifoQueue final : public uaplex::sdk::RequestQueue {
     }
 
     uaplex_status stop() override {
-        std::vector<uaplex_request_entry*> halted;
-        {
-            std::lock_guard lock(mutex_);
-            stopped_ = true;
-            while (uaplex_request_entry* e = pop_locked()) halted.push_back(e);
+        stopped_.store(true, std::memory_order_seq_cst);
+        uint64_t halted = 0;
+        // Every entry still in the ring is claimed here or by a racing consumer/canceller;
+        // the CAS on its state decides, so each is completed exactly once. A producer between
+        // its place and its publish holds the ring up for a few instructions: wait for it
+        // (it sees the stop afterwards and takes its own entry back).
+        for (;;) {
+            if (Claimed c = pop()) {
+                if (c.entry) {
+                    complete(c.entry, UAPLEX_BadServerHalted);
+                    ++halted;
+                }
+                continue;
+            }
+            if (head_.load(std::memory_order_seq_cst) == tail_.load(std::memory_order_seq_cst))
+                break;
+            std::this_thread::yield();
         }
-        ready_.notify_all();
-        // Completion outside the lock: the pipeline may call back into the queue.
-        for (auto* e : halted) complete(e, UAPLEX_BadServerHalted);
-        if (!halted.empty())
-            ctx_.info("stopped; " + std::to_string(halted.size()) +
+        wake_.release(kWakeAll);  // every waiting dequeue returns BadServerHalted
+        if (halted)
+            ctx_.info("stopped; " + std::to_string(halted) +
                       " queued request(s) completed with BadServerHalted");
         return UAPLEX_Good;
     }
@@ -61,108 +83,179 @@ class FifoQueue final : public uaplex::sdk::RequestQueue {
             uaplex_status c = e->cancel->is_cancelled(e->cancel->self);
             if (c != UAPLEX_Good) return UAPLEX_BadRequestCancelledByClient;
         }
-        {
-            std::lock_guard lock(mutex_);
-            if (stopped_) return UAPLEX_BadServerHalted;
-            if (count_ >= capacity_) {
+        if (stopped_.load(std::memory_order_acquire)) return UAPLEX_BadServerHalted;
+        // A place is claimed below the bound before the entry enters the ring.
+        uint64_t n = count_.load(std::memory_order_relaxed);
+        do {
+            if (n >= capacity_) {
                 metric_add(rejected_, 1);
                 return UAPLEX_BadServerTooBusy;
             }
-            push_locked(e);
+        } while (!count_.compare_exchange_weak(n, n + 1, std::memory_order_acq_rel));
+        if (!push(e)) {  // the ring is full of cancelled cells no consumer has passed yet
+            count_.fetch_sub(1, std::memory_order_acq_rel);
+            metric_add(rejected_, 1);
+            return UAPLEX_BadServerTooBusy;
         }
-        ready_.notify_one();
+        // A stop that ran between the check above and the push may have drained the ring
+        // already: take the entry back (the caller completes it) unless stop claimed it.
+        if (stopped_.load(std::memory_order_seq_cst)) {
+            if (claim(e, kCancelled)) return UAPLEX_BadServerHalted;
+            return UAPLEX_Good;  // stop completed it
+        }
+        gauge_set(depth_, int64_t(count_.load(std::memory_order_relaxed)));
         metric_add(enqueued_, 1);
+        wake_.release();
         return UAPLEX_Good;
     }
 
     uaplex_status try_dequeue(uaplex_request_entry** out) override {
         if (!out) return UAPLEX_BadInvalidArgument;
-        std::lock_guard lock(mutex_);
-        return take_locked(out);
+        (void)wake_.try_acquire();  // keeps the wake count near the queued count
+        return take(out);
     }
 
     uaplex_status dequeue(uint32_t timeout_ms, uaplex_request_entry** out) override {
         if (!out) return UAPLEX_BadInvalidArgument;
-        std::unique_lock lock(mutex_);
-        auto ready = [&] { return stopped_ || head_ != nullptr; };
-        if (timeout_ms == std::numeric_limits<uint32_t>::max()) {
-            ready_.wait(lock, ready);
-        } else if (!ready_.wait_for(lock, std::chrono::milliseconds(timeout_ms), ready)) {
-            return UAPLEX_BadTimeout;
+        const bool forever = timeout_ms == std::numeric_limits<uint32_t>::max();
+        const auto deadline =
+            std::chrono::steady_clock::now() + std::chrono::milliseconds(forever ? 0 : timeout_ms);
+        for (;;) {
+            uaplex_status st = take(out);
+            if (st != UAPLEX_BadNothingToDo) return st;
+            // A wake may be left over from a cancelled entry: try again until the deadline.
+            if (forever) {
+                wake_.acquire();
+            } else if (!wake_.try_acquire_until(deadline)) {
+                st = take(out);
+                return st == UAPLEX_BadNothingToDo ? UAPLEX_BadTimeout : st;
+            }
         }
-        return take_locked(out);
     }
 
     uaplex_status cancel(uaplex_request_entry* e, uaplex_status status) override {
         if (!e) return UAPLEX_BadInvalidArgument;
-        {
-            std::lock_guard lock(mutex_);
-            if (e->queue_private[kOwner] != this) return UAPLEX_BadNotFound;
-            unlink_locked(e);
-        }
+        if (!claim(e, kCancelled)) return UAPLEX_BadNotFound;
+        gauge_set(depth_, int64_t(count_.load(std::memory_order_relaxed)));
         complete(e, status);
         return UAPLEX_Good;
     }
 
     uaplex_status count(uint64_t* out) override {
         if (!out) return UAPLEX_BadInvalidArgument;
-        std::lock_guard lock(mutex_);
-        *out = count_;
+        *out = count_.load(std::memory_order_acquire);
         return UAPLEX_Good;
     }
 
   private:
-    // queue_private words: previous, next, and the queue that holds the entry (for cancel).
-    enum { kPrev = 0, kNext = 1, kOwner = 2 };
-    static uaplex_request_entry* link(uaplex_request_entry* e, int which) {
-        return static_cast<uaplex_request_entry*>(e->queue_private[which]);
-    }
+    static constexpr int64_t kMaxCapacity = 1 << 20;  // the ring takes 128 bytes per place
+    static constexpr std::ptrdiff_t kWakeAll = 1 << 16;
 
-    void push_locked(uaplex_request_entry* e) {
-        e->queue_private[kPrev] = tail_;
-        e->queue_private[kNext] = nullptr;
-        e->queue_private[kOwner] = this;
-        if (tail_) {
-            tail_->queue_private[kNext] = e;
-        } else {
-            head_ = e;
+    // An entry's state word (queue_private[0]): the ring position it was queued at, shifted
+    // left by 2, plus kQueued; the winner of the CAS away from kQueued owns the entry. The
+    // position keeps a stale ring cell from claiming the entry after it was queued again.
+    enum : uint64_t { kIdle = 0, kQueued = 1, kTaken = 2, kCancelled = 3 };
+    static std::atomic<uint64_t>& state(uaplex_request_entry* e) {
+        static_assert(sizeof(std::atomic<uint64_t>) == sizeof(void*));
+        return *std::launder(reinterpret_cast<std::atomic<uint64_t>*>(&e->queue_private[0]));
+    }
+    // queue_private[1]: the queue the entry was queued in (cancel of another queue's entry).
+
+    struct alignas(64) Cell {
+        std::atomic<uint64_t> seq;
+        uaplex_request_entry* entry = nullptr;
+    };
+    struct Claimed {
+        bool popped = false;
+        uaplex_request_entry* entry = nullptr;  // null: the cell's entry was cancelled
+        explicit operator bool() const { return popped; }
+    };
+
+    // One place in the ring (Vyukov's bounded MPMC queue): a producer owns a cell whose
+    // sequence equals its ticket, a consumer one whose sequence is ticket + 1.
+    bool push(uaplex_request_entry* e) {
+        uint64_t pos = tail_.load(std::memory_order_relaxed);
+        for (;;) {
+            Cell& c = cells_[pos & (ring_size_ - 1)];
+            uint64_t seq = c.seq.load(std::memory_order_acquire);
+            auto diff = static_cast<int64_t>(seq - pos);
+            if (diff == 0) {
+                // seq_cst: either stop sees this place taken, or this producer sees the stop.
+                if (tail_.compare_exchange_weak(pos, pos + 1, std::memory_order_seq_cst,
+                                                std::memory_order_relaxed)) {
+                    e->queue_private[1] = this;
+                    state(e).store((pos << 2) | kQueued, std::memory_order_release);
+                    c.entry = e;
+                    c.seq.store(pos + 1, std::memory_order_release);
+                    return true;
+                }
+            } else if (diff < 0) {
+                return false;
+            } else {
+                pos = tail_.load(std::memory_order_relaxed);
+            }
         }
-        tail_ = e;
-        ++count_;
-        gauge_set(depth_, count_);
     }
 
-    void unlink_locked(uaplex_request_entry* e) {
-        auto* prev = link(e, kPrev);
-        auto* next = link(e, kNext);
-        if (prev) {
-            prev->queue_private[kNext] = next;
-        } else {
-            head_ = next;
+    // Pops the oldest cell and claims its entry; an entry cancelled meanwhile leaves an
+    // empty claim (its canceller completed it).
+    Claimed pop() {
+        uint64_t pos = head_.load(std::memory_order_relaxed);
+        for (;;) {
+            Cell& c = cells_[pos & (ring_size_ - 1)];
+            uint64_t seq = c.seq.load(std::memory_order_acquire);
+            auto diff = static_cast<int64_t>(seq - (pos + 1));
+            if (diff == 0) {
+                if (head_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+                    uaplex_request_entry* e = c.entry;
+                    c.seq.store(pos + ring_size_, std::memory_order_release);
+                    uint64_t expected = (pos << 2) | kQueued;
+                    Claimed r;
+                    r.popped = true;
+                    if (state(e).compare_exchange_strong(expected, (pos << 2) | kTaken,
+                                                         std::memory_order_acq_rel)) {
+                        count_.fetch_sub(1, std::memory_order_acq_rel);
+                        r.entry = e;
+                    }
+                    return r;
+                }
+            } else if (diff < 0) {
+                return {};
+            } else {
+                pos = head_.load(std::memory_order_relaxed);
+            }
         }
-        if (next) {
-            next->queue_private[kPrev] = prev;
-        } else {
-            tail_ = prev;
+    }
+
+    // Takes a queued entry out of the queue (cancel; enqueue racing stop). Its ring cell
+    // stays and is skipped by the consumer that reaches it.
+    bool claim(uaplex_request_entry* e, uint64_t to) {
+        if (e->queue_private[1] != this) return false;
+        uint64_t s = state(e).load(std::memory_order_acquire);
+        while ((s & 3) == kQueued) {
+            if (state(e).compare_exchange_weak(s, (s & ~uint64_t{3}) | to,
+                                               std::memory_order_acq_rel)) {
+                count_.fetch_sub(1, std::memory_order_acq_rel);
+                return true;
+            }
         }
-        e->queue_private[kPrev] = e->queue_private[kNext] = e->queue_private[kOwner] = nullptr;
-        --count_;
-        gauge_set(depth_, count_);
+        return false;
     }
 
-    uaplex_request_entry* pop_locked() {
-        uaplex_request_entry* e = head_;
-        if (e) unlink_locked(e);
-        return e;
-    }
-
-    uaplex_status take_locked(uaplex_request_entry** out) {
-        if (uaplex_request_entry* e = pop_locked()) {
-            *out = e;
+    uaplex_status take(uaplex_request_entry** out) {
+        while (Claimed c = pop()) {
+            if (!c.entry) continue;
+            if (stopped_.load(std::memory_order_acquire)) {
+                complete(c.entry, UAPLEX_BadServerHalted);  // left behind by a racing stop
+                continue;
+            }
+            gauge_set(depth_, int64_t(count_.load(std::memory_order_relaxed)));
+            *out = c.entry;
             return UAPLEX_Good;
         }
         *out = nullptr;
-        return stopped_ ? UAPLEX_BadServerHalted : UAPLEX_BadNothingToDo;
+        return stopped_.load(std::memory_order_acquire) ? UAPLEX_BadServerHalted
+                                                        : UAPLEX_BadNothingToDo;
     }
 
     void metric_add(uaplex_metric* m, int64_t d) {
@@ -172,13 +265,16 @@ class FifoQueue final : public uaplex::sdk::RequestQueue {
         if (m) ctx_.api()->metric_set(ctx_.raw(), m, v);
     }
 
-    std::mutex mutex_;
-    std::condition_variable ready_;
-    uaplex_request_entry* head_ = nullptr;
-    uaplex_request_entry* tail_ = nullptr;
-    uint64_t count_ = 0;
     uint32_t capacity_;
-    bool stopped_ = false;
+    uint64_t ring_size_ = 0;
+    std::unique_ptr<Cell[]> cells_;
+    alignas(64) std::atomic<uint64_t> head_{0};
+    alignas(64) std::atomic<uint64_t> tail_{0};
+    alignas(64) std::atomic<uint64_t> count_{0};
+    std::atomic<bool> stopped_{false};
+    // Wakes waiting workers; a futex-backed counter, not a lock. It may run ahead of the
+    // queued count (cancelled entries), which costs a consumer one more look at the ring.
+    std::counting_semaphore<INT_MAX> wake_{0};
     uaplex_metric* enqueued_ = nullptr;
     uaplex_metric* rejected_ = nullptr;
     uaplex_metric* depth_ = nullptr;
@@ -191,5 +287,5 @@ class FifoQueue final : public uaplex::sdk::RequestQueue {
 #define UAPLEX_FIFO_VERSION "1.0.0"
 #endif
 
-UAPLEX_PLUGIN(("fifo", UAPLEX_FIFO_VERSION, "Bounded FIFO request queue"),
+UAPLEX_PLUGIN(("fifo", UAPLEX_FIFO_VERSION, "Bounded lock-free FIFO request queue"),
               uaplex::sdk::RequestQueueFactory<FifoQueue>)

@@ -57,10 +57,10 @@ TEST_CASE("registry: Cancel unlinks every queued request with the handle and cou
     q.queued.push_back(&c);
     CHECK(reg.size() == 3);
 
-    CHECK(reg.cancel(7, UAPLEX_BadRequestCancelledByClient, q.canceller()) == 2);
+    CHECK(reg.cancel(7, UAPLEX_BadRequestCancelledByRequest, q.canceller()) == 2);
     REQUIRE(q.completed.size() == 2);
-    CHECK(q.completed[0].second == UAPLEX_BadRequestCancelledByClient);
-    CHECK(q.completed[1].second == UAPLEX_BadRequestCancelledByClient);
+    CHECK(q.completed[0].second == UAPLEX_BadRequestCancelledByRequest);
+    CHECK(q.completed[1].second == UAPLEX_BadRequestCancelledByRequest);
     CHECK(reg.size() == 1);
     CHECK(a.state == TrackedRequest::State::Idle);
     CHECK(c.state == TrackedRequest::State::Idle);
@@ -70,8 +70,8 @@ TEST_CASE("registry: Cancel unlinks every queued request with the handle and cou
     CHECK(q.queued[0] == &b);
 
     // Nothing is left with that handle, and an unknown handle cancels nothing.
-    CHECK(reg.cancel(7, UAPLEX_BadRequestCancelledByClient, q.canceller()) == 0);
-    CHECK(reg.cancel(99, UAPLEX_BadRequestCancelledByClient, q.canceller()) == 0);
+    CHECK(reg.cancel(7, UAPLEX_BadRequestCancelledByRequest, q.canceller()) == 0);
+    CHECK(reg.cancel(99, UAPLEX_BadRequestCancelledByRequest, q.canceller()) == 0);
     CHECK(reg.size() == 1);
 }
 
@@ -85,13 +85,13 @@ TEST_CASE("registry: an executing request is marked cancelled but not counted") 
     REQUIRE(running == &a);
     CHECK(a.state == TrackedRequest::State::Executing);
 
-    CHECK(reg.cancel(5, UAPLEX_BadRequestCancelledByClient, q.canceller()) == 0);
-    CHECK(a.cancelStatus.load() == UAPLEX_BadRequestCancelledByClient);
+    CHECK(reg.cancel(5, UAPLEX_BadRequestCancelledByRequest, q.canceller()) == 0);
+    CHECK(a.cancelStatus.load() == UAPLEX_BadRequestCancelledByRequest);
     CHECK(q.completed.empty());
     CHECK(reg.size() == 1);
     // The first cancellation decides the status.
     reg.cancelAll(UAPLEX_BadSessionClosed, q.canceller());
-    CHECK(a.cancelStatus.load() == UAPLEX_BadRequestCancelledByClient);
+    CHECK(a.cancelStatus.load() == UAPLEX_BadRequestCancelledByRequest);
 
     reg.remove(a);
     reg.remove(a);  // idempotent
@@ -108,8 +108,8 @@ TEST_CASE("registry: a request a worker took first is not counted") {
     TrackedRequest a;
     reg.add(a, 3);
     // Not in the fake queue: the worker dequeued it but has not called executing() yet.
-    CHECK(reg.cancel(3, UAPLEX_BadRequestCancelledByClient, q.canceller()) == 0);
-    CHECK(a.cancelStatus.load() == UAPLEX_BadRequestCancelledByClient);
+    CHECK(reg.cancel(3, UAPLEX_BadRequestCancelledByRequest, q.canceller()) == 0);
+    CHECK(a.cancelStatus.load() == UAPLEX_BadRequestCancelledByRequest);
     CHECK(reg.size() == 1);
 }
 
@@ -220,7 +220,7 @@ TEST_CASE("deadlines: a session's sweep touches only that session's requests") {
     CHECK(s2.size() == 1);
     CHECK(monitor.active() == 1);
     // The same handle in another session is untouched by Cancel too (test 2).
-    CHECK(s1.cancel(7, UAPLEX_BadRequestCancelledByClient, q1.canceller()) == 0);
+    CHECK(s1.cancel(7, UAPLEX_BadRequestCancelledByRequest, q1.canceller()) == 0);
     CHECK(s2.size() == 1);
 }
 
@@ -259,7 +259,7 @@ TEST_CASE("registry: registering the same request twice is a no-op (spec 4 test 
     CHECK(reg.size() == 0);
     CHECK(monitor.active() == 0);
     // A completed request is not cancellable any more (spec 4 test 4).
-    CHECK(reg.cancel(3, UAPLEX_BadRequestCancelledByClient, q.canceller()) == 0);
+    CHECK(reg.cancel(3, UAPLEX_BadRequestCancelledByRequest, q.canceller()) == 0);
 }
 
 // Spec 4 test 8, on a fake clock (milliseconds handed to the drain) and a 1 s grace.

@@ -18,6 +18,7 @@
 #include <memory>
 #include <span>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace uaplex::enc {
@@ -38,26 +39,80 @@ struct DecodeLimits {
     std::size_t maxArenaBytes = 64u << 20;
 };
 
+// Storage a ByteBuffer can rent instead of taking it from the heap (the server's buffer
+// pool). `handle` is the allocator's own record of the block, given back with it.
+struct BufferBlock {
+    std::uint8_t* data = nullptr;
+    std::size_t capacity = 0;
+    alignas(8) unsigned char handle[96];
+};
+
+class BufferAllocator {
+  public:
+    // At least `size` bytes into `out`; false when the allocator cannot (the heap serves).
+    virtual bool rent(std::size_t size, BufferBlock& out) noexcept = 0;
+    virtual void giveBack(BufferBlock& block) noexcept = 0;
+
+  protected:
+    ~BufferAllocator() = default;
+};
+
 // A growable byte buffer owned by the caller and reused between messages: clear() keeps the
 // storage, so steady-state encoding does not touch the heap. Contents are not zero-filled.
+// With an allocator its storage is rented from it and given back by release() (or on
+// destruction); moving a buffer moves its storage and its allocator.
 class ByteBuffer {
   public:
     ByteBuffer() = default;
     explicit ByteBuffer(std::size_t capacity) { reserve(capacity); }
-    std::uint8_t* data() noexcept { return data_.get(); }
-    const std::uint8_t* data() const noexcept { return data_.get(); }
+    ~ByteBuffer() { release(); }
+    ByteBuffer(const ByteBuffer&) = delete;
+    ByteBuffer& operator=(const ByteBuffer&) = delete;
+    ByteBuffer(ByteBuffer&& o) noexcept { take(o); }
+    ByteBuffer& operator=(ByteBuffer&& o) noexcept {
+        if (this != &o) {
+            release();
+            take(o);
+        }
+        return *this;
+    }
+
+    std::uint8_t* data() noexcept { return data_; }
+    const std::uint8_t* data() const noexcept { return data_; }
     std::size_t size() const noexcept { return size_; }
     std::size_t capacity() const noexcept { return capacity_; }
     void clear() noexcept { size_ = 0; }
     void reserve(std::size_t capacity);
-    std::span<const std::uint8_t> span() const noexcept { return {data_.get(), size_}; }
-    std::vector<std::uint8_t> toVector() const { return {data_.get(), data_.get() + size_}; }
+    std::span<const std::uint8_t> span() const noexcept { return {data_, size_}; }
+    std::vector<std::uint8_t> toVector() const { return {data_, data_ + size_}; }
+
+    // Where later storage comes from (nullptr: the heap); the current storage stays.
+    void setAllocator(BufferAllocator* allocator) noexcept { allocator_ = allocator; }
+    BufferAllocator* allocator() const noexcept { return allocator_; }
+    // Gives the storage back (to its allocator or the heap); the buffer is empty after.
+    void release() noexcept;
+    // True while the storage is rented from an allocator.
+    bool pooled() const noexcept { return lender_ != nullptr; }
 
   private:
     friend class BinaryWriter;
-    std::unique_ptr<std::uint8_t[]> data_;
+    // Replaces the storage with at least `capacity` bytes, keeping the contents.
+    bool grow(std::size_t capacity) noexcept;
+    void take(ByteBuffer& o) noexcept {
+        data_ = std::exchange(o.data_, nullptr);
+        size_ = std::exchange(o.size_, 0);
+        capacity_ = std::exchange(o.capacity_, 0);
+        allocator_ = o.allocator_;
+        lender_ = std::exchange(o.lender_, nullptr);
+        if (lender_) block_ = o.block_;
+    }
+
+    std::uint8_t* data_ = nullptr;
     std::size_t size_ = 0;
     std::size_t capacity_ = 0;
+    BufferAllocator* allocator_ = nullptr;
+    BufferAllocator* lender_ = nullptr;  // the allocator the storage is rented from
+    BufferBlock block_;                  // valid while lender_ is set
 };
 
 class BinaryReader {
@@ -181,7 +236,7 @@ class BinaryWriter {
     // Space for n more bytes (nullptr after a failure).
     std::uint8_t* reserve(std::size_t n) noexcept {
         if (buf_->capacity_ - buf_->size_ >= n && status_ == UAPLEX_Good) [[likely]] {
-            std::uint8_t* p = buf_->data_.get() + buf_->size_;
+            std::uint8_t* p = buf_->data_ + buf_->size_;
             buf_->size_ += n;
             return p;
         }
@@ -199,7 +254,7 @@ class BinaryWriter {
     }
     // Overwrites 4 bytes at `offset` (used to back-fill ExtensionObject body lengths).
     void patchInt32(std::size_t offset, std::int32_t v) noexcept {
-        if (ok() && offset + 4 <= buf_->size_) std::memcpy(buf_->data_.get() + offset, &v, 4);
+        if (ok() && offset + 4 <= buf_->size_) std::memcpy(buf_->data_ + offset, &v, 4);
     }
 
   private:
