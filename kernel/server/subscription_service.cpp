@@ -200,7 +200,7 @@ std::uint32_t SubscriptionService::cancel(std::uint64_t session,
         for (const auto& [id, w] : waiting_)
             if (w.session == session && w.requestHandle == requestHandle) ids.push_back(id);
         for (auto id : ids)
-            if (manager_.cancelPublish(id, UAPLEX_BadRequestCancelledByClient)) ++n;
+            if (manager_.cancelPublish(id, UAPLEX_BadRequestCancelledByRequest)) ++n;
         done.swap(done_);
     }
     flush(done);
