@@ -449,6 +449,8 @@ def main():
                    help="uaplex, peer (node-opcua) and/or null (uaplex-bench-nullpeer, the "
                         "generator's ceiling)")
     p.add_argument("--uaplex-config", default="", help="default: etc/uaplex.toml on 127.0.0.1:4850")
+    p.add_argument("--port-base", type=int, default=4850,
+                   help="uaplex listens on this port, node-opcua on +1, the null peer on +2")
     p.add_argument("--server-core", default="0")
     p.add_argument("--generator-core", default="1")
     p.add_argument("--start-timeout", type=float, default=20.0)
@@ -458,6 +460,8 @@ def main():
     p.add_argument("--fairness", choices=["on", "off", "only"], default="on",
                    help="the greedy/light fairness comparison of fifo and fair (uaplex only)")
     args = p.parse_args()
+    global UAPLEX_PORT, PEER_PORT, NULL_PORT
+    UAPLEX_PORT, PEER_PORT, NULL_PORT = args.port_base, args.port_base + 1, args.port_base + 2
 
     args.build = os.path.abspath(args.build)
     args.out_dir = os.path.join(args.build, "bench")
