@@ -861,7 +861,7 @@ void Connection::pump() {
     if (phase_ != Phase::Ready || !run_.issuing) return;
     const Options& o = run_.opt;
     if (o.scenario == Scenario::Subscribe) {
-        while (inflight_ < o.inflight) sendPublish();
+        while (subscriptionId_ != 0 && inflight_ < o.inflight) sendPublish();
         return;
     }
     if (ratePerConn_ <= 0) {
@@ -962,7 +962,8 @@ void Connection::onSetupResponse(const enc::DecodedMessage& m) {
     }
     if (phase_ == Phase::Activate) {
         if (isBad(sr)) return fail("ActivateSession: " + std::string(enc::statusName(sr)));
-        if (run_.opt.scenario == Scenario::Subscribe) {
+        if (run_.opt.scenario == Scenario::Subscribe &&
+            (run_.opt.subscribedSessions < 0 || index_ < run_.opt.subscribedSessions)) {
             phase_ = Phase::CreateSubscription;
             sendCreateSubscription();
             return;

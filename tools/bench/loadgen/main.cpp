@@ -43,6 +43,8 @@ const char* kUsage =
     "                       nodes never written (default 0: item i monitors 1001 + i % 100)\n"
     "  --create-batch N     subscribe: items per CreateMonitoredItems request (default 1000,\n"
     "                       fewer when the request would not fit the server's receive buffer)\n"
+    "  --subscribed-sessions N  subscribe: only the first N sessions create a subscription\n"
+    "                       (the others stay open, idle; default: all)\n"
     "  --delete-items       subscribe: delete every item (same batches) after the window and\n"
     "                       report the time and the server's RSS after it\n"
     "  --server-pid P       read the CPU time of process P at the window edges\n"
@@ -132,6 +134,8 @@ Options parse(int argc, char** argv) {
             o.hotItems = int(number("--hot-items", value(), 0, 2000000));
         else if (a == "--create-batch")
             o.createBatch = int(number("--create-batch", value(), 1, 100000));
+        else if (a == "--subscribed-sessions")
+            o.subscribedSessions = int(number("--subscribed-sessions", value(), 0, 1000));
         else if (a == "--delete-items")
             o.deleteItems = true;
         else if (a == "--sampling-ms")

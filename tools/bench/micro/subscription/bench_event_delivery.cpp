@@ -7,7 +7,7 @@
 // as the engine releases them. Bounded: each case stops after `--max` deliveries or
 // `--seconds`.
 //
-//   bench_event_delivery [--items 50,200] [--sizes 1000,10000] [--max 2000] [--seconds 3]
+//   bench_event_delivery [--items 50,200] [--sizes 1000,10000] [--max 1000] [--seconds 2]
 //                        [--plugins mi-default,mi-ring]
 #include <algorithm>
 #include <chrono>
@@ -145,8 +145,8 @@ double pct(std::vector<double>& v, double p) {
 
 int main(int argc, char** argv) {
     std::vector<uint32_t> items{50, 200}, sizes{1000, 10000};
-    uint32_t maxDeliveries = 2000;
-    double seconds = 3;
+    uint32_t maxDeliveries = 1000;
+    double seconds = 2;
     std::vector<std::pair<std::string, const char*>> plugins{{"mi-default", UAPLEX_MI_DEFAULT_PATH},
                                                              {"mi-ring", UAPLEX_MI_RING_PATH}};
     for (int i = 1; i + 1 < argc; i += 2) {
