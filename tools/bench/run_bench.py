@@ -560,38 +560,36 @@ def scale_table(rows):
         items = g.get("items_created", 0)
         start, ready = g.get("rss_start_kb", -1), g.get("rss_ready_kb", -1)
         cores = g["server_cpu_s"] / g["window_s"] if g.get("window_s") and g["server_cpu_s"] >= 0 else None
-        parts = []
         if fail:
-            parts.append(f"FAILED ({fail}) after {items} items created")
+            out.append(head + f"FAILED ({fail}) with {items} items created")
+            continue
+        parts = []
         if name.startswith("items"):
             per = (ready - start) * 1024 / items if items and ready > 0 and start > 0 else None
             parts.append(f"{items} items created in {g['create_s']:.2f} s wall "
                          f"(setup incl. session {g['setup_s']:.2f} s), server CPU "
                          f"{g['setup_server_cpu_s']:.2f} s; RSS {mb(start)} -> {mb(ready)} MB"
                          + (f" = {per:.0f} bytes per item" if per else ""))
-            if not fail:
-                parts.append(f"idle: {cores:.3f} cores over {g['window_s']:.0f} s "
-                             f"({g['notifications']} notifications in the window)")
+            parts.append(f"idle: {cores:.3f} cores over {g['window_s']:.0f} s "
+                         f"({g['notifications']} notifications in the window)")
             if g.get("delete_s", -1) >= 0:
                 parts.append(f"deleted in {g['delete_s']:.2f} s (server CPU "
                              f"{g['delete_server_cpu_s']:.2f} s), RSS after {mb(g['rss_deleted_kb'])}"
                              f" MB, after the session closed {mb(r.get('rss_closed_kb'))} MB")
         elif name.startswith("fan-out"):
-            if not fail:
-                parts.append(f"{g['notifications_per_s']:.0f} notifications/s at "
-                             f"{cores:.3f} server cores, write->notification p50 "
-                             f"{g['p50_us'] / 1000:.1f} ms, p99 {g['p99_us'] / 1000:.1f} ms, "
-                             f"{g['changes']} Writes of 10 values in {g['window_s']:.0f} s; "
-                             f"RSS {mb(start)} -> {mb(ready)} MB")
+            parts.append(f"{g['notifications_per_s']:.0f} notifications/s at "
+                         f"{cores:.3f} server cores, write->notification p50 "
+                         f"{g['p50_us'] / 1000:.1f} ms, p99 {g['p99_us'] / 1000:.1f} ms, "
+                         f"{g['changes']} Writes of 10 values in {g['window_s']:.0f} s; "
+                         f"RSS {mb(start)} -> {mb(ready)} MB")
         else:
             n = 1000
             per = (ready - start) / n if ready > 0 and start > 0 else None
-            if not fail:
-                parts.append(f"{n} sessions with {items // 10} subscriptions open in "
-                             f"{g['setup_s']:.2f} s (server CPU {g['setup_server_cpu_s']:.2f} s);"
-                             f" RSS {mb(start)} -> {mb(ready)} MB"
-                             + (f" = {per:.1f} kB per session" if per else "")
-                             + f"; {cores:.3f} cores with them idle")
+            parts.append(f"{n} sessions with {items // 10} subscriptions open in "
+                         f"{g['setup_s']:.2f} s (server CPU {g['setup_server_cpu_s']:.2f} s);"
+                         f" RSS {mb(start)} -> {mb(ready)} MB"
+                         + (f" = {per:.1f} kB per session" if per else "")
+                         + f"; {cores:.3f} cores with them idle")
         out.append(head + "; ".join(parts))
     return "\n".join(out)
 
