@@ -12,24 +12,34 @@ namespace {
 
 using namespace uaplex::miqueues;
 
-// A multiset of source handles (linear probing, backward-shift deletion): at most `limit`
-// live handles, so the table is at most half full and never grows after init.
+// A multiset of source handles (linear probing, backward-shift deletion), kept at most half
+// full. It grows with the distinct handles in the window (at most 1000, so at most 2048 slots;
+// an item with a large, mostly empty queue does not pay 32 KB up front) and never shrinks.
 class HandleCounts {
   public:
-    void init(uint32_t limit) {
-        uint32_t n = 8;
-        while (n < 2 * limit) n <<= 1;
-        slots_.reset(limit ? new Slot[n] : nullptr);
-        mask_ = limit ? n - 1 : 0;
+    // Room for `n` distinct handles; may allocate (call before changing anything else).
+    void reserve(uint32_t n) {
+        uint32_t size = slots_ ? mask_ + 1 : 0;
+        if (2 * n <= size) return;
+        uint32_t next = size ? size : 8;
+        while (next < 2 * n) next <<= 1;
+        std::unique_ptr<Slot[]> old = std::move(slots_);
+        slots_.reset(new Slot[next]);
+        mask_ = next - 1;
+        for (uint32_t i = 0; i < size; ++i)
+            if (old[i].count) *find(old[i].handle) = old[i];
     }
+    void reserveOne() { reserve(distinct_ + 1); }
     void add(uint64_t h) {
         Slot* s = find(h);
+        if (s->count++ == 0) ++distinct_;
         s->handle = h;
-        ++s->count;
     }
     void remove(uint64_t h) {
+        if (!slots_) return;
         Slot* s = find(h);
         if (s->count == 0 || --s->count) return;
+        --distinct_;
         // Backward-shift: move later entries of the probe run into the hole.
         uint32_t hole = uint32_t(s - slots_.get());
         for (uint32_t i = (hole + 1) & mask_; slots_[i].count; i = (i + 1) & mask_) {
@@ -57,7 +67,7 @@ class HandleCounts {
         return &slots_[i];
     }
     std::unique_ptr<Slot[]> slots_;
-    uint32_t mask_ = 0;
+    uint32_t mask_ = 0, distinct_ = 0;
 };
 
 class EventRing {
@@ -71,8 +81,8 @@ class EventRing {
         std::unique_ptr<uaplex_event_entry*[]> next(n ? new uaplex_event_entry*[n] : nullptr);
         HandleCounts index;
         uint32_t window = n < kDuplicateWindow ? n : kDuplicateWindow;
-        index.init(window);
         uint32_t keep = count_ < n ? count_ : n;
+        index.reserve(keep < window ? keep : window);  // every allocation before the first pop
         if (discardOldest)
             while (count_ > keep) release(pop());
         uint32_t i = 0;
@@ -91,6 +101,7 @@ class EventRing {
     bool containsEvent(uint64_t handle) const { return index_.contains(handle); }
     uaplex_status enqueue(uaplex_event_entry* e) {
         if (cap_ == 0) return UAPLEX_BadInternalError;
+        index_.reserveOne();  // before anything changes: it may throw (BadOutOfMemory)
         if (count_ == cap_) release(pop());
         slots_[(head_ + count_) % cap_] = e;
         ++count_;
