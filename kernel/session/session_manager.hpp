@@ -20,6 +20,8 @@
 #include <string>
 #include <string_view>
 
+#include "session/access_control.hpp"
+#include "session/identity.hpp"
 #include "session/request_registry.hpp"
 
 namespace uaplex::services {
@@ -32,14 +34,6 @@ struct SessionLimits {
     std::uint32_t maxSessions = 1000;
     std::uint32_t minTimeoutMs = 10000;
     std::uint32_t maxTimeoutMs = 3600000;
-};
-
-// The kind of a decoded UserIdentityToken (Part 4 7.41).
-enum class IdentityKind { Anonymous, UserName, X509, Issued, Invalid };
-
-struct IdentityToken {
-    IdentityKind kind = IdentityKind::Anonymous;
-    std::string_view policyId;
 };
 
 // What the services layer keeps per session, owned through these two hooks so that this
@@ -72,6 +66,14 @@ class Session {
     bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
     // The session's requests in flight (queued or executing).
     RequestRegistry& requests() noexcept { return requests_; }
+    // The user the session acts for and what it may do (set by each ActivateSession; a
+    // later activation may change them). Copies under the session's own lock, no allocation.
+    UserIdentity identity() const;
+    std::string identityKey() const;
+    std::shared_ptr<const AccessView> access() const noexcept {
+        std::lock_guard lock(identityMutex_);
+        return access_;
+    }
 
     ~Session();
 
@@ -86,7 +88,9 @@ class Session {
     std::atomic<bool> activated_{false};
     std::atomic<std::int64_t> lastUsedMs_{0};
     std::atomic<bool> closed_{false};
-    IdentityKind identity_ = IdentityKind::Anonymous;
+    mutable std::mutex identityMutex_;
+    UserIdentity identity_;
+    std::shared_ptr<const AccessView> access_;  // null: everything allowed
     std::array<std::uint8_t, kNonceSize> nonce_{};
     void* state_ = nullptr;
     std::function<void(void*)> destroyState_;
@@ -102,9 +106,6 @@ struct SessionCache {
 
 class SessionManager {
   public:
-    // The UserTokenPolicy id offered for anonymous access on every endpoint.
-    static constexpr std::string_view kAnonymousPolicyId = "anonymous";
-
     SessionManager(SessionLimits limits, services::ServerCounters* counters,
                    SessionStateHooks hooks = {});
     ~SessionManager();
@@ -116,12 +117,16 @@ class SessionManager {
     // CreateSession: BadTooManySessions at the limit.
     Created create(std::uint32_t channelId, double requestedTimeoutMs, std::string_view name,
                    std::uint32_t maxResponseMessageSize, std::int64_t nowMs);
-    // ActivateSession on `channelId` with `identity`. Statuses: BadSessionIdInvalid,
-    // BadSecureChannelIdInvalid (first activation from another channel, or a transfer whose
-    // identity does not match), BadIdentityTokenInvalid, BadIdentityTokenRejected.
+    // ActivateSession on `channelId` for a verified `identity` (IdentityVerifier) with its
+    // `access` view. Statuses: BadSessionIdInvalid, BadSecureChannelIdInvalid (first
+    // activation from another channel, or a transfer whose identity key does not match).
+    // On the same channel the identity may change (Part 4 5.6.3).
     uaplex_status activate(const ua::NodeId& authenticationToken, std::uint32_t channelId,
-                           const IdentityToken& identity, std::int64_t nowMs,
-                           std::shared_ptr<Session>* out = nullptr);
+                           UserIdentity identity, std::shared_ptr<const AccessView> access,
+                           std::int64_t nowMs, std::shared_ptr<Session>* out = nullptr);
+    // An ActivateSession refused for its identity token (ServerDiagnostics'
+    // SecurityRejectedSessionCount).
+    void countSecurityRejected() noexcept;
     // The session of a request that needs one: BadSessionIdInvalid (unknown token),
     // BadSecureChannelIdInvalid (another channel), BadSessionNotActivated. Touches it.
     uaplex_status resolve(const ua::NodeId& authenticationToken, std::uint32_t channelId,
