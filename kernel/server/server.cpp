@@ -371,7 +371,6 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
     identity_ = std::make_unique<session::IdentityVerifier>(cfg_.access, nullptr);
     accessPolicy_ = std::make_unique<session::AccessPolicy>(cfg_.access, services_.namespaceUris());
     for (const auto& w : accessPolicy_->warnings()) logger()->warn("{}", w);
-    services_.setAccessPolicy(accessPolicy_.get());
     discovery_->setTokenPolicies(identity_->policies());
     dispatcher_ = std::make_unique<Dispatcher>(cfg_, *sessions_, services_, *discovery_);
     dispatcher_->setAccess(identity_.get(), accessPolicy_.get());
@@ -408,7 +407,6 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
 
 Server::~Server() {
     stop();
-    services_.setAccessPolicy(nullptr);  // the services outlive the server
 }
 
 std::size_t Server::connectionCount() const {
@@ -419,6 +417,7 @@ std::size_t Server::connectionCount() const {
 void Server::start() {
     if (started_) return;
     started_ = true;
+    services_.setAccessPolicy(accessPolicy_.get());  // cleared by stop(): the policy is ours
     running_ = true;
     host_.request_queue().set_completion([this](uaplex_request_entry* e, uaplex_status st) {
         completeRefused(*static_cast<PendingRequest*>(e->kernel_private), st);
@@ -506,6 +505,7 @@ void Server::stop() noexcept {
     if (!started_) return;
     started_ = false;
     running_ = false;
+    services_.setAccessPolicy(nullptr);
     // Parked Publish requests are answered BadServerHalted while their channels still exist.
     if (subscriptions_) {
         subscriptions_->stop();

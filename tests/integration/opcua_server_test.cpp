@@ -1098,7 +1098,7 @@ TEST_CASE("access: anonymous reads but may not write, call, see or monitor Opera
     CHECK(results[2].statusCode == UAPLEX_BadUserAccessDenied);  // events without ReceiveEvents
 }
 
-TEST_CASE("access: UserName logs in with the right password; a second activation changes user") {
+TEST_CASE("access: UserName logs in with the right password, a second activation changes user") {
     auto& s = accessServer();
     Client c;
     REQUIRE(c.open(s.port));
@@ -1123,7 +1123,7 @@ TEST_CASE("access: UserName logs in with the right password; a second activation
     CHECK(writeInt32(c, int32, 1) == UAPLEX_BadUserAccessDenied);
 }
 
-TEST_CASE("access: anonymous switched off is BadIdentityTokenRejected; UserName still works") {
+TEST_CASE("access: anonymous switched off is BadIdentityTokenRejected, UserName still works") {
     auto& s = noAnonymousServer();
     Client c;
     REQUIRE(c.open(s.port));

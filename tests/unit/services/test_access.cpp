@@ -157,3 +157,16 @@ TEST_CASE("access: RolePermissions lists every role's rules, UserRolePermissions
     CHECK(s.read(int32, 24).status == UAPLEX_BadUserAccessDenied);
     s.services->setAccessPolicy(nullptr);
 }
+
+TEST_CASE("access: the well-known roles the rules name are in namespace 0's RoleSet") {
+    Server s;
+    for (const auto& r : config::kWellKnownRoles) {
+        ua::DataValue dv = s.read(ua::numericNodeId(0, r.nodeId), 3);  // BrowseName
+        REQUIRE(dv.status == UAPLEX_Good);
+        CHECK(ua::view(static_cast<const ua::QualifiedName*>(dv.value.value.pointer)->name) ==
+              r.name);
+    }
+    auto refs = s.browse(ua::numericNodeId(0, 15606));  // Server.ServerCapabilities.RoleSet
+    REQUIRE(refs.statusCode == UAPLEX_Good);
+    CHECK(refs.references.size() >= config::kRoleCount);
+}

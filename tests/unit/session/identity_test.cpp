@@ -97,7 +97,7 @@ struct FakeCrypto final : IdentityCrypto {
 
 }  // namespace
 
-TEST_CASE("users: PBKDF2 hashes carry scheme, iterations and a fresh salt; compare is exact") {
+TEST_CASE("users: PBKDF2 hashes carry scheme, iterations and a fresh salt, and compare exactly") {
     std::string a = hashPassword("secret", kFast), b = hashPassword("secret", kFast);
     CHECK(a.rfind("pbkdf2-sha256$1000$", 0) == 0);
     CHECK(a.size() == std::string("pbkdf2-sha256$1000$").size() + 32 + 1 + 64);
@@ -242,7 +242,7 @@ TEST_CASE("identity: policies offered, anonymous switched off, policyId checked"
     CHECK(closed.verify(null, ctx, id) == UAPLEX_BadIdentityTokenRejected);
 }
 
-TEST_CASE("identity: UserName checks the password; clear text only under SecurityPolicy None") {
+TEST_CASE("identity: UserName checks the password, clear text only under SecurityPolicy None") {
     TempDir dir;
     config::AccessSection cfg;
     cfg.users_file = dir.path / "users.toml";

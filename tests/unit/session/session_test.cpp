@@ -59,7 +59,7 @@ TEST_CASE("requests before activation, from another channel, with an unknown tok
     CHECK(m.resolve(token, 8, 0, s) == UAPLEX_BadSecureChannelIdInvalid);
 }
 
-TEST_CASE("a session keeps its identity; a second activation may change it on its channel") {
+TEST_CASE("a session keeps its identity, a second activation may change it on its channel") {
     SessionManager m({10, 10000, 60000}, nullptr);
     auto c = m.create(1, 0, "", 0, 0);
     auto token = c.session->authenticationToken();
