@@ -14,8 +14,8 @@ struct RoleName {
 
 // Index i in this table is bit i of a session's role mask.
 inline constexpr RoleName kWellKnownRoles[] = {
-    {"Anonymous", 15644},  {"AuthenticatedUser", 15656}, {"Observer", 15668},
-    {"Operator", 15680},   {"Engineer", 16036},          {"Supervisor", 15692},
+    {"Anonymous", 15644},      {"AuthenticatedUser", 15656}, {"Observer", 15668},
+    {"Operator", 15680},       {"Engineer", 16036},          {"Supervisor", 15692},
     {"ConfigureAdmin", 15716}, {"SecurityAdmin", 15704},
 };
 inline constexpr std::size_t kRoleCount = sizeof kWellKnownRoles / sizeof kWellKnownRoles[0];
@@ -33,14 +33,22 @@ struct PermissionName {
 };
 
 inline constexpr PermissionName kPermissions[] = {
-    {"Browse", 1u << 0},          {"ReadRolePermissions", 1u << 1},
-    {"WriteAttribute", 1u << 2},  {"WriteRolePermissions", 1u << 3},
-    {"WriteHistorizing", 1u << 4}, {"Read", 1u << 5},
-    {"Write", 1u << 6},           {"ReadHistory", 1u << 7},
-    {"InsertHistory", 1u << 8},   {"ModifyHistory", 1u << 9},
-    {"DeleteHistory", 1u << 10},  {"ReceiveEvents", 1u << 11},
-    {"Call", 1u << 12},           {"AddReference", 1u << 13},
-    {"RemoveReference", 1u << 14}, {"DeleteNode", 1u << 15},
+    {"Browse", 1u << 0},
+    {"ReadRolePermissions", 1u << 1},
+    {"WriteAttribute", 1u << 2},
+    {"WriteRolePermissions", 1u << 3},
+    {"WriteHistorizing", 1u << 4},
+    {"Read", 1u << 5},
+    {"Write", 1u << 6},
+    {"ReadHistory", 1u << 7},
+    {"InsertHistory", 1u << 8},
+    {"ModifyHistory", 1u << 9},
+    {"DeleteHistory", 1u << 10},
+    {"ReceiveEvents", 1u << 11},
+    {"Call", 1u << 12},
+    {"AddReference", 1u << 13},
+    {"RemoveReference", 1u << 14},
+    {"DeleteNode", 1u << 15},
     {"AddNode", 1u << 16},
 };
 inline constexpr std::uint32_t kAllPermissions = (1u << 17) - 1;

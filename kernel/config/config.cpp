@@ -192,12 +192,12 @@ void build_access(const toml::table& access, const fs::path& file, const PathCon
                  "[access] anonymous_roles: '" + r + "' is not a well-known role");
     std::string users = get_string(access, "users_file", "", "access", file);
     if (!users.empty()) a.users_file = resolve(users, file, paths);
-    a.username_security_policy = get_string(access, "username_security_policy",
-                                            a.username_security_policy, "access", file);
+    a.username_security_policy =
+        get_string(access, "username_security_policy", a.username_security_policy, "access", file);
     a.certificate_security_policy = get_string(access, "certificate_security_policy",
                                                a.certificate_security_policy, "access", file);
-    a.default_permissions = get_permissions(access, "default_permissions", a.default_permissions,
-                                            "access", file);
+    a.default_permissions =
+        get_permissions(access, "default_permissions", a.default_permissions, "access", file);
     auto tables = [&](std::string_view key, auto&& each) {
         const toml::node* n = access.get(key);
         if (!n) return;

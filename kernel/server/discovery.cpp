@@ -95,10 +95,10 @@ ua::Array<ua::EndpointDescription> Discovery::endpoints(
     for (std::size_t k = 0; k < np; ++k) {
         const auto& tp = tokenPolicies_[k];
         policy[k].policyId = copy(arena, tp.policyId);
-        policy[k].tokenType = tp.kind == session::IdentityKind::UserName ? ua::UserTokenType::UserName
-                              : tp.kind == session::IdentityKind::X509
-                                  ? ua::UserTokenType::Certificate
-                                  : ua::UserTokenType::Anonymous;
+        policy[k].tokenType =
+            tp.kind == session::IdentityKind::UserName ? ua::UserTokenType::UserName
+            : tp.kind == session::IdentityKind::X509   ? ua::UserTokenType::Certificate
+                                                       : ua::UserTokenType::Anonymous;
         policy[k].issuedTokenType = ua::nullString();
         policy[k].issuerEndpointUrl = ua::nullString();
         policy[k].securityPolicyUri =

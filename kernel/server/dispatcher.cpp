@@ -262,9 +262,9 @@ uaplex_status Dispatcher::dispatch(const enc::DataType* type, const void* reques
             return st;
         }
         if (accessPolicy_) access = accessPolicy_->view(identity.roles);
-        uaplex_status st = sessions_.activate(header.authenticationToken, ctx.channelId,
-                                              std::move(identity), std::move(access), ctx.nowMs,
-                                              &s);
+        uaplex_status st =
+            sessions_.activate(header.authenticationToken, ctx.channelId, std::move(identity),
+                               std::move(access), ctx.nowMs, &s);
         if (st != UAPLEX_Good) return st;
         auto* resp = make<ua::ActivateSessionResponse>(arena);
         if (!resp) return UAPLEX_BadOutOfMemory;

@@ -31,7 +31,7 @@ class NodeValueSource;
 namespace uaplex::session {
 class AccessView;
 class AccessPolicy;
-}
+}  // namespace uaplex::session
 
 namespace uaplex::server {
 
@@ -50,9 +50,9 @@ class ServiceHandler {
     // ResponseHeader left for the caller), or a Bad status answered as a ServiceFault.
     // `access` is what the session may do (null: everything). Any worker thread; never throws.
     virtual uaplex_status call(enc::Arena& arena, void* sessionState,
-                               const session::AccessView* access,
-                               const enc::DataType* requestType, const void* request,
-                               const enc::DataType*& responseType, void*& response) noexcept = 0;
+                               const session::AccessView* access, const enc::DataType* requestType,
+                               const void* request, const enc::DataType*& responseType,
+                               void*& response) noexcept = 0;
     // The namespace table (NamespaceArray), for compiling the access rules.
     virtual std::vector<std::string> namespaceUris() const { return {}; }
     // The access rules, for the RolePermissions attributes (null: none); outlives its use.

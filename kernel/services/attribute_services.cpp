@@ -408,8 +408,8 @@ bool ServiceSet::Impl::rolePermissionsOf(enc::Arena& arena, const ua::NodeId& id
         rps[k].permissions = static_cast<ua::PermissionType>(table[i]);
         eos[k] = ua::ExtensionObject{};
         eos[k].encoding = UAPLEX_EXTENSIONOBJECT_BINARY;
-        eos[k].type_id = ua::numericNodeId(
-            0, enc::dataTypeOf<ua::RolePermissionType>()->binaryEncodingId);
+        eos[k].type_id =
+            ua::numericNodeId(0, enc::dataTypeOf<ua::RolePermissionType>()->binaryEncodingId);
         eos[k].data_type = enc::dataTypeOf<ua::RolePermissionType>();
         eos[k].object = &rps[k];
         ++k;
@@ -452,7 +452,8 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, st
         if (status != UAPLEX_Good) return fail(status);
         if (!permitted) return fail(UAPLEX_BadUserAccessDenied);
         if (attr == kAttrUserAccessLevel &&
-            (out.value.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_BYTE && !ua::isArray(out.value))
+            (out.value.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_BYTE &&
+            !ua::isArray(out.value))
             out.value.value.byte = userAccessLevel(out.value.value.byte, perms);
         if (attr == kAttrUserExecutable && !(perms & session::kPermCall) &&
             (out.value.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_BOOLEAN)
@@ -612,7 +613,8 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, st
         case kAttrRolePermissions:
         case kAttrUserRolePermissions: {
             // Rules of [access] first: every role, or only the session's.
-            session::RoleMask only = attr == kAttrRolePermissions || !access ? ~0u : access->roles();
+            session::RoleMask only =
+                attr == kAttrRolePermissions || !access ? ~0u : access->roles();
             if (rolePermissionsOf(arena, id, only, v)) break;
             if (rec == nullptr || rec->rolePermissions.length == 0)
                 return fail(UAPLEX_BadAttributeIdInvalid);
@@ -748,8 +750,9 @@ uaplex_status ServiceSet::Impl::writeOne(enc::Arena& arena, const ua::WriteValue
                                          const session::AccessView* access) noexcept {
     NodeRef node = space.find(wv.nodeId);
     // Value needs Write; other attributes WriteAttribute (Part 3 8.55).
-    const std::uint32_t need = wv.attributeId == kAttrValue ? std::uint32_t(session::kPermWrite)
-                                                            : std::uint32_t(session::kPermWriteAttribute);
+    const std::uint32_t need = wv.attributeId == kAttrValue
+                                   ? std::uint32_t(session::kPermWrite)
+                                   : std::uint32_t(session::kPermWriteAttribute);
     const bool permitted = !access || (access->permissions(wv.nodeId) & need) != 0;
     if (!node) {
         if (!permitted) {

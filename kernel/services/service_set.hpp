@@ -24,7 +24,7 @@ class NodeValueSource;
 namespace uaplex::session {
 class AccessView;
 class AccessPolicy;
-}
+}  // namespace uaplex::session
 
 namespace uaplex::services {
 

@@ -76,10 +76,10 @@ AccessPolicy::AccessPolicy(const config::AccessSection& cfg,
     for (const config::AccessRule& r : cfg.rules) {
         int ns = r.has_node && r.node_ns >= 0 ? r.node_ns : indexOf(r.namespace_uri);
         if (ns < 0 || std::size_t(ns) >= namespaceUris.size()) {
-            warnings_.push_back(r.position + ": [[access.rules]] names namespace '" +
-                                (r.namespace_uri.empty() ? std::to_string(r.node_ns)
-                                                         : r.namespace_uri) +
-                                "', which the server does not have; the rule is ignored");
+            warnings_.push_back(
+                r.position + ": [[access.rules]] names namespace '" +
+                (r.namespace_uri.empty() ? std::to_string(r.node_ns) : r.namespace_uri) +
+                "', which the server does not have; the rule is ignored");
             continue;
         }
         restricts_ = true;
@@ -103,9 +103,8 @@ AccessPolicy::AccessPolicy(const config::AccessSection& cfg,
         }
         apply(it->perRole);
     }
-    std::sort(nodes_.begin(), nodes_.end(), [](const NodeRules& a, const NodeRules& b) {
-        return compareKeys(a.key, b.key) < 0;
-    });
+    std::sort(nodes_.begin(), nodes_.end(),
+              [](const NodeRules& a, const NodeRules& b) { return compareKeys(a.key, b.key) < 0; });
 }
 
 std::shared_ptr<const AccessView> AccessPolicy::view(RoleMask roles) const {

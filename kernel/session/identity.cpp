@@ -145,7 +145,8 @@ uaplex_status IdentityVerifier::verify(const ua::ExtensionObject& token,
                 bytes(sig->signature), ctx.serverCertificate, ctx.serverNonce);
             if (st != UAPLEX_Good) return st;
             for (const auto& c : cfg_.certificates) {
-                bool match = c.thumbprint.empty() ? c.subject == subject : c.thumbprint == thumbprint;
+                bool match =
+                    c.thumbprint.empty() ? c.subject == subject : c.thumbprint == thumbprint;
                 if (!match) continue;
                 out = UserIdentity{IdentityKind::X509, "x509:" + thumbprint, subject,
                                    roleMask(c.roles) | kAuthenticatedUserRole};

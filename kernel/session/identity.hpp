@@ -50,22 +50,19 @@ class IdentityCrypto {
     // Verifies an X509IdentityToken's userTokenSignature: `signature` by the key of
     // `userCertificate` over serverCertificate + serverNonce. BadUserSignatureInvalid when
     // it does not verify.
-    virtual uaplex_status verifyX509TokenSignature(std::string_view securityPolicyUri,
-                                                   std::span<const std::uint8_t> userCertificate,
-                                                   std::string_view algorithm,
-                                                   std::span<const std::uint8_t> signature,
-                                                   std::span<const std::uint8_t> serverCertificate,
-                                                   std::span<const std::uint8_t> serverNonce)
-        noexcept = 0;
+    virtual uaplex_status verifyX509TokenSignature(
+        std::string_view securityPolicyUri, std::span<const std::uint8_t> userCertificate,
+        std::string_view algorithm, std::span<const std::uint8_t> signature,
+        std::span<const std::uint8_t> serverCertificate,
+        std::span<const std::uint8_t> serverNonce) noexcept = 0;
 };
 
 // Until the channel's security policies provide the cryptography: no encrypted password
 // decrypts and no token signature verifies.
 class NoIdentityCrypto final : public IdentityCrypto {
   public:
-    uaplex_status decryptPassword(std::string_view, std::string_view,
-                                  std::span<const std::uint8_t>, std::span<const std::uint8_t>,
-                                  std::string&) noexcept override {
+    uaplex_status decryptPassword(std::string_view, std::string_view, std::span<const std::uint8_t>,
+                                  std::span<const std::uint8_t>, std::string&) noexcept override {
         return UAPLEX_BadIdentityTokenInvalid;
     }
     uaplex_status verifyX509TokenSignature(std::string_view, std::span<const std::uint8_t>,

@@ -120,8 +120,8 @@ std::shared_ptr<Session> SessionManager::find(const ua::NodeId& token) const {
 
 uaplex_status SessionManager::activate(const ua::NodeId& authenticationToken,
                                        std::uint32_t channelId, UserIdentity identity,
-                                       std::shared_ptr<const AccessView> access,
-                                       std::int64_t nowMs, std::shared_ptr<Session>* out) {
+                                       std::shared_ptr<const AccessView> access, std::int64_t nowMs,
+                                       std::shared_ptr<Session>* out) {
     auto s = find(authenticationToken);
     if (!s) return UAPLEX_BadSessionIdInvalid;
     bool wasActivated = s->activated();

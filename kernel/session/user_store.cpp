@@ -170,8 +170,8 @@ void writeUsersFile(const std::filesystem::path& file, const std::vector<UserRec
     for (const auto& u : users) {
         toml::array roles;
         for (const auto& r : u.roles) roles.push_back(r);
-        arr.push_back(toml::table{{"name", u.name}, {"roles", std::move(roles)},
-                                  {"password_hash", u.passwordHash}});
+        arr.push_back(toml::table{
+            {"name", u.name}, {"roles", std::move(roles)}, {"password_hash", u.passwordHash}});
     }
     toml::table root{{"users", std::move(arr)}};
     std::stringstream out;

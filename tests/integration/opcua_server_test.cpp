@@ -1151,5 +1151,6 @@ TEST_CASE("access: a user added with `uaplex users` logs in after SIGHUP") {
     CHECK(st == UAPLEX_Good);
     // An Observer reads but does not write.
     std::uint16_t d = demoNamespace(c);
-    CHECK(writeInt32(c, ua::stringNodeId(d, "Demo.Scalars.Int32"), 1) == UAPLEX_BadUserAccessDenied);
+    CHECK(writeInt32(c, ua::stringNodeId(d, "Demo.Scalars.Int32"), 1) ==
+          UAPLEX_BadUserAccessDenied);
 }

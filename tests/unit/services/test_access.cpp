@@ -18,7 +18,8 @@ config::AccessSection demoRules() {
     config::AccessRule read;
     read.namespace_uri = "urn:uaplex:demo";
     read.roles = {"Anonymous", "Observer"};
-    read.permissions = session::kPermBrowse | session::kPermRead | session::kPermReadRolePermissions;
+    read.permissions =
+        session::kPermBrowse | session::kPermRead | session::kPermReadRolePermissions;
     config::AccessRule operate = read;
     operate.roles = {"Operator"};
     operate.permissions = read.permissions | session::kPermWrite | session::kPermCall;
@@ -68,7 +69,7 @@ TEST_CASE("access: Read, Write and Call are refused without the permission") {
     CHECK(s.read(int32, 18).value.value.byte == 3);
     s.access = nobody.get();  // a role no rule names: nothing in the demo namespace
     CHECK(s.read(int32).status == UAPLEX_BadUserAccessDenied);
-    CHECK(s.read(int32, 3).status == UAPLEX_BadUserAccessDenied);  // BrowseName needs Browse
+    CHECK(s.read(int32, 3).status == UAPLEX_BadUserAccessDenied);     // BrowseName needs Browse
     CHECK(s.read(ua::numericNodeId(0, 2259)).status == UAPLEX_Good);  // ns0 has no rules
 
     // Call needs Call on the object and the method; UserExecutable follows.

@@ -57,8 +57,10 @@ std::vector<std::uint8_t> makeCertificate(const char* cn) {
     X509_gmtime_adj(X509_getm_notAfter(x), 3600);
     X509_set_pubkey(x, key);
     X509_NAME* name = X509_get_subject_name(x);
-    X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, reinterpret_cast<const unsigned char*>("uaplex"), -1, -1, 0);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(cn), -1, -1, 0);
+    X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC,
+                               reinterpret_cast<const unsigned char*>("uaplex"), -1, -1, 0);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(cn),
+                               -1, -1, 0);
     X509_set_issuer_name(x, name);
     X509_sign(x, key, EVP_sha256());
     unsigned char* der = nullptr;
@@ -187,7 +189,7 @@ TEST_CASE("permissions: node rules over namespace rules over defaults, united ov
     CHECK(obs->permissions(plain) == (kPermBrowse | kPermRead));
     CHECK(op->permissions(plain) == (kPermBrowse | kPermWrite));
     CHECK(both->permissions(plain) == (kPermBrowse | kPermRead | kPermWrite));
-    CHECK(sup->permissions(plain) == 0);                    // the namespace's rules name others
+    CHECK(sup->permissions(plain) == 0);  // the namespace's rules name others
     CHECK(sup->permissions(ua::numericNodeId(2, 1)) == (kPermBrowse | kPermRead));  // defaults
     CHECK(sup->permissions(ua::numericNodeId(9, 1)) == (kPermBrowse | kPermRead));  // unknown ns
     CHECK(sup->permissions(secret) == (kPermBrowse | kPermRead | kPermWrite));
@@ -198,7 +200,8 @@ TEST_CASE("permissions: node rules over namespace rules over defaults, united ov
 
     RolePermissionTable t;
     REQUIRE(p.rolePermissions(secret, t));
-    CHECK(t[std::size_t(config::roleIndex("Supervisor"))] == (kPermBrowse | kPermRead | kPermWrite));
+    CHECK(t[std::size_t(config::roleIndex("Supervisor"))] ==
+          (kPermBrowse | kPermRead | kPermWrite));
     CHECK(t[std::size_t(config::roleIndex("Observer"))] == 0);
     CHECK_FALSE(p.rolePermissions(ua::numericNodeId(2, 1), t));
 

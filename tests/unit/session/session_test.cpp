@@ -10,9 +10,8 @@ using namespace uaplex::session;
 
 namespace {
 const UserIdentity kAnonymous{};
-const UserIdentity kAlice{IdentityKind::UserName, "user:alice", "alice",
-                          kAuthenticatedUserRole};
-}
+const UserIdentity kAlice{IdentityKind::UserName, "user:alice", "alice", kAuthenticatedUserRole};
+}  // namespace
 
 TEST_CASE("create revises the timeout and makes distinct unguessable tokens") {
     services::ServerCounters counters;
