@@ -105,7 +105,9 @@ uaplex_status IdentityVerifier::verify(const ua::ExtensionObject& token,
             const auto& t = *static_cast<const ua::UserNameIdentityToken*>(token.object);
             if (uaplex_status st = check(IdentityKind::UserName, t.policyId, p); st != UAPLEX_Good)
                 return st;
-            if (t.userName.length <= 0) return UAPLEX_BadIdentityTokenInvalid;
+            // Bounds keep a hostile token from making the hash expensive.
+            if (t.userName.length <= 0 || t.userName.length > 256 || t.password.length > 4096)
+                return UAPLEX_BadIdentityTokenInvalid;
             std::string_view policyUri =
                 p->securityPolicyUri.empty() ? ctx.channelSecurityPolicyUri : p->securityPolicyUri;
             std::string password;

@@ -351,3 +351,27 @@ TEST_CASE("identity: X509 maps certificates by thumbprint or subject after the s
     ctx.userTokenSignature = &sig;
     CHECK(none.verify(token, ctx, id) == UAPLEX_BadUserSignatureInvalid);
 }
+
+TEST_CASE("identity: oversized user names and passwords are invalid before any hashing") {
+    TempDir dir;
+    config::AccessSection cfg;
+    cfg.users_file = dir.path / "users.toml";
+    writeUsersFile(cfg.users_file, {});
+    IdentityVerifier v(cfg, nullptr);
+    std::vector<std::uint8_t> big(5000, 'x');
+    ua::UserNameIdentityToken t{ua::makeString("username"), ua::makeString("op"),
+                                ua::ByteString{std::int32_t(big.size()), big.data()},
+                                ua::nullString()};
+    ActivationContext ctx;
+    UserIdentity id;
+    CHECK(v.verify(wrap(enc::dataTypeOf<ua::UserNameIdentityToken>(), &t), ctx, id) ==
+          UAPLEX_BadIdentityTokenInvalid);
+    std::string longName(300, 'n');
+    t.userName = ua::makeString(longName);
+    t.password = ua::ByteString{2, big.data()};
+    CHECK(v.verify(wrap(enc::dataTypeOf<ua::UserNameIdentityToken>(), &t), ctx, id) ==
+          UAPLEX_BadIdentityTokenInvalid);
+    t.userName = ua::makeString("");
+    CHECK(v.verify(wrap(enc::dataTypeOf<ua::UserNameIdentityToken>(), &t), ctx, id) ==
+          UAPLEX_BadIdentityTokenInvalid);
+}
