@@ -78,7 +78,8 @@ export UAPLEX_NOANON_ENDPOINT="opc.tcp://127.0.0.1:$((port + 2))"
 only=()
 for o in "$@"; do only+=(--only "$o"); done
 status=0
-(cd "$here" && node run.js "opc.tcp://127.0.0.1:$port" "${only[@]}") || status=$?
+# The whole-run limit leaves room for a loaded machine (ctest allows 300 s).
+(cd "$here" && node run.js "opc.tcp://127.0.0.1:$port" --timeout 150 "${only[@]}") || status=$?
 if [ $status -ne 0 ]; then
   for log in uaplex access noanon; do echo "--- $log server log"; cat "$work/$log.log" || true; done
 fi
