@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 
 namespace uaplex::enc {
 class Arena;
@@ -25,6 +26,7 @@ class Host;
 
 namespace uaplex::subscription {
 class NodeValueSource;
+struct EventView;
 }
 
 namespace uaplex::server {
@@ -32,6 +34,9 @@ namespace uaplex::server {
 // Told of every stored value change (Write, the host API's value_set) with the node's
 // NodeValueSource handle.
 using ValueChangedFn = void (*)(void* user, std::uint64_t node, const ua::DataValue& value);
+
+using EventRaisedFn = void (*)(void* user, std::span<const std::uint64_t> notifiers,
+                               const subscription::EventView& event);
 
 class ServiceHandler {
   public:
@@ -51,6 +56,8 @@ class ServiceHandler {
     // The node values monitored items read, or null when subscriptions are not served.
     virtual subscription::NodeValueSource* valueSource() noexcept { return nullptr; }
     virtual void setValueChanged(ValueChangedFn, void*) noexcept {}
+    // Told of every event a node manager raises, with its notifier handles.
+    virtual void setEventRaised(EventRaisedFn, void*) noexcept {}
     // The server is stopping (ServerState Shutdown).
     virtual void shutdown() noexcept {}
 };

@@ -34,6 +34,9 @@ class ServiceSetHandler final : public ServiceHandler {
     void setValueChanged(ValueChangedFn fn, void* user) noexcept override {
         set_.setValueChanged(fn, user);
     }
+    void setEventRaised(EventRaisedFn fn, void* user) noexcept override {
+        set_.setEventRaised(fn, user);
+    }
     void shutdown() noexcept override { set_.setState(services::ServerState::Shutdown); }
 
   private:

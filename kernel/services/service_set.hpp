@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
 
 namespace uaplex::config {
 struct ServerConfig;
@@ -18,6 +19,7 @@ class Host;
 
 namespace uaplex::subscription {
 class NodeValueSource;
+struct EventView;
 }
 
 namespace uaplex::services {
@@ -96,6 +98,11 @@ class ServiceSet {
     subscription::NodeValueSource& valueSource();
     void setValueChanged(void (*fn)(void*, std::uint64_t, const ua::DataValue&),
                          void* user) noexcept;
+    // Events node managers raise (host API raise_event) go to `fn` with the notifier handles
+    // of their source; null stops them.
+    using EventRaisedFn = void (*)(void*, std::span<const std::uint64_t>,
+                                   const subscription::EventView&);
+    void setEventRaised(EventRaisedFn fn, void* user) noexcept;
     void setState(ServerState state) noexcept;
 
   private:
