@@ -46,6 +46,21 @@ bool sameName(const ua::QualifiedName& a, const ua::QualifiedName& b) {
     return a.namespace_index == b.namespace_index && ua::view(a.name) == ua::view(b.name);
 }
 
+// A deep copy of `value` in `arena`: encoded, the bytes kept in the arena (decoded strings
+// and byte strings point into them), decoded there.
+void* copyInto(enc::Arena& arena, const enc::DataType& type, const void* value) {
+    enc::ByteBuffer buf;
+    if (enc::encodeValue(buf, type, value) != UAPLEX_Good) return nullptr;
+    auto* bytes = static_cast<uint8_t*>(arena.allocate(buf.size() ? buf.size() : 1, 8));
+    if (!bytes) return nullptr;
+    std::memcpy(bytes, buf.data(), buf.size());
+    void* out = nullptr;
+    if (enc::decodeValue({bytes, buf.size()}, arena, enc::DecodeLimits{}, type, &out) !=
+        UAPLEX_Good)
+        return nullptr;
+    return out;
+}
+
 bool validIndexRange(std::string_view r) {
     if (r.empty()) return true;
     bool digit = false;
@@ -686,12 +701,8 @@ uaplex_status EventFilterSpec::create(const ua::EventFilter& filter, const Event
     // No usable select clause, or an invalid where element: the filter is refused.
     if (where != UAPLEX_Good || valid == 0) return UAPLEX_BadEventFilterInvalid;
     // The item keeps its own copy (the request's memory goes with the request).
-    enc::ByteBuffer buf;
-    const enc::DataType& t = *enc::dataTypeOf<ua::EventFilter>();
-    void* copy = nullptr;
-    if (enc::encodeValue(buf, t, &filter) != UAPLEX_Good ||
-        enc::decodeValue(buf.span(), spec->arena_, enc::DecodeLimits{}, t, &copy) != UAPLEX_Good)
-        return UAPLEX_BadOutOfMemory;
+    void* copy = copyInto(spec->arena_, *enc::dataTypeOf<ua::EventFilter>(), &filter);
+    if (!copy) return UAPLEX_BadOutOfMemory;
     spec->filter_ = static_cast<const ua::EventFilter*>(copy);
     out = std::move(spec);
     return UAPLEX_Good;
@@ -728,14 +739,8 @@ EventCell* EventFilterSpec::select(const EventView& event, const EventTypeModel&
 
 namespace {
 ua::Variant deepCopy(enc::Arena& arena, const ua::Variant& v) {
-    enc::ByteBuffer buf;
-    void* out = nullptr;
-    if (enc::encodeValue(buf, variantType(), &v) != UAPLEX_Good ||
-        enc::decodeValue(buf.span(), arena, enc::DecodeLimits{}, variantType(), &out) !=
-            UAPLEX_Good ||
-        !out)
-        return {};
-    return *static_cast<ua::Variant*>(out);
+    void* out = copyInto(arena, variantType(), &v);
+    return out ? *static_cast<ua::Variant*>(out) : ua::Variant{};
 }
 ua::NodeId copyNodeId(enc::Arena& arena, const ua::NodeId& id) {
     ua::Variant v = ua::makeVariant(ua::BuiltinType::NodeId);
