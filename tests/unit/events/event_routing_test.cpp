@@ -80,6 +80,7 @@ struct Harness {
         select = {b.operand("EventType"), b.operand("Severity"), b.operand("SourceName"),
                   b.operand("", 2782, 1)};
     }
+    ~Harness() { sink.done.clear(); }  // the leases go back to the manager's pool
     uint32_t subscribe(uint64_t session = 1) {
         ua::CreateSubscriptionRequest req{};
         req.requestedPublishingInterval = 100;
