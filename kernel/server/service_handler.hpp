@@ -27,7 +27,7 @@ class Host;
 namespace uaplex::subscription {
 class NodeValueSource;
 struct EventView;
-}
+}  // namespace uaplex::subscription
 
 namespace uaplex::server {
 

@@ -233,8 +233,8 @@ void SubscriptionService::eventRaised(std::span<const std::uint64_t> notifiers,
 }
 
 uaplex_status SubscriptionService::conditionRefresh(std::uint64_t session,
-                                                   std::uint32_t subscriptionId,
-                                                   std::uint32_t monitoredItemId) noexcept {
+                                                    std::uint32_t subscriptionId,
+                                                    std::uint32_t monitoredItemId) noexcept {
     try {
         std::lock_guard lock(mutex_);
         return manager_.conditionRefresh(session, subscriptionId, monitoredItemId);

@@ -20,7 +20,7 @@ class Host;
 namespace uaplex::subscription {
 class NodeValueSource;
 struct EventView;
-}
+}  // namespace uaplex::subscription
 
 namespace uaplex::services {
 

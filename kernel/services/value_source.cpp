@@ -32,11 +32,11 @@ class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource
         NodeRef n = impl_.space.find(id.nodeId);
         if (id.attributeId == kAttrEventNotifier) {
             // Event items need a notifier that allows subscribing (SubscribeToEvents).
-            std::uint8_t notifier = n.dyn ? n.dyn->eventNotifier
-                                  : (probe.value.encoding & UAPLEX_VARIANT_TYPE_MASK) ==
-                                            UAPLEX_TYPE_BYTE
-                                      ? probe.value.value.byte
-                                      : 0;
+            std::uint8_t notifier =
+                n.dyn ? n.dyn->eventNotifier
+                : (probe.value.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_BYTE
+                    ? probe.value.value.byte
+                    : 0;
             if (!n || !(notifier & 1) || id.indexRange.length > 0)
                 return UAPLEX_BadAttributeIdInvalid;
             *handle = impl_.notifierKey(n);
@@ -163,7 +163,8 @@ class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource
             for (const auto& step : path) {
                 NodeRef next{};
                 space_.forEachReference(n, [&](std::uint32_t rt, bool fwd, const ua::NodeId& tg) {
-                    if (next || !fwd || !space_.isSubtypeOf(rt, addressspace::kHierarchicalReferences))
+                    if (next || !fwd ||
+                        !space_.isSubtypeOf(rt, addressspace::kHierarchicalReferences))
                         return;
                     NodeRef c = space_.find(tg);
                     if (!c) return;

@@ -90,20 +90,47 @@ Number numberOf(const ua::Variant& v) {
     Number n;
     if (!scalar(v)) return n;
     switch (ua::BuiltinType(typeOf(v))) {
-        case ua::BuiltinType::Boolean: n = {Kind::Unsigned, 0, v.value.boolean ? 1u : 0u}; break;
-        case ua::BuiltinType::SByte: n = {Kind::Signed, v.value.sbyte}; break;
-        case ua::BuiltinType::Byte: n = {Kind::Unsigned, 0, v.value.byte}; break;
-        case ua::BuiltinType::Int16: n = {Kind::Signed, v.value.int16}; break;
-        case ua::BuiltinType::UInt16: n = {Kind::Unsigned, 0, v.value.uint16}; break;
-        case ua::BuiltinType::Int32: n = {Kind::Signed, v.value.int32}; break;
-        case ua::BuiltinType::UInt32: n = {Kind::Unsigned, 0, v.value.uint32}; break;
-        case ua::BuiltinType::StatusCode: n = {Kind::Unsigned, 0, v.value.statuscode}; break;
-        case ua::BuiltinType::Int64: n = {Kind::Signed, v.value.int64}; break;
-        case ua::BuiltinType::DateTime: n = {Kind::Signed, v.value.datetime}; break;
-        case ua::BuiltinType::UInt64: n = {Kind::Unsigned, 0, v.value.uint64}; break;
-        case ua::BuiltinType::Float: n.kind = Kind::Real, n.d = v.value.float_; break;
-        case ua::BuiltinType::Double: n.kind = Kind::Real, n.d = v.value.double_; break;
-        default: break;
+        case ua::BuiltinType::Boolean:
+            n = {Kind::Unsigned, 0, v.value.boolean ? 1u : 0u};
+            break;
+        case ua::BuiltinType::SByte:
+            n = {Kind::Signed, v.value.sbyte};
+            break;
+        case ua::BuiltinType::Byte:
+            n = {Kind::Unsigned, 0, v.value.byte};
+            break;
+        case ua::BuiltinType::Int16:
+            n = {Kind::Signed, v.value.int16};
+            break;
+        case ua::BuiltinType::UInt16:
+            n = {Kind::Unsigned, 0, v.value.uint16};
+            break;
+        case ua::BuiltinType::Int32:
+            n = {Kind::Signed, v.value.int32};
+            break;
+        case ua::BuiltinType::UInt32:
+            n = {Kind::Unsigned, 0, v.value.uint32};
+            break;
+        case ua::BuiltinType::StatusCode:
+            n = {Kind::Unsigned, 0, v.value.statuscode};
+            break;
+        case ua::BuiltinType::Int64:
+            n = {Kind::Signed, v.value.int64};
+            break;
+        case ua::BuiltinType::DateTime:
+            n = {Kind::Signed, v.value.datetime};
+            break;
+        case ua::BuiltinType::UInt64:
+            n = {Kind::Unsigned, 0, v.value.uint64};
+            break;
+        case ua::BuiltinType::Float:
+            n.kind = Kind::Real, n.d = v.value.float_;
+            break;
+        case ua::BuiltinType::Double:
+            n.kind = Kind::Real, n.d = v.value.double_;
+            break;
+        default:
+            break;
     }
     return n;
 }
@@ -150,7 +177,9 @@ bool textOf(const ua::Variant& v, std::string& out) {
     out.clear();
     switch (ua::BuiltinType(typeOf(v))) {
         case ua::BuiltinType::String:
-        case ua::BuiltinType::XmlElement: out.assign(ua::view(v.value.string)); return true;
+        case ua::BuiltinType::XmlElement:
+            out.assign(ua::view(v.value.string));
+            return true;
         case ua::BuiltinType::LocalizedText: {
             auto* lt = static_cast<const ua::LocalizedText*>(v.value.pointer);
             if (lt) out.assign(ua::view(lt->text));
@@ -180,12 +209,13 @@ bool textOf(const ua::Variant& v, std::string& out) {
             const auto& g = v.value.guid;
             char buf[40];
             std::snprintf(buf, sizeof buf, "%08X-%04X-%04X-%02X%02X-%02X%02X%02X%02X%02X%02X",
-                          g.data1, g.data2, g.data3, g.data4[0], g.data4[1], g.data4[2],
-                          g.data4[3], g.data4[4], g.data4[5], g.data4[6], g.data4[7]);
+                          g.data1, g.data2, g.data3, g.data4[0], g.data4[1], g.data4[2], g.data4[3],
+                          g.data4[4], g.data4[5], g.data4[6], g.data4[7]);
             out = buf;
             return true;
         }
-        default: return false;
+        default:
+            return false;
     }
 }
 
@@ -197,8 +227,10 @@ bool textual(uint8_t t) {
         case ua::BuiltinType::QualifiedName:
         case ua::BuiltinType::NodeId:
         case ua::BuiltinType::ExpandedNodeId:
-        case ua::BuiltinType::Guid: return true;
-        default: return false;
+        case ua::BuiltinType::Guid:
+            return true;
+        default:
+            return false;
     }
 }
 
@@ -213,11 +245,16 @@ uint32_t operandCountOk(Op op, size_t n) {
         case Op::IsNull:
         case Op::Not:
         case Op::OfType:
-        case Op::InView: return n == 1;
-        case Op::Between: return n == 3;
-        case Op::InList: return n >= 2;
-        case Op::RelatedTo: return n == 6;
-        default: return n == 2;
+        case Op::InView:
+            return n == 1;
+        case Op::Between:
+            return n == 3;
+        case Op::InList:
+            return n >= 2;
+        case Op::RelatedTo:
+            return n == 6;
+        default:
+            return n == 2;
     }
 }
 
@@ -319,7 +356,8 @@ struct Evaluator {
                 if (isNull(a) || isNull(b)) return {};
                 return boolean(compareValues(a, b) == 0);
             }
-            case Op::IsNull: return boolean(isNull(arg(0)));
+            case Op::IsNull:
+                return boolean(isNull(arg(0)));
             case Op::GreaterThan:
             case Op::LessThan:
             case Op::GreaterThanOrEqual:
@@ -329,10 +367,14 @@ struct Evaluator {
                 int c = compareValues(a, b);
                 if (c == 2) return boolean(false);
                 switch (el.filterOperator) {
-                    case Op::GreaterThan: return boolean(c > 0);
-                    case Op::LessThan: return boolean(c < 0);
-                    case Op::GreaterThanOrEqual: return boolean(c >= 0);
-                    default: return boolean(c <= 0);
+                    case Op::GreaterThan:
+                        return boolean(c > 0);
+                    case Op::LessThan:
+                        return boolean(c < 0);
+                    case Op::GreaterThanOrEqual:
+                        return boolean(c >= 0);
+                    default:
+                        return boolean(c <= 0);
                 }
             }
             case Op::Like: {
@@ -404,7 +446,8 @@ struct Evaluator {
                 std::memcpy(&out.value, &r, enc::builtinElementSize(t));
                 return out;
             }
-            default: return {};
+            default:
+                return {};
         }
     }
 
@@ -442,14 +485,22 @@ struct Evaluator {
                 if (n.kind == Kind::None) return {};
                 return boolean(real(n) != 0);
             }
-            case 2: return integral(INT8_MIN, INT8_MAX, ua::BuiltinType::SByte);
-            case 3: return integral(0, UINT8_MAX, ua::BuiltinType::Byte);
-            case 4: return integral(INT16_MIN, INT16_MAX, ua::BuiltinType::Int16);
-            case 5: return integral(0, UINT16_MAX, ua::BuiltinType::UInt16);
-            case 6: return integral(INT32_MIN, INT32_MAX, ua::BuiltinType::Int32);
-            case 7: return integral(0, UINT32_MAX, ua::BuiltinType::UInt32);
-            case 8: return integral(INT64_MIN, INT64_MAX, ua::BuiltinType::Int64);
-            case 9: return integral(0, UINT64_MAX, ua::BuiltinType::UInt64);
+            case 2:
+                return integral(INT8_MIN, INT8_MAX, ua::BuiltinType::SByte);
+            case 3:
+                return integral(0, UINT8_MAX, ua::BuiltinType::Byte);
+            case 4:
+                return integral(INT16_MIN, INT16_MAX, ua::BuiltinType::Int16);
+            case 5:
+                return integral(0, UINT16_MAX, ua::BuiltinType::UInt16);
+            case 6:
+                return integral(INT32_MIN, INT32_MAX, ua::BuiltinType::Int32);
+            case 7:
+                return integral(0, UINT32_MAX, ua::BuiltinType::UInt32);
+            case 8:
+                return integral(INT64_MIN, INT64_MAX, ua::BuiltinType::Int64);
+            case 9:
+                return integral(0, UINT64_MAX, ua::BuiltinType::UInt64);
             case 10:
             case 11: {
                 if (n.kind == Kind::None) return {};
@@ -476,7 +527,8 @@ struct Evaluator {
                 out.value.string = {int32_t(text.size()), mem};
                 return out;
             }
-            default: return {};
+            default:
+                return {};
         }
     }
 };
@@ -497,7 +549,8 @@ const ua::Variant* EventView::find(std::span<const ua::QualifiedName> path) cons
 
 const ua::Variant* EventView::find(std::string_view name) const noexcept {
     for (const auto& f : fields)
-        if (f.path.size() == 1 && f.path[0].namespace_index == 0 && ua::view(f.path[0].name) == name)
+        if (f.path.size() == 1 && f.path[0].namespace_index == 0 &&
+            ua::view(f.path[0].name) == name)
             return f.value;
     return nullptr;
 }
@@ -511,7 +564,8 @@ int compareValues(const ua::Variant& a, const ua::Variant& b) {
     Number x = numberOf(a), y = numberOf(b);
     std::string sa, sb;
     if (x.kind != Kind::None && y.kind != Kind::None) {
-        bool da = ta == uint8_t(ua::BuiltinType::DateTime), db = tb == uint8_t(ua::BuiltinType::DateTime);
+        bool da = ta == uint8_t(ua::BuiltinType::DateTime),
+             db = tb == uint8_t(ua::BuiltinType::DateTime);
         if (da != db && !(da && tb == uint8_t(ua::BuiltinType::Int64)) &&
             !(db && ta == uint8_t(ua::BuiltinType::Int64)))
             return 2;  // a DateTime compares with DateTimes (and their Int64 ticks) only
@@ -602,8 +656,8 @@ bool likeMatch(std::string_view s, std::string_view p) {
 uaplex_status validateContentFilter(const ua::ContentFilter& filter, const EventTypeModel& model,
                                     enc::Arena& arena, ua::ContentFilterResult& result) {
     size_t n = filter.elements.size();
-    result.elementResults = {int32_t(n), n ? arena.allocateArray<ua::ContentFilterElementResult>(n)
-                                           : nullptr};
+    result.elementResults = {int32_t(n),
+                             n ? arena.allocateArray<ua::ContentFilterElementResult>(n) : nullptr};
     result.elementDiagnosticInfos = {0, nullptr};
     if (n && !result.elementResults.data) return UAPLEX_BadOutOfMemory;
     bool bad = false;
@@ -632,14 +686,14 @@ uaplex_status validateContentFilter(const ua::ContentFilter& filter, const Event
                     // Only later elements: the evaluation cannot loop.
                     if (e->index <= i || e->index >= n) st = UAPLEX_BadFilterOperandInvalid;
                 } else if (auto* l = as<ua::LiteralOperand>(eo)) {
-                    bool nodeIdOperand =
-                        el.filterOperator == Op::OfType || (el.filterOperator == Op::Cast && j == 1);
+                    bool nodeIdOperand = el.filterOperator == Op::OfType ||
+                                         (el.filterOperator == Op::Cast && j == 1);
                     if (nodeIdOperand) {
                         bool isObjectType = false, isDataType = false;
-                        auto* id = typeOf(l->value) == uint8_t(ua::BuiltinType::NodeId) &&
-                                           scalar(l->value)
-                                       ? static_cast<const ua::NodeId*>(l->value.value.pointer)
-                                       : nullptr;
+                        auto* id =
+                            typeOf(l->value) == uint8_t(ua::BuiltinType::NodeId) && scalar(l->value)
+                                ? static_cast<const ua::NodeId*>(l->value.value.pointer)
+                                : nullptr;
                         if (!id || !model.known(*id, &isObjectType, &isDataType))
                             st = UAPLEX_BadFilterOperandInvalid;
                         else if (el.filterOperator == Op::OfType && !isObjectType)
@@ -695,8 +749,8 @@ uaplex_status EventFilterSpec::create(const ua::EventFilter& filter, const Event
         spec->selectValid_[i] = st == UAPLEX_Good;
         valid += st == UAPLEX_Good;
     }
-    uaplex_status where = validateContentFilter(filter.whereClause, model, arena,
-                                                result.whereClauseResult);
+    uaplex_status where =
+        validateContentFilter(filter.whereClause, model, arena, result.whereClauseResult);
     if (where == UAPLEX_BadOutOfMemory) return where;
     // No usable select clause, or an invalid where element: the filter is refused.
     if (where != UAPLEX_Good || valid == 0) return UAPLEX_BadEventFilterInvalid;
@@ -821,8 +875,9 @@ std::unique_ptr<OwnedEvent> makeRefreshEvent(uint32_t typeId, int64_t utcNow) {
     v.value.datetime = utcNow;
     ev->add("Time", v);
     ev->add("ReceiveTime", v);
-    ua::LocalizedText msg = ua::makeLocalizedText(
-        "", typeId == kRefreshStartEventType ? "ConditionRefresh started" : "ConditionRefresh ended");
+    ua::LocalizedText msg =
+        ua::makeLocalizedText("", typeId == kRefreshStartEventType ? "ConditionRefresh started"
+                                                                   : "ConditionRefresh ended");
     v = ua::makeVariant(ua::BuiltinType::LocalizedText);
     v.value.pointer = &msg;
     ev->add("Message", v);

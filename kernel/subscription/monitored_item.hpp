@@ -96,7 +96,9 @@ class MonitoredItem {
     bool queueEvent(EventCell* event);
     // Event items: the EventFilter (select and where clauses) the item applies.
     void setEventFilter(std::unique_ptr<EventFilterSpec> f) { extras().eventFilter = std::move(f); }
-    const EventFilterSpec* eventFilter() const { return extras_ ? extras_->eventFilter.get() : nullptr; }
+    const EventFilterSpec* eventFilter() const {
+        return extras_ ? extras_->eventFilter.get() : nullptr;
+    }
     // A raised event: ignored when disabled, a duplicate or full (discardOldest=false), dropped
     // when the where clause fails; otherwise its selected fields are queued. True when queued.
     bool offerEvent(const EventView& event, uint64_t eventHandle, enc::Arena& scratch,

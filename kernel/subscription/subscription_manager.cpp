@@ -384,7 +384,8 @@ uaplex_status SubscriptionManager::applyParameters(Subscription& s, MonitoredIte
             if (f.data_type != enc::dataTypeOf<ua::EventFilter>())
                 return f.object ? UAPLEX_BadFilterNotAllowed : UAPLEX_BadEventFilterInvalid;
         } else {
-            if (f.data_type == enc::dataTypeOf<ua::EventFilter>()) return UAPLEX_BadFilterNotAllowed;
+            if (f.data_type == enc::dataTypeOf<ua::EventFilter>())
+                return UAPLEX_BadFilterNotAllowed;
             if (f.data_type != enc::dataTypeOf<ua::DataChangeFilter>() || !f.object)
                 return UAPLEX_BadMonitoredItemFilterUnsupported;
             auto* dcf = static_cast<const ua::DataChangeFilter*>(f.object);

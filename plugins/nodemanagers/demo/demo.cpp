@@ -217,9 +217,9 @@ class Demo : public StoreNodeManager {
             return st;
         if (uaplex_status st = build(as); st != UAPLEX_Good) return st;
         ctx_.api()->monotonic_ns(ctx_.raw(), &start_ns_);
-        if (uaplex_status st = ctx_.api()->timer_start(ctx_.raw(), event_interval_ms_,
-                                                       event_interval_ms_, &Demo::eventTick, this,
-                                                       &event_timer_);
+        if (uaplex_status st =
+                ctx_.api()->timer_start(ctx_.raw(), event_interval_ms_, event_interval_ms_,
+                                        &Demo::eventTick, this, &event_timer_);
             st != UAPLEX_Good)
             return st;
         return ctx_.api()->timer_start(ctx_.raw(), interval_ms_, interval_ms_, &Demo::tick, this,
@@ -350,15 +350,15 @@ class Demo : public StoreNodeManager {
             if (st == UAPLEX_Good) st = s;
         };
         events_ = id("Demo.Events");
-        NodeSpec o = object_spec(events_, demo, kOrganizes, qualified_name(ns_, "Events"),
-                                 kBaseObjectType);
+        NodeSpec o =
+            object_spec(events_, demo, kOrganizes, qualified_name(ns_, "Events"), kBaseObjectType);
         o.spec.event_notifier = UAPLEX_EVENT_NOTIFIER_SUBSCRIBE;
         check(add(as, o));
         check(as.add_reference(numeric_id(0, kServer), kHasNotifier, events_));
         check(as.add_reference(events_, kHasEventSource, dynamic_));
         alarm_ = id("Demo.Events.HighAlarm");
-        check(add(as, object_spec(alarm_, events_, kHasComponent,
-                                  qualified_name(ns_, "HighAlarm"), kAlarmConditionType)));
+        check(add(as, object_spec(alarm_, events_, kHasComponent, qualified_name(ns_, "HighAlarm"),
+                                  kAlarmConditionType)));
         check(as.add_reference(dynamic_, kHasCondition, alarm_));
         for (const char* state : {"EnabledState", "ActiveState", "AckedState"}) {
             uaplex_nodeid sv = id(std::string("Demo.Events.HighAlarm.") + state);
@@ -507,7 +507,7 @@ class Demo : public StoreNodeManager {
     std::array<uaplex_nodeid, 5> state_ids_{};
     std::atomic<uint32_t> events_raised_{0};
     std::atomic<int> alarm_state_{-1};  // -1: not reported yet
-    std::deque<std::string> names_;  // NodeId text, stable addresses
+    std::deque<std::string> names_;     // NodeId text, stable addresses
     uaplex_nodeid dynamic_{}, counter_id_{};
     std::atomic<uint32_t> counter_{0};
 };

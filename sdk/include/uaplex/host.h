@@ -1,6 +1,7 @@
 /* The host API table: everything a plugin may ask of the kernel. Plugins link to nothing
  * in the kernel; logging, clocks, timers, metrics, allocation and configuration come
- * through this table. It is append-only: address-space access arrived in minor version 1, events in 2.
+ * through this table. It is append-only: address-space access arrived in minor version 1, events
+ * in 2.
  *
  * Every entry takes the plugin context the host handed to the plugin's factory `create`
  * (it identifies the plugin: its name goes into each log line, its TOML table is the

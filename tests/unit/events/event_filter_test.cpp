@@ -216,15 +216,15 @@ TEST_CASE("BitwiseAnd and BitwiseOr keep the wider integer type") {
 TEST_CASE("validation gives a result per element and per operand") {
     FakeModel model;
     Builder b;
-    b.add(Op(99), {b.lit(i32(1))});                                         // 0
-    b.add(Op::InView, {b.lit(b.nodeId(85))});                               // 1
-    b.add(Op::Equals, {b.lit(i32(1))});                                     // 2
-    b.add(Op::Not, {b.elem(1)});                                            // 3: backwards
-    b.add(Op::Equals, {b.wrap(ua::AttributeOperand{}), b.lit(i32(1))});     // 4
-    b.add(Op::OfType, {b.lit(b.nodeId(85))});                               // 5: not a type
-    b.add(Op::Equals, {b.attr("Severity"), b.elem(99)});                    // 6: past the end
-    b.add(Op::Cast, {b.lit(i32(1)), b.lit(b.nodeId(2041))});                // 7: not a DataType
-    b.add(Op::Equals, {b.wrap(b.operand("Nope", 2782)), b.lit(i32(1))});    // 8: bad path
+    b.add(Op(99), {b.lit(i32(1))});                                       // 0
+    b.add(Op::InView, {b.lit(b.nodeId(85))});                             // 1
+    b.add(Op::Equals, {b.lit(i32(1))});                                   // 2
+    b.add(Op::Not, {b.elem(1)});                                          // 3: backwards
+    b.add(Op::Equals, {b.wrap(ua::AttributeOperand{}), b.lit(i32(1))});   // 4
+    b.add(Op::OfType, {b.lit(b.nodeId(85))});                             // 5: not a type
+    b.add(Op::Equals, {b.attr("Severity"), b.elem(99)});                  // 6: past the end
+    b.add(Op::Cast, {b.lit(i32(1)), b.lit(b.nodeId(2041))});              // 7: not a DataType
+    b.add(Op::Equals, {b.wrap(b.operand("Nope", 2782)), b.lit(i32(1))});  // 8: bad path
     b.add(Op::And, {b.lit(ua::variantBoolean(true)), b.lit(ua::variantBoolean(true))});  // 9
     ua::ContentFilter f = b.filter();
     ua::ContentFilterResult r{};
@@ -253,16 +253,16 @@ TEST_CASE("select clauses: per-clause status, Null for what the event lacks, Con
     FakeModel model;
     Builder b;
     std::vector<ua::SimpleAttributeOperand> sel{
-        b.operand("Severity"),                     // 0
-        b.operand("Message"),                      // 1: absent from the event
-        b.operand("Severity", 9999),               // 2: unknown type
-        b.operand("Severity", 85),                 // 3: not an event type
-        b.operand("Severity", 2041, 0),            // 4: attribute 0
-        b.operand("ActiveState/Id", 2915),         // 5: Alarm path
-        b.operand("NoSuchField", 2782),            // 6: not in ConditionType
-        b.operand("Severity", 2041, 13, "x"),      // 7: bad IndexRange
-        b.operand("", 2782, 1),                    // 8: ConditionId
-        b.operand("ActiveState/Id", 2041),         // 9: any path under BaseEventType
+        b.operand("Severity"),                 // 0
+        b.operand("Message"),                  // 1: absent from the event
+        b.operand("Severity", 9999),           // 2: unknown type
+        b.operand("Severity", 85),             // 3: not an event type
+        b.operand("Severity", 2041, 0),        // 4: attribute 0
+        b.operand("ActiveState/Id", 2915),     // 5: Alarm path
+        b.operand("NoSuchField", 2782),        // 6: not in ConditionType
+        b.operand("Severity", 2041, 13, "x"),  // 7: bad IndexRange
+        b.operand("", 2782, 1),                // 8: ConditionId
+        b.operand("ActiveState/Id", 2041),     // 9: any path under BaseEventType
     };
     ua::EventFilter filter{};
     filter.selectClauses = {int32_t(sel.size()), sel.data()};

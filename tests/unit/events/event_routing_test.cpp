@@ -261,7 +261,8 @@ TEST_CASE("the queue-overflow event carries the item's select clauses") {
     CHECK(got[2].second[1].value.uint16 == 3);
 }
 
-TEST_CASE("ConditionRefresh: RefreshStart, the retained conditions of the item's notifier, RefreshEnd") {
+TEST_CASE(
+    "ConditionRefresh: RefreshStart, the retained conditions of the item's notifier, RefreshEnd") {
     Harness h;
     ua::NodeId alarm = ua::stringNodeId(2, "Alarm");
     ua::NodeId other = ua::stringNodeId(2, "OtherAlarm");

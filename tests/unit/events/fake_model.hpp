@@ -16,8 +16,9 @@ struct FakeModel : EventTypeModel {
     std::map<uint32_t, uint32_t> super{{2041, 0}, {2782, 2041}, {2915, 2782}, {2130, 2041}};
     // Instance declarations by type: paths joined with '/'.
     std::map<uint32_t, std::set<std::string>> decls{
-        {2041, {"EventId", "EventType", "SourceNode", "SourceName", "Time", "ReceiveTime",
-                "Message", "Severity"}},
+        {2041,
+         {"EventId", "EventType", "SourceNode", "SourceName", "Time", "ReceiveTime", "Message",
+          "Severity"}},
         {2782, {"Retain", "EnabledState", "EnabledState/Id", "ConditionName"}},
         {2915, {"ActiveState", "ActiveState/Id"}},
     };
@@ -31,7 +32,7 @@ struct FakeModel : EventTypeModel {
     }
     bool isSubtypeOf(const ua::NodeId& sub, const ua::NodeId& base) const override {
         if (!ns0(sub) || !ns0(base)) return false;
-        for (uint32_t t = sub.identifier.numeric; t; ) {
+        for (uint32_t t = sub.identifier.numeric; t;) {
             if (t == base.identifier.numeric) return true;
             auto it = super.find(t);
             t = it == super.end() ? 0 : it->second;
