@@ -16,6 +16,9 @@ namespace {
 using Op = ua::FilterOperator;
 constexpr uint32_t kAttrNodeId = 1, kAttrValue = 13, kMaxAttributeId = 27;
 constexpr uint32_t kOperatorCount = 18;  // Equals .. BitwiseOr
+// Bounds what one where clause may cost per event: elements are evaluated once each
+// (memoised), and no more than this many are accepted.
+constexpr size_t kMaxWhereElements = 256;
 
 const enc::DataType& variantType() {
     static const enc::DataType* t = enc::findDataType("Variant");
@@ -331,6 +334,8 @@ struct Evaluator {
     const EventView& event;
     const EventTypeModel& model;
     enc::Arena& scratch;
+    ua::Variant* memo = nullptr;  // per element, in scratch
+    uint8_t* state = nullptr;     // 0 not evaluated, 1 evaluating, 2 done
 
     ua::Variant operand(const ua::ExtensionObject& eo, int depth) {
         if (auto* e = as<ua::ElementOperand>(eo)) return element(e->index, depth + 1);
@@ -346,7 +351,19 @@ struct Evaluator {
     static ua::Variant fromTri(int t) { return t < 0 ? ua::Variant{} : boolean(t == 1); }
 
     ua::Variant element(uint32_t index, int depth) {
-        if (index >= filter.elements.size() || depth > 64) return {};
+        if (index >= filter.elements.size() || depth > int(kMaxWhereElements)) return {};
+        if (state) {
+            if (state[index] == 2) return memo[index];
+            if (state[index] == 1) return {};  // a loop (validation forbids them)
+            state[index] = 1;
+            memo[index] = compute(index, depth);
+            state[index] = 2;
+            return memo[index];
+        }
+        return compute(index, depth);
+    }
+
+    ua::Variant compute(uint32_t index, int depth) {
         const ua::ContentFilterElement& el = filter.elements[index];
         const auto& ops = el.filterOperands;
         auto arg = [&](size_t i) { return operand(ops[i], depth); };
@@ -669,7 +686,9 @@ uaplex_status validateContentFilter(const ua::ContentFilter& filter, const Event
         r.statusCode = UAPLEX_Good;
         auto op = uint32_t(el.filterOperator);
         size_t k = el.filterOperands.size();
-        if (op >= kOperatorCount) {
+        if (i >= kMaxWhereElements) {
+            r.statusCode = UAPLEX_BadFilterElementInvalid;  // more than the server evaluates
+        } else if (op >= kOperatorCount) {
             r.statusCode = UAPLEX_BadFilterOperatorInvalid;
         } else if (el.filterOperator == Op::InView || el.filterOperator == Op::RelatedTo) {
             r.statusCode = UAPLEX_BadFilterOperatorUnsupported;  // no views or graphs in events
@@ -728,6 +747,10 @@ ua::Variant evaluateContentFilter(const ua::ContentFilter& filter, const EventVi
                                   const EventTypeModel& model, enc::Arena& scratch) {
     if (filter.elements.size() == 0) return boolean(true);
     Evaluator ev{filter, event, model, scratch};
+    size_t n = filter.elements.size();
+    ev.memo = scratch.allocateArray<ua::Variant>(n);
+    ev.state = scratch.allocateArray<uint8_t>(n);
+    if (!ev.memo || !ev.state) return {};
     return ev.element(0, 0);
 }
 

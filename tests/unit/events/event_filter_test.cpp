@@ -356,3 +356,21 @@ TEST_CASE("the filter keeps its own copy of the request's strings") {
     e.values[1] = b.text("Other");
     CHECK_FALSE(spec->matches(e.view(), model, scratch));
 }
+
+TEST_CASE("hostile where clauses: shared sub-elements are evaluated once, size is bounded") {
+    // Element i is And(i+1, i+1): 2^200 evaluations without memoisation.
+    Builder b;
+    for (uint32_t i = 0; i < 200; ++i) b.add(Op::And, {b.elem(i + 1), b.elem(i + 1)});
+    b.add(Op::Equals, {b.lit(i32(1)), b.lit(i32(1))});
+    TestEvent e;
+    CHECK(eval(b, e) == 1);
+
+    FakeModel model;
+    Builder big;
+    for (uint32_t i = 0; i < 300; ++i) big.add(Op::IsNull, {big.lit(i32(1))});
+    ua::ContentFilter f = big.filter();
+    ua::ContentFilterResult r{};
+    CHECK(validateContentFilter(f, model, big.arena, r) == UAPLEX_BadEventFilterInvalid);
+    CHECK(r.elementResults[0].statusCode == UAPLEX_Good);
+    CHECK(r.elementResults[299].statusCode == UAPLEX_BadFilterElementInvalid);
+}

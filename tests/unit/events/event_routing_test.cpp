@@ -293,3 +293,15 @@ TEST_CASE(
     CHECK(Harness::typeOf(got[0].second) == kRefreshStartEventType);
     CHECK(Harness::typeOf(got[1].second) == kRefreshEndEventType);
 }
+
+TEST_CASE("with discardOldest false the overflow event goes last and new events are dropped") {
+    Harness h;
+    uint32_t sub = h.subscribe();
+    h.create(sub, kNotifier, h.eventFilter(), 2, 12, false);
+    for (uint16_t s : {1, 2, 3}) h.raise({kNotifier}, s);
+    auto got = h.publish();
+    REQUIRE(got.size() == 3);
+    CHECK(got[0].second[1].value.uint16 == 1);
+    CHECK(got[1].second[1].value.uint16 == 2);
+    CHECK(Harness::typeOf(got[2].second) == kEventQueueOverflowEventType);
+}
