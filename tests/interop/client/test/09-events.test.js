@@ -134,8 +134,8 @@ test("a where clause that excludes the event delivers nothing", { timeout: T_LON
     const sub = await subscribe();
     const excluded = await monitorEvents(sub, demoEvents(), constructEventFilter(FIELDS, whereSeverityAtLeast(900)));
     const included = await monitorEvents(sub, demoEvents(), constructEventFilter(FIELDS, whereSeverityAtLeast(100)));
-    // Two demo events reach the including item; the excluding one got none meanwhile.
-    await until("two demo events", 6000, () => included.events.filter(isDemoTick).length >= 2);
+    // Both items were offered the same demo event: the including one has it, the other not.
+    await until("a demo event", 6000, () => included.events.filter(isDemoTick).length >= 1);
     assert.equal(excluded.events.filter(isDemoTick).length, 0);
     await sub.terminate();
 });
