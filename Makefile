@@ -4,7 +4,7 @@ BUILD     ?= build/release
 FUZZBUILD ?= build/fuzz
 CMAKE_FLAGS ?=
 
-.PHONY: all bootstrap configure build run test unit-test fuzz interop bench format clean
+.PHONY: all bootstrap configure build run test unit-test fuzz interop bench format clean install package
 
 all: build
 
@@ -21,6 +21,15 @@ build: configure
 
 run: build
 	$(BUILD)/bin/uaplex --config etc/uaplex.toml
+
+# The server, the shipped plugins, the SDK (headers, CMake package) and the default
+# configuration under PREFIX; `make package` builds the Debian package (build/…/package).
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+package: build
+	cd $(BUILD) && cpack -G DEB
 
 # Unit, integration, ASan and interop tests through ctest, then the bounded fuzz runs.
 test: build

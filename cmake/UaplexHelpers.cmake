@@ -10,6 +10,10 @@ function(uaplex_plugin name)
   # swapped-out plugin must really unload.
   target_compile_options(${name} PRIVATE $<$<COMPILE_LANG_AND_ID:CXX,GNU>:-fno-gnu-unique>)
   if(P_OUTPUT_DIR)
+    # Built apart (test plugins): never installed.
     set_target_properties(${name} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${P_OUTPUT_DIR})
+  elseif(CMAKE_CURRENT_SOURCE_DIR MATCHES "^${PROJECT_SOURCE_DIR}/plugins/")
+    # Shipped plugins go next to each other, where the installed configuration scans.
+    install(TARGETS ${name} LIBRARY DESTINATION ${UAPLEX_INSTALL_PLUGINDIR} COMPONENT runtime)
   endif()
 endfunction()

@@ -185,7 +185,12 @@ uaplex_status AddressSpace::addReference(const ua::NodeId& source, std::uint32_t
 uaplex_status AddressSpace::addNode(const uaplex_node_spec& spec, Node** out) {
     if (sealed()) return UAPLEX_BadInvalidState;
     if (spec.node_id == nullptr || spec.browse_name == nullptr) return UAPLEX_BadInvalidArgument;
-    if (spec.node_class != kObject && spec.node_class != kVariable && spec.node_class != kMethod)
+    // Type nodes arrived with ABI minor 2, with the fields that describe them.
+    const bool typeFields = UAPLEX_HAS_FIELD(&spec, uaplex_node_spec, data_type_definition);
+    const bool isType = spec.node_class == kObjectType || spec.node_class == kVariableType ||
+                        spec.node_class == kReferenceType || spec.node_class == kDataType;
+    if (spec.node_class != kObject && spec.node_class != kVariable && spec.node_class != kMethod &&
+        !(isType && typeFields))
         return UAPLEX_BadNodeClassInvalid;
     if (find(*spec.node_id)) return UAPLEX_BadNodeIdExists;
     if (spec.node_id->namespace_index == 0 || spec.node_id->namespace_index >= namespaces_.size())
@@ -216,7 +221,22 @@ uaplex_status AddressSpace::addNode(const uaplex_node_spec& spec, Node** out) {
     node->writeMask = spec.write_mask;
     node->eventNotifier = static_cast<std::uint8_t>(spec.event_notifier);
     node->dataType = ua::numericNodeId(0, kBaseDataType);
-    if (spec.node_class == kVariable) {
+    if (isType) {
+        node->isAbstract = spec.is_abstract != 0;
+        node->symmetric = spec.symmetric != 0;
+        if (spec.inverse_name != nullptr) {
+            node->inverseName.mask = spec.inverse_name->mask;
+            node->inverseName.locale = internString(spec.inverse_name->locale);
+            node->inverseName.text = internString(spec.inverse_name->text);
+        }
+        if (const uaplex_extensionobject* d = spec.data_type_definition) {
+            if (d->encoding != UAPLEX_EXTENSIONOBJECT_BINARY || d->body.length < 0)
+                return UAPLEX_BadInvalidArgument;
+            node->definitionEncoding = internNodeId(d->type_id);
+            node->definitionBody.assign(d->body.data, d->body.data + d->body.length);
+        }
+    }
+    if (spec.node_class == kVariable || spec.node_class == kVariableType) {
         if (spec.data_type != nullptr) node->dataType = internNodeId(*spec.data_type);
         node->valueRank = spec.value_rank;
         node->arrayDimensions.assign(spec.array_dimensions,
@@ -245,7 +265,7 @@ uaplex_status AddressSpace::addNode(const uaplex_node_spec& spec, Node** out) {
     Node* raw = node.get();
     nodes_.emplace(raw->id, std::move(node));
 
-    if (spec.node_class != kMethod) {
+    if (spec.node_class == kObject || spec.node_class == kVariable) {
         ua::NodeId typeDef = ua::numericNodeId(
             0, spec.node_class == kObject ? kBaseObjectType : kBaseDataVariableType);
         if (spec.type_definition != nullptr) typeDef = internNodeId(*spec.type_definition);

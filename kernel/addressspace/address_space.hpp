@@ -89,6 +89,13 @@ struct Node {
     double minimumSamplingInterval = 0;
     // Methods.
     bool executable = true;
+    // Type nodes (ObjectType, VariableType, ReferenceType, DataType).
+    bool isAbstract = false;
+    bool symmetric = false;
+    ua::LocalizedText inverseName{0, {-1, nullptr}, {-1, nullptr}};
+    // DataTypes: DataTypeDefinition as an ExtensionObject (binary-encoding id + body).
+    ua::NodeId definitionEncoding{};
+    std::vector<std::uint8_t> definitionBody;
     Callbacks callbacks;
     ValueSlot value;  // Variables without a read callback
     std::vector<Reference> references;

@@ -443,14 +443,18 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, st
             setScalar<std::uint32_t>(v, ua::BuiltinType::UInt32, dyn ? dyn->writeMask : 0);
             break;
         case kAttrIsAbstract:
-            setScalar<bool>(v, ua::BuiltinType::Boolean, (rec->flags & ns0::kAbstract) != 0);
+            setScalar<bool>(v, ua::BuiltinType::Boolean,
+                            dyn ? dyn->isAbstract : (rec->flags & ns0::kAbstract) != 0);
             break;
         case kAttrSymmetric:
-            setScalar<bool>(v, ua::BuiltinType::Boolean, (rec->flags & ns0::kSymmetric) != 0);
+            setScalar<bool>(v, ua::BuiltinType::Boolean,
+                            dyn ? dyn->symmetric : (rec->flags & ns0::kSymmetric) != 0);
             break;
         case kAttrInverseName: {
             ua::LocalizedText t{0, ua::nullString(), ua::nullString()};
-            if (rec->inverseName.length != 0xFFFFFFFFu)
+            if (dyn)
+                t = dyn->inverseName;
+            else if (rec->inverseName.length != 0xFFFFFFFFu)
                 t = ua::makeLocalizedText({}, space.imageString(rec->inverseName));
             ok = setBoxed(arena, v, ua::BuiltinType::LocalizedText, t);
             break;
@@ -534,6 +538,20 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, st
                             dyn ? dyn->executable : (rec->flags & ns0::kExecutable) != 0);
             break;
         case kAttrDataTypeDefinition: {
+            if (dyn != nullptr) {
+                // Added DataTypes keep the definition's binary body; the encoder writes it as is.
+                if (dyn->definitionBody.empty()) return fail(UAPLEX_BadAttributeIdInvalid);
+                auto* eo = arena.allocateArray<ua::ExtensionObject>(1);
+                if (eo == nullptr) return fail(UAPLEX_BadOutOfMemory);
+                *eo = ua::ExtensionObject{};
+                eo->type_id = dyn->definitionEncoding;
+                eo->encoding = UAPLEX_EXTENSIONOBJECT_BINARY;
+                eo->body = ua::ByteString{std::int32_t(dyn->definitionBody.size()),
+                                          dyn->definitionBody.data()};
+                v = ua::makeVariant(ua::BuiltinType::ExtensionObject);
+                v.value.pointer = eo;
+                break;
+            }
             if (rec == nullptr || rec->dataTypeDefinition.length == 0)
                 return fail(UAPLEX_BadAttributeIdInvalid);
             static const enc::DataType* eo = enc::findDataType("ExtensionObject");

@@ -58,9 +58,9 @@ int main(void) {
     if (UAPLEX_HAS_FIELD(&d, uaplex_plugin_descriptor, node_manager)) ++failures;
     if (UAPLEX_ABI_MAJOR_OF(UAPLEX_ABI_VERSION) != UAPLEX_ABI_VERSION_MAJOR) ++failures;
     if (UAPLEX_ABI_MINOR_OF(UAPLEX_ABI_VERSION) != UAPLEX_ABI_VERSION_MINOR) ++failures;
-    if (UAPLEX_ABI_VERSION_MINOR != 2u) ++failures; /* raise_event arrived in 1.2 */
+    if (UAPLEX_ABI_VERSION_MINOR != 3u) ++failures; /* raise_event arrived in 1.3 */
     {
-        /* A host built for 1.1 has a shorter table: raise_event is not there. */
+        /* A host built for 1.2 has a shorter table: raise_event is not there. */
         uaplex_host_api h;
         memset(&h, 0, sizeof h);
         h.hdr.struct_size = (uint32_t)offsetof(uaplex_host_api, raise_event);

@@ -20,6 +20,7 @@ struct uaplex_variant;
 struct uaplex_datavalue;
 struct uaplex_qualifiedname;
 struct uaplex_localizedtext;
+struct uaplex_extensionobject;
 
 /* Memory for values handed back to the kernel (strings, arrays, boxed scalars): it lives in
  * the request's arena and is released with the request; never freed by the plugin. */
@@ -80,6 +81,17 @@ typedef struct uaplex_node_spec {
     void* user;            /* passed to read, write and call */
     uint32_t method_flags; /* UAPLEX_METHOD_NOT_EXECUTABLE: Executable false (BadNotExecutable) */
     uint32_t reserved1;
+
+    /* --- minor version 2: type nodes ---
+     * node_class may also be 8 ObjectType, 16 VariableType (value, data_type, value_rank,
+     * array_dimensions as for Variables), 32 ReferenceType or 64 DataType; type nodes get no
+     * HasTypeDefinition. The kernel reads these fields only when struct_size covers them. */
+    int32_t is_abstract; /* IsAbstract of type nodes (non-zero: true) */
+    int32_t symmetric;   /* Symmetric of ReferenceTypes */
+    const struct uaplex_localizedtext* inverse_name; /* ReferenceTypes; NULL: none */
+    /* DataTypes: the DataTypeDefinition attribute, an ExtensionObject with a binary body
+     * (StructureDefinition, encoding i=122, or EnumDefinition, i=123); NULL: none. */
+    const struct uaplex_extensionobject* data_type_definition;
 } uaplex_node_spec;
 
 #define UAPLEX_METHOD_NOT_EXECUTABLE 0x1u
@@ -88,7 +100,7 @@ typedef struct uaplex_node_spec {
  * the object's events. */
 #define UAPLEX_EVENT_NOTIFIER_SUBSCRIBE 0x1u
 
-/* One field of an event (host API raise_event, minor version 2): its browse path relative to
+/* One field of an event (host API raise_event, minor version 3): its browse path relative to
  * the event type ("Severity", or "EnabledState" then "Id") and its value; borrowed. */
 typedef struct uaplex_event_field {
     const struct uaplex_qualifiedname* browse_path;

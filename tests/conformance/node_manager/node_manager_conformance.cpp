@@ -26,7 +26,8 @@ std::string plugins() {
     std::string path = env("UAPLEX_NM_PLUGIN"), name = env("UAPLEX_NM_NAME");
     REQUIRE_FALSE(path.empty());
     REQUIRE_FALSE(name.empty());
-    return "[plugins." + name + "]\nlibrary = \"" + path + "\"\n";
+    // UAPLEX_NM_KEYS: further lines of the plugin's table (a loader's files, ...).
+    return "[plugins." + name + "]\nlibrary = \"" + path + "\"\n" + env("UAPLEX_NM_KEYS") + "\n";
 }
 
 // A NodeId's text, which also keeps its identifier alive (the arena is reset per test).

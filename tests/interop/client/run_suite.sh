@@ -56,7 +56,6 @@ done
 only=()
 for o in "$@"; do only+=(--only "$o"); done
 status=0
-# The whole-run guard: generous, a loaded machine slows node-opcua's start-up (ctest caps at 300 s).
-(cd "$here" && node run.js "opc.tcp://127.0.0.1:$port" --timeout 150 "${only[@]}") || status=$?
+(cd "$here" && node run.js "opc.tcp://127.0.0.1:$port" --timeout 240 "${only[@]}") || status=$?
 if [ $status -ne 0 ]; then echo "--- server log"; cat "$work/uaplex.log" || true; fi
 exit $status

@@ -1,0 +1,164 @@
+// A vendor node manager: maps a simulated device into the address space. The device has a
+// register bank that a thread of the plugin's own refreshes every `period_ms`, as a driver
+// polling a field bus would; each refresh that changes a register is reported through the
+// host API (value_set), so subscriptions see it without the kernel polling the plugin.
+//
+// Address space (namespace "urn:vendor:device"):
+//   Objects/<device_name>            Object (BaseObjectType)
+//     Temperature   Double, read-only   simulated sensor, changes every refresh
+//     Cycles        UInt32, read-only   refresh counter
+//     Status        String, read-only   "running"
+//     Setpoint      Double, read/write  written by clients; the simulation follows it
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "uaplex/cpp/address_space.hpp"
+
+namespace {
+
+using namespace uaplex::sdk;
+
+constexpr uint32_t kRead = 1, kReadWrite = 3;  // AccessLevel bits
+
+// The simulated device: what a real driver would read from the hardware.
+struct Registers {
+    double temperature = 20.0;
+    double setpoint = 20.0;
+    uint32_t cycles = 0;
+};
+
+class VendorDevice final : public StoreNodeManager {
+  public:
+    VendorDevice(Context ctx, const uaplex_node_manager_params& params)
+        : StoreNodeManager(ctx, params) {
+        ctx_.check_known_keys({"period_ms", "device_name"});
+        period_ms_ = ctx_.config_int("period_ms").value_or(100);
+        if (period_ms_ < 10 || period_ms_ > 60000)
+            throw StatusError(UAPLEX_BadOutOfRange, "period_ms must be in [10, 60000]");
+        device_name_ = std::string(ctx_.config_string("device_name").value_or("Device1"));
+    }
+
+    // Builds the nodes (host main thread), then starts the refresh thread.
+    uaplex_status start() override {
+        AddressSpace as = space();
+        if (!as.available()) return UAPLEX_BadNotSupported;
+        if (uaplex_status st = as.register_namespace("urn:vendor:device", &ns_); st != UAPLEX_Good)
+            return st;
+        ids_ = {device_name_, device_name_ + ".Temperature", device_name_ + ".Cycles",
+                device_name_ + ".Status", device_name_ + ".Setpoint"};
+        const uaplex_nodeid device = string_id(ns_, ids_[0]);
+        NodeSpec obj = object_spec(device, numeric_id(0, 85), 35 /* Organizes */,
+                                   qualified_name(ns_, device_name_), 58 /* BaseObjectType */);
+        if (uaplex_status st = as.add(obj.get()); st != UAPLEX_Good) return st;
+
+        uaplex_datavalue temperature = data_value(scalar(UAPLEX_TYPE_DOUBLE, regs_.temperature));
+        uaplex_datavalue cycles = data_value(scalar(UAPLEX_TYPE_UINT32, regs_.cycles));
+        uaplex_datavalue status = data_value(scalar(UAPLEX_TYPE_STRING, ua_string("running")));
+        uaplex_datavalue setpoint = data_value(scalar(UAPLEX_TYPE_DOUBLE, regs_.setpoint));
+        struct Item {
+            const std::string& id;
+            const char* name;
+            uint32_t data_type;
+            uint32_t access;
+            const uaplex_datavalue* value;
+            uaplex_value_write_fn write;
+        } items[] = {
+            {ids_[1], "Temperature", 11 /* Double */, kRead, &temperature, nullptr},
+            {ids_[2], "Cycles", 7 /* UInt32 */, kRead, &cycles, nullptr},
+            {ids_[3], "Status", 12 /* String */, kRead, &status, nullptr},
+            {ids_[4], "Setpoint", 11 /* Double */, kReadWrite, &setpoint, &on_setpoint},
+        };
+        for (const Item& it : items) {
+            NodeSpec v = variable_spec(string_id(ns_, it.id), device, 47 /* HasComponent */,
+                                       qualified_name(ns_, it.name), it.data_type, -1, it.access);
+            v.spec.value = it.value;
+            v.spec.write = it.write;
+            v.spec.user = this;
+            if (uaplex_status st = as.add(v.get()); st != UAPLEX_Good) return st;
+        }
+        running_ = true;
+        refresher_ = std::thread([this] { refresh_loop(); });
+        ctx_.info("device '" + device_name_ + "' mapped, refreshed every " +
+                  std::to_string(period_ms_) + " ms");
+        return UAPLEX_Good;
+    }
+
+    // Idempotent; joins the refresh thread, so no value_set runs after it returns.
+    uaplex_status stop() override {
+        {
+            std::lock_guard lock(mutex_);
+            running_ = false;
+        }
+        wake_.notify_all();
+        if (refresher_.joinable()) refresher_.join();
+        return UAPLEX_Good;
+    }
+
+    ~VendorDevice() override { stop(); }
+
+  private:
+    // Write callback (worker threads): the kernel checked type and access already; Good
+    // lets it store the value, and the device takes the new setpoint.
+    static uaplex_status on_setpoint(void* user, const uaplex_nodeid*,
+                                     const uaplex_datavalue* value) {
+        auto* self = static_cast<VendorDevice*>(user);
+        if (!(value->mask & UAPLEX_DATAVALUE_VALUE)) return UAPLEX_BadTypeMismatch;
+        std::lock_guard lock(self->mutex_);
+        self->regs_.setpoint = value->value.value.double_;
+        return UAPLEX_Good;
+    }
+
+    void refresh_loop() {
+        std::unique_lock lock(mutex_);
+        while (running_) {
+            wake_.wait_for(lock, std::chrono::milliseconds(period_ms_),
+                           [this] { return !running_; });
+            if (!running_) break;
+            // One refresh of the simulated hardware: the temperature approaches the setpoint
+            // with a small ripple, so every refresh is a change.
+            ++regs_.cycles;
+            regs_.temperature +=
+                (regs_.setpoint - regs_.temperature) * 0.2 + 0.5 * std::sin(regs_.cycles * 0.7);
+            Registers snapshot = regs_;
+            lock.unlock();
+            publish(ids_[1], scalar(UAPLEX_TYPE_DOUBLE, snapshot.temperature));
+            publish(ids_[2], scalar(UAPLEX_TYPE_UINT32, snapshot.cycles));
+            lock.lock();
+        }
+    }
+
+    // Reports a register value (any thread; the host copies it).
+    void publish(const std::string& id, const uaplex_variant& v) {
+        uaplex_datavalue dv = data_value(v);
+        int64_t now = 0;
+        if (ctx_.api()->utc_now(ctx_.raw(), &now) == UAPLEX_Good) {
+            dv.mask |= UAPLEX_DATAVALUE_SOURCE_TIMESTAMP;
+            dv.source_timestamp = now;
+        }
+        uaplex_status st = space().set_value(string_id(ns_, id), dv);
+        if (st != UAPLEX_Good && !warned_.exchange(true))
+            ctx_.warn("value_set failed: 0x" + std::to_string(st));
+    }
+
+    int64_t period_ms_ = 100;
+    std::string device_name_;
+    uint16_t ns_ = 0;
+    std::array<std::string, 5> ids_;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    bool running_ = false;
+    Registers regs_;
+    std::thread refresher_;
+    std::atomic<bool> warned_{false};
+};
+
+}  // namespace
+
+UAPLEX_PLUGIN(("vendor-device", "1.0.0", "Example: a simulated device mapped by a vendor"),
+              uaplex::sdk::NodeManagerFactory<VendorDevice>)

@@ -1,0 +1,258 @@
+// C++ helpers for node managers that add their nodes to the kernel's store through the host
+// API (uaplex/host.h, minor version 1): NodeId and value builders, node specs, and a small
+// binary writer for the structure values plugins commonly need (Range, EUInformation,
+// Argument). Header-only; nothing here links to the kernel.
+#pragma once
+
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "uaplex/cpp/kinds.hpp"
+#include "uaplex/cpp/plugin.hpp"
+#include "uaplex/types.h"
+
+namespace uaplex::sdk {
+
+// --- values (views: strings borrow their text; keep it alive for the call) ---------------
+
+inline uaplex_string ua_string(std::string_view s) noexcept {
+    return {static_cast<int32_t>(s.size()), s.data()};
+}
+inline uaplex_nodeid numeric_id(uint16_t ns, uint32_t id) noexcept {
+    uaplex_nodeid n{};
+    n.namespace_index = ns;
+    n.identifier_type = UAPLEX_ID_NUMERIC;
+    n.identifier.numeric = id;
+    return n;
+}
+inline uaplex_nodeid string_id(uint16_t ns, std::string_view id) noexcept {
+    uaplex_nodeid n{};
+    n.namespace_index = ns;
+    n.identifier_type = UAPLEX_ID_STRING;
+    n.identifier.string = ua_string(id);
+    return n;
+}
+inline uaplex_qualifiedname qualified_name(uint16_t ns, std::string_view name) noexcept {
+    return {ns, ua_string(name)};
+}
+inline uaplex_localizedtext localized_text(std::string_view locale,
+                                           std::string_view text) noexcept {
+    uaplex_localizedtext t{};
+    t.mask = (locale.empty() ? 0 : UAPLEX_LOCALIZEDTEXT_LOCALE) | UAPLEX_LOCALIZEDTEXT_TEXT;
+    t.locale = locale.empty() ? uaplex_string{-1, nullptr} : ua_string(locale);
+    t.text = ua_string(text);
+    return t;
+}
+// A scalar Variant of an inline type (Boolean .. Double, DateTime, StatusCode, String ...).
+template <class T>
+uaplex_variant scalar(uint8_t builtin_type, const T& value) noexcept {
+    uaplex_variant v{};
+    v.encoding = builtin_type;
+    v.array_length = -1;
+    static_assert(sizeof(T) <= sizeof(v.value));
+    std::memcpy(&v.value, &value, sizeof(T));
+    return v;
+}
+// A scalar Variant pointing at a boxed value (NodeId, QualifiedName, LocalizedText, ...).
+inline uaplex_variant boxed(uint8_t builtin_type, const void* value) noexcept {
+    uaplex_variant v{};
+    v.encoding = builtin_type;
+    v.array_length = -1;
+    v.value.pointer = const_cast<void*>(value);
+    return v;
+}
+// A one-dimensional array Variant over `count` elements of the type's C struct.
+inline uaplex_variant array(uint8_t builtin_type, int32_t count, const void* elements) noexcept {
+    uaplex_variant v{};
+    v.encoding = static_cast<uint8_t>(builtin_type | UAPLEX_VARIANT_ARRAY);
+    v.array_length = count;
+    v.value.pointer = const_cast<void*>(elements);
+    return v;
+}
+inline uaplex_datavalue data_value(const uaplex_variant& v) noexcept {
+    uaplex_datavalue d{};
+    d.mask = UAPLEX_DATAVALUE_VALUE;
+    d.value = v;
+    return d;
+}
+
+// OPC UA binary for structure bodies (Part 6 5.2): an ExtensionObject whose body the kernel
+// decodes by its encoding id.
+class BinaryBody {
+  public:
+    BinaryBody& int32(int32_t v) { return raw(&v, 4); }
+    BinaryBody& uint32(uint32_t v) { return raw(&v, 4); }
+    BinaryBody& float64(double v) { return raw(&v, 8); }
+    BinaryBody& string(std::string_view s) {
+        int32_t n = static_cast<int32_t>(s.size());
+        raw(&n, 4);
+        return raw(s.data(), s.size());
+    }
+    BinaryBody& null_array() { return int32(-1); }
+    // Numeric NodeIds only (four-byte or numeric form).
+    BinaryBody& numeric_node_id(uint16_t ns, uint32_t id) {
+        uint8_t form = 2;
+        raw(&form, 1);
+        raw(&ns, 2);
+        return raw(&id, 4);
+    }
+    BinaryBody& localized_text(std::string_view locale, std::string_view text) {
+        uint8_t mask = (locale.empty() ? 0 : 1) | 2;
+        raw(&mask, 1);
+        if (!locale.empty()) string(locale);
+        return string(text);
+    }
+    const std::vector<uint8_t>& bytes() const noexcept { return bytes_; }
+    // The ExtensionObject over these bytes (borrowed) with binary encoding id `encoding_id`.
+    uaplex_extensionobject extension_object(uint32_t encoding_id) const noexcept {
+        uaplex_extensionobject eo{};
+        eo.type_id = numeric_id(0, encoding_id);
+        eo.encoding = UAPLEX_EXTENSIONOBJECT_BINARY;
+        eo.body = {static_cast<int32_t>(bytes_.size()), bytes_.data()};
+        return eo;
+    }
+
+  private:
+    BinaryBody& raw(const void* p, size_t n) {
+        // Little-endian host assumed (x86-64, arm64), as the wire format.
+        size_t at = bytes_.size();
+        bytes_.resize(at + n);
+        if (n != 0) std::memcpy(bytes_.data() + at, p, n);
+        return *this;
+    }
+    std::vector<uint8_t> bytes_;
+};
+
+// Well-known encoding ids of namespace 0.
+inline constexpr uint32_t kArgumentBinary = 298;
+inline constexpr uint32_t kRangeBinary = 886;
+inline constexpr uint32_t kEUInformationBinary = 889;
+
+inline BinaryBody range_body(double low, double high) {
+    BinaryBody b;
+    b.float64(low).float64(high);
+    return b;
+}
+// An Argument (Part 3 8.6) with a numeric ns0 DataType.
+inline BinaryBody argument_body(std::string_view name, uint32_t data_type, int32_t value_rank,
+                                std::string_view description = {}) {
+    BinaryBody b;
+    b.string(name).numeric_node_id(0, data_type).int32(value_rank).null_array();
+    b.localized_text("", description);
+    return b;
+}
+// EUInformation with a UNECE code (Part 8 5.6.3): unitId from the code's characters.
+inline BinaryBody eu_information_body(std::string_view unece_code, std::string_view display,
+                                      std::string_view description) {
+    int32_t unit = 0;
+    for (char c : unece_code) unit = (unit << 8) | static_cast<uint8_t>(c);
+    BinaryBody b;
+    b.string("http://www.opcfoundation.org/UA/units/un/cefact").int32(unit);
+    b.localized_text("en", display).localized_text("en", description);
+    return b;
+}
+
+// The address-space entries of the host API for one plugin instance.
+class AddressSpace {
+  public:
+    explicit AddressSpace(const Context& ctx) noexcept : ctx_(ctx) {}
+
+    // False when the host is older than minor version 1.
+    bool available() const noexcept {
+        const auto* api = ctx_.api();
+        return api && UAPLEX_HAS_FIELD(api, uaplex_host_api, value_set) && api->node_add;
+    }
+    uaplex_status register_namespace(std::string_view uri, uint16_t* out) const noexcept {
+        return ctx_.api()->namespace_register(ctx_.raw(), to_str(uri), out);
+    }
+    uaplex_status add(const uaplex_node_spec& spec) const noexcept {
+        return ctx_.api()->node_add(ctx_.raw(), &spec);
+    }
+    uaplex_status add_reference(const uaplex_nodeid& source, uint32_t reference_type,
+                                const uaplex_nodeid& target) const noexcept {
+        uaplex_nodeid type = numeric_id(0, reference_type);
+        return ctx_.api()->reference_add(ctx_.raw(), &source, &type, &target);
+    }
+    uaplex_status set_value(const uaplex_nodeid& node,
+                            const uaplex_datavalue& value) const noexcept {
+        return ctx_.api()->value_set(ctx_.raw(), &node, &value);
+    }
+
+  private:
+    Context ctx_;
+};
+
+// A uaplex_node_spec with its header set and the NodeIds it points to held by value.
+struct NodeSpec {
+    uaplex_node_spec spec{};
+    uaplex_nodeid id{}, parent{}, reference_type{}, type_definition{}, data_type{};
+    uaplex_qualifiedname browse_name{};
+
+    NodeSpec(uint32_t node_class, const uaplex_nodeid& node_id, const uaplex_nodeid& parent_id,
+             uint32_t reference, const uaplex_qualifiedname& name) noexcept
+        : id(node_id),
+          parent(parent_id),
+          reference_type(numeric_id(0, reference)),
+          browse_name(name) {
+        spec.hdr = UAPLEX_HEADER_INIT(uaplex_node_spec, UAPLEX_STYPE_NODE_SPEC);
+        spec.node_class = node_class;
+        spec.value_rank = -1;
+        spec.access_level = 1;  // CurrentRead
+    }
+    // Pointers refreshed on every use, so a NodeSpec may be copied or moved freely.
+    const uaplex_node_spec& get() noexcept {
+        spec.node_id = &id;
+        spec.parent_id = &parent;
+        spec.reference_type_id = &reference_type;
+        spec.browse_name = &browse_name;
+        if (type_definition.identifier.numeric != 0 || type_definition.namespace_index != 0)
+            spec.type_definition = &type_definition;
+        if (data_type.identifier.numeric != 0 || data_type.namespace_index != 0)
+            spec.data_type = &data_type;
+        return spec;
+    }
+};
+
+inline NodeSpec object_spec(const uaplex_nodeid& id, const uaplex_nodeid& parent,
+                            uint32_t reference, const uaplex_qualifiedname& name,
+                            uint32_t type_definition) noexcept {
+    NodeSpec s(1, id, parent, reference, name);
+    s.type_definition = numeric_id(0, type_definition);
+    return s;
+}
+inline NodeSpec variable_spec(const uaplex_nodeid& id, const uaplex_nodeid& parent,
+                              uint32_t reference, const uaplex_qualifiedname& name,
+                              uint32_t data_type, int32_t value_rank,
+                              uint32_t access_level) noexcept {
+    NodeSpec s(2, id, parent, reference, name);
+    s.data_type = numeric_id(0, data_type);
+    s.spec.value_rank = value_rank;
+    s.spec.access_level = access_level;
+    return s;
+}
+inline NodeSpec method_spec(const uaplex_nodeid& id, const uaplex_nodeid& parent,
+                            const uaplex_qualifiedname& name, uaplex_method_fn fn,
+                            void* user) noexcept {
+    NodeSpec s(4, id, parent, 47 /* HasComponent */, name);
+    s.spec.call = fn;
+    s.spec.user = user;
+    return s;
+}
+
+// Base for node managers that only add nodes to the kernel's store: no owned namespaces.
+class StoreNodeManager : public NodeManager {
+  public:
+    using NodeManager::NodeManager;
+    uaplex_status namespace_count(size_t* out) override {
+        *out = 0;
+        return UAPLEX_Good;
+    }
+    uaplex_status namespace_uri(size_t, uaplex_str*) override { return UAPLEX_BadOutOfRange; }
+
+  protected:
+    AddressSpace space() const noexcept { return AddressSpace(ctx_); }
+};
+
+}  // namespace uaplex::sdk

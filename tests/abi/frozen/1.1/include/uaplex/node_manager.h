@@ -1,0 +1,179 @@
+/* Node managers (demo, benchmark layout, NodeSet2 loader, vendor ones): serve the nodes of
+ * one or more namespaces. OPC UA values are the types of uaplex/types.h.
+ *
+ * Two ways to serve nodes, freely mixed:
+ *  - add them to the kernel's store through the host API (namespace_register, node_add,
+ *    reference_add, value_set): the kernel answers every service; a Variable holds a stored
+ *    value or has read/write callbacks, a Method has a call callback (uaplex_node_spec);
+ *  - own a namespace (namespace_count/namespace_uri) and answer read, write, browse and call
+ *    for the nodes of it that are not in the store (large or external address spaces).
+ */
+#ifndef UAPLEX_NODE_MANAGER_H
+#define UAPLEX_NODE_MANAGER_H
+
+#include "uaplex/plugin.h"
+
+UAPLEX_BEGIN_DECLS
+
+struct uaplex_nodeid;
+struct uaplex_variant;
+struct uaplex_datavalue;
+struct uaplex_qualifiedname;
+struct uaplex_localizedtext;
+
+/* Memory for values handed back to the kernel (strings, arrays, boxed scalars): it lives in
+ * the request's arena and is released with the request; never freed by the plugin. */
+typedef struct uaplex_value_alloc {
+    void* self;
+    /* NULL when the request's memory limit is reached. Same thread as the callback. */
+    void* (*allocate)(void* self, size_t size, size_t alignment);
+} uaplex_value_alloc;
+
+/* Reads a Variable's value for the kernel: fills *out (mask, value, status, source
+ * timestamp); storage beyond *out comes from `alloc`. Worker threads; must not block long. */
+typedef uaplex_status (*uaplex_value_read_fn)(void* user, const struct uaplex_nodeid* node_id,
+                                              const uaplex_value_alloc* alloc,
+                                              struct uaplex_datavalue* out);
+/* Receives a written value after the kernel checked type, rank and access (`value` borrowed
+ * for the call). Good lets the kernel store it (when the node has no read callback). */
+typedef uaplex_status (*uaplex_value_write_fn)(void* user, const struct uaplex_nodeid* node_id,
+                                               const struct uaplex_datavalue* value);
+/* Runs a Method after the kernel checked the inputs against its InputArguments property.
+ * Outputs: *out_outputs (from `alloc`) with *out_output_count entries. Worker threads. */
+typedef uaplex_status (*uaplex_method_fn)(void* user, const struct uaplex_nodeid* object_id,
+                                          const struct uaplex_nodeid* method_id, size_t input_count,
+                                          const struct uaplex_variant* inputs,
+                                          const uaplex_value_alloc* alloc, size_t* out_output_count,
+                                          struct uaplex_variant** out_outputs);
+
+/* A node to add to the kernel's store (host API node_add); everything borrowed for the call
+ * (the kernel copies). Unused fields are zero. */
+typedef struct uaplex_node_spec {
+    uaplex_header hdr;   /* UAPLEX_STYPE_NODE_SPEC */
+    uint32_t node_class; /* 1 Object, 2 Variable, 4 Method */
+    const struct uaplex_nodeid* node_id;
+    /* The parent and the reference parent -> node (e.g. Organizes i=35, HasComponent i=47,
+     * HasProperty i=46); NULL parent: none. The inverse reference is added too. */
+    const struct uaplex_nodeid* parent_id;
+    const struct uaplex_nodeid* reference_type_id;
+    /* HasTypeDefinition of Objects and Variables; NULL: BaseObjectType (i=58) or
+     * BaseDataVariableType (i=63). */
+    const struct uaplex_nodeid* type_definition;
+    const struct uaplex_qualifiedname* browse_name;
+    const struct uaplex_localizedtext* display_name; /* NULL: the browse name's text */
+    const struct uaplex_localizedtext* description;  /* NULL: none */
+    uint32_t write_mask;
+    uint32_t event_notifier; /* Objects */
+    /* Variables. */
+    const struct uaplex_nodeid* data_type; /* NULL: BaseDataType (i=24) */
+    int32_t value_rank;
+    uint32_t array_dimensions_count;
+    const uint32_t* array_dimensions;
+    uint32_t access_level;      /* AccessLevel bits */
+    uint32_t user_access_level; /* UserAccessLevel bits; 0: the same as access_level */
+    double minimum_sampling_interval;
+    const struct uaplex_datavalue* value; /* initial stored value; NULL: empty (null Variant) */
+    uaplex_value_read_fn read;            /* non-NULL: Value reads call it */
+    uaplex_value_write_fn write;          /* non-NULL: Value writes call it */
+    /* Methods (Executable and UserExecutable are true unless method_flags says otherwise). */
+    uaplex_method_fn call;
+    void* user;            /* passed to read, write and call */
+    uint32_t method_flags; /* UAPLEX_METHOD_NOT_EXECUTABLE: Executable false (BadNotExecutable) */
+    uint32_t reserved1;
+} uaplex_node_spec;
+
+#define UAPLEX_METHOD_NOT_EXECUTABLE 0x1u
+
+/* One Read operation; borrowed for the call. */
+typedef struct uaplex_read_item {
+    uaplex_header hdr; /* UAPLEX_STYPE_NODE_MANAGER_READ_ITEM */
+    uint32_t attribute_id;
+    const struct uaplex_nodeid* node_id;
+    uaplex_str index_range; /* empty when none */
+    double max_age_ms;
+    /* Memory for boxed values, strings and arrays of the result (minor version 1). */
+    const uaplex_value_alloc* alloc;
+} uaplex_read_item;
+
+/* One Write operation; borrowed for the call. */
+typedef struct uaplex_write_item {
+    uaplex_header hdr; /* UAPLEX_STYPE_NODE_MANAGER_WRITE_ITEM */
+    uint32_t attribute_id;
+    const struct uaplex_nodeid* node_id;
+    uaplex_str index_range;
+    const struct uaplex_datavalue* value;
+} uaplex_write_item;
+
+/* One reference found by browse; borrowed for the sink call. */
+typedef struct uaplex_reference {
+    uaplex_header hdr; /* UAPLEX_STYPE_NODE_MANAGER_REFERENCE */
+    int32_t is_forward;
+    const struct uaplex_nodeid* reference_type_id;
+    const struct uaplex_nodeid* target_id;
+    uint32_t node_class;
+} uaplex_reference;
+
+/* Receives browse results; Bad stops the browse (e.g. the continuation limit). Same
+ * thread as the browse call; must not block. */
+typedef uaplex_status (*uaplex_reference_sink)(void* user, const uaplex_reference* reference);
+
+/* Receives value changes of monitored nodes. Any thread; must not block. `value` borrowed. */
+typedef uaplex_status (*uaplex_value_change_sink)(void* user, const struct uaplex_nodeid* node_id,
+                                                  uint32_t attribute_id,
+                                                  const struct uaplex_datavalue* value);
+
+typedef struct uaplex_node_manager_params {
+    uaplex_header hdr; /* UAPLEX_STYPE_NODE_MANAGER_PARAMS */
+    uint32_t reserved0;
+    uaplex_value_change_sink value_changed;
+    void* user;
+} uaplex_node_manager_params;
+
+typedef struct uaplex_node_manager_ops {
+    uaplex_header hdr; /* UAPLEX_STYPE_NODE_MANAGER_OPS */
+    /* lifecycle (see uaplex_lifecycle_ops); start builds the nodes. */
+    uaplex_status (*start)(void* self);
+    uaplex_status (*stop)(void* self);
+    uaplex_status (*destroy)(void* self);
+
+    /* Namespace URIs served, in order; *out borrowed until destroy. Host main thread. */
+    uaplex_status (*namespace_count)(void* self, size_t* out_count);
+    uaplex_status (*namespace_uri)(void* self, size_t index, uaplex_str* out_uri);
+    /* Reads `count` items: results[i] (kernel-owned, filled by the manager) and
+     * statuses[i]. The call's own status is Bad only if no item was processed. Worker
+     * threads; may block for the duration of the request only. */
+    uaplex_status (*read)(void* self, size_t count, const uaplex_read_item* items,
+                          struct uaplex_datavalue* const* results, uaplex_status* statuses);
+    /* Writes `count` items; statuses[i] per item. Worker threads. */
+    uaplex_status (*write)(void* self, size_t count, const uaplex_write_item* items,
+                           uaplex_status* statuses);
+    /* Calls sink for each reference of `node_id` in `direction` (0 forward, 1 inverse,
+     * 2 both) whose type is `reference_type_id` (NULL = all). Worker threads. */
+    uaplex_status (*browse)(void* self, const struct uaplex_nodeid* node_id, uint32_t direction,
+                            const struct uaplex_nodeid* reference_type_id, int32_t include_subtypes,
+                            uaplex_reference_sink sink, void* sink_user);
+    /* Starts or stops reporting changes of a node's attribute through
+     * params->value_changed (for event-driven items instead of sampling). NULL: the kernel
+     * samples with read. Any thread. */
+    uaplex_status (*monitor)(void* self, const struct uaplex_nodeid* node_id, uint32_t attribute_id,
+                             int32_t enabled);
+    /* Calls a Method of an owned namespace; outputs from `alloc`, input_results[i] per input
+     * (kernel-owned, input_count entries). NULL: BadNotImplemented. Worker threads. */
+    uaplex_status (*call)(void* self, const struct uaplex_nodeid* object_id,
+                          const struct uaplex_nodeid* method_id, size_t input_count,
+                          const struct uaplex_variant* inputs, const uaplex_value_alloc* alloc,
+                          uaplex_status* input_results, size_t* out_output_count,
+                          struct uaplex_variant** out_outputs);
+} uaplex_node_manager_ops;
+
+typedef struct uaplex_node_manager_factory {
+    uaplex_header hdr; /* UAPLEX_STYPE_NODE_MANAGER_FACTORY */
+    const uaplex_node_manager_ops* ops;
+    /* Host main thread; params borrowed until destroy. */
+    uaplex_status (*create)(uaplex_plugin_ctx* ctx, const uaplex_node_manager_params* params,
+                            void** out_self);
+} uaplex_node_manager_factory;
+
+UAPLEX_END_DECLS
+
+#endif /* UAPLEX_NODE_MANAGER_H */

@@ -1,0 +1,112 @@
+// The out-of-tree example node manager (examples/vendor-plugin), built against an installed
+// SDK and loaded by the installed server (tests/sdk/install_example_test.sh): its device
+// browses under Objects, its registers read, its Setpoint writes, and the register changes
+// its own thread reports through the host API arrive at a node-opcua subscription.
+"use strict";
+
+const { test, before, after } = require("node:test");
+const { ua, assert, T_LONG, T_SHORT, connect, disconnect, readNamespaceArray, assertGood, assertStatus, sleep } =
+    require("../lib/ua");
+const { AttributeIds, DataType, ClientSubscription, TimestampsToReturn, BrowseDirection } = ua;
+
+const VENDOR_URI = "urn:vendor:device";
+const S = { client: null, session: null, ns: -1 };
+
+before(async () => {
+    S.client = await connect();
+    S.session = await S.client.createSession();
+    const namespaces = await readNamespaceArray(S.session);
+    S.ns = namespaces.indexOf(VENDOR_URI);
+    assert.ok(S.ns > 1, `${VENDOR_URI} missing from NamespaceArray ${JSON.stringify(namespaces)}`);
+}, { timeout: T_SHORT });
+after(async () => {
+    if (S.session) await S.session.close().catch(() => {});
+    if (S.client) await disconnect(S.client);
+}, { timeout: T_SHORT });
+
+const id = (s) => `ns=${S.ns};s=${s}`;
+
+async function until(what, ms, fn) {
+    const end = Date.now() + ms;
+    while (Date.now() < end) {
+        if (fn()) return;
+        await sleep(20);
+    }
+    assert.fail(`timed out waiting for ${what}`);
+}
+
+test("the device browses under Objects with its four registers", { timeout: T_SHORT }, async () => {
+    const objects = await S.session.browse({
+        nodeId: "i=85", browseDirection: BrowseDirection.Forward, resultMask: 0x3f,
+        referenceTypeId: "i=33", includeSubtypes: true,
+    });
+    assertGood(objects.statusCode, "browse Objects");
+    const device = objects.references.find((r) => r.browseName.name === "Pump7");
+    assert.ok(device, "Pump7 not organized by Objects");
+    assert.equal(device.nodeId.toString(), id("Pump7"));
+
+    const regs = await S.session.browse({
+        nodeId: id("Pump7"), browseDirection: BrowseDirection.Forward, resultMask: 0x3f,
+        referenceTypeId: "i=47", includeSubtypes: true,
+    });
+    assertGood(regs.statusCode, "browse Pump7");
+    assert.deepEqual(regs.references.map((r) => r.browseName.name).sort(),
+        ["Cycles", "Setpoint", "Status", "Temperature"]);
+});
+
+test("registers read with their types; the status is a string", { timeout: T_SHORT }, async () => {
+    const [t, c, s] = await S.session.read([
+        { nodeId: id("Pump7.Temperature"), attributeId: AttributeIds.Value },
+        { nodeId: id("Pump7.Cycles"), attributeId: AttributeIds.Value },
+        { nodeId: id("Pump7.Status"), attributeId: AttributeIds.Value },
+    ]);
+    for (const dv of [t, c, s]) assertGood(dv.statusCode, "read register");
+    assert.equal(t.value.dataType, DataType.Double);
+    assert.equal(c.value.dataType, DataType.UInt32);
+    assert.equal(s.value.value, "running");
+});
+
+test("Setpoint is writable and typed; Temperature is read-only", { timeout: T_SHORT }, async () => {
+    const ok = await S.session.write({
+        nodeId: id("Pump7.Setpoint"), attributeId: AttributeIds.Value,
+        value: { value: { dataType: DataType.Double, value: 80 } },
+    });
+    assertGood(ok, "write Setpoint");
+    const back = await S.session.read({ nodeId: id("Pump7.Setpoint"), attributeId: AttributeIds.Value });
+    assert.equal(back.value.value, 80);
+    const wrongType = await S.session.write({
+        nodeId: id("Pump7.Setpoint"), attributeId: AttributeIds.Value,
+        value: { value: { dataType: DataType.String, value: "hot" } },
+    });
+    assertStatus(wrongType, ua.StatusCodes.BadTypeMismatch, "write a String to Setpoint");
+    const readOnly = await S.session.write({
+        nodeId: id("Pump7.Temperature"), attributeId: AttributeIds.Value,
+        value: { value: { dataType: DataType.Double, value: 1 } },
+    });
+    assertStatus(readOnly, [ua.StatusCodes.BadNotWritable, ua.StatusCodes.BadUserAccessDenied], "write Temperature");
+});
+
+test("a subscription receives the changes the device thread reports", { timeout: T_LONG }, async () => {
+    const sub = ClientSubscription.create(S.session, {
+        requestedPublishingInterval: 50, requestedLifetimeCount: 100, requestedMaxKeepAliveCount: 10,
+        maxNotificationsPerPublish: 100, publishingEnabled: true, priority: 1,
+    });
+    await new Promise((resolve, reject) => {
+        sub.once("started", resolve);
+        sub.once("internal_error", reject);
+    });
+    const cycles = [];
+    const temps = [];
+    const watch = async (nodeId, sink) => {
+        const item = await sub.monitor({ nodeId, attributeId: AttributeIds.Value },
+            { samplingInterval: 0, discardOldest: true, queueSize: 10 }, TimestampsToReturn.Both);
+        item.on("changed", (dv) => sink.push(dv));
+    };
+    await watch(id("Pump7.Cycles"), cycles);
+    await watch(id("Pump7.Temperature"), temps);
+    await until("five Cycles changes", 10000, () => cycles.length >= 5 && temps.length >= 2);
+    const n = cycles.map((dv) => Number(dv.value.value));
+    for (let i = 1; i < n.length; i++) assert.ok(n[i] > n[i - 1], `Cycles went ${n[i - 1]} -> ${n[i]}`);
+    for (const dv of cycles) assert.ok(dv.sourceTimestamp instanceof Date, "source timestamp from the device");
+    await sub.terminate();
+});
