@@ -75,7 +75,7 @@ TEST_CASE("comparisons order across signedness and precision") {
     CHECK(binary(Op::GreaterThan, b.nodeId(1), i32(0)) == 0);  // not comparable: false
 }
 
-TEST_CASE("a Null operand makes a comparison Null; IsNull tests it") {
+TEST_CASE("a Null operand makes a comparison Null, IsNull tests it") {
     CHECK(binary(Op::Equals, ua::Variant{}, i32(1)) == -1);
     CHECK(binary(Op::GreaterThan, i32(1), ua::Variant{}) == -1);
     Builder b;

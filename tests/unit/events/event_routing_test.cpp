@@ -159,7 +159,7 @@ ua::ContentFilter severityAtLeast(Builder& b, uint16_t min) {
 
 }  // namespace
 
-TEST_CASE("an event item gets its EventFilterResult; bad filters are refused") {
+TEST_CASE("an event item gets its EventFilterResult, bad filters are refused") {
     Harness h;
     uint32_t sub = h.subscribe();
     auto ok = h.create(sub, kNotifier, h.eventFilter());

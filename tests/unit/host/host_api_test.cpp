@@ -116,7 +116,7 @@ TEST_CASE_METHOD(Fixture, "allocation honours alignment") {
     CHECK(api->mem_alloc(&ctx, 8, 3, &p) == UAPLEX_BadInvalidArgument);
 }
 
-TEST_CASE_METHOD(Fixture, "raise_event (minor version 3): checks its spec, needs the services") {
+TEST_CASE_METHOD(Fixture, "raise_event (minor version 3) checks its spec and needs the services") {
     REQUIRE(UAPLEX_HAS_FIELD(api, uaplex_host_api, raise_event));
     REQUIRE(api->raise_event != nullptr);
     CHECK(UAPLEX_ABI_MINOR_OF(api->abi_version) >= 3);
