@@ -20,6 +20,9 @@ class AddressSpaceHooks {
                                         const uaplex_nodeid* target) noexcept = 0;
     virtual uaplex_status value_set(uaplex_plugin_ctx* ctx, const uaplex_nodeid* node_id,
                                     const uaplex_datavalue* value) noexcept = 0;
+    // Host API minor version 3.
+    virtual uaplex_status raise_event(uaplex_plugin_ctx* ctx,
+                                      const uaplex_event_spec* spec) noexcept = 0;
 };
 
 }  // namespace uaplex::host

@@ -320,6 +320,14 @@ uaplex_status api_value_set(uaplex_plugin_ctx* ctx, const uaplex_nodeid* node_id
     return h ? h->value_set(ctx, node_id, value) : UAPLEX_BadInvalidState;
 }
 
+uaplex_status api_raise_event(uaplex_plugin_ctx* ctx, const uaplex_event_spec* spec) {
+    auto* h = hooks(ctx);
+    if (!spec || spec->hdr.struct_size < sizeof(uaplex_event_spec) || !spec->event_type ||
+        !spec->source_node || (spec->field_count && !spec->fields))
+        return UAPLEX_BadInvalidArgument;
+    return h ? h->raise_event(ctx, spec) : UAPLEX_BadInvalidState;
+}
+
 const uaplex_host_api kTable = {
     UAPLEX_HEADER_INIT(uaplex_host_api, UAPLEX_STYPE_HOST_API),
     UAPLEX_ABI_VERSION,
@@ -347,6 +355,7 @@ const uaplex_host_api kTable = {
     &api_node_add,
     &api_reference_add,
     &api_value_set,
+    &api_raise_event,
 };
 
 }  // namespace

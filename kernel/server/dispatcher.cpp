@@ -75,6 +75,30 @@ std::uint64_t sessionKey(const session::Session& s) noexcept {
                      : reinterpret_cast<std::uintptr_t>(&s);
 }
 
+// ConditionRefresh (i=3875) and ConditionRefresh2 (i=12912) of ConditionType (Part 9 5.5.7):
+// the services checked the object, method and inputs and left them unimplemented; they act
+// on the session's subscriptions, which live here.
+void Dispatcher::conditionRefresh(std::uint64_t session, const ua::CallRequest& req,
+                                  ua::CallResponse& resp) noexcept {
+    for (std::size_t i = 0; i < req.methodsToCall.size() && i < resp.results.size(); ++i) {
+        const auto& m = req.methodsToCall[i];
+        auto& r = resp.results[i];
+        if (r.statusCode != UAPLEX_BadNotImplemented || m.methodId.namespace_index != 0 ||
+            m.methodId.identifier_type != UAPLEX_ID_NUMERIC)
+            continue;
+        std::uint32_t method = m.methodId.identifier.numeric;
+        std::size_t want = method == 3875 ? 1 : method == 12912 ? 2 : 0;
+        if (want == 0 || m.inputArguments.size() != want) continue;
+        std::uint32_t ids[2] = {0, 0};
+        for (std::size_t k = 0; k < want; ++k)
+            ids[k] = m.inputArguments[k].value.uint32;  // UInt32 (IntegerId), checked already
+        r.statusCode = want == 2 && ids[1] == 0
+                           ? UAPLEX_BadMonitoredItemIdInvalid
+                           : subscriptions_->conditionRefresh(session, ids[0], ids[1]);
+        r.outputArguments = {0, nullptr};
+    }
+}
+
 Dispatcher::Dispatcher(const config::ServerConfig& cfg, session::SessionManager& sessions,
                        ServiceHandler& services, const Discovery& discovery)
     : sessions_(sessions), services_(services), discovery_(discovery) {
@@ -359,8 +383,12 @@ uaplex_status Dispatcher::dispatch(const enc::DataType* type, const void* reques
         is<ua::RegisterNodesRequest>(type) || is<ua::UnregisterNodesRequest>(type) ||
         is<ua::CallRequest>(type)) {
         std::shared_ptr<const session::AccessView> access = s->access();
-        return services_.call(arena, s->state(), access.get(), type, request, responseType,
-                              response);
+        uaplex_status st = services_.call(arena, s->state(), access.get(), type, request,
+                                          responseType, response);
+        if (st == UAPLEX_Good && subscriptions_ && is<ua::CallRequest>(type))
+            conditionRefresh(sessionKey(*s), *static_cast<const ua::CallRequest*>(request),
+                             *static_cast<ua::CallResponse*>(response));
+        return st;
     }
     if (subscriptions_ == nullptr) return UAPLEX_BadServiceUnsupported;
     if (is<ua::CreateMonitoredItemsRequest>(type)) {

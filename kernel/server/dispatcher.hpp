@@ -79,6 +79,8 @@ class Dispatcher {
     const enc::DecodeLimits& decodeLimits() const noexcept { return limits_; }
 
   private:
+    void conditionRefresh(std::uint64_t session, const ua::CallRequest& req,
+                          ua::CallResponse& resp) noexcept;
     uaplex_status dispatch(const enc::DataType* type, const void* request,
                            const RequestContext& ctx, enc::Arena& arena,
                            const enc::DataType*& responseType, void*& response,

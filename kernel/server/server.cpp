@@ -407,6 +407,12 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
                     session, id, arena, server, client);
             },
             subscriptions_.get());
+        services_.setEventRaised(
+            [](void* user, std::span<const std::uint64_t> notifiers,
+               const subscription::EventView& e) {
+                static_cast<SubscriptionService*>(user)->eventRaised(notifiers, e);
+            },
+            subscriptions_.get());
     }
     session::QueuedCanceller canceller{&Server::unlinkQueued, this};
     dispatcher_->setCanceller(canceller);
@@ -545,6 +551,7 @@ void Server::stop() noexcept {
     // Parked Publish requests are answered BadServerHalted while their channels still exist.
     if (subscriptions_) {
         subscriptions_->stop();
+        services_.setEventRaised(nullptr, nullptr);
         services_.setValueChanged(nullptr, nullptr);  // node managers may still write; the
                                                       // service stays alive until ~Server
     }

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <vector>
+#include <span>
 
 namespace uaplex::enc {
 class Arena;
@@ -27,7 +28,8 @@ class Host;
 
 namespace uaplex::subscription {
 class NodeValueSource;
-}
+struct EventView;
+}  // namespace uaplex::subscription
 namespace uaplex::session {
 class AccessView;
 class AccessPolicy;
@@ -44,6 +46,8 @@ using GetMonitoredItemsFn = uaplex_status (*)(void* user, std::uint64_t session,
                                               std::uint32_t subscriptionId, enc::Arena& arena,
                                               ua::Array<ua::UInt32>& serverHandles,
                                               ua::Array<ua::UInt32>& clientHandles);
+using EventRaisedFn = void (*)(void* user, std::span<const std::uint64_t> notifiers,
+                               const subscription::EventView& event);
 
 class ServiceHandler {
   public:
@@ -69,6 +73,8 @@ class ServiceHandler {
     virtual subscription::NodeValueSource* valueSource() noexcept { return nullptr; }
     virtual void setValueChanged(ValueChangedFn, void*) noexcept {}
     virtual void setGetMonitoredItems(GetMonitoredItemsFn, void*) noexcept {}
+    // Told of every event a node manager raises, with its notifier handles.
+    virtual void setEventRaised(EventRaisedFn, void*) noexcept {}
     // The server is stopping (ServerState Shutdown).
     virtual void shutdown() noexcept {}
 };

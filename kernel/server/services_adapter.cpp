@@ -42,6 +42,9 @@ class ServiceSetHandler final : public ServiceHandler {
     void setGetMonitoredItems(GetMonitoredItemsFn fn, void* user) noexcept override {
         set_.setGetMonitoredItems(fn, user);
     }
+    void setEventRaised(EventRaisedFn fn, void* user) noexcept override {
+        set_.setEventRaised(fn, user);
+    }
     void shutdown() noexcept override { set_.setState(services::ServerState::Shutdown); }
 
   private:

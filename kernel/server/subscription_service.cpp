@@ -243,6 +243,26 @@ void SubscriptionService::valueChanged(std::uint64_t node, const ua::DataValue& 
     manager_.valueChanged(node, value);  // queues only; the next tick publishes
 }
 
+void SubscriptionService::eventRaised(std::span<const std::uint64_t> notifiers,
+                                      const subscription::EventView& event) noexcept {
+    try {
+        std::lock_guard lock(mutex_);
+        manager_.raiseEvent(notifiers, event);  // queues only; the next tick publishes
+    } catch (...) {
+    }
+}
+
+uaplex_status SubscriptionService::conditionRefresh(std::uint64_t session,
+                                                    std::uint32_t subscriptionId,
+                                                    std::uint32_t monitoredItemId) noexcept {
+    try {
+        std::lock_guard lock(mutex_);
+        return manager_.conditionRefresh(session, subscriptionId, monitoredItemId);
+    } catch (...) {
+        return UAPLEX_BadOutOfMemory;
+    }
+}
+
 void SubscriptionService::setQueueFactory(const uaplex_mi_queue_factory_ops* ops, void* self,
                                           std::shared_ptr<void> keep) noexcept {
     std::lock_guard lock(mutex_);

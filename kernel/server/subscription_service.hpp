@@ -70,6 +70,12 @@ class SubscriptionService final : public subscription::PublishSink {
     void timerTick() noexcept;
     // Node values changed (Write, the host API's value_set).
     void valueChanged(std::uint64_t node, const ua::DataValue& value) noexcept;
+    // An event a node manager raised, for the items on `notifiers`.
+    void eventRaised(std::span<const std::uint64_t> notifiers,
+                     const subscription::EventView& event) noexcept;
+    // ConditionRefresh / ConditionRefresh2 (Part 9 5.5.7) for a subscription of `session`.
+    uaplex_status conditionRefresh(std::uint64_t session, std::uint32_t subscriptionId,
+                                   std::uint32_t monitoredItemId) noexcept;
     void setQueueFactory(const uaplex_mi_queue_factory_ops* ops, void* self,
                          std::shared_ptr<void> keep = {}) noexcept;
     const uaplex_mi_queue_params& queueParams() const noexcept { return manager_.queueParams(); }

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <vector>
+#include <span>
 
 namespace uaplex::config {
 struct ServerConfig;
@@ -20,7 +21,8 @@ class Host;
 
 namespace uaplex::subscription {
 class NodeValueSource;
-}
+struct EventView;
+}  // namespace uaplex::subscription
 namespace uaplex::session {
 class AccessView;
 class AccessPolicy;
@@ -117,6 +119,11 @@ class ServiceSet {
                          void* user) noexcept;
     // `session` in the callback is the SessionState's address.
     void setGetMonitoredItems(GetMonitoredItemsFn fn, void* user) noexcept;
+    // Events node managers raise (host API raise_event) go to `fn` with the notifier handles
+    // of their source; null stops them.
+    using EventRaisedFn = void (*)(void*, std::span<const std::uint64_t>,
+                                   const subscription::EventView&);
+    void setEventRaised(EventRaisedFn fn, void* user) noexcept;
     void setState(ServerState state) noexcept;
 
   private:

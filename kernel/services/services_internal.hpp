@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "host/plugin_host.hpp"
 #include "services/service_set.hpp"
 #include "session/access_control.hpp"
+#include "subscription/event_filter.hpp"
 #include "subscription/subscription_manager.hpp"
 
 namespace uaplex::services {
@@ -192,6 +194,18 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
     using ValueChangedFn = void (*)(void*, std::uint64_t, const ua::DataValue&);
     std::atomic<ValueChangedFn> valueChanged{nullptr};
     void* valueChangedUser = nullptr;  // set before the first fn, never cleared
+    // Events (host API raise_event): the subscription engine hears of them through `eventFn`
+    // with the notifier handles of the source (itself, its notifier ancestors, the Server).
+    using EventRaisedFn = void (*)(void*, std::span<const std::uint64_t>,
+                                   const subscription::EventView&);
+    std::atomic<EventRaisedFn> eventRaised{nullptr};
+    void* eventRaisedUser = nullptr;  // set before the first fn, never cleared
+    uaplex_status raise_event(uaplex_plugin_ctx*, const uaplex_event_spec* spec) noexcept override;
+    // The handle an event item on notifier `n` has (ns0 records odd, stored nodes by address).
+    static std::uint64_t notifierKey(const NodeRef& n) noexcept {
+        return n.rec ? (std::uint64_t(n.rec->id) << 1) | 1
+                     : std::uint64_t(reinterpret_cast<std::uintptr_t>(n.dyn));
+    }
     // After a stored value changed: tells the subscription engine (handle = the Node).
     void changed(const Node& n, const ua::DataValue& v) noexcept {
         if (auto fn = valueChanged.load(std::memory_order_acquire))

@@ -31,6 +31,18 @@ class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource
              probe.status == UAPLEX_BadIndexRangeInvalid))
             return probe.status;
         NodeRef n = impl_.space.find(id.nodeId);
+        if (id.attributeId == kAttrEventNotifier) {
+            // Event items need a notifier that allows subscribing (SubscribeToEvents).
+            std::uint8_t notifier =
+                n.dyn ? n.dyn->eventNotifier
+                : (probe.value.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_BYTE
+                    ? probe.value.value.byte
+                    : 0;
+            if (!n || !(notifier & 1) || id.indexRange.length > 0)
+                return UAPLEX_BadAttributeIdInvalid;
+            *handle = impl_.notifierKey(n);
+            return UAPLEX_Good;
+        }
         if (n.dyn && n.dyn->nodeClass == addressspace::kVariable && id.attributeId == kAttrValue &&
             n.dyn->callbacks.read == nullptr && id.indexRange.length <= 0) {
             *handle = reinterpret_cast<std::uintptr_t>(n.dyn);  // aligned: low bit clear
@@ -89,6 +101,7 @@ class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource
     }
 
     bool reportsChanges(std::uint64_t handle) override { return !(handle & 1); }
+    const subscription::EventTypeModel* eventTypes() override { return &model_; }
 
     // The EURange property (Part 8 5.3.2) of the node behind `handle`: a Range, decoded or
     // still in its binary body (two Doubles, low then high).
@@ -158,7 +171,62 @@ class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource
         return k;
     }
 
+    // Event types, for event filters: the sealed address space (read without a lock).
+    class Model final : public subscription::EventTypeModel {
+      public:
+        explicit Model(const AddressSpace& space) : space_(space) {}
+        bool known(const ua::NodeId& id, bool* isObjectType, bool* isDataType) const override {
+            NodeRef n = space_.find(id);
+            *isObjectType = n && n.nodeClass() == addressspace::kObjectType;
+            *isDataType = n && n.nodeClass() == addressspace::kDataType;
+            return bool(n);
+        }
+        bool isSubtypeOf(const ua::NodeId& sub, const ua::NodeId& super) const override {
+            return ua::equal(sub, super) || space_.isSubtypeOf(sub, super);
+        }
+        bool hasInstanceDeclaration(const ua::NodeId& type,
+                                    std::span<const ua::QualifiedName> path) const override {
+            ua::NodeId t = type;
+            for (int depth = 0; depth < 32; ++depth) {  // the type, then its supertypes
+                NodeRef n = space_.find(t);
+                if (!n) return false;
+                if (follows(n, path)) return true;
+                ua::NodeId super{};
+                bool found = false;
+                space_.forEachReference(n, [&](std::uint32_t rt, bool fwd, const ua::NodeId& tg) {
+                    if (!found && !fwd && rt == addressspace::kHasSubtype) super = tg, found = true;
+                });
+                if (!found) return false;
+                t = super;
+            }
+            return false;
+        }
+
+      private:
+        bool follows(NodeRef n, std::span<const ua::QualifiedName> path) const {
+            for (const auto& step : path) {
+                NodeRef next{};
+                space_.forEachReference(n, [&](std::uint32_t rt, bool fwd, const ua::NodeId& tg) {
+                    if (next || !fwd ||
+                        !space_.isSubtypeOf(rt, addressspace::kHierarchicalReferences))
+                        return;
+                    NodeRef c = space_.find(tg);
+                    if (!c) return;
+                    ua::QualifiedName bn = space_.browseNameOf(c);
+                    if (bn.namespace_index == step.namespace_index &&
+                        ua::view(bn.name) == ua::view(step.name))
+                        next = c;
+                });
+                if (!next) return false;
+                n = next;
+            }
+            return true;
+        }
+        const AddressSpace& space_;
+    };
+
     ServiceSet::Impl& impl_;
+    Model model_{impl_.space};
     std::mutex mutex_;  // resolve runs under the engine's lock, reads may not
     std::deque<Polled> polled_;
     std::unordered_map<std::string, std::uint64_t> index_;

@@ -217,6 +217,55 @@ bool MonitoredItem::queueEvent(EventCell* e) {
     return true;
 }
 
+bool MonitoredItem::offerEvent(const EventView& event, uint64_t eventHandle, enc::Arena& scratch,
+                               bool applyWhere) {
+    auto* q = extras_ ? extras_->eventQueue.get() : nullptr;
+    const EventFilterSpec* f = eventFilter();
+    const EventTypeModel* model = sub_->context().eventTypes;
+    if (!q || !f || !model || mode_ == uint8_t(ua::MonitoringMode::Disabled)) return false;
+    if (q->containsEvent(eventHandle)) return false;  // reached this item twice
+    if (applyWhere && !f->matches(event, *model, scratch)) return false;
+    EventCell* e = f->select(event, *model, sub_->context().values, eventHandle);
+    if (!queueEvent(e)) {
+        sub_->context().releaseEvent(e);
+        return false;
+    }
+    return true;
+}
+
+// The EventQueueOverflowEventType event (Part 4 5.12.1.5) through this item's select clauses.
+EventCell* MonitoredItem::overflowEvent() const {
+    const EventFilterSpec* f = eventFilter();
+    const EventTypeModel* model = sub_->context().eventTypes;
+    if (!f || !model) return nullptr;
+    OwnedEvent ev;
+    ev.setType(ua::numericNodeId(0, kEventQueueOverflowEventType));
+    enc::Arena arena(4096, 256);
+    ua::Variant v = ua::makeVariant(ua::BuiltinType::ByteString);
+    v.value.bytestring = newEventId(arena);
+    ev.add("EventId", v);
+    ua::NodeId type = ua::numericNodeId(0, kEventQueueOverflowEventType);
+    ua::NodeId server = ua::numericNodeId(0, kServerObject);
+    v = ua::makeVariant(ua::BuiltinType::NodeId);
+    v.value.pointer = &type;
+    ev.add("EventType", v);
+    v.value.pointer = &server;
+    ev.add("SourceNode", v);
+    ev.add("SourceName", ua::variantString("Internal"));
+    v = ua::makeVariant(ua::BuiltinType::DateTime);
+    v.value.datetime = sub_->context().clock.utcNow();
+    ev.add("Time", v);
+    ev.add("ReceiveTime", v);
+    ua::LocalizedText msg = ua::makeLocalizedText("", "Events lost due to queue overflow.");
+    v = ua::makeVariant(ua::BuiltinType::LocalizedText);
+    v.value.pointer = &msg;
+    ev.add("Message", v);
+    v = ua::makeVariant(ua::BuiltinType::UInt16);
+    v.value.uint16 = 1;  // Low
+    ev.add("Severity", v);
+    return f->select(ev.view(), *model, sub_->context().values, 0);
+}
+
 bool MonitoredItem::holdsNotification() const {
     if (extras_ && extras_->eventQueue)
         return extras_->eventQueue->itemsInQueue() > 0 || extras_->eventQueue->overflow;
@@ -269,7 +318,7 @@ bool MonitoredItem::publish(std::vector<StagedData>& data, std::vector<StagedEve
         bool overflowFirst = q->overflow && q->discardOldest();
         uint32_t budget = max;
         if (overflowFirst) {
-            events.push_back({clientHandle_, nullptr, this});
+            events.push_back({clientHandle_, overflowEvent(), this});
             if (budget) --budget;
             q->overflow = false;
         }
@@ -278,7 +327,7 @@ bool MonitoredItem::publish(std::vector<StagedData>& data, std::vector<StagedEve
         uint32_t n = (max && budget == 0) ? 0 : q->publish(out, budget);
         for (auto* e : out) events.push_back({clientHandle_, EventCell::of(e), this});
         if (!overflowFirst && owed && (max == 0 || n < max)) {
-            events.push_back({clientHandle_, nullptr, this});
+            events.push_back({clientHandle_, overflowEvent(), this});
             q->overflow = false;
         }
         return holdsNotification();

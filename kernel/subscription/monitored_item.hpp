@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "subscription/event_filter.hpp"
 #include "subscription/queue_handlers.hpp"
 #include "uaplex/encoding/encoding.hpp"
 
@@ -93,6 +94,15 @@ class MonitoredItem {
     void queueNodeDeleted(int64_t utcNow);
     // An event (taken). False when ignored or dropped (the event then goes back to its pool).
     bool queueEvent(EventCell* event);
+    // Event items: the EventFilter (select and where clauses) the item applies.
+    void setEventFilter(std::unique_ptr<EventFilterSpec> f) { extras().eventFilter = std::move(f); }
+    const EventFilterSpec* eventFilter() const {
+        return extras_ ? extras_->eventFilter.get() : nullptr;
+    }
+    // A raised event: ignored when disabled, a duplicate or full (discardOldest=false), dropped
+    // when the where clause fails; otherwise its selected fields are queued. True when queued.
+    bool offerEvent(const EventView& event, uint64_t eventHandle, enc::Arena& scratch,
+                    bool applyWhere = true);
 
     // Readiness (pipeline spec section 6).
     bool holdsNotification() const;
@@ -124,6 +134,7 @@ class MonitoredItem {
         DataChangeFilterSpec filter;
         std::unique_ptr<DataChangeQueueHandler> dataQueue;
         std::unique_ptr<EventQueueHandler> eventQueue;
+        std::unique_ptr<EventFilterSpec> eventFilter;
         std::vector<uint32_t> links;
         uint32_t diagnosticsMask = 0;
     };
@@ -131,6 +142,7 @@ class MonitoredItem {
     void signalReady();
     void applyTimestamps(ValueCell& c) const;
     void advanceSamplingTime(int64_t now);
+    EventCell* overflowEvent() const;
 
     Subscription* sub_;
     const ValueCell* last() const { return (flags_ & kHasLast) ? &lastCell_ : nullptr; }

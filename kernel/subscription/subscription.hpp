@@ -50,6 +50,7 @@ struct EngineContext {
     SubscriptionLimits limits;
     ValuePool values;
     MessagePool messages;
+    const EventTypeModel* eventTypes = nullptr;  // the address space, for event filters
     explicit EngineContext(const Clock& c, SubscriptionLimits l = {}) : clock(c), limits(l) {}
     void releaseEvent(EventCell* e) {
         for (ValueCell* c : e->cells) values.release(c);

@@ -26,6 +26,7 @@ uint32_t nextId(uint32_t& counter) {
 SubscriptionManager::SubscriptionManager(const Clock& clock, SubscriptionLimits limits,
                                          NodeValueSource& source, PublishSink& sink)
     : ctx_(clock, limits), source_(source), sink_(sink) {
+    ctx_.eventTypes = source_.eventTypes();
     queueParams_.hdr = UAPLEX_HEADER_INIT(uaplex_mi_queue_params, UAPLEX_STYPE_MI_QUEUE_PARAMS);
     queueParams_.user = &ctx_;
     queueParams_.release_value = [](void* u, uaplex_datavalue* v) -> uaplex_status {
@@ -300,7 +301,12 @@ uaplex_status SubscriptionManager::transferSubscriptions(
 // --- MonitoredItem services --------------------------------------------------------------
 
 void SubscriptionManager::indexItem(MonitoredItem* it) {
-    if (it->isEventItem()) return;
+    if (it->isEventItem()) {  // event items wait on their notifier
+        auto& list = byNotifier_[it->nodeHandle()];
+        it->indexSlot = uint32_t(list.size());
+        list.push_back(it);
+        return;
+    }
     it->setPolled(!source_.reportsChanges(it->nodeHandle()));
     std::vector<MonitoredItem*>* list;
     if (it->polled()) {
@@ -316,9 +322,11 @@ void SubscriptionManager::indexItem(MonitoredItem* it) {
 }
 
 void SubscriptionManager::unindexItem(MonitoredItem* it) {
-    if (it->isEventItem()) return;
     std::vector<MonitoredItem*>* list = nullptr;
-    if (it->polled()) {
+    if (it->isEventItem()) {
+        auto n = byNotifier_.find(it->nodeHandle());
+        if (n != byNotifier_.end()) list = &n->second;
+    } else if (it->polled()) {
         int64_t si = std::max<int64_t>(it->samplingInterval(), ctx_.limits.publishingResolution);
         auto g = groups_.find(si);
         if (g != groups_.end()) list = &g->second.items;
@@ -331,7 +339,9 @@ void SubscriptionManager::unindexItem(MonitoredItem* it) {
     (*list)[it->indexSlot]->indexSlot = it->indexSlot;
     list->pop_back();
     if (list->empty()) {
-        if (it->polled())
+        if (it->isEventItem())
+            byNotifier_.erase(it->nodeHandle());
+        else if (it->polled())
             groups_.erase(
                 std::max<int64_t>(it->samplingInterval(), ctx_.limits.publishingResolution));
         else
@@ -352,6 +362,23 @@ void SubscriptionManager::sampleInitial(MonitoredItem& it) {
     it.queueValue(dv, st, ctx_.clock.monoMs());
 }
 
+uaplex_status SubscriptionManager::applyEventFilter(const ua::EventFilter& f,
+                                                    std::unique_ptr<EventFilterSpec>& out) {
+    enc::Arena local(1 << 16, 1024);
+    enc::Arena& arena = filterArena_ ? *filterArena_ : local;
+    auto* result = arena.allocateArray<ua::EventFilterResult>(1);
+    if (!result) return UAPLEX_BadOutOfMemory;
+    uaplex_status st = EventFilterSpec::create(f, *ctx_.eventTypes, arena, *result, out);
+    if (filterOut_ && filterArena_) {
+        filterOut_->type_id =
+            ua::numericNodeId(0, enc::dataTypeOf<ua::EventFilterResult>()->binaryEncodingId);
+        filterOut_->encoding = UAPLEX_EXTENSIONOBJECT_BINARY;
+        filterOut_->data_type = enc::dataTypeOf<ua::EventFilterResult>();
+        filterOut_->object = result;
+    }
+    return st;
+}
+
 uaplex_status SubscriptionManager::applyParameters(Subscription& s, MonitoredItem& it,
                                                    const ua::MonitoringParameters& p, bool creating,
                                                    double* revisedInterval,
@@ -364,8 +391,10 @@ uaplex_status SubscriptionManager::applyParameters(Subscription& s, MonitoredIte
     if (hasFilter) {
         if (it.isEventItem()) {
             if (f.data_type != enc::dataTypeOf<ua::EventFilter>())
-                return UAPLEX_BadEventFilterInvalid;
+                return f.object ? UAPLEX_BadFilterNotAllowed : UAPLEX_BadEventFilterInvalid;
         } else {
+            if (f.data_type == enc::dataTypeOf<ua::EventFilter>())
+                return UAPLEX_BadFilterNotAllowed;
             if (f.data_type != enc::dataTypeOf<ua::DataChangeFilter>() || !f.object)
                 return UAPLEX_BadMonitoredItemFilterUnsupported;
             auto* dcf = static_cast<const ua::DataChangeFilter*>(f.object);
@@ -381,6 +410,13 @@ uaplex_status SubscriptionManager::applyParameters(Subscription& s, MonitoredIte
                 if (st != UAPLEX_Good) return st;
             }
         }
+    }
+    if (it.isEventItem()) {
+        if (!hasFilter || !f.object || !ctx_.eventTypes) return UAPLEX_BadEventFilterInvalid;
+        std::unique_ptr<EventFilterSpec> spec;
+        uaplex_status st = applyEventFilter(*static_cast<const ua::EventFilter*>(f.object), spec);
+        if (!spec) return st;
+        it.setEventFilter(std::move(spec));
     }
     it.setClientHandle(p.clientHandle);
     double si = p.samplingInterval;
@@ -473,9 +509,13 @@ uaplex_status SubscriptionManager::createMonitoredItems(uint64_t sessionId,
     if (req.itemsToCreate.size() == 0) return UAPLEX_BadNothingToDo;
     if (tooManyOperations(req.itemsToCreate.size())) return UAPLEX_BadTooManyOperations;
     resp.results = arrayOf<ua::MonitoredItemCreateResult>(arena, req.itemsToCreate.size());
-    for (size_t i = 0; i < req.itemsToCreate.size(); ++i)
+    filterArena_ = &arena;
+    for (size_t i = 0; i < req.itemsToCreate.size(); ++i) {
+        filterOut_ = &resp.results[i].filterResult;
         resp.results[i].statusCode =
             createItem(*st->sub, req.timestampsToReturn, req.itemsToCreate[i], resp.results[i]);
+    }
+    filterOut_ = nullptr;
     // Event items keep the operation-level diagnostics bits for their StatusResult fields.
     if (uint32_t mask = req.requestHeader.returnDiagnostics & 0x3E0)
         for (size_t i = 0; i < req.itemsToCreate.size(); ++i)
@@ -504,8 +544,11 @@ uaplex_status SubscriptionManager::modifyMonitoredItems(uint64_t sessionId,
             continue;
         }
         it->setTimestamps(req.timestampsToReturn);
+        filterArena_ = &arena;
+        filterOut_ = &r.filterResult;
         r.statusCode = applyParameters(*st->sub, *it, req.itemsToModify[i].requestedParameters,
                                        false, &r.revisedSamplingInterval, &r.revisedQueueSize);
+        filterOut_ = nullptr;
     }
     return UAPLEX_Good;
 }

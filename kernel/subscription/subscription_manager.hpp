@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -33,6 +34,8 @@ class NodeValueSource {
     // True when changes of this node arrive through SubscriptionManager::valueChanged; the
     // others are polled on their sampling interval.
     virtual bool reportsChanges(uint64_t) { return true; }
+    // The type model event filters are checked against; null: no event items.
+    virtual const EventTypeModel* eventTypes() { return nullptr; }
 };
 
 // Acknowledgement results of one Publish: up to 8 (one per subscription of a typical
@@ -131,6 +134,14 @@ class SubscriptionManager {
     void valueChanged(uint64_t nodeHandle, const ua::DataValue& value);
     void nodeDeleted(uint64_t nodeHandle);
 
+    // --- Events (event_routing.cpp) ---
+    // An event for the items on `notifiers` (the notifier handles resolve() gives for
+    // EventNotifier: the source, its notifier ancestors, the Server object).
+    void raiseEvent(std::span<const uint64_t> notifiers, const EventView& event);
+    // ConditionRefresh (monitoredItemId 0) and ConditionRefresh2 (Part 9 5.5.7).
+    uaplex_status conditionRefresh(uint64_t session, uint32_t subscriptionId,
+                                   uint32_t monitoredItemId);
+
     size_t subscriptionCount() const { return subs_.size(); }
     size_t monitoredItemCount() const { return itemCount_; }
     Subscription* find(uint32_t id) const;
@@ -179,6 +190,8 @@ class SubscriptionManager {
                                   const ua::MonitoringParameters& p, bool creating,
                                   double* revisedInterval, uint32_t* revisedQueue);
     void sampleInitial(MonitoredItem& it);
+    // Validates an item's EventFilter; the EventFilterResult goes to filterOut_ (if set).
+    uaplex_status applyEventFilter(const ua::EventFilter& f, std::unique_ptr<EventFilterSpec>& out);
 
     EngineContext ctx_;
     NodeValueSource& source_;
@@ -192,6 +205,11 @@ class SubscriptionManager {
     std::unordered_map<uint64_t, std::string> identities_;
     std::unordered_map<uint64_t, std::vector<MonitoredItem*>> byNode_;
     std::map<int64_t, SamplingGroup> groups_;  // polled items by sampling interval
+    std::unordered_map<uint64_t, std::vector<MonitoredItem*>> byNotifier_;  // event items
+    std::vector<RetainedCondition> retained_;
+    uint64_t nextEventHandle_ = 1;
+    ua::ExtensionObject* filterOut_ = nullptr;  // the result being filled (its request's arena)
+    enc::Arena* filterArena_ = nullptr;
     enc::Arena scratch_;
     uint32_t nextSubscriptionId_;
     size_t itemCount_ = 0;

@@ -58,6 +58,16 @@ int main(void) {
     if (UAPLEX_HAS_FIELD(&d, uaplex_plugin_descriptor, node_manager)) ++failures;
     if (UAPLEX_ABI_MAJOR_OF(UAPLEX_ABI_VERSION) != UAPLEX_ABI_VERSION_MAJOR) ++failures;
     if (UAPLEX_ABI_MINOR_OF(UAPLEX_ABI_VERSION) != UAPLEX_ABI_VERSION_MINOR) ++failures;
+    if (UAPLEX_ABI_VERSION_MINOR != 3u) ++failures; /* raise_event arrived in 1.3 */
+    {
+        /* A host built for 1.2 has a shorter table: raise_event is not there. */
+        uaplex_host_api h;
+        memset(&h, 0, sizeof h);
+        h.hdr.struct_size = (uint32_t)offsetof(uaplex_host_api, raise_event);
+        if (UAPLEX_HAS_FIELD(&h, uaplex_host_api, raise_event)) ++failures;
+        h.hdr.struct_size = (uint32_t)sizeof h;
+        if (!UAPLEX_HAS_FIELD(&h, uaplex_host_api, raise_event)) ++failures;
+    }
     if (!UAPLEX_STATUS_IS_BAD(UAPLEX_BadInternalError)) ++failures;
     if (failures) fprintf(stderr, "abi_c_check: %d failures\n", failures);
     return failures ? 1 : 0;

@@ -1,6 +1,9 @@
 // The demo layout of docs/nodemanagers.md in namespace urn:uaplex:demo: a variable of every
 // built-in type (scalar and 3-element array), an AnalogItem with EURange and
-// EngineeringUnits, two values that change every 100 ms, and the methods Multiply and Reset.
+// EngineeringUnits, two values that change every 100 ms, the methods Multiply and Reset, and
+// events: the notifier Demo.Events raises a BaseEventType event every event_interval_ms and
+// holds the alarm Demo.Events.HighAlarm (AlarmConditionType) on Demo.Dynamic (active while
+// the sine is above 50; never acknowledged, so it stays retained for ConditionRefresh).
 #include <array>
 #include <atomic>
 #include <cmath>
@@ -9,6 +12,7 @@
 #include <string>
 
 #include "uaplex/cpp/address_space.hpp"
+#include "uaplex/cpp/events.hpp"
 
 namespace {
 
@@ -19,6 +23,10 @@ constexpr uint32_t kFolderType = 61, kPropertyType = 68, kAnalogItemType = 2368;
 constexpr uint32_t kReadWrite = 3, kReadOnly = 1;
 constexpr uint32_t kArgument = 296, kRange = 884, kEUInformation = 887;
 constexpr int64_t kUnixEpochTicks = 116444736000000000LL;
+constexpr uint32_t kBaseObjectType = 58, kBaseEventType = 2041, kAlarmConditionType = 2915;
+constexpr uint32_t kTwoStateVariableType = 8995, kHasEventSource = 36, kHasNotifier = 48;
+constexpr uint32_t kHasCondition = 9006, kServer = 2253;
+constexpr uint16_t kEventSeverity = 500, kAlarmSeverity = 700;
 
 struct TypeInfo {
     const char* name;
@@ -195,9 +203,11 @@ std::pair<uaplex_variant, uaplex_variant> initialValues(uint8_t t, Keep& keep) {
 class Demo : public StoreNodeManager {
   public:
     Demo(Context ctx, const uaplex_node_manager_params& params) : StoreNodeManager(ctx, params) {
-        ctx_.check_known_keys({"update_interval_ms"});
+        ctx_.check_known_keys({"update_interval_ms", "event_interval_ms"});
         interval_ms_ = uint64_t(ctx_.config_int("update_interval_ms").value_or(100));
         if (interval_ms_ == 0) interval_ms_ = 100;
+        event_interval_ms_ = uint64_t(ctx_.config_int("event_interval_ms").value_or(1000));
+        if (event_interval_ms_ == 0) event_interval_ms_ = 1000;
     }
 
     uaplex_status start() override {
@@ -207,13 +217,19 @@ class Demo : public StoreNodeManager {
             return st;
         if (uaplex_status st = build(as); st != UAPLEX_Good) return st;
         ctx_.api()->monotonic_ns(ctx_.raw(), &start_ns_);
+        if (uaplex_status st =
+                ctx_.api()->timer_start(ctx_.raw(), event_interval_ms_, event_interval_ms_,
+                                        &Demo::eventTick, this, &event_timer_);
+            st != UAPLEX_Good)
+            return st;
         return ctx_.api()->timer_start(ctx_.raw(), interval_ms_, interval_ms_, &Demo::tick, this,
                                        &timer_);
     }
 
     uaplex_status stop() override {
         if (timer_ != nullptr) ctx_.api()->timer_cancel(ctx_.raw(), timer_);
-        timer_ = nullptr;
+        if (event_timer_ != nullptr) ctx_.api()->timer_cancel(ctx_.raw(), event_timer_);
+        timer_ = event_timer_ = nullptr;
         return UAPLEX_Good;
     }
 
@@ -310,6 +326,8 @@ class Demo : public StoreNodeManager {
             check(add(as, v));
         }
 
+        check(buildEvents(as, demo));
+
         // Methods on the Demo object.
         uaplex_nodeid multiply = id("Demo.Multiply");
         check(add(as, method_spec(multiply, demo, qualified_name(ns_, "Multiply"), &Demo::multiply,
@@ -322,6 +340,102 @@ class Demo : public StoreNodeManager {
         check(add(as, method_spec(id("Demo.Reset"), demo, qualified_name(ns_, "Reset"),
                                   &Demo::reset, this)));
         return st;
+    }
+
+    // Demo.Events (an event notifier, also reached from the Server by HasNotifier) and its
+    // alarm on Demo.Dynamic with the state variables clients read.
+    uaplex_status buildEvents(const AddressSpace& as, const uaplex_nodeid& demo) {
+        uaplex_status st = UAPLEX_Good;
+        auto check = [&](uaplex_status s) {
+            if (st == UAPLEX_Good) st = s;
+        };
+        events_ = id("Demo.Events");
+        NodeSpec o =
+            object_spec(events_, demo, kOrganizes, qualified_name(ns_, "Events"), kBaseObjectType);
+        o.spec.event_notifier = UAPLEX_EVENT_NOTIFIER_SUBSCRIBE;
+        check(add(as, o));
+        check(as.add_reference(numeric_id(0, kServer), kHasNotifier, events_));
+        check(as.add_reference(events_, kHasEventSource, dynamic_));
+        alarm_ = id("Demo.Events.HighAlarm");
+        check(add(as, object_spec(alarm_, events_, kHasComponent, qualified_name(ns_, "HighAlarm"),
+                                  kAlarmConditionType)));
+        check(as.add_reference(dynamic_, kHasCondition, alarm_));
+        for (const char* state : {"EnabledState", "ActiveState", "AckedState"}) {
+            uaplex_nodeid sv = id(std::string("Demo.Events.HighAlarm.") + state);
+            uaplex_localizedtext text = localized_text("en", "");
+            uaplex_datavalue value = data_value(boxed(UAPLEX_TYPE_LOCALIZEDTEXT, &text));
+            NodeSpec v = variable_spec(sv, alarm_, kHasComponent, qualified_name(0, state),
+                                       21 /* LocalizedText */, -1, kReadOnly);
+            v.type_definition = numeric_id(0, kTwoStateVariableType);
+            v.spec.value = &value;
+            check(add(as, v));
+            uaplex_datavalue idValue = data_value(scalar<bool>(UAPLEX_TYPE_BOOLEAN, false));
+            NodeSpec p = variable_spec(id(std::string("Demo.Events.HighAlarm.") + state + ".Id"),
+                                       sv, kHasProperty, qualified_name(0, "Id"), 1, -1, kReadOnly);
+            p.type_definition = numeric_id(0, kPropertyType);
+            p.spec.value = &idValue;
+            check(add(as, p));
+        }
+        state_ids_ = {string_id(ns_, "Demo.Events.HighAlarm.EnabledState"),
+                      string_id(ns_, "Demo.Events.HighAlarm.EnabledState.Id"),
+                      string_id(ns_, "Demo.Events.HighAlarm.ActiveState"),
+                      string_id(ns_, "Demo.Events.HighAlarm.ActiveState.Id"),
+                      string_id(ns_, "Demo.Events.HighAlarm.AckedState")};
+        uaplex_datavalue retain = data_value(scalar<bool>(UAPLEX_TYPE_BOOLEAN, true));
+        NodeSpec r = variable_spec(id("Demo.Events.HighAlarm.Retain"), alarm_, kHasProperty,
+                                   qualified_name(0, "Retain"), 1, -1, kReadOnly);
+        r.type_definition = numeric_id(0, kPropertyType);
+        r.spec.value = &retain;
+        check(add(as, r));
+        return st;
+    }
+
+    // The periodic event (BaseEventType, Severity 500, "Demo event N").
+    static void eventTick(void* user) {
+        auto* self = static_cast<Demo*>(user);
+        uint32_t n = self->events_raised_.fetch_add(1) + 1;
+        std::string text = "Demo event " + std::to_string(n);
+        uaplex_localizedtext message = localized_text("en", text);
+        Event(numeric_id(0, kBaseEventType), self->events_)
+            .set("Message", boxed(UAPLEX_TYPE_LOCALIZEDTEXT, &message))
+            .set("Severity", scalar<uint16_t>(UAPLEX_TYPE_UINT16, kEventSeverity))
+            .set("SourceName", scalar(UAPLEX_TYPE_STRING, ua_string("Events")))
+            .raise(self->ctx_);
+    }
+
+    // The alarm's state when it changed (or was never reported): values and a condition event.
+    void updateAlarm(double sine) {
+        bool active = sine > 50.0;
+        int state = active ? 1 : 0;
+        if (alarm_state_.exchange(state) == state) return;
+        AddressSpace as = space();
+        uaplex_localizedtext enabled = localized_text("en", "Enabled");
+        uaplex_localizedtext activeText = localized_text("en", active ? "Active" : "Inactive");
+        uaplex_localizedtext acked = localized_text("en", "Unacknowledged");
+        const uaplex_variant enabledV = boxed(UAPLEX_TYPE_LOCALIZEDTEXT, &enabled);
+        const uaplex_variant activeV = boxed(UAPLEX_TYPE_LOCALIZEDTEXT, &activeText);
+        const uaplex_variant ackedV = boxed(UAPLEX_TYPE_LOCALIZEDTEXT, &acked);
+        as.set_value(state_ids_[0], data_value(enabledV));
+        as.set_value(state_ids_[1], data_value(scalar<bool>(UAPLEX_TYPE_BOOLEAN, true)));
+        as.set_value(state_ids_[2], data_value(activeV));
+        as.set_value(state_ids_[3], data_value(scalar<bool>(UAPLEX_TYPE_BOOLEAN, active)));
+        as.set_value(state_ids_[4], data_value(ackedV));
+        std::string text = active ? "Dynamic is above 50" : "Dynamic is back to normal";
+        uaplex_localizedtext message = localized_text("en", text);
+        Event event(numeric_id(0, kAlarmConditionType), dynamic_);
+        event.condition(alarm_)
+            .set("Message", boxed(UAPLEX_TYPE_LOCALIZEDTEXT, &message))
+            .set("Severity", scalar<uint16_t>(UAPLEX_TYPE_UINT16, kAlarmSeverity))
+            .set("SourceName", scalar(UAPLEX_TYPE_STRING, ua_string("Dynamic")))
+            .set("ConditionName", scalar(UAPLEX_TYPE_STRING, ua_string("HighAlarm")))
+            .set("Retain", scalar<bool>(UAPLEX_TYPE_BOOLEAN, true))  // never acknowledged
+            .set("EnabledState", enabledV)
+            .set("EnabledState/Id", scalar<bool>(UAPLEX_TYPE_BOOLEAN, true))
+            .set("ActiveState", activeV)
+            .set("ActiveState/Id", scalar<bool>(UAPLEX_TYPE_BOOLEAN, active))
+            .set("AckedState", ackedV)
+            .set("AckedState/Id", scalar<bool>(UAPLEX_TYPE_BOOLEAN, false));
+        if (event.raise(ctx_) != UAPLEX_Good) alarm_state_.store(-1);  // e.g. not sealed yet
     }
 
     uaplex_status addArguments(const AddressSpace& as, const uaplex_nodeid& method,
@@ -351,6 +465,7 @@ class Demo : public StoreNodeManager {
         double sine = 100.0 * std::sin(2 * kPi * seconds / 10.0);  // period 10 s
         AddressSpace as = self->space();
         as.set_value(self->dynamic_, data_value(scalar<double>(UAPLEX_TYPE_DOUBLE, sine)));
+        self->updateAlarm(sine);
         uint32_t count = self->counter_.fetch_add(1) + 1;
         as.set_value(self->counter_id_, data_value(scalar<uint32_t>(UAPLEX_TYPE_UINT32, count)));
     }
@@ -385,7 +500,14 @@ class Demo : public StoreNodeManager {
     uint64_t interval_ms_ = 100;
     uint64_t start_ns_ = 0;
     uaplex_timer* timer_ = nullptr;
-    std::deque<std::string> names_;  // NodeId text, stable addresses
+    uaplex_timer* event_timer_ = nullptr;
+    uint64_t event_interval_ms_ = 1000;
+    uaplex_nodeid events_{}, alarm_{};
+    // EnabledState, its Id, ActiveState, its Id, AckedState of the alarm.
+    std::array<uaplex_nodeid, 5> state_ids_{};
+    std::atomic<uint32_t> events_raised_{0};
+    std::atomic<int> alarm_state_{-1};  // -1: not reported yet
+    std::deque<std::string> names_;     // NodeId text, stable addresses
     uaplex_nodeid dynamic_{}, counter_id_{};
     std::atomic<uint32_t> counter_{0};
 };

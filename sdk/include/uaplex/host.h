@@ -1,6 +1,7 @@
 /* The host API table: everything a plugin may ask of the kernel. Plugins link to nothing
  * in the kernel; logging, clocks, timers, metrics, allocation and configuration come
- * through this table. It is append-only: address-space access arrived in minor version 1.
+ * through this table. It is append-only: address-space access arrived in minor version 1, events
+ * in 3.
  *
  * Every entry takes the plugin context the host handed to the plugin's factory `create`
  * (it identifies the plugin: its name goes into each log line, its TOML table is the
@@ -22,6 +23,7 @@ typedef struct uaplex_metric uaplex_metric;
 struct uaplex_nodeid;
 struct uaplex_datavalue;
 struct uaplex_node_spec;
+struct uaplex_event_spec;
 
 typedef enum uaplex_log_level {
     UAPLEX_LOG_TRACE = 0,
@@ -136,6 +138,14 @@ typedef struct uaplex_host_api {
      * plugin knows its nodes. Any thread; never blocks for long. */
     uaplex_status (*value_set)(uaplex_plugin_ctx* ctx, const struct uaplex_nodeid* node_id,
                                const struct uaplex_datavalue* value);
+
+    /* --- events (minor version 3) --- */
+    /* Raises an event (see uaplex_event_spec; borrowed for the call). It reaches the event
+     * items on its source node, on the source's notifiers (inverse HasEventSource and
+     * HasNotifier, transitively) and on the Server object. BadNodeIdUnknown for an unknown
+     * source, BadTypeDefinitionInvalid when the type is not BaseEventType or a subtype.
+     * Any thread once the server runs; BadInvalidState before. */
+    uaplex_status (*raise_event)(uaplex_plugin_ctx* ctx, const struct uaplex_event_spec* event);
 } uaplex_host_api;
 
 UAPLEX_END_DECLS

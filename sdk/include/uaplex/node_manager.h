@@ -96,6 +96,34 @@ typedef struct uaplex_node_spec {
 
 #define UAPLEX_METHOD_NOT_EXECUTABLE 0x1u
 
+/* EventNotifier bits of uaplex_node_spec.event_notifier (Part 3 5.4): items may subscribe to
+ * the object's events. */
+#define UAPLEX_EVENT_NOTIFIER_SUBSCRIBE 0x1u
+
+/* One field of an event (host API raise_event, minor version 3): its browse path relative to
+ * the event type ("Severity", or "EnabledState" then "Id") and its value; borrowed. */
+typedef struct uaplex_event_field {
+    const struct uaplex_qualifiedname* browse_path;
+    uint32_t browse_path_length;
+    uint32_t reserved0;
+    const struct uaplex_variant* value;
+} uaplex_event_field;
+
+/* An event to raise; everything borrowed for the call (the kernel copies what it queues).
+ * The kernel adds EventId (16 random bytes), Time and ReceiveTime (now) when absent, and
+ * EventType and SourceNode from the fields below when absent. */
+typedef struct uaplex_event_spec {
+    uaplex_header hdr; /* UAPLEX_STYPE_EVENT_SPEC */
+    uint32_t field_count;
+    const struct uaplex_nodeid* event_type;  /* BaseEventType (i=2041) or a subtype */
+    const struct uaplex_nodeid* source_node; /* routes the event: see host API raise_event */
+    /* Conditions (ConditionType subtypes): the condition's NodeId, the ConditionId of
+     * select clauses; with a Retain field that is true the kernel keeps the event for
+     * ConditionRefresh until one with Retain false arrives. NULL for other events. */
+    const struct uaplex_nodeid* condition_id;
+    const uaplex_event_field* fields; /* field_count entries */
+} uaplex_event_spec;
+
 /* One Read operation; borrowed for the call. */
 typedef struct uaplex_read_item {
     uaplex_header hdr; /* UAPLEX_STYPE_NODE_MANAGER_READ_ITEM */

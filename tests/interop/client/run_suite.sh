@@ -32,6 +32,11 @@ request_queue = "fifo"
 [plugins.fifo]
 [plugins.transport-tcp]
 TOML
+# Event items need a monitored-item queue factory.
+if [ -e "$plugins/uaplex-mi-default.so" ]; then
+  sed -i 's/^request_queue = "fifo"$/&\nmonitored_item_queue = "mi-default"/' "$work/interop.toml"
+  printf '[plugins.mi-default]\n' >>"$work/interop.toml"
+fi
 for nm in demo benchmark; do
   [ -e "$plugins/uaplex-$nm.so" ] && printf '[plugins.%s]\n' "$nm" >>"$work/interop.toml"
 done

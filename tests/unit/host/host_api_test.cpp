@@ -7,6 +7,8 @@
 #include <thread>
 
 #include "host/host_api.hpp"
+#include "uaplex/node_manager.h"
+#include "uaplex/types.h"
 
 namespace {
 uaplex_str s(const char* text) {
@@ -112,4 +114,25 @@ TEST_CASE_METHOD(Fixture, "allocation honours alignment") {
     CHECK(reinterpret_cast<uintptr_t>(p) % 64 == 0);
     CHECK(api->mem_free(&ctx, p) == UAPLEX_Good);
     CHECK(api->mem_alloc(&ctx, 8, 3, &p) == UAPLEX_BadInvalidArgument);
+}
+
+TEST_CASE_METHOD(Fixture, "raise_event (minor version 3) checks its spec and needs the services") {
+    REQUIRE(UAPLEX_HAS_FIELD(api, uaplex_host_api, raise_event));
+    REQUIRE(api->raise_event != nullptr);
+    CHECK(UAPLEX_ABI_MINOR_OF(api->abi_version) >= 3);
+    uaplex_nodeid type{}, source{};
+    type.identifier.numeric = 2041;
+    source.identifier.numeric = 2253;
+    uaplex_event_spec spec{};
+    spec.hdr = UAPLEX_HEADER_INIT(uaplex_event_spec, UAPLEX_STYPE_EVENT_SPEC);
+    spec.event_type = &type;
+    spec.source_node = &source;
+    CHECK(api->raise_event(&ctx, nullptr) == UAPLEX_BadInvalidArgument);
+    spec.field_count = 1;  // fields missing
+    CHECK(api->raise_event(&ctx, &spec) == UAPLEX_BadInvalidArgument);
+    spec.field_count = 0;
+    spec.hdr.struct_size = 8;  // an older, shorter struct
+    CHECK(api->raise_event(&ctx, &spec) == UAPLEX_BadInvalidArgument);
+    spec.hdr.struct_size = sizeof spec;
+    CHECK(api->raise_event(&ctx, &spec) == UAPLEX_BadInvalidState);  // no address space yet
 }
