@@ -1,13 +1,19 @@
 // transport-tcp: listens on opc.tcp endpoints, speaks UACP (Part 6 7.1) and hands whole
 // secure-conversation chunks to the kernel. One io_context thread serves every socket, so
-// connection state is touched only there; send/close/secure_channel_opened come from any
-// thread and are posted to it. Receive buffers are rented from the kernel's pool (one per
-// chunk, given back by the kernel), so steady-state traffic does not allocate.
+// connection state is touched only there. The io_context runs without Asio's locks (it is
+// never touched by another thread): send/close/secure_channel_opened from other threads go
+// through a lock-free inbox and an eventfd, so no lock shared by all connections is taken
+// per request. Receive buffers are rented from the kernel's pool (one per chunk, given back
+// by the kernel), so steady-state traffic does not allocate.
 #include <utility>  // before Asio: 1.74 uses std::exchange without it under C++20
 
 #include <boost/asio.hpp>
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -35,6 +41,7 @@ struct ReverseTarget {
     std::uint16_t port = 0;
     std::uint32_t backoffMs = 0;
     std::unique_ptr<asio::steady_timer> retry;
+    std::thread resolver;  // the last name resolution; joined before the next and at stop
 };
 
 // Memory for one outstanding asynchronous operation's handler; the heap only when taken.
@@ -92,6 +99,67 @@ SlotHandler<std::decay_t<F>> inSlot(HandlerSlot& slot, F&& f) {
     return {&slot, std::forward<F>(f)};
 }
 
+// Work another thread hands to the io thread. `run` is called on the io thread, or with
+// `discard` set when the transport stops before it could run.
+struct IoTask {
+    IoTask* next = nullptr;
+    void (*run)(IoTask*, bool discard) = nullptr;
+};
+
+// Multi-producer inbox of the io thread: a lock-free stack taken whole by the io thread,
+// and an eventfd written only by the producer that finds the inbox unsignalled.
+class IoInbox {
+  public:
+    IoInbox() : fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
+    ~IoInbox() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    int fd() const { return fd_; }
+    void push(IoTask* t) noexcept {
+        IoTask* h = head_.load();
+        do {
+            t->next = h;
+        } while (!head_.compare_exchange_weak(h, t));
+        if (!signalled_.exchange(true)) {
+            std::uint64_t one = 1;
+            [[maybe_unused]] auto n = ::write(fd_, &one, sizeof one);
+        }
+    }
+    // io thread: every task pushed so far, oldest first. The flag is cleared before the
+    // stack is taken, so a push after the take signals again.
+    IoTask* takeAll() noexcept {
+        std::uint64_t count;
+        [[maybe_unused]] auto n = ::read(fd_, &count, sizeof count);
+        signalled_.store(false);
+        IoTask* h = head_.exchange(nullptr);
+        IoTask* fifo = nullptr;
+        while (h) {
+            IoTask* n2 = h->next;
+            h->next = fifo;
+            fifo = h;
+            h = n2;
+        }
+        return fifo;
+    }
+
+  private:
+    int fd_;
+    std::atomic<IoTask*> head_{nullptr};
+    std::atomic<bool> signalled_{false};
+};
+
+// A rare operation (close, handshake end, listen, stop) as an allocated task.
+struct FnTask : IoTask {
+    explicit FnTask(std::function<void()> f) : fn(std::move(f)) {
+        run = [](IoTask* t, bool discard) {
+            auto* self = static_cast<FnTask*>(t);
+            if (!discard) self->fn();
+            delete self;
+        };
+    }
+    std::function<void()> fn;
+};
+
 struct Connection : std::enable_shared_from_this<Connection> {
     Connection(TcpTransport& t, tcp::socket s);
     TcpTransport& transport;
@@ -117,10 +185,16 @@ struct Connection : std::enable_shared_from_this<Connection> {
     std::vector<asio::const_buffer> gather;
     bool writeActive = false;
     bool sendClosed = false;
-    // Handler memory: at most one read, one write and one write kick are outstanding per
-    // connection, so each has a slot and steady traffic allocates no handler.
+    // The write kick: pushed to the io inbox by the send that finds no write active, so at
+    // most one is outstanding; it keeps the connection alive until the io thread takes it.
+    struct Kick : IoTask {
+        Connection* owner = nullptr;
+    } kick;
+    std::shared_ptr<Connection> kickRef;
+    // Handler memory: at most one read and one write are outstanding per connection, so
+    // each has a slot and steady traffic allocates no handler.
     // A gathered write's operation holds up to 64 buffer descriptors, hence its larger slot.
-    HandlerSlot readSlot{512}, writeSlot{2048}, kickSlot{256};
+    HandlerSlot readSlot{512}, writeSlot{2048};
 };
 
 uaplex_connection* handle(Connection* c) {
@@ -133,7 +207,13 @@ Connection* from(uaplex_connection* c) {
 class TcpTransport final : public uaplex::sdk::Transport {
   public:
     TcpTransport(uaplex::sdk::Context ctx, const uaplex_transport_params& p)
-        : Transport(ctx, p), work_(asio::make_work_guard(io_)) {
+        : Transport(ctx, p),
+          io_(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE),
+          inboxFd_(io_),
+          work_(asio::make_work_guard(io_)) {
+        if (inbox_.fd() < 0)
+            throw uaplex::sdk::StatusError(UAPLEX_BadResourceUnavailable, "eventfd");
+        inboxFd_.assign(::dup(inbox_.fd()));
         ctx.check_known_keys({});
         limits_.receiveBufferSize = std::max(params_.receive_buffer_size, kMinBufferSize);
         limits_.sendBufferSize = std::max(params_.send_buffer_size, kMinBufferSize);
@@ -151,10 +231,14 @@ class TcpTransport final : public uaplex::sdk::Transport {
             params_.on_hello = nullptr;
         }
     }
-    ~TcpTransport() override { stop(); }
+    ~TcpTransport() override {
+        stop();
+        discardInbox();
+    }
 
     uaplex_status start() override {
         if (thread_.joinable()) return UAPLEX_Good;
+        waitInbox();
         thread_ = std::thread([this] { io_.run(); });
         return UAPLEX_Good;
     }
@@ -162,7 +246,7 @@ class TcpTransport final : public uaplex::sdk::Transport {
     uaplex_status stop() override {
         if (!thread_.joinable()) return UAPLEX_Good;
         std::promise<void> done;
-        asio::post(io_, [this, &done] {
+        onIo([this, &done] {
             stopping_ = true;
             for (auto& a : acceptors_) {
                 boost::system::error_code ec;
@@ -172,12 +256,18 @@ class TcpTransport final : public uaplex::sdk::Transport {
                 if (r->retry) r->retry->cancel();
             auto conns = connections_;
             for (auto& c : conns) finalize(c, UAPLEX_BadShutdown);
+            // The io_context has no lock: it is stopped from its own thread.
+            boost::system::error_code ec;
+            inboxFd_.close(ec);
+            work_.reset();
+            io_.stop();
             done.set_value();
         });
         done.get_future().wait();
-        work_.reset();
-        io_.stop();
         thread_.join();
+        for (auto& r : reverse_)
+            if (r->resolver.joinable()) r->resolver.join();
+        discardInbox();
         return UAPLEX_Good;
     }
 
@@ -189,6 +279,16 @@ class TcpTransport final : public uaplex::sdk::Transport {
 
     uaplex_status listen(uaplex_str endpoint_url) override {
         std::string url(endpoint_url.data, endpoint_url.len);
+        // Acceptors register with the io_context, which only its thread may touch.
+        if (thread_.joinable() && std::this_thread::get_id() != thread_.get_id()) {
+            std::promise<uaplex_status> result;
+            onIo([&] { result.set_value(listenOnIo(url)); });
+            return result.get_future().get();
+        }
+        return listenOnIo(url);
+    }
+
+    uaplex_status listenOnIo(const std::string& url) {
         UrlParts parts;
         if (!parseUrl(url, "opc.tcp", parts)) {
             context().error("not an opc.tcp URL: " + url);
@@ -226,9 +326,8 @@ class TcpTransport final : public uaplex::sdk::Transport {
             context().info("listening on " + url + " (" + ep.address().to_string() + ":" +
                            std::to_string(ep.port()) + ")");
             tcp::acceptor* raw = a.get();
-            std::lock_guard lock(acceptorsMutex_);
             acceptors_.push_back(std::move(a));
-            asio::post(io_, [this, raw, url] { accept(raw, url); });
+            accept(raw, url);
             ++opened;
         }
         return opened ? UAPLEX_Good : UAPLEX_BadResourceUnavailable;
@@ -247,22 +346,20 @@ class TcpTransport final : public uaplex::sdk::Transport {
             kick = !conn->writeActive;
             conn->writeActive = true;
         }
-        if (kick)
-            asio::post(io_, inSlot(conn->kickSlot, [self = conn->shared_from_this()] {
-                           self->transport.write(self);
-                       }));
+        if (kick) {
+            conn->kickRef = conn->shared_from_this();
+            inbox_.push(&conn->kick);
+        }
         return UAPLEX_Good;
     }
 
     uaplex_status close(uaplex_connection* c, uaplex_status reason) override {
-        asio::post(io_, [this, self = from(c)->shared_from_this(), reason] {
-            closeAfterSend(self, reason);
-        });
+        onIo([this, self = from(c)->shared_from_this(), reason] { closeAfterSend(self, reason); });
         return UAPLEX_Good;
     }
 
     uaplex_status set_receiving(uaplex_connection* c, int32_t enabled) override {
-        asio::post(io_, [this, self = from(c)->shared_from_this(), enabled] {
+        onIo([this, self = from(c)->shared_from_this(), enabled] {
             self->receiving = enabled != 0;
             if (self->receiving && self->readParked && !self->closed) {
                 self->readParked = false;
@@ -273,7 +370,7 @@ class TcpTransport final : public uaplex::sdk::Transport {
     }
 
     uaplex_status secure_channel_opened(uaplex_connection* c) override {
-        asio::post(io_, [this, self = from(c)->shared_from_this()] {
+        onIo([this, self = from(c)->shared_from_this()] {
             if (self->closed || !self->pending) return;
             self->pending = false;
             --pendingCount_;
@@ -290,11 +387,38 @@ class TcpTransport final : public uaplex::sdk::Transport {
         if (!parseUrl(r->clientUrl, "opc.tcp", parts)) return UAPLEX_BadTcpEndpointUrlInvalid;
         r->host = std::string(parts.host);
         r->port = parts.port;
-        r->retry = std::make_unique<asio::steady_timer>(io_);
-        ReverseTarget* raw = r.get();
-        reverse_.push_back(std::move(r));
-        asio::post(io_, [this, raw] { connectReverse(raw); });
+        onIo([this, r = std::shared_ptr<ReverseTarget>(std::move(r))] {
+            r->retry = std::make_unique<asio::steady_timer>(io_);
+            reverse_.push_back(r);
+            connectReverse(r.get());
+        });
         return UAPLEX_Good;
+    }
+
+    // Tasks that came too late run nowhere; each still lets go of what it holds.
+    void discardInbox() {
+        for (IoTask* t = inbox_.takeAll(); t;) {
+            IoTask* next = t->next;
+            t->run(t, true);
+            t = next;
+        }
+    }
+
+    // Runs `f` on the io thread (started or not: the inbox waits until it runs).
+    void onIo(std::function<void()> f) { inbox_.push(new FnTask(std::move(f))); }
+
+    // io thread: the inbox's eventfd became readable; every queued task runs, in order.
+    void waitInbox() {
+        inboxFd_.async_wait(asio::posix::stream_descriptor::wait_read,
+                            inSlot(inboxSlot_, [this](boost::system::error_code ec) {
+                                if (ec) return;
+                                for (IoTask* t = inbox_.takeAll(); t;) {
+                                    IoTask* next = t->next;
+                                    t->run(t, false);
+                                    t = next;
+                                }
+                                if (inboxFd_.is_open()) waitInbox();
+                            }));
     }
 
     // --- io thread ---
@@ -514,22 +638,32 @@ class TcpTransport final : public uaplex::sdk::Transport {
 
     void connectReverse(ReverseTarget* r) {
         if (stopping_) return;
-        auto resolver = std::make_shared<tcp::resolver>(io_);
-        resolver->async_resolve(
-            r->host, std::to_string(r->port),
-            [this, r, resolver](boost::system::error_code ec, tcp::resolver::results_type res) {
-                if (stopping_) return;
-                if (ec) return scheduleReverse(r);
-                auto sock = std::make_shared<tcp::socket>(io_);
-                asio::async_connect(
-                    *sock, res,
-                    [this, r, sock](boost::system::error_code ec, const tcp::endpoint&) {
-                        if (stopping_) return;
-                        if (ec) return scheduleReverse(r);
-                        context().info("reverse connect: connected to " + r->clientUrl);
-                        admit(std::move(*sock), r->endpointUrl, r);
-                    });
-            });
+        // Asio's resolver would complete from its own thread into the lock-free io_context;
+        // a thread of ours resolves and hands the result back through the inbox.
+        if (r->resolver.joinable()) r->resolver.join();  // it ended with its last push
+        r->resolver = std::thread([this, r, host = r->host, port = std::to_string(r->port)] {
+            asio::io_context local;
+            tcp::resolver resolver(local);
+            boost::system::error_code ec;
+            auto res = resolver.resolve(host, port, ec);
+            onIo([this, r, ec, res] { onResolved(r, ec, res); });
+        });
+    }
+
+    void onResolved(ReverseTarget* r, boost::system::error_code ec,
+                    tcp::resolver::results_type res) {
+        {
+            if (stopping_) return;
+            if (ec) return scheduleReverse(r);
+            auto sock = std::make_shared<tcp::socket>(io_);
+            asio::async_connect(
+                *sock, res, [this, r, sock](boost::system::error_code ec, const tcp::endpoint&) {
+                    if (stopping_) return;
+                    if (ec) return scheduleReverse(r);
+                    context().info("reverse connect: connected to " + r->clientUrl);
+                    admit(std::move(*sock), r->endpointUrl, r);
+                });
+        }
     }
 
     // Backoff doubles from 1 s up to 30 s; a connection that got going resets it.
@@ -541,12 +675,14 @@ class TcpTransport final : public uaplex::sdk::Transport {
         });
     }
 
+    HandlerSlot inboxSlot_{256};  // outlives io_, which may still hold the wait's handler
     asio::io_context io_;
+    IoInbox inbox_;
+    asio::posix::stream_descriptor inboxFd_;  // a dup of the inbox's eventfd, watched
     asio::executor_work_guard<asio::io_context::executor_type> work_;
     std::thread thread_;
-    std::mutex acceptorsMutex_;
     std::vector<std::unique_ptr<tcp::acceptor>> acceptors_;
-    std::vector<std::unique_ptr<ReverseTarget>> reverse_;
+    std::vector<std::shared_ptr<ReverseTarget>> reverse_;          // io thread
     std::unordered_set<std::shared_ptr<Connection>> connections_;  // io thread
     std::size_t pendingCount_ = 0;                                 // io thread
     bool stopping_ = false;
@@ -558,7 +694,13 @@ class TcpTransport final : public uaplex::sdk::Transport {
 };
 
 Connection::Connection(TcpTransport& t, tcp::socket s)
-    : transport(t), socket(std::move(s)), handshakeTimer(socket.get_executor()) {}
+    : transport(t), socket(std::move(s)), handshakeTimer(socket.get_executor()) {
+    kick.owner = this;
+    kick.run = [](IoTask* task, bool discard) {
+        std::shared_ptr<Connection> self = std::move(static_cast<Kick*>(task)->owner->kickRef);
+        if (!discard) self->transport.write(self);
+    };
+}
 
 }  // namespace
 
