@@ -175,13 +175,26 @@ struct Connection : std::enable_shared_from_this<Connection> {
     bool receiving = true;
     bool readParked = false;
     std::uint32_t receiveLimit = kMaxHelloSize;
-    std::uint8_t header[kHeaderSize]{};
+    // Received bytes not yet parsed: one read takes every small chunk the socket holds, so
+    // a pipelining client costs one receive per batch, not two per request. A chunk larger
+    // than what is staged is completed by a read straight into its rented buffer.
+    std::unique_ptr<std::uint8_t[]> stage{new std::uint8_t[kStageSize]};
+    std::size_t stageBegin = 0, stageEnd = 0;
+    static constexpr std::size_t kStageSize = 16384;
     uaplex_buffer rx{};
     uaplex_status closeReason = UAPLEX_Good;
     // Send queue: filled by any thread, drained by the io thread.
     std::mutex sendMutex;
-    std::vector<uaplex_buffer> queued;
-    std::vector<uaplex_buffer> writing;
+    // A small chunk is copied into the connection's bytes and its pool buffer goes back at
+    // once, so the pool holds no array per response waiting for the socket (a pipelining
+    // client would otherwise keep one per request in flight). Large chunks are queued as is.
+    struct Segment {
+        uaplex_buffer buffer;  // data is null for copied bytes
+        std::size_t offset, length;
+    };
+    static constexpr std::size_t kCopyLimit = 4096;
+    std::vector<Segment> queued, writing;
+    std::vector<std::uint8_t> queuedBytes, writingBytes;
     std::vector<asio::const_buffer> gather;
     bool writeActive = false;
     bool sendClosed = false;
@@ -342,7 +355,17 @@ class TcpTransport final : public uaplex::sdk::Transport {
                 for (size_t i = 0; i < count; ++i) giveBack(buffers[i]);
                 return UAPLEX_BadConnectionClosed;
             }
-            conn->queued.insert(conn->queued.end(), buffers, buffers + count);
+            for (size_t i = 0; i < count; ++i) {
+                uaplex_buffer& b = buffers[i];
+                if (b.used > Connection::kCopyLimit) {
+                    conn->queued.push_back({b, 0, b.used});
+                    continue;
+                }
+                std::size_t offset = conn->queuedBytes.size();
+                conn->queuedBytes.insert(conn->queuedBytes.end(), b.data, b.data + b.used);
+                conn->queued.push_back({uaplex_buffer{}, offset, b.used});
+                giveBack(b);
+            }
             kick = !conn->writeActive;
             conn->writeActive = true;
         }
@@ -363,7 +386,7 @@ class TcpTransport final : public uaplex::sdk::Transport {
             self->receiving = enabled != 0;
             if (self->receiving && self->readParked && !self->closed) {
                 self->readParked = false;
-                readHeader(self);
+                receive(self);
             }
         });
         return UAPLEX_Good;
@@ -432,6 +455,7 @@ class TcpTransport final : public uaplex::sdk::Transport {
                 idle = true;
             } else {
                 c->writing.swap(c->queued);
+                c->writingBytes.swap(c->queuedBytes);
             }
         }
         if (idle) {
@@ -439,12 +463,27 @@ class TcpTransport final : public uaplex::sdk::Transport {
             return;
         }
         c->gather.clear();
-        for (const auto& b : c->writing) c->gather.emplace_back(b.data, b.used);
+        // Copied segments are contiguous in writingBytes: neighbours make one descriptor.
+        const std::uint8_t* bytes = c->writingBytes.data();
+        for (const auto& seg : c->writing) {
+            if (seg.buffer.data) {
+                c->gather.emplace_back(seg.buffer.data, seg.length);
+            } else if (!c->gather.empty() &&
+                       static_cast<const std::uint8_t*>(c->gather.back().data()) +
+                               c->gather.back().size() ==
+                           bytes + seg.offset) {
+                c->gather.back() = asio::const_buffer(c->gather.back().data(),
+                                                      c->gather.back().size() + seg.length);
+            } else {
+                c->gather.emplace_back(bytes + seg.offset, seg.length);
+            }
+        }
         // A span, not the vector: the operation copies its buffer sequence.
         asio::async_write(c->socket, std::span<const asio::const_buffer>(c->gather),
                           inSlot(c->writeSlot, [this, c](boost::system::error_code ec, size_t) {
-                              for (auto& b : c->writing) giveBack(b);
+                              for (auto& seg : c->writing) giveBack(seg.buffer);
                               c->writing.clear();
+                              c->writingBytes.clear();
                               if (ec) {
                                   {
                                       std::lock_guard lock(c->sendMutex);
@@ -522,32 +561,58 @@ class TcpTransport final : public uaplex::sdk::Transport {
             b.used = writeReverseHello(b.data, serverUri_, reverse->endpointUrl);
             send(handle(c.get()), &b, 1);
         }
-        readHeader(c);
+        receive(c);
     }
 
-    void readHeader(const std::shared_ptr<Connection>& c) {
-        if (c->closed || c->closing) return;
-        if (!c->receiving) {
-            c->readParked = true;
-            return;
+    // Parses every whole chunk staged, then reads more. At most one read is outstanding: it
+    // is started here only, and a parked connection (receiving off) starts none.
+    void receive(const std::shared_ptr<Connection>& c) {
+        for (;;) {
+            if (c->closed || c->closing) return;
+            if (!c->receiving) {
+                c->readParked = true;
+                return;
+            }
+            std::size_t avail = c->stageEnd - c->stageBegin;
+            if (avail < kHeaderSize) {
+                std::memmove(c->stage.get(), c->stage.get() + c->stageBegin, avail);
+                c->stageBegin = 0;
+                c->stageEnd = avail;
+                return readMore(c);
+            }
+            const std::uint8_t* at = c->stage.get() + c->stageBegin;
+            Header h = parseHeader(at);
+            uaplex_status st = checkHeader(h, c->helloDone, c->receiveLimit);
+            if (st != UAPLEX_Good) return fail(c, st, "invalid message header");
+            // Only what was checked above is allocated: at most the negotiated buffer size.
+            if (!rent(h.size, c->rx)) return fail(c, UAPLEX_BadTcpNotEnoughResources, "no buffer");
+            c->rx.used = h.size;
+            if (avail < h.size) {
+                std::memcpy(c->rx.data, at, avail);
+                c->stageBegin = c->stageEnd = 0;
+                return readRest(c, avail);
+            }
+            std::memcpy(c->rx.data, at, h.size);
+            c->stageBegin += h.size;
+            deliver(c);
         }
-        asio::async_read(c->socket, asio::buffer(c->header, kHeaderSize),
-                         inSlot(c->readSlot, [this, c](boost::system::error_code ec, size_t) {
-                             if (c->closed) return;
-                             if (ec) return finalize(c, UAPLEX_BadConnectionClosed);
-                             onHeader(c);
-                         }));
     }
 
-    void onHeader(const std::shared_ptr<Connection>& c) {
-        Header h = parseHeader(c->header);
-        uaplex_status st = checkHeader(h, c->helloDone, c->receiveLimit);
-        if (st != UAPLEX_Good) return fail(c, st, "invalid message header");
-        // Only what was checked above is allocated: at most the negotiated buffer size.
-        if (!rent(h.size, c->rx)) return fail(c, UAPLEX_BadTcpNotEnoughResources, "no buffer");
-        std::memcpy(c->rx.data, c->header, kHeaderSize);
-        c->rx.used = h.size;
-        auto body = asio::buffer(c->rx.data + kHeaderSize, h.size - kHeaderSize);
+    void readMore(const std::shared_ptr<Connection>& c) {
+        auto room =
+            asio::buffer(c->stage.get() + c->stageEnd, Connection::kStageSize - c->stageEnd);
+        c->socket.async_read_some(
+            room, inSlot(c->readSlot, [this, c](boost::system::error_code ec, size_t n) {
+                if (c->closed) return;
+                if (ec) return finalize(c, UAPLEX_BadConnectionClosed);
+                c->stageEnd += n;
+                receive(c);
+            }));
+    }
+
+    // The rest of a chunk the stage held only the start of, straight into its buffer.
+    void readRest(const std::shared_ptr<Connection>& c, std::size_t have) {
+        auto body = asio::buffer(c->rx.data + have, c->rx.used - have);
         asio::async_read(c->socket, body,
                          inSlot(c->readSlot, [this, c](boost::system::error_code ec, size_t) {
                              if (c->closed) return giveBack(c->rx);
@@ -555,12 +620,17 @@ class TcpTransport final : public uaplex::sdk::Transport {
                                  giveBack(c->rx);
                                  return finalize(c, UAPLEX_BadConnectionClosed);
                              }
-                             if (!c->helloDone) return onHello(c);
-                             uaplex_buffer chunk = c->rx;  // ownership passes to the kernel
-                             c->rx = uaplex_buffer{};
-                             params_.on_received(params_.user, c->user, &chunk);
-                             readHeader(c);
+                             deliver(c);
+                             receive(c);
                          }));
+    }
+
+    // A whole chunk is in c->rx: the Hello is answered here, anything else goes to the kernel.
+    void deliver(const std::shared_ptr<Connection>& c) {
+        if (!c->helloDone) return onHello(c);
+        uaplex_buffer chunk = c->rx;  // ownership passes to the kernel
+        c->rx = uaplex_buffer{};
+        params_.on_received(params_.user, c->user, &chunk);
     }
 
     void onHello(const std::shared_ptr<Connection>& c) {
@@ -588,7 +658,6 @@ class TcpTransport final : public uaplex::sdk::Transport {
         c->helloDone = true;
         c->receiveLimit = n.receiveBufferSize;
         send(handle(c.get()), &ack, 1);
-        readHeader(c);
     }
 
     // Sends ERR and closes once it is written.
@@ -622,8 +691,9 @@ class TcpTransport final : public uaplex::sdk::Transport {
         {
             std::lock_guard lock(c->sendMutex);
             c->sendClosed = true;
-            for (auto& b : c->queued) giveBack(b);
+            for (auto& seg : c->queued) giveBack(seg.buffer);
             c->queued.clear();
+            c->queuedBytes.clear();
         }
         boost::system::error_code ec;
         c->socket.shutdown(tcp::socket::shutdown_both, ec);
