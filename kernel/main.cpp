@@ -15,6 +15,7 @@
 #include "host/plugin_host.hpp"
 #include "server/server.hpp"
 #include "server/service_handler.hpp"
+#include "users_cli.hpp"
 
 namespace fs = std::filesystem;
 using uaplex::config::ConfigError;
@@ -28,6 +29,7 @@ constexpr const char* kVersion = "0.1.0";
 void usage() {
     std::printf(
         "usage: uaplex [--config <file>]\n"
+        "       uaplex users add|remove|list ... (uaplex users --help)\n"
         "  --config <file>  configuration file (default: etc/uaplex.toml)\n"
         "  --version        print the version and exit\n");
 }
@@ -54,6 +56,8 @@ int fail(const std::string& message, bool logging_ready, const std::string& sink
 }  // namespace
 
 int main(int argc, char** argv) {
+    if (argc > 1 && std::strcmp(argv[1], "users") == 0)
+        return uaplex::cli::usersCommand(argc - 1, argv + 1, "etc/uaplex.toml");
     fs::path config_file = "etc/uaplex.toml";
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
@@ -140,6 +144,12 @@ int main(int argc, char** argv) {
                 logger()->info("configuration reloaded");
             } catch (const std::exception& e) {
                 logger()->error("reload failed, keeping the running configuration: {}", e.what());
+            }
+            // The users file of [access] is re-read; the rest of [access] needs a restart.
+            try {
+                server->reloadUsers();
+            } catch (const std::exception& e) {
+                logger()->error("users file not reloaded, keeping the users: {}", e.what());
             }
             continue;
         }

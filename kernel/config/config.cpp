@@ -1,7 +1,10 @@
 #include "config/config.hpp"
 
+#include "config/access_names.hpp"
+
 #include <unistd.h>
 
+#include <cctype>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -112,10 +115,157 @@ bool valid_plugin_name(std::string_view name) {
     return true;
 }
 
+std::vector<std::string> get_roles(const toml::table& t, const std::string& table_name,
+                                   const fs::path& file, std::vector<std::string> def = {}) {
+    auto roles = get_strings(t, "roles", std::move(def), table_name, file);
+    for (const auto& r : roles)
+        if (roleIndex(r) < 0)
+            fail(*t.get("roles"), file,
+                 "[" + table_name + "] roles: '" + r +
+                     "' is not a well-known role (Anonymous, AuthenticatedUser, Observer, "
+                     "Operator, Engineer, Supervisor, ConfigureAdmin, SecurityAdmin)");
+    return roles;
+}
+
+std::uint32_t get_permissions(const toml::table& t, std::string_view key, std::uint32_t def,
+                              const std::string& table_name, const fs::path& file) {
+    if (!t.get(key)) return def;
+    std::uint32_t bits = 0;
+    for (const auto& p : get_strings(t, key, {}, table_name, file)) {
+        std::uint32_t b = permissionBit(p);
+        if (b == 0)
+            fail(*t.get(key), file,
+                 "[" + table_name + "] " + std::string(key) + ": '" + p +
+                     "' is not a PermissionType name (Browse, Read, Write, Call, ...)");
+        bits |= b;
+    }
+    return bits;
+}
+
+// "ns=<n>;i=<n>", "ns=<n>;s=<text>", or the same without "ns=<n>;".
+bool parse_node(std::string_view text, AccessRule& r) {
+    if (text.rfind("ns=", 0) == 0) {
+        auto semi = text.find(';');
+        if (semi == std::string_view::npos || semi == 3) return false;
+        std::uint32_t ns = 0;
+        for (char c : text.substr(3, semi - 3)) {
+            if (c < '0' || c > '9' || ns > 6553) return false;
+            ns = ns * 10 + std::uint32_t(c - '0');
+        }
+        if (ns > 65535) return false;
+        r.node_ns = std::int32_t(ns);
+        text = text.substr(semi + 1);
+    }
+    if (text.rfind("s=", 0) == 0 && text.size() > 2) {
+        r.node_is_string = true;
+        r.node_string = std::string(text.substr(2));
+        return true;
+    }
+    if (text.rfind("i=", 0) == 0 && text.size() > 2 && text.size() <= 12) {
+        std::uint64_t v = 0;
+        for (char c : text.substr(2)) {
+            if (c < '0' || c > '9') return false;
+            v = v * 10 + std::uint64_t(c - '0');
+        }
+        if (v > 0xFFFFFFFFu) return false;
+        r.node_numeric = std::uint32_t(v);
+        return true;
+    }
+    return false;
+}
+
+void build_access(const toml::table& access, const fs::path& file, const PathContext& paths,
+                  ServerConfig& cfg) {
+    check_keys(access,
+               {"anonymous", "anonymous_roles", "users_file", "username_security_policy",
+                "certificate_security_policy", "default_permissions", "certificates", "rules"},
+               "access", file, cfg);
+    AccessSection& a = cfg.access;
+    if (const toml::node* n = access.get("anonymous")) {
+        if (!n->is_boolean()) fail(*n, file, "[access] anonymous must be a boolean");
+        a.anonymous = n->as_boolean()->get();
+    }
+    a.anonymous_roles = get_strings(access, "anonymous_roles", a.anonymous_roles, "access", file);
+    for (const auto& r : a.anonymous_roles)
+        if (roleIndex(r) < 0)
+            fail(*access.get("anonymous_roles"), file,
+                 "[access] anonymous_roles: '" + r + "' is not a well-known role");
+    std::string users = get_string(access, "users_file", "", "access", file);
+    if (!users.empty()) a.users_file = resolve(users, file, paths);
+    a.username_security_policy =
+        get_string(access, "username_security_policy", a.username_security_policy, "access", file);
+    a.certificate_security_policy = get_string(access, "certificate_security_policy",
+                                               a.certificate_security_policy, "access", file);
+    a.default_permissions =
+        get_permissions(access, "default_permissions", a.default_permissions, "access", file);
+    auto tables = [&](std::string_view key, auto&& each) {
+        const toml::node* n = access.get(key);
+        if (!n) return;
+        const toml::array* arr = n->as_array();
+        if (!arr) fail(*n, file, "[access] " + std::string(key) + " must be an array of tables");
+        for (const toml::node& item : *arr) {
+            if (!item.is_table())
+                fail(item, file,
+                     "[access] " + std::string(key) + " must be an array of tables ([[access." +
+                         std::string(key) + "]])");
+            each(*item.as_table(), item);
+        }
+    };
+    tables("certificates", [&](const toml::table& t, const toml::node& node) {
+        check_keys(t, {"thumbprint", "subject", "roles"}, "access.certificates", file, cfg);
+        CertificateUser u;
+        u.thumbprint = get_string(t, "thumbprint", "", "access.certificates", file);
+        std::string hex;
+        for (char c : u.thumbprint) {
+            if (c == ':' || c == ' ') continue;
+            if (!std::isxdigit(static_cast<unsigned char>(c)))
+                fail(node, file, "[[access.certificates]] thumbprint must be hexadecimal");
+            hex += char(std::toupper(static_cast<unsigned char>(c)));
+        }
+        if (!hex.empty() && hex.size() != 40)
+            fail(node, file, "[[access.certificates]] thumbprint must be a SHA-1 (40 hex digits)");
+        u.thumbprint = hex;
+        u.subject = get_string(t, "subject", "", "access.certificates", file);
+        if (u.thumbprint.empty() == u.subject.empty())
+            fail(node, file, "[[access.certificates]] needs exactly one of thumbprint, subject");
+        u.roles = get_roles(t, "access.certificates", file);
+        a.certificates.push_back(std::move(u));
+    });
+    tables("rules", [&](const toml::table& t, const toml::node& node) {
+        check_keys(t, {"namespace", "node", "roles", "permissions"}, "access.rules", file, cfg);
+        AccessRule r;
+        r.position = position_of(node, file);
+        r.namespace_uri = get_string(t, "namespace", "", "access.rules", file);
+        std::string nodeText = get_string(t, "node", "", "access.rules", file);
+        if (!nodeText.empty()) {
+            r.has_node = true;
+            if (!parse_node(nodeText, r))
+                fail(*t.get("node"), file,
+                     "[[access.rules]] node must be \"ns=<n>;i=<n>\" or \"ns=<n>;s=<text>\" "
+                     "(ns= may be left out when namespace is given)");
+            if (r.node_ns >= 0 && !r.namespace_uri.empty())
+                fail(*t.get("node"), file,
+                     "[[access.rules]] give the namespace either as ns= in node or as namespace");
+            if (r.node_ns < 0 && r.namespace_uri.empty()) r.node_ns = 0;
+        } else if (r.namespace_uri.empty()) {
+            fail(node, file, "[[access.rules]] needs namespace, node or both");
+        }
+        r.roles = get_roles(t, "access.rules", file);
+        if (r.roles.empty()) fail(node, file, "[[access.rules]] roles must name at least one role");
+        if (!t.get("permissions"))
+            fail(node, file, "[[access.rules]] permissions is required (it may be [])");
+        r.permissions = get_permissions(t, "permissions", 0, "access.rules", file);
+        a.rules.push_back(std::move(r));
+    });
+}
+
 ServerConfig build(const toml::table& root, const fs::path& file, const PathContext& paths) {
     ServerConfig cfg;
     cfg.file = file;
-    check_keys(root, {"log", "host", "server", "slots", "plugins"}, "top level", file, cfg);
+    check_keys(root, {"log", "host", "server", "access", "slots", "plugins"}, "top level", file,
+               cfg);
+    if (const toml::table* access = sub_table(root, "access", file))
+        build_access(*access, file, paths, cfg);
 
     if (const toml::table* log = sub_table(root, "log", file)) {
         check_keys(*log, {"level", "sink", "file"}, "log", file, cfg);

@@ -104,11 +104,51 @@ struct PluginConfig {
     std::map<std::string, std::string> key_positions;  // settings key -> "file:line:column"
 };
 
+// One access rule ([[access.rules]]): the permissions `roles` get on a whole namespace or
+// on one node. Node rules replace the namespace's rules for that node.
+struct AccessRule {
+    std::string namespace_uri;  // the namespace; empty: the node's ns= index
+    bool has_node = false;      // false: the rule is the namespace's default
+    std::int32_t node_ns = -1;  // ns= of `node`, -1 when the namespace URI names it
+    bool node_is_string = false;
+    std::uint32_t node_numeric = 0;
+    std::string node_string;
+    std::vector<std::string> roles;  // well-known role names (config/access_names.hpp)
+    std::uint32_t permissions = 0;   // PermissionType bits
+    std::string position;            // "file:line:column", for messages
+};
+
+// An X509 user identity ([[access.certificates]]): a certificate matched by its SHA-1
+// thumbprint (hex) or its subject (RFC 2253), and the roles it gets.
+struct CertificateUser {
+    std::string thumbprint;  // upper-case hex, no separators; empty: match by subject
+    std::string subject;
+    std::vector<std::string> roles;
+};
+
+// User identities and access control (docs/configuration.md, [access]).
+struct AccessSection {
+    bool anonymous = true;  // the Anonymous token policy is offered
+    std::vector<std::string> anonymous_roles{"Anonymous"};
+    std::filesystem::path users_file;  // empty: no UserName token policy
+    // SecurityPolicyUri of the UserName token policy; empty: the endpoint's (None: the
+    // password travels in clear, for tests and closed networks only).
+    std::string username_security_policy;
+    // SecurityPolicyUri of the X509 token policy (its signature needs one).
+    std::string certificate_security_policy =
+        "http://opcfoundation.org/UA/SecurityPolicy#Basic256Sha256";
+    std::vector<CertificateUser> certificates;  // none: no Certificate token policy
+    // Permissions of every role on namespaces and nodes no rule names.
+    std::uint32_t default_permissions = (1u << 17) - 1;
+    std::vector<AccessRule> rules;
+};
+
 struct ServerConfig {
     std::filesystem::path file;  // where it was read from (empty for a string)
     LogConfig log;
     std::vector<std::filesystem::path> plugin_dirs;
     ServerSection server;
+    AccessSection access;
     SlotsConfig slots;
     std::vector<PluginConfig> plugins;  // in file order
     std::vector<std::string> warnings;  // unknown keys and similar, one line each

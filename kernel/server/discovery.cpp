@@ -90,12 +90,20 @@ ua::Array<ua::EndpointDescription> Discovery::endpoints(
         if (!match) return {0, nullptr};
     }
     ua::ApplicationDescription app = application(arena, clientUrl);
-    auto* policy = arena.allocateArray<ua::UserTokenPolicy>(1);
-    policy[0].policyId = ua::makeString(session::SessionManager::kAnonymousPolicyId);
-    policy[0].tokenType = ua::UserTokenType::Anonymous;
-    policy[0].issuedTokenType = ua::nullString();
-    policy[0].issuerEndpointUrl = ua::nullString();
-    policy[0].securityPolicyUri = ua::nullString();
+    std::size_t np = tokenPolicies_.size();
+    auto* policy = arena.allocateArray<ua::UserTokenPolicy>(np);
+    for (std::size_t k = 0; k < np; ++k) {
+        const auto& tp = tokenPolicies_[k];
+        policy[k].policyId = copy(arena, tp.policyId);
+        policy[k].tokenType =
+            tp.kind == session::IdentityKind::UserName ? ua::UserTokenType::UserName
+            : tp.kind == session::IdentityKind::X509   ? ua::UserTokenType::Certificate
+                                                       : ua::UserTokenType::Anonymous;
+        policy[k].issuedTokenType = ua::nullString();
+        policy[k].issuerEndpointUrl = ua::nullString();
+        policy[k].securityPolicyUri =
+            tp.securityPolicyUri.empty() ? ua::nullString() : copy(arena, tp.securityPolicyUri);
+    }
     std::size_t n = 0;
     for (const auto& url : endpointUrls_) n += url.rfind("opc.tcp:", 0) == 0;
     auto* eps = arena.allocateArray<ua::EndpointDescription>(n);
@@ -108,7 +116,7 @@ ua::Array<ua::EndpointDescription> Discovery::endpoints(
         e.serverCertificate = ua::nullByteString();
         e.securityMode = ua::MessageSecurityMode::None_;
         e.securityPolicyUri = ua::makeString(securechannel::kSecurityPolicyNone);
-        e.userIdentityTokens = {1, policy};
+        e.userIdentityTokens = {std::int32_t(np), policy};
         e.transportProfileUri = ua::makeString(kTransportProfileUaTcp);
         e.securityLevel = 0;  // None: the least secure
     }

@@ -2,6 +2,8 @@
 // from [server] for GetEndpoints, FindServers and CreateSession.
 #pragma once
 
+#include "session/identity.hpp"
+
 #include <uaplex/encoding/encoding.hpp>
 
 #include <string>
@@ -18,6 +20,11 @@ inline constexpr std::string_view kTransportProfileUaTcp =
 class Discovery {
   public:
     explicit Discovery(const config::ServerSection& server);
+    // The UserTokenPolicies every endpoint offers (set before the server starts; default:
+    // Anonymous only).
+    void setTokenPolicies(std::vector<session::TokenPolicy> policies) {
+        tokenPolicies_ = std::move(policies);
+    }
 
     // Endpoints in the arena. A wildcard host (0.0.0.0, [::]) is replaced by the host the
     // client asked for in `clientUrl` (or this machine's name). profileUris filters by
@@ -38,6 +45,8 @@ class Discovery {
 
     std::string applicationUri_, productUri_, applicationName_, hostname_;
     std::vector<std::string> endpointUrls_;
+    std::vector<session::TokenPolicy> tokenPolicies_{
+        {session::kAnonymousPolicyId, session::IdentityKind::Anonymous, {}}};
 };
 
 }  // namespace uaplex::server

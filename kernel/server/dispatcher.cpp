@@ -1,5 +1,7 @@
 #include "server/dispatcher.hpp"
 
+#include "server/access_gate.hpp"
+
 #include <cstring>
 
 namespace uaplex::server {
@@ -26,26 +28,6 @@ ua::ByteString copyBytes(enc::Arena& arena, const std::uint8_t* data, std::size_
     if (!p) return ua::nullByteString();
     std::memcpy(p, data, n);
     return ua::ByteString{std::int32_t(n), p};
-}
-
-session::IdentityToken identityOf(const ua::ExtensionObject& token) noexcept {
-    if (token.encoding == UAPLEX_EXTENSIONOBJECT_NOBODY && token.object == nullptr)
-        return {session::IdentityKind::Anonymous, {}};  // a null token means anonymous
-    if (token.object == nullptr) return {session::IdentityKind::Invalid, {}};
-    auto* t = static_cast<const enc::DataType*>(token.data_type);
-    if (is<ua::AnonymousIdentityToken>(t))
-        return {session::IdentityKind::Anonymous,
-                ua::view(static_cast<const ua::AnonymousIdentityToken*>(token.object)->policyId)};
-    if (is<ua::UserNameIdentityToken>(t))
-        return {session::IdentityKind::UserName,
-                ua::view(static_cast<const ua::UserNameIdentityToken*>(token.object)->policyId)};
-    if (is<ua::X509IdentityToken>(t))
-        return {session::IdentityKind::X509,
-                ua::view(static_cast<const ua::X509IdentityToken*>(token.object)->policyId)};
-    if (is<ua::IssuedIdentityToken>(t))
-        return {session::IdentityKind::Issued,
-                ua::view(static_cast<const ua::IssuedIdentityToken*>(token.object)->policyId)};
-    return {session::IdentityKind::Invalid, {}};
 }
 
 // Operation-level diagnostics asked for (RequestHeader.returnDiagnostics bits 5-9, Part 4
@@ -306,9 +288,24 @@ uaplex_status Dispatcher::dispatch(const enc::DataType* type, const void* reques
     }
     if (is<ua::ActivateSessionRequest>(type)) {
         const auto& req = *static_cast<const ua::ActivateSessionRequest*>(request);
-        std::shared_ptr<session::Session> s;
-        uaplex_status st = sessions_.activate(header.authenticationToken, ctx.channelId,
-                                              identityOf(req.userIdentityToken), ctx.nowMs, &s);
+        // The token is checked against the nonce the client last received, before the
+        // activation renews it.
+        std::shared_ptr<session::Session> s = sessions_.lookup(header.authenticationToken);
+        if (!s) return UAPLEX_BadSessionIdInvalid;
+        session::UserIdentity identity;
+        std::shared_ptr<const session::AccessView> access;
+        session::ActivationContext actx;
+        actx.userTokenSignature = &req.userTokenSignature;
+        actx.serverNonce = {s->serverNonce().data(), s->serverNonce().size()};
+        if (uaplex_status st = identity_->verify(req.userIdentityToken, actx, identity);
+            st != UAPLEX_Good) {
+            sessions_.countSecurityRejected();
+            return st;
+        }
+        if (accessPolicy_) access = accessPolicy_->view(identity.roles);
+        uaplex_status st =
+            sessions_.activate(header.authenticationToken, ctx.channelId, std::move(identity),
+                               std::move(access), ctx.nowMs, &s);
         if (st != UAPLEX_Good) return st;
         auto* resp = make<ua::ActivateSessionResponse>(arena);
         if (!resp) return UAPLEX_BadOutOfMemory;
@@ -360,9 +357,19 @@ uaplex_status Dispatcher::dispatch(const enc::DataType* type, const void* reques
     if (is<ua::ReadRequest>(type) || is<ua::WriteRequest>(type) || is<ua::BrowseRequest>(type) ||
         is<ua::BrowseNextRequest>(type) || is<ua::TranslateBrowsePathsToNodeIdsRequest>(type) ||
         is<ua::RegisterNodesRequest>(type) || is<ua::UnregisterNodesRequest>(type) ||
-        is<ua::CallRequest>(type))
-        return services_.call(arena, s->state(), type, request, responseType, response);
+        is<ua::CallRequest>(type)) {
+        std::shared_ptr<const session::AccessView> access = s->access();
+        return services_.call(arena, s->state(), access.get(), type, request, responseType,
+                              response);
+    }
     if (subscriptions_ == nullptr) return UAPLEX_BadServiceUnsupported;
+    if (is<ua::CreateMonitoredItemsRequest>(type)) {
+        if (std::shared_ptr<const session::AccessView> access = s->access())
+            return createMonitoredItemsChecked(
+                *subscriptions_, sessionKey(*s), s->identityKey(), *access,
+                *static_cast<const ua::CreateMonitoredItemsRequest*>(request), arena, responseType,
+                response);
+    }
     if (SubscriptionService::serves(type))
         return subscriptions_->call(sessionKey(*s), s->identityKey(), type, request, arena,
                                     responseType, response);

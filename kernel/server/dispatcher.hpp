@@ -14,6 +14,8 @@
 #include "server/discovery.hpp"
 #include "server/service_handler.hpp"
 #include "server/subscription_service.hpp"
+#include "session/access_control.hpp"
+#include "session/identity.hpp"
 #include "session/session_manager.hpp"
 
 namespace uaplex::server {
@@ -66,6 +68,13 @@ class Dispatcher {
     void setCanceller(session::QueuedCanceller canceller) noexcept { canceller_ = canceller; }
     // The subscription services' engine; without one they answer BadServiceUnsupported.
     void setSubscriptions(SubscriptionService* s) noexcept { subscriptions_ = s; }
+    // How ActivateSession checks identity tokens and what each identity may do; without
+    // them only Anonymous is accepted and everything is allowed.
+    void setAccess(const session::IdentityVerifier* identity,
+                   const session::AccessPolicy* policy) noexcept {
+        identity_ = identity ? identity : &anonymousOnly_;
+        accessPolicy_ = policy;
+    }
 
     const enc::DecodeLimits& decodeLimits() const noexcept { return limits_; }
 
@@ -82,6 +91,9 @@ class Dispatcher {
     std::uint32_t maxMessageSize_;
     session::QueuedCanceller canceller_;
     SubscriptionService* subscriptions_ = nullptr;
+    const session::IdentityVerifier anonymousOnly_{config::AccessSection{}, nullptr};
+    const session::IdentityVerifier* identity_ = &anonymousOnly_;
+    const session::AccessPolicy* accessPolicy_ = nullptr;
 };
 
 }  // namespace uaplex::server

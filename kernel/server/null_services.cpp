@@ -11,8 +11,8 @@ class NoServices final : public ServiceHandler {
   public:
     void* createSessionState() override { return nullptr; }
     void destroySessionState(void*) noexcept override {}
-    uaplex_status call(enc::Arena&, void*, const enc::DataType*, const void*, const enc::DataType*&,
-                       void*&) noexcept override {
+    uaplex_status call(enc::Arena&, void*, const session::AccessView*, const enc::DataType*,
+                       const void*, const enc::DataType*&, void*&) noexcept override {
         return UAPLEX_BadServiceUnsupported;
     }
     services::ServerCounters& counters() noexcept override { return counters_; }

@@ -15,6 +15,8 @@
 #include "server/dispatcher.hpp"
 #include "server/subscription_service.hpp"
 #include "services/service_set.hpp"
+#include "session/access_control.hpp"
+#include "session/identity.hpp"
 #include "session/session_manager.hpp"
 
 namespace uaplex::server {
@@ -376,7 +378,14 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
     deadlines_ = std::make_unique<session::DeadlineMonitor>();
     sessions_->setDeadlineMonitor(deadlines_.get());
     discovery_ = std::make_unique<Discovery>(cfg_.server);
+    // Identities and access control ([access]): the token policies the endpoints offer and
+    // the rules compiled against the namespaces the services now have.
+    identity_ = std::make_unique<session::IdentityVerifier>(cfg_.access, nullptr);
+    accessPolicy_ = std::make_unique<session::AccessPolicy>(cfg_.access, services_.namespaceUris());
+    for (const auto& w : accessPolicy_->warnings()) logger()->warn("{}", w);
+    discovery_->setTokenPolicies(identity_->policies());
     dispatcher_ = std::make_unique<Dispatcher>(cfg_, *sessions_, services_, *discovery_);
+    dispatcher_->setAccess(identity_.get(), accessPolicy_.get());
     if (auto* source = services_.valueSource()) {
         subscriptions_ = std::make_unique<SubscriptionService>(cfg_, *source);
         dispatcher_->setSubscriptions(subscriptions_.get());
@@ -439,6 +448,7 @@ std::size_t Server::connectionCount() const {
 void Server::start() {
     if (started_) return;
     started_ = true;
+    services_.setAccessPolicy(accessPolicy_.get());  // cleared by stop(): the policy is ours
     running_ = true;
     host_.request_queue().set_completion([this](uaplex_request_entry* e, uaplex_status st) {
         completeRefused(*static_cast<PendingRequest*>(e->kernel_private), st);
@@ -531,6 +541,7 @@ void Server::stop() noexcept {
     if (!started_) return;
     started_ = false;
     running_ = false;
+    services_.setAccessPolicy(nullptr);
     // Parked Publish requests are answered BadServerHalted while their channels still exist.
     if (subscriptions_) {
         subscriptions_->stop();
@@ -591,6 +602,14 @@ void Server::stop() noexcept {
         connections_.clear();
     }
     workers_.clear();
+}
+
+void Server::reloadUsers() {
+    identity_->reloadUsers();
+}
+
+void Server::setIdentityCrypto(std::shared_ptr<session::IdentityCrypto> crypto) {
+    identity_->setCrypto(std::move(crypto));
 }
 
 bool Server::unlinkQueued(void* user, session::TrackedRequest& t, uaplex_status status) {

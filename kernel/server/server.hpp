@@ -31,6 +31,9 @@ namespace uaplex::session {
 class SessionManager;
 class DeadlineMonitor;
 struct TrackedRequest;
+class IdentityVerifier;
+class IdentityCrypto;
+class AccessPolicy;
 }  // namespace uaplex::session
 
 namespace uaplex::server {
@@ -68,6 +71,12 @@ class Server {
     void reloadMonitoredItemQueues();
 
     session::SessionManager& sessions() noexcept { return *sessions_; }
+    // Re-reads the users file of [access] (SIGHUP); throws session::UserStoreError and keeps
+    // the users it had.
+    void reloadUsers();
+    // The cryptography of identity tokens (encrypted passwords, X509 token signatures);
+    // set before start().
+    void setIdentityCrypto(std::shared_ptr<session::IdentityCrypto> crypto);
     std::size_t connectionCount() const;
 
   private:
@@ -115,6 +124,8 @@ class Server {
     std::unique_ptr<session::DeadlineMonitor> deadlines_;
     std::unique_ptr<session::SessionManager> sessions_;
     std::unique_ptr<Discovery> discovery_;
+    std::unique_ptr<session::IdentityVerifier> identity_;
+    std::unique_ptr<session::AccessPolicy> accessPolicy_;
     // The [slots] monitored_item_queue factory: outlives the engine and the queues it made.
     std::shared_ptr<host::PluginInstance> miQueues_;
     std::unique_ptr<SubscriptionService> subscriptions_;  // null without a value source

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace uaplex::enc {
 class Arena;
@@ -26,6 +28,10 @@ class Host;
 namespace uaplex::subscription {
 class NodeValueSource;
 }
+namespace uaplex::session {
+class AccessView;
+class AccessPolicy;
+}  // namespace uaplex::session
 
 namespace uaplex::server {
 
@@ -48,10 +54,15 @@ class ServiceHandler {
     // Read, Write, Browse, BrowseNext, TranslateBrowsePathsToNodeIds, RegisterNodes,
     // UnregisterNodes, Call: Good with the response set (allocated in `arena`, its
     // ResponseHeader left for the caller), or a Bad status answered as a ServiceFault.
-    // Any worker thread; never throws.
+    // `access` is what the session may do (null: everything). Any worker thread; never throws.
     virtual uaplex_status call(enc::Arena& arena, void* sessionState,
-                               const enc::DataType* requestType, const void* request,
-                               const enc::DataType*& responseType, void*& response) noexcept = 0;
+                               const session::AccessView* access, const enc::DataType* requestType,
+                               const void* request, const enc::DataType*& responseType,
+                               void*& response) noexcept = 0;
+    // The namespace table (NamespaceArray), for compiling the access rules.
+    virtual std::vector<std::string> namespaceUris() const { return {}; }
+    // The access rules, for the RolePermissions attributes (null: none); outlives its use.
+    virtual void setAccessPolicy(const session::AccessPolicy*) noexcept {}
     // The ServerDiagnosticsSummary counters the session layer updates (never null).
     virtual services::ServerCounters& counters() noexcept = 0;
     // The node values monitored items read, or null when subscriptions are not served.

@@ -13,17 +13,22 @@ class ServiceSetHandler final : public ServiceHandler {
     void destroySessionState(void* state) noexcept override {
         services::SessionStateDeleter{}(static_cast<services::SessionState*>(state));
     }
-    uaplex_status call(enc::Arena& arena, void* sessionState, const enc::DataType* requestType,
-                       const void* request, const enc::DataType*& responseType,
-                       void*& response) noexcept override {
+    uaplex_status call(enc::Arena& arena, void* sessionState, const session::AccessView* access,
+                       const enc::DataType* requestType, const void* request,
+                       const enc::DataType*& responseType, void*& response) noexcept override {
         services::ServiceCall c{arena, static_cast<services::SessionState*>(sessionState),
                                 requestType, request};
+        c.access = access;
         uaplex_status st = set_.call(c);
         responseType = c.responseType;
         response = c.response;
         return st;
     }
     services::ServerCounters& counters() noexcept override { return set_.counters(); }
+    std::vector<std::string> namespaceUris() const override { return set_.namespaceUris(); }
+    void setAccessPolicy(const session::AccessPolicy* policy) noexcept override {
+        set_.setAccessPolicy(policy);
+    }
     subscription::NodeValueSource* valueSource() noexcept override {
         try {
             return &set_.valueSource();

@@ -373,15 +373,65 @@ uaplex_status ServiceSet::Impl::readValue(enc::Arena& arena, const NodeRef& node
     return n.value.read(arena, out);
 }
 
+std::uint32_t readPermission(std::uint32_t attr) noexcept {
+    if (attr == kAttrValue) return session::kPermRead;
+    if (attr == kAttrRolePermissions) return session::kPermReadRolePermissions;
+    return session::kPermBrowse;
+}
+
+std::uint8_t userAccessLevel(std::uint8_t level, std::uint32_t perms) noexcept {
+    constexpr std::uint8_t kHistoryRead = 4, kHistoryWrite = 8;
+    if (!(perms & session::kPermRead)) level &= std::uint8_t(~kCurrentRead);
+    if (!(perms & session::kPermWrite))
+        level &= std::uint8_t(~(kCurrentWrite | kStatusWrite | kTimestampWrite));
+    if (!(perms & session::kPermReadHistory)) level &= std::uint8_t(~kHistoryRead);
+    if (!(perms & (session::kPermInsertHistory | session::kPermModifyHistory |
+                   session::kPermDeleteHistory)))
+        level &= std::uint8_t(~kHistoryWrite);
+    return level;
+}
+
+bool ServiceSet::Impl::rolePermissionsOf(enc::Arena& arena, const ua::NodeId& id,
+                                         session::RoleMask only, ua::Variant& v) noexcept {
+    const session::AccessPolicy* policy = accessPolicy.load(std::memory_order_acquire);
+    session::RolePermissionTable table;
+    if (!policy || !policy->rolePermissions(id, table)) return false;
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < config::kRoleCount; ++i) n += table[i] && (only & (1u << i));
+    auto* eos = arena.allocateArray<ua::ExtensionObject>(n);
+    auto* rps = arena.allocateArray<ua::RolePermissionType>(n);
+    if (n && (!eos || !rps)) return false;
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < config::kRoleCount; ++i) {
+        if (!table[i] || !(only & (1u << i))) continue;
+        rps[k].roleId = ua::numericNodeId(0, config::kWellKnownRoles[i].nodeId);
+        rps[k].permissions = static_cast<ua::PermissionType>(table[i]);
+        eos[k] = ua::ExtensionObject{};
+        eos[k].encoding = UAPLEX_EXTENSIONOBJECT_BINARY;
+        eos[k].type_id =
+            ua::numericNodeId(0, enc::dataTypeOf<ua::RolePermissionType>()->binaryEncodingId);
+        eos[k].data_type = enc::dataTypeOf<ua::RolePermissionType>();
+        eos[k].object = &rps[k];
+        ++k;
+    }
+    v = ua::variantArray(ua::BuiltinType::ExtensionObject, std::int32_t(n), eos);
+    return true;
+}
+
 void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, std::uint32_t attr,
                                      const ua::String& indexRange, std::int32_t timestamps,
-                                     ua::DataValue& out) noexcept {
+                                     ua::DataValue& out,
+                                     const session::AccessView* access) noexcept {
     out = ua::DataValue{};
     auto fail = [&](uaplex_status st) {
         out = ua::DataValue{};
         out.mask = UAPLEX_DATAVALUE_STATUS;
         out.status = st;
     };
+    // What the session may do with this node: one table index, or a search when node rules
+    // exist (no allocation).
+    const std::uint32_t perms = access ? access->permissions(id) : config::kAllPermissions;
+    const bool permitted = (perms & readPermission(attr)) != 0;
     NodeRef node = space.find(id);
     if (!node) {
         const NamespaceOwner* owner = ownerOf(id.namespace_index);
@@ -400,6 +450,14 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, st
         if (st != UAPLEX_Good && status == UAPLEX_Good) status = st;
         if (status == UAPLEX_BadNotSupported) status = UAPLEX_BadNodeIdUnknown;
         if (status != UAPLEX_Good) return fail(status);
+        if (!permitted) return fail(UAPLEX_BadUserAccessDenied);
+        if (attr == kAttrUserAccessLevel &&
+            (out.value.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_BYTE &&
+            !ua::isArray(out.value))
+            out.value.value.byte = userAccessLevel(out.value.value.byte, perms);
+        if (attr == kAttrUserExecutable && !(perms & session::kPermCall) &&
+            (out.value.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_BOOLEAN)
+            out.value.value.boolean = false;
         if (timestamps == 1 || timestamps == 3) out.mask &= ~UAPLEX_DATAVALUE_SOURCE_TIMESTAMP;
         if (timestamps == 0 || timestamps == 3) out.mask &= ~UAPLEX_DATAVALUE_SERVER_TIMESTAMP;
         return;
@@ -410,6 +468,7 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, st
     IndexRange range;
     if (parseIndexRange(indexRange, range) != UAPLEX_Good) return fail(UAPLEX_BadIndexRangeInvalid);
     if (range.count != 0 && attr != kAttrValue) return fail(UAPLEX_BadIndexRangeNoData);
+    if (!permitted) return fail(UAPLEX_BadUserAccessDenied);
 
     const ns0::NodeRecord* rec = node.rec;
     const Node* dyn = node.dyn;
@@ -439,8 +498,12 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, st
             break;
         }
         case kAttrWriteMask:
-        case kAttrUserWriteMask:
             setScalar<std::uint32_t>(v, ua::BuiltinType::UInt32, dyn ? dyn->writeMask : 0);
+            break;
+        case kAttrUserWriteMask:
+            setScalar<std::uint32_t>(
+                v, ua::BuiltinType::UInt32,
+                dyn && (perms & session::kPermWriteAttribute) ? dyn->writeMask : 0);
             break;
         case kAttrIsAbstract:
             setScalar<bool>(v, ua::BuiltinType::Boolean,
@@ -517,8 +580,9 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, st
                                     dyn ? dyn->accessLevel : rec->accessLevel);
             break;
         case kAttrUserAccessLevel:
-            setScalar<std::uint8_t>(v, ua::BuiltinType::Byte,
-                                    dyn ? dyn->userAccessLevel : rec->accessLevel);
+            setScalar<std::uint8_t>(
+                v, ua::BuiltinType::Byte,
+                userAccessLevel(dyn ? dyn->userAccessLevel : rec->accessLevel, perms));
             break;
         case kAttrAccessLevelEx:
             setScalar<std::uint32_t>(v, ua::BuiltinType::UInt32,
@@ -533,10 +597,12 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, st
                             rec ? (rec->flags & ns0::kHistorizing) != 0 : false);
             break;
         case kAttrExecutable:
-        case kAttrUserExecutable:
-            setScalar<bool>(v, ua::BuiltinType::Boolean,
-                            dyn ? dyn->executable : (rec->flags & ns0::kExecutable) != 0);
+        case kAttrUserExecutable: {
+            bool executable = dyn ? dyn->executable : (rec->flags & ns0::kExecutable) != 0;
+            if (attr == kAttrUserExecutable && !(perms & session::kPermCall)) executable = false;
+            setScalar<bool>(v, ua::BuiltinType::Boolean, executable);
             break;
+        }
         case kAttrDataTypeDefinition: {
             if (dyn != nullptr) {
                 // Added DataTypes keep the definition's binary body; the encoder writes it as is.
@@ -564,6 +630,10 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, st
         }
         case kAttrRolePermissions:
         case kAttrUserRolePermissions: {
+            // Rules of [access] first: every role, or only the session's.
+            session::RoleMask only =
+                attr == kAttrRolePermissions || !access ? ~0u : access->roles();
+            if (rolePermissionsOf(arena, id, only, v)) break;
             if (rec == nullptr || rec->rolePermissions.length == 0)
                 return fail(UAPLEX_BadAttributeIdInvalid);
             void* p = nullptr;
@@ -627,7 +697,8 @@ uaplex_status ServiceSet::Impl::read(ServiceCall& call) noexcept {
                 continue;
             }
         }
-        readAttribute(call.arena, rv.nodeId, rv.attributeId, rv.indexRange, ts, results[i]);
+        readAttribute(call.arena, rv.nodeId, rv.attributeId, rv.indexRange, ts, results[i],
+                      call.access);
     }
     call.responseType = enc::dataTypeOf<ua::ReadResponse>();
     call.response = resp;
@@ -693,9 +764,19 @@ bool ServiceSet::Impl::rankMatches(std::int32_t rank, const ua::Variant& value) 
     }
 }
 
-uaplex_status ServiceSet::Impl::writeOne(enc::Arena& arena, const ua::WriteValue& wv) noexcept {
+uaplex_status ServiceSet::Impl::writeOne(enc::Arena& arena, const ua::WriteValue& wv,
+                                         const session::AccessView* access) noexcept {
     NodeRef node = space.find(wv.nodeId);
+    // Value needs Write; other attributes WriteAttribute (Part 3 8.55).
+    const std::uint32_t need = wv.attributeId == kAttrValue
+                                   ? std::uint32_t(session::kPermWrite)
+                                   : std::uint32_t(session::kPermWriteAttribute);
+    const bool permitted = !access || (access->permissions(wv.nodeId) & need) != 0;
     if (!node) {
+        if (!permitted) {
+            const NamespaceOwner* owner = ownerOf(wv.nodeId.namespace_index);
+            return owner ? UAPLEX_BadUserAccessDenied : UAPLEX_BadNodeIdUnknown;
+        }
         const NamespaceOwner* owner = ownerOf(wv.nodeId.namespace_index);
         if (owner == nullptr || owner->ops->write == nullptr) return UAPLEX_BadNodeIdUnknown;
         uaplex_write_item item{};
@@ -716,6 +797,7 @@ uaplex_status ServiceSet::Impl::writeOne(enc::Arena& arena, const ua::WriteValue
         return UAPLEX_BadAttributeIdInvalid;
     IndexRange range;
     if (parseIndexRange(wv.indexRange, range) != UAPLEX_Good) return UAPLEX_BadIndexRangeInvalid;
+    if (!permitted) return UAPLEX_BadUserAccessDenied;
     if (attr != kAttrValue) {
         // WriteMask bits follow the attribute ids (Part 3 8.60) for the ones that can be written;
         // none of ours are served, so an allowed bit still gives BadWriteNotSupported.
@@ -791,7 +873,7 @@ uaplex_status ServiceSet::Impl::write(ServiceCall& call) noexcept {
     resp->results = {req.nodesToWrite.length, results};
     resp->diagnosticInfos = {-1, nullptr};
     for (std::size_t i = 0; i < req.nodesToWrite.size(); ++i)
-        results[i] = writeOne(call.arena, req.nodesToWrite[i]);
+        results[i] = writeOne(call.arena, req.nodesToWrite[i], call.access);
     call.responseType = enc::dataTypeOf<ua::WriteResponse>();
     call.response = resp;
     return UAPLEX_Good;

@@ -97,6 +97,12 @@ uaplex_status ServiceSet::Impl::callMethods(ServiceCall& call) noexcept {
                 r.statusCode = UAPLEX_BadNodeIdUnknown;
                 continue;
             }
+            // Call on the Object and on the Method (Part 3 8.55).
+            if (!(permissionsOf(call, m.objectId) & permissionsOf(call, m.methodId) &
+                  session::kPermCall)) {
+                r.statusCode = UAPLEX_BadUserAccessDenied;
+                continue;
+            }
             auto* inputResults = arena.allocateArray<uaplex_status>(given);
             size_t outCount = 0;
             ua::Variant* outputs = nullptr;
@@ -130,6 +136,11 @@ uaplex_status ServiceSet::Impl::callMethods(ServiceCall& call) noexcept {
             method.dyn ? method.dyn->executable : (method.rec->flags & ns0::kExecutable) != 0;
         if (!executable) {
             r.statusCode = UAPLEX_BadNotExecutable;
+            continue;
+        }
+        if (!(permissionsOf(call, m.objectId) & permissionsOf(call, m.methodId) &
+              session::kPermCall)) {
+            r.statusCode = UAPLEX_BadUserAccessDenied;
             continue;
         }
 

@@ -249,6 +249,14 @@ uaplex_status ServiceSet::call(ServiceCall& c) noexcept {
     }
 }
 
+std::vector<std::string> ServiceSet::namespaceUris() const {
+    return impl_->space.namespaces();
+}
+
+void ServiceSet::setAccessPolicy(const session::AccessPolicy* policy) noexcept {
+    impl_->accessPolicy.store(policy, std::memory_order_release);
+}
+
 ServerCounters& ServiceSet::counters() noexcept {
     return impl_->counters;
 }

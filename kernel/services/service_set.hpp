@@ -8,6 +8,8 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace uaplex::config {
 struct ServerConfig;
@@ -19,6 +21,10 @@ class Host;
 namespace uaplex::subscription {
 class NodeValueSource;
 }
+namespace uaplex::session {
+class AccessView;
+class AccessPolicy;
+}  // namespace uaplex::session
 
 namespace uaplex::services {
 
@@ -76,6 +82,8 @@ struct ServiceCall {
     const void* request = nullptr;
     const enc::DataType* responseType = nullptr;  // out
     void* response = nullptr;                     // out
+    // What the session may do (Part 3 8.55 bits per node); null: everything.
+    const session::AccessView* access = nullptr;
 };
 
 // Owns the address space (namespace 0, the Server object, the node-manager plugins' nodes)
@@ -98,6 +106,10 @@ class ServiceSet {
     uaplex_status call(ServiceCall& call) noexcept;
 
     ServerCounters& counters() noexcept;
+    // The namespace table (NamespaceArray order).
+    std::vector<std::string> namespaceUris() const;
+    // The [access] rules the RolePermissions attributes show; null: none. Must outlive use.
+    void setAccessPolicy(const session::AccessPolicy* policy) noexcept;
     // Node values for monitored items: stored values report their changes through `fn`
     // (Write, value_set), every other node attribute is polled.
     subscription::NodeValueSource& valueSource();

@@ -15,6 +15,7 @@
 #include "host/address_space_hooks.hpp"
 #include "host/plugin_host.hpp"
 #include "services/service_set.hpp"
+#include "session/access_control.hpp"
 #include "subscription/subscription_manager.hpp"
 
 namespace uaplex::services {
@@ -137,13 +138,23 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
     uaplex_status unregisterNodes(ServiceCall& call) noexcept;
     uaplex_status callMethods(ServiceCall& call) noexcept;
 
-    // Reads one attribute into `out` (status included).
+    // Reads one attribute into `out` (status included); `access` null: no access checks
+    // (the kernel's own reads).
     void readAttribute(enc::Arena& arena, const ua::NodeId& id, std::uint32_t attributeId,
-                       const ua::String& indexRange, std::int32_t timestamps,
-                       ua::DataValue& out) noexcept;
+                       const ua::String& indexRange, std::int32_t timestamps, ua::DataValue& out,
+                       const session::AccessView* access = nullptr) noexcept;
+    // RolePermissions from the [access] rules, restricted to the roles in `only`; false when
+    // no rule covers the node.
+    bool rolePermissionsOf(enc::Arena& arena, const ua::NodeId& id, session::RoleMask only,
+                           ua::Variant& out) noexcept;
+    // The permissions of the call's session on `id` (every bit without access control).
+    static std::uint32_t permissionsOf(const ServiceCall& call, const ua::NodeId& id) noexcept {
+        return call.access ? call.access->permissions(id) : config::kAllPermissions;
+    }
     // The Value attribute of a Variable/VariableType node (without IndexRange).
     uaplex_status readValue(enc::Arena& arena, const NodeRef& node, ua::DataValue& out) noexcept;
-    uaplex_status writeOne(enc::Arena& arena, const ua::WriteValue& wv) noexcept;
+    uaplex_status writeOne(enc::Arena& arena, const ua::WriteValue& wv,
+                           const session::AccessView* access = nullptr) noexcept;
     // True if `value` may be written to a variable of `dataType` and `valueRank`.
     bool typeMatches(const ua::NodeId& dataType, const ua::Variant& value) const noexcept;
     static bool rankMatches(std::int32_t valueRank, const ua::Variant& value) noexcept;
@@ -153,8 +164,10 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
                         ua::Variant& out) noexcept;
     // Browses one node into `result`, starting at cp.offset; creates or updates `cp` in the
     // session when references remain.
+    // Nodes the session may not Browse (`access`) are left out.
     void browseOne(enc::Arena& arena, SessionState* session, ContinuationPoint& cp,
-                   const ua::NodeId& nodeId, bool isNewBrowse, ua::BrowseResult& result) noexcept;
+                   const ua::NodeId& nodeId, bool isNewBrowse, ua::BrowseResult& result,
+                   const session::AccessView* access = nullptr) noexcept;
 
     ua::DateTime now() const noexcept;
 
@@ -165,6 +178,9 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
     std::atomic<std::int32_t> state{static_cast<std::int32_t>(ServerState::Running)};
     ua::DateTime startTime = 0;
     std::vector<NamespaceOwner> owners;
+    // The [access] rules (RolePermissions attributes); set by the server, cleared before it
+    // goes.
+    std::atomic<const session::AccessPolicy*> accessPolicy{nullptr};
     // Monitored items: the value source (made on first use) and who hears of stored changes.
     class ValueSource;  // value_source.cpp
     std::unique_ptr<subscription::NodeValueSource> makeValueSource();

@@ -87,10 +87,19 @@ uaplex_status collectPluginReference(void* user, const uaplex_reference* ref) {
 
 void ServiceSet::Impl::browseOne(enc::Arena& arena, SessionState* session, ContinuationPoint& cp,
                                  const ua::NodeId& nodeId, bool isNewBrowse,
-                                 ua::BrowseResult& result) noexcept {
+                                 ua::BrowseResult& result,
+                                 const session::AccessView* access) noexcept {
     result = ua::BrowseResult{};
     result.continuationPoint = ua::nullByteString();
     result.references = {0, nullptr};
+    // Nodes without Browse are not shown; browsing from one is refused.
+    auto visible = [&](const ua::NodeId& id) {
+        return !access || (access->permissions(id) & session::kPermBrowse) != 0;
+    };
+    if (!visible(nodeId)) {
+        result.statusCode = UAPLEX_BadUserAccessDenied;
+        return;
+    }
     // Reused per worker thread: browsing allocates only while the vector grows.
     thread_local std::vector<Hit> hits;
     hits.clear();
@@ -112,6 +121,7 @@ void ServiceSet::Impl::browseOne(enc::Arena& arena, SessionState* session, Conti
                                        std::uint8_t nc = t ? t.nodeClass() : 0;
                                        if (cp.nodeClassMask != 0 && !(cp.nodeClassMask & nc))
                                            return;
+                                       if (!visible(target)) return;
                                        hits.push_back(Hit{type, forward, target, nc});
                                    });
         } else {
@@ -131,7 +141,8 @@ void ServiceSet::Impl::browseOne(enc::Arena& arena, SessionState* session, Conti
             }
             std::erase_if(hits, [&](const Hit& h) {
                 return (h.referenceType != 0 && !matches(h.referenceType, h.isForward)) ||
-                       (cp.nodeClassMask != 0 && !(cp.nodeClassMask & h.nodeClass));
+                       (cp.nodeClassMask != 0 && !(cp.nodeClassMask & h.nodeClass)) ||
+                       !visible(h.target);
             });
         }
     } catch (...) {
@@ -248,7 +259,7 @@ uaplex_status ServiceSet::Impl::browse(ServiceCall& call) noexcept {
         cp.nodeClassMask = d.nodeClassMask;
         cp.resultMask = d.resultMask;
         cp.maxReferences = maxRefs;
-        browseOne(call.arena, call.session, cp, d.nodeId, true, r);
+        browseOne(call.arena, call.session, cp, d.nodeId, true, r, call.access);
     }
     call.responseType = enc::dataTypeOf<ua::BrowseResponse>();
     call.response = resp;
@@ -301,7 +312,7 @@ uaplex_status ServiceSet::Impl::browseNext(ServiceCall& call) noexcept {
             r.statusCode = UAPLEX_BadContinuationPointInvalid;
             continue;
         }
-        browseOne(call.arena, session, cp, nodeId, false, r);
+        browseOne(call.arena, session, cp, nodeId, false, r, call.access);
         if (r.continuationPoint.length > 0) {
             std::lock_guard lock(session->mutex);
             try {
@@ -349,6 +360,10 @@ uaplex_status ServiceSet::Impl::translate(ServiceCall& call) noexcept {
                 continue;
             }
         }
+        if (!(permissionsOf(call, path.startingNode) & session::kPermBrowse)) {
+            r.statusCode = UAPLEX_BadUserAccessDenied;
+            continue;
+        }
         bool badType = false;
         current.assign(1, path.startingNode);
         for (const auto& e : elements) {
@@ -362,6 +377,7 @@ uaplex_status ServiceSet::Impl::translate(ServiceCall& call) noexcept {
             next.clear();
             auto consider = [&](std::uint32_t type, bool forward, const ua::NodeId& target) {
                 if (forward == e.isInverse) return;
+                if (!(permissionsOf(call, target) & session::kPermBrowse)) return;  // hidden
                 if (!anyType && !(e.includeSubtypes ? space.isSubtypeOf(type, want) : type == want))
                     return;
                 ua::QualifiedName bn{};

@@ -30,9 +30,14 @@ Session::~Session() {
     if (state_ && destroyState_) destroyState_(state_);
 }
 
+UserIdentity Session::identity() const {
+    std::lock_guard lock(identityMutex_);
+    return identity_;
+}
+
 std::string Session::identityKey() const {
     std::lock_guard lock(identityMutex_);
-    return identityKey_;
+    return identity_.key;
 }
 
 ua::NodeId Session::sessionId() const noexcept {
@@ -114,38 +119,22 @@ std::shared_ptr<Session> SessionManager::find(const ua::NodeId& token) const {
 }
 
 uaplex_status SessionManager::activate(const ua::NodeId& authenticationToken,
-                                       std::uint32_t channelId, const IdentityToken& identity,
-                                       std::int64_t nowMs, std::shared_ptr<Session>* out) {
+                                       std::uint32_t channelId, UserIdentity identity,
+                                       std::shared_ptr<const AccessView> access, std::int64_t nowMs,
+                                       std::shared_ptr<Session>* out) {
     auto s = find(authenticationToken);
     if (!s) return UAPLEX_BadSessionIdInvalid;
-    switch (identity.kind) {
-        case IdentityKind::Anonymous:
-            if (!identity.policyId.empty() && identity.policyId != kAnonymousPolicyId)
-                return UAPLEX_BadIdentityTokenInvalid;
-            break;
-        case IdentityKind::UserName:
-        case IdentityKind::X509:
-        case IdentityKind::Issued:
-            // No endpoint offers these policies yet (the security issue adds them).
-            if (counters_)
-                counters_->securityRejectedSessionCount.fetch_add(1, std::memory_order_relaxed);
-            return UAPLEX_BadIdentityTokenRejected;
-        case IdentityKind::Invalid:
-            return UAPLEX_BadIdentityTokenInvalid;
-    }
     bool wasActivated = s->activated();
-    if (s->channelId() != channelId) {
-        // A transfer to a new channel (Part 4 5.6.3): only an activated session, and only
-        // for the same user identity.
-        if (!wasActivated || s->identity_ != identity.kind) return UAPLEX_BadSecureChannelIdInvalid;
-    }
-    s->identity_ = identity.kind;
     {
-        static constexpr const char* kKinds[] = {"anonymous", "username:", "x509:", "issued:", ""};
-        std::string key = kKinds[int(identity.kind)];
-        if (identity.kind != IdentityKind::Anonymous) key.append(identity.user);
         std::lock_guard lock(s->identityMutex_);
-        s->identityKey_ = std::move(key);
+        if (s->channelId() != channelId) {
+            // A transfer to a new channel (Part 4 5.6.3): only an activated session, and only
+            // for the same user.
+            if (!wasActivated || s->identity_.key != identity.key)
+                return UAPLEX_BadSecureChannelIdInvalid;
+        }
+        s->identity_ = std::move(identity);
+        s->access_ = std::move(access);
     }
     s->channelId_.store(channelId, std::memory_order_release);
     randomBytes(s->nonce_.data(), s->nonce_.size());
@@ -153,6 +142,10 @@ uaplex_status SessionManager::activate(const ua::NodeId& authenticationToken,
     s->touch(nowMs);
     if (out) *out = s;
     return UAPLEX_Good;
+}
+
+void SessionManager::countSecurityRejected() noexcept {
+    if (counters_) counters_->securityRejectedSessionCount.fetch_add(1, std::memory_order_relaxed);
 }
 
 uaplex_status SessionManager::resolve(const ua::NodeId& authenticationToken,

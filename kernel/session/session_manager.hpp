@@ -20,6 +20,8 @@
 #include <string>
 #include <string_view>
 
+#include "session/access_control.hpp"
+#include "session/identity.hpp"
 #include "session/request_registry.hpp"
 
 namespace uaplex::services {
@@ -32,17 +34,6 @@ struct SessionLimits {
     std::uint32_t maxSessions = 1000;
     std::uint32_t minTimeoutMs = 10000;
     std::uint32_t maxTimeoutMs = 3600000;
-};
-
-// The kind of a decoded UserIdentityToken (Part 4 7.41).
-enum class IdentityKind { Anonymous, UserName, X509, Issued, Invalid };
-
-struct IdentityToken {
-    IdentityKind kind = IdentityKind::Anonymous;
-    std::string_view policyId;
-    // The user the token names once it is verified (user name, certificate thumbprint);
-    // empty for anonymous.
-    std::string_view user;
 };
 
 // What the services layer keeps per session, owned through these two hooks so that this
@@ -73,15 +64,20 @@ class Session {
     std::uint32_t maxResponseMessageSize() const noexcept { return maxResponseMessageSize_; }
     void touch(std::int64_t nowMs) noexcept { lastUsedMs_.store(nowMs, std::memory_order_relaxed); }
     bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
-    // Who activated the session, comparable across sessions (TransferSubscriptions): the
-    // token kind and the user it names ("anonymous" for every anonymous session).
-    std::string identityKey() const;
     // CloseSession's deleteSubscriptions; a timeout keeps them (Part 4 5.7.2), shutdown not.
     bool deleteSubscriptionsOnClose() const noexcept {
         return deleteSubscriptions_.load(std::memory_order_acquire);
     }
     // The session's requests in flight (queued or executing).
     RequestRegistry& requests() noexcept { return requests_; }
+    // The user the session acts for and what it may do (set by each ActivateSession; a
+    // later activation may change them). Copies under the session's own lock, no allocation.
+    UserIdentity identity() const;
+    std::string identityKey() const;
+    std::shared_ptr<const AccessView> access() const noexcept {
+        std::lock_guard lock(identityMutex_);
+        return access_;
+    }
 
     ~Session();
 
@@ -96,9 +92,9 @@ class Session {
     std::atomic<bool> activated_{false};
     std::atomic<std::int64_t> lastUsedMs_{0};
     std::atomic<bool> closed_{false};
-    IdentityKind identity_ = IdentityKind::Anonymous;
-    mutable std::mutex identityMutex_;  // activation may race a request reading the key
-    std::string identityKey_;
+    mutable std::mutex identityMutex_;
+    UserIdentity identity_;
+    std::shared_ptr<const AccessView> access_;  // null: everything allowed
     std::atomic<bool> deleteSubscriptions_{false};
     std::array<std::uint8_t, kNonceSize> nonce_{};
     void* state_ = nullptr;
@@ -115,9 +111,6 @@ struct SessionCache {
 
 class SessionManager {
   public:
-    // The UserTokenPolicy id offered for anonymous access on every endpoint.
-    static constexpr std::string_view kAnonymousPolicyId = "anonymous";
-
     SessionManager(SessionLimits limits, services::ServerCounters* counters,
                    SessionStateHooks hooks = {});
     ~SessionManager();
@@ -129,12 +122,16 @@ class SessionManager {
     // CreateSession: BadTooManySessions at the limit.
     Created create(std::uint32_t channelId, double requestedTimeoutMs, std::string_view name,
                    std::uint32_t maxResponseMessageSize, std::int64_t nowMs);
-    // ActivateSession on `channelId` with `identity`. Statuses: BadSessionIdInvalid,
-    // BadSecureChannelIdInvalid (first activation from another channel, or a transfer whose
-    // identity does not match), BadIdentityTokenInvalid, BadIdentityTokenRejected.
+    // ActivateSession on `channelId` for a verified `identity` (IdentityVerifier) with its
+    // `access` view. Statuses: BadSessionIdInvalid, BadSecureChannelIdInvalid (first
+    // activation from another channel, or a transfer whose identity key does not match).
+    // On the same channel the identity may change (Part 4 5.6.3).
     uaplex_status activate(const ua::NodeId& authenticationToken, std::uint32_t channelId,
-                           const IdentityToken& identity, std::int64_t nowMs,
-                           std::shared_ptr<Session>* out = nullptr);
+                           UserIdentity identity, std::shared_ptr<const AccessView> access,
+                           std::int64_t nowMs, std::shared_ptr<Session>* out = nullptr);
+    // An ActivateSession refused for its identity token (ServerDiagnostics'
+    // SecurityRejectedSessionCount).
+    void countSecurityRejected() noexcept;
     // The session of a request that needs one: BadSessionIdInvalid (unknown token),
     // BadSecureChannelIdInvalid (another channel), BadSessionNotActivated. Touches it.
     uaplex_status resolve(const ua::NodeId& authenticationToken, std::uint32_t channelId,

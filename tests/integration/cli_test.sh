@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The uaplex executable: error exits with one clear line, start and clean stop on SIGINT,
-# SIGHUP reload swapping the request queue, and a bad reload that keeps the old setup.
+# SIGHUP reload swapping the request queue, and a bad reload that keeps the old setup;
+# `uaplex users` editing a users file (hashes only).
 set -u
 uaplex="$1"
 plugin_root="$(cd "$2" && pwd)"
@@ -59,6 +60,27 @@ rc=$?
 check "SIGINT exits 0" test "$rc" -eq 0
 check "stops cleanly" grep -q "info  stopped" "$work/log"
 check "no crash output" bash -c "! grep -qiE 'segmentation|abort|terminate' '$work/log'"
+
+# uaplex users: add (password from stdin or --password), list, remove; bad input exits non-zero.
+users="$work/users.toml"
+printf '[access]\nusers_file = "users.toml"\n' > "$work/access.toml"
+echo 's3cret-one' | "$uaplex" users add alice --roles Operator,Observer --iterations 1000 \
+    --config "$work/access.toml" > "$work/out" 2>&1
+check "users add exits 0" grep -q "added alice" "$work/out"
+"$uaplex" users add bob --password s3cret-two --iterations 1000 --file "$users" > /dev/null 2>&1
+"$uaplex" users list --file "$users" > "$work/out" 2>&1
+check "users list shows names and roles" grep -qx "alice	Operator,Observer" "$work/out"
+check "users list shows bob" grep -qx "bob	" "$work/out"
+check "no password in the users file" bash -c "! grep -q 's3cret' '$users'"
+check "hashes are PBKDF2 with their iterations" grep -q 'pbkdf2-sha256\$1000\$' "$users"
+check "users file is private" test "$(stat -c %a "$users")" = 600
+"$uaplex" users add carol --roles Root --password x --file "$users" > /dev/null 2> "$work/err"
+check "an unknown role is refused" grep -q "'Root' is not a well-known role" "$work/err"
+"$uaplex" users remove bob --file "$users" > /dev/null 2>&1
+"$uaplex" users list --file "$users" > "$work/out" 2>&1
+check "users remove takes the user out" bash -c "! grep -q '^bob' '$work/out'"
+"$uaplex" users remove nobody --file "$users" > /dev/null 2>&1
+check "removing an unknown user exits 1" test $? -eq 1
 
 if [ "$failures" -ne 0 ]; then
     echo "---- log"; cat "$work/log"

@@ -220,7 +220,9 @@ class Client {
     }
 
     // CreateSession + ActivateSession (anonymous).
-    uaplex_status createSession() {
+    uaplex_status createSession() { return createSessionAs(nullptr); }
+    // CreateSession + ActivateSession with `token` (null: anonymous).
+    uaplex_status createSessionAs(const ua::ExtensionObject* token) {
         ua::CreateSessionRequest cs{};
         cs.endpointUrl = ua::makeString(url_);
         cs.sessionName = ua::makeString("integration");
@@ -233,8 +235,32 @@ class Client {
                            t.identifier.bytestring.data + t.identifier.bytestring.length);
         token_ = t;
         token_.identifier.bytestring.data = tokenBytes_.data();
-        return activateSession();
+        return token ? activateAs(*token) : activateSession();
     }
+    // ActivateSession with a user identity token (ExtensionObject of a *IdentityToken).
+    uaplex_status activateAs(const ua::ExtensionObject& token) {
+        ua::ActivateSessionRequest as{};
+        as.userIdentityToken = token;
+        return result(call(as));
+    }
+    // A UserNameIdentityToken with the password in clear (SecurityPolicy None).
+    struct UserName {
+        ua::UserNameIdentityToken token{};
+        ua::ExtensionObject eo{};
+        UserName(std::string_view policyId, std::string_view user, std::string_view password) {
+            token.policyId = ua::makeString(policyId);
+            token.userName = ua::makeString(user);
+            token.password = ua::ByteString{
+                std::int32_t(password.size()),
+                const_cast<std::uint8_t*>(reinterpret_cast<const std::uint8_t*>(password.data()))};
+            token.encryptionAlgorithm = ua::nullString();
+            eo.encoding = UAPLEX_EXTENSIONOBJECT_BINARY;
+            eo.type_id = ua::numericNodeId(0, 324);
+            eo.data_type = enc::dataTypeOf<ua::UserNameIdentityToken>();
+            eo.object = &token;
+        }
+        UserName(const UserName&) = delete;
+    };
     // Uses another client's session (its AuthenticationToken) on this channel.
     void adoptSession(const Client& other) {
         tokenBytes_ = other.tokenBytes_;

@@ -1179,3 +1179,253 @@ TEST_CASE("diagnostics: operation-level returnDiagnostics sizes diagnosticInfos 
     CHECK(r.results[1] == UAPLEX_BadMonitoredItemIdInvalid);
     CHECK(r.diagnosticInfos.size() == 2);
 }
+
+// --- user identities and access control ([access]) ------------------------------------------
+
+namespace {
+
+// The users file for the access server, written by the executable's own `users` command.
+std::filesystem::path accessUsersFile() {
+    struct Dir {
+        std::filesystem::path path = std::filesystem::temp_directory_path() /
+                                     ("uaplex-it-users-" + std::to_string(::getpid()));
+        ~Dir() {
+            std::error_code ec;
+            std::filesystem::remove_all(path, ec);
+        }
+    };
+    static Dir dir;
+    static std::filesystem::path file = [] {
+        std::filesystem::create_directories(dir.path);
+        auto f = dir.path / "users.toml";
+        std::string add = std::string(UAPLEX_EXE) + " users add operator --roles Operator " +
+                          "--password op-secret --iterations 1000 --file " + f.string() +
+                          " >/dev/null";
+        REQUIRE(std::system(add.c_str()) == 0);
+        return f;
+    }();
+    return file;
+}
+
+// Anonymous and Observers may browse and read the demo namespace; Operators also write and
+// call. Demo.Counter is for Operators only.
+ServerProcess& accessServer() {
+    static ServerProcess s("[access]\nusers_file = \"" + accessUsersFile().string() +
+                               "\"\n"
+                               "[[access.rules]]\nnamespace = \"urn:uaplex:demo\"\n"
+                               "roles = [\"Anonymous\", \"Observer\"]\n"
+                               "permissions = [\"Browse\", \"Read\"]\n"
+                               "[[access.rules]]\nnamespace = \"urn:uaplex:demo\"\n"
+                               "roles = [\"Operator\"]\n"
+                               "permissions = [\"Browse\", \"Read\", \"Write\", \"Call\", "
+                               "\"ReceiveEvents\"]\n"
+                               "[[access.rules]]\nnamespace = \"urn:uaplex:demo\"\n"
+                               "node = \"s=Demo.Counter\"\nroles = [\"Operator\"]\n"
+                               "permissions = [\"Browse\", \"Read\"]\n",
+                           2, "[plugins.demo]\n");
+    return s;
+}
+
+ServerProcess& noAnonymousServer() {
+    static ServerProcess s("[access]\nanonymous = false\nusers_file = \"" +
+                           accessUsersFile().string() + "\"\n");
+    return s;
+}
+
+std::uint16_t demoNamespace(Client& c) {
+    ua::ReadValueId id{};
+    id.nodeId = ua::numericNodeId(0, 2255);  // NamespaceArray
+    id.attributeId = 13;
+    ua::ReadRequest r{};
+    r.nodesToRead = {1, &id};
+    auto m = c.call(r);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    const auto& v = static_cast<ua::ReadResponse*>(m.object)->results[0].value;
+    auto* s = static_cast<const ua::String*>(v.value.pointer);
+    for (std::int32_t i = 0; i < v.array_length; ++i)
+        if (ua::view(s[i]) == "urn:uaplex:demo") return std::uint16_t(i);
+    FAIL("no demo namespace");
+    return 0;
+}
+
+ua::DataValue readOne(Client& c, const ua::NodeId& node, std::uint32_t attribute = 13) {
+    ua::ReadValueId id{};
+    id.nodeId = node;
+    id.attributeId = attribute;
+    ua::ReadRequest r{};
+    r.nodesToRead = {1, &id};
+    auto m = c.call(r);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    return static_cast<ua::ReadResponse*>(m.object)->results[0];
+}
+
+uaplex_status writeInt32(Client& c, const ua::NodeId& node, std::int32_t value) {
+    ua::WriteValue wv{};
+    wv.nodeId = node;
+    wv.attributeId = 13;
+    wv.indexRange = ua::nullString();
+    wv.value.mask = UAPLEX_DATAVALUE_VALUE;
+    wv.value.value = ua::variantInt32(value);
+    ua::WriteRequest w{};
+    w.nodesToWrite = {1, &wv};
+    auto m = c.call(w);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    return static_cast<ua::WriteResponse*>(m.object)->results[0];
+}
+
+}  // namespace
+
+TEST_CASE("access: GetEndpoints offers the enabled token policies") {
+    auto& s = accessServer();
+    Client c;
+    REQUIRE(c.open(s.port));
+    ua::GetEndpointsRequest ge{};
+    ge.endpointUrl = ua::makeString(c.url());
+    auto m = c.call(ge);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    auto& eps = *static_cast<ua::GetEndpointsResponse*>(m.object);
+    REQUIRE(eps.endpoints.size() == 1);
+    const auto& tokens = eps.endpoints[0].userIdentityTokens;
+    REQUIRE(tokens.size() == 2);
+    CHECK(ua::view(tokens[0].policyId) == "anonymous");
+    CHECK(tokens[0].tokenType == ua::UserTokenType::Anonymous);
+    CHECK(ua::view(tokens[1].policyId) == "username");
+    CHECK(tokens[1].tokenType == ua::UserTokenType::UserName);
+
+    Client n;
+    REQUIRE(n.open(noAnonymousServer().port));
+    ge.endpointUrl = ua::makeString(n.url());
+    m = n.call(ge);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    auto& only = static_cast<ua::GetEndpointsResponse*>(m.object)->endpoints[0].userIdentityTokens;
+    REQUIRE(only.size() == 1);
+    CHECK(only[0].tokenType == ua::UserTokenType::UserName);
+}
+
+TEST_CASE("access: anonymous reads but may not write, call, see or monitor Operator nodes") {
+    auto& s = accessServer();
+    Client c;
+    REQUIRE(c.open(s.port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    std::uint16_t d = demoNamespace(c);
+    ua::NodeId int32 = ua::stringNodeId(d, "Demo.Scalars.Int32");
+    ua::NodeId counter = ua::stringNodeId(d, "Demo.Counter");
+    CHECK(readOne(c, int32).status == UAPLEX_Good);
+    CHECK(writeInt32(c, int32, 7) == UAPLEX_BadUserAccessDenied);
+    CHECK(readOne(c, int32, 17).value.value.byte == 3);  // AccessLevel
+    CHECK(readOne(c, int32, 18).value.value.byte == 1);  // UserAccessLevel: CurrentRead
+    CHECK(readOne(c, counter).status == UAPLEX_BadUserAccessDenied);
+
+    ua::CallMethodRequest call{};
+    call.objectId = ua::stringNodeId(d, "Demo");
+    call.methodId = ua::stringNodeId(d, "Demo.Reset");
+    ua::CallRequest cr{};
+    cr.methodsToCall = {1, &call};
+    auto m = c.call(cr);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    CHECK(static_cast<ua::CallResponse*>(m.object)->results[0].statusCode ==
+          UAPLEX_BadUserAccessDenied);
+    CHECK(readOne(c, call.methodId, 22).value.value.boolean == false);  // UserExecutable
+
+    ua::BrowseDescription bd{};
+    bd.nodeId = ua::stringNodeId(d, "Demo");
+    bd.browseDirection = ua::BrowseDirection::Forward;
+    bd.referenceTypeId = ua::numericNodeId(0, 33);
+    bd.includeSubtypes = true;
+    bd.resultMask = 63;
+    ua::BrowseRequest br{};
+    br.nodesToBrowse = {1, &bd};
+    m = c.call(br);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    const auto& refs = static_cast<ua::BrowseResponse*>(m.object)->results[0].references;
+    CHECK(refs.size() > 0);
+    for (const auto& r : refs) CHECK(ua::view(r.browseName.name) != "Counter");
+
+    ua::CreateSubscriptionRequest cs{};
+    cs.requestedPublishingInterval = 100;
+    cs.requestedLifetimeCount = 100;
+    cs.requestedMaxKeepAliveCount = 3;
+    cs.publishingEnabled = true;
+    m = c.call(cs);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    std::uint32_t sid = static_cast<ua::CreateSubscriptionResponse*>(m.object)->subscriptionId;
+    ua::MonitoredItemCreateRequest items[3]{};
+    ua::NodeId nodes[3] = {int32, counter, ua::stringNodeId(d, "Demo")};
+    std::uint32_t attributes[3] = {13, 13, 12};  // Value, Value, EventNotifier
+    for (int i = 0; i < 3; ++i) {
+        items[i].itemToMonitor.nodeId = nodes[i];
+        items[i].itemToMonitor.attributeId = attributes[i];
+        items[i].monitoringMode = ua::MonitoringMode::Reporting;
+        items[i].requestedParameters.clientHandle = std::uint32_t(i + 1);
+        items[i].requestedParameters.queueSize = 1;
+    }
+    ua::CreateMonitoredItemsRequest cmi{};
+    cmi.subscriptionId = sid;
+    cmi.timestampsToReturn = ua::TimestampsToReturn::Both;
+    cmi.itemsToCreate = {3, items};
+    m = c.call(cmi);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    const auto& results = static_cast<ua::CreateMonitoredItemsResponse*>(m.object)->results;
+    REQUIRE(results.size() == 3);
+    CHECK(results[0].statusCode == UAPLEX_Good);
+    CHECK(results[0].monitoredItemId != 0);
+    CHECK(results[1].statusCode == UAPLEX_BadUserAccessDenied);  // Value without Read
+    CHECK(results[2].statusCode == UAPLEX_BadUserAccessDenied);  // events without ReceiveEvents
+}
+
+TEST_CASE("access: UserName logs in with the right password, a second activation changes user") {
+    auto& s = accessServer();
+    Client c;
+    REQUIRE(c.open(s.port));
+    {
+        Client::UserName wrong("username", "operator", "op-secreT");
+        CHECK(c.createSessionAs(&wrong.eo) == UAPLEX_BadUserAccessDenied);
+        Client::UserName unknown("username", "nobody", "op-secret");
+        CHECK(c.activateAs(unknown.eo) == UAPLEX_BadUserAccessDenied);
+        Client::UserName badPolicy("anonymous", "operator", "op-secret");
+        CHECK(c.activateAs(badPolicy.eo) == UAPLEX_BadIdentityTokenInvalid);
+    }
+    Client::UserName op("username", "operator", "op-secret");
+    REQUIRE(c.activateAs(op.eo) == UAPLEX_Good);
+    std::uint16_t d = demoNamespace(c);
+    ua::NodeId int32 = ua::stringNodeId(d, "Demo.Scalars.Int32");
+    CHECK(writeInt32(c, int32, 4242) == UAPLEX_Good);
+    CHECK(readOne(c, int32).value.value.int32 == 4242);
+    CHECK(readOne(c, int32, 18).value.value.byte == 3);
+    CHECK(readOne(c, ua::stringNodeId(d, "Demo.Counter")).status == UAPLEX_Good);
+    // Back to anonymous on the same session: the Operator's rights are gone.
+    REQUIRE(c.activateSession() == UAPLEX_Good);
+    CHECK(writeInt32(c, int32, 1) == UAPLEX_BadUserAccessDenied);
+}
+
+TEST_CASE("access: anonymous switched off is BadIdentityTokenRejected, UserName still works") {
+    auto& s = noAnonymousServer();
+    Client c;
+    REQUIRE(c.open(s.port));
+    CHECK(c.createSession() == UAPLEX_BadIdentityTokenRejected);
+    Client::UserName op("username", "operator", "op-secret");
+    CHECK(c.activateAs(op.eo) == UAPLEX_Good);
+}
+
+TEST_CASE("access: a user added with `uaplex users` logs in after SIGHUP") {
+    auto& s = accessServer();
+    std::string add = std::string(UAPLEX_EXE) + " users add late --roles Observer " +
+                      "--iterations 1000 --file " + accessUsersFile().string() +
+                      " >/dev/null <<< 'late-secret'";
+    REQUIRE(std::system(("bash -c \"" + add + "\"").c_str()) == 0);
+    Client c;
+    REQUIRE(c.open(s.port));
+    Client::UserName late("username", "late", "late-secret");
+    CHECK(c.createSessionAs(&late.eo) == UAPLEX_BadUserAccessDenied);  // not read yet
+    ::kill(s.pid, SIGHUP);
+    uaplex_status st = UAPLEX_BadUserAccessDenied;
+    for (int i = 0; i < 50 && st != UAPLEX_Good; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        st = c.activateAs(late.eo);
+    }
+    CHECK(st == UAPLEX_Good);
+    // An Observer reads but does not write.
+    std::uint16_t d = demoNamespace(c);
+    CHECK(writeInt32(c, ua::stringNodeId(d, "Demo.Scalars.Int32"), 1) ==
+          UAPLEX_BadUserAccessDenied);
+}

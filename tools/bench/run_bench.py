@@ -123,6 +123,7 @@ class Server:
         else:
             script = os.path.join(ROOT, "tools", "bench", "peers", "node-opcua-server.js")
             cmd = ["taskset", "-c", a.server_core, "node", script, "--port", str(PEER_PORT)]
+            cmd += getattr(self, "peer_args", [])
             self.url = f"opc.tcp://127.0.0.1:{PEER_PORT}"
         self.proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env,
                                      cwd=ROOT, start_new_session=True)
@@ -181,20 +182,22 @@ class Server:
         return peak
 
 
-def run_scenario(args, server, scenario_args):
+def run_scenario(args, server, scenario_args, warmup=None, duration=None, timeout=None):
     """One generator run against a running server. Raises HarnessError when the generator
     itself fails."""
+    warmup = args.warmup if warmup is None else warmup
+    duration = args.duration if duration is None else duration
     res = {"server": server.kind, "idle_rss_kb": server.idle_rss_kb}
     if server.proc.poll() is not None:
         res["failed"] = f"server exited with status {server.proc.returncode}"
         return res
     cmd = ["taskset", "-c", args.generator_core, args.generator, "--url", server.url,
-           "--warmup", str(args.warmup), "--duration", str(args.duration), "--json",
+           "--warmup", str(warmup), "--duration", str(duration), "--json",
            "--quiet", "--server-pid", str(server.proc.pid)] + scenario_args
     if server.shim_out:
         cmd.append("--signal-server")
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                       timeout=args.warmup + args.duration + 60)
+                       timeout=timeout or warmup + duration + 60)
     line = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
     try:
         out = json.loads(line)
@@ -435,6 +438,186 @@ def fairness_table(rows):
     return "\n".join(out)
 
 
+# Subscriptions (part of `make bench`; --subscriptions off skips them). Each runs on a fresh
+# server. Written values carry a counter, so the generator matches every notification to
+# the Write that produced it: latency is write-to-notification.
+#   sub 5x100: 5 sessions x 100 items (sampling 10 ms, publishing 100 ms, queue 10), all 100
+#              scalars written every 10 ms
+#   cycle N/20: one subscription of N items of which 20 change (20 scalars written every
+#              10 ms; the other items on the 80 scalars nobody writes), sampling and
+#              publishing 100 ms: server CPU per publishing cycle must not grow with N
+SUB_COMMON = ["--scenario", "subscribe", "-m", "3"]
+SUBSCRIPTIONS = [
+    ("sub 5x100", ["-c", "5", "--items", "100", "--sampling-ms", "10", "--publishing-ms", "100",
+                   "--queue-size", "10", "--change-ms", "10"], 2, 5),
+    ("cycle 100/20", ["-c", "1", "--items", "100", "--hot-items", "20", "--change-nodes", "20",
+                      "--change-ms", "10", "--sampling-ms", "100", "--publishing-ms", "100",
+                      "--queue-size", "1"], 2, 10),
+    ("cycle 10000/20", ["-c", "1", "--items", "10000", "--hot-items", "20", "--change-nodes",
+                        "20", "--change-ms", "10", "--sampling-ms", "100", "--publishing-ms",
+                        "100", "--queue-size", "1"], 2, 10),
+]
+
+# Scale (opt-in: --scale on|only). One fresh server per scenario, every step bounded by
+# --scale-timeout (the node-opcua peer may not get through).
+#   items 1M: one session, 1,000,000 items (1,000 per CreateMonitoredItems, 100 scalars
+#             round-robin), sampling and publishing 100 ms, nothing written: create time,
+#             RSS per item, idle cores after the initial values are out, delete time and RSS
+#   fan-out 100k: 10 sessions x 10,000 items (1,000 per scalar), 1,000 value writes/s (10
+#             scalars per Write every 10 ms), sampling and publishing 100 ms, 20 Publish
+#             requests outstanding per session
+#   sessions 1000: 1,000 sessions, each a subscription of 10 items (publishing 1 s) and 2
+#             Publish requests queued: time to open, RSS per session. A server that refuses
+#             the subscriptions beyond a server-wide limit (BadTooManySubscriptions) is
+#             measured again with only the first 100 sessions subscribed.
+SCALE = [
+    ("items 1M", ["-c", "1", "--items", "1000000", "--change-ms", "0", "--sampling-ms", "100",
+                  "--publishing-ms", "100", "--queue-size", "1", "--delete-items"], 20, 10),
+    ("fan-out 100k", ["-c", "10", "-m", "20", "--items", "10000", "--change-ms", "10",
+                      "--change-batch", "10", "--sampling-ms", "100", "--publishing-ms", "100",
+                      "--queue-size", "1"], 5, 10),
+    ("sessions 1000", ["-c", "1000", "-m", "2", "--items", "10", "--change-ms", "0",
+                       "--sampling-ms", "100", "--publishing-ms", "1000", "--queue-size", "1"],
+     1, 5),
+]
+# The limits a scale test needs raised (both servers): sessions, connections, handshakes in
+# parallel, items per subscription.
+SCALE_LIMITS = {"max_sessions": 1100, "max_channels": 1100, "max_pending_handshakes": 1100}
+
+
+def scale_config(out_dir):
+    with open(uaplex_config(None, out_dir, "")) as f:
+        text = f.read()
+    lines = "".join(f"{k} = {v}\n" for k, v in SCALE_LIMITS.items())
+    text = re.sub(r'(?m)^\[server\.limits\]\n', "[server.limits]\n" + lines, text)
+    path = os.path.join(out_dir, "uaplex-scale.toml")
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def run_fresh(args, kind, name, sargs, warmup, duration, timeout, extra_peer=()):
+    """One scenario on a freshly started server; the result dict (see run_scenario) plus the
+    server's RSS after the generator closed its sessions."""
+    server = Server(kind, args)
+    server.peer_args = list(extra_peer)
+    try:
+        why = server.start()
+        if why is not None:
+            return {"server": kind, "failed": f"server not available: {why}"}
+        try:
+            r = run_scenario(args, server, SUB_COMMON + sargs, warmup, duration, timeout)
+        except subprocess.TimeoutExpired:
+            return {"server": kind, "failed": f"generator still running after {timeout:.0f} s"}
+        time.sleep(1.0)
+        r["rss_closed_kb"] = proc_status(server.proc.pid, "VmRSS")
+        g = r.get("gen", {})
+        log(f"{name} {kind}: " + ("FAILED: " + r["failed"] if "failed" in r else
+            f"{g.get('notifications_per_s', 0):.0f} notif/s, server {g.get('server_cpu_s', 0):.2f} s"
+            f" CPU, write->notif p50 {g.get('p50_us', 0) / 1000:.1f} ms p99 "
+            f"{g.get('p99_us', 0) / 1000:.1f} ms, setup {g.get('setup_s', 0):.2f} s"))
+        return r
+    finally:
+        server.stop()
+
+
+def mb(kb):
+    return "n/a" if kb is None or kb < 0 else f"{kb / 1024:.1f}"
+
+
+def subscription_table(rows):
+    out = ["Subscriptions (one fresh server per row; latency = write-to-notification):", "",
+           "| scenario | server | notif/s | server CPU us/notif | server CPU per cycle ms "
+           "| write->notif p50 ms | p99 ms | Writes (matched notif) |",
+           "|---|---|---|---|---|---|---|---|"]
+    for name, kind, r in rows:
+        label = LABELS[kind]
+        g = r.get("gen")
+        if "failed" in r or "unsupported" in r or not g:
+            out.append(f"| {name} | {label} | {r.get('failed') or r.get('unsupported')} "
+                       "| | | | | |")
+            continue
+        cycles = g["window_s"] / 0.1  # every row publishes every 100 ms
+        per_cycle = g["server_cpu_s"] * 1000 / cycles if g["server_cpu_s"] >= 0 else None
+        out.append(f"| {name} | {label} | {g['notifications_per_s']:.0f} "
+                   f"| {g['server_cpu_us_per_req']:.2f} "
+                   f"| {'n/a' if per_cycle is None else f'{per_cycle:.2f}'} "
+                   f"| {g['p50_us'] / 1000:.1f} | {g['p99_us'] / 1000:.1f} "
+                   f"| {g['changes']} ({g['matched']}) |")
+    return "\n".join(out)
+
+
+def scale_table(rows):
+    out = ["Scale (opt-in, one fresh server per row; RSS = VmRSS of the server):", ""]
+    for name, kind, r in rows:
+        label = LABELS[kind]
+        g = r.get("gen") or {}
+        fail = r.get("failed") or r.get("unsupported")
+        head = f"- **{name}, {label}**: "
+        if not g:
+            out.append(head + f"not measured: {fail}")
+            continue
+        items = g.get("items_created", 0)
+        start, ready = g.get("rss_start_kb", -1), g.get("rss_ready_kb", -1)
+        cores = g["server_cpu_s"] / g["window_s"] if g.get("window_s") and g["server_cpu_s"] >= 0 else None
+        if fail:
+            out.append(head + f"FAILED ({fail}) with {items} items created")
+            continue
+        parts = []
+        if name.startswith("items"):
+            per = (ready - start) * 1024 / items if items and ready > 0 and start > 0 else None
+            parts.append(f"{items} items created in {g['create_s']:.2f} s wall "
+                         f"(setup incl. session {g['setup_s']:.2f} s), server CPU "
+                         f"{g['setup_server_cpu_s']:.2f} s; RSS {mb(start)} -> {mb(ready)} MB"
+                         + (f" = {per:.0f} bytes per item" if per else ""))
+            parts.append(f"idle: {cores:.3f} cores over {g['window_s']:.0f} s "
+                         f"({g['notifications']} notifications in the window)")
+            if g.get("delete_s", -1) >= 0:
+                parts.append(f"deleted in {g['delete_s']:.2f} s (server CPU "
+                             f"{g['delete_server_cpu_s']:.2f} s), RSS after {mb(g['rss_deleted_kb'])}"
+                             f" MB, after the session closed {mb(r.get('rss_closed_kb'))} MB")
+        elif name.startswith("fan-out"):
+            parts.append(f"{g['notifications_per_s']:.0f} notifications/s at "
+                         f"{cores:.3f} server cores, write->notification p50 "
+                         f"{g['p50_us'] / 1000:.1f} ms, p99 {g['p99_us'] / 1000:.1f} ms, "
+                         f"{g['changes']} Writes of 10 values in {g['window_s']:.0f} s; "
+                         f"RSS {mb(start)} -> {mb(ready)} MB")
+        else:
+            n = 1000
+            per = (ready - start) / n if ready > 0 and start > 0 else None
+            parts.append(f"{n} sessions with {items // 10} subscriptions open in "
+                         f"{g['setup_s']:.2f} s (server CPU {g['setup_server_cpu_s']:.2f} s);"
+                         f" RSS {mb(start)} -> {mb(ready)} MB"
+                         + (f" = {per:.1f} kB per session" if per else "")
+                         + f"; {cores:.3f} cores with them idle")
+        out.append(head + "; ".join(parts))
+    return "\n".join(out)
+
+
+def run_section(args, scenarios, config):
+    rows = []
+    base = args.uaplex_config
+    args.uaplex_config = config or base
+    try:
+        for name, sargs, warmup, duration in scenarios:
+            for kind in args.server_list:
+                if kind == "null":
+                    continue
+                timeout = warmup + duration + 2 * args.scale_timeout + 30
+                extra = ["--connect-timeout", str(args.scale_timeout)]
+                peer = ["--scale"] if config else []
+                r = run_fresh(args, kind, name, sargs + extra, warmup, duration, timeout, peer)
+                rows.append((name, kind, r))
+                if name.startswith("sessions") and "BadTooManySubscriptions" in str(
+                        r.get("unsupported", "")):
+                    r = run_fresh(args, kind, name, sargs + extra + ["--subscribed-sessions",
+                                  "100"], warmup, duration, timeout, peer)
+                    rows.append((name + " (100 subscribed)", kind, r))
+    finally:
+        args.uaplex_config = base
+    return rows
+
+
 def main():
     global SCENARIOS
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -458,6 +641,12 @@ def main():
     p.add_argument("--no-allocshim", action="store_true")
     p.add_argument("--keep-logs", action="store_true")
     p.add_argument("--out", default="", help="results JSON (default <build>/bench/results.json)")
+    p.add_argument("--subscriptions", choices=["on", "off", "only"], default="on",
+                   help="write-to-notification latency and CPU per publishing cycle")
+    p.add_argument("--scale", choices=["off", "on", "only"], default="off",
+                   help="the scale scenarios (1M items, fan-out, 1000 sessions); opt-in")
+    p.add_argument("--scale-timeout", type=float, default=60.0,
+                   help="seconds a scale scenario may take to set up (and to delete)")
     p.add_argument("--fairness", choices=["on", "off", "only"], default="on",
                    help="the greedy/light fairness comparison of fifo and fair (uaplex only)")
     args = p.parse_args()
@@ -492,6 +681,17 @@ def main():
     results = {}
     unavailable = {}
     started = time.monotonic()
+    if args.subscriptions == "only" or args.scale == "only":
+        sections = []
+        if args.subscriptions != "off":
+            sections.append(subscription_table(run_section(args, SUBSCRIPTIONS, None)))
+        if args.scale != "off":
+            sections.append(scale_table(run_section(args, SCALE, scale_config(args.out_dir))))
+        text = "\n\n".join(sections)
+        with open(os.path.join(args.out_dir, "subscriptions.md"), "w") as f:
+            f.write(text + "\n")
+        print(text)
+        return 0
     if args.fairness == "only":
         try:
             text = fairness_table(fairness(args))
@@ -525,6 +725,10 @@ def main():
         json.dump([{"scenario": n, "server": k, "runs": rs} for (n, k), rs in results.items()],
                   f, indent=1)
     text = table(results, args)
+    if args.subscriptions == "on":
+        text += "\n\n" + subscription_table(run_section(args, SUBSCRIPTIONS, None))
+    if args.scale == "on":
+        text += "\n\n" + scale_table(run_section(args, SCALE, scale_config(args.out_dir)))
     if args.fairness == "on" and "uaplex" not in unavailable and "uaplex" in args.server_list:
         try:
             text += "\n\n" + fairness_table(fairness(args))

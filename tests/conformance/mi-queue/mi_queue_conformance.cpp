@@ -1,6 +1,7 @@
 // Monitored-item queue conformance: the pipeline spec's section 5 tests, through the C ABI,
 // against the plugin in UAPLEX_MIQ_PLUGIN. Test 1 concerns factories without durable support
 // (both plugins here); test 10 checks the plugin's declared duplicate window.
+#include <algorithm>
 #include <cstdlib>
 #include <deque>
 #include <random>
@@ -268,5 +269,55 @@ TEST_CASE("mi queue: random event operations match a model") {
         uint32_t count = 0;
         q.ops->items_in_queue(q.self, &count);
         REQUIRE(count == model.size());
+    }
+}
+
+// The duplicate check under random enqueues, dequeues and resizes, with repeated handles and
+// sizes below, at and above the window, against the plugin's declared window.
+TEST_CASE("mi queue: the duplicate check matches its window under random operations") {
+    Factory f;
+    EventQueue q(f);
+    const std::string window =
+        std::getenv("UAPLEX_MIQ_WINDOW") ? std::getenv("UAPLEX_MIQ_WINDOW") : "";
+    REQUIRE((window == "oldest" || window == "newest"));
+    std::deque<uint64_t> model;  // handles, oldest first
+    const uint32_t sizes[] = {0, 1, 7, 999, 1000, 1001, 1500, 2500};
+    uint32_t size = 0, next = 1;
+    std::mt19937 rng(17);
+    auto expected = [&](uint64_t h) {
+        size_t n = std::min<size_t>(model.size(), 1000);
+        size_t from = window == "newest" ? model.size() - n : 0;
+        for (size_t i = from; i < from + n; ++i)
+            if (model[i] == h) return true;
+        return false;
+    };
+    for (int step = 0; step < 30000; ++step) {
+        int op = rng() % 1000;
+        if (op < 700) {
+            for (uint32_t burst = rng() % 40; burst > 0; --burst) {
+                uint64_t h = rng() % 1800;  // repeats inside and across the window
+                if (q.ops->enqueue(q.self, f.event(next++, h)) == UAPLEX_Good) {
+                    if (model.size() == size) model.pop_front();
+                    model.push_back(h);
+                }
+            }
+        } else if (op < 998) {
+            uaplex_event_entry* e = nullptr;
+            if (q.ops->dequeue(q.self, &e) == UAPLEX_Good) {
+                REQUIRE(e->source_handle == model.front());
+                model.pop_front();
+            }
+        } else {
+            uint32_t n = sizes[rng() % std::size(sizes)];
+            bool discardOldest = rng() % 2;
+            q.ops->set_queue_size(q.self, n, discardOldest);
+            while (model.size() > n) discardOldest ? model.pop_front() : model.pop_back();
+            size = n;
+        }
+        for (int k = 0; k < 3; ++k) {
+            uint64_t h = rng() % 1800;
+            INFO("step " << step << " handle " << h << " queued " << model.size());
+            REQUIRE(q.contains(h) == expected(h));
+        }
     }
 }

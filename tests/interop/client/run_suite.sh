@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run_suite.sh UAPLEX PLUGIN_DIR PORT [ONLY...]: starts uaplex on 127.0.0.1:PORT with a test
-# configuration, installs the pinned client (npm ci, only when node_modules is stale), runs
+# configuration (and on PORT+1, PORT+2 with [access] settings for 12-access), installs the pinned client (npm ci, only when node_modules is stale), runs
 # the suite (only the files matching ONLY, if given) and stops the server.
 set -euo pipefail
 uaplex=$1 plugins=$2 port=$3
@@ -11,7 +11,7 @@ command -v node >/dev/null && command -v npm >/dev/null || { echo "node/npm miss
 work=$(mktemp -d)
 server_pid=""
 cleanup() {
-  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  for pid in $server_pid; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -46,16 +46,46 @@ if [ ! -f "$here/node_modules/.package-lock.json" ] ||
   (cd "$here" && npm ci --silent --no-audit --no-fund)
 fi
 
-"$uaplex" --config "$work/interop.toml" &
-server_pid=$!
-for _ in $(seq 100); do
-  (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-  sleep 0.1
+# Two more servers for 12-access: PORT+1 with a users file and access rules on the demo
+# namespace, PORT+2 with anonymous switched off.
+"$uaplex" users add operator --roles Operator --password op-secret --iterations 1000 \
+  --file "$work/users.toml" >/dev/null
+access_toml() {  # access_toml PORT NAME [ACCESS LINES]
+  sed -e "s|127.0.0.1:$port\"|127.0.0.1:$1\"|" -e "s|$work/uaplex.log|$work/$2.log|" \
+    "$work/interop.toml" >"$work/$2.toml"
+  printf '[access]\nusers_file = "%s"\n%s\n' "$work/users.toml" "$3" >>"$work/$2.toml"
+}
+access_toml $((port + 1)) access '[[access.rules]]
+namespace = "urn:uaplex:demo"
+roles = ["Anonymous", "Observer"]
+permissions = ["Browse", "Read"]
+[[access.rules]]
+namespace = "urn:uaplex:demo"
+roles = ["Operator"]
+permissions = ["Browse", "Read", "Write", "Call", "ReceiveEvents"]'
+access_toml $((port + 2)) noanon 'anonymous = false'
+
+pids=()
+for cfg in interop access noanon; do
+  "$uaplex" --config "$work/$cfg.toml" &
+  pids+=($!)
 done
+server_pid="${pids[*]}"
+for p in $port $((port + 1)) $((port + 2)); do
+  for _ in $(seq 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && break
+    sleep 0.1
+  done
+done
+export UAPLEX_ACCESS_ENDPOINT="opc.tcp://127.0.0.1:$((port + 1))"
+export UAPLEX_NOANON_ENDPOINT="opc.tcp://127.0.0.1:$((port + 2))"
 
 only=()
 for o in "$@"; do only+=(--only "$o"); done
 status=0
+# The whole-run limit leaves room for a loaded machine (ctest allows 300 s).
 (cd "$here" && node run.js "opc.tcp://127.0.0.1:$port" --timeout 240 "${only[@]}") || status=$?
-if [ $status -ne 0 ]; then echo "--- server log"; cat "$work/uaplex.log" || true; fi
+if [ $status -ne 0 ]; then
+  for log in uaplex access noanon; do echo "--- $log server log"; cat "$work/$log.log" || true; done
+fi
 exit $status

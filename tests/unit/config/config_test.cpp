@@ -2,6 +2,7 @@
 // for keys the server does not know.
 #include <catch2/catch.hpp>
 
+#include "config/access_names.hpp"
 #include "config/config.hpp"
 
 using uaplex::config::ConfigError;
@@ -180,4 +181,66 @@ TEST_CASE("[server.limits] subscription limits: defaults and overrides") {
     CHECK(l.max_sampling_interval_ms == 30000);
     CHECK(error_of("[server.limits]\nmin_publishing_interval_ms = 1\n")
               .find("min_publishing_interval_ms must be") != std::string::npos);
+}
+
+TEST_CASE("[access]: defaults, rules, certificates and errors with positions") {
+    auto def = parse_string("", "/etc/uaplex/test.toml", kPaths);
+    CHECK(def.access.anonymous);
+    CHECK(def.access.anonymous_roles == std::vector<std::string>{"Anonymous"});
+    CHECK(def.access.users_file.empty());
+    CHECK(def.access.default_permissions == uaplex::config::kAllPermissions);
+    CHECK(def.access.rules.empty());
+
+    auto cfg = parse_string(
+        "[access]\nanonymous = false\nanonymous_roles = [\"Observer\"]\n"
+        "users_file = \"users.toml\"\ndefault_permissions = [\"Browse\"]\n"
+        "[[access.rules]]\nnamespace = \"urn:a\"\nroles = [\"Operator\"]\n"
+        "permissions = [\"Read\", \"Write\"]\n"
+        "[[access.rules]]\nnode = \"ns=2;s=Line 1.Setpoint\"\nroles = [\"Supervisor\"]\n"
+        "permissions = [\"All\"]\n"
+        "[[access.rules]]\nnamespace = \"urn:a\"\nnode = \"i=42\"\nroles = [\"Engineer\"]\n"
+        "permissions = []\n"
+        "[[access.certificates]]\nthumbprint = \"aa:bb:cc:dd:ee:ff:00:11:22:33:44:55:66:77:88:99:"
+        "aa:bb:cc:dd\"\nroles = [\"Operator\"]\n",
+        "/etc/uaplex/test.toml", kPaths);
+    const auto& a = cfg.access;
+    CHECK_FALSE(a.anonymous);
+    CHECK(a.users_file == "/etc/uaplex/users.toml");
+    CHECK(a.default_permissions == 1u);
+    REQUIRE(a.rules.size() == 3);
+    CHECK(a.rules[0].namespace_uri == "urn:a");
+    CHECK_FALSE(a.rules[0].has_node);
+    CHECK(a.rules[0].permissions == (32u | 64u));
+    CHECK(a.rules[1].has_node);
+    CHECK(a.rules[1].node_ns == 2);
+    CHECK(a.rules[1].node_is_string);
+    CHECK(a.rules[1].node_string == "Line 1.Setpoint");
+    CHECK(a.rules[1].permissions == uaplex::config::kAllPermissions);
+    CHECK(a.rules[2].node_ns == -1);  // in namespace "urn:a"
+    CHECK(a.rules[2].node_numeric == 42);
+    CHECK(a.rules[2].permissions == 0);
+    CHECK(a.rules[2].position == "/etc/uaplex/test.toml:14:1");
+    REQUIRE(a.certificates.size() == 1);
+    CHECK(a.certificates[0].thumbprint == "AABBCCDDEEFF00112233445566778899AABBCCDD");
+
+    CHECK_THAT(error_of("[access]\nanonymous_roles = [\"Root\"]\n"),
+               Catch::Contains("'Root' is not a well-known role"));
+    CHECK_THAT(error_of("[[access.rules]]\nnamespace = \"u\"\nroles = [\"Operator\"]\n"
+                        "permissions = [\"Fly\"]\n"),
+               Catch::Contains("/etc/uaplex/test.toml:4:15: [access.rules] permissions: 'Fly' "
+                               "is not a PermissionType name"));
+    CHECK_THAT(error_of("[[access.rules]]\nnode = \"ns=x;i=1\"\nroles = [\"Operator\"]\n"
+                        "permissions = []\n"),
+               Catch::Contains("node must be"));
+    CHECK_THAT(error_of("[[access.rules]]\nroles = [\"Operator\"]\npermissions = []\n"),
+               Catch::Contains("needs namespace, node or both"));
+    CHECK_THAT(error_of("[[access.rules]]\nnamespace = \"u\"\nroles = [\"Operator\"]\n"),
+               Catch::Contains("permissions is required"));
+    CHECK_THAT(error_of("[[access.certificates]]\nthumbprint = \"abc\"\nroles = []\n"),
+               Catch::Contains("SHA-1 (40 hex digits)"));
+    CHECK_THAT(error_of("[[access.certificates]]\nroles = []\n"),
+               Catch::Contains("exactly one of thumbprint, subject"));
+    auto warn = parse_string("[access]\nanonimous = true\n", "/etc/uaplex/test.toml", kPaths);
+    REQUIRE(warn.warnings.size() == 1);
+    CHECK_THAT(warn.warnings[0], Catch::Contains("unknown key 'anonimous' in [access]"));
 }

@@ -18,8 +18,9 @@ struct FakeServices final : ServiceHandler {
     services::ServerCounters c;
     void* createSessionState() override { return &++states; }
     void destroySessionState(void*) noexcept override { --states; }
-    uaplex_status call(enc::Arena& arena, void* state, const enc::DataType* type, const void* req,
-                       const enc::DataType*& rtype, void*& resp) noexcept override {
+    uaplex_status call(enc::Arena& arena, void* state, const session::AccessView*,
+                       const enc::DataType* type, const void* req, const enc::DataType*& rtype,
+                       void*& resp) noexcept override {
         ++calls;
         if (state == nullptr) return UAPLEX_BadInternalError;
         if (type != enc::dataTypeOf<ua::ReadRequest>()) return UAPLEX_BadServiceUnsupported;

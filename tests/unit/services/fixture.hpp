@@ -11,6 +11,7 @@
 #include "config/config.hpp"
 #include "host/plugin_host.hpp"
 #include "services/service_set.hpp"
+#include "session/access_control.hpp"
 
 namespace uaplex::test {
 
@@ -30,6 +31,8 @@ struct Server {
     std::unique_ptr<services::ServiceSet> services;
     services::SessionStatePtr session;
     enc::Arena arena;
+    // What the calls may do (a session's access view); null: everything.
+    const session::AccessView* access = nullptr;
 
     // `limits` is the body of [server.limits]; `plugins` the [plugins.*] tables.
     explicit Server(const std::string& limits = "",
@@ -52,6 +55,7 @@ struct Server {
     template <class Req, class Resp>
     uaplex_status call(const Req& request, Resp*& out) {
         services::ServiceCall c{arena, session.get(), enc::dataTypeOf<Req>(), &request};
+        c.access = access;
         uaplex_status st = services->call(c);
         out = nullptr;
         if (st == UAPLEX_Good) {

@@ -12,8 +12,9 @@ using namespace uaplex;
 using namespace uaplex::session;
 
 namespace {
-const IdentityToken kAnonymous{IdentityKind::Anonymous, "anonymous"};
-}
+const UserIdentity kAnonymous{};
+const UserIdentity kAlice{IdentityKind::UserName, "user:alice", "alice", kAuthenticatedUserRole};
+}  // namespace
 
 TEST_CASE("create revises the timeout and makes distinct unguessable tokens") {
     services::ServerCounters counters;
@@ -53,25 +54,27 @@ TEST_CASE("requests before activation, from another channel, with an unknown tok
     CHECK(m.resolve(token, 8, 0, s) == UAPLEX_BadSecureChannelIdInvalid);
     CHECK(m.resolve(ua::numericNodeId(0, 1), 7, 0, s) == UAPLEX_BadSessionIdInvalid);
     // A first activation must come over the channel that created the session.
-    CHECK(m.activate(token, 8, kAnonymous, 0) == UAPLEX_BadSecureChannelIdInvalid);
-    CHECK(m.activate(token, 7, kAnonymous, 0) == UAPLEX_Good);
+    CHECK(m.activate(token, 8, kAnonymous, nullptr, 0) == UAPLEX_BadSecureChannelIdInvalid);
+    CHECK(m.activate(token, 7, kAnonymous, nullptr, 0) == UAPLEX_Good);
     CHECK(m.resolve(token, 7, 0, s) == UAPLEX_Good);
     CHECK(s == c.session);
     CHECK(m.resolve(token, 8, 0, s) == UAPLEX_BadSecureChannelIdInvalid);
 }
 
-TEST_CASE("identity tokens: anonymous policy checked, UserName and X509 rejected") {
-    services::ServerCounters counters;
-    SessionManager m({10, 10000, 60000}, &counters);
-    auto token = m.create(1, 0, "", 0, 0).session->authenticationToken();
-    CHECK(m.activate(token, 1, {IdentityKind::Anonymous, "other"}, 0) ==
-          UAPLEX_BadIdentityTokenInvalid);
-    CHECK(m.activate(token, 1, {IdentityKind::UserName, "username"}, 0) ==
-          UAPLEX_BadIdentityTokenRejected);
-    CHECK(m.activate(token, 1, {IdentityKind::X509, "x509"}, 0) == UAPLEX_BadIdentityTokenRejected);
-    CHECK(m.activate(token, 1, {IdentityKind::Invalid, ""}, 0) == UAPLEX_BadIdentityTokenInvalid);
-    CHECK(counters.securityRejectedSessionCount == 2);
-    CHECK(m.activate(token, 1, {IdentityKind::Anonymous, ""}, 0) == UAPLEX_Good);  // null token
+TEST_CASE("a session keeps its identity, a second activation may change it on its channel") {
+    SessionManager m({10, 10000, 60000}, nullptr);
+    auto c = m.create(1, 0, "", 0, 0);
+    auto token = c.session->authenticationToken();
+    REQUIRE(m.activate(token, 1, kAnonymous, nullptr, 0) == UAPLEX_Good);
+    CHECK(c.session->identityKey() == "anonymous");
+    REQUIRE(m.activate(token, 1, kAlice, nullptr, 0) == UAPLEX_Good);
+    CHECK(c.session->identityKey() == "user:alice");
+    CHECK(c.session->identity().kind == IdentityKind::UserName);
+    CHECK(c.session->identity().roles == kAuthenticatedUserRole);
+    // A transfer to another channel keeps the user: another identity is refused.
+    CHECK(m.activate(token, 2, kAnonymous, nullptr, 0) == UAPLEX_BadSecureChannelIdInvalid);
+    CHECK(m.activate(token, 2, kAlice, nullptr, 0) == UAPLEX_Good);
+    CHECK(c.session->channelId() == 2);
 }
 
 TEST_CASE("an activated session transfers to a new channel and leaves the old one") {
@@ -79,9 +82,9 @@ TEST_CASE("an activated session transfers to a new channel and leaves the old on
     auto c = m.create(1, 0, "", 0, 0);
     auto token = c.session->authenticationToken();
     auto nonce = c.session->serverNonce();
-    REQUIRE(m.activate(token, 1, kAnonymous, 0) == UAPLEX_Good);
+    REQUIRE(m.activate(token, 1, kAnonymous, nullptr, 0) == UAPLEX_Good);
     CHECK(c.session->serverNonce() != nonce);  // a fresh nonce per activation
-    REQUIRE(m.activate(token, 2, kAnonymous, 0) == UAPLEX_Good);
+    REQUIRE(m.activate(token, 2, kAnonymous, nullptr, 0) == UAPLEX_Good);
     std::shared_ptr<Session> s;
     CHECK(m.resolve(token, 2, 0, s) == UAPLEX_Good);
     CHECK(m.resolve(token, 1, 0, s) == UAPLEX_BadSecureChannelIdInvalid);
@@ -113,7 +116,7 @@ TEST_CASE("sessions without requests within their timeout are closed") {
     SessionManager m({10, 10000, 60000}, &counters);
     auto a = m.create(1, 10000, "", 0, 0).session->authenticationToken();
     auto b = m.create(1, 20000, "", 0, 0).session->authenticationToken();
-    REQUIRE(m.activate(b, 1, kAnonymous, 0) == UAPLEX_Good);
+    REQUIRE(m.activate(b, 1, kAnonymous, nullptr, 0) == UAPLEX_Good);
     std::shared_ptr<Session> s;
     CHECK(m.sweep(9000) == 0);
     CHECK(m.resolve(b, 1, 15000, s) == UAPLEX_Good);  // a request keeps b alive
@@ -131,7 +134,7 @@ TEST_CASE(
     SessionManager m({10, 10000, 60000}, nullptr);
     auto c = m.create(1, 0, "", 0, 0);
     auto token = c.session->authenticationToken();
-    REQUIRE(m.activate(token, 1, kAnonymous, 0) == UAPLEX_Good);
+    REQUIRE(m.activate(token, 1, kAnonymous, nullptr, 0) == UAPLEX_Good);
     SessionCache cache;
     std::shared_ptr<Session> s;
     CHECK(m.resolve(token, 1, 0, s, &cache) == UAPLEX_Good);
@@ -154,8 +157,8 @@ TEST_CASE("the closed hook sees deleteSubscriptions: CloseSession's flag, a time
     auto keep = m.create(1, 10000, "keep", 0, 0).session->authenticationToken();
     auto del = m.create(1, 10000, "delete", 0, 0).session->authenticationToken();
     m.create(1, 10000, "timeout", 0, 0);
-    REQUIRE(m.activate(keep, 1, kAnonymous, 0) == UAPLEX_Good);
-    REQUIRE(m.activate(del, 1, kAnonymous, 0) == UAPLEX_Good);
+    REQUIRE(m.activate(keep, 1, kAnonymous, nullptr, 0) == UAPLEX_Good);
+    REQUIRE(m.activate(del, 1, kAnonymous, nullptr, 0) == UAPLEX_Good);
     CHECK(m.close(keep, 1, false) == UAPLEX_Good);
     CHECK(m.close(del, 1, true) == UAPLEX_Good);
     CHECK(m.sweep(20001) == 1);
@@ -169,8 +172,8 @@ TEST_CASE("the identity key compares sessions of the same user") {
     SessionManager m({10, 10000, 60000}, nullptr);
     auto a = m.create(1, 10000, "a", 0, 0);
     auto b = m.create(1, 10000, "b", 0, 0);
-    REQUIRE(m.activate(a.session->authenticationToken(), 1, kAnonymous, 0) == UAPLEX_Good);
-    REQUIRE(m.activate(b.session->authenticationToken(), 1, {IdentityKind::Anonymous, ""}, 0) ==
+    REQUIRE(m.activate(a.session->authenticationToken(), 1, kAnonymous, nullptr, 0) == UAPLEX_Good);
+    REQUIRE(m.activate(b.session->authenticationToken(), 1, kAnonymous, nullptr, 0) ==
             UAPLEX_Good);
     CHECK(a.session->identityKey() == "anonymous");
     CHECK(a.session->identityKey() == b.session->identityKey());

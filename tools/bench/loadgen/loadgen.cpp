@@ -93,6 +93,20 @@ bool isBad(StatusCode s) noexcept {
     return (s & 0x80000000u) != 0;
 }
 
+// VmRSS of a process in kB; -1 if unreadable.
+long rssKb(int pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    while (std::getline(in, line))
+        if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+    return -1;
+}
+
+// Written values are kWriteTag + the Write's counter, so a notification is matched to the
+// Write that produced it (and not to a node's initial value).
+constexpr std::int32_t kWriteTag = 1000000000;
+constexpr std::uint32_t kWriteHistory = 1u << 16;  // send times kept, by counter
+
 class Runner;
 
 enum class Kind : std::uint8_t { Setup, Work, Publish, Change, Close };
@@ -132,6 +146,7 @@ class Connection {
     void beginDrain();  // stop issuing; close when nothing is in flight
     void abort();       // close the socket now
     Phase phase() const noexcept { return phase_; }
+    bool deleting() const noexcept { return deleting_; }
     void startOpenLoop(std::uint64_t startNs, double ratePerConnection) {
         openStartNs_ = startNs;
         ratePerConn_ = ratePerConnection;
@@ -162,13 +177,14 @@ class Connection {
     void sendCreateSubscription();
     void sendCreateItems();
     void sendCloseSession();
+    void sendDeleteItems();
     void onSetupResponse(const enc::DecodedMessage& m);
     void onWorkResponse(const enc::DecodedMessage& m, const Slot& slot, std::uint64_t now);
     void onPublishResponse(const enc::DecodedMessage& m);
     std::uint32_t allocateRequest(Kind kind, std::uint64_t intendedNs);
 
   public:
-    void sendChange(std::int32_t value);
+    bool sendChange(std::int32_t value);
     void flush();
 
   private:
@@ -214,6 +230,14 @@ class Connection {
     BrowseDescription browseDesc_{};
     BrowseRequest browse_{};
     std::vector<WriteValue> changeValues_;
+    std::vector<WriteValue> changeBatch_;
+    std::size_t changeNext_ = 0;
+
+    // batched item creation and deletion
+    int createNext_ = 0, createDone_ = 0, deleteNext_ = 0, deleteDone_ = 0, setupInFlight_ = 0;
+    StatusCode createError_ = UAPLEX_Good;
+    std::vector<std::uint32_t> itemIds_;
+    bool deleting_ = false;
 };
 
 class Runner {
@@ -227,6 +251,21 @@ class Runner {
     void connectionFailed(int index, const std::string& why, bool duringSetup);
     void connectionClosed();
     void unsupported(const std::string& status);
+    void itemsDeleted();
+    void changeSent(std::int32_t counter, std::uint64_t now) {
+        changeSentNs_[std::uint32_t(counter) % kWriteHistory] = now;
+        if (measuring) ++res.changes;
+    }
+    // A notification's value: when it is one the writer sent, the write-to-notification time.
+    void notified(std::int32_t value, std::uint64_t now) {
+        if (!measuring || value <= kWriteTag) return;
+        std::int32_t c = value - kWriteTag;
+        if (c > changeCounter_ || changeCounter_ - c >= std::int32_t(kWriteHistory)) return;
+        std::uint64_t sent = changeSentNs_[std::uint32_t(c) % kWriteHistory];
+        if (sent == 0 || sent > now) return;
+        res.latency.record(now - sent);
+        ++res.matched;
+    }
     void recordError(StatusCode s) {
         if (measuring) ++res.errors[std::string(enc::statusName(s))];
     }
@@ -254,6 +293,15 @@ class Runner {
     double serverCpuStart_ = -1, genCpuStart_ = 0;
     std::int32_t changeCounter_ = 0;
     std::uint64_t lastChangeNs_ = 0;
+    std::vector<std::uint64_t> changeSentNs_ = std::vector<std::uint64_t>(kWriteHistory);
+    std::uint64_t setupStartNs_ = 0, createStartNs_ = 0, deleteStartNs_ = 0;
+    double setupCpuStart_ = -1, deleteCpuStart_ = -1;
+    int deleted_ = 0;
+
+  public:
+    void createStarted() {
+        if (createStartNs_ == 0) createStartNs_ = nowNs();
+    }
 };
 
 // ------------------------------------------------------------------ Connection
@@ -306,9 +354,11 @@ Connection::Connection(Runner& runner, int index)
     browse_.nodesToBrowse = Array<BrowseDescription>{1, &browseDesc_};
 
     if (o.scenario == Scenario::Subscribe && index == 0) {
-        changeValues_.resize(100, writeValue_);
-        for (int i = 0; i < 100; ++i)
+        changeValues_.resize(std::size_t(o.changeNodes), writeValue_);
+        for (int i = 0; i < o.changeNodes; ++i)
             changeValues_[std::size_t(i)].nodeId = numericNodeId(1, std::uint32_t(1001 + i));
+        int batch = o.changeBatch > 0 ? std::min(o.changeBatch, o.changeNodes) : o.changeNodes;
+        changeBatch_.resize(std::size_t(batch), writeValue_);
     }
 }
 
@@ -669,27 +719,59 @@ void Connection::sendCreateSubscription() {
     flush();
 }
 
+// Keeps up to 4 CreateMonitoredItems requests of --create-batch items in flight (fewer items
+// when a request would not fit the server's receive buffer: about 48 bytes per item).
 void Connection::sendCreateItems() {
     const Options& o = run_.opt;
-    std::vector<MonitoredItemCreateRequest> items(std::size_t(o.items));
-    for (int i = 0; i < o.items; ++i) {
-        auto& it = items[std::size_t(i)];
-        it.itemToMonitor = readIds_[0];
-        it.itemToMonitor.nodeId = numericNodeId(1, std::uint32_t(1001 + i % 100));
-        it.monitoringMode = MonitoringMode::Reporting;
-        it.requestedParameters.clientHandle = std::uint32_t(i + 1);
-        it.requestedParameters.samplingInterval = o.samplingMs;
-        it.requestedParameters.filter.type_id = numericNodeId(0, 0);
-        it.requestedParameters.filter.encoding = UAPLEX_EXTENSIONOBJECT_NOBODY;
-        it.requestedParameters.queueSize = o.queueSize;
-        it.requestedParameters.discardOldest = true;
+    int perRequest = std::max(1, std::min(o.createBatch, int((sendLimit_ - 256) / 48)));
+    while (setupInFlight_ < 4 && createNext_ < o.items && phase_ == Phase::CreateItems) {
+        int count = std::min(perRequest, o.items - createNext_);
+        std::vector<MonitoredItemCreateRequest> items(static_cast<std::size_t>(count));
+        for (int k = 0; k < count; ++k) {
+            int i = createNext_ + k;
+            auto& it = items[std::size_t(k)];
+            it.itemToMonitor = readIds_[0];
+            // hot items on the written nodes, the others on the nodes nobody writes
+            std::uint32_t node = 1001 + std::uint32_t(i % 100);
+            if (o.hotItems > 0)
+                node = i < o.hotItems
+                           ? 1001 + std::uint32_t(i % o.changeNodes)
+                           : 1001 + std::uint32_t(o.changeNodes +
+                                                  (i - o.hotItems) % (100 - o.changeNodes));
+            it.itemToMonitor.nodeId = numericNodeId(1, node);
+            it.monitoringMode = MonitoringMode::Reporting;
+            it.requestedParameters.clientHandle = std::uint32_t(i + 1);
+            it.requestedParameters.samplingInterval = o.samplingMs;
+            it.requestedParameters.filter.type_id = numericNodeId(0, 0);
+            it.requestedParameters.filter.encoding = UAPLEX_EXTENSIONOBJECT_NOBODY;
+            it.requestedParameters.queueSize = o.queueSize;
+            it.requestedParameters.discardOldest = true;
+        }
+        CreateMonitoredItemsRequest req{};
+        req.requestHeader = header(nextHandle_++);
+        req.subscriptionId = subscriptionId_;
+        req.timestampsToReturn = TimestampsToReturn::Both;
+        req.itemsToCreate = Array<MonitoredItemCreateRequest>{count, items.data()};
+        run_.createStarted();
+        sendMsg(req, Kind::Setup, 0);
+        createNext_ += count;
+        ++setupInFlight_;
     }
-    CreateMonitoredItemsRequest req{};
-    req.requestHeader = header(nextHandle_++);
-    req.subscriptionId = subscriptionId_;
-    req.timestampsToReturn = TimestampsToReturn::Both;
-    req.itemsToCreate = Array<MonitoredItemCreateRequest>{o.items, items.data()};
-    sendMsg(req, Kind::Setup, 0);
+    flush();
+}
+
+void Connection::sendDeleteItems() {
+    const Options& o = run_.opt;
+    while (setupInFlight_ < 4 && deleteNext_ < int(itemIds_.size())) {
+        int count = std::min(std::max(1, o.createBatch), int(itemIds_.size()) - deleteNext_);
+        DeleteMonitoredItemsRequest req{};
+        req.requestHeader = header(nextHandle_++);
+        req.subscriptionId = subscriptionId_;
+        req.monitoredItemIds = Array<std::uint32_t>{count, itemIds_.data() + deleteNext_};
+        sendMsg(req, Kind::Setup, 0);
+        deleteNext_ += count;
+        ++setupInFlight_;
+    }
     flush();
 }
 
@@ -740,16 +822,22 @@ void Connection::sendPublish() {
     ++inflight_;
 }
 
-void Connection::sendChange(std::int32_t value) {
-    // at most two changes outstanding: a slow server sees fewer changes, never a queue
-    if (phase_ != Phase::Ready || changeValues_.empty() || changesInFlight_ >= 2) return;
+bool Connection::sendChange(std::int32_t value) {
+    // at most four Writes outstanding: a slow server sees fewer changes, never a queue
+    if (phase_ != Phase::Ready || changeValues_.empty() || changesInFlight_ >= 4) return false;
     ++changesInFlight_;
-    for (auto& v : changeValues_) v.value.value.value.int32 = value;
+    for (auto& v : changeBatch_) {
+        v = changeValues_[changeNext_];
+        changeNext_ = (changeNext_ + 1) % changeValues_.size();
+        v.value.value.value.int32 = kWriteTag + value;
+    }
     WriteRequest req{};
     req.requestHeader = header(nextHandle_++);
-    req.nodesToWrite = Array<WriteValue>{std::int32_t(changeValues_.size()), changeValues_.data()};
+    req.nodesToWrite = Array<WriteValue>{std::int32_t(changeBatch_.size()), changeBatch_.data()};
+    run_.changeSent(value, nowNs());
     sendMsg(req, Kind::Change, 0);
     flush();
+    return true;
 }
 
 std::uint64_t Connection::backlog(std::uint64_t now) const noexcept {
@@ -761,6 +849,11 @@ std::uint64_t Connection::backlog(std::uint64_t now) const noexcept {
 void Connection::pump() {
     // outstanding Publish requests are answered by CloseSession itself
     if (phase_ == Phase::Draining && (inflight_ == 0 || run_.opt.scenario == Scenario::Subscribe)) {
+        if (run_.opt.deleteItems && deleteDone_ < int(itemIds_.size())) {
+            deleting_ = true;
+            sendDeleteItems();
+            return;
+        }
         phase_ = Phase::Closing;
         sendCloseSession();
         return;
@@ -768,7 +861,7 @@ void Connection::pump() {
     if (phase_ != Phase::Ready || !run_.issuing) return;
     const Options& o = run_.opt;
     if (o.scenario == Scenario::Subscribe) {
-        while (inflight_ < o.inflight) sendPublish();
+        while (subscriptionId_ != 0 && inflight_ < o.inflight) sendPublish();
         return;
     }
     if (ratePerConn_ <= 0) {
@@ -869,7 +962,8 @@ void Connection::onSetupResponse(const enc::DecodedMessage& m) {
     }
     if (phase_ == Phase::Activate) {
         if (isBad(sr)) return fail("ActivateSession: " + std::string(enc::statusName(sr)));
-        if (run_.opt.scenario == Scenario::Subscribe) {
+        if (run_.opt.scenario == Scenario::Subscribe &&
+            (run_.opt.subscribedSessions < 0 || index_ < run_.opt.subscribedSessions)) {
             phase_ = Phase::CreateSubscription;
             sendCreateSubscription();
             return;
@@ -889,18 +983,46 @@ void Connection::onSetupResponse(const enc::DecodedMessage& m) {
         return;
     }
     if (phase_ == Phase::CreateItems) {
+        --setupInFlight_;
         StatusCode first = sr;
+        std::int32_t n = 0;
         if (!isBad(sr) && m.type == enc::dataTypeOf<CreateMonitoredItemsResponse>()) {
-            for (const auto& r : static_cast<CreateMonitoredItemsResponse*>(m.object)->results)
+            for (const auto& r : static_cast<CreateMonitoredItemsResponse*>(m.object)->results) {
+                ++n;
                 if (isBad(r.statusCode)) {
-                    first = r.statusCode;
-                    break;
+                    if (!isBad(first)) first = r.statusCode;
+                } else if (run_.opt.deleteItems) {
+                    itemIds_.push_back(r.monitoredItemId);
                 }
+            }
+        } else if (!isBad(first)) {
+            first = UAPLEX_BadUnknownResponse;
         }
+        if (isBad(first) && !isBad(createError_)) createError_ = first;
+        createDone_ += std::max(n, 1);
+        run_.res.itemsCreated += std::uint64_t(n);
+        if (createDone_ < run_.opt.items && !isBad(createError_)) return sendCreateItems();
+        if (setupInFlight_ > 0) return;
         phase_ = Phase::Ready;
-        if (isBad(first))
-            return run_.unsupported("CreateMonitoredItems: " + std::string(enc::statusName(first)));
+        if (isBad(createError_))
+            return run_.unsupported("CreateMonitoredItems: " +
+                                    std::string(enc::statusName(createError_)));
         run_.connectionReady();
+        return;
+    }
+    if (deleting_) {
+        --setupInFlight_;
+        if (isBad(sr)) run_.recordError(sr);
+        deleteDone_ = std::min(deleteNext_, deleteDone_ + run_.opt.createBatch);
+        if (setupInFlight_ == 0 && deleteNext_ >= int(itemIds_.size())) {
+            deleteDone_ = int(itemIds_.size());
+            deleting_ = false;
+            run_.itemsDeleted();
+            pump();
+            flush();
+            return;
+        }
+        sendDeleteItems();
         return;
     }
 }
@@ -952,10 +1074,15 @@ void Connection::onPublishResponse(const enc::DecodedMessage& m) {
         acks_.push_back(SubscriptionAcknowledgement{resp.subscriptionId, msg.sequenceNumber});
     if (!run_.measuring) return;
     ++run_.res.publishResponses;
+    std::uint64_t now = nowNs();
     for (const auto& eo : msg.notificationData) {
-        if (eo.data_type == enc::dataTypeOf<DataChangeNotification>() && eo.object != nullptr)
-            run_.res.notifications +=
-                static_cast<DataChangeNotification*>(eo.object)->monitoredItems.size();
+        if (eo.data_type != enc::dataTypeOf<DataChangeNotification>() || eo.object == nullptr)
+            continue;
+        const auto& items = static_cast<DataChangeNotification*>(eo.object)->monitoredItems;
+        run_.res.notifications += items.size();
+        for (const auto& n : items)
+            if (variantType(n.value.value) == BuiltinType::Int32 && !isArray(n.value.value))
+                run_.notified(n.value.value.value.int32, now);
     }
 }
 
@@ -1007,7 +1134,24 @@ void Runner::connectionClosed() {
     if (++closed_ >= int(conns_.size())) finish();
 }
 
+void Runner::itemsDeleted() {
+    if (++deleted_ < int(conns_.size())) return;
+    res.deleteSeconds = double(nowNs() - deleteStartNs_) / 1e9;
+    if (opt.serverPid > 0) {
+        double cpu = otherCpuSeconds(opt.serverPid);
+        if (cpu >= 0 && deleteCpuStart_ >= 0) res.deleteServerCpuSeconds = cpu - deleteCpuStart_;
+        res.rssDeletedKb = rssKb(opt.serverPid);
+    }
+}
+
 void Runner::beginWarmup() {
+    res.setupSeconds = double(nowNs() - setupStartNs_) / 1e9;
+    if (createStartNs_) res.createSeconds = double(nowNs() - createStartNs_) / 1e9;
+    if (opt.serverPid > 0) {
+        double cpu = otherCpuSeconds(opt.serverPid);
+        if (cpu >= 0 && setupCpuStart_ >= 0) res.setupServerCpuSeconds = cpu - setupCpuStart_;
+        res.rssReadyKb = rssKb(opt.serverPid);
+    }
     if (opt.scenario == Scenario::Probe) {
         res.ok = true;
         for (auto& c : conns_) c->beginDrain();
@@ -1059,9 +1203,13 @@ void Runner::endWindow() {
     }
     res.ok = res.exitCode == 0;
     tick_.cancel();
+    deleteStartNs_ = nowNs();
+    if (opt.serverPid > 0) deleteCpuStart_ = otherCpuSeconds(opt.serverPid);
     for (auto& c : conns_) c->beginDrain();
-    // sessions get 3 s to answer what is in flight and to close; then the sockets are dropped
-    phaseTimer_.expires_after(std::chrono::seconds(3));
+    // sessions get 3 s to answer what is in flight and to close (plus --connect-timeout to
+    // delete their items); then the sockets are dropped
+    phaseTimer_.expires_after(std::chrono::nanoseconds(
+        std::int64_t((3 + (opt.deleteItems ? opt.connectTimeout : 0)) * 1e9)));
     phaseTimer_.async_wait([this](const boost::system::error_code& ec) {
         if (!ec) finish();
     });
@@ -1080,10 +1228,14 @@ void Runner::onTick() {
     } else {
         for (auto& c : conns_) c->pump();  // after an error no response may come back
     }
-    if (opt.scenario == Scenario::Subscribe && opt.changeMs > 0 &&
-        double(now - lastChangeNs_) >= opt.changeMs * 1e6) {
-        lastChangeNs_ = now;
-        conns_[0]->sendChange(++changeCounter_);
+    if (opt.scenario == Scenario::Subscribe && opt.changeMs > 0 && now >= lastChangeNs_) {
+        // on a fixed schedule (one Write per changeMs), catching up at most 10 late Writes
+        if (lastChangeNs_ == 0 || now - lastChangeNs_ > std::uint64_t(opt.changeMs * 1e7))
+            lastChangeNs_ = now;
+        while (now >= lastChangeNs_ && conns_[0]->sendChange(changeCounter_ + 1)) {
+            ++changeCounter_;
+            lastChangeNs_ += std::uint64_t(opt.changeMs * 1e6);
+        }
     }
     for (auto& c : conns_) c->flush();
     scheduleTick();
@@ -1135,8 +1287,9 @@ Results Runner::execute() {
     }
     tcp::endpoint endpoint = *endpoints.begin();
 
-    double hard =
-        opt.hardTimeout > 0 ? opt.hardTimeout : opt.warmup + opt.duration + opt.connectTimeout + 15;
+    double hard = opt.hardTimeout > 0 ? opt.hardTimeout
+                                      : opt.warmup + opt.duration +
+                                            opt.connectTimeout * (opt.deleteItems ? 2 : 1) + 15;
     hardTimer_.expires_after(std::chrono::nanoseconds(std::int64_t(hard * 1e9)));
     hardTimer_.async_wait([this](const boost::system::error_code& e) {
         if (e) return;
@@ -1156,6 +1309,11 @@ Results Runner::execute() {
         finish();
     });
 
+    setupStartNs_ = nowNs();
+    if (opt.serverPid > 0) {
+        setupCpuStart_ = otherCpuSeconds(opt.serverPid);
+        res.rssStartKb = rssKb(opt.serverPid);
+    }
     for (int i = 0; i < opt.connections; ++i)
         conns_.push_back(std::make_unique<Connection>(*this, i));
     for (auto& c : conns_) c->start(endpoint);

@@ -28,9 +28,15 @@ struct Options {
     double samplingMs = 10;     // subscribe: sampling interval
     double publishingMs = 100;  // subscribe: publishing interval
     std::uint32_t queueSize = 10;
-    double changeMs = 10;       // subscribe: one Write of the 100 scalars every changeMs (0 = off)
-    int serverPid = 0;          // read the server's CPU time at the window edges
-    bool signalServer = false;  // send SIGUSR1 to serverPid at both window edges
+    double changeMs = 10;         // subscribe: one Write every changeMs (0 = off)
+    int changeNodes = 100;        // subscribe: the writer changes ns=1;i=1001..1000+changeNodes
+    int changeBatch = 0;          // subscribe: nodes per Write, rotating over them (0 = all)
+    int hotItems = 0;             // subscribe: only the first hotItems items monitor changed nodes
+    int createBatch = 1000;       // subscribe: items per CreateMonitoredItems request
+    bool deleteItems = false;     // subscribe: DeleteMonitoredItems (batches) after the window
+    int subscribedSessions = -1;  // subscribe: only the first N sessions subscribe (-1: all)
+    int serverPid = 0;            // read the server's CPU time at the window edges
+    bool signalServer = false;    // send SIGUSR1 to serverPid at both window edges
     bool json = false;
     bool quiet = false;
     bool spin = false;  // busy-poll the event loop (lowest latency, burns its core)
@@ -55,6 +61,15 @@ struct Results {
     double serverCpuSeconds = -1;                 // -1: not measured
     double generatorCpuSeconds = 0;
     std::string endpointPolicyId;
+    // subscribe: latency is write-to-notification (from the Write's send to the Publish
+    // response carrying the written value); the setup figures cover connecting, sessions,
+    // subscriptions and items; RSS in kB of --server-pid (-1: not read)
+    std::uint64_t changes = 0;  // Writes sent in the window
+    std::uint64_t matched = 0;  // notifications matched to a Write
+    double setupSeconds = 0, setupServerCpuSeconds = -1, createSeconds = 0;
+    double deleteSeconds = -1, deleteServerCpuSeconds = -1;
+    long rssStartKb = -1, rssReadyKb = -1, rssDeletedKb = -1;
+    std::uint64_t itemsCreated = 0;
 };
 
 const char* scenarioName(Scenario s) noexcept;

@@ -35,7 +35,18 @@ const char* kUsage =
     "  --sampling-ms X      subscribe: sampling interval (default 10)\n"
     "  --publishing-ms X    subscribe: publishing interval (default 100)\n"
     "  --queue-size N       subscribe: monitored item queue size (default 10)\n"
-    "  --change-ms X        subscribe: write all 100 scalars every X ms (default 10, 0 = off)\n"
+    "  --change-ms X        subscribe: one Write every X ms (default 10, 0 = off); each carries\n"
+    "                       a fresh counter, so notifications give write-to-notification latency\n"
+    "  --change-nodes K     subscribe: the writer changes ns=1;i=1001..1000+K (default 100)\n"
+    "  --change-batch B     subscribe: nodes per Write, rotating over the K (default 0: all K)\n"
+    "  --hot-items H        subscribe: items 0..H-1 monitor the changed nodes, the others the\n"
+    "                       nodes never written (default 0: item i monitors 1001 + i % 100)\n"
+    "  --create-batch N     subscribe: items per CreateMonitoredItems request (default 1000,\n"
+    "                       fewer when the request would not fit the server's receive buffer)\n"
+    "  --subscribed-sessions N  subscribe: only the first N sessions create a subscription\n"
+    "                       (the others stay open, idle; default: all)\n"
+    "  --delete-items       subscribe: delete every item (same batches) after the window and\n"
+    "                       report the time and the server's RSS after it\n"
     "  --server-pid P       read the CPU time of process P at the window edges\n"
     "  --signal-server      send SIGUSR1 to --server-pid at both window edges (allocshim)\n"
     "  --seed N             random node selection seed (default 1)\n"
@@ -114,7 +125,19 @@ Options parse(int argc, char** argv) {
         else if (a == "--browse-objects")
             o.browseObjects = true;
         else if (a == "--items")
-            o.items = int(number("--items", value(), 1, 100000));
+            o.items = int(number("--items", value(), 1, 2000000));
+        else if (a == "--change-nodes")
+            o.changeNodes = int(number("--change-nodes", value(), 1, 100));
+        else if (a == "--change-batch")
+            o.changeBatch = int(number("--change-batch", value(), 0, 100));
+        else if (a == "--hot-items")
+            o.hotItems = int(number("--hot-items", value(), 0, 2000000));
+        else if (a == "--create-batch")
+            o.createBatch = int(number("--create-batch", value(), 1, 100000));
+        else if (a == "--subscribed-sessions")
+            o.subscribedSessions = int(number("--subscribed-sessions", value(), 0, 1000));
+        else if (a == "--delete-items")
+            o.deleteItems = true;
         else if (a == "--sampling-ms")
             o.samplingMs = number("--sampling-ms", value(), 0, 1e6);
         else if (a == "--publishing-ms")
@@ -142,6 +165,7 @@ Options parse(int argc, char** argv) {
     }
     if (o.signalServer && o.serverPid == 0) usage("--signal-server needs --server-pid");
     if (o.scenario == Scenario::Subscribe && o.rate > 0) usage("subscribe has no open loop");
+    if (o.hotItems > 0 && o.changeNodes >= 100) usage("--hot-items needs --change-nodes below 100");
     return o;
 }
 
@@ -172,7 +196,9 @@ int main(int argc, char** argv) {
     Options o = parse(argc, argv);
     signal(SIGPIPE, SIG_IGN);
     // the last resort behind --hard-timeout: the kernel ends the process
-    double hard = o.hardTimeout > 0 ? o.hardTimeout : o.warmup + o.duration + o.connectTimeout + 15;
+    double hard = o.hardTimeout > 0
+                      ? o.hardTimeout
+                      : o.warmup + o.duration + o.connectTimeout * (o.deleteItems ? 2 : 1) + 15;
     alarm(unsigned(hard) + 10);
 
     Results r = run(o);
@@ -222,6 +248,17 @@ int main(int argc, char** argv) {
         field("max_backlog"), j += std::to_string(r.maxBacklog);
         field("connection_errors"), j += std::to_string(r.connectionErrors);
         field("anonymous_policy_id"), jsonString(j, r.endpointPolicyId);
+        field("changes"), j += std::to_string(r.changes);
+        field("matched"), j += std::to_string(r.matched);
+        field("setup_s"), j += fmt("%.3f", r.setupSeconds);
+        field("setup_server_cpu_s"), j += fmt("%.3f", r.setupServerCpuSeconds);
+        field("create_s"), j += fmt("%.3f", r.createSeconds);
+        field("items_created"), j += std::to_string(r.itemsCreated);
+        field("delete_s"), j += fmt("%.3f", r.deleteSeconds);
+        field("delete_server_cpu_s"), j += fmt("%.3f", r.deleteServerCpuSeconds);
+        field("rss_start_kb"), j += std::to_string(r.rssStartKb);
+        field("rss_ready_kb"), j += std::to_string(r.rssReadyKb);
+        field("rss_deleted_kb"), j += std::to_string(r.rssDeletedKb);
         field("errors_by_status"), j += '{';
         bool first = true;
         for (const auto& [name, n] : r.errors) {
@@ -242,6 +279,21 @@ int main(int argc, char** argv) {
             std::printf("  notifications  %llu (%.0f/s) in %llu Publish responses\n",
                         (unsigned long long)r.notifications, notifPerSecond,
                         (unsigned long long)r.publishResponses);
+            std::printf(
+                "  setup          %llu items in %.3f s (CreateMonitoredItems %.3f s), "
+                "server CPU %.3f s, RSS %ld -> %ld kB\n",
+                (unsigned long long)r.itemsCreated, r.setupSeconds, r.createSeconds,
+                r.setupServerCpuSeconds, r.rssStartKb, r.rssReadyKb);
+            if (r.changes)
+                std::printf(
+                    "  write->notif   p50 %.1f us  p90 %.1f us  p99 %.1f us  max %.1f us "
+                    "(%llu matched, %llu Writes)\n",
+                    us(r.latency.quantile(0.5)), us(r.latency.quantile(0.9)),
+                    us(r.latency.quantile(0.99)), us(r.latency.max()),
+                    (unsigned long long)r.matched, (unsigned long long)r.changes);
+            if (r.deleteSeconds >= 0)
+                std::printf("  delete         %.3f s, server CPU %.3f s, RSS after %ld kB\n",
+                            r.deleteSeconds, r.deleteServerCpuSeconds, r.rssDeletedKb);
         } else if (o.scenario != Scenario::Probe) {
             std::printf("  requests       %llu ok, %llu failed: %.0f req/s (%llu operations)\n",
                         (unsigned long long)r.completed, (unsigned long long)r.failed, perSecond,

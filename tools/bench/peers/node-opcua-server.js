@@ -9,6 +9,9 @@
 //     array, AnalogItem, Dynamic, Counter, Multiply and Reset.
 //
 // Usage: node node-opcua-server.js [--port 4841] [--host 127.0.0.1] [--pki DIR] [--verbose]
+//                                  [--scale]
+// --scale raises the limits the scale benchmarks need (1,100 sessions and connections,
+// 1,000,000 monitored items per subscription).
 // SecurityPolicy None only, anonymous only. Prints "ready opc.tcp://<host>:<port>" once
 // listening; stops on SIGINT/SIGTERM. Nothing is logged per request.
 "use strict";
@@ -18,7 +21,7 @@ const path = require("node:path");
 
 // ---------------------------------------------------------------- command line
 function parseArgs(argv) {
-    const opts = { port: 4841, host: "127.0.0.1", pki: null, verbose: false };
+    const opts = { port: 4841, host: "127.0.0.1", pki: null, verbose: false, scale: false };
     for (let i = 0; i < argv.length; i++) {
         const a = argv[i];
         const next = () => {
@@ -32,6 +35,7 @@ function parseArgs(argv) {
         else if (a === "--pki") opts.pki = next();
         else if (a.startsWith("--pki=")) opts.pki = a.slice(6);
         else if (a === "--verbose" || a === "-v") opts.verbose = true;
+        else if (a === "--scale") opts.scale = true;
         else if (a === "--help" || a === "-h") usage(null);
         else usage(`unknown argument ${a}`);
     }
@@ -45,7 +49,8 @@ function usage(err) {
         "  --port N     TCP port (default 4841)\n" +
         "  --host ADDR  address to listen on and to advertise (default 127.0.0.1)\n" +
         "  --pki DIR    certificate store (default $TMPDIR/uaplex-peer-pki)\n" +
-        "  --verbose    keep node-opcua's warnings\n";
+        "  --verbose    keep node-opcua's warnings\n" +
+        "  --scale      limits for the scale benchmarks (sessions, items per subscription)\n";
     if (err) {
         process.stderr.write(`node-opcua-server.js: ${err}\n${text}`);
         process.exit(2);
@@ -305,10 +310,11 @@ async function main() {
         },
         buildInfo: { productName: "uaplex-peer-node-opcua", manufacturerName: "uaplex" },
         serverCapabilities: {
-            maxSessions: 200,
+            maxSessions: opts.scale ? 1100 : 200,
+            ...(opts.scale ? { maxMonitoredItems: 2000000, maxMonitoredItemsPerSubscription: 1000000 } : {}),
             operationLimits: { maxNodesPerRead: 10000, maxNodesPerWrite: 10000, maxNodesPerBrowse: 1000 },
         },
-        maxConnectionsPerEndpoint: 200,
+        maxConnectionsPerEndpoint: opts.scale ? 1100 : 200,
         disableDiscovery: true,
         isAuditing: false,
     });
