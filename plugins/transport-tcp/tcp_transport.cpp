@@ -1,13 +1,19 @@
 // transport-tcp: listens on opc.tcp endpoints, speaks UACP (Part 6 7.1) and hands whole
 // secure-conversation chunks to the kernel. One io_context thread serves every socket, so
-// connection state is touched only there; send/close/secure_channel_opened come from any
-// thread and are posted to it. Receive buffers are rented from the kernel's pool (one per
-// chunk, given back by the kernel), so steady-state traffic does not allocate.
+// connection state is touched only there. The io_context runs without Asio's locks (it is
+// never touched by another thread): send/close/secure_channel_opened from other threads go
+// through a lock-free inbox and an eventfd, so no lock shared by all connections is taken
+// per request. Receive buffers are rented from the kernel's pool (one per chunk, given back
+// by the kernel), so steady-state traffic does not allocate.
 #include <utility>  // before Asio: 1.74 uses std::exchange without it under C++20
 
 #include <boost/asio.hpp>
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -35,6 +41,7 @@ struct ReverseTarget {
     std::uint16_t port = 0;
     std::uint32_t backoffMs = 0;
     std::unique_ptr<asio::steady_timer> retry;
+    std::thread resolver;  // the last name resolution; joined before the next and at stop
 };
 
 // Memory for one outstanding asynchronous operation's handler; the heap only when taken.
@@ -92,6 +99,67 @@ SlotHandler<std::decay_t<F>> inSlot(HandlerSlot& slot, F&& f) {
     return {&slot, std::forward<F>(f)};
 }
 
+// Work another thread hands to the io thread. `run` is called on the io thread, or with
+// `discard` set when the transport stops before it could run.
+struct IoTask {
+    IoTask* next = nullptr;
+    void (*run)(IoTask*, bool discard) = nullptr;
+};
+
+// Multi-producer inbox of the io thread: a lock-free stack taken whole by the io thread,
+// and an eventfd written only by the producer that finds the inbox unsignalled.
+class IoInbox {
+  public:
+    IoInbox() : fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
+    ~IoInbox() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    int fd() const { return fd_; }
+    void push(IoTask* t) noexcept {
+        IoTask* h = head_.load();
+        do {
+            t->next = h;
+        } while (!head_.compare_exchange_weak(h, t));
+        if (!signalled_.exchange(true)) {
+            std::uint64_t one = 1;
+            [[maybe_unused]] auto n = ::write(fd_, &one, sizeof one);
+        }
+    }
+    // io thread: every task pushed so far, oldest first. The flag is cleared before the
+    // stack is taken, so a push after the take signals again.
+    IoTask* takeAll() noexcept {
+        std::uint64_t count;
+        [[maybe_unused]] auto n = ::read(fd_, &count, sizeof count);
+        signalled_.store(false);
+        IoTask* h = head_.exchange(nullptr);
+        IoTask* fifo = nullptr;
+        while (h) {
+            IoTask* n2 = h->next;
+            h->next = fifo;
+            fifo = h;
+            h = n2;
+        }
+        return fifo;
+    }
+
+  private:
+    int fd_;
+    std::atomic<IoTask*> head_{nullptr};
+    std::atomic<bool> signalled_{false};
+};
+
+// A rare operation (close, handshake end, listen, stop) as an allocated task.
+struct FnTask : IoTask {
+    explicit FnTask(std::function<void()> f) : fn(std::move(f)) {
+        run = [](IoTask* t, bool discard) {
+            auto* self = static_cast<FnTask*>(t);
+            if (!discard) self->fn();
+            delete self;
+        };
+    }
+    std::function<void()> fn;
+};
+
 struct Connection : std::enable_shared_from_this<Connection> {
     Connection(TcpTransport& t, tcp::socket s);
     TcpTransport& transport;
@@ -107,20 +175,39 @@ struct Connection : std::enable_shared_from_this<Connection> {
     bool receiving = true;
     bool readParked = false;
     std::uint32_t receiveLimit = kMaxHelloSize;
-    std::uint8_t header[kHeaderSize]{};
+    // Received bytes not yet parsed: one read takes every small chunk the socket holds, so
+    // a pipelining client costs one receive per batch, not two per request. A chunk larger
+    // than what is staged is completed by a read straight into its rented buffer.
+    std::unique_ptr<std::uint8_t[]> stage{new std::uint8_t[kStageSize]};
+    std::size_t stageBegin = 0, stageEnd = 0;
+    static constexpr std::size_t kStageSize = 16384;
     uaplex_buffer rx{};
     uaplex_status closeReason = UAPLEX_Good;
     // Send queue: filled by any thread, drained by the io thread.
     std::mutex sendMutex;
-    std::vector<uaplex_buffer> queued;
-    std::vector<uaplex_buffer> writing;
+    // A small chunk is copied into the connection's bytes and its pool buffer goes back at
+    // once, so the pool holds no array per response waiting for the socket (a pipelining
+    // client would otherwise keep one per request in flight). Large chunks are queued as is.
+    struct Segment {
+        uaplex_buffer buffer;  // data is null for copied bytes
+        std::size_t offset, length;
+    };
+    static constexpr std::size_t kCopyLimit = 4096;
+    std::vector<Segment> queued, writing;
+    std::vector<std::uint8_t> queuedBytes, writingBytes;
     std::vector<asio::const_buffer> gather;
     bool writeActive = false;
     bool sendClosed = false;
-    // Handler memory: at most one read, one write and one write kick are outstanding per
-    // connection, so each has a slot and steady traffic allocates no handler.
+    // The write kick: pushed to the io inbox by the send that finds no write active, so at
+    // most one is outstanding; it keeps the connection alive until the io thread takes it.
+    struct Kick : IoTask {
+        Connection* owner = nullptr;
+    } kick;
+    std::shared_ptr<Connection> kickRef;
+    // Handler memory: at most one read and one write are outstanding per connection, so
+    // each has a slot and steady traffic allocates no handler.
     // A gathered write's operation holds up to 64 buffer descriptors, hence its larger slot.
-    HandlerSlot readSlot{512}, writeSlot{2048}, kickSlot{256};
+    HandlerSlot readSlot{512}, writeSlot{2048};
 };
 
 uaplex_connection* handle(Connection* c) {
@@ -133,7 +220,13 @@ Connection* from(uaplex_connection* c) {
 class TcpTransport final : public uaplex::sdk::Transport {
   public:
     TcpTransport(uaplex::sdk::Context ctx, const uaplex_transport_params& p)
-        : Transport(ctx, p), work_(asio::make_work_guard(io_)) {
+        : Transport(ctx, p),
+          io_(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE),
+          inboxFd_(io_),
+          work_(asio::make_work_guard(io_)) {
+        if (inbox_.fd() < 0)
+            throw uaplex::sdk::StatusError(UAPLEX_BadResourceUnavailable, "eventfd");
+        inboxFd_.assign(::dup(inbox_.fd()));
         ctx.check_known_keys({});
         limits_.receiveBufferSize = std::max(params_.receive_buffer_size, kMinBufferSize);
         limits_.sendBufferSize = std::max(params_.send_buffer_size, kMinBufferSize);
@@ -151,10 +244,14 @@ class TcpTransport final : public uaplex::sdk::Transport {
             params_.on_hello = nullptr;
         }
     }
-    ~TcpTransport() override { stop(); }
+    ~TcpTransport() override {
+        stop();
+        discardInbox();
+    }
 
     uaplex_status start() override {
         if (thread_.joinable()) return UAPLEX_Good;
+        waitInbox();
         thread_ = std::thread([this] { io_.run(); });
         return UAPLEX_Good;
     }
@@ -162,7 +259,7 @@ class TcpTransport final : public uaplex::sdk::Transport {
     uaplex_status stop() override {
         if (!thread_.joinable()) return UAPLEX_Good;
         std::promise<void> done;
-        asio::post(io_, [this, &done] {
+        onIo([this, &done] {
             stopping_ = true;
             for (auto& a : acceptors_) {
                 boost::system::error_code ec;
@@ -172,12 +269,18 @@ class TcpTransport final : public uaplex::sdk::Transport {
                 if (r->retry) r->retry->cancel();
             auto conns = connections_;
             for (auto& c : conns) finalize(c, UAPLEX_BadShutdown);
+            // The io_context has no lock: it is stopped from its own thread.
+            boost::system::error_code ec;
+            inboxFd_.close(ec);
+            work_.reset();
+            io_.stop();
             done.set_value();
         });
         done.get_future().wait();
-        work_.reset();
-        io_.stop();
         thread_.join();
+        for (auto& r : reverse_)
+            if (r->resolver.joinable()) r->resolver.join();
+        discardInbox();
         return UAPLEX_Good;
     }
 
@@ -189,6 +292,16 @@ class TcpTransport final : public uaplex::sdk::Transport {
 
     uaplex_status listen(uaplex_str endpoint_url) override {
         std::string url(endpoint_url.data, endpoint_url.len);
+        // Acceptors register with the io_context, which only its thread may touch.
+        if (thread_.joinable() && std::this_thread::get_id() != thread_.get_id()) {
+            std::promise<uaplex_status> result;
+            onIo([&] { result.set_value(listenOnIo(url)); });
+            return result.get_future().get();
+        }
+        return listenOnIo(url);
+    }
+
+    uaplex_status listenOnIo(const std::string& url) {
         UrlParts parts;
         if (!parseUrl(url, "opc.tcp", parts)) {
             context().error("not an opc.tcp URL: " + url);
@@ -226,9 +339,8 @@ class TcpTransport final : public uaplex::sdk::Transport {
             context().info("listening on " + url + " (" + ep.address().to_string() + ":" +
                            std::to_string(ep.port()) + ")");
             tcp::acceptor* raw = a.get();
-            std::lock_guard lock(acceptorsMutex_);
             acceptors_.push_back(std::move(a));
-            asio::post(io_, [this, raw, url] { accept(raw, url); });
+            accept(raw, url);
             ++opened;
         }
         return opened ? UAPLEX_Good : UAPLEX_BadResourceUnavailable;
@@ -243,37 +355,45 @@ class TcpTransport final : public uaplex::sdk::Transport {
                 for (size_t i = 0; i < count; ++i) giveBack(buffers[i]);
                 return UAPLEX_BadConnectionClosed;
             }
-            conn->queued.insert(conn->queued.end(), buffers, buffers + count);
+            for (size_t i = 0; i < count; ++i) {
+                uaplex_buffer& b = buffers[i];
+                if (b.used > Connection::kCopyLimit) {
+                    conn->queued.push_back({b, 0, b.used});
+                    continue;
+                }
+                std::size_t offset = conn->queuedBytes.size();
+                conn->queuedBytes.insert(conn->queuedBytes.end(), b.data, b.data + b.used);
+                conn->queued.push_back({uaplex_buffer{}, offset, b.used});
+                giveBack(b);
+            }
             kick = !conn->writeActive;
             conn->writeActive = true;
         }
-        if (kick)
-            asio::post(io_, inSlot(conn->kickSlot, [self = conn->shared_from_this()] {
-                           self->transport.write(self);
-                       }));
+        if (kick) {
+            conn->kickRef = conn->shared_from_this();
+            inbox_.push(&conn->kick);
+        }
         return UAPLEX_Good;
     }
 
     uaplex_status close(uaplex_connection* c, uaplex_status reason) override {
-        asio::post(io_, [this, self = from(c)->shared_from_this(), reason] {
-            closeAfterSend(self, reason);
-        });
+        onIo([this, self = from(c)->shared_from_this(), reason] { closeAfterSend(self, reason); });
         return UAPLEX_Good;
     }
 
     uaplex_status set_receiving(uaplex_connection* c, int32_t enabled) override {
-        asio::post(io_, [this, self = from(c)->shared_from_this(), enabled] {
+        onIo([this, self = from(c)->shared_from_this(), enabled] {
             self->receiving = enabled != 0;
             if (self->receiving && self->readParked && !self->closed) {
                 self->readParked = false;
-                readHeader(self);
+                receive(self);
             }
         });
         return UAPLEX_Good;
     }
 
     uaplex_status secure_channel_opened(uaplex_connection* c) override {
-        asio::post(io_, [this, self = from(c)->shared_from_this()] {
+        onIo([this, self = from(c)->shared_from_this()] {
             if (self->closed || !self->pending) return;
             self->pending = false;
             --pendingCount_;
@@ -290,11 +410,38 @@ class TcpTransport final : public uaplex::sdk::Transport {
         if (!parseUrl(r->clientUrl, "opc.tcp", parts)) return UAPLEX_BadTcpEndpointUrlInvalid;
         r->host = std::string(parts.host);
         r->port = parts.port;
-        r->retry = std::make_unique<asio::steady_timer>(io_);
-        ReverseTarget* raw = r.get();
-        reverse_.push_back(std::move(r));
-        asio::post(io_, [this, raw] { connectReverse(raw); });
+        onIo([this, r = std::shared_ptr<ReverseTarget>(std::move(r))] {
+            r->retry = std::make_unique<asio::steady_timer>(io_);
+            reverse_.push_back(r);
+            connectReverse(r.get());
+        });
         return UAPLEX_Good;
+    }
+
+    // Tasks that came too late run nowhere; each still lets go of what it holds.
+    void discardInbox() {
+        for (IoTask* t = inbox_.takeAll(); t;) {
+            IoTask* next = t->next;
+            t->run(t, true);
+            t = next;
+        }
+    }
+
+    // Runs `f` on the io thread (started or not: the inbox waits until it runs).
+    void onIo(std::function<void()> f) { inbox_.push(new FnTask(std::move(f))); }
+
+    // io thread: the inbox's eventfd became readable; every queued task runs, in order.
+    void waitInbox() {
+        inboxFd_.async_wait(asio::posix::stream_descriptor::wait_read,
+                            inSlot(inboxSlot_, [this](boost::system::error_code ec) {
+                                if (ec) return;
+                                for (IoTask* t = inbox_.takeAll(); t;) {
+                                    IoTask* next = t->next;
+                                    t->run(t, false);
+                                    t = next;
+                                }
+                                if (inboxFd_.is_open()) waitInbox();
+                            }));
     }
 
     // --- io thread ---
@@ -308,6 +455,7 @@ class TcpTransport final : public uaplex::sdk::Transport {
                 idle = true;
             } else {
                 c->writing.swap(c->queued);
+                c->writingBytes.swap(c->queuedBytes);
             }
         }
         if (idle) {
@@ -315,12 +463,27 @@ class TcpTransport final : public uaplex::sdk::Transport {
             return;
         }
         c->gather.clear();
-        for (const auto& b : c->writing) c->gather.emplace_back(b.data, b.used);
+        // Copied segments are contiguous in writingBytes: neighbours make one descriptor.
+        const std::uint8_t* bytes = c->writingBytes.data();
+        for (const auto& seg : c->writing) {
+            if (seg.buffer.data) {
+                c->gather.emplace_back(seg.buffer.data, seg.length);
+            } else if (!c->gather.empty() &&
+                       static_cast<const std::uint8_t*>(c->gather.back().data()) +
+                               c->gather.back().size() ==
+                           bytes + seg.offset) {
+                c->gather.back() = asio::const_buffer(c->gather.back().data(),
+                                                      c->gather.back().size() + seg.length);
+            } else {
+                c->gather.emplace_back(bytes + seg.offset, seg.length);
+            }
+        }
         // A span, not the vector: the operation copies its buffer sequence.
         asio::async_write(c->socket, std::span<const asio::const_buffer>(c->gather),
                           inSlot(c->writeSlot, [this, c](boost::system::error_code ec, size_t) {
-                              for (auto& b : c->writing) giveBack(b);
+                              for (auto& seg : c->writing) giveBack(seg.buffer);
                               c->writing.clear();
+                              c->writingBytes.clear();
                               if (ec) {
                                   {
                                       std::lock_guard lock(c->sendMutex);
@@ -398,32 +561,58 @@ class TcpTransport final : public uaplex::sdk::Transport {
             b.used = writeReverseHello(b.data, serverUri_, reverse->endpointUrl);
             send(handle(c.get()), &b, 1);
         }
-        readHeader(c);
+        receive(c);
     }
 
-    void readHeader(const std::shared_ptr<Connection>& c) {
-        if (c->closed || c->closing) return;
-        if (!c->receiving) {
-            c->readParked = true;
-            return;
+    // Parses every whole chunk staged, then reads more. At most one read is outstanding: it
+    // is started here only, and a parked connection (receiving off) starts none.
+    void receive(const std::shared_ptr<Connection>& c) {
+        for (;;) {
+            if (c->closed || c->closing) return;
+            if (!c->receiving) {
+                c->readParked = true;
+                return;
+            }
+            std::size_t avail = c->stageEnd - c->stageBegin;
+            if (avail < kHeaderSize) {
+                std::memmove(c->stage.get(), c->stage.get() + c->stageBegin, avail);
+                c->stageBegin = 0;
+                c->stageEnd = avail;
+                return readMore(c);
+            }
+            const std::uint8_t* at = c->stage.get() + c->stageBegin;
+            Header h = parseHeader(at);
+            uaplex_status st = checkHeader(h, c->helloDone, c->receiveLimit);
+            if (st != UAPLEX_Good) return fail(c, st, "invalid message header");
+            // Only what was checked above is allocated: at most the negotiated buffer size.
+            if (!rent(h.size, c->rx)) return fail(c, UAPLEX_BadTcpNotEnoughResources, "no buffer");
+            c->rx.used = h.size;
+            if (avail < h.size) {
+                std::memcpy(c->rx.data, at, avail);
+                c->stageBegin = c->stageEnd = 0;
+                return readRest(c, avail);
+            }
+            std::memcpy(c->rx.data, at, h.size);
+            c->stageBegin += h.size;
+            deliver(c);
         }
-        asio::async_read(c->socket, asio::buffer(c->header, kHeaderSize),
-                         inSlot(c->readSlot, [this, c](boost::system::error_code ec, size_t) {
-                             if (c->closed) return;
-                             if (ec) return finalize(c, UAPLEX_BadConnectionClosed);
-                             onHeader(c);
-                         }));
     }
 
-    void onHeader(const std::shared_ptr<Connection>& c) {
-        Header h = parseHeader(c->header);
-        uaplex_status st = checkHeader(h, c->helloDone, c->receiveLimit);
-        if (st != UAPLEX_Good) return fail(c, st, "invalid message header");
-        // Only what was checked above is allocated: at most the negotiated buffer size.
-        if (!rent(h.size, c->rx)) return fail(c, UAPLEX_BadTcpNotEnoughResources, "no buffer");
-        std::memcpy(c->rx.data, c->header, kHeaderSize);
-        c->rx.used = h.size;
-        auto body = asio::buffer(c->rx.data + kHeaderSize, h.size - kHeaderSize);
+    void readMore(const std::shared_ptr<Connection>& c) {
+        auto room =
+            asio::buffer(c->stage.get() + c->stageEnd, Connection::kStageSize - c->stageEnd);
+        c->socket.async_read_some(
+            room, inSlot(c->readSlot, [this, c](boost::system::error_code ec, size_t n) {
+                if (c->closed) return;
+                if (ec) return finalize(c, UAPLEX_BadConnectionClosed);
+                c->stageEnd += n;
+                receive(c);
+            }));
+    }
+
+    // The rest of a chunk the stage held only the start of, straight into its buffer.
+    void readRest(const std::shared_ptr<Connection>& c, std::size_t have) {
+        auto body = asio::buffer(c->rx.data + have, c->rx.used - have);
         asio::async_read(c->socket, body,
                          inSlot(c->readSlot, [this, c](boost::system::error_code ec, size_t) {
                              if (c->closed) return giveBack(c->rx);
@@ -431,12 +620,17 @@ class TcpTransport final : public uaplex::sdk::Transport {
                                  giveBack(c->rx);
                                  return finalize(c, UAPLEX_BadConnectionClosed);
                              }
-                             if (!c->helloDone) return onHello(c);
-                             uaplex_buffer chunk = c->rx;  // ownership passes to the kernel
-                             c->rx = uaplex_buffer{};
-                             params_.on_received(params_.user, c->user, &chunk);
-                             readHeader(c);
+                             deliver(c);
+                             receive(c);
                          }));
+    }
+
+    // A whole chunk is in c->rx: the Hello is answered here, anything else goes to the kernel.
+    void deliver(const std::shared_ptr<Connection>& c) {
+        if (!c->helloDone) return onHello(c);
+        uaplex_buffer chunk = c->rx;  // ownership passes to the kernel
+        c->rx = uaplex_buffer{};
+        params_.on_received(params_.user, c->user, &chunk);
     }
 
     void onHello(const std::shared_ptr<Connection>& c) {
@@ -464,7 +658,6 @@ class TcpTransport final : public uaplex::sdk::Transport {
         c->helloDone = true;
         c->receiveLimit = n.receiveBufferSize;
         send(handle(c.get()), &ack, 1);
-        readHeader(c);
     }
 
     // Sends ERR and closes once it is written.
@@ -498,8 +691,9 @@ class TcpTransport final : public uaplex::sdk::Transport {
         {
             std::lock_guard lock(c->sendMutex);
             c->sendClosed = true;
-            for (auto& b : c->queued) giveBack(b);
+            for (auto& seg : c->queued) giveBack(seg.buffer);
             c->queued.clear();
+            c->queuedBytes.clear();
         }
         boost::system::error_code ec;
         c->socket.shutdown(tcp::socket::shutdown_both, ec);
@@ -514,22 +708,32 @@ class TcpTransport final : public uaplex::sdk::Transport {
 
     void connectReverse(ReverseTarget* r) {
         if (stopping_) return;
-        auto resolver = std::make_shared<tcp::resolver>(io_);
-        resolver->async_resolve(
-            r->host, std::to_string(r->port),
-            [this, r, resolver](boost::system::error_code ec, tcp::resolver::results_type res) {
-                if (stopping_) return;
-                if (ec) return scheduleReverse(r);
-                auto sock = std::make_shared<tcp::socket>(io_);
-                asio::async_connect(
-                    *sock, res,
-                    [this, r, sock](boost::system::error_code ec, const tcp::endpoint&) {
-                        if (stopping_) return;
-                        if (ec) return scheduleReverse(r);
-                        context().info("reverse connect: connected to " + r->clientUrl);
-                        admit(std::move(*sock), r->endpointUrl, r);
-                    });
-            });
+        // Asio's resolver would complete from its own thread into the lock-free io_context;
+        // a thread of ours resolves and hands the result back through the inbox.
+        if (r->resolver.joinable()) r->resolver.join();  // it ended with its last push
+        r->resolver = std::thread([this, r, host = r->host, port = std::to_string(r->port)] {
+            asio::io_context local;
+            tcp::resolver resolver(local);
+            boost::system::error_code ec;
+            auto res = resolver.resolve(host, port, ec);
+            onIo([this, r, ec, res] { onResolved(r, ec, res); });
+        });
+    }
+
+    void onResolved(ReverseTarget* r, boost::system::error_code ec,
+                    tcp::resolver::results_type res) {
+        {
+            if (stopping_) return;
+            if (ec) return scheduleReverse(r);
+            auto sock = std::make_shared<tcp::socket>(io_);
+            asio::async_connect(
+                *sock, res, [this, r, sock](boost::system::error_code ec, const tcp::endpoint&) {
+                    if (stopping_) return;
+                    if (ec) return scheduleReverse(r);
+                    context().info("reverse connect: connected to " + r->clientUrl);
+                    admit(std::move(*sock), r->endpointUrl, r);
+                });
+        }
     }
 
     // Backoff doubles from 1 s up to 30 s; a connection that got going resets it.
@@ -541,12 +745,14 @@ class TcpTransport final : public uaplex::sdk::Transport {
         });
     }
 
+    HandlerSlot inboxSlot_{256};  // outlives io_, which may still hold the wait's handler
     asio::io_context io_;
+    IoInbox inbox_;
+    asio::posix::stream_descriptor inboxFd_;  // a dup of the inbox's eventfd, watched
     asio::executor_work_guard<asio::io_context::executor_type> work_;
     std::thread thread_;
-    std::mutex acceptorsMutex_;
     std::vector<std::unique_ptr<tcp::acceptor>> acceptors_;
-    std::vector<std::unique_ptr<ReverseTarget>> reverse_;
+    std::vector<std::shared_ptr<ReverseTarget>> reverse_;          // io thread
     std::unordered_set<std::shared_ptr<Connection>> connections_;  // io thread
     std::size_t pendingCount_ = 0;                                 // io thread
     bool stopping_ = false;
@@ -558,7 +764,13 @@ class TcpTransport final : public uaplex::sdk::Transport {
 };
 
 Connection::Connection(TcpTransport& t, tcp::socket s)
-    : transport(t), socket(std::move(s)), handshakeTimer(socket.get_executor()) {}
+    : transport(t), socket(std::move(s)), handshakeTimer(socket.get_executor()) {
+    kick.owner = this;
+    kick.run = [](IoTask* task, bool discard) {
+        std::shared_ptr<Connection> self = std::move(static_cast<Kick*>(task)->owner->kickRef);
+        if (!discard) self->transport.write(self);
+    };
+}
 
 }  // namespace
 

@@ -1035,6 +1035,45 @@ TEST_CASE("subscriptions: a Publish parked on a lost channel does not take the n
     CHECK(p.notifications == 1);
 }
 
+// Part 4 5.6.5: Cancel ends a Publish the session holds for later like any other request.
+TEST_CASE("Cancel: a parked Publish is answered BadRequestCancelledByRequest and counted") {
+    Client a;
+    REQUIRE(a.open(server().port));
+    REQUIRE(a.createSession() == UAPLEX_Good);
+    createSubscription(a);
+    Published first = publish(a, 10);  // the first keep-alive
+    REQUIRE(first.status == UAPLEX_Good);
+    CHECK(first.notifications == 0);
+    ua::PublishRequest parked{};
+    REQUIRE(a.send(parked, 11));  // waits: nothing to report for K = 20 cycles
+    // A Read behind it: once it is answered, the Publish has been handed to the engine.
+    std::vector<ua::ReadValueId> ids;
+    auto read = readState(ids, 1);
+    REQUIRE(Client::result(a.call(read, 12)) == UAPLEX_Good);
+    ua::CancelRequest cancel{};
+    cancel.requestHandle = 11;
+    REQUIRE(a.send(cancel, 13));
+    // Both answers come now, in either order: the Publish's fault and the Cancel response.
+    bool faulted = false, counted = false;
+    for (int i = 0; i < 2; ++i) {
+        auto m = a.receiveResponse();
+        REQUIRE(m.object != nullptr);
+        std::uint32_t handle = static_cast<const ua::ResponseHeader*>(m.object)->requestHandle;
+        if (handle == 11) {
+            CHECK(m.type == enc::dataTypeOf<ua::ServiceFault>());
+            CHECK(Client::result(m) == UAPLEX_BadRequestCancelledByRequest);
+            faulted = true;
+        } else {
+            REQUIRE(handle == 13);
+            REQUIRE(m.type == enc::dataTypeOf<ua::CancelResponse>());
+            CHECK(static_cast<ua::CancelResponse*>(m.object)->cancelCount == 1);
+            counted = true;
+        }
+    }
+    CHECK(faulted);
+    CHECK(counted);
+}
+
 TEST_CASE("subscriptions: CloseSession(deleteSubscriptions=false) leaves them for a transfer") {
     Client a;
     REQUIRE(a.open(server().port));
