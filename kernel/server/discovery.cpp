@@ -38,11 +38,27 @@ bool isWildcard(std::string_view host) {
 
 }  // namespace
 
-Discovery::Discovery(const config::ServerSection& server)
+Discovery::Discovery(const config::ServerSection& server, const security::Certificate* certificate)
     : applicationUri_(server.application_uri),
       productUri_(server.product_uri),
       applicationName_(server.application_name),
       endpointUrls_(server.endpoints) {
+    if (certificate) certificate_ = certificate->der;
+    for (const auto& o : server.security) {
+        const security::PolicyInfo* p = security::findPolicy(o.policy);
+        if (!p) {
+            offers_.push_back({nullptr, ua::MessageSecurityMode::None_, 0});
+            continue;
+        }
+        // securityLevel: the policy's strength; encryption ranks above signing only.
+        for (const auto& m : o.modes) {
+            bool encrypt = m == "SignAndEncrypt";
+            offers_.push_back(
+                {p,
+                 encrypt ? ua::MessageSecurityMode::SignAndEncrypt : ua::MessageSecurityMode::Sign,
+                 std::uint8_t(p->securityLevel + (encrypt ? 100 : 0))});
+        }
+    }
     char name[256] = {};
     if (gethostname(name, sizeof name - 1) == 0 && name[0])
         hostname_ = name;
@@ -91,26 +107,36 @@ ua::Array<ua::EndpointDescription> Discovery::endpoints(
     }
     ua::ApplicationDescription app = application(arena, clientUrl);
     auto* policy = arena.allocateArray<ua::UserTokenPolicy>(1);
+    if (!policy) return {0, nullptr};
     policy[0].policyId = ua::makeString(session::SessionManager::kAnonymousPolicyId);
     policy[0].tokenType = ua::UserTokenType::Anonymous;
     policy[0].issuedTokenType = ua::nullString();
     policy[0].issuerEndpointUrl = ua::nullString();
-    policy[0].securityPolicyUri = ua::nullString();
-    std::size_t n = 0;
-    for (const auto& url : endpointUrls_) n += url.rfind("opc.tcp:", 0) == 0;
+    policy[0].securityPolicyUri = ua::nullString();  // anonymous: nothing to secure
+    std::size_t urls = 0;
+    for (const auto& url : endpointUrls_) urls += url.rfind("opc.tcp:", 0) == 0;
+    std::size_t n = urls * offers_.size();
     auto* eps = arena.allocateArray<ua::EndpointDescription>(n);
+    if (!eps && n) return {0, nullptr};
+    ua::ByteString cert{std::int32_t(certificate_.size()),
+                        const_cast<std::uint8_t*>(certificate_.data())};
+    if (certificate_.empty()) cert = ua::nullByteString();
     std::size_t i = 0;
     for (const auto& url : endpointUrls_) {
         if (url.rfind("opc.tcp:", 0) != 0) continue;
-        auto& e = eps[i++];
-        e.endpointUrl = copy(arena, substituteHost(url, clientUrl));
-        e.server = app;
-        e.serverCertificate = ua::nullByteString();
-        e.securityMode = ua::MessageSecurityMode::None_;
-        e.securityPolicyUri = ua::makeString(securechannel::kSecurityPolicyNone);
-        e.userIdentityTokens = {1, policy};
-        e.transportProfileUri = ua::makeString(kTransportProfileUaTcp);
-        e.securityLevel = 0;  // None: the least secure
+        ua::String endpointUrl = copy(arena, substituteHost(url, clientUrl));
+        for (const auto& o : offers_) {
+            auto& e = eps[i++];
+            e.endpointUrl = endpointUrl;
+            e.server = app;
+            e.serverCertificate = cert;
+            e.securityMode = o.mode;
+            e.securityPolicyUri =
+                ua::makeString(o.policy ? o.policy->uri : securechannel::kSecurityPolicyNone);
+            e.userIdentityTokens = {1, policy};
+            e.transportProfileUri = ua::makeString(kTransportProfileUaTcp);
+            e.securityLevel = o.level;  // None: 0, the least secure
+        }
     }
     return {std::int32_t(n), eps};
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "security/crypto.hpp"
 
 namespace uaplex::server {
 
@@ -17,7 +18,9 @@ inline constexpr std::string_view kTransportProfileUaTcp =
 
 class Discovery {
   public:
-    explicit Discovery(const config::ServerSection& server);
+    // `certificate`: the application instance certificate (null when only None is offered).
+    Discovery(const config::ServerSection& server,
+              const security::Certificate* certificate = nullptr);
 
     // Endpoints in the arena. A wildcard host (0.0.0.0, [::]) is replaced by the host the
     // client asked for in `clientUrl` (or this machine's name). profileUris filters by
@@ -38,6 +41,14 @@ class Discovery {
 
     std::string applicationUri_, productUri_, applicationName_, hostname_;
     std::vector<std::string> endpointUrls_;
+    // One entry per offered policy and mode (None: policy null).
+    struct Offer {
+        const security::PolicyInfo* policy;
+        ua::MessageSecurityMode mode;
+        std::uint8_t level;
+    };
+    std::vector<Offer> offers_;
+    std::vector<std::uint8_t> certificate_;
 };
 
 }  // namespace uaplex::server

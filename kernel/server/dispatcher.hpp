@@ -11,6 +11,8 @@
 #include <span>
 #include <string_view>
 
+#include "securechannel/security_policy.hpp"
+#include "security/pki.hpp"
 #include "server/discovery.hpp"
 #include "server/service_handler.hpp"
 #include "server/subscription_service.hpp"
@@ -38,6 +40,8 @@ struct RequestContext {
     // Null: those services answer BadServiceUnsupported.
     std::shared_ptr<ResponseRoute> (*makeRoute)(void* user) = nullptr;
     void* routeUser = nullptr;
+    // The channel's security; null for SecurityPolicy None.
+    const securechannel::ChannelSecurity* channelSecurity = nullptr;
 };
 
 // The session's identity in the subscription engine (unique while the session lives; the
@@ -66,6 +70,9 @@ class Dispatcher {
     void setCanceller(session::QueuedCanceller canceller) noexcept { canceller_ = canceller; }
     // The subscription services' engine; without one they answer BadServiceUnsupported.
     void setSubscriptions(SubscriptionService* s) noexcept { subscriptions_ = s; }
+    // The application instance certificate and key for CreateSession/ActivateSession
+    // signatures (Part 4 5.6.2, 5.6.3); null when only None is offered.
+    void setPki(security::Pki* pki) noexcept { pki_ = pki; }
 
     const enc::DecodeLimits& decodeLimits() const noexcept { return limits_; }
 
@@ -82,6 +89,7 @@ class Dispatcher {
     std::uint32_t maxMessageSize_;
     session::QueuedCanceller canceller_;
     SubscriptionService* subscriptions_ = nullptr;
+    security::Pki* pki_ = nullptr;
 };
 
 }  // namespace uaplex::server

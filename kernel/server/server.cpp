@@ -3,13 +3,17 @@
 #include <uaplex/transport.h>
 #include <uaplex/encoding/encoding.hpp>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 
 #include "host/logging.hpp"
 #include "host/plugin_host.hpp"
 #include "securechannel/secure_channel.hpp"
+#include "security/channel_security.hpp"
 #include "server/buffer_pool.hpp"
 #include "server/discovery.hpp"
 #include "server/dispatcher.hpp"
@@ -277,6 +281,8 @@ struct Server::Callbacks {
         limits.minTokenLifetimeMs = l.min_token_lifetime_ms;
         limits.maxTokenLifetimeMs = l.max_token_lifetime_ms;
         limits.decodeLimits = s.dispatcher_->decodeLimits();
+        limits.security = s.securityProvider_.get();
+        limits.offersNone = s.offersNone_;
         try {
             auto c = std::make_shared<Connection>(s, binding, handle, limits);
             c->peer.assign(peer.data ? peer.data : "", peer.len);
@@ -363,8 +369,10 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
         std::make_unique<session::SessionManager>(sl, &services_.counters(), std::move(hooks));
     deadlines_ = std::make_unique<session::DeadlineMonitor>();
     sessions_->setDeadlineMonitor(deadlines_.get());
-    discovery_ = std::make_unique<Discovery>(cfg_.server);
+    setUpSecurity();
+    discovery_ = std::make_unique<Discovery>(cfg_.server, pki_ ? pki_->own().get() : nullptr);
     dispatcher_ = std::make_unique<Dispatcher>(cfg_, *sessions_, services_, *discovery_);
+    dispatcher_->setPki(pki_.get());
     if (auto* source = services_.valueSource()) {
         subscriptions_ = std::make_unique<SubscriptionService>(cfg_, *source);
         dispatcher_->setSubscriptions(subscriptions_.get());
@@ -398,6 +406,40 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
 
 Server::~Server() {
     stop();
+}
+
+void Server::setUpSecurity() {
+    std::vector<security::OfferedPolicy> offered;
+    for (const auto& o : cfg_.server.security) {
+        if (o.policy == "None") {
+            offersNone_ = true;
+            continue;
+        }
+        security::OfferedPolicy p{security::findPolicy(o.policy)};
+        if (!p.policy) throw std::runtime_error("security: unknown policy " + o.policy);
+        for (const auto& m : o.modes) (m == "Sign" ? p.sign : p.signAndEncrypt) = true;
+        offered.push_back(p);
+    }
+    if (offered.empty()) return;
+    // The application instance certificate: created at first start (Part 6 6.2.2).
+    pki_ = std::make_unique<security::Pki>(cfg_.server.pki_dir);
+    security::CertificateRequest request;
+    request.applicationUri = cfg_.server.application_uri;
+    request.commonName = cfg_.server.application_name;
+    char name[256] = {};
+    if (gethostname(name, sizeof name - 1) == 0 && name[0]) request.dnsNames.push_back(name);
+    request.dnsNames.push_back("localhost");
+    bool existed = std::filesystem::exists(pki_->ownCertificateFile());
+    pki_->loadOrCreateOwn(request);
+    if (!existed)
+        logger()->info("pki: created the application instance certificate {} ({})",
+                       pki_->ownCertificateFile().string(), pki_->own()->thumbprintHex());
+    securityProvider_ = std::make_unique<security::Provider>(*pki_, std::move(offered));
+    securityProvider_->onRefused = [](uaplex_status st, const security::Certificate& c) {
+        logger()->warn("pki: refused client certificate {} ({}): 0x{:08X}{}", c.subject(),
+                       c.thumbprintHex(), st,
+                       st == UAPLEX_BadCertificateUntrusted ? " BadCertificateUntrusted" : "");
+    };
 }
 
 std::size_t Server::connectionCount() const {
@@ -565,6 +607,7 @@ bool Server::unlinkQueued(void* user, session::TrackedRequest& t, uaplex_status 
 
 void Server::executeInline(Connection& c, std::uint32_t requestHandle) {
     RequestContext ctx{c.channel.id(), monotonicMs(), utcNow(), c.endpointUrl, &c.sessionCache};
+    ctx.channelSecurity = c.channel.security();
     enc::Arena arena(64 * 1024, 4096);
     enc::ByteBuffer out(256);
     std::vector<uaplex_buffer> chunks;
@@ -767,6 +810,7 @@ void Server::execute(PendingRequest& r, Worker& w, host::PluginInstance* queue) 
     }
     if (r.registry) r.registry->executing(r.tracked);
     RequestContext ctx{c->channel.id(), monotonicMs(), utcNow(), c->endpointUrl, &c->sessionCache};
+    ctx.channelSecurity = c->channel.security();
     RouteSource route{&c, r.secureRequestId};
     ctx.makeRoute = &RouteSource::make;
     ctx.routeUser = &route;
