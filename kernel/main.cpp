@@ -13,6 +13,7 @@
 #include "config/config.hpp"
 #include "host/logging.hpp"
 #include "host/plugin_host.hpp"
+#include "pki_tool.hpp"
 #include "server/server.hpp"
 #include "server/service_handler.hpp"
 
@@ -28,6 +29,7 @@ constexpr const char* kVersion = "0.1.0";
 void usage() {
     std::printf(
         "usage: uaplex [--config <file>]\n"
+        "       uaplex pki [--config <file> | --pki <dir>] <command>  (uaplex pki --help)\n"
         "  --config <file>  configuration file (default: etc/uaplex.toml)\n"
         "  --version        print the version and exit\n");
 }
@@ -55,6 +57,8 @@ int fail(const std::string& message, bool logging_ready, const std::string& sink
 
 int main(int argc, char** argv) {
     fs::path config_file = "etc/uaplex.toml";
+    if (argc > 1 && std::strcmp(argv[1], "pki") == 0)
+        return runPkiTool(argc - 2, argv + 2, exe_dir());
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         if (a == "--config" && i + 1 < argc) {

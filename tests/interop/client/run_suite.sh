@@ -25,6 +25,12 @@ file = "$work/uaplex.log"
 plugin_dirs = ["$plugins"]
 [server]
 endpoints = ["opc.tcp://127.0.0.1:$port"]
+application_uri = "urn:uaplex:interop:server"
+pki_dir = "$work/pki"
+security = [{policy = "None"},
+            {policy = "Basic256Sha256", modes = ["Sign", "SignAndEncrypt"]},
+            {policy = "Aes128_Sha256_RsaOaep", modes = ["Sign", "SignAndEncrypt"]},
+            {policy = "Aes256_Sha256_RsaPss", modes = ["Sign", "SignAndEncrypt"]}]
 [server.limits]
 handshake_timeout_ms = 2000
 [slots]
@@ -51,6 +57,8 @@ done
 only=()
 for o in "$@"; do only+=(--only "$o"); done
 status=0
-(cd "$here" && node run.js "opc.tcp://127.0.0.1:$port" "${only[@]}") || status=$?
+# 11-security: the server's PKI (trust lists) and the uaplex binary (pki create-cert).
+export UAPLEX_PKI_DIR="$work/pki" UAPLEX_BIN="$uaplex" UAPLEX_WORK="$work"
+(cd "$here" && node run.js "opc.tcp://127.0.0.1:$port" --timeout 240 "${only[@]}") || status=$?
 if [ $status -ne 0 ]; then echo "--- server log"; cat "$work/uaplex.log" || true; fi
 exit $status
