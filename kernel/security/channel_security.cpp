@@ -41,7 +41,12 @@ class RsaAesChannel final : public securechannel::ChannelSecurity {
           client_(client),
           cipher_(policy.encryptingKeyLength == 16 ? EVP_aes_128_cbc() : EVP_aes_256_cbc()),
           decrypt_(EVP_CIPHER_CTX_new()),
-          encrypt_(EVP_CIPHER_CTX_new()) {}
+          encrypt_(EVP_CIPHER_CTX_new()) {
+        // The cipher is fixed once; each chunk then only sets key and IV (no allocation).
+        ready_ = decrypt_ && encrypt_ &&
+                 EVP_DecryptInit_ex(decrypt_.get(), cipher_, nullptr, nullptr, nullptr) == 1 &&
+                 EVP_EncryptInit_ex(encrypt_.get(), cipher_, nullptr, nullptr, nullptr) == 1;
+    }
 
     std::string_view uri() const noexcept override { return policy_.uri; }
     std::size_t nonceLength() const noexcept override { return policy_.nonceLength; }
@@ -207,7 +212,8 @@ class RsaAesChannel final : public securechannel::ChannelSecurity {
             std::size_t n = chunk.size() - bodyOffset;
             if (n % PolicyInfo::kBlockSize != 0) return UAPLEX_BadSecurityChecksFailed;
             int out = 0;
-            if (EVP_DecryptInit_ex(decrypt_.get(), cipher_, nullptr, t->receive.key,
+            if (!ready_ ||
+                EVP_DecryptInit_ex(decrypt_.get(), nullptr, nullptr, t->receive.key,
                                    t->receive.iv) != 1 ||
                 EVP_CIPHER_CTX_set_padding(decrypt_.get(), 0) != 1 ||
                 EVP_DecryptUpdate(decrypt_.get(), chunk.data() + bodyOffset, &out,
@@ -256,7 +262,8 @@ class RsaAesChannel final : public securechannel::ChannelSecurity {
         n += sig;
         if (encrypted) {
             int out = 0;
-            if (EVP_EncryptInit_ex(encrypt_.get(), cipher_, nullptr, t->send.key, t->send.iv) !=
+            if (!ready_ ||
+                EVP_EncryptInit_ex(encrypt_.get(), nullptr, nullptr, t->send.key, t->send.iv) !=
                     1 ||
                 EVP_CIPHER_CTX_set_padding(encrypt_.get(), 0) != 1 ||
                 EVP_EncryptUpdate(encrypt_.get(), p + bodyOffset, &out, p + bodyOffset,
@@ -293,6 +300,7 @@ class RsaAesChannel final : public securechannel::ChannelSecurity {
     const EVP_CIPHER* cipher_;
     std::unique_ptr<EVP_CIPHER_CTX, CipherCtxDeleter> decrypt_, encrypt_;
     TokenKeys tokens_[2];
+    bool ready_ = false;
 };
 
 }  // namespace

@@ -1,4 +1,8 @@
+// The keyed-state HMAC below uses the low-level SHA API (deprecated, still supported).
+#define OPENSSL_SUPPRESS_DEPRECATED
 #include "security/crypto.hpp"
+
+#include <openssl/sha.h>
 
 #include <openssl/core_names.h>
 #include <openssl/err.h>
@@ -106,29 +110,66 @@ bool pHash(bool sha1, std::span<const std::uint8_t> secret, std::span<const std:
 }
 
 Hmac::~Hmac() {
-    EVP_MAC_CTX_free(ctx_);
+    OPENSSL_cleanse(&state_, sizeof state_);
 }
 
 bool Hmac::init(bool sha1, std::span<const std::uint8_t> key) noexcept {
-    static EVP_MAC* hmac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
-    if (!hmac) return false;
-    if (!ctx_ && !(ctx_ = EVP_MAC_CTX_new(hmac))) return false;
-    char digest[8];
-    std::memcpy(digest, sha1 ? "SHA1" : "SHA256", sha1 ? 5 : 7);
-    OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string("digest", digest, 0),
-                           OSSL_PARAM_construct_end()};
+    sha1_ = sha1;
     size_ = sha1 ? 20 : 32;
-    return EVP_MAC_init(ctx_, key.data(), key.size(), params) == 1;
+    // RFC 2104: keys longer than the block are hashed first; both SHA-1 and SHA-256 use
+    // 64-byte blocks. The keyed inner and outer states are kept: a message then costs two
+    // state copies and no allocation (the EVP digest contexts of OpenSSL 3 allocate on
+    // every re-initialisation).
+    std::uint8_t k[kBlock] = {}, ipad[kBlock], opad[kBlock];
+    if (key.size() > kBlock) {
+        unsigned len = 0;
+        if (EVP_Digest(key.data(), key.size(), k, &len, sha1 ? EVP_sha1() : EVP_sha256(),
+                       nullptr) != 1)
+            return false;
+    } else if (!key.empty()) {
+        std::memcpy(k, key.data(), key.size());
+    }
+    for (std::size_t i = 0; i < kBlock; ++i) {
+        ipad[i] = std::uint8_t(k[i] ^ 0x36);
+        opad[i] = std::uint8_t(k[i] ^ 0x5c);
+    }
+    OPENSSL_cleanse(k, sizeof k);
+    bool ok = sha1 ? SHA1_Init(&state_.sha1.inner) == 1 &&
+                         SHA1_Update(&state_.sha1.inner, ipad, kBlock) == 1 &&
+                         SHA1_Init(&state_.sha1.outer) == 1 &&
+                         SHA1_Update(&state_.sha1.outer, opad, kBlock) == 1
+                   : SHA256_Init(&state_.sha256.inner) == 1 &&
+                         SHA256_Update(&state_.sha256.inner, ipad, kBlock) == 1 &&
+                         SHA256_Init(&state_.sha256.outer) == 1 &&
+                         SHA256_Update(&state_.sha256.outer, opad, kBlock) == 1;
+    OPENSSL_cleanse(ipad, sizeof ipad);
+    OPENSSL_cleanse(opad, sizeof opad);
+    ready_ = ok;
+    return ok;
 }
 
 bool Hmac::compute(std::initializer_list<std::span<const std::uint8_t>> parts,
                    std::uint8_t* out) noexcept {
-    // A null key re-initialises with the key already set (no allocation).
-    if (!ctx_ || EVP_MAC_init(ctx_, nullptr, 0, nullptr) != 1) return false;
-    for (auto p : parts)
-        if (EVP_MAC_update(ctx_, p.data(), p.size()) != 1) return false;
-    std::size_t len = 0;
-    return EVP_MAC_final(ctx_, out, &len, 64) == 1 && len == size_;
+    if (!ready_) return false;
+    std::uint8_t inner[32];
+    if (sha1_) {
+        SHA_CTX c = state_.sha1.inner;
+        for (auto p : parts) SHA1_Update(&c, p.data(), p.size());
+        SHA1_Final(inner, &c);
+        c = state_.sha1.outer;
+        SHA1_Update(&c, inner, 20);
+        SHA1_Final(out, &c);
+        OPENSSL_cleanse(&c, sizeof c);
+    } else {
+        SHA256_CTX c = state_.sha256.inner;
+        for (auto p : parts) SHA256_Update(&c, p.data(), p.size());
+        SHA256_Final(inner, &c);
+        c = state_.sha256.outer;
+        SHA256_Update(&c, inner, 32);
+        SHA256_Final(out, &c);
+        OPENSSL_cleanse(&c, sizeof c);
+    }
+    return true;
 }
 
 bool randomBytes(std::span<std::uint8_t> out) noexcept {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <openssl/evp.h>
+#include <openssl/sha.h>
 #include <openssl/x509.h>
 
 #include <array>
@@ -61,7 +62,18 @@ class Hmac {
     std::size_t size() const noexcept { return size_; }
 
   private:
-    EVP_MAC_CTX* ctx_ = nullptr;
+    static constexpr std::size_t kBlock = 64;
+    struct Sha1States {
+        SHA_CTX inner, outer;
+    };
+    struct Sha256States {
+        SHA256_CTX inner, outer;
+    };
+    union {
+        Sha1States sha1;
+        Sha256States sha256;
+    } state_{};
+    bool sha1_ = false, ready_ = false;
     std::size_t size_ = 0;
 };
 

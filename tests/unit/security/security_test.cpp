@@ -5,8 +5,8 @@
 
 #include <uaplex/encoding/encoding.hpp>
 
-#include <cstring>
 #include <unistd.h>
+#include <cstring>
 
 #include <filesystem>
 #include <fstream>
@@ -232,8 +232,7 @@ OpenResult readOpen(securechannel::ChannelSecurity& client, std::vector<std::uin
     std::size_t offset = r.position();
     std::size_t bodyEnd = 0;
     REQUIRE(client.openAsymmetric(chunk, offset, {cert.data, std::size_t(cert.length)},
-                                  {thumb.data, std::size_t(thumb.length)},
-                                  bodyEnd) == UAPLEX_Good);
+                                  {thumb.data, std::size_t(thumb.length)}, bodyEnd) == UAPLEX_Good);
     auto m = enc::decodeMessage({chunk.data() + offset + 8, bodyEnd - offset - 8}, arena, limits);
     REQUIRE(m.status == UAPLEX_Good);
     REQUIRE(m.type == enc::dataTypeOf<ua::OpenSecureChannelResponse>());
@@ -286,16 +285,15 @@ struct SecuredChannel {
                                              std::int64_t nowMs = 1000) {
         return channel->onChunk(chunk, securechannel::Clock{nowMs, 0}, 42);
     }
-    void open(ua::MessageSecurityMode mode, ua::SecurityTokenRequestType type =
-                                                ua::SecurityTokenRequestType::Issue) {
+    void open(ua::MessageSecurityMode mode,
+              ua::SecurityTokenRequestType type = ua::SecurityTokenRequestType::Issue) {
         std::size_t before = out.sent.size();
         feed(securedOpen(*client, policy, type == ua::SecurityTokenRequestType::Issue ? 0 : 42,
                          seq++, type, mode, clientNonce, *clientId().cert, *provider.server->cert));
         REQUIRE(out.failed == UAPLEX_Good);
         REQUIRE(out.sent.size() == before + 1);
         opened = readOpen(*client, out.sent.back());
-        REQUIRE(client->deriveKeys(opened.tokenId, clientNonce, opened.serverNonce) ==
-                UAPLEX_Good);
+        REQUIRE(client->deriveKeys(opened.tokenId, clientNonce, opened.serverNonce) == UAPLEX_Good);
     }
 };
 
@@ -356,8 +354,8 @@ TEST_CASE("Sign mode: the body travels in clear, signed") {
     CHECK(std::memcmp(msg.data() + 24, body.data(), body.size()) == 0);
     REQUIRE(c.feed(msg) == securechannel::SecureChannel::Event::Message);
     // A SignAndEncrypt-secured chunk on a Sign channel fails.
-    auto enc = securedMsg(*c.client, SecurityMode::SignAndEncrypt, 42, c.opened.tokenId, c.seq++,
-                          8, body);
+    auto enc =
+        securedMsg(*c.client, SecurityMode::SignAndEncrypt, 42, c.opened.tokenId, c.seq++, 8, body);
     c.feed(enc);
     CHECK(c.out.failed == UAPLEX_BadSecurityChecksFailed);
 }
@@ -394,16 +392,16 @@ TEST_CASE("OpenSecureChannel refusals") {
         SecuredChannel c(policy);
         c.provider.verdict = UAPLEX_BadSecurityChecksFailed;
         c.feed(securedOpen(*c.client, policy, 0, 1, ua::SecurityTokenRequestType::Issue,
-                           ua::MessageSecurityMode::SignAndEncrypt, c.clientNonce,
-                           *clientId().cert, *serverId().cert));
+                           ua::MessageSecurityMode::SignAndEncrypt, c.clientNonce, *clientId().cert,
+                           *serverId().cert));
         CHECK(c.out.failed == UAPLEX_BadSecurityChecksFailed);
         CHECK(!c.channel->isOpen());
     }
     SECTION("a wrong receiver thumbprint") {
         SecuredChannel c(policy);
         c.feed(securedOpen(*c.client, policy, 0, 1, ua::SecurityTokenRequestType::Issue,
-                           ua::MessageSecurityMode::SignAndEncrypt, c.clientNonce,
-                           *clientId().cert, *clientId().cert));
+                           ua::MessageSecurityMode::SignAndEncrypt, c.clientNonce, *clientId().cert,
+                           *clientId().cert));
         CHECK(c.out.failed == UAPLEX_BadCertificateInvalid);
     }
     SECTION("a short client nonce") {
@@ -519,8 +517,8 @@ TEST_CASE("UserName password decryption (legacy format) and X509 token signature
     const char* sha256 = "http://www.w3.org/2001/04/xmldsig-more#rsa-sha256";
     CHECK(verifyX509TokenSignature(user.cert->der, sha256, sig, server.cert->der, serverNonce) ==
           UAPLEX_Good);
-    CHECK(verifyX509TokenSignature(user.cert->der, sha256, sig, server.cert->der,
-                                   nonce(32, 1)) == UAPLEX_BadUserSignatureInvalid);
+    CHECK(verifyX509TokenSignature(user.cert->der, sha256, sig, server.cert->der, nonce(32, 1)) ==
+          UAPLEX_BadUserSignatureInvalid);
     CHECK(verifyX509TokenSignature({}, sha256, sig, server.cert->der, serverNonce) ==
           UAPLEX_BadIdentityTokenInvalid);
 }
