@@ -18,6 +18,8 @@
 #include "security/identity.hpp"
 #include "security/pki.hpp"
 
+#include <openssl/x509v3.h>
+
 using namespace uaplex;
 using namespace uaplex::security;
 using securechannel::SecurityMode;
@@ -474,6 +476,115 @@ TEST_CASE("PKI: trust lists, rejected copies, validity, URI") {
         .write(reinterpret_cast<const char*>(expired.cert->der.data()),
                std::streamsize(expired.cert->der.size()));
     CHECK(pki.validate(*expired.cert) == UAPLEX_BadCertificateTimeInvalid);
+    fs::remove_all(root);
+}
+
+namespace {
+
+// A certificate signed by `issuer` (self-signed when null) with `keyUsage` (OpenSSL syntax).
+Identity issue(const char* cn, const char* uri, const Identity* issuer, const char* keyUsage,
+               bool ca, long serial) {
+    Identity id;
+    id.key.reset(EVP_RSA_gen(2048));
+    X509Ptr x(X509_new());
+    X509_set_version(x.get(), 2);
+    ASN1_INTEGER_set(X509_get_serialNumber(x.get()), serial);
+    X509_gmtime_adj(X509_getm_notBefore(x.get()), -3600);
+    X509_gmtime_adj(X509_getm_notAfter(x.get()), 30 * 86400);
+    X509_NAME* name = X509_get_subject_name(x.get());
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8,
+                               reinterpret_cast<const unsigned char*>(cn), -1, -1, 0);
+    X509_set_issuer_name(x.get(), issuer ? X509_get_subject_name(issuer->cert->x509.get()) : name);
+    X509_set_pubkey(x.get(), id.key.get());
+    X509V3_CTX ctx;
+    X509V3_set_ctx(&ctx, issuer ? issuer->cert->x509.get() : x.get(), x.get(), nullptr, nullptr, 0);
+    auto add = [&](int nid, std::string value) {
+        X509_EXTENSION* e = X509V3_EXT_conf_nid(nullptr, &ctx, nid, value.c_str());
+        REQUIRE(e);
+        X509_add_ext(x.get(), e, -1);
+        X509_EXTENSION_free(e);
+    };
+    add(NID_basic_constraints, ca ? "critical,CA:TRUE" : "critical,CA:FALSE");
+    add(NID_key_usage, keyUsage);
+    add(NID_subject_key_identifier, "hash");
+    if (uri) add(NID_subject_alt_name, std::string("URI:") + uri);
+    REQUIRE(X509_sign(x.get(), issuer ? issuer->key.get() : id.key.get(), EVP_sha256()) > 0);
+    std::vector<std::uint8_t> der(std::size_t(i2d_X509(x.get(), nullptr)));
+    unsigned char* p = der.data();
+    i2d_X509(x.get(), &p);
+    id.cert = Certificate::fromDer(der);
+    REQUIRE(id.cert);
+    return id;
+}
+
+// A CRL of `ca` revoking `serials`.
+void writeCrl(const fs::path& file, const Identity& ca, std::vector<long> serials) {
+    X509_CRL* crl = X509_CRL_new();
+    X509_CRL_set_version(crl, 1);
+    X509_CRL_set_issuer_name(crl, X509_get_subject_name(ca.cert->x509.get()));
+    ASN1_TIME* now = X509_gmtime_adj(nullptr, -60);
+    ASN1_TIME* next = X509_gmtime_adj(nullptr, 86400);
+    X509_CRL_set1_lastUpdate(crl, now);
+    X509_CRL_set1_nextUpdate(crl, next);
+    for (long s : serials) {
+        X509_REVOKED* r = X509_REVOKED_new();
+        ASN1_INTEGER* n = ASN1_INTEGER_new();
+        ASN1_INTEGER_set(n, s);
+        X509_REVOKED_set_serialNumber(r, n);
+        X509_REVOKED_set_revocationDate(r, now);
+        X509_CRL_add0_revoked(crl, r);
+        ASN1_INTEGER_free(n);
+    }
+    X509_CRL_sort(crl);
+    REQUIRE(X509_CRL_sign(crl, ca.key.get(), EVP_sha256()) > 0);
+    std::vector<std::uint8_t> der(std::size_t(i2d_X509_CRL(crl, nullptr)));
+    unsigned char* p = der.data();
+    i2d_X509_CRL(crl, &p);
+    std::ofstream(file, std::ios::binary)
+        .write(reinterpret_cast<const char*>(der.data()), std::streamsize(der.size()));
+    ASN1_TIME_free(now);
+    ASN1_TIME_free(next);
+    X509_CRL_free(crl);
+}
+
+void writeDer(const fs::path& file, const Certificate& c) {
+    std::ofstream(file, std::ios::binary)
+        .write(reinterpret_cast<const char*>(c.der.data()), std::streamsize(c.der.size()));
+}
+
+}  // namespace
+
+TEST_CASE("PKI: CA-issued certificates, revocation lists and key usage") {
+    fs::path root = fs::temp_directory_path() / ("uaplex-pki-ca-" + std::to_string(::getpid()));
+    fs::remove_all(root);
+    Pki pki(root);
+    pki.ensureLayout();
+    const char* leafUsage =
+        "critical,digitalSignature,nonRepudiation,keyEncipherment,dataEncipherment";
+    Identity ca = issue("Test CA", nullptr, nullptr, "critical,keyCertSign,cRLSign", true, 1);
+    Identity leaf = issue("leaf", "urn:test:leaf", &ca, leafUsage, false, 7);
+    Identity other = issue("other", "urn:test:other", &ca, leafUsage, false, 8);
+
+    // The CA only among the issuers: the chain completes, but nothing is trusted.
+    writeDer(root / "issuers/certs/ca.der", *ca.cert);
+    CHECK(pki.validate(*leaf.cert) == UAPLEX_BadCertificateUntrusted);
+    fs::rename(root / "issuers/certs/ca.der", root / "trusted/certs/ca.der");
+    // Trusted CA, but no CRL of it: revocation unknown.
+    CHECK(pki.validate(*leaf.cert) == UAPLEX_BadCertificateRevocationUnknown);
+    writeCrl(root / "trusted/crl/ca.crl", ca, {});
+    CHECK(pki.validate(*leaf.cert) == UAPLEX_Good);
+    CHECK(pki.validate(*leaf.cert, "urn:test:leaf") == UAPLEX_Good);
+    writeCrl(root / "trusted/crl/ca.crl", ca, {7});
+    // The same file rewritten: the directory does not change, so touch it as a tool would.
+    fs::last_write_time(root / "trusted/crl", fs::file_time_type::clock::now());
+    CHECK(pki.validate(*leaf.cert) == UAPLEX_BadCertificateRevoked);
+    CHECK(pki.validate(*other.cert) == UAPLEX_Good);
+
+    // A trusted self-signed certificate that may not encipher keys.
+    Identity signOnly = issue("sign-only", "urn:test:sign", nullptr,
+                              "critical,digitalSignature,keyCertSign", false, 9);
+    writeDer(root / "trusted/certs/sign-only.der", *signOnly.cert);
+    CHECK(pki.validate(*signOnly.cert) == UAPLEX_BadCertificateUseNotAllowed);
     fs::remove_all(root);
 }
 
