@@ -136,6 +136,36 @@ test("an expired client certificate is refused even when trusted", { skip: skip 
         "an expired trusted certificate is not 'untrusted'");
 });
 
+test("token renewal on a SignAndEncrypt channel keeps the session working", { skip, timeout: T_LONG }, async () => {
+    // The server revises the lifetime up to min_token_lifetime_ms (10 s); the client renews at
+    // 75 % of it, with new nonces and keys, and goes on with the new token.
+    const client = makeClient({
+        securityPolicy: SecurityPolicy.Basic256Sha256,
+        securityMode: MessageSecurityMode.SignAndEncrypt,
+        applicationUri: CLIENT_URI,
+        clientCertificateManager: await manager(),
+        defaultSecureTokenLifetime: 10000,
+    });
+    try {
+        await client.connect(ENDPOINT);
+        const session = await client.createSession();
+        let renewals = 0;
+        client.on("security_token_renewed", () => renewals++);
+        // Read once a second until the client has renewed (at ~7.5 s), then once more.
+        for (let i = 0; i < 15 && renewals === 0; i++) {
+            await new Promise((r) => setTimeout(r, 1000));
+            const dv = await session.read({ nodeId: "ns=0;i=2258", attributeId: AttributeIds.Value });
+            assert.equal(dv.statusCode.value, 0, `Read ${dv.statusCode.toString()}`);
+        }
+        assert.ok(renewals > 0, "the client never renewed its token");
+        const dv = await session.read({ nodeId: "ns=0;i=2258", attributeId: AttributeIds.Value });
+        assert.equal(dv.statusCode.value, 0, `Read after renewal ${dv.statusCode.toString()}`);
+        await session.close();
+    } finally {
+        await disconnect(client);
+    }
+});
+
 test("SecurityPolicy None still works next to the secured endpoints", { skip, timeout: T_LONG }, async () => {
     const dv = await readOnce("None", "None");
     assert.equal(dv.statusCode.value, 0);
