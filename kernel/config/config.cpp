@@ -163,8 +163,7 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
             get_uint(*server, "request_threads", s.request_threads, 1, 1024, "server", file);
         if (s.endpoints.empty())
             fail(*server->get("endpoints"), file, "[server] endpoints must name at least one URL");
-        s.pki_dir = resolve(get_string(*server, "pki_dir", s.pki_dir.string(), "server", file),
-                            file, paths);
+        s.pki_dir = get_string(*server, "pki_dir", s.pki_dir.string(), "server", file);
         if (const toml::node* node = server->get("security")) {
             static const std::set<std::string> policies{
                 "None",          "Basic256Sha256", "Aes128_Sha256_RsaOaep", "Aes256_Sha256_RsaPss",
@@ -261,6 +260,7 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
         }
     }
     expand_hostname(cfg.server.application_uri);
+    cfg.server.pki_dir = resolve(cfg.server.pki_dir.string(), file, paths);
 
     if (const toml::table* slots = sub_table(root, "slots", file)) {
         check_keys(*slots, {"request_queue", "admission", "buffer_pool", "monitored_item_queue"},
