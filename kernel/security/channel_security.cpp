@@ -73,7 +73,12 @@ class RsaAesChannel final : public securechannel::ChannelSecurity {
             if (bits < policy_.minKeyBits || bits > policy_.maxKeyBits)
                 return UAPLEX_BadCertificatePolicyCheckFailed;
             if (validate_) {
-                uaplex_status st = validate_(*sender);
+                uaplex_status st;
+                try {
+                    st = validate_(*sender);
+                } catch (...) {
+                    return UAPLEX_BadOutOfMemory;  // the store could not be read
+                }
                 if (st != UAPLEX_Good) return st;
             }
         }
