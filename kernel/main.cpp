@@ -13,6 +13,7 @@
 #include "config/config.hpp"
 #include "host/logging.hpp"
 #include "host/plugin_host.hpp"
+#include "pki_tool.hpp"
 #include "server/server.hpp"
 #include "server/service_handler.hpp"
 #include "users_cli.hpp"
@@ -30,6 +31,7 @@ void usage() {
     std::printf(
         "usage: uaplex [--config <file>]\n"
         "       uaplex users add|remove|list ... (uaplex users --help)\n"
+        "       uaplex pki [--config <file> | --pki <dir>] <command>  (uaplex pki --help)\n"
         "  --config <file>  configuration file (default: etc/uaplex.toml)\n"
         "  --version        print the version and exit\n");
 }
@@ -59,6 +61,8 @@ int main(int argc, char** argv) {
     if (argc > 1 && std::strcmp(argv[1], "users") == 0)
         return uaplex::cli::usersCommand(argc - 1, argv + 1, "etc/uaplex.toml");
     fs::path config_file = "etc/uaplex.toml";
+    if (argc > 1 && std::strcmp(argv[1], "pki") == 0)
+        return runPkiTool(argc - 2, argv + 2, exe_dir());
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         if (a == "--config" && i + 1 < argc) {

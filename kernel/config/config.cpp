@@ -294,7 +294,8 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
     if (const toml::table* server = sub_table(root, "server", file)) {
         check_keys(*server,
                    {"application_name", "application_uri", "product_uri", "manufacturer_name",
-                    "product_name", "endpoints", "reverse_connect", "request_threads", "limits"},
+                    "product_name", "endpoints", "reverse_connect", "request_threads", "security",
+                    "pki_dir", "limits"},
                    "server", file, cfg);
         ServerSection& s = cfg.server;
         s.application_name =
@@ -312,6 +313,42 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
             get_uint(*server, "request_threads", s.request_threads, 1, 1024, "server", file);
         if (s.endpoints.empty())
             fail(*server->get("endpoints"), file, "[server] endpoints must name at least one URL");
+        s.pki_dir = get_string(*server, "pki_dir", s.pki_dir.string(), "server", file);
+        if (const toml::node* node = server->get("security")) {
+            static const std::set<std::string> policies{
+                "None",          "Basic256Sha256", "Aes128_Sha256_RsaOaep", "Aes256_Sha256_RsaPss",
+                "Basic128Rsa15", "Basic256"};
+            const toml::array* arr = node->as_array();
+            if (!arr || arr->empty())
+                fail(*node, file, "[server] security must be a non-empty array of tables");
+            s.security.clear();
+            for (const toml::node& item : *arr) {
+                const toml::table* t = item.as_table();
+                if (!t) fail(item, file, "[server] security entries are tables {policy, modes}");
+                check_keys(*t, {"policy", "modes"}, "server.security", file, cfg);
+                SecurityOffer o;
+                o.policy = get_string(*t, "policy", "", "server.security", file);
+                if (!policies.count(o.policy))
+                    fail(item, file,
+                         "[server] security: unknown policy '" + o.policy +
+                             "' (None, Basic256Sha256, Aes128_Sha256_RsaOaep, "
+                             "Aes256_Sha256_RsaPss, Basic128Rsa15, Basic256)");
+                if (o.policy != "None") {
+                    o.modes = get_strings(*t, "modes", {"Sign", "SignAndEncrypt"},
+                                          "server.security", file);
+                    if (o.modes.empty())
+                        fail(item, file, "[server] security: modes must not be empty");
+                    for (const auto& m : o.modes)
+                        if (m != "Sign" && m != "SignAndEncrypt")
+                            fail(item, file,
+                                 "[server] security: mode '" + m +
+                                     "' is not Sign or SignAndEncrypt");
+                } else if (t->get("modes")) {
+                    fail(item, file, "[server] security: policy None has no modes");
+                }
+                s.security.push_back(std::move(o));
+            }
+        }
         if (const toml::table* limits = sub_table(*server, "limits", file)) {
             ServerLimits& l = s.limits;
             struct Key {
@@ -386,6 +423,7 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
         }
     }
     expand_hostname(cfg.server.application_uri);
+    cfg.server.pki_dir = resolve(cfg.server.pki_dir.string(), file, paths);
 
     if (const toml::table* slots = sub_table(root, "slots", file)) {
         check_keys(*slots, {"request_queue", "admission", "buffer_pool", "monitored_item_queue"},

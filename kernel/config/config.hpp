@@ -73,6 +73,12 @@ struct ServerLimits {
     std::uint32_t max_sampling_interval_ms = 3600000;
 };
 
+// One security policy the endpoints offer (Part 7) and its MessageSecurityModes.
+struct SecurityOffer {
+    std::string policy;              // None, Basic256Sha256, Aes128_Sha256_RsaOaep, ...
+    std::vector<std::string> modes;  // Sign, SignAndEncrypt (empty for None)
+};
+
 // The OPC UA server: identity, endpoints and limits.
 struct ServerSection {
     std::string application_name = "uaplex";
@@ -84,6 +90,10 @@ struct ServerSection {
     // Reverse connect (Part 6 7.1.3): client URLs the server connects out to.
     std::vector<std::string> reverse_connect;
     std::uint32_t request_threads = 2;  // workers that execute services
+    // Every endpoint offers these (one EndpointDescription per policy and mode).
+    std::vector<SecurityOffer> security{{"None", {}}};
+    // The certificate store (own certificate, trust lists); used when a policy is not None.
+    std::filesystem::path pki_dir = "pki";
     ServerLimits limits;
 };
 

@@ -145,30 +145,74 @@ SecureChannel::Event SecureChannel::onOpen(std::span<std::uint8_t> chunk, const 
     enc::decode(r, policyUri);
     enc::decode(r, senderCertificate);
     enc::decode(r, receiverThumbprint);
-    std::uint32_t seq = r.readRaw<std::uint32_t>();
-    std::uint32_t requestId = r.readRaw<std::uint32_t>();
-    if (!r.ok()) {
+    if (!r.ok() || r.remaining() < kSequenceHeaderSize) {
         fail(UAPLEX_BadDecodingError, "malformed OpenSecureChannel header");
         return Event::None;
     }
-    const SecurityPolicy* policy = findSecurityPolicy(ua::view(policyUri));
-    if (policy == nullptr || (policy_ != nullptr && policy != policy_)) {
-        fail(UAPLEX_BadSecurityPolicyRejected, "security policy not offered");
+    const std::size_t encryptedOffset = r.position();
+    std::string_view uri = ua::view(policyUri);
+    if (!policyChosen_) {
+        if (uri == kSecurityPolicyNone) {
+            if (!limits_.offersNone) {
+                fail(UAPLEX_BadSecurityPolicyRejected, "security policy None not offered");
+                return Event::None;
+            }
+        } else {
+            try {
+                if (limits_.security) security_ = limits_.security->create(uri);
+            } catch (...) {
+                fail(UAPLEX_BadOutOfMemory, "cannot create the channel security");
+                return Event::None;
+            }
+            if (!security_) {
+                fail(UAPLEX_BadSecurityPolicyRejected, "security policy not offered");
+                return Event::None;
+            }
+        }
+        policyChosen_ = true;
+    } else if (uri != (security_ ? security_->uri() : kSecurityPolicyNone)) {
+        fail(UAPLEX_BadSecurityPolicyRejected, "renewal with another security policy");
         return Event::None;
     }
+    std::size_t bodyEnd = chunk.size();
+    if (security_) {
+        auto bytes = [](const ua::ByteString& b) {
+            return std::span<const std::uint8_t>(b.data, b.length > 0 ? std::size_t(b.length) : 0);
+        };
+        uaplex_status st = security_->openAsymmetric(
+            chunk, encryptedOffset, bytes(senderCertificate), bytes(receiverThumbprint), bodyEnd);
+        if (st != UAPLEX_Good) {
+            fail(st, "OpenSecureChannel failed the security checks");
+            return Event::None;
+        }
+    }
+    std::uint32_t seq = readU32(chunk.data() + encryptedOffset);
+    std::uint32_t requestId = readU32(chunk.data() + encryptedOffset + 4);
     if (!received_.accept(seq)) {
         fail(UAPLEX_BadSequenceNumberInvalid, "sequence number out of order");
         return Event::None;
     }
-    std::span<const std::uint8_t> rest(chunk.data() + r.position(), r.remaining());
+    std::span<const std::uint8_t> rest(chunk.data() + encryptedOffset + kSequenceHeaderSize,
+                                       bodyEnd - encryptedOffset - kSequenceHeaderSize);
     enc::DecodedMessage m = enc::decodeMessage(rest, arena, limits);
     if (m.status != UAPLEX_Good || m.type != enc::dataTypeOf<ua::OpenSecureChannelRequest>()) {
         fail(UAPLEX_BadDecodingError, "malformed OpenSecureChannelRequest");
         return Event::None;
     }
     const auto& req = *static_cast<const ua::OpenSecureChannelRequest*>(m.object);
-    if (req.securityMode != ua::MessageSecurityMode::None_) {
-        fail(UAPLEX_BadSecurityModeRejected, "only MessageSecurityMode None is offered");
+    const auto mode = SecurityMode(std::uint8_t(req.securityMode));
+    bool modeOk = security_ ? (limits_.security && limits_.security->offers(uri, mode))
+                            : mode == SecurityMode::None;
+    if (!modeOk || (isOpen() && mode != mode_)) {
+        fail(UAPLEX_BadSecurityModeRejected, "security mode not offered with this policy");
+        return Event::None;
+    }
+    std::uint8_t serverNonce[64];
+    std::size_t nonceLength = security_ ? security_->nonceLength() : 0;
+    if (security_ &&
+        (std::size_t(std::max(req.clientNonce.length, 0)) != nonceLength ||
+         nonceLength > sizeof serverNonce || !security_->randomNonce({serverNonce, nonceLength}))) {
+        fail(UAPLEX_BadNonceInvalid, "client nonce of the wrong length");
         return Event::None;
     }
     const TokenState::Token* token = nullptr;
@@ -177,10 +221,8 @@ SecureChannel::Event SecureChannel::onOpen(std::span<std::uint8_t> chunk, const 
             fail(UAPLEX_BadSecureChannelIdInvalid, "channel already open");
             return Event::None;
         }
-        policy_ = policy;
+        mode_ = mode;
         token = &tokens_.issue(now.monotonicMs, req.requestedLifetime);
-        channelId_.store(newChannelId, std::memory_order_release);
-        sendTokenId_.store(token->id, std::memory_order_relaxed);
     } else if (req.requestType == ua::SecurityTokenRequestType::Renew) {
         if (!isOpen() || channelId != id()) {
             fail(UAPLEX_BadSecureChannelIdInvalid, "renew of an unknown channel");
@@ -190,6 +232,20 @@ SecureChannel::Event SecureChannel::onOpen(std::span<std::uint8_t> chunk, const 
     } else {
         fail(UAPLEX_BadRequestTypeInvalid, "unknown SecurityTokenRequestType");
         return Event::None;
+    }
+    if (security_) {
+        // Keys of the new token; the send mutex keeps a sender off the slot being replaced.
+        std::lock_guard lock(sendMutex_);
+        uaplex_status st = security_->deriveKeys(token->id, {req.clientNonce.data, nonceLength},
+                                                 {serverNonce, nonceLength});
+        if (st != UAPLEX_Good) {
+            fail(st, "cannot derive the channel keys");
+            return Event::None;
+        }
+    }
+    if (req.requestType == ua::SecurityTokenRequestType::Issue) {
+        channelId_.store(newChannelId, std::memory_order_release);
+        sendTokenId_.store(token->id, std::memory_order_relaxed);
     }
     // The later of the tokens decides when the channel dies unrenewed.
     expiresMs_.store(token->expiresMs(), std::memory_order_relaxed);
@@ -203,37 +259,60 @@ SecureChannel::Event SecureChannel::onOpen(std::span<std::uint8_t> chunk, const 
     resp.securityToken.tokenId = token->id;
     resp.securityToken.createdAt = now.utc;
     resp.securityToken.revisedLifetime = token->lifetimeMs;
-    resp.serverNonce = ua::ByteString{0, nullptr};  // None: no nonce
+    resp.serverNonce = security_ ? ua::ByteString{std::int32_t(nonceLength), serverNonce}
+                                 : ua::ByteString{0, nullptr};  // None: no nonce
 
-    enc::ByteBuffer out(512);
+    enc::ByteBuffer out(4096);
     enc::BinaryWriter w(out);
     w.writeBytes("OPNF", 4);
     w.writeRaw<std::uint32_t>(0);  // size, patched below
     w.writeRaw<std::uint32_t>(id());
-    enc::encode(w, ua::makeString(policy->uri()));
-    enc::encode(w, ua::nullByteString());
-    enc::encode(w, ua::nullByteString());
+    if (security_) {
+        auto cert = security_->localCertificate();
+        auto thumb = security_->remoteThumbprint();
+        enc::encode(w, ua::makeString(security_->uri()));
+        enc::encode(
+            w, ua::ByteString{std::int32_t(cert.size()), const_cast<std::uint8_t*>(cert.data())});
+        enc::encode(
+            w, ua::ByteString{std::int32_t(thumb.size()), const_cast<std::uint8_t*>(thumb.data())});
+    } else {
+        enc::encode(w, ua::makeString(kSecurityPolicyNone));
+        enc::encode(w, ua::nullByteString());
+        enc::encode(w, ua::nullByteString());
+    }
     std::size_t seqOffset = w.size();
     w.writeRaw<std::uint32_t>(0);  // sequence number, under the send mutex below
     w.writeRaw<std::uint32_t>(requestId);
     enc::encodeMessage(w, resp);
-    if (!w.ok() || out.size() > negotiated_.sendBufferSize) {
+    std::size_t plainLength = out.size();
+    std::size_t finalSize =
+        security_ ? security_->asymmetricSize(seqOffset, plainLength - seqOffset) : plainLength;
+    if (!w.ok() || finalSize > negotiated_.sendBufferSize) {
         fail(UAPLEX_BadTcpInternalError, "cannot encode OpenSecureChannelResponse");
         return Event::None;
     }
-    w.patchInt32(4, std::int32_t(out.size()));
+    w.patchInt32(4, std::int32_t(plainLength));
     bool first = req.requestType == ua::SecurityTokenRequestType::Issue;
     {
         std::lock_guard lock(sendMutex_);
         if (closed_) return Event::None;
         w.patchInt32(seqOffset, std::int32_t(sent_.next()));
         uaplex_buffer b;
-        if (!output_.rent(std::uint32_t(out.size()), b)) {
+        if (!output_.rent(std::uint32_t(finalSize), b)) {
             fail(UAPLEX_BadOutOfMemory, "no buffer");
             return Event::None;
         }
-        std::memcpy(b.data, out.data(), out.size());
-        b.used = out.size();
+        std::memcpy(b.data, out.data(), plainLength);
+        std::size_t length = plainLength;
+        if (security_) {
+            uaplex_status st = security_->secureAsymmetric({b.data, finalSize}, seqOffset, length);
+            if (st != UAPLEX_Good) {
+                output_.giveBack(b);
+                fail(st, "cannot secure OpenSecureChannelResponse");
+                return Event::None;
+            }
+        }
+        b.used = length;
         output_.send(&b, 1);
     }
     if (first) output_.opened();
@@ -254,18 +333,27 @@ SecureChannel::Event SecureChannel::onMessage(std::span<std::uint8_t> chunk, con
         fail(UAPLEX_BadSecureChannelIdInvalid, "wrong SecureChannelId");
         return Event::None;
     }
-    uaplex_status st = tokens_.use(readU32(chunk.data() + 12), now.monotonicMs);
+    const std::uint32_t tokenId = readU32(chunk.data() + 12);
+    std::size_t bodyLength = chunk.size() - kSymmetricHeaderSize;
+    if (security_) {
+        uaplex_status st =
+            security_->verifySymmetric(tokenId, mode_, chunk, kSymmetricHeaderSize, bodyLength);
+        if (st == UAPLEX_BadSecureChannelTokenUnknown) {
+            fail(st, "unknown security token");
+            return Event::None;
+        }
+        if (st != UAPLEX_Good || bodyLength < kSequenceHeaderSize) {
+            fail(UAPLEX_BadSecurityChecksFailed, "chunk failed the security checks");
+            return Event::None;
+        }
+    }
+    // Only a verified chunk may switch the channel to a renewed token.
+    uaplex_status st = tokens_.use(tokenId, now.monotonicMs);
     if (st != UAPLEX_Good) {
         fail(st, "unknown or expired security token");
         return Event::None;
     }
     sendTokenId_.store(tokens_.sendTokenId(), std::memory_order_relaxed);
-    std::size_t bodyLength = 0;
-    st = policy_->verifySymmetric(chunk, kSymmetricHeaderSize, bodyLength);
-    if (st != UAPLEX_Good) {
-        fail(UAPLEX_BadSecurityChecksFailed, "chunk failed the security checks");
-        return Event::None;
-    }
     const std::uint8_t* seqHeader = chunk.data() + kSymmetricHeaderSize;
     if (!received_.accept(readU32(seqHeader))) {
         fail(UAPLEX_BadSequenceNumberInvalid, "sequence number out of order");
@@ -298,7 +386,9 @@ uaplex_status SecureChannel::sendMessage(std::uint32_t requestId,
                                          std::vector<uaplex_buffer>& scratch) noexcept {
     const std::size_t prefix = kSymmetricHeaderSize + kSequenceHeaderSize;
     const std::size_t chunkSize = negotiated_.sendBufferSize;
-    const std::size_t room = chunkSize - prefix - policy_->symmetricOverhead();
+    const std::size_t overhead = security_ ? security_->symmetricOverhead(mode_) : 0;
+    if (chunkSize <= prefix + overhead) return UAPLEX_BadResponseTooLarge;
+    const std::size_t room = chunkSize - prefix - overhead;
     std::size_t chunks = body.empty() ? 1 : (body.size() + room - 1) / room;
     if ((negotiated_.clientMaxMessageSize != 0 && body.size() > negotiated_.clientMaxMessageSize) ||
         (negotiated_.clientMaxChunkCount != 0 && chunks > negotiated_.clientMaxChunkCount) ||
@@ -333,8 +423,13 @@ uaplex_status SecureChannel::sendMessage(std::uint32_t requestId,
         writeU32(b.data + 20, requestId);
         if (n) std::memcpy(b.data + prefix, body.data() + offset, n);
         std::size_t length = prefix + n;
-        policy_->secureSymmetric({b.data, b.length}, kSymmetricHeaderSize, length);
         writeU32(b.data + 4, std::uint32_t(length));
+        if (security_ && security_->secureSymmetric(token, mode_, {b.data, b.length},
+                                                    kSymmetricHeaderSize, length) != UAPLEX_Good) {
+            for (auto& s : scratch) output_.giveBack(s);
+            scratch.clear();
+            return UAPLEX_BadSecurityChecksFailed;
+        }
         b.used = length;
         offset += n;
     }
@@ -347,9 +442,10 @@ void SecureChannel::sendAbort(std::uint32_t requestId, uaplex_status status,
                               std::string_view reason) noexcept {
     reason = reason.substr(0, 256);
     std::size_t size = kSymmetricHeaderSize + kSequenceHeaderSize + 8 + reason.size();
+    const std::size_t overhead = security_ ? security_->symmetricOverhead(mode_) : 0;
     uaplex_buffer b;
     std::lock_guard lock(sendMutex_);
-    if (closed_ || !output_.rent(std::uint32_t(size), b)) return;
+    if (closed_ || !output_.rent(std::uint32_t(size + overhead), b)) return;
     std::memcpy(b.data, "MSGA", 4);
     writeU32(b.data + 4, std::uint32_t(size));
     writeU32(b.data + 8, id());
@@ -359,6 +455,11 @@ void SecureChannel::sendAbort(std::uint32_t requestId, uaplex_status status,
     writeU32(b.data + 24, status);
     writeU32(b.data + 28, std::uint32_t(reason.size()));
     std::memcpy(b.data + 32, reason.data(), reason.size());
+    if (security_ && security_->secureSymmetric(readU32(b.data + 12), mode_, {b.data, b.length},
+                                                kSymmetricHeaderSize, size) != UAPLEX_Good) {
+        output_.giveBack(b);
+        return;
+    }
     b.used = size;
     output_.send(&b, 1);
 }

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <string_view>
@@ -152,6 +153,10 @@ struct ChannelLimits {
     std::uint32_t minTokenLifetimeMs = 10000;
     std::uint32_t maxTokenLifetimeMs = 3600000;
     enc::DecodeLimits decodeLimits;
+    // The policies other than None; null: only None is offered.
+    SecurityProvider* security = nullptr;
+    // Whether None is offered (an endpoint with SecurityPolicy None).
+    bool offersNone = true;
 };
 
 // What the client negotiated in Hello (from the transport).
@@ -199,6 +204,10 @@ class SecureChannel {
     // The transport closed: nothing is sent any more.
     void markClosed() noexcept;
     std::uint32_t id() const noexcept { return channelId_.load(std::memory_order_acquire); }
+    // The negotiated security (set by the first OPN, before id() becomes non-zero).
+    SecurityMode securityMode() const noexcept { return mode_; }
+    // Null for SecurityPolicy None.
+    const ChannelSecurity* security() const noexcept { return security_.get(); }
     bool isOpen() const noexcept { return id() != 0; }
     bool expired(std::int64_t nowMs) const noexcept {
         std::int64_t e = expiresMs_.load(std::memory_order_relaxed);
@@ -213,7 +222,9 @@ class SecureChannel {
     ChannelLimits limits_;
     ChunkOutput& output_;
     Negotiated negotiated_;
-    const SecurityPolicy* policy_ = nullptr;
+    std::unique_ptr<ChannelSecurity> security_;
+    SecurityMode mode_ = SecurityMode::None;
+    bool policyChosen_ = false;
     std::atomic<std::uint32_t> channelId_{0};
     std::atomic<std::int64_t> expiresMs_{0};
     std::atomic<std::uint32_t> sendTokenId_{0};

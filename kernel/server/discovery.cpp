@@ -38,11 +38,27 @@ bool isWildcard(std::string_view host) {
 
 }  // namespace
 
-Discovery::Discovery(const config::ServerSection& server)
+Discovery::Discovery(const config::ServerSection& server, const security::Certificate* certificate)
     : applicationUri_(server.application_uri),
       productUri_(server.product_uri),
       applicationName_(server.application_name),
       endpointUrls_(server.endpoints) {
+    if (certificate) certificate_ = certificate->der;
+    for (const auto& o : server.security) {
+        const security::PolicyInfo* p = security::findPolicy(o.policy);
+        if (!p) {
+            offers_.push_back({nullptr, ua::MessageSecurityMode::None_, 0});
+            continue;
+        }
+        // securityLevel: the policy's strength; encryption ranks above signing only.
+        for (const auto& m : o.modes) {
+            bool encrypt = m == "SignAndEncrypt";
+            offers_.push_back(
+                {p,
+                 encrypt ? ua::MessageSecurityMode::SignAndEncrypt : ua::MessageSecurityMode::Sign,
+                 std::uint8_t(p->securityLevel + (encrypt ? 100 : 0))});
+        }
+    }
     char name[256] = {};
     if (gethostname(name, sizeof name - 1) == 0 && name[0])
         hostname_ = name;
@@ -90,8 +106,12 @@ ua::Array<ua::EndpointDescription> Discovery::endpoints(
         if (!match) return {0, nullptr};
     }
     ua::ApplicationDescription app = application(arena, clientUrl);
+    // Token policies for secured endpoints (empty securityPolicyUri: the endpoint's) and for
+    // None endpoints, where a password or token signature needs a policy of its own.
     std::size_t np = tokenPolicies_.size();
     auto* policy = arena.allocateArray<ua::UserTokenPolicy>(np);
+    auto* policyNone = arena.allocateArray<ua::UserTokenPolicy>(np);
+    if (np && (!policy || !policyNone)) return {0, nullptr};
     for (std::size_t k = 0; k < np; ++k) {
         const auto& tp = tokenPolicies_[k];
         policy[k].policyId = copy(arena, tp.policyId);
@@ -103,22 +123,35 @@ ua::Array<ua::EndpointDescription> Discovery::endpoints(
         policy[k].issuerEndpointUrl = ua::nullString();
         policy[k].securityPolicyUri =
             tp.securityPolicyUri.empty() ? ua::nullString() : copy(arena, tp.securityPolicyUri);
+        policyNone[k] = policy[k];
+        if (tp.securityPolicyUri.empty() && tp.kind != session::IdentityKind::Anonymous &&
+            !noneTokenPolicyUri_.empty())
+            policyNone[k].securityPolicyUri = copy(arena, noneTokenPolicyUri_);
     }
-    std::size_t n = 0;
-    for (const auto& url : endpointUrls_) n += url.rfind("opc.tcp:", 0) == 0;
+    std::size_t urls = 0;
+    for (const auto& url : endpointUrls_) urls += url.rfind("opc.tcp:", 0) == 0;
+    std::size_t n = urls * offers_.size();
     auto* eps = arena.allocateArray<ua::EndpointDescription>(n);
+    if (!eps && n) return {0, nullptr};
+    ua::ByteString cert{std::int32_t(certificate_.size()),
+                        const_cast<std::uint8_t*>(certificate_.data())};
+    if (certificate_.empty()) cert = ua::nullByteString();
     std::size_t i = 0;
     for (const auto& url : endpointUrls_) {
         if (url.rfind("opc.tcp:", 0) != 0) continue;
-        auto& e = eps[i++];
-        e.endpointUrl = copy(arena, substituteHost(url, clientUrl));
-        e.server = app;
-        e.serverCertificate = ua::nullByteString();
-        e.securityMode = ua::MessageSecurityMode::None_;
-        e.securityPolicyUri = ua::makeString(securechannel::kSecurityPolicyNone);
-        e.userIdentityTokens = {std::int32_t(np), policy};
-        e.transportProfileUri = ua::makeString(kTransportProfileUaTcp);
-        e.securityLevel = 0;  // None: the least secure
+        ua::String endpointUrl = copy(arena, substituteHost(url, clientUrl));
+        for (const auto& o : offers_) {
+            auto& e = eps[i++];
+            e.endpointUrl = endpointUrl;
+            e.server = app;
+            e.serverCertificate = cert;
+            e.securityMode = o.mode;
+            e.securityPolicyUri =
+                ua::makeString(o.policy ? o.policy->uri : securechannel::kSecurityPolicyNone);
+            e.userIdentityTokens = {std::int32_t(np), o.policy ? policy : policyNone};
+            e.transportProfileUri = ua::makeString(kTransportProfileUaTcp);
+            e.securityLevel = o.level;  // None: 0, the least secure
+        }
     }
     return {std::int32_t(n), eps};
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "security/crypto.hpp"
 
 namespace uaplex::server {
 
@@ -19,12 +20,17 @@ inline constexpr std::string_view kTransportProfileUaTcp =
 
 class Discovery {
   public:
-    explicit Discovery(const config::ServerSection& server);
+    // `certificate`: the application instance certificate (null when only None is offered).
+    Discovery(const config::ServerSection& server,
+              const security::Certificate* certificate = nullptr);
     // The UserTokenPolicies every endpoint offers (set before the server starts; default:
     // Anonymous only).
     void setTokenPolicies(std::vector<session::TokenPolicy> policies) {
         tokenPolicies_ = std::move(policies);
     }
+    // The policy that secures UserName passwords and X509 token signatures on None
+    // endpoints (empty: none, passwords travel in clear there).
+    void setNoneTokenPolicyUri(std::string uri) { noneTokenPolicyUri_ = std::move(uri); }
 
     // Endpoints in the arena. A wildcard host (0.0.0.0, [::]) is replaced by the host the
     // client asked for in `clientUrl` (or this machine's name). profileUris filters by
@@ -47,6 +53,15 @@ class Discovery {
     std::vector<std::string> endpointUrls_;
     std::vector<session::TokenPolicy> tokenPolicies_{
         {session::kAnonymousPolicyId, session::IdentityKind::Anonymous, {}}};
+    // One entry per offered policy and mode (None: policy null).
+    struct Offer {
+        const security::PolicyInfo* policy;
+        ua::MessageSecurityMode mode;
+        std::uint8_t level;
+    };
+    std::vector<Offer> offers_;
+    std::vector<std::uint8_t> certificate_;
+    std::string noneTokenPolicyUri_;
 };
 
 }  // namespace uaplex::server

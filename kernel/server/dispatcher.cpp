@@ -1,8 +1,12 @@
 #include "server/dispatcher.hpp"
 
+#include <algorithm>
+
 #include "server/access_gate.hpp"
 
 #include <cstring>
+
+#include "security/identity.hpp"
 
 namespace uaplex::server {
 
@@ -284,6 +288,38 @@ uaplex_status Dispatcher::dispatch(const enc::DataType* type, const void* reques
     // --- session services ---
     if (is<ua::CreateSessionRequest>(type)) {
         const auto& req = *static_cast<const ua::CreateSessionRequest*>(request);
+        ua::SignatureData serverSignature{ua::nullString(), ua::nullByteString()};
+        if (ctx.channelSecurity) {
+            // Part 4 5.6.2: the client's certificate names its application; the server proves
+            // possession of its key by signing clientCertificate + clientNonce.
+            const security::PolicyInfo* policy = security::findPolicy(ctx.channelSecurity->uri());
+            if (!policy || !pki_) return UAPLEX_BadSecurityChecksFailed;
+            if (req.clientNonce.length < 32) return UAPLEX_BadNonceInvalid;
+            auto bytes = [](const ua::ByteString& b) {
+                return std::span<const std::uint8_t>(b.data, std::size_t(std::max(b.length, 0)));
+            };
+            auto channelCert = ctx.channelSecurity->remoteCertificate();
+            auto clientCert = bytes(req.clientCertificate);
+            std::shared_ptr<security::Certificate> parsed;
+            try {
+                parsed = security::Certificate::fromDer(clientCert);
+            } catch (...) {
+                return UAPLEX_BadOutOfMemory;
+            }
+            if (!parsed || parsed->der.size() != channelCert.size() ||
+                std::memcmp(parsed->der.data(), channelCert.data(), channelCert.size()) != 0)
+                return UAPLEX_BadCertificateInvalid;
+            if (parsed->applicationUri() != ua::view(req.clientDescription.applicationUri))
+                return UAPLEX_BadCertificateUriInvalid;
+            std::size_t sigSize = security::rsaKeyBytes(pki_->privateKey());
+            auto* sig = arena.allocateArray<std::uint8_t>(sigSize);
+            if (!sig) return UAPLEX_BadOutOfMemory;
+            if (!security::rsaSign(policy->signature, pki_->privateKey(),
+                                   {clientCert, bytes(req.clientNonce)}, {sig, sigSize}))
+                return UAPLEX_BadSecurityChecksFailed;
+            serverSignature.algorithm = ua::makeString(policy->signatureUri);
+            serverSignature.signature = ua::ByteString{std::int32_t(sigSize), sig};
+        }
         auto created =
             sessions_.create(ctx.channelId, req.requestedSessionTimeout, ua::view(req.sessionName),
                              req.maxResponseMessageSize, ctx.nowMs);
@@ -299,12 +335,15 @@ uaplex_status Dispatcher::dispatch(const enc::DataType* type, const void* reques
         resp->revisedSessionTimeout = s.timeoutMs();
         resp->serverNonce = copyBytes(arena, s.serverNonce().data(), s.serverNonce().size());
         resp->serverCertificate = ua::nullByteString();
+        if (pki_) {
+            const auto& der = pki_->own()->der;
+            resp->serverCertificate = copyBytes(arena, der.data(), der.size());
+        }
         std::string_view url =
             req.endpointUrl.length > 0 ? ua::view(req.endpointUrl) : ctx.endpointUrl;
         resp->serverEndpoints = discovery_.endpoints(arena, url, {-1, nullptr});
         resp->serverSoftwareCertificates = {0, nullptr};
-        resp->serverSignature.algorithm = ua::nullString();
-        resp->serverSignature.signature = ua::nullByteString();
+        resp->serverSignature = serverSignature;
         resp->maxRequestMessageSize = maxMessageSize_;
         responseType = enc::dataTypeOf<ua::CreateSessionResponse>();
         response = resp;
@@ -312,6 +351,29 @@ uaplex_status Dispatcher::dispatch(const enc::DataType* type, const void* reques
     }
     if (is<ua::ActivateSessionRequest>(type)) {
         const auto& req = *static_cast<const ua::ActivateSessionRequest*>(request);
+        if (ctx.channelSecurity) {
+            // Part 4 5.6.3: clientSignature over serverCertificate + the last serverNonce,
+            // by the key of the channel's client certificate.
+            auto pending = sessions_.lookup(header.authenticationToken);
+            if (!pending) return UAPLEX_BadSessionIdInvalid;
+            if (!pki_) return UAPLEX_BadSecurityChecksFailed;
+            security::AsymmetricSignature algorithm;
+            std::shared_ptr<security::Certificate> client;
+            try {
+                client = security::Certificate::fromDer(ctx.channelSecurity->remoteCertificate());
+            } catch (...) {
+                return UAPLEX_BadOutOfMemory;
+            }
+            const auto& sig = req.clientSignature;
+            const auto& nonce = pending->serverNonce();
+            if (!client || !security::signatureAlgorithmOf(ua::view(sig.algorithm), algorithm) ||
+                !security::rsaVerify(
+                    algorithm, client->publicKey.get(),
+                    {std::span<const std::uint8_t>(pki_->own()->der),
+                     std::span<const std::uint8_t>(nonce.data(), nonce.size())},
+                    {sig.signature.data, std::size_t(std::max(sig.signature.length, 0))}))
+                return UAPLEX_BadApplicationSignatureInvalid;
+        }
         // The token is checked against the nonce the client last received, before the
         // activation renews it.
         std::shared_ptr<session::Session> s = sessions_.lookup(header.authenticationToken);
@@ -321,6 +383,8 @@ uaplex_status Dispatcher::dispatch(const enc::DataType* type, const void* reques
         session::ActivationContext actx;
         actx.userTokenSignature = &req.userTokenSignature;
         actx.serverNonce = {s->serverNonce().data(), s->serverNonce().size()};
+        if (pki_ && pki_->own()) actx.serverCertificate = pki_->own()->der;
+        if (ctx.channelSecurity) actx.channelSecurityPolicyUri = ctx.channelSecurity->uri();
         if (uaplex_status st = identity_->verify(req.userIdentityToken, actx, identity);
             st != UAPLEX_Good) {
             sessions_.countSecurityRejected();
@@ -383,8 +447,8 @@ uaplex_status Dispatcher::dispatch(const enc::DataType* type, const void* reques
         is<ua::RegisterNodesRequest>(type) || is<ua::UnregisterNodesRequest>(type) ||
         is<ua::CallRequest>(type)) {
         std::shared_ptr<const session::AccessView> access = s->access();
-        uaplex_status st = services_.call(arena, s->state(), access.get(), type, request,
-                                          responseType, response);
+        uaplex_status st =
+            services_.call(arena, s->state(), access.get(), type, request, responseType, response);
         if (st == UAPLEX_Good && subscriptions_ && is<ua::CallRequest>(type))
             conditionRefresh(sessionKey(*s), *static_cast<const ua::CallRequest*>(request),
                              *static_cast<ua::CallResponse*>(response));

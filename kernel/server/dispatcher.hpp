@@ -11,6 +11,8 @@
 #include <span>
 #include <string_view>
 
+#include "securechannel/security_policy.hpp"
+#include "security/pki.hpp"
 #include "server/discovery.hpp"
 #include "server/service_handler.hpp"
 #include "server/subscription_service.hpp"
@@ -40,6 +42,8 @@ struct RequestContext {
     // Null: those services answer BadServiceUnsupported.
     std::shared_ptr<ResponseRoute> (*makeRoute)(void* user) = nullptr;
     void* routeUser = nullptr;
+    // The channel's security; null for SecurityPolicy None.
+    const securechannel::ChannelSecurity* channelSecurity = nullptr;
 };
 
 // The session's identity in the subscription engine (unique while the session lives; the
@@ -75,6 +79,9 @@ class Dispatcher {
         identity_ = identity ? identity : &anonymousOnly_;
         accessPolicy_ = policy;
     }
+    // The application instance certificate and key for CreateSession/ActivateSession
+    // signatures (Part 4 5.6.2, 5.6.3); null when only None is offered.
+    void setPki(security::Pki* pki) noexcept { pki_ = pki; }
 
     const enc::DecodeLimits& decodeLimits() const noexcept { return limits_; }
 
@@ -96,6 +103,7 @@ class Dispatcher {
     const session::IdentityVerifier anonymousOnly_{config::AccessSection{}, nullptr};
     const session::IdentityVerifier* identity_ = &anonymousOnly_;
     const session::AccessPolicy* accessPolicy_ = nullptr;
+    security::Pki* pki_ = nullptr;
 };
 
 }  // namespace uaplex::server

@@ -3,13 +3,18 @@
 #include <uaplex/transport.h>
 #include <uaplex/encoding/encoding.hpp>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 
 #include "host/logging.hpp"
 #include "host/plugin_host.hpp"
 #include "securechannel/secure_channel.hpp"
+#include "security/channel_security.hpp"
+#include "security/identity.hpp"
 #include "server/buffer_pool.hpp"
 #include "server/discovery.hpp"
 #include "server/dispatcher.hpp"
@@ -20,6 +25,46 @@
 #include "session/session_manager.hpp"
 
 namespace uaplex::server {
+
+namespace {
+
+constexpr std::string_view kTokenPolicyOnNone =
+    "http://opcfoundation.org/UA/SecurityPolicy#Basic256Sha256";
+
+// Identity-token cryptography with the application instance key and certificate.
+class PkiIdentityCrypto final : public session::IdentityCrypto {
+  public:
+    explicit PkiIdentityCrypto(security::Pki& pki) : pki_(pki) {}
+    uaplex_status decryptPassword(std::string_view, std::string_view encryptionAlgorithm,
+                                  std::span<const std::uint8_t> secret,
+                                  std::span<const std::uint8_t> serverNonce,
+                                  std::string& password) noexcept override {
+        if (!pki_.privateKey()) return UAPLEX_BadIdentityTokenInvalid;
+        try {
+            uaplex_status st = security::decryptUserPassword(pki_.privateKey(), encryptionAlgorithm,
+                                                             secret, serverNonce, password);
+            return st == UAPLEX_Good ? st : UAPLEX_BadIdentityTokenInvalid;
+        } catch (...) {
+            return UAPLEX_BadIdentityTokenInvalid;
+        }
+    }
+    uaplex_status verifyX509TokenSignature(
+        std::string_view, std::span<const std::uint8_t> userCertificate, std::string_view algorithm,
+        std::span<const std::uint8_t> signature, std::span<const std::uint8_t> serverCertificate,
+        std::span<const std::uint8_t> serverNonce) noexcept override {
+        try {
+            return security::verifyX509TokenSignature(userCertificate, algorithm, signature,
+                                                      serverCertificate, serverNonce);
+        } catch (...) {
+            return UAPLEX_BadUserSignatureInvalid;
+        }
+    }
+
+  private:
+    security::Pki& pki_;
+};
+
+}  // namespace
 
 using host::logger;
 
@@ -289,6 +334,8 @@ struct Server::Callbacks {
         limits.minTokenLifetimeMs = l.min_token_lifetime_ms;
         limits.maxTokenLifetimeMs = l.max_token_lifetime_ms;
         limits.decodeLimits = s.dispatcher_->decodeLimits();
+        limits.security = s.securityProvider_.get();
+        limits.offersNone = s.offersNone_;
         try {
             auto c = std::make_shared<Connection>(s, binding, handle, limits);
             c->channel.setAssemblyAllocator(s.messageAllocator_.get());
@@ -377,14 +424,23 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
         std::make_unique<session::SessionManager>(sl, &services_.counters(), std::move(hooks));
     deadlines_ = std::make_unique<session::DeadlineMonitor>();
     sessions_->setDeadlineMonitor(deadlines_.get());
-    discovery_ = std::make_unique<Discovery>(cfg_.server);
+    setUpSecurity();
+    discovery_ = std::make_unique<Discovery>(cfg_.server, pki_ ? pki_->own().get() : nullptr);
     // Identities and access control ([access]): the token policies the endpoints offer and
     // the rules compiled against the namespaces the services now have.
-    identity_ = std::make_unique<session::IdentityVerifier>(cfg_.access, nullptr);
+    identity_ = std::make_unique<session::IdentityVerifier>(
+        cfg_.access, pki_ ? std::make_shared<PkiIdentityCrypto>(*pki_) : nullptr);
+    if (pki_ && pki_->own()) {
+        // On None endpoints passwords and token signatures are secured with the server
+        // certificate under Basic256Sha256 (Part 4 7.41), never sent in clear.
+        identity_->setNoneTokenPolicyUri(std::string(kTokenPolicyOnNone));
+        discovery_->setNoneTokenPolicyUri(std::string(kTokenPolicyOnNone));
+    }
     accessPolicy_ = std::make_unique<session::AccessPolicy>(cfg_.access, services_.namespaceUris());
     for (const auto& w : accessPolicy_->warnings()) logger()->warn("{}", w);
     discovery_->setTokenPolicies(identity_->policies());
     dispatcher_ = std::make_unique<Dispatcher>(cfg_, *sessions_, services_, *discovery_);
+    dispatcher_->setPki(pki_.get());
     dispatcher_->setAccess(identity_.get(), accessPolicy_.get());
     if (auto* source = services_.valueSource()) {
         subscriptions_ = std::make_unique<SubscriptionService>(cfg_, *source);
@@ -444,6 +500,40 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
 
 Server::~Server() {
     stop();
+}
+
+void Server::setUpSecurity() {
+    std::vector<security::OfferedPolicy> offered;
+    for (const auto& o : cfg_.server.security) {
+        if (o.policy == "None") {
+            offersNone_ = true;
+            continue;
+        }
+        security::OfferedPolicy p{security::findPolicy(o.policy)};
+        if (!p.policy) throw std::runtime_error("security: unknown policy " + o.policy);
+        for (const auto& m : o.modes) (m == "Sign" ? p.sign : p.signAndEncrypt) = true;
+        offered.push_back(p);
+    }
+    if (offered.empty()) return;
+    // The application instance certificate: created at first start (Part 6 6.2.2).
+    pki_ = std::make_unique<security::Pki>(cfg_.server.pki_dir);
+    security::CertificateRequest request;
+    request.applicationUri = cfg_.server.application_uri;
+    request.commonName = cfg_.server.application_name;
+    char name[256] = {};
+    if (gethostname(name, sizeof name - 1) == 0 && name[0]) request.dnsNames.push_back(name);
+    request.dnsNames.push_back("localhost");
+    bool existed = std::filesystem::exists(pki_->ownCertificateFile());
+    pki_->loadOrCreateOwn(request);
+    if (!existed)
+        logger()->info("pki: created the application instance certificate {} ({})",
+                       pki_->ownCertificateFile().string(), pki_->own()->thumbprintHex());
+    securityProvider_ = std::make_unique<security::Provider>(*pki_, std::move(offered));
+    securityProvider_->onRefused = [](uaplex_status st, const security::Certificate& c) {
+        logger()->warn("pki: refused client certificate {} ({}): 0x{:08X}{}", c.subject(),
+                       c.thumbprintHex(), st,
+                       st == UAPLEX_BadCertificateUntrusted ? " BadCertificateUntrusted" : "");
+    };
 }
 
 std::size_t Server::connectionCount() const {
@@ -628,6 +718,7 @@ bool Server::unlinkQueued(void* user, session::TrackedRequest& t, uaplex_status 
 
 void Server::executeInline(Connection& c, std::uint32_t requestHandle) {
     RequestContext ctx{c.channel.id(), monotonicMs(), utcNow(), c.endpointUrl, &c.sessionCache};
+    ctx.channelSecurity = c.channel.security();
     enc::Arena arena(64 * 1024, 4096);
     enc::ByteBuffer out(256);
     std::vector<uaplex_buffer> chunks;
@@ -830,6 +921,7 @@ void Server::execute(PendingRequest& r, Worker& w, host::PluginInstance* queue) 
     }
     if (r.registry) r.registry->executing(r.tracked);
     RequestContext ctx{c->channel.id(), monotonicMs(), utcNow(), c->endpointUrl, &c->sessionCache};
+    ctx.channelSecurity = c->channel.security();
     RouteSource route{&c, r.secureRequestId};
     ctx.makeRoute = &RouteSource::make;
     ctx.routeUser = &route;

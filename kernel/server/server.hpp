@@ -27,6 +27,10 @@ namespace uaplex::host {
 class Host;
 class PluginInstance;
 }  // namespace uaplex::host
+namespace uaplex::security {
+class Pki;
+class Provider;
+}  // namespace uaplex::security
 namespace uaplex::session {
 class SessionManager;
 class DeadlineMonitor;
@@ -77,12 +81,17 @@ class Server {
     // The cryptography of identity tokens (encrypted passwords, X509 token signatures);
     // set before start().
     void setIdentityCrypto(std::shared_ptr<session::IdentityCrypto> crypto);
+    // The certificate store with the application instance certificate and its private key
+    // (security::Pki::own(), privateKey()); null when every endpoint offers None only.
+    security::Pki* pki() noexcept { return pki_.get(); }
     std::size_t connectionCount() const;
 
   private:
     friend class Connection;
     struct Callbacks;
 
+    // The PKI and the channel security of [server] security (none for None only).
+    void setUpSecurity();
     void workerLoop(Worker& worker);
     void housekeepingLoop();
     // Every publishing resolution: the subscription engine's tick.
@@ -109,6 +118,9 @@ class Server {
     config::ServerConfig cfg_;
     host::Host& host_;
     ServiceHandler& services_;
+    std::unique_ptr<security::Pki> pki_;
+    std::unique_ptr<security::Provider> securityProvider_;
+    bool offersNone_ = false;
     std::unique_ptr<KernelBufferPool> pool_;  // the fallback when no buffer_pool plugin
     const uaplex_buffer_pool_ops* poolOps_ = nullptr;
     void* poolSelf_ = nullptr;

@@ -8,9 +8,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
-#include <span>
 
 namespace uaplex::enc {
 class Arena;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 #include "services/services_internal.hpp"
 
@@ -28,7 +29,13 @@ constexpr std::int64_t kUnixEpochTicks = 116444736000000000LL;
 ua::Variant stringArray(enc::Arena& arena, const std::vector<std::string>& items) {
     auto* data = arena.allocateArray<ua::String>(items.size());
     if (data == nullptr && !items.empty()) return ua::Variant{};
-    for (std::size_t i = 0; i < items.size(); ++i) data[i] = ua::makeString(items[i]);
+    // Copied into the arena: callers may pass temporaries ({cfg.server.application_uri}).
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        char* p = arena.allocateArray<char>(items[i].size() ? items[i].size() : 1);
+        if (p == nullptr) return ua::Variant{};
+        std::memcpy(p, items[i].data(), items[i].size());
+        data[i] = ua::String{std::int32_t(items[i].size()), p};
+    }
     return ua::variantArray(ua::BuiltinType::String, std::int32_t(items.size()), data);
 }
 

@@ -8,9 +8,9 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
-#include <span>
 
 namespace uaplex::config {
 struct ServerConfig;

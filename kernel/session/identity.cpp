@@ -108,8 +108,7 @@ uaplex_status IdentityVerifier::verify(const ua::ExtensionObject& token,
             // Bounds keep a hostile token from making the hash expensive.
             if (t.userName.length <= 0 || t.userName.length > 256 || t.password.length > 4096)
                 return UAPLEX_BadIdentityTokenInvalid;
-            std::string_view policyUri =
-                p->securityPolicyUri.empty() ? ctx.channelSecurityPolicyUri : p->securityPolicyUri;
+            std::string_view policyUri = tokenPolicyUri(*p, ctx.channelSecurityPolicyUri);
             std::string password;
             if (t.encryptionAlgorithm.length <= 0) {
                 // A password in clear only where the policy says None.
@@ -139,8 +138,7 @@ uaplex_status IdentityVerifier::verify(const ua::ExtensionObject& token,
             if (!certificateIdentity(bytes(t.certificateData), thumbprint, subject))
                 return UAPLEX_BadIdentityTokenInvalid;
             const ua::SignatureData* sig = ctx.userTokenSignature;
-            std::string_view policyUri =
-                p->securityPolicyUri.empty() ? ctx.channelSecurityPolicyUri : p->securityPolicyUri;
+            std::string_view policyUri = tokenPolicyUri(*p, ctx.channelSecurityPolicyUri);
             if (!sig || sig->signature.length <= 0) return UAPLEX_BadUserSignatureInvalid;
             uaplex_status st = crypto_->verifyX509TokenSignature(
                 policyUri, bytes(t.certificateData), ua::view(sig->algorithm),

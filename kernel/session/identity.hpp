@@ -115,6 +115,9 @@ class IdentityVerifier {
     // Re-reads the users file (SIGHUP); throws UserStoreError and keeps the old users.
     void reloadUsers();
     void setCrypto(std::shared_ptr<IdentityCrypto> crypto) noexcept { crypto_ = std::move(crypto); }
+    // The policy of tokens whose policy names none, on a channel with SecurityPolicy None
+    // (Part 4 7.41: the password is then encrypted with the server certificate anyway).
+    void setNoneTokenPolicyUri(std::string uri) { noneTokenPolicyUri_ = std::move(uri); }
 
   private:
     const TokenPolicy* policy(IdentityKind kind) const noexcept;
@@ -123,6 +126,14 @@ class IdentityVerifier {
     std::vector<TokenPolicy> policies_;
     std::unique_ptr<UserStore> users_;
     std::shared_ptr<IdentityCrypto> crypto_;
+    std::string noneTokenPolicyUri_;
+    std::string_view tokenPolicyUri(const TokenPolicy& p,
+                                    std::string_view channelPolicyUri) const noexcept {
+        if (!p.securityPolicyUri.empty()) return p.securityPolicyUri;
+        if (channelPolicyUri == kSecurityPolicyNoneUri && !noneTokenPolicyUri_.empty())
+            return noneTokenPolicyUri_;
+        return channelPolicyUri;
+    }
 };
 
 }  // namespace uaplex::session

@@ -81,6 +81,50 @@ check "an unknown role is refused" grep -q "'Root' is not a well-known role" "$w
 check "users remove takes the user out" bash -c "! grep -q '^bob' '$work/out'"
 "$uaplex" users remove nobody --file "$users" > /dev/null 2>&1
 check "removing an unknown user exits 1" test $? -eq 1
+# Security: the first start with a secured policy creates the application instance
+# certificate; `uaplex pki` creates, lists, trusts and rejects certificates.
+pki="$work/pki"
+cat > "$work/secure.toml" <<TOML
+[host]
+plugin_dirs = ["$plugin_dir"]
+[server]
+endpoints = ["opc.tcp://127.0.0.1:$port"]
+application_uri = "urn:cli-test:server"
+pki_dir = "pki"
+security = [{policy = "Basic256Sha256", modes = ["SignAndEncrypt"]}]
+[slots]
+request_queue = "fifo"
+[plugins.fifo]
+[plugins.transport-tcp]
+TOML
+"$uaplex" --config "$work/secure.toml" > "$work/log" 2>&1 &
+pid=$!
+check "first start creates the certificate" wait_for "pki: created the application instance certificate"
+kill -INT "$pid"; wait "$pid"
+check "own certificate in pki_dir next to the config" test -s "$pki/own/certs/uaplex.der"
+check "private key is owner-only" test "$(stat -c %a "$pki/own/private/uaplex.pem")" = 600
+if command -v openssl >/dev/null; then
+    text=$(openssl x509 -inform DER -in "$pki/own/certs/uaplex.der" -noout -text)
+    check "certificate names the ApplicationUri" grep -q "URI:urn:cli-test:server" <<<"$text"
+    check "certificate is RSA 2048 / SHA-256" grep -q "sha256WithRSAEncryption" <<<"$text"
+    check "certificate key usage" grep -q "Digital Signature, Non Repudiation, Key Encipherment, Data Encipherment, Certificate Sign" <<<"$text"
+    check "certificate extended key usage" grep -q "TLS Web Server Authentication, TLS Web Client Authentication" <<<"$text"
+fi
+"$uaplex" pki --pki "$pki" create-cert --uri urn:cli-test:peer --out-dir "$work/peer" > "$work/out" 2>&1
+check "create-cert --out-dir writes cert and key" test -s "$work/peer/cert.der" -a -s "$work/peer/key.pem" -a -s "$work/peer/cert.pem"
+thumb=$(cut -d' ' -f1 "$work/out")
+"$uaplex" pki --pki "$pki" create-cert > "$work/out" 2>&1
+check "create-cert refuses to replace own without --force" grep -q "exists (--force replaces it)" "$work/out"
+"$uaplex" pki --pki "$pki" trust "$work/peer/cert.pem" > /dev/null
+check "trust <file> copies into trusted/certs" test -s "$pki/trusted/certs/$thumb.der"
+"$uaplex" pki --pki "$pki" list > "$work/out"
+check "list shows own and trusted" bash -c "grep -q 'urn:cli-test:server' '$work/out' && grep -q '$thumb' '$work/out'"
+"$uaplex" pki --pki "$pki" reject "$thumb" > /dev/null
+check "reject <thumbprint> moves to rejected/certs" bash -c "test -s '$pki/rejected/certs/$thumb.der' && ! test -e '$pki/trusted/certs/$thumb.der'"
+"$uaplex" pki --config "$work/secure.toml" trust "$thumb" > /dev/null
+check "trust <thumbprint> with --config moves back" bash -c "test -s '$pki/trusted/certs/$thumb.der' && ! test -e '$pki/rejected/certs/$thumb.der'"
+"$uaplex" pki --pki "$pki" trust 0000 > "$work/out" 2>&1
+check "trust of an unknown thumbprint fails" test $? -ne 0
 
 if [ "$failures" -ne 0 ]; then
     echo "---- log"; cat "$work/log"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # run_suite.sh UAPLEX PLUGIN_DIR PORT [ONLY...]: starts uaplex on 127.0.0.1:PORT with a test
-# configuration (and on PORT+1, PORT+2 with [access] settings for 12-access), installs the pinned client (npm ci, only when node_modules is stale), runs
+# configuration (and on PORT+1, PORT+2 with [access] settings for 12-access), installs the
+# pinned client (npm ci, only when node_modules is stale), runs
 # the suite (only the files matching ONLY, if given) and stops the server.
 set -euo pipefail
 uaplex=$1 plugins=$2 port=$3
@@ -25,6 +26,12 @@ file = "$work/uaplex.log"
 plugin_dirs = ["$plugins"]
 [server]
 endpoints = ["opc.tcp://127.0.0.1:$port"]
+application_uri = "urn:uaplex:interop:server"
+pki_dir = "$work/pki"
+security = [{policy = "None"},
+            {policy = "Basic256Sha256", modes = ["Sign", "SignAndEncrypt"]},
+            {policy = "Aes128_Sha256_RsaOaep", modes = ["Sign", "SignAndEncrypt"]},
+            {policy = "Aes256_Sha256_RsaPss", modes = ["Sign", "SignAndEncrypt"]}]
 [server.limits]
 handshake_timeout_ms = 2000
 [slots]
@@ -32,7 +39,8 @@ request_queue = "fifo"
 [plugins.fifo]
 [plugins.transport-tcp]
 TOML
-# Event items need a monitored-item queue factory.
+# Event items and queues above size 1 (deadband, SetMonitoringMode) need a monitored-item
+# queue factory.
 if [ -e "$plugins/uaplex-mi-default.so" ]; then
   sed -i 's/^request_queue = "fifo"$/&\nmonitored_item_queue = "mi-default"/' "$work/interop.toml"
   printf '[plugins.mi-default]\n' >>"$work/interop.toml"
@@ -40,11 +48,8 @@ fi
 for nm in demo benchmark; do
   [ -e "$plugins/uaplex-$nm.so" ] && printf '[plugins.%s]\n' "$nm" >>"$work/interop.toml"
 done
-# Monitored-item queues above size 1 (deadband and SetMonitoringMode cases queue values).
-if [ -e "$plugins/uaplex-mi-default.so" ]; then
-  sed -i 's/^request_queue = "fifo"$/&\nmonitored_item_queue = "mi-default"/' "$work/interop.toml"
-  printf '[plugins.mi-default]\n' >>"$work/interop.toml"
-fi
+# The three servers share one PKI: its certificate is made once, before they start.
+"$uaplex" pki --pki "$work/pki" create-cert --uri urn:uaplex:interop:server >/dev/null
 
 if [ ! -f "$here/node_modules/.package-lock.json" ] ||
    [ "$here/package-lock.json" -nt "$here/node_modules/.package-lock.json" ]; then
@@ -88,6 +93,8 @@ export UAPLEX_NOANON_ENDPOINT="opc.tcp://127.0.0.1:$((port + 2))"
 only=()
 for o in "$@"; do only+=(--only "$o"); done
 status=0
+# 11-security: the server's PKI (trust lists) and the uaplex binary (pki create-cert).
+export UAPLEX_PKI_DIR="$work/pki" UAPLEX_BIN="$uaplex" UAPLEX_WORK="$work"
 # The whole-run limit leaves room for a loaded machine (ctest allows 300 s).
 (cd "$here" && node run.js "opc.tcp://127.0.0.1:$port" --timeout 240 "${only[@]}") || status=$?
 if [ $status -ne 0 ]; then

@@ -244,3 +244,33 @@ TEST_CASE("[access]: defaults, rules, certificates and errors with positions") {
     REQUIRE(warn.warnings.size() == 1);
     CHECK_THAT(warn.warnings[0], Catch::Contains("unknown key 'anonimous' in [access]"));
 }
+
+TEST_CASE("[server] security and pki_dir") {
+    auto defaults = parse_string("", "/etc/uaplex/test.toml", kPaths);
+    REQUIRE(defaults.server.security.size() == 1);
+    CHECK(defaults.server.security[0].policy == "None");
+    CHECK(defaults.server.pki_dir == "/etc/uaplex/pki");
+
+    auto cfg = parse_string(
+        "[server]\npki_dir = \"{exe_dir}/../pki\"\n"
+        "security = [{policy = \"None\"}, {policy = \"Basic256Sha256\"},\n"
+        "            {policy = \"Aes256_Sha256_RsaPss\", modes = [\"SignAndEncrypt\"]}]\n",
+        "/etc/uaplex/test.toml", kPaths);
+    CHECK(cfg.server.pki_dir == "/opt/uaplex/pki");
+    REQUIRE(cfg.server.security.size() == 3);
+    CHECK(cfg.server.security[0].modes.empty());
+    CHECK(cfg.server.security[1].modes == std::vector<std::string>{"Sign", "SignAndEncrypt"});
+    CHECK(cfg.server.security[2].modes == std::vector<std::string>{"SignAndEncrypt"});
+    CHECK(cfg.warnings.empty());
+
+    CHECK(
+        error_of("[server]\nsecurity = [{policy = \"Rot13\"}]\n").find("unknown policy 'Rot13'") !=
+        std::string::npos);
+    CHECK(error_of("[server]\nsecurity = [{policy = \"Basic256\", modes = [\"Encrypt\"]}]\n")
+              .find("mode 'Encrypt'") != std::string::npos);
+    CHECK(error_of("[server]\nsecurity = [{policy = \"None\", modes = [\"Sign\"]}]\n")
+              .find("policy None has no modes") != std::string::npos);
+    CHECK(error_of("[server]\nsecurity = []\n").find("non-empty") != std::string::npos);
+    CHECK(error_of("[server]\nsecurity = [{policy = \"Basic256Sha256\", modes = []}]\n")
+              .find("modes must not be empty") != std::string::npos);
+}
