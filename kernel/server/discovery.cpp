@@ -84,11 +84,16 @@ ua::ApplicationDescription Discovery::application(enc::Arena& arena,
 
 ua::Array<ua::EndpointDescription> Discovery::endpoints(
     enc::Arena& arena, std::string_view clientUrl, const ua::Array<ua::String>& profileUris) const {
-    if (profileUris.length > 0) {
-        bool match = false;
-        for (const auto& p : profileUris) match = match || ua::view(p) == kTransportProfileUaTcp;
-        if (!match) return {0, nullptr};
+    // Which transports the client asked for (all when it names none).
+    bool wantTcp = profileUris.length <= 0, wantHttps = profileUris.length <= 0;
+    for (const auto& p : profileUris) {
+        wantTcp = wantTcp || ua::view(p) == kTransportProfileUaTcp;
+        wantHttps = wantHttps || ua::view(p) == kTransportProfileHttpsBinary;
     }
+    auto serves = [&](const std::string& url) {
+        return (wantTcp && url.rfind("opc.tcp:", 0) == 0) ||
+               (wantHttps && url.rfind("opc.https:", 0) == 0);
+    };
     ua::ApplicationDescription app = application(arena, clientUrl);
     auto* policy = arena.allocateArray<ua::UserTokenPolicy>(1);
     policy[0].policyId = ua::makeString(session::SessionManager::kAnonymousPolicyId);
@@ -97,11 +102,12 @@ ua::Array<ua::EndpointDescription> Discovery::endpoints(
     policy[0].issuerEndpointUrl = ua::nullString();
     policy[0].securityPolicyUri = ua::nullString();
     std::size_t n = 0;
-    for (const auto& url : endpointUrls_) n += url.rfind("opc.tcp:", 0) == 0;
+    for (const auto& url : endpointUrls_) n += serves(url);
     auto* eps = arena.allocateArray<ua::EndpointDescription>(n);
     std::size_t i = 0;
     for (const auto& url : endpointUrls_) {
-        if (url.rfind("opc.tcp:", 0) != 0) continue;
+        if (!serves(url)) continue;
+        bool https = url.rfind("opc.https:", 0) == 0;
         auto& e = eps[i++];
         e.endpointUrl = copy(arena, substituteHost(url, clientUrl));
         e.server = app;
@@ -109,7 +115,9 @@ ua::Array<ua::EndpointDescription> Discovery::endpoints(
         e.securityMode = ua::MessageSecurityMode::None_;
         e.securityPolicyUri = ua::makeString(securechannel::kSecurityPolicyNone);
         e.userIdentityTokens = {1, policy};
-        e.transportProfileUri = ua::makeString(kTransportProfileUaTcp);
+        // HTTPS (Part 6 7.4.1): TLS secures the bytes; SecurityPolicy None and mode None.
+        e.transportProfileUri =
+            ua::makeString(https ? kTransportProfileHttpsBinary : kTransportProfileUaTcp);
         e.securityLevel = 0;  // None: the least secure
     }
     return {std::int32_t(n), eps};

@@ -100,6 +100,7 @@ class Server {
     const uaplex_buffer_pool_ops* poolOps_ = nullptr;
     void* poolSelf_ = nullptr;
     void* poolManager_ = nullptr;
+    std::uint32_t poolBufferSize_ = 0;  // the largest buffer poolManager_ lends
     // The [slots] admission provider, or null: then requests carry no owner.
     const uaplex_admission_ops* admission_ = nullptr;
     void* admissionSelf_ = nullptr;
