@@ -384,9 +384,8 @@ struct Server::Callbacks {
         if (st != UAPLEX_Good) {
             // A body that does not decode is answered with a ServiceFault carrying the
             // decoder's status (HTTP 200); the connection stays usable.
-            if (st == UAPLEX_BadEncodingLimitsExceeded || st == UAPLEX_BadRequestTooLarge)
-                st = UAPLEX_BadRequestTooLarge;
-            else if (st != UAPLEX_BadOutOfMemory)
+            if (st != UAPLEX_BadEncodingLimitsExceeded && st != UAPLEX_BadRequestTooLarge &&
+                st != UAPLEX_BadOutOfMemory)
                 st = UAPLEX_BadDecodingError;
             enc::ByteBuffer out(256);
             std::vector<uaplex_buffer> chunks;
