@@ -438,7 +438,7 @@ class HttpsTransport final : public uaplex::sdk::Transport {
         c->keepAlive =
             !r.close && (r.version == "HTTP/1.1" || r.keepAliveHeader) && c->served < maxRequests_;
         std::string_view path = r.target.substr(0, r.target.find('?'));
-        if (r.method == "GET" || r.method == "HEAD") {
+        if (r.method == "GET") {
             if (r.hasLength && r.contentLength) return simple(c, 400, "Bad Request", false);
             if (path == healthPath_)
                 return simple(c, 200, "OK", c->keepAlive, "application/json", R"({"status":"ok"})");

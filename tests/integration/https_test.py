@@ -6,6 +6,8 @@ usage: https_test.py CASE UAPLEX PLUGIN_DIR CONFIG [BINARY_CLIENT]
   CASE: json        curl: health, metrics, GetEndpoints, CreateSession, ActivateSession, Read,
                     Write, Browse, Call; malformed JSON is a ServiceFault; 413 past max_body_size
         binary      the binary client's session (https_binary_client)
+        http        hostile HTTP: oversized head, bad lines and lengths, chunked, 413 before the
+                    body, keep-alive and pipelining, max_requests_per_connection, max_connections
         clientcert  client_certificates = "required": a trusted certificate gets in, an
                     untrusted one and none are refused in the TLS handshake
 """
@@ -235,6 +237,131 @@ def case_clientcert(exe, plugin_dir, config, d):
         s.stop()
 
 
+class Raw:
+    """One TLS connection speaking raw HTTP, for inputs curl would not send."""
+
+    def __init__(self, port):
+        import ssl
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        self.sock = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), 10))
+        self.sock.settimeout(10)
+        self.buf = b""
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+    def response(self):
+        """(status, headers text, body), or None when the server closed the connection."""
+        try:
+            while b"\r\n\r\n" not in self.buf:
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    return None
+                self.buf += chunk
+            head, _, rest = self.buf.partition(b"\r\n\r\n")
+            text = head.decode()
+            length = 0
+            for line in text.split("\r\n")[1:]:
+                if line.lower().startswith("content-length:"):
+                    length = int(line.split(":")[1])
+            while len(rest) < length:
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    return None
+                rest += chunk
+            self.buf = rest[length:]
+            return int(text.split(" ")[1]), text, rest[:length]
+        except (OSError, ValueError):
+            return None
+
+    def closed(self):
+        try:
+            return self.sock.recv(1) == b""
+        except OSError:
+            return True
+
+    def close(self):
+        self.sock.close()
+
+
+def case_http(exe, plugin_dir, config, d):
+    cert, key = openssl_cert(d, "server", "localhost")
+    s = Server(exe, plugin_dir, config, d,
+               'certificate = "%s"\nprivate_key = "%s"\nmax_body_size = 65536\n'
+               'max_connections = 3\nmax_requests_per_connection = 3\n' % (cert, key))
+    get = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+    try:
+        c = Raw(s.port)
+        c.send(get + get)  # pipelined: answered in order
+        r1, r2 = c.response(), c.response()
+        check(r1 and r1[0] == 200 and r2 and r2[0] == 200 and "close" not in r2[1].lower(),
+              "keep-alive: two requests on one connection")
+        c.send(get)
+        r3 = c.response()
+        check(r3 and r3[0] == 200 and "Connection: close" in r3[1] and c.closed(),
+              "max_requests_per_connection: the last response closes the connection")
+        c.close()
+
+        rc, code, _ = curl(["--tlsv1.0", "--tls-max", "1.1", "https://127.0.0.1:%d/health" % s.port])
+        check(rc != 0 and code == 0, "TLS 1.1 is refused")
+        rc, code, _ = curl(["--tlsv1.3", "https://127.0.0.1:%d/health" % s.port])
+        check(rc == 0 and code == 200, "TLS 1.3 is served")
+
+        cases = [
+            (b"GET /health HTTP/1.1\r\nX: " + b"a" * 20000 + b"\r\n\r\n", 431, "a head over 16 KiB is 431"),
+            (b"GARBAGE\r\n\r\n", 400, "a malformed request line is 400"),
+            (b"POST /UA HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n", 400,
+             "conflicting Content-Length is 400"),
+            (b"POST /UA HTTP/1.1\r\nContent-Length: -1\r\n\r\n", 400, "a negative Content-Length is 400"),
+            (b"POST /UA HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", 411, "a chunked body is 411"),
+            (b"POST /UA HTTP/1.1\r\nContent-Type: application/octet-stream\r\n"
+             b"Content-Length: 99999999999\r\n\r\n", 413, "a huge Content-Length is 413 before any body"),
+            (b"DELETE /UA HTTP/1.1\r\n\r\n", 405, "another method is 405"),
+        ]
+        for data, status, what in cases:
+            c = Raw(s.port)
+            c.send(data)
+            r = c.response()
+            check(r is not None and r[0] == status, what)
+            c.close()
+
+        # max_connections = 3: a fourth connection is closed at accept.
+        # The connections above close asynchronously: hold three once the server has let
+        # each of them in (answered a request).
+        held = []
+        for _ in range(100):
+            if len(held) == 3:
+                break
+            try:
+                h = Raw(s.port)
+                h.send(get)
+                if h.response():
+                    held.append(h)
+                    continue
+                h.close()
+            except OSError:
+                pass
+            time.sleep(0.1)
+        check(len(held) == 3, "three connections are let in")
+        try:
+            extra = Raw(s.port)
+            extra.send(get)
+            refused = extra.response() is None
+            extra.close()
+        except OSError:
+            refused = True
+        check(refused, "max_connections: a fourth connection is refused")
+        for h in held:
+            h.close()
+        time.sleep(0.3)
+        rc, code, _ = curl(["https://127.0.0.1:%d/health" % s.port])
+        check(code == 200 and s.alive(), "the server keeps serving")
+    finally:
+        s.stop()
+
+
 def main():
     case, exe, plugin_dir, config = sys.argv[1:5]
     with tempfile.TemporaryDirectory() as d:
@@ -242,6 +369,8 @@ def main():
             case_json(exe, plugin_dir, config, d)
         elif case == "binary":
             case_binary(exe, plugin_dir, config, d, sys.argv[5])
+        elif case == "http":
+            case_http(exe, plugin_dir, config, d)
         elif case == "clientcert":
             case_clientcert(exe, plugin_dir, config, d)
         else:
