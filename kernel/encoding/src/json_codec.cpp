@@ -1363,6 +1363,7 @@ void readExtensionObject(JsonReader& r, ExtensionObject& e) noexcept {
         if (e.type_id.identifier_type == UAPLEX_ID_NUMERIC && e.type_id.namespace_index == 0) {
             t = findDataTypeByTypeId(e.type_id.identifier.numeric);
             if (t == nullptr) t = findDataTypeByEncodingId(e.type_id.identifier.numeric);
+            if (t == nullptr) t = findDataTypeByJsonEncodingId(e.type_id.identifier.numeric);
         }
         if (t == nullptr || t->binaryEncodingId == 0 ||
             (t->kind != TypeKind::Structure && t->kind != TypeKind::StructureWithOptionalFields &&

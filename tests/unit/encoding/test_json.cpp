@@ -164,6 +164,12 @@ TEST_CASE("JSON: structures use schema names and omit defaults", "[json]") {
     CHECK(r.nodesToRead[0].attributeId == 13);
     CHECK(ua::equal(r.nodesToRead[0].nodeId, ua::stringNodeId(2, "Demo.Static.Scalar.Double")));
     CHECK(r.nodesToRead[0].indexRange.length == -1);
+
+    // The DefaultJson encoding NodeId (Part 6 1.04 names a DataTypeEncoding) works as well.
+    m = enc::decodeJsonMessage(bytesOf(R"({"TypeId":{"Id":15257},"Body":{}})"), arena, {});
+    CHECK(m.status == UAPLEX_Good);
+    CHECK(m.type == enc::dataTypeOf<ua::ReadRequest>());
+    CHECK(enc::dataTypeOf<ua::ReadRequest>()->jsonEncodingId == 15257);
 }
 
 TEST_CASE("JSON: decoder accepts the alternative forms", "[json]") {

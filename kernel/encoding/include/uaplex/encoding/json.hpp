@@ -27,8 +27,9 @@ uaplex_status decodeJson(std::span<const std::uint8_t> input, Arena& arena,
                          const DecodeLimits& limits, const DataType& type, void** out) noexcept;
 
 // A service message as JSON: an ExtensionObject {"TypeId":{"Id":n},"Body":{...}} whose TypeId
-// is the message's DataType NodeId or its DefaultBinary encoding NodeId (both accepted; the
-// encoder writes the DataType NodeId). Returns the decoded structure like decodeMessage.
+// is the message's DataType NodeId, its DefaultJson or its DefaultBinary encoding NodeId (all
+// accepted; the encoder writes the DataType NodeId). Returns the decoded structure like
+// decodeMessage.
 DecodedMessage decodeJsonMessage(std::span<const std::uint8_t> input, Arena& arena,
                                  const DecodeLimits& limits) noexcept;
 uaplex_status encodeJsonMessage(ByteBuffer& out, const DataType& type, const void* object,
