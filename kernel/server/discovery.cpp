@@ -100,11 +100,16 @@ ua::ApplicationDescription Discovery::application(enc::Arena& arena,
 
 ua::Array<ua::EndpointDescription> Discovery::endpoints(
     enc::Arena& arena, std::string_view clientUrl, const ua::Array<ua::String>& profileUris) const {
-    if (profileUris.length > 0) {
-        bool match = false;
-        for (const auto& p : profileUris) match = match || ua::view(p) == kTransportProfileUaTcp;
-        if (!match) return {0, nullptr};
+    // Which transports the client asked for (all when it names none).
+    bool wantTcp = profileUris.length <= 0, wantHttps = profileUris.length <= 0;
+    for (const auto& p : profileUris) {
+        wantTcp = wantTcp || ua::view(p) == kTransportProfileUaTcp;
+        wantHttps = wantHttps || ua::view(p) == kTransportProfileHttpsBinary;
     }
+    auto serves = [&](const std::string& url) {
+        return (wantTcp && url.rfind("opc.tcp:", 0) == 0) ||
+               (wantHttps && url.rfind("opc.https:", 0) == 0);
+    };
     ua::ApplicationDescription app = application(arena, clientUrl);
     // Token policies for secured endpoints (empty securityPolicyUri: the endpoint's) and for
     // None endpoints, where a password or token signature needs a policy of its own.
@@ -128,9 +133,10 @@ ua::Array<ua::EndpointDescription> Discovery::endpoints(
             !noneTokenPolicyUri_.empty())
             policyNone[k].securityPolicyUri = copy(arena, noneTokenPolicyUri_);
     }
-    std::size_t urls = 0;
-    for (const auto& url : endpointUrls_) urls += url.rfind("opc.tcp:", 0) == 0;
-    std::size_t n = urls * offers_.size();
+    // opc.tcp: one endpoint per offered policy and mode; opc.https: one, None/None.
+    std::size_t n = 0;
+    for (const auto& url : endpointUrls_)
+        if (serves(url)) n += url.rfind("opc.https:", 0) == 0 ? 1 : offers_.size();
     auto* eps = arena.allocateArray<ua::EndpointDescription>(n);
     if (!eps && n) return {0, nullptr};
     ua::ByteString cert{std::int32_t(certificate_.size()),
@@ -138,8 +144,21 @@ ua::Array<ua::EndpointDescription> Discovery::endpoints(
     if (certificate_.empty()) cert = ua::nullByteString();
     std::size_t i = 0;
     for (const auto& url : endpointUrls_) {
-        if (url.rfind("opc.tcp:", 0) != 0) continue;
+        if (!serves(url)) continue;
         ua::String endpointUrl = copy(arena, substituteHost(url, clientUrl));
+        if (url.rfind("opc.https:", 0) == 0) {
+            // HTTPS (Part 6 7.4.1): TLS secures the bytes; SecurityPolicy None and mode None.
+            auto& e = eps[i++];
+            e.endpointUrl = endpointUrl;
+            e.server = app;
+            e.serverCertificate = cert;
+            e.securityMode = ua::MessageSecurityMode::None_;
+            e.securityPolicyUri = ua::makeString(securechannel::kSecurityPolicyNone);
+            e.userIdentityTokens = {std::int32_t(np), policyNone};
+            e.transportProfileUri = ua::makeString(kTransportProfileHttpsBinary);
+            e.securityLevel = 0;
+            continue;
+        }
         for (const auto& o : offers_) {
             auto& e = eps[i++];
             e.endpointUrl = endpointUrl;

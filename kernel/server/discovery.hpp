@@ -17,6 +17,9 @@ namespace uaplex::server {
 
 inline constexpr std::string_view kTransportProfileUaTcp =
     "http://opcfoundation.org/UA-Profile/Transport/uatcp-uasc-uabinary";
+// opc.https endpoints (Part 6 7.4.4); the same endpoint also takes JSON bodies.
+inline constexpr std::string_view kTransportProfileHttpsBinary =
+    "http://opcfoundation.org/UA-Profile/Transport/https-uabinary";
 
 class Discovery {
   public:

@@ -5,7 +5,9 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
+#include <climits>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
@@ -96,6 +98,9 @@ struct TransportBinding {
     void* self = nullptr;
     std::string name;
     std::string scheme;
+    // opc.https: no UASC; every connection of the endpoint shares one SecureChannel id (Part 6
+    // 7.4.1: all HTTPS communication via a URL is a single SecureChannel).
+    std::uint32_t httpsChannelId = 0;
 };
 
 // A decoded-to-be request between the I/O thread and a worker. The entry comes first so the
@@ -199,6 +204,14 @@ class Connection final : public securechannel::ChunkOutput,
             transport_.ops->secure_channel_opened)
             transport_.ops->secure_channel_opened(transport_.self, handle_);
     }
+    // The SecureChannel the requests of this connection belong to.
+    std::uint32_t channelId() const noexcept {
+        return httpsChannelId ? httpsChannelId : channel.id();
+    }
+    // Sends one response: as UASC chunks, or (opc.https) as the whole body in the request's
+    // encoding. BadResponseTooLarge when it exceeds the limits.
+    uaplex_status sendResponse(std::uint32_t requestId, std::span<const std::uint8_t> body,
+                               std::vector<uaplex_buffer>& chunks) noexcept;
     // on_closed: the handle is invalid from now on.
     void transportClosed() noexcept {
         {
@@ -272,8 +285,10 @@ class Connection final : public securechannel::ChunkOutput,
         connectionLeaseHeld = false;
     }
 
-    std::string peer;         // "ip:port", for admission
-    std::string endpointUrl;  // from Hello; written before any request of the connection
+    std::uint32_t httpsChannelId = 0;  // non-zero on an opc.https connection
+    bool httpsJson = false;            // the request in flight came as JSON
+    std::string peer;                  // "ip:port", for admission
+    std::string endpointUrl;           // from Hello; written before any request of the connection
     securechannel::SecureChannel channel;
     session::SessionCache sessionCache;
     // The requests sent without a usable session, so that their TimeoutHint is honoured by
@@ -296,9 +311,9 @@ class ChannelRoute final : public ResponseRoute {
     void send(std::span<const std::uint8_t> body) noexcept override {
         if (c_->gone()) return;
         std::vector<uaplex_buffer> chunks;
-        c_->channel.sendMessage(requestId_, body, chunks);
+        c_->sendResponse(requestId_, body, chunks);
     }
-    std::uint32_t channelId() const noexcept override { return c_->channel.id(); }
+    std::uint32_t channelId() const noexcept override { return c_->channelId(); }
     bool open() const noexcept override { return !c_->gone(); }
 
   private:
@@ -322,7 +337,7 @@ struct RouteSource {
 // --- transport callbacks (I/O threads) -------------------------------------------------------
 
 struct Server::Callbacks {
-    static uaplex_status onAccepted(void* user, uaplex_connection* handle, uaplex_str,
+    static uaplex_status onAccepted(void* user, uaplex_connection* handle, uaplex_str url,
                                     uaplex_str peer, void** out) {
         auto& binding = *static_cast<TransportBinding*>(user);
         Server& s = *binding.server;
@@ -340,6 +355,11 @@ struct Server::Callbacks {
             auto c = std::make_shared<Connection>(s, binding, handle, limits);
             c->channel.setAssemblyAllocator(s.messageAllocator_.get());
             c->peer.assign(peer.data ? peer.data : "", peer.len);
+            if (binding.httpsChannelId) {
+                // No Hello on opc.https: the endpoint is the URL the connection came in on.
+                c->httpsChannelId = binding.httpsChannelId;
+                c->endpointUrl.assign(url.data ? url.data : "", url.len);
+            }
             if (s.admission_) {
                 uaplex_status st = s.admitConnection(*c);
                 if (st != UAPLEX_Good) return st;  // the transport refuses the connection
@@ -383,6 +403,83 @@ struct Server::Callbacks {
         return UAPLEX_Good;
     }
 
+    // opc.https: one whole request body (binary, or JSON transcoded to binary here).
+    static uaplex_status onRequest(void* user, void* cuser, uint32_t encoding,
+                                   uaplex_buffer* buffers, size_t count) {
+        Server& s = *static_cast<TransportBinding*>(user)->server;
+        auto& c = *static_cast<Connection*>(cuser);
+        c.httpsJson = encoding == UAPLEX_TRANSPORT_BODY_JSON;
+        enc::ByteBuffer& body = c.channel.assembledBody();
+        body.clear();
+        uaplex_status st = UAPLEX_Good;
+        try {
+            std::size_t total = 0;
+            for (size_t i = 0; i < count; ++i) total += buffers[i].used;
+            if (total > s.dispatcher_->decodeLimits().maxMessageSize) {
+                st = UAPLEX_BadRequestTooLarge;
+            } else if (!c.httpsJson) {
+                enc::BinaryWriter w(body);
+                for (size_t i = 0; i < count; ++i) w.writeBytes(buffers[i].data, buffers[i].used);
+                st = w.status();
+            } else {
+                // JSON is for scripts and browsers, not the steady path: the kernel works in
+                // the binary encoding, so the request is transcoded once.
+                std::vector<std::uint8_t> text;
+                text.reserve(total);
+                for (size_t i = 0; i < count; ++i)
+                    text.insert(text.end(), buffers[i].data, buffers[i].data + buffers[i].used);
+                enc::Arena arena(s.dispatcher_->decodeLimits().maxArenaBytes);
+                enc::DecodedMessage m =
+                    enc::decodeJsonMessage(text, arena, s.dispatcher_->decodeLimits());
+                st = m.status;
+                if (st == UAPLEX_Good) {
+                    enc::BinaryWriter w(body);
+                    st = enc::encodeMessage(w, *m.type, m.object);
+                }
+            }
+        } catch (...) {
+            st = UAPLEX_BadOutOfMemory;
+        }
+        for (size_t i = 0; i < count; ++i) c.giveBack(buffers[i]);
+        if (st != UAPLEX_Good) {
+            // A body that does not decode is answered with a ServiceFault carrying the
+            // decoder's status (HTTP 200); the connection stays usable.
+            if (st != UAPLEX_BadEncodingLimitsExceeded && st != UAPLEX_BadRequestTooLarge &&
+                st != UAPLEX_BadOutOfMemory)
+                st = UAPLEX_BadDecodingError;
+            enc::ByteBuffer out(256);
+            std::vector<uaplex_buffer> chunks;
+            Dispatcher::encodeFault(0, st, utcNow(), out);
+            c.sendResponse(0, out.span(), chunks);
+            return UAPLEX_Good;
+        }
+        s.submit(c);
+        return UAPLEX_Good;
+    }
+
+    // GET /metrics of transport-https: the host's metrics in the Prometheus text format.
+    static uaplex_status writeMetrics(void* user, char* out, size_t capacity, size_t* outLen) {
+        Server& s = *static_cast<TransportBinding*>(user)->server;
+        std::string text;
+        try {
+            auto line = [&text](std::string_view name, std::int64_t v) {
+                std::string n = "uaplex_";
+                for (char ch : name)
+                    n += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_') ? ch : '_';
+                text += n + " " + std::to_string(v) + "\n";
+            };
+            for (const auto& [name, value] : s.host_.services().metrics.snapshot())
+                line(name, value);
+            line("server_connections", std::int64_t(s.connectionCount()));
+        } catch (...) {
+            return UAPLEX_BadOutOfMemory;
+        }
+        *outLen = text.size();
+        if (text.size() > capacity) return UAPLEX_BadOutOfRange;
+        std::memcpy(out, text.data(), text.size());
+        return UAPLEX_Good;
+    }
+
     static uaplex_status onClosed(void* user, void* cuser, uaplex_status) {
         auto& s = *static_cast<TransportBinding*>(user)->server;
         auto* c = static_cast<Connection*>(cuser);
@@ -401,6 +498,57 @@ struct Server::Callbacks {
         return UAPLEX_Good;
     }
 };
+
+uaplex_status Connection::sendResponse(std::uint32_t requestId, std::span<const std::uint8_t> body,
+                                       std::vector<uaplex_buffer>& chunks) noexcept {
+    if (httpsChannelId == 0) return channel.sendMessage(requestId, body, chunks);
+    enc::ByteBuffer json;
+    if (httpsJson) {
+        // The response in the request's encoding. One the JSON encoding cannot carry is
+        // answered like an oversized one (the caller sends a ServiceFault instead).
+        enc::Arena arena;
+        enc::DecodeLimits own;  // our own encoder's output: only the size bounds it
+        own.maxStringLength = own.maxByteStringLength = own.maxArrayLength = INT32_MAX;
+        own.maxArenaBytes = std::size_t(1) << 31;
+        own.maxMessageSize = body.size();
+        enc::DecodedMessage m = enc::decodeMessage(body, arena, own);
+        try {
+            if (m.status != UAPLEX_Good ||
+                enc::encodeJsonMessage(json, *m.type, m.object) != UAPLEX_Good)
+                return UAPLEX_BadResponseTooLarge;
+        } catch (...) {
+            return UAPLEX_BadResponseTooLarge;
+        }
+        body = json.span();
+    }
+    std::uint32_t max = server_.cfg_.server.limits.max_message_size;
+    if (max != 0 && body.size() > max) return UAPLEX_BadResponseTooLarge;
+    try {
+        chunks.clear();
+        std::size_t at = 0;
+        do {
+            std::size_t n = std::min<std::size_t>(server_.poolBufferSize_, body.size() - at);
+            uaplex_buffer b;
+            if (!rent(std::uint32_t(std::max<std::size_t>(n, 1)), b)) {
+                for (auto& x : chunks) giveBack(x);
+                chunks.clear();
+                return UAPLEX_BadOutOfMemory;
+            }
+            if (n) std::memcpy(b.data, body.data() + at, n);
+            b.used = n;
+            chunks.push_back(b);
+            at += n;
+        } while (at < body.size());
+    } catch (...) {
+        for (auto& x : chunks) giveBack(x);
+        chunks.clear();
+        return UAPLEX_BadOutOfMemory;
+    }
+    // One send per response: the transport frames it as one HTTP response.
+    send(chunks.data(), chunks.size());
+    chunks.clear();
+    return UAPLEX_Good;
+}
 
 // --- Server --------------------------------------------------------------------------------
 
@@ -496,6 +644,7 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
             throw std::runtime_error("buffer pool: cannot create the uasc-messages manager");
         messageAllocator_ = std::make_unique<PoolBufferAllocator>(poolOps_, poolSelf_, mm);
     }
+    poolBufferSize_ = bufferSize;
 }
 
 Server::~Server() {
@@ -581,6 +730,8 @@ void Server::start() {
     params.handshake_timeout_ms = l.handshake_timeout_ms;
     params.server_uri = {cfg_.server.application_uri.data(), cfg_.server.application_uri.size()};
     params.on_hello = &Callbacks::onHello;
+    params.on_request = &Callbacks::onRequest;
+    params.write_metrics = &Callbacks::writeMetrics;
 
     std::vector<TransportBinding*> bindings;
     for (const auto& name : host_.transport_plugins()) {
@@ -594,6 +745,7 @@ void Server::start() {
         uaplex_str scheme{};
         if (b->ops->scheme(b->self, &scheme) == UAPLEX_Good)
             b->scheme.assign(scheme.data, scheme.len);
+        if (b->scheme == "opc.https") b->httpsChannelId = nextChannelId_.fetch_add(1);
         inst->start();
         transports_.push_back(std::move(inst));
         bindings.push_back(b.get());
@@ -717,16 +869,16 @@ bool Server::unlinkQueued(void* user, session::TrackedRequest& t, uaplex_status 
 }
 
 void Server::executeInline(Connection& c, std::uint32_t requestHandle) {
-    RequestContext ctx{c.channel.id(), monotonicMs(), utcNow(), c.endpointUrl, &c.sessionCache};
+    RequestContext ctx{c.channelId(), monotonicMs(), utcNow(), c.endpointUrl, &c.sessionCache};
     ctx.channelSecurity = c.channel.security();
     enc::Arena arena(64 * 1024, 4096);
     enc::ByteBuffer out(256);
     std::vector<uaplex_buffer> chunks;
     dispatcher_->handle(c.channel.assembledBody().span(), ctx, arena, out);
-    uaplex_status st = c.channel.sendMessage(c.channel.assembledRequestId(), out.span(), chunks);
+    uaplex_status st = c.sendResponse(c.channel.assembledRequestId(), out.span(), chunks);
     if (st == UAPLEX_BadResponseTooLarge) {
         Dispatcher::encodeFault(requestHandle, UAPLEX_BadResponseTooLarge, ctx.utc, out);
-        c.channel.sendMessage(c.channel.assembledRequestId(), out.span(), chunks);
+        c.sendResponse(c.channel.assembledRequestId(), out.span(), chunks);
     }
 }
 
@@ -761,7 +913,7 @@ void Server::submit(Connection& c) {
     // Requests without a usable session are tracked by the connection (deadlines, drains).
     std::shared_ptr<session::Session> s;
     if (prefix.ok && prefix.authenticationToken.identifier_type == UAPLEX_ID_BYTESTRING &&
-        sessions_->resolve(prefix.authenticationToken, c.channel.id(), now, s, &c.sessionCache) ==
+        sessions_->resolve(prefix.authenticationToken, c.channelId(), now, s, &c.sessionCache) ==
             UAPLEX_Good) {
         r->registry = &s->requests();
         r->session = std::move(s);
@@ -780,7 +932,7 @@ void Server::completeRefused(PendingRequest& r, std::uint32_t status) noexcept {
         enc::ByteBuffer out(256);
         std::vector<uaplex_buffer> chunks;
         Dispatcher::encodeFault(r.entry.request_handle, status, utcNow(), out);
-        c->channel.sendMessage(r.secureRequestId, out.span(), chunks);
+        c->sendResponse(r.secureRequestId, out.span(), chunks);
     }
     if (c) c->release(&r);
 }
@@ -850,7 +1002,7 @@ void Server::classify(Connection& c, PendingRequest& r, const RequestPrefix& pre
     uaplex_admission_owner*& owner = cache.owners[kind];
     if (!owner) {
         ua::Guid guid{};
-        auto info = admissionInfo(c.channel.id(), flags, c.peer, bound.get(), guid);
+        auto info = admissionInfo(c.channelId(), flags, c.peer, bound.get(), guid);
         uaplex_status st = bound ? admission_->classify(admissionSelf_, &info, &owner)
                                  : admission_->classify_connection(admissionSelf_, &info, &owner);
         if (st != UAPLEX_Good) owner = nullptr;  // no owner: the queue refuses the request
@@ -890,7 +1042,7 @@ uaplex_status Server::revalidate(void* user, uaplex_request_entry* entry) {
     // session lives on this channel the provider would find the same key and class. Only a
     // change goes to the provider, which names the status (spec 2): that keeps hashing the
     // key out of the per-request path.
-    const std::uint32_t channelId = r.connection->channel.id();
+    const std::uint32_t channelId = r.connection->channelId();
     if (!r.session->closed() && r.session->channelId() == channelId) return UAPLEX_Good;
     ua::Guid guid{};
     auto info =
@@ -920,7 +1072,7 @@ void Server::execute(PendingRequest& r, Worker& w, host::PluginInstance* queue) 
         return;
     }
     if (r.registry) r.registry->executing(r.tracked);
-    RequestContext ctx{c->channel.id(), monotonicMs(), utcNow(), c->endpointUrl, &c->sessionCache};
+    RequestContext ctx{c->channelId(), monotonicMs(), utcNow(), c->endpointUrl, &c->sessionCache};
     ctx.channelSecurity = c->channel.security();
     RouteSource route{&c, r.secureRequestId};
     ctx.makeRoute = &RouteSource::make;
@@ -949,10 +1101,10 @@ void Server::execute(PendingRequest& r, Worker& w, host::PluginInstance* queue) 
     // The response is encoded: recycle the request before sending, so that the client's
     // next request finds it free (a request-response client then needs one per connection).
     c->release(&r);
-    uaplex_status st = c->channel.sendMessage(requestId, w.out.span(), w.chunks);
+    uaplex_status st = c->sendResponse(requestId, w.out.span(), w.chunks);
     if (st == UAPLEX_BadResponseTooLarge) {
         Dispatcher::encodeFault(handle, UAPLEX_BadResponseTooLarge, ctx.utc, w.out);
-        c->channel.sendMessage(requestId, w.out.span(), w.chunks);
+        c->sendResponse(requestId, w.out.span(), w.chunks);
     }
     // The chunks hold their own copy: the encoding goes back to the pool.
     if (w.out.allocator()) w.out.release();

@@ -129,6 +129,7 @@ class Server {
     // `uasc-messages` manager (MaxBufferSize = the chunk buffer size) through this
     // allocator; larger messages use the heap.
     std::unique_ptr<PoolBufferAllocator> messageAllocator_;
+    std::uint32_t poolBufferSize_ = 0;  // the largest buffer poolManager_ lends
     // The [slots] admission provider, or null: then requests carry no owner.
     const uaplex_admission_ops* admission_ = nullptr;
     void* admissionSelf_ = nullptr;

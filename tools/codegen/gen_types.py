@@ -415,7 +415,8 @@ def main() -> int:
                "Union": f"offsetof({s.name}, switchField)"}.get(s.kind, "0")
         c.append(f'    {{"{s.name}", {id_by_name.get(s.name, 0)}, {enc_id}, sizeof({s.name}), alignof({s.name}), '
                  f'TypeKind::{s.kind}, 0, {min_of(s.name)}, {sel}, {fields}, nullptr, 0, '
-                 f'&decodeThunk<{s.name}>, &encodeThunk<{s.name}>}},')
+                 f'&decodeThunk<{s.name}>, &encodeThunk<{s.name}>, '
+                 f'{id_by_name.get(s.name + "_Encoding_DefaultJson", 0)}}},')
     c.append("};")
     by_name = sorted(range(total), key=lambda i: rows[i][0])
     by_type = sorted((i for i in range(total) if rows[i][1]), key=lambda i: rows[i][1])

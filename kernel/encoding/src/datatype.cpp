@@ -57,6 +57,13 @@ const DataType* findDataTypeByEncodingId(std::uint32_t id) noexcept {
     return (it != e && kDataTypes[*it].binaryEncodingId == id) ? &kDataTypes[*it] : nullptr;
 }
 
+const DataType* findDataTypeByJsonEncodingId(std::uint32_t id) noexcept {
+    if (id == 0) return nullptr;
+    for (const DataType& t : allDataTypes())
+        if (t.jsonEncodingId == id) return &t;
+    return nullptr;
+}
+
 const FieldDescriptor* DataType::field(std::string_view fieldName) const noexcept {
     for (const FieldDescriptor& f : fieldSpan())
         if (f.name == fieldName) return &f;

@@ -64,7 +64,26 @@ typedef struct uaplex_transport_params {
      * closes the connection with an Error message carrying it. May be NULL. */
     uaplex_status (*on_hello)(void* user, void* connection_user,
                               const uaplex_transport_negotiated* negotiated);
+    /* --- appended in ABI 1.4 (transports without UASC: opc.https) --- */
+    /* One whole request message arrived (an HTTP POST body; Part 6 7.4): `encoding` says
+     * how (uaplex_transport_body). The body is `count` buffers in order; their ownership
+     * passes to the kernel. The kernel answers every request with exactly one send() whose
+     * buffers together are the whole response body, in the request's encoding, in request
+     * order; a body that does not decode is answered with a ServiceFault. The connection
+     * belongs to the endpoint's one shared SecureChannel. May be NULL. */
+    uaplex_status (*on_request)(void* user, void* connection_user, uint32_t encoding,
+                                uaplex_buffer* buffers, size_t count);
+    /* Writes the server's metrics in the Prometheus text format to `out` (capacity bytes,
+     * caller-owned); *out_len = the bytes the text needs. BadOutOfRange when it does not
+     * fit (call again with a larger buffer). Any thread. May be NULL. */
+    uaplex_status (*write_metrics)(void* user, char* out, size_t capacity, size_t* out_len);
 } uaplex_transport_params;
+
+/* How a request body passed to on_request is encoded. */
+typedef enum uaplex_transport_body {
+    UAPLEX_TRANSPORT_BODY_BINARY = 0, /* encoding NodeId + body (application/octet-stream) */
+    UAPLEX_TRANSPORT_BODY_JSON = 1    /* a JSON ExtensionObject (application/opcua+uajson) */
+} uaplex_transport_body;
 
 typedef struct uaplex_transport_ops {
     uaplex_header hdr; /* UAPLEX_STYPE_TRANSPORT_OPS */

@@ -13,6 +13,10 @@ class Filler {
   public:
     Filler(enc::Arena& arena, std::uint64_t seed) : arena_(arena), state_(seed | 1) {}
 
+    // Values the JSON encoding carries exactly (Part 6 5.4): DateTime within years
+    // 0001..9999, no NaN payloads, an ExpandedNodeId with a NamespaceUri has index 0.
+    void jsonSafe(bool on) { jsonSafe_ = on; }
+
     void fill(const enc::DataType& type, void* obj, int depth = 0) {
         using enc::TypeKind;
         auto* base = static_cast<std::uint8_t*>(obj);
@@ -200,12 +204,19 @@ class Filler {
             case K::StatusCode:
             case K::Float:
                 std::memcpy(p, &r, 4);
+                if (jsonSafe_ && k == K::Float &&
+                    *static_cast<float*>(p) != *static_cast<float*>(p))
+                    *static_cast<float*>(p) = 0.5f;
                 break;
             case K::Int64:
             case K::UInt64:
             case K::DateTime:
             case K::Double:
+                if (jsonSafe_ && k == K::DateTime) r %= 2'500'000'000'000'000'000ull;
                 std::memcpy(p, &r, 8);
+                if (jsonSafe_ && k == K::Double &&
+                    *static_cast<double*>(p) != *static_cast<double*>(p))
+                    *static_cast<double*>(p) = -0.25;
                 break;
             case K::String:
             case K::XmlElement:
@@ -231,6 +242,7 @@ class Filler {
                 x.mask = std::uint8_t(r & 0xC0);
                 x.namespace_uri = (x.mask & 0x80) ? str() : ua::nullString();
                 x.server_index = (x.mask & 0x40) ? std::uint32_t(r >> 8) : 0;
+                if (jsonSafe_ && (x.mask & 0x80)) x.node_id.namespace_index = 0;
                 *static_cast<ua::ExpandedNodeId*>(p) = x;
                 break;
             }
@@ -312,6 +324,7 @@ class Filler {
 
     enc::Arena& arena_;
     std::uint64_t state_;
+    bool jsonSafe_ = false;
 };
 
 }  // namespace uaplex::test

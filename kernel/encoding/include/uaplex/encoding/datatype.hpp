@@ -86,6 +86,7 @@ struct DataType {
     std::uint32_t enumValueCount;
     DecodeFn decodeFn;
     EncodeFn encodeFn;
+    std::uint32_t jsonEncodingId = 0;  // ns0 <Name>_Encoding_DefaultJson (0 if none)
 
     std::span<const FieldDescriptor> fieldSpan() const noexcept { return {fields, fieldCount}; }
     std::span<const EnumValue> enumSpan() const noexcept { return {enumValues, enumValueCount}; }
@@ -102,13 +103,14 @@ const DataType* dataTypeOf() noexcept {
 // dependent lookup. These forward qualified calls such as enc::decode(r, request) to them;
 // an unqualified call still binds directly to the generated function.
 template <class T>
-    requires(std::is_class_v<T> && requires(const T* p) { dataTypeOf(p); })
-void decode(BinaryReader& r, T& v) noexcept {
+requires(std::is_class_v<T>&& requires(const T* p) { dataTypeOf(p); }) void decode(BinaryReader& r,
+                                                                                   T& v) noexcept {
     dataTypeOf(static_cast<const T*>(&v))->decodeFn(r, &v);
 }
 template <class T>
-    requires(std::is_class_v<T> && requires(const T* p) { dataTypeOf(p); })
-void encode(BinaryWriter& w, const T& v) noexcept {
+requires(std::is_class_v<T>&& requires(const T* p) {
+    dataTypeOf(p);
+}) void encode(BinaryWriter& w, const T& v) noexcept {
     dataTypeOf(&v)->encodeFn(w, &v);
 }
 
@@ -118,6 +120,9 @@ const DataType* findDataType(std::string_view name) noexcept;
 const DataType* findDataTypeByTypeId(std::uint32_t ns0TypeId) noexcept;
 // Structures only: lookup by ns0 "<Name>_Encoding_DefaultBinary" id.
 const DataType* findDataTypeByEncodingId(std::uint32_t ns0EncodingId) noexcept;
+// Structures only: lookup by ns0 "<Name>_Encoding_DefaultJson" id (the JSON decoder's
+// ExtensionObject TypeId; not on a hot path, a linear search).
+const DataType* findDataTypeByJsonEncodingId(std::uint32_t ns0EncodingId) noexcept;
 
 // Generic codecs through the descriptor. `out` must point to storage of type.size bytes
 // (zero-initialised is not required; every field is written).

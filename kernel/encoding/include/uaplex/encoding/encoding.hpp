@@ -8,4 +8,5 @@
 #include <uaplex/encoding/datatype.hpp>
 #include <uaplex/encoding/generated/ns0.hpp>
 #include <uaplex/encoding/generated/types.hpp>
+#include <uaplex/encoding/json.hpp>
 #include <uaplex/encoding/message.hpp>

@@ -1,0 +1,38 @@
+// OPC UA JSON encoding, reversible form (Part 6 1.04 5.4), for every built-in type and every
+// described structure. Driven by the DataType descriptors, so no second code generator: the
+// field names are the schema names (the descriptor's lowerCamelCase name, first letter upper).
+//
+// Decoding takes untrusted text under the same DecodeLimits as the binary decoder (string,
+// byte string and array lengths, nesting depth, arena bytes, input size): malformed input is
+// BadDecodingError, a limit is BadEncodingLimitsExceeded, never a crash or an unbounded
+// allocation. Strings without escapes borrow from the input; everything else is in the arena.
+#pragma once
+
+#include <uaplex/encoding/datatype.hpp>
+#include <uaplex/encoding/message.hpp>
+
+#include <span>
+
+namespace uaplex::enc {
+
+// Appends the JSON text of one value of `type` to `out`; returns the status
+// (BadEncodingError for a value that cannot be represented, BadEncodingLimitsExceeded past
+// maxSize bytes).
+uaplex_status encodeJson(ByteBuffer& out, const DataType& type, const void* value,
+                         std::size_t maxSize = 64u << 20) noexcept;
+
+// Decodes one JSON value of `type` from the whole of `input` (surrounding whitespace allowed)
+// into arena storage; *out receives the object or nullptr.
+uaplex_status decodeJson(std::span<const std::uint8_t> input, Arena& arena,
+                         const DecodeLimits& limits, const DataType& type, void** out) noexcept;
+
+// A service message as JSON: an ExtensionObject {"TypeId":{"Id":n},"Body":{...}} whose TypeId
+// is the message's DataType NodeId, its DefaultJson or its DefaultBinary encoding NodeId (all
+// accepted; the encoder writes the DataType NodeId). Returns the decoded structure like
+// decodeMessage.
+DecodedMessage decodeJsonMessage(std::span<const std::uint8_t> input, Arena& arena,
+                                 const DecodeLimits& limits) noexcept;
+uaplex_status encodeJsonMessage(ByteBuffer& out, const DataType& type, const void* object,
+                                std::size_t maxSize = 64u << 20) noexcept;
+
+}  // namespace uaplex::enc
