@@ -10,6 +10,7 @@
 // read once the response is written (HTTP/1.1 answers in order anyway).
 #include <utility>  // before Asio: 1.74 uses std::exchange without it under C++20
 
+#include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
@@ -202,7 +203,8 @@ class HttpsTransport final : public uaplex::sdk::Transport {
             maxBody_ = std::min<std::size_t>(maxBody_, params_.max_message_size);
         pieceSize_ = std::max<std::uint32_t>(params_.receive_buffer_size, 1024);
 
-        // TLS 1.2 and 1.3 only; the server's certificate and key from PEM files.
+        // TLS 1.2 and 1.3 only; the server's certificate (PEM chain or DER, as the PKI store
+        // keeps it in own/certs) and its PEM key.
         const std::string cert = str("certificate", "");
         const std::string key = str("private_key", "");
         if (cert.empty() || key.empty())
@@ -214,13 +216,17 @@ class HttpsTransport final : public uaplex::sdk::Transport {
                          ssl::context::no_tlsv1_1 | ssl::context::single_dh_use);
         SSL_CTX_set_min_proto_version(tls_.native_handle(), TLS1_2_VERSION);
         tls_.use_certificate_chain_file(cert, ec);
+        if (ec) {
+            ec.clear();
+            tls_.use_certificate_file(cert, ssl::context::asn1, ec);
+        }
         if (!ec) tls_.use_private_key_file(key, ssl::context::pem, ec);
         if (ec)
             throw uaplex::sdk::StatusError(UAPLEX_BadConfigurationError,
                                            "TLS certificate/key: " + ec.message());
         const std::string mode = str("client_certificates", "none");
         if (mode == "required" || mode == "optional") {
-            // Trusted client certificates (or their issuers): every PEM file in `trusted`.
+            // Trusted client certificates (or their issuers): every PEM or DER file in `trusted`.
             const std::string dir = str("trusted", "");
             if (dir.empty())
                 throw uaplex::sdk::StatusError(UAPLEX_BadConfigurationError,
@@ -342,9 +348,19 @@ class HttpsTransport final : public uaplex::sdk::Transport {
             std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(entry.path().c_str(), "r"),
                                                     &std::fclose);
             if (!f) continue;
+            bool pem = false;
             while (X509* x = PEM_read_X509(f.get(), nullptr, nullptr, nullptr)) {
+                pem = true;
                 if (X509_STORE_add_cert(store, x) == 1) ++n;
                 X509_free(x);
+            }
+            if (!pem) {  // a DER file, as the PKI store's trusted/certs holds them
+                ERR_clear_error();
+                std::rewind(f.get());
+                if (X509* x = d2i_X509_fp(f.get(), nullptr)) {
+                    if (X509_STORE_add_cert(store, x) == 1) ++n;
+                    X509_free(x);
+                }
             }
         }
         if (fec)

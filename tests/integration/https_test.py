@@ -201,7 +201,11 @@ def case_json(exe, plugin_dir, config, d):
 
 
 def case_binary(exe, plugin_dir, config, d, client):
-    cert, key = openssl_cert(d, "server", "localhost")
+    # The server certificate as the PKI store keeps it (DER, from `uaplex pki create-cert`).
+    out = os.path.join(d, "own")
+    subprocess.run([exe, "pki", "--pki", os.path.join(d, "pki"), "create-cert", "--uri",
+                    "urn:uaplex:https-test", "--out-dir", out], check=True, capture_output=True)
+    cert, key = os.path.join(out, "cert.der"), os.path.join(out, "key.pem")
     s = Server(exe, plugin_dir, config, d, 'certificate = "%s"\nprivate_key = "%s"\n' % (cert, key))
     try:
         p = subprocess.run([client, str(s.port)], capture_output=True, timeout=60)
@@ -216,9 +220,10 @@ def case_clientcert(exe, plugin_dir, config, d):
     cert, key = openssl_cert(d, "server", "localhost")
     trusted_dir = os.path.join(d, "trusted")
     os.makedirs(trusted_dir)
-    good_cert, good_key = openssl_cert(trusted_dir, "client", "trusted-client")
-    os.rename(good_key, os.path.join(d, "client.key"))
-    good_key = os.path.join(d, "client.key")
+    good_cert, good_key = openssl_cert(d, "client", "trusted-client")
+    # Trusted as the PKI store keeps certificates: DER files in trusted/certs.
+    subprocess.run(["openssl", "x509", "-in", good_cert, "-outform", "DER", "-out",
+                    os.path.join(trusted_dir, "client.der")], check=True, capture_output=True)
     bad_cert, bad_key = openssl_cert(d, "intruder", "trusted-client")
     s = Server(exe, plugin_dir, config, d,
                'certificate = "%s"\nprivate_key = "%s"\nclient_certificates = "required"\ntrusted = "%s"\n'
