@@ -270,7 +270,6 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
         }
         // 7: decided under the group's lock; on failure the caller completes the request.
         uaplex_status st = ok ? UAPLEX_Good : UAPLEX_BadServerTooBusy;
-        bool activated = false;
         {
             std::lock_guard lock(f->mutex);
             --f->pins;
@@ -283,7 +282,7 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
             else if (!claim_place())
                 st = UAPLEX_BadServerTooBusy;
             else
-                activated = link_locked(f, e, s);  // 8
+                link_locked(f, e, s);  // 8
         }
         if (st != UAPLEX_Good) {
             unregister(s);
@@ -291,7 +290,6 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
             if (st == UAPLEX_BadServerTooBusy) metric_add(m_rejected_, 1);
             return st;
         }
-        (void)activated;
         metric_add(m_enqueued_, 1);
         gauge(m_depth_, static_cast<int64_t>(count_.load()));
         version_.fetch_add(1);
@@ -610,8 +608,8 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
         return nullptr;
     }
 
-    // Links at the tail; an idle group joins the current round. True if it was idle.
-    bool link_locked(OwnerFifo* f, uaplex_request_entry* e, Slot* s) {
+    // Links at the tail; an idle group joins the current round.
+    void link_locked(OwnerFifo* f, uaplex_request_entry* e, Slot* s) {
         s->seq = ++f->next_seq;
         e->queue_private[kPrev] = f->tail;
         e->queue_private[kNext] = nullptr;
@@ -621,13 +619,12 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
             f->head = e;
         f->tail = e;
         e->queue_private[kLinked] = this;
-        if (!weighted_ || f->where != kIdle) return false;
+        if (!weighted_ || f->where != kIdle) return;
         uint32_t cls = 0, weight = 1;
         if (adm_ && e->owner) adm_->owner_info(adm_self_, e->owner, &cls, &weight);
         f->weight = f->credits = std::max<uint32_t>(weight, 1);
         f->failed_version = 0;
         join_round_locked(f, static_cast<int>(round_.load() & 1));
-        return true;
     }
 
     // Puts the group in ring `p`, counted in that round's groups before it is visible.
