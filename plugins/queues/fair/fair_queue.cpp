@@ -3,21 +3,33 @@
 // With an admission provider every request holds leases: RequestQueue (1) and
 // RequestQueueBytes (request_cost) from admission, ParkedRequest (1) for a parkable request
 // when held Publish requests are decoupled, and RequestExecution (1) from dispatch until its
-// park point or its end. Weighted mode keeps one FIFO per owner group and serves the groups
-// in a round, each for as many turns as its weight; several workers select at once, each
-// unlinking its candidate under the queue lock and running the checks outside it. Global
-// FIFO mode (or no provider) keeps one FIFO and one selector, so a blocked head is never
-// overtaken. A head refused execution goes back to its admission-order place and its owner
-// is not retried until the version (admissions, removals, execution releases) moves on.
+// park point or its end. Weighted mode keeps one FIFO per owner group, each under its own
+// lock, and serves the groups in rounds (deficit round robin): in a round each group has as
+// many turns as its weight, taken one after the other; a group that used its turns waits in
+// the next round's ring, and a round ends only when none of its groups is left in its ring
+// or held by a worker, so a worker paused while holding a group never lets the others run
+// ahead of the weights. Rings, round counter and counts are atomics, so requests of
+// different groups share no lock. Global FIFO mode (or no provider) keeps one FIFO and one
+// selector, so a blocked head is never overtaken. A head refused execution goes back to its
+// admission-order place and its group waits, outside the rounds, until the version
+// (admissions, removals, execution releases) moves on.
 //
 // Completion: whoever unlinks an entry owns it. The queue completes entries it unlinks for
 // cancel, stop or a failed dispatch check; a dispatched entry is the caller's.
-#include <condition_variable>
-#include <deque>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <bit>
+#include <chrono>
+#include <climits>
+#include <ctime>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
+#include <thread>
 #include <vector>
 
 #include "uaplex/cpp/kinds.hpp"
@@ -29,13 +41,15 @@ using uaplex::sdk::StatusError;
 
 enum LeaseIndex { kQueueLease = 0, kBytesLease, kParkedLease, kExecLease, kLeaseCount };
 
+struct OwnerFifo;
+
 // Per-entry state that outlives the link (leases are held until dispose). Slots are
-// recycled through a free list, so the steady state does not allocate.
+// recycled through their group's free list, so the steady state does not allocate.
 struct Slot {
     uaplex_request_entry* entry = nullptr;
     void* queue = nullptr;
+    OwnerFifo* fifo = nullptr;  // the group the entry was queued in (its free list too)
     uint64_t seq = 0;
-    uint64_t group = 0;
     uaplex_admission_lease leases[kLeaseCount]{};
     bool held[kLeaseCount]{};
     uint64_t registration = 0;
@@ -43,18 +57,88 @@ struct Slot {
     Slot* next_free = nullptr;
 };
 
-// One owner group's FIFO and its place in the round.
+// Where a group is in the rounds (changed under its lock).
+enum Where : int8_t { kIdle = -1, kRing0 = 0, kRing1 = 1, kFailed = 2 };
+
+// One owner group's FIFO, its place in the rounds and its recycled slots. Its lock is taken
+// only by requests of this group. Nodes live as long as the queue; an idle node is given to
+// another group of its bucket when the bucket grows.
 struct OwnerFifo {
-    uint64_t group = 0;
+    std::mutex mutex;
+    std::atomic<uint64_t> group{0};
+    std::atomic<bool> assigned{false};
+    OwnerFifo* next_in_bucket = nullptr;  // set before publication, then constant
     uaplex_request_entry* head = nullptr;
     uaplex_request_entry* tail = nullptr;
     uint32_t weight = 1;
-    uint32_t turns = 1;
+    uint32_t credits = 1;         // turns left in the current round
     uint64_t failed_version = 0;  // refused execution at this version (0: never)
-    bool in_round = false;
-    // Selections of this owner in flight (several may run at once; a refused one is
-    // relinked in admission order). The FIFO is not freed while one runs.
-    uint32_t selecting = 0;
+    Where where = kIdle;
+    uint32_t selecting = 0;  // selections in flight (a refused one is relinked)
+    uint32_t pins = 0;       // enqueues between lookup and link: the node keeps its group
+    uint64_t next_seq = 0;
+    Slot* free = nullptr;
+};
+
+// A bounded multi-producer multi-consumer ring of groups (a sequence number per cell).
+class OwnerRing {
+  public:
+    explicit OwnerRing(size_t size) : mask_(size - 1), cells_(new Cell[size]) {
+        for (size_t i = 0; i < size; ++i) cells_[i].seq.store(i, std::memory_order_relaxed);
+    }
+    bool push(OwnerFifo* f) {
+        uint64_t pos = tail_.load(std::memory_order_relaxed);
+        for (;;) {
+            Cell& c = cells_[pos & mask_];
+            uint64_t seq = c.seq.load(std::memory_order_acquire);
+            auto diff = static_cast<int64_t>(seq - pos);
+            if (diff == 0) {
+                if (tail_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+                    c.value = f;
+                    c.seq.store(pos + 1, std::memory_order_release);
+                    return true;
+                }
+            } else if (diff < 0) {
+                return false;  // full
+            } else {
+                pos = tail_.load(std::memory_order_relaxed);
+            }
+        }
+    }
+    OwnerFifo* pop() {
+        uint64_t pos = head_.load(std::memory_order_relaxed);
+        for (;;) {
+            Cell& c = cells_[pos & mask_];
+            uint64_t seq = c.seq.load(std::memory_order_acquire);
+            auto diff = static_cast<int64_t>(seq - (pos + 1));
+            if (diff == 0) {
+                if (head_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+                    OwnerFifo* f = c.value;
+                    c.seq.store(pos + mask_ + 1, std::memory_order_release);
+                    return f;
+                }
+            } else if (diff < 0) {
+                return nullptr;  // empty (or a push not yet published)
+            } else {
+                pos = head_.load(std::memory_order_relaxed);
+            }
+        }
+    }
+    // Waits for a place: a ring holds every group at most once, so it fills only past
+    // its size in distinct active groups.
+    void push_wait(OwnerFifo* f) {
+        while (!push(f)) std::this_thread::yield();
+    }
+
+  private:
+    struct Cell {
+        std::atomic<uint64_t> seq{0};
+        OwnerFifo* value = nullptr;
+    };
+    size_t mask_;
+    std::unique_ptr<Cell[]> cells_;
+    alignas(64) std::atomic<uint64_t> head_{0};
+    alignas(64) std::atomic<uint64_t> tail_{0};
 };
 
 class FairQueue final : public uaplex::sdk::RequestQueue {
@@ -87,7 +171,14 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
             else if (*m != "weighted")
                 throw StatusError(UAPLEX_BadConfigurationError, "mode must be weighted or fifo");
         }
-        global_.in_round = true;
+        if (weighted_) {
+            // Groups in a ring have queued work (or had it): at most max_queued of them,
+            // plus groups emptied by cancellation before a worker passes them.
+            size_t ring = std::bit_ceil(std::min<uint64_t>(2 * uint64_t{capacity_} + 64, 1u << 16));
+            for (auto& r : rings_) r = std::make_unique<OwnerRing>(ring);
+            failed_ = std::make_unique<OwnerRing>(ring);
+        }
+        global_.assigned = true;
         auto reg = [&](const char* name, uint32_t kind) {
             uaplex_metric* m = nullptr;
             ctx.api()->metric_register(ctx.raw(), uaplex::sdk::to_str(name), kind, &m);
@@ -100,10 +191,21 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
     }
 
     ~FairQueue() override {
-        for (auto& [g, f] : fifos_) delete f;
-        while (Slot* s = free_) {
-            free_ = s->next_free;
-            delete s;
+        auto drop_slots = [](OwnerFifo* f) {
+            while (Slot* s = f->free) {
+                f->free = s->next_free;
+                delete s;
+            }
+        };
+        drop_slots(&global_);
+        for (auto& b : buckets_) {
+            OwnerFifo* f = b.head.load();
+            while (f) {
+                OwnerFifo* next = f->next_in_bucket;
+                drop_slots(f);
+                delete f;
+                f = next;
+            }
         }
     }
 
@@ -114,16 +216,16 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
     }
 
     uaplex_status stop() override {
+        stopped_.store(true);
         std::vector<uaplex_request_entry*> halted;
-        {
-            std::lock_guard lock(mutex_);
-            stopped_ = true;
-            stopped_flag_.store(true, std::memory_order_release);
-            for (OwnerFifo* f : round_snapshot())
-                while (f->head) halted.push_back(unlink_locked(f->head));
-            while (global_.head) halted.push_back(unlink_locked(global_.head));
-        }
-        ready_.notify_all();
+        auto halt = [&](OwnerFifo* f) {
+            std::lock_guard lock(f->mutex);
+            while (f->head) halted.push_back(unlink_locked(f, f->head));
+        };
+        halt(&global_);
+        for (auto& b : buckets_)
+            for (OwnerFifo* f = b.head.load(); f; f = f->next_in_bucket) halt(f);
+        wake(INT_MAX);
         for (auto* e : halted) finish(e, UAPLEX_BadServerHalted, true);
         return UAPLEX_Good;
     }
@@ -132,43 +234,55 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
         if (!e) return UAPLEX_BadInvalidArgument;
         // 1-3: fast paths; step 7 decides.
         if (is_cancelled(e)) return UAPLEX_BadRequestCancelledByClient;
-        if (stopped_flag_.load(std::memory_order_acquire)) return UAPLEX_BadServerHalted;
+        if (stopped_.load(std::memory_order_acquire)) return UAPLEX_BadServerHalted;
         if (count_.load(std::memory_order_acquire) >= capacity_) return reject();
-        Slot* s = alloc_slot();
+        // The group's FIFO, pinned to its group until the link, and a slot from it.
+        OwnerFifo* f = &global_;
+        Slot* s = nullptr;
+        if (weighted_) {
+            f = lock_group(group_of(e));
+        } else {
+            f->mutex.lock();
+        }
+        ++f->pins;
+        s = pop_slot_locked(f);
+        f->mutex.unlock();
+        if (!s) s = new Slot();
         s->entry = e;
         s->queue = this;
-        e->queue_private[kSlot] = s;
+        s->fifo = f;
         e->queue_private[kLinked] = nullptr;
+        std::atomic_ref<void*>(e->queue_private[kSlot]).store(s);
         // 5: the admission leases.
+        bool ok = true;
         if (adm_ && e->owner) {
-            bool ok = acquire(s, kQueueLease, UAPLEX_STAGE_REQUEST_QUEUE, 1) &&
-                      acquire(s, kBytesLease, UAPLEX_STAGE_REQUEST_QUEUE_BYTES,
-                              static_cast<int64_t>(cost_));
+            ok = acquire(s, kQueueLease, UAPLEX_STAGE_REQUEST_QUEUE, 1) &&
+                 acquire(s, kBytesLease, UAPLEX_STAGE_REQUEST_QUEUE_BYTES,
+                         static_cast<int64_t>(cost_));
             if (ok && decouple_ && (e->flags & UAPLEX_REQUEST_PARKABLE))
                 ok = acquire(s, kParkedLease, UAPLEX_STAGE_PARKED_REQUEST, 1);
-            if (!ok) {
-                drop_slot(e);
-                return reject();
-            }
         }
         // 6: cancellation unlinks and completes the queued request.
-        if (e->cancel && e->cancel->register_callback) {
+        if (ok && e->cancel && e->cancel->register_callback) {
             if (e->cancel->register_callback(e->cancel->self, &FairQueue::on_cancel, s,
                                              &s->registration) == UAPLEX_Good)
                 s->registered = true;
         }
-        // 7: decided under the lock; on failure the caller completes the request.
-        uaplex_status st = UAPLEX_Good;
+        // 7: decided under the group's lock; on failure the caller completes the request.
+        uaplex_status st = ok ? UAPLEX_Good : UAPLEX_BadServerTooBusy;
         {
-            std::lock_guard lock(mutex_);
-            if (stopped_)
+            std::lock_guard lock(f->mutex);
+            --f->pins;
+            if (st != UAPLEX_Good)
+                ;
+            else if (stopped_.load())
                 st = UAPLEX_BadServerHalted;
             else if (is_cancelled(e))
                 st = UAPLEX_BadRequestCancelledByClient;
-            else if (count_.load() >= capacity_)
+            else if (!claim_place())
                 st = UAPLEX_BadServerTooBusy;
             else
-                link_locked(e, s);  // 8
+                link_locked(f, e, s);  // 8
         }
         if (st != UAPLEX_Good) {
             unregister(s);
@@ -177,7 +291,9 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
             return st;
         }
         metric_add(m_enqueued_, 1);
-        ready_.notify_one();
+        gauge(m_depth_, static_cast<int64_t>(count_.load()));
+        version_.fetch_add(1);
+        notify();
         return UAPLEX_Good;
     }
 
@@ -187,27 +303,17 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
         // Global FIFO: one selection at a time, so the blocked head is never overtaken.
         std::unique_lock<std::mutex> selector;
         if (!weighted_) selector = std::unique_lock(selector_mutex_);
-        size_t budget = std::numeric_limits<size_t>::max();  // attempts in this pass
+        size_t budget = std::numeric_limits<size_t>::max();  // refusals in this pass
         for (;;) {
-            uaplex_request_entry* e = nullptr;
-            OwnerFifo* f = nullptr;
-            uint64_t version = 0;
+            if (stopped_.load(std::memory_order_acquire)) return UAPLEX_BadServerHalted;
+            if (budget == std::numeric_limits<size_t>::max())
+                budget = weighted_ ? static_cast<size_t>(active_.load()) + 1 : 1;
+            if (budget == 0) return UAPLEX_BadNothingToDo;
             std::vector<uaplex_request_entry*>* cancelled = &scratch_cancelled();
-            {
-                std::lock_guard lock(mutex_);
-                if (stopped_) return UAPLEX_BadServerHalted;
-                if (budget == std::numeric_limits<size_t>::max())
-                    budget = weighted_ ? round_.size() : 1;
-                if (budget == 0) return UAPLEX_BadNothingToDo;
-                f = pick_locked(*cancelled);
-                if (f) {
-                    e = unlink_locked(f->head, false);
-                    ++f->selecting;
-                    version = version_;
-                    if (f->turns > 0) --f->turns;  // the grant's weighted turn
-                    if (f->turns == 0) rotate_locked(f);
-                }
-            }
+            uint64_t version = 0;
+            uaplex_request_entry* e = nullptr;
+            OwnerFifo* f = weighted_ ? pick_weighted(*cancelled, &e, &version)
+                                     : pick_global(*cancelled, &e, &version);
             for (auto* c : *cancelled) finish(c, UAPLEX_BadRequestCancelledByClient, true);
             cancelled->clear();
             if (!e) return UAPLEX_BadNothingToDo;
@@ -237,7 +343,7 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
                                                     e->owner, 1, &l, &reason);
                 if (a == UAPLEX_BadServerTooBusy) {
                     relink_refused(e, f, version);
-                    --budget;  // one execution attempt per FIFO and pass
+                    --budget;  // one execution attempt per group and pass
                     continue;
                 }
                 if (a != UAPLEX_Good) {
@@ -269,21 +375,30 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
         const bool forever = timeout_ms == std::numeric_limits<uint32_t>::max();
         auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
         for (;;) {
-            uint64_t seen;
-            {
-                std::lock_guard lock(mutex_);
-                seen = epoch_;
-            }
+            uint32_t seen = epoch_.load();
             uaplex_status st = try_dequeue(out);
             if (st != UAPLEX_BadNothingToDo) return st;
-            std::unique_lock lock(mutex_);
-            // Woken by a version change (admission, removal, execution release) or stop.
-            auto changed = [&] { return stopped_ || epoch_ != seen; };
-            if (forever) {
-                ready_.wait(lock, changed);
-            } else if (!ready_.wait_until(lock, deadline, changed)) {
-                return UAPLEX_BadTimeout;
+            // Woken by a change a worker may act on (admission, removal, execution release,
+            // a group handed back or a new round) or stop.
+            waiters_.fetch_add(1);
+            if (stopped_.load()) {
+                waiters_.fetch_sub(1);
+                continue;
             }
+            if (forever) {
+                futex_wait(seen, nullptr);
+            } else {
+                auto left = deadline - std::chrono::steady_clock::now();
+                if (left <= std::chrono::nanoseconds(0)) {
+                    waiters_.fetch_sub(1);
+                    return UAPLEX_BadTimeout;
+                }
+                auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+                timespec ts{static_cast<time_t>(ns / 1000000000),
+                            static_cast<long>(ns % 1000000000)};
+                futex_wait(seen, &ts);
+            }
+            waiters_.fetch_sub(1);
         }
     }
 
@@ -343,11 +458,17 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
 
     uaplex_status cancel_entry(uaplex_request_entry* e, uaplex_status status, bool unreg) {
         if (!e) return UAPLEX_BadInvalidArgument;
+        Slot* s = slot(e);
+        if (!s) return UAPLEX_BadNotFound;
+        OwnerFifo* f = s->fifo;
         {
-            std::lock_guard lock(mutex_);
-            if (e->queue_private[kLinked] != this) return UAPLEX_BadNotFound;
-            unlink_locked(e);
+            std::lock_guard lock(f->mutex);
+            if (e->queue_private[kLinked] != this || slot(e) != s || s->fifo != f)
+                return UAPLEX_BadNotFound;
+            unlink_locked(f, e);
         }
+        version_.fetch_add(1);
+        epoch_.fetch_add(1);
         finish(e, status, unreg);
         return UAPLEX_Good;
     }
@@ -396,26 +517,31 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
         }
     }
 
-    Slot* alloc_slot() {
-        {
-            std::lock_guard lock(free_mutex_);
-            if (Slot* s = free_) {
-                free_ = s->next_free;
-                *s = Slot{};
-                return s;
-            }
-        }
-        return new Slot();
+    static Slot* pop_slot_locked(OwnerFifo* f) {
+        Slot* s = f->free;
+        if (!s) return nullptr;
+        f->free = s->next_free;
+        *s = Slot{};
+        return s;
     }
-    void free_slot(Slot* s) {
-        std::lock_guard lock(free_mutex_);
-        s->next_free = free_;
-        free_ = s;
+    static void free_slot(Slot* s) {
+        OwnerFifo* f = s->fifo;
+        std::lock_guard lock(f->mutex);
+        s->next_free = f->free;
+        f->free = s;
     }
 
     uaplex_status reject() {
         metric_add(m_rejected_, 1);
         return UAPLEX_BadServerTooBusy;
+    }
+
+    // A place below max_queued, claimed before the link.
+    bool claim_place() {
+        uint64_t n = count_.load();
+        while (n < capacity_)
+            if (count_.compare_exchange_weak(n, n + 1)) return true;
+        return false;
     }
 
     uint64_t group_of(uaplex_request_entry* e) {
@@ -430,29 +556,61 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
         return g;
     }
 
-    OwnerFifo* fifo_for(uaplex_request_entry* e, Slot* s) {
-        if (!weighted_) return &global_;
-        auto it = fifos_.try_emplace(s->group, nullptr).first;
-        if (!it->second) {
-            it->second = new OwnerFifo();
-            it->second->group = s->group;
+    // The group's FIFO, locked. Found without a shared lock; a group seen for the first time
+    // (or after its idle node was reused) takes its bucket's lock once.
+    OwnerFifo* lock_group(uint64_t g) {
+        Bucket& b = buckets_[(g * 0x9E3779B97F4A7C15ull) >> (64 - kBucketBits)];
+        for (;;) {
+            OwnerFifo* f = find(b, g);
+            if (!f) break;
+            f->mutex.lock();
+            if (f->assigned.load() && f->group.load() == g) return f;
+            f->mutex.unlock();  // reused for another group meanwhile
         }
-        OwnerFifo* f = it->second;
-        if (!f->in_round) {
-            uint32_t cls = 0, weight = 1;
-            if (adm_ && e->owner) adm_->owner_info(adm_self_, e->owner, &cls, &weight);
-            f->weight = f->turns = std::max<uint32_t>(weight, 1);
-            f->failed_version = 0;
-            f->in_round = true;
-            round_.push_back(f);
+        std::lock_guard lock(b.mutex);
+        for (;;) {
+            OwnerFifo* f = find(b, g);
+            if (!f) break;
+            f->mutex.lock();
+            if (f->assigned.load() && f->group.load() == g) return f;
+            f->mutex.unlock();
         }
+        // Reuse an idle node of this bucket when the bucket has grown.
+        size_t n = 0;
+        for (OwnerFifo* f = b.head.load(); f; f = f->next_in_bucket) ++n;
+        if (n >= kReuseAfter) {
+            for (OwnerFifo* f = b.head.load(); f; f = f->next_in_bucket) {
+                if (!f->mutex.try_lock()) continue;
+                if (!f->assigned.load() ||
+                    (f->where == kIdle && !f->head && f->selecting == 0 && f->pins == 0)) {
+                    f->assigned.store(false);
+                    f->group.store(g);
+                    f->assigned.store(true);
+                    f->next_seq = 0;
+                    f->failed_version = 0;
+                    return f;
+                }
+                f->mutex.unlock();
+            }
+        }
+        auto* f = new OwnerFifo();
+        f->group.store(g);
+        f->assigned.store(true);
+        f->mutex.lock();
+        f->next_in_bucket = b.head.load();
+        b.head.store(f);
         return f;
     }
+    struct Bucket;
+    static OwnerFifo* find(Bucket& b, uint64_t g) {
+        for (OwnerFifo* f = b.head.load(); f; f = f->next_in_bucket)
+            if (f->assigned.load() && f->group.load() == g) return f;
+        return nullptr;
+    }
 
-    void link_locked(uaplex_request_entry* e, Slot* s) {
-        s->seq = ++next_seq_;
-        s->group = weighted_ ? group_of(e) : 0;
-        OwnerFifo* f = fifo_for(e, s);
+    // Links at the tail; an idle group joins the current round.
+    void link_locked(OwnerFifo* f, uaplex_request_entry* e, Slot* s) {
+        s->seq = ++f->next_seq;
         e->queue_private[kPrev] = f->tail;
         e->queue_private[kNext] = nullptr;
         if (f->tail)
@@ -461,27 +619,155 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
             f->head = e;
         f->tail = e;
         e->queue_private[kLinked] = this;
-        count_.fetch_add(1);
-        ++version_;
-        ++epoch_;
-        gauge(m_depth_, static_cast<int64_t>(count_.load()));
+        if (!weighted_ || f->where != kIdle) return;
+        uint32_t cls = 0, weight = 1;
+        if (adm_ && e->owner) adm_->owner_info(adm_self_, e->owner, &cls, &weight);
+        f->weight = f->credits = std::max<uint32_t>(weight, 1);
+        f->failed_version = 0;
+        join_round_locked(f, static_cast<int>(round_.load() & 1));
     }
 
-    // Puts a head refused execution back at its admission-order place; its owner waits
-    // for the next version and goes to the end of the round.
+    // Puts the group in ring `p`, counted in that round's groups before it is visible.
+    void join_round_locked(OwnerFifo* f, int p) {
+        f->where = static_cast<Where>(p);
+        active_.fetch_add(1);
+        pending_[p].fetch_add(1);
+        rings_[p]->push_wait(f);
+    }
+
+    // The group leaves round ring `p` (emptied, or refused execution); the last group of
+    // the round starts the next one.
+    void leave_round(int p, uint64_t r) {
+        active_.fetch_sub(1);
+        if (pending_[p].fetch_sub(1) == 1) advance(r);
+    }
+    void advance(uint64_t r) {
+        if (!round_.compare_exchange_strong(r, r + 1)) return;
+        if (pending_[(r + 1) & 1].load() > 0) notify();
+    }
+
+    // Deficit round robin: the group with turns left in the current round, the one that
+    // just had a turn first. Cancelled heads met on the way are unlinked into `cancelled`
+    // and use no turn. Returns the group (its selection counted) with the unlinked head.
+    OwnerFifo* pick_weighted(std::vector<uaplex_request_entry*>& cancelled,
+                             uaplex_request_entry** out, uint64_t* version) {
+        drain_failed();
+        for (int guard = 0; guard < 1 << 20; ++guard) {
+            uint64_t r = round_.load();
+            int p = static_cast<int>(r & 1);
+            OwnerFifo* f = front_[p].exchange(nullptr);
+            if (!f) f = rings_[p]->pop();
+            if (!f) {
+                // Nothing left in this round: start the next once no group of it is held.
+                if (pending_[p].load() == 0 && pending_[p ^ 1].load() > 0) {
+                    advance(r);
+                    continue;
+                }
+                return nullptr;
+            }
+            if (round_.load() != r) {  // taken from the next round's ring: put it back
+                rings_[p]->push_wait(f);
+                continue;
+            }
+            std::unique_lock lock(f->mutex);
+            while (f->head && is_cancelled(f->head)) {
+                cancelled.push_back(unlink_locked(f, f->head));
+                version_.fetch_add(1);
+                epoch_.fetch_add(1);
+            }
+            if (!f->head) {
+                f->where = kIdle;
+                lock.unlock();
+                leave_round(p, r);
+                continue;
+            }
+            uint64_t v = version_.load();
+            if (f->failed_version == v) {
+                // Refused execution at this version: out of the rounds until it moves on.
+                f->where = kFailed;
+                failed_count_.fetch_add(1);
+                failed_->push_wait(f);
+                lock.unlock();
+                leave_round(p, r);
+                continue;
+            }
+            *out = unlink_locked(f, f->head);
+            ++f->selecting;
+            *version = v;
+            if (f->credits > 0) --f->credits;
+            if (!f->head) {
+                f->where = kIdle;
+                lock.unlock();
+                leave_round(p, r);
+            } else if (f->credits > 0) {
+                // Its next turn comes first (unless another group holds that place).
+                OwnerFifo* expected = nullptr;
+                if (!front_[p].compare_exchange_strong(expected, f)) rings_[p]->push_wait(f);
+            } else {
+                // Turns used: the group waits for the next round.
+                f->credits = f->weight;
+                f->where = static_cast<Where>(p ^ 1);
+                pending_[p ^ 1].fetch_add(1);
+                rings_[p ^ 1]->push_wait(f);
+                lock.unlock();
+                if (pending_[p].fetch_sub(1) == 1) advance(r);
+            }
+            return f;
+        }
+        return nullptr;
+    }
+
+    OwnerFifo* pick_global(std::vector<uaplex_request_entry*>& cancelled,
+                           uaplex_request_entry** out, uint64_t* version) {
+        OwnerFifo* f = &global_;
+        std::lock_guard lock(f->mutex);
+        while (f->head && is_cancelled(f->head)) {
+            cancelled.push_back(unlink_locked(f, f->head));
+            version_.fetch_add(1);
+            epoch_.fetch_add(1);
+        }
+        uint64_t v = version_.load();
+        if (!f->head || f->failed_version == v) return nullptr;
+        *out = unlink_locked(f, f->head);
+        ++f->selecting;
+        *version = v;
+        return f;
+    }
+
+    // Groups refused execution rejoin the current round once the version has moved on.
+    void drain_failed() {
+        if (failed_count_.load() == 0) return;
+        uint64_t v = version_.load();
+        if (drained_at_.exchange(v) == v) return;
+        for (int64_t n = failed_count_.load(); n > 0; --n) {
+            OwnerFifo* f = failed_->pop();
+            if (!f) break;
+            std::lock_guard lock(f->mutex);
+            if (f->failed_version == version_.load() && f->head) {
+                failed_->push_wait(f);  // refused at this version still
+                continue;
+            }
+            failed_count_.fetch_sub(1);
+            if (!f->head) {
+                f->where = kIdle;
+                continue;
+            }
+            f->credits = f->weight;
+            join_round_locked(f, static_cast<int>(round_.load() & 1));
+        }
+    }
+
+    // Puts a head refused execution back at its admission-order place; its group waits
+    // for the next version.
     void relink_refused(uaplex_request_entry* e, OwnerFifo* f, uint64_t version) {
         metric_add(m_refused_, 1);
         bool halted = false;
         {
-            std::lock_guard lock(mutex_);
-            if (stopped_) {
+            std::lock_guard lock(f->mutex);
+            if (stopped_.load()) {
                 halted = true;
             } else {
                 Slot* s = slot(e);
-                if (weighted_ && !f->in_round) {
-                    f->in_round = true;
-                    round_.push_back(f);
-                }
                 uaplex_request_entry* after = nullptr;  // the last entry admitted before e
                 for (auto* x = f->head; x && slot(x)->seq < s->seq; x = link(x, kNext)) after = x;
                 uaplex_request_entry* before = after ? link(after, kNext) : f->head;
@@ -498,50 +784,38 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
                 e->queue_private[kLinked] = this;
                 count_.fetch_add(1);
                 f->failed_version = version;
-                f->turns = f->weight;
+                f->credits = f->weight;
                 --f->selecting;
-                if (weighted_) rotate_locked(f);
+                if (weighted_ && f->where == kIdle) {
+                    // Emptied by this selection: it waits outside the rounds.
+                    f->where = kFailed;
+                    failed_count_.fetch_add(1);
+                    failed_->push_wait(f);
+                }
             }
         }
         if (halted) {
             done_selecting(f);
             finish(e, UAPLEX_BadServerHalted, true);
+            return;
         }
+        // The version moved on while the grant ran: the group may be retried at once.
+        if (version_.load() != version) drained_at_.store(0);
     }
 
-    // The owner's selection ended: its next head may be selected, so wake a waiter.
+    // The group's selection ended: its next head may be selected, so wake a waiter.
     void done_selecting(OwnerFifo* f) {
-        bool wake = false;
+        bool more = false;
         {
-            std::lock_guard lock(mutex_);
+            std::lock_guard lock(f->mutex);
             --f->selecting;
-            if (f->head) {
-                ++epoch_;
-                wake = true;
-            }
+            more = f->head != nullptr;
         }
-        if (wake) ready_.notify_one();
+        if (more) notify();
     }
 
-    // The first FIFO in round order whose owner has not failed at the current version.
-    // Cancelled heads met on the way are unlinked into `cancelled` and use no turn.
-    OwnerFifo* pick_locked(std::vector<uaplex_request_entry*>& cancelled) {
-        auto usable = [&](OwnerFifo* f) {
-            while (f->head && is_cancelled(f->head)) cancelled.push_back(unlink_locked(f->head));
-            return f->head && f->failed_version != version_;
-        };
-        if (!weighted_) return usable(&global_) ? &global_ : nullptr;
-        for (size_t i = 0; i < round_.size(); ++i) {
-            OwnerFifo* f = round_[i];
-            if (usable(f)) return f;
-        }
-        return nullptr;
-    }
-
-    // `removal`: a cancel or stop took the entry out (a new version); a selection is not one,
-    // or an owner refused at this version would be retried at once.
-    uaplex_request_entry* unlink_locked(uaplex_request_entry* e, bool removal = true) {
-        OwnerFifo* f = weighted_ ? fifos_.at(slot(e)->group) : &global_;
+    // Unlinks an entry of `f` (under its lock).
+    uaplex_request_entry* unlink_locked(OwnerFifo* f, uaplex_request_entry* e) {
         auto* prev = link(e, kPrev);
         auto* next = link(e, kNext);
         if (prev)
@@ -554,54 +828,29 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
             f->tail = prev;
         e->queue_private[kPrev] = e->queue_private[kNext] = e->queue_private[kLinked] = nullptr;
         count_.fetch_sub(1);
-        if (removal) {
-            ++version_;
-            ++epoch_;
-        }
-        if (weighted_ && !f->head) remove_from_round_locked(f);
-        gauge(m_depth_, static_cast<int64_t>(count_.load()));
         return e;
     }
 
-    void rotate_locked(OwnerFifo* f) {
-        f->turns = f->weight;
-        if (!weighted_ || !f->in_round) return;
-        for (size_t i = 0; i < round_.size(); ++i)
-            if (round_[i] == f) {
-                round_.erase(round_.begin() + static_cast<std::ptrdiff_t>(i));
-                break;
-            }
-        round_.push_back(f);
-    }
-    void remove_from_round_locked(OwnerFifo* f) {
-        for (size_t i = 0; i < round_.size(); ++i)
-            if (round_[i] == f) {
-                round_.erase(round_.begin() + static_cast<std::ptrdiff_t>(i));
-                break;
-            }
-        f->in_round = false;
-        // Bound the groups kept for reuse: drop idle ones when there are many.
-        if (fifos_.size() > 4 * size_t{capacity_} + 64) {
-            for (auto it = fifos_.begin(); it != fifos_.end();)
-                if (!it->second->in_round && it->second->selecting == 0 && it->second != f) {
-                    delete it->second;
-                    it = fifos_.erase(it);
-                } else {
-                    ++it;
-                }
-        }
-    }
-    std::vector<OwnerFifo*> round_snapshot() { return {round_.begin(), round_.end()}; }
-
     // Execution capacity changed: wake one waiter, unless nothing is queued.
     void bump_version() {
-        {
-            std::lock_guard lock(mutex_);
-            ++version_;
-            ++epoch_;
-            if (count_.load() == 0) return;
-        }
-        ready_.notify_one();
+        version_.fetch_add(1);
+        epoch_.fetch_add(1);
+        if (count_.load() == 0) return;
+        wake(1);
+    }
+    void notify() {
+        epoch_.fetch_add(1);
+        wake(1);
+    }
+    void wake(int n) {
+        if (n == INT_MAX) epoch_.fetch_add(1);
+        if (waiters_.load() == 0) return;
+        syscall(SYS_futex, reinterpret_cast<uint32_t*>(&epoch_), FUTEX_WAKE_PRIVATE, n, nullptr,
+                nullptr, 0);
+    }
+    void futex_wait(uint32_t seen, const timespec* ts) {
+        syscall(SYS_futex, reinterpret_cast<uint32_t*>(&epoch_), FUTEX_WAIT_PRIVATE, seen, ts,
+                nullptr, 0);
     }
 
     static std::vector<uaplex_request_entry*>& scratch_cancelled() {
@@ -616,6 +865,13 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
         if (m) ctx_.api()->metric_set(ctx_.raw(), m, v);
     }
 
+    static constexpr int kBucketBits = 8;
+    static constexpr size_t kReuseAfter = 8;
+    struct Bucket {
+        std::mutex mutex;  // a group's first request only
+        std::atomic<OwnerFifo*> head{nullptr};
+    };
+
     uint32_t capacity_;
     const uaplex_admission_ops* adm_ = nullptr;
     void* adm_self_ = nullptr;
@@ -623,23 +879,25 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
     bool decouple_ = false;
     bool weighted_ = false;
 
-    std::mutex mutex_;  // the FIFOs, the round, the version
-    std::condition_variable ready_;
     std::mutex selector_mutex_;  // global FIFO mode: one selection at a time
-    bool stopped_ = false;
-    std::atomic<bool> stopped_flag_{false};
-    std::atomic<uint64_t> count_{0};
-    uint64_t version_ = 1;  // admissions, removals, execution releases: failed marks expire
-    uint64_t epoch_ = 0;    // every change a waiter may act on (version, ended selections)
-    uint64_t next_seq_ = 0;
+    std::atomic<bool> stopped_{false};
+    alignas(64) std::atomic<uint64_t> count_{0};
+    alignas(64) std::atomic<uint64_t> version_{1};  // admissions, removals, execution releases
+    alignas(64) std::atomic<uint32_t> epoch_{0};    // futex word: every change a waiter may act on
+    std::atomic<int32_t> waiters_{0};
     OwnerFifo global_;
-    std::unordered_map<uint64_t, OwnerFifo*> fifos_;
-    // A vector, not a deque: rotating owners through a deque walks it forward and allocates
-    // a new block every few dozen turns; the vector stops growing at the peak owner count.
-    std::vector<OwnerFifo*> round_;
+    Bucket buckets_[1 << kBucketBits];
 
-    std::mutex free_mutex_;
-    Slot* free_ = nullptr;
+    // The rounds: ring round_ & 1 holds the current round's groups, the other ring the
+    // groups that used their turns; pending_ counts each ring's groups, held ones included.
+    alignas(64) std::atomic<uint64_t> round_{0};
+    std::atomic<int64_t> pending_[2]{};
+    std::atomic<OwnerFifo*> front_[2]{};
+    std::atomic<int64_t> active_{0};
+    std::unique_ptr<OwnerRing> rings_[2];
+    std::unique_ptr<OwnerRing> failed_;  // groups refused execution, waiting for a new version
+    std::atomic<int64_t> failed_count_{0};
+    std::atomic<uint64_t> drained_at_{0};
 
     uaplex_metric* m_enqueued_ = nullptr;
     uaplex_metric* m_rejected_ = nullptr;
