@@ -1407,6 +1407,43 @@ TEST_CASE("access: anonymous switched off is BadIdentityTokenRejected, UserName 
     CHECK(c.activateAs(op.eo) == UAPLEX_Good);
 }
 
+// A server with an application certificate (a secured policy next to None): on the None
+// endpoint the UserName token policy names Basic256Sha256, so a password in clear is refused.
+static ServerProcess& certifiedAccessServer() {
+    // Next to the users file, so that it is removed with it.
+    static std::filesystem::path pki = accessUsersFile().parent_path() / "pki";
+    static ServerProcess s(
+        "security = [{policy = \"None\"}, {policy = \"Basic256Sha256\", "
+        "modes = [\"SignAndEncrypt\"]}]\npki_dir = \"" +
+        pki.string() + "\"\n[access]\nusers_file = \"" + accessUsersFile().string() + "\"\n");
+    return s;
+}
+
+TEST_CASE(
+    "access: a password in clear is BadIdentityTokenInvalid once the server has a certificate") {
+    auto& s = certifiedAccessServer();
+    Client c;
+    REQUIRE(c.open(s.port));
+    ua::GetEndpointsRequest ge{};
+    ge.endpointUrl = ua::makeString(c.url());
+    auto m = c.call(ge);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    bool sawNone = false;
+    for (const auto& e : static_cast<ua::GetEndpointsResponse*>(m.object)->endpoints) {
+        if (ua::view(e.securityPolicyUri) != "http://opcfoundation.org/UA/SecurityPolicy#None")
+            continue;
+        sawNone = true;
+        REQUIRE(e.userIdentityTokens.size() == 2);
+        CHECK(ua::view(e.userIdentityTokens[1].securityPolicyUri) ==
+              "http://opcfoundation.org/UA/SecurityPolicy#Basic256Sha256");
+    }
+    CHECK(sawNone);
+    Client::UserName clear("username", "operator", "op-secret");
+    CHECK(c.createSessionAs(&clear.eo) == UAPLEX_BadIdentityTokenInvalid);
+    // The session itself is fine: an anonymous activation goes through.
+    CHECK(c.activateSession() == UAPLEX_Good);
+}
+
 TEST_CASE("access: a user added with `uaplex users` logs in after SIGHUP") {
     auto& s = accessServer();
     std::string add = std::string(UAPLEX_EXE) + " users add late --roles Observer " +

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run_suite.sh UAPLEX PLUGIN_DIR PORT [ONLY...]: starts uaplex on 127.0.0.1:PORT with a test
-# configuration (and on PORT+1, PORT+2 with [access] settings for 12-access), installs the
+# configuration (and on PORT+1, PORT+2 with [access] settings for 12- and 13-), installs the
 # pinned client (npm ci, only when node_modules is stale), runs
 # the suite (only the files matching ONLY, if given) and stops the server.
 set -euo pipefail
@@ -60,6 +60,17 @@ fi
 # namespace, PORT+2 with anonymous switched off.
 "$uaplex" users add operator --roles Operator --password op-secret --iterations 1000 \
   --file "$work/users.toml" >/dev/null
+# 13-identity-matrix: an X509 user certificate mapped to Operator on the access server, one
+# the server does not map, and a client application certificate trusted by the servers.
+ids="$work/identities"
+mapped=$("$uaplex" pki --pki "$ids/unused" create-cert --uri urn:uaplex:interop:user \
+  --cn operator-x509 --out-dir "$ids/user" | cut -d' ' -f1)
+"$uaplex" pki --pki "$ids/unused" create-cert --uri urn:uaplex:interop:stranger \
+  --cn stranger-x509 --out-dir "$ids/stranger" >/dev/null
+app=$("$uaplex" pki --pki "$ids/unused" create-cert --uri urn:uaplex:interop:client \
+  --cn identity-matrix-client --out-dir "$ids/client" | cut -d' ' -f1)
+mkdir -p "$work/pki/trusted/certs"
+cp "$ids/client/cert.der" "$work/pki/trusted/certs/$app.der"
 access_toml() {  # access_toml PORT NAME [ACCESS LINES]
   sed -e "s|127.0.0.1:$port\"|127.0.0.1:$1\"|" -e "s|$work/uaplex.log|$work/$2.log|" \
     "$work/interop.toml" >"$work/$2.toml"
@@ -72,7 +83,10 @@ permissions = ["Browse", "Read"]
 [[access.rules]]
 namespace = "urn:uaplex:demo"
 roles = ["Operator"]
-permissions = ["Browse", "Read", "Write", "Call", "ReceiveEvents"]'
+permissions = ["Browse", "Read", "Write", "Call", "ReceiveEvents"]
+[[access.certificates]]
+thumbprint = "'"$mapped"'"
+roles = ["Operator"]'
 access_toml $((port + 2)) noanon 'anonymous = false'
 
 pids=()
@@ -95,6 +109,8 @@ for o in "$@"; do only+=(--only "$o"); done
 status=0
 # 11-security: the server's PKI (trust lists) and the uaplex binary (pki create-cert).
 export UAPLEX_PKI_DIR="$work/pki" UAPLEX_BIN="$uaplex" UAPLEX_WORK="$work"
+# 13-identity-matrix: the certificates made above (DER certificate, PEM key).
+export UAPLEX_IDENTITIES="$ids"
 # The whole-run limit leaves room for a loaded machine (ctest allows 300 s).
 (cd "$here" && node run.js "opc.tcp://127.0.0.1:$port" --timeout 240 "${only[@]}") || status=$?
 if [ $status -ne 0 ]; then

@@ -1,8 +1,8 @@
 // User identities and access control against two extra servers that run_suite.sh starts:
 // UAPLEX_ACCESS_ENDPOINT (a users file; the demo namespace readable by Anonymous, writable by
-// Operator) and UAPLEX_NOANON_ENDPOINT (anonymous switched off). The UserName password
-// travels with SecurityPolicy None on the token: the server has no certificate yet, so
-// node-opcua sends it unencrypted.
+// Operator; an X509 user certificate mapped, see 13-identity-matrix) and
+// UAPLEX_NOANON_ENDPOINT (anonymous switched off). On the None channel the UserName token
+// policy names Basic256Sha256, so node-opcua encrypts the password with the server certificate.
 "use strict";
 
 const { test } = require("node:test");
@@ -56,14 +56,15 @@ async function refusal(endpoint, identity, prepare) {
     }
 }
 
-test("GetEndpoints lists the Anonymous and UserName token policies", { skip, timeout: T_SHORT }, async () => {
+test("GetEndpoints lists the Anonymous, UserName and Certificate token policies", { skip, timeout: T_SHORT }, async () => {
     const client = makeClient();
     await client.connect(ACCESS);
     try {
         const eps = await client.getEndpoints();
         assert.ok(eps.length >= 1);
         const tokens = eps[0].userIdentityTokens.map((t) => [t.policyId, t.tokenType]);
-        assert.deepEqual(tokens, [["anonymous", UserTokenType.Anonymous], ["username", UserTokenType.UserName]]);
+        assert.deepEqual(tokens, [["anonymous", UserTokenType.Anonymous], ["username", UserTokenType.UserName],
+            ["certificate", UserTokenType.Certificate]]);
     } finally {
         await client.disconnect();
     }
@@ -83,7 +84,7 @@ test("anonymous reads, its write is BadUserAccessDenied, UserAccessLevel is Curr
     });
 });
 
-test("UserName (token SecurityPolicy None) with the right password may write", { skip, timeout: T_SHORT }, async () => {
+test("UserName with the right password may write", { skip, timeout: T_SHORT }, async () => {
     await withSession(ACCESS, operator, async (s) => {
         const nodeId = await int32Node(s);
         assertGood(await write(s, nodeId, 31337), "operator write");
