@@ -446,9 +446,8 @@ uaplex_status Dispatcher::dispatch(const enc::DataType* type, const void* reques
         is<ua::BrowseNextRequest>(type) || is<ua::TranslateBrowsePathsToNodeIdsRequest>(type) ||
         is<ua::RegisterNodesRequest>(type) || is<ua::UnregisterNodesRequest>(type) ||
         is<ua::CallRequest>(type)) {
-        std::shared_ptr<const session::AccessView> access = s->access();
         uaplex_status st =
-            services_.call(arena, s->state(), access.get(), type, request, responseType, response);
+            services_.call(arena, s->state(), s->access(), type, request, responseType, response);
         if (st == UAPLEX_Good && subscriptions_ && is<ua::CallRequest>(type))
             conditionRefresh(sessionKey(*s), *static_cast<const ua::CallRequest*>(request),
                              *static_cast<ua::CallResponse*>(response));
@@ -456,7 +455,7 @@ uaplex_status Dispatcher::dispatch(const enc::DataType* type, const void* reques
     }
     if (subscriptions_ == nullptr) return UAPLEX_BadServiceUnsupported;
     if (is<ua::CreateMonitoredItemsRequest>(type)) {
-        if (std::shared_ptr<const session::AccessView> access = s->access())
+        if (const session::AccessView* access = s->access())
             return createMonitoredItemsChecked(
                 *subscriptions_, sessionKey(*s), s->identityKey(), *access,
                 *static_cast<const ua::CreateMonitoredItemsRequest*>(request), arena, responseType,

@@ -135,6 +135,7 @@ uaplex_status SessionManager::activate(const ua::NodeId& authenticationToken,
         }
         s->identity_ = std::move(identity);
         s->access_ = std::move(access);
+        s->accessView_.store(s->access_.get(), std::memory_order_release);
     }
     s->channelId_.store(channelId, std::memory_order_release);
     randomBytes(s->nonce_.data(), s->nonce_.size());

@@ -74,9 +74,11 @@ class Session {
     // later activation may change them). Copies under the session's own lock, no allocation.
     UserIdentity identity() const;
     std::string identityKey() const;
-    std::shared_ptr<const AccessView> access() const noexcept {
-        std::lock_guard lock(identityMutex_);
-        return access_;
+    // The view for the request path: one atomic load, no reference count shared with other
+    // sessions. A view replaced by a later activation stays valid: the AccessPolicy keeps
+    // every view it made until it is destroyed, after every session.
+    const AccessView* access() const noexcept {
+        return accessView_.load(std::memory_order_acquire);
     }
 
     ~Session();
@@ -94,7 +96,8 @@ class Session {
     std::atomic<bool> closed_{false};
     mutable std::mutex identityMutex_;
     UserIdentity identity_;
-    std::shared_ptr<const AccessView> access_;  // null: everything allowed
+    std::shared_ptr<const AccessView> access_;            // null: everything allowed
+    std::atomic<const AccessView*> accessView_{nullptr};  // access_.get()
     std::atomic<bool> deleteSubscriptions_{false};
     std::array<std::uint8_t, kNonceSize> nonce_{};
     void* state_ = nullptr;
