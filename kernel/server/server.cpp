@@ -857,10 +857,6 @@ void Server::reloadUsers() {
     identity_->reloadUsers();
 }
 
-void Server::setIdentityCrypto(std::shared_ptr<session::IdentityCrypto> crypto) {
-    identity_->setCrypto(std::move(crypto));
-}
-
 bool Server::unlinkQueued(void* user, session::TrackedRequest& t, uaplex_status status) {
     auto& server = *static_cast<Server*>(user);
     auto* r = static_cast<PendingRequest*>(t.owner);

@@ -78,9 +78,6 @@ class Server {
     // Re-reads the users file of [access] (SIGHUP); throws session::UserStoreError and keeps
     // the users it had.
     void reloadUsers();
-    // The cryptography of identity tokens (encrypted passwords, X509 token signatures);
-    // set before start().
-    void setIdentityCrypto(std::shared_ptr<session::IdentityCrypto> crypto);
     // The certificate store with the application instance certificate and its private key
     // (security::Pki::own(), privateKey()); null when every endpoint offers None only.
     security::Pki* pki() noexcept { return pki_.get(); }

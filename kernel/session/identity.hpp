@@ -114,7 +114,6 @@ class IdentityVerifier {
                          UserIdentity& out) const noexcept;
     // Re-reads the users file (SIGHUP); throws UserStoreError and keeps the old users.
     void reloadUsers();
-    void setCrypto(std::shared_ptr<IdentityCrypto> crypto) noexcept { crypto_ = std::move(crypto); }
     // The policy of tokens whose policy names none, on a channel with SecurityPolicy None
     // (Part 4 7.41: the password is then encrypted with the server certificate anyway).
     void setNoneTokenPolicyUri(std::string uri) { noneTokenPolicyUri_ = std::move(uri); }
