@@ -619,7 +619,7 @@ def run_section(args, scenarios, config):
 
 
 def main():
-    global SCENARIOS
+    global SCENARIOS, SCALE
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
     p.add_argument("--rounds", type=int, default=3)
@@ -647,6 +647,9 @@ def main():
                    help="the scale scenarios (1M items, fan-out, 1000 sessions); opt-in")
     p.add_argument("--scale-timeout", type=float, default=60.0,
                    help="seconds a scale scenario may take to set up (and to delete)")
+    p.add_argument("--scale-scenarios", default="",
+                   help="comma-separated scale scenario names (default: all): " +
+                        ", ".join(s[0] for s in SCALE))
     p.add_argument("--fairness", choices=["on", "off", "only"], default="on",
                    help="the greedy/light fairness comparison of fifo and fair (uaplex only)")
     args = p.parse_args()
@@ -672,6 +675,13 @@ def main():
             print(f"run_bench: unknown scenario(s) {sorted(unknown)}", file=sys.stderr)
             return 1
         SCENARIOS = [s for s in SCENARIOS if s[0] in wanted]
+    wanted = [s.strip() for s in args.scale_scenarios.split(",") if s.strip()]
+    if wanted:
+        unknown = set(wanted) - {s[0] for s in SCALE}
+        if unknown:
+            print(f"run_bench: unknown scale scenario(s) {sorted(unknown)}", file=sys.stderr)
+            return 1
+        SCALE = [s for s in SCALE if s[0] in wanted]
     if "peer" in args.server_list and not os.path.isdir(
             os.path.join(ROOT, "tools", "bench", "peers", "node_modules")):
         print("run_bench: run `npm ci` in tools/bench/peers first (make bench does)",
