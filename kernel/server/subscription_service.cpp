@@ -49,6 +49,7 @@ subscription::SubscriptionLimits subscriptionLimitsOf(const config::ServerConfig
     l.maxNotificationQueueSize = c.max_monitored_item_queue_size;
     l.maxEventQueueSize = c.max_event_queue_size;
     l.maxPublishRequestCount = c.max_publish_requests_per_session;
+    l.maxNotificationsPerPublish = c.max_notifications_per_publish;
     l.minSamplingInterval = c.min_sampling_interval_ms;
     l.maxSamplingInterval = std::max(c.max_sampling_interval_ms, c.min_sampling_interval_ms);
     return l;
