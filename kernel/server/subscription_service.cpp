@@ -311,8 +311,10 @@ void SubscriptionService::flush(std::vector<Done>& done) noexcept {
 }
 
 void SubscriptionService::send(Done& d) noexcept {
-    enc::Arena arena(16 * 1024, 1024);
-    enc::ByteBuffer out(1024);
+    // One buffer per sending thread, kept across responses: a full NotificationMessage does
+    // not grow a fresh buffer by doubling each time. The route copies it into chunks.
+    thread_local enc::ByteBuffer out(64 * 1024);
+    out.clear();
     auto utc = clock_.utcNow();
     if (d.status != UAPLEX_Good) {
         ua::ServiceFault fault{};

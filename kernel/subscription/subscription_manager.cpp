@@ -844,7 +844,9 @@ void SubscriptionManager::sampleChangedNodes(int64_t now) {
             it->takeSample(ns, grid, now);
             taken = true;
         }
-        if (taken) {  // the next comparison is against this version
+        // When every grid item took the latest, the next comparison is against it (items of
+        // subscriptions on other phases still compare against the same base meanwhile).
+        if (taken && !pending) {
             if (ValueCell* b = ctx_.values.copy(*ns.latest)) {
                 if (ns.base) ctx_.values.release(ns.base);
                 ns.base = b;
