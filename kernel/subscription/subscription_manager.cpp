@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <random>
 
 namespace uaplex::subscription {
@@ -770,8 +771,24 @@ void SubscriptionManager::timerTick() {
 }
 
 void SubscriptionManager::countItems(NodeState& ns, const std::vector<MonitoredItem*>& items) {
-    ns.gridItems = ns.pushedItems = 0;
-    for (const MonitoredItem* it : items) ++(it->onPublishGrid() ? ns.gridItems : ns.pushedItems);
+    ns.gridItems.clear();
+    ns.groups.clear();
+    ns.pushedItems = 0;
+    for (MonitoredItem* it : items) {
+        if (it->onPublishGrid())
+            ns.gridItems.push_back(it);
+        else
+            ++ns.pushedItems;
+    }
+    std::sort(ns.gridItems.begin(), ns.gridItems.end(),
+              [](const MonitoredItem* a, const MonitoredItem* b) {
+                  return std::less<const Subscription*>{}(&a->subscription(), &b->subscription());
+              });
+    for (uint32_t i = 0; i < ns.gridItems.size(); ++i) {
+        Subscription* s = &ns.gridItems[i]->subscription();
+        if (ns.groups.empty() || ns.groups.back().sub != s) ns.groups.push_back({s, i, i, 0});
+        ns.groups.back().end = i + 1;
+    }
     ns.generation = ctx_.itemGeneration;
 }
 
@@ -800,7 +817,7 @@ void SubscriptionManager::valueChanged(uint64_t nodeHandle, const ua::DataValue&
         for (MonitoredItem* it : n->second)
             if (!it->onPublishGrid()) it->queueValue(value, UAPLEX_Good, now);
     }
-    if (!ns.gridItems) return;
+    if (ns.gridItems.empty()) return;
     ValueCell* c = ctx_.values.copy(value);
     if (!c) return;
     if (ns.latest) ctx_.values.release(ns.latest);
@@ -831,18 +848,31 @@ void SubscriptionManager::sampleChangedNodes(int64_t now) {
         }
         if (ns.generation != ctx_.itemGeneration) countItems(ns, n->second);
         bool pending = false, taken = false;
-        for (MonitoredItem* it : n->second) {
-            ++visitedLastTick_;
-            if (it->sampledVersion() == ns.version || !it->onPublishGrid() ||
-                it->mode() == ua::MonitoringMode::Disabled)
-                continue;  // re-enabling samples the current value anyway
-            int64_t grid = it->subscription().gridTime(now);
-            if (grid < 0 || grid < it->nextSamplingTime()) {
+        for (auto& g : ns.groups) {
+            if (g.doneVersion == ns.version) continue;
+            int64_t grid = g.sub->gridTime(now);
+            if (grid < 0) {  // its subscription does not fire now: not visited
                 pending = true;
                 continue;
             }
-            it->takeSample(ns, grid, now);
-            taken = true;
+            bool groupPending = false;
+            for (uint32_t i = g.begin; i < g.end; ++i) {
+                MonitoredItem* it = ns.gridItems[i];
+                ++visitedLastTick_;
+                if (it->sampledVersion() == ns.version ||
+                    it->mode() == ua::MonitoringMode::Disabled)
+                    continue;  // re-enabling samples the current value anyway
+                if (grid < it->nextSamplingTime()) {  // its interval has not elapsed
+                    groupPending = true;
+                    continue;
+                }
+                it->takeSample(ns, grid, now);
+                taken = true;
+            }
+            if (groupPending)
+                pending = true;
+            else
+                g.doneVersion = ns.version;
         }
         // When every grid item took the latest, the next comparison is against it (items of
         // subscriptions on other phases still compare against the same base meanwhile).

@@ -169,11 +169,20 @@ class SubscriptionManager {
         int64_t next = 0;
         std::vector<MonitoredItem*> items;
     };
-    // A node with pushed items: its latest value for the items sampled on their publishing
-    // grid, and how many of its items are of each kind (recounted when itemGeneration moves).
+    // A written node with pushed items: its latest value for the items sampled on their
+    // publishing grid, those items grouped by subscription (a tick visits only the groups
+    // whose subscription fires), and the count of the others. Rebuilt from byNode_ when
+    // itemGeneration moved (items created, deleted or re-timed), so no pointer is stale.
     struct NodeState : NodeSample {
+        struct Group {
+            Subscription* sub;
+            uint32_t begin, end;  // in gridItems
+            uint32_t doneVersion;  // every item of the group took this version
+        };
+        std::vector<MonitoredItem*> gridItems;
+        std::vector<Group> groups;
         uint64_t generation = ~uint64_t(0);
-        uint32_t gridItems = 0, pushedItems = 0;
+        uint32_t pushedItems = 0;
         bool dirty = false;  // in dirtyNodes_: a version not yet taken by every grid item
     };
 
