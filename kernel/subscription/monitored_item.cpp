@@ -229,8 +229,8 @@ bool MonitoredItem::takeSample(NodeSample& node, int64_t gridTime, int64_t now) 
     return queued;
 }
 
-bool MonitoredItem::queueCell(ValueCell* cell, const ValueCell& v, uaplex_status error,
-                              int64_t now, bool knownChanged) {
+bool MonitoredItem::queueCell(ValueCell* cell, const ValueCell& v, uaplex_status error, int64_t now,
+                              bool knownChanged) {
     auto& pool = sub_->context().values;
     if (!knownChanged && !(flags_ & kAlwaysReport)) {
         static const DataChangeFilterSpec kDefault{};

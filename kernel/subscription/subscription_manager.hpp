@@ -7,9 +7,9 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
-#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -176,7 +176,7 @@ class SubscriptionManager {
     struct NodeState : NodeSample {
         struct Group {
             Subscription* sub;
-            uint32_t begin, end;  // in gridItems
+            uint32_t begin, end;   // in gridItems
             uint32_t doneVersion;  // every item of the group took this version
         };
         std::vector<MonitoredItem*> gridItems;

@@ -690,6 +690,33 @@ TEST_CASE("report on change: idle nodes are not visited by the publishing tick")
     CHECK(s.mgr->itemsVisitedLastTick() == 0);
 }
 
+TEST_CASE("report on change: a tick visits only the items of subscriptions that fire") {
+    Server s;
+    uint32_t early = s.subscribe(1, 0, 100, 1000, 3000);  // fires at 100, 200, ...
+    s.clock.mono = 50;
+    uint32_t late = s.subscribe(1, 0, 100, 1000, 3000);  // fires at 150, 250, ...
+    for (uint32_t i = 0; i < 30; ++i) monitorWith(s, early, 7, 100 + i, 1, 100);
+    for (uint32_t i = 0; i < 10; ++i) monitorWith(s, late, 7, 200 + i, 1, 100);
+    for (int i = 0; i < 4; ++i) s.publish(1);
+    s.tickTo(101);
+    s.tickTo(151);  // the initial values are out
+    size_t before = s.sink.done.size();
+    s.mgr->valueChanged(7, Engine::value(3));
+    s.tickTo(161);  // nobody fires
+    CHECK(s.mgr->itemsVisitedLastTick() == 0);
+    s.tickTo(201);
+    CHECK(s.mgr->itemsVisitedLastTick() == 30);
+    s.tickTo(251);
+    CHECK(s.mgr->itemsVisitedLastTick() == 10);
+    s.tickTo(301);  // every item took the value: the node is no longer visited
+    CHECK(s.mgr->itemsVisitedLastTick() == 0);
+    size_t got = 0;
+    for (size_t i = before; i < s.sink.done.size(); ++i)
+        got += valuesFor(notes(s.sink.done[i].outcome.message.message()), 100).size() +
+               valuesFor(notes(s.sink.done[i].outcome.message.message()), 200).size();
+    CHECK(got == 2);
+}
+
 TEST_CASE("report on change: filters, queues and timestamps hold for a shared node sample") {
     Server s;
     uint32_t sub = s.subscribe(1, 0, 100, 1000, 3000);
