@@ -71,8 +71,7 @@ std::int64_t SubscriptionService::SteadyClock::utcNow() const {
 
 SubscriptionService::SubscriptionService(const config::ServerConfig& cfg,
                                          subscription::NodeValueSource& source)
-    : resolutionMs_(
-          std::clamp<std::uint32_t>(subscriptionLimitsOf(cfg).publishingResolution, 1, 10)),
+    : resolutionMs_(subscriptionLimitsOf(cfg).publishingResolution),
       manager_(clock_, subscriptionLimitsOf(cfg), source, *this) {}
 
 SubscriptionService::~SubscriptionService() {

@@ -79,9 +79,6 @@ class SubscriptionService final : public subscription::PublishSink {
     void setQueueFactory(const uaplex_mi_queue_factory_ops* ops, void* self,
                          std::shared_ptr<void> keep = {}) noexcept;
     const uaplex_mi_queue_params& queueParams() const noexcept { return manager_.queueParams(); }
-    // The publishing thread's tick: finer than the publishing resolution, so that
-    // subscriptions created at different times fire at different ticks and each tick's burst
-    // of notifications is small (and a cycle fires within a tick of its due time).
     std::uint32_t resolutionMs() const noexcept { return resolutionMs_; }
 
     // PublishSink (called under the lock).
