@@ -631,6 +631,7 @@ TEST_CASE("report on change: several writes in one sampling interval give one sa
     s.tickTo(101);
     REQUIRE(valuesFor(lastNotes(s), 70) == std::vector<double>{1});
     for (double v : {2.0, 3.0, 4.0}) s.mgr->valueChanged(7, Engine::value(v));
+    CHECK(s.mgr->find(sub)->readyListSize() == 0);  // the Writes touched no item
     s.publish(1);
     s.tickTo(151);  // not the subscription's tick: nothing sampled, nothing sent
     CHECK(s.sink.done.size() == 1);
