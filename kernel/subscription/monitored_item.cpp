@@ -206,7 +206,7 @@ bool MonitoredItem::defaultFilter() const {
            f.deadbandType == ua::DeadbandType::None_;
 }
 
-bool MonitoredItem::takeSample(NodeSample& node, int64_t gridTime, int64_t now) {
+bool MonitoredItem::takeSample(NodeSample& node, int64_t gridTime, int64_t) {
     uint32_t seen = sampledVersion_;
     sampledVersion_ = node.version;
     nextSamplingTime_ = gridTime + samplingInterval_;
@@ -220,7 +220,8 @@ bool MonitoredItem::takeSample(NodeSample& node, int64_t gridTime, int64_t now) 
         if (!node.changedSinceBase()) return false;
         knownChanged = true;
     }
-    bool queued = queueCell(nullptr, *node.latest, UAPLEX_Good, now, knownChanged);
+    // The queue's sampling slots follow the grid time, not the tick's jitter.
+    bool queued = queueCell(nullptr, *node.latest, UAPLEX_Good, gridTime, knownChanged);
     // Queued: last is the sample; refused by the default filter: last equals it.
     if (plain)
         flags_ |= kLastIsSample;
