@@ -397,8 +397,11 @@ uaplex_status SecureChannel::sendMessage(std::uint32_t requestId,
         return UAPLEX_BadResponseTooLarge;
     scratch.clear();
     for (std::size_t i = 0; i < chunks; ++i) {
+        // Each chunk rents what it will hold, not the negotiated size: a small response
+        // then comes from a small bucket of the pool (and keeps no 64 KiB array cached).
+        const std::size_t n = std::min(room, body.size() - std::min(body.size(), i * room));
         uaplex_buffer b;
-        if (!output_.rent(std::uint32_t(chunkSize), b)) {
+        if (!output_.rent(std::uint32_t(prefix + n + overhead), b)) {
             for (auto& s : scratch) output_.giveBack(s);
             scratch.clear();
             return UAPLEX_BadOutOfMemory;
