@@ -631,7 +631,7 @@ def run_section(args, scenarios, config):
 
 
 def main():
-    global SCENARIOS
+    global SCENARIOS, SCALE
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
     p.add_argument("--rounds", type=int, default=3)
@@ -665,7 +665,7 @@ def main():
     p.add_argument("--fairness", choices=["on", "off", "only"], default="on",
                    help="the greedy/light fairness comparison of fifo and fair (uaplex only)")
     args = p.parse_args()
-    global UAPLEX_PORT, PEER_PORT, NULL_PORT, SCALE
+    global UAPLEX_PORT, PEER_PORT, NULL_PORT
     if args.scale_scenarios:
         wanted_scale = [s.strip() for s in args.scale_scenarios.split(",") if s.strip()]
         unknown = set(wanted_scale) - {n for n, *_ in SCALE}
