@@ -92,9 +92,11 @@ access_toml $((port + 2)) noanon 'anonymous = false'
 # compares ServerCapabilities with it, so each value is stated once, here. One worker thread
 # keeps the requests of a session in arrival order (which Publish request is the oldest).
 sed -e "s|127.0.0.1:$port\"|127.0.0.1:$((port + 3))\"|" -e "s|$work/uaplex.log|$work/limits.log|" \
-  -e '/^\[server\]$/a request_threads = 1' \
+  -e '/^\[server\]$/a request_threads = 1' -e '/^handshake_timeout_ms = /d' \
   -e '/^\[server.limits\]$/r /dev/stdin' "$work/interop.toml" >"$work/limits.toml" <<'LIMITS'
 max_channels = 4
+max_pending_handshakes = 2
+handshake_timeout_ms = 10000
 max_sessions = 3
 min_session_timeout_ms = 5000
 max_session_timeout_ms = 20000

@@ -11,6 +11,7 @@ const { ua, assert, T_SHORT, T_LONG, makeClient, disconnect, assertGood, assertS
 const { AttributeIds, DataType, StatusCodes, TimestampsToReturn, MonitoringMode, Variant, VariantArrayType } = ua;
 const { RegisterNodesRequest, UnregisterNodesRequest } = require("node-opcua-types");
 const { VariableIds } = require("node-opcua-constants");
+const { hello, exchange, openSocket } = require("../lib/rawtcp");
 
 const ENDPOINT = process.env.UAPLEX_LIMITS_ENDPOINT;
 const TOML = process.env.UAPLEX_LIMITS_TOML;
@@ -414,21 +415,35 @@ test("decoding limits: a String, ByteString or array longer than advertised is B
     });
 });
 
-test("a connection beyond max_channels is refused; a closed one frees its place", { skip, timeout: T_LONG }, async () => {
+test("a connection beyond max_channels gets ERR BadTcpServerTooBusy; a closed one frees its place", { skip, timeout: T_LONG }, async () => {
     const clients = [];
     try {
         for (let i = 0; i < L.max_channels; i++) clients.push(await eventually(`connection ${i + 1}`, () => connect()));
-        let refused = null;
-        try {
-            clients.push(await connect());
-        } catch (err) {
-            refused = err;
-        }
-        assert.ok(refused, `connection ${L.max_channels + 1} was accepted`);
-        process.stdout.write(`# refused connection: ${refused.message.split("\n")[0]}\n`);
+        // Part 6 7.1.5: the server answers with ERR Bad_TcpServerTooBusy and closes.
+        await assert.rejects(connect(), /BadTcpServerTooBusy/, `connection ${L.max_channels + 1}`);
         await disconnect(clients.pop());
         clients.push(await eventually("a connection after one closed", () => connect()));
     } finally {
         for (const c of clients) await disconnect(c);
     }
+});
+
+test("a connection beyond max_pending_handshakes gets ERR BadTcpServerTooBusy", { skip, timeout: T_LONG }, async () => {
+    const url = new URL(ENDPOINT.replace(/^opc\.tcp:/, "http:"));
+    const host = url.hostname, port = Number(url.port);
+    const silent = [];
+    try {
+        // Connections that have sent nothing yet hold every handshake place.
+        for (let i = 0; i < L.max_pending_handshakes; i++) silent.push(await openSocket(host, port, 2000));
+        const r = await exchange(host, port, [hello({ endpointUrl: ENDPOINT })]);
+        assert.ok(r.closed || r.resetByPeer, "the refused connection stays open");
+        assert.equal(r.messages.length, 1, `answer: ${JSON.stringify(r.messages)}`);
+        assert.equal(r.messages[0].type, "ERRF");
+        assertStatus(r.messages[0].error, StatusCodes.BadTcpServerTooBusy, "ERR of the refused connection");
+    } finally {
+        for (const sock of silent) sock.destroy();
+    }
+    // Their places free up once they are gone.
+    const client = await eventually("a connection after the silent ones closed", () => connect());
+    await disconnect(client);
 });
