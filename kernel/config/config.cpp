@@ -355,6 +355,7 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
                 const char* name;
                 std::uint32_t* value;
                 std::uint32_t min;
+                std::uint32_t max = 0xFFFFFFFFu;
             };
             const Key keys[] = {
                 {"max_channels", &l.max_channels, 1},
@@ -369,7 +370,8 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
                 {"max_sessions", &l.max_sessions, 1},
                 {"min_session_timeout_ms", &l.min_session_timeout_ms, 100},
                 {"max_session_timeout_ms", &l.max_session_timeout_ms, 100},
-                {"max_browse_continuation_points", &l.max_browse_continuation_points, 1},
+                // Advertised as MaxBrowseContinuationPoints, a UInt16.
+                {"max_browse_continuation_points", &l.max_browse_continuation_points, 1, 65535},
                 {"max_nesting_depth", &l.max_nesting_depth, 4},
                 {"max_nodes_per_read", &l.max_nodes_per_read, 0},
                 {"max_nodes_per_write", &l.max_nodes_per_write, 0},
@@ -411,8 +413,7 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
                                            std::string(key.str()) + "' in [server.limits]");
             }
             for (const Key& k : keys)
-                *k.value =
-                    get_uint(*limits, k.name, *k.value, k.min, 0xFFFFFFFFu, "server.limits", file);
+                *k.value = get_uint(*limits, k.name, *k.value, k.min, k.max, "server.limits", file);
             for (const Key& k : signed_keys) {
                 const toml::node* node = limits->get(k.name);
                 if (!node) continue;

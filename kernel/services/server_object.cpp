@@ -178,8 +178,7 @@ void ServiceSet::Impl::buildServerObject() {
              scalarUInt32(l.max_monitored_items_per_call));
     {
         ua::Variant v = ua::makeVariant(ua::BuiltinType::UInt16);
-        v.value.uint16 =
-            std::uint16_t(std::min<std::uint32_t>(l.max_browse_continuation_points, 65535));
+        v.value.uint16 = std::uint16_t(l.max_browse_continuation_points);
         constant(n0::Server_ServerCapabilities_MaxBrowseContinuationPoints, v);
         v.value.uint16 = 0;
         constant(n0::Server_ServerCapabilities_MaxQueryContinuationPoints, v);

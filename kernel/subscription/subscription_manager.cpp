@@ -286,6 +286,13 @@ uaplex_status SubscriptionManager::transferSubscriptions(
             continue;
         }
         if (old != sessionId) {
+            if (uint32_t max = ctx_.limits.maxSubscriptionsPerSession) {
+                Session* ns = session(sessionId);
+                if (ns && ns->subs.size() >= max) {
+                    r.statusCode = UAPLEX_BadTooManySubscriptions;  // Part 4 5.13.7.4
+                    continue;
+                }
+            }
             if (Session* os = session(old)) {
                 os->subs.erase(std::remove(os->subs.begin(), os->subs.end(), sub.id()),
                                os->subs.end());

@@ -154,6 +154,8 @@ TEST_CASE("[server] identity and limits: defaults, overrides, range checks") {
           std::string::npos);
     CHECK(error_of("[server.limits]\nmax_array_length = 2147483648\n").find("from 16") !=
           std::string::npos);
+    CHECK(error_of("[server.limits]\nmax_browse_continuation_points = 65536\n")
+              .find("from 1 to 65535") != std::string::npos);
     CHECK(error_of("[server.limits]\nmax_message_size = 16384\n")
               .find("must not exceed max_message_size") != std::string::npos);
     CHECK(error_of("[server]\nendpoints = []\n").find("at least one URL") != std::string::npos);

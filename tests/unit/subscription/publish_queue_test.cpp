@@ -452,6 +452,27 @@ TEST_CASE("services: TransferSubscriptions only to a session of the same user id
     CHECK(s.mgr->find(sub)->sessionId() == 3);
 }
 
+TEST_CASE("services: TransferSubscriptions to a session at MaxSubscriptionsPerSession") {
+    SubscriptionLimits l;
+    l.maxSubscriptionsPerSession = 1;
+    Server s(l);
+    uint32_t sub = s.subscribe(1);
+    uint32_t full = s.subscribe(2);
+    ua::TransferSubscriptionsRequest req{};
+    req.subscriptionIds = {1, &sub};
+    ua::TransferSubscriptionsResponse resp{};
+    REQUIRE(s.mgr->transferSubscriptions(2, req, resp, s.arena) == UAPLEX_Good);
+    CHECK(resp.results[0].statusCode == UAPLEX_BadTooManySubscriptions);
+    CHECK(s.mgr->find(sub)->sessionId() == 1);
+    ua::DeleteSubscriptionsRequest del{};
+    del.subscriptionIds = {1, &full};
+    ua::DeleteSubscriptionsResponse delResp{};
+    REQUIRE(s.mgr->deleteSubscriptions(2, del, delResp, s.arena) == UAPLEX_Good);
+    REQUIRE(s.mgr->transferSubscriptions(2, req, resp, s.arena) == UAPLEX_Good);
+    CHECK(resp.results[0].statusCode == UAPLEX_Good);
+    CHECK(s.mgr->find(sub)->sessionId() == 2);
+}
+
 TEST_CASE("services: an abandoned subscription expires on its own lifetime") {
     SubscriptionLimits l;
     l.minSubscriptionLifetime = 0;

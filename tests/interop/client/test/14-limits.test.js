@@ -213,6 +213,21 @@ test("CreateSubscription beyond MaxSubscriptionsPerSession and MaxSubscriptions 
     });
 });
 
+test("TransferSubscriptions to a session at MaxSubscriptionsPerSession: per-item BadTooManySubscriptions", { skip, timeout: T_LONG }, async () => {
+    await withSessions(2, async ([a, b]) => {
+        const mine = [];
+        for (let i = 0; i < L.max_subscriptions_per_session; i++) mine.push(await subscribe(a));
+        const theirs = await subscribe(b);
+        const transfer = () => transact(a, new ua.TransferSubscriptionsRequest({ subscriptionIds: [theirs], sendInitialValues: false }));
+        let r = await transfer();
+        assertGood(r.status, "TransferSubscriptions service result");
+        assertStatus(r.response.results[0].statusCode, StatusCodes.BadTooManySubscriptions, "transfer into a full session");
+        await a.deleteSubscriptions({ subscriptionIds: [mine[0]] });
+        r = await transfer();
+        assertGood(r.response.results[0].statusCode, "transfer after a delete");
+    });
+});
+
 test("CreateMonitoredItems beyond MaxMonitoredItemsPerSubscription and MaxMonitoredItems: per-item BadTooManyMonitoredItems", { skip, timeout: T_LONG }, async () => {
     const perSub = L.max_monitored_items_per_subscription, total = L.max_monitored_items;
     assert.ok(perSub < total && total < 2 * perSub && perSub <= L.max_monitored_items_per_call);
