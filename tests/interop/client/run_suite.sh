@@ -97,6 +97,8 @@ sed -e "s|127.0.0.1:$port\"|127.0.0.1:$((port + 3))\"|" -e "s|$work/uaplex.log|$
 max_channels = 4
 max_pending_handshakes = 2
 handshake_timeout_ms = 10000
+min_token_lifetime_ms = 15000
+max_token_lifetime_ms = 40000
 max_sessions = 3
 min_session_timeout_ms = 5000
 max_session_timeout_ms = 20000
@@ -119,7 +121,10 @@ max_monitored_items_per_subscription = 4
 max_monitored_item_queue_size = 8
 max_event_queue_size = 16
 max_publish_requests_per_session = 3
+min_publishing_interval_ms = 100
+max_publishing_interval_ms = 900000
 min_sampling_interval_ms = 100
+max_sampling_interval_ms = 60000
 LIMITS
 
 pids=()

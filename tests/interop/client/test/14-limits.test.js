@@ -192,6 +192,19 @@ test("the revised session timeout stays within min/max_session_timeout_ms", { sk
     await withSessions(1, async ([s]) => assert.equal(s.timeout, L.min_session_timeout_ms), { requestedSessionTimeout: 1 });
 });
 
+test("the revised SecureChannel token lifetime stays within min/max_token_lifetime_ms", { skip, timeout: T_SHORT }, async () => {
+    for (const [requested, revised] of [[1000, L.min_token_lifetime_ms], [3600000, L.max_token_lifetime_ms]]) {
+        const client = await eventually("connect", () => connect({ defaultSecureTokenLifetime: requested }));
+        try {
+            const token = client._secureChannel && client._secureChannel.activeSecurityToken;
+            assert.ok(token, "no security token");
+            assert.equal(token.revisedLifetime, revised, `requested ${requested}`);
+        } finally {
+            await disconnect(client);
+        }
+    }
+});
+
 test("CreateSubscription beyond MaxSubscriptionsPerSession and MaxSubscriptions is BadTooManySubscriptions", { skip, timeout: T_LONG }, async () => {
     assert.ok(L.max_subscriptions_per_session < L.max_subscriptions && L.max_subscriptions <= 2 * L.max_subscriptions_per_session);
     await withSessions(3, async ([a, b, c]) => {
@@ -385,9 +398,22 @@ test("Publish beyond max_publish_requests_per_session: the oldest queued request
     });
 });
 
-test("revised queue sizes and sampling interval: MaxMonitoredItemsQueueSize and MinSupportedSampleRate", { skip, timeout: T_SHORT }, async () => {
+test("revised publishing interval, queue sizes and sampling intervals: the configured bounds, MaxMonitoredItemsQueueSize, MinSupportedSampleRate", { skip, timeout: T_SHORT }, async () => {
     await withSessions(1, async ([s]) => {
+        const interval = async (requested) => {
+            const r = await transact(s, new ua.CreateSubscriptionRequest({
+                requestedPublishingInterval: requested, requestedLifetimeCount: 30, requestedMaxKeepAliveCount: 10, publishingEnabled: true,
+            }));
+            assertGood(r.status, "CreateSubscription");
+            await s.deleteSubscriptions({ subscriptionIds: [r.response.subscriptionId] });
+            return r.response.revisedPublishingInterval;
+        };
+        assert.equal(await interval(1), L.min_publishing_interval_ms, "publishing interval below the minimum");
+        assert.equal(await interval(1e9), L.max_publishing_interval_ms, "publishing interval above the maximum");
         const sub = await subscribe(s);
+        const slow = await createItems(s, sub, [itemOn("i=2258", 9, { params: { samplingInterval: 1e9 } })]);
+        assert.equal(slow.response.results[0].revisedSamplingInterval, L.max_sampling_interval_ms, "sampling interval above the maximum");
+        await transact(s, new ua.DeleteMonitoredItemsRequest({ subscriptionId: sub, monitoredItemIds: [slow.response.results[0].monitoredItemId] }));
         const r = await createItems(s, sub, [
             itemOn("i=2258", 1, { params: { queueSize: 100000, samplingInterval: 1 } }),
             itemOn("i=2253", 2, {
