@@ -557,10 +557,14 @@ class TcpTransport final : public uaplex::sdk::Transport {
     // A new socket (accepted or reverse-connected) becomes a connection if limits allow.
     void admit(tcp::socket s, const std::string& url, ReverseTarget* reverse) {
         if (connections_.size() >= maxConnections_ || pendingCount_ >= maxPending_) {
-            boost::system::error_code ec;
-            s.close(ec);
             context().debug("connection refused: limit of connections or pending handshakes");
-            if (reverse) scheduleReverse(reverse);
+            if (reverse) {
+                boost::system::error_code ec;
+                s.close(ec);
+                scheduleReverse(reverse);
+            } else {
+                refuse(std::move(s));
+            }
             return;
         }
         boost::system::error_code ec;
@@ -727,6 +731,55 @@ class TcpTransport final : public uaplex::sdk::Transport {
         send(handle(c.get()), &ack, 1);
     }
 
+    // A socket beyond the limits gets ERR Bad_TcpServerTooBusy (Part 6 7.1.5) and a graceful
+    // close: our side shut after the ERR, the client's bytes read and dropped until it closes
+    // (at most the handshake timeout), so that no reset overtakes the ERR. At most
+    // max_pending_handshakes refusals are held; beyond, the socket is just closed.
+    struct Refusal {
+        explicit Refusal(tcp::socket s) : socket(std::move(s)), timer(socket.get_executor()) {}
+        tcp::socket socket;
+        asio::steady_timer timer;
+        std::uint8_t message[272];
+        std::uint8_t sink[512];
+    };
+
+    void refuse(tcp::socket s) {
+        boost::system::error_code ec;
+        if (refusals_ >= maxPending_ || stopping_) {
+            s.close(ec);
+            return;
+        }
+        ++refusals_;
+        auto r = std::make_shared<Refusal>(std::move(s));
+        std::size_t n = writeError(r->message, UAPLEX_BadTcpServerTooBusy, "too many connections");
+        asio::async_write(
+            r->socket, asio::buffer(r->message, n),
+            [this, r](boost::system::error_code ec, std::size_t) {
+                if (ec || stopping_) return endRefusal(r);
+                r->socket.shutdown(tcp::socket::shutdown_send, ec);
+                r->timer.expires_after(std::chrono::milliseconds(handshakeTimeoutMs_));
+                r->timer.async_wait([r](boost::system::error_code ec) {
+                    if (!ec) r->socket.close(ec);  // the pending read ends
+                });
+                drainRefused(r);
+            });
+    }
+
+    void drainRefused(const std::shared_ptr<Refusal>& r) {
+        r->socket.async_read_some(asio::buffer(r->sink),
+                                  [this, r](boost::system::error_code ec, std::size_t) {
+                                      if (ec || stopping_) return endRefusal(r);
+                                      drainRefused(r);
+                                  });
+    }
+
+    void endRefusal(const std::shared_ptr<Refusal>& r) {
+        boost::system::error_code ec;
+        r->timer.cancel();
+        r->socket.close(ec);
+        --refusals_;
+    }
+
     // Sends ERR and closes once it is written.
     void fail(const std::shared_ptr<Connection>& c, uaplex_status st, std::string_view reason) {
         uaplex_buffer err;
@@ -828,6 +881,7 @@ class TcpTransport final : public uaplex::sdk::Transport {
     std::vector<std::shared_ptr<ReverseTarget>> reverse_;          // io thread
     std::unordered_set<std::shared_ptr<Connection>> connections_;  // io thread
     std::size_t pendingCount_ = 0;                                 // io thread
+    std::size_t refusals_ = 0;  // io thread; sockets refused and not yet closed
     bool stopping_ = false;
     ServerLimits limits_;
     std::size_t maxConnections_ = 1000;
