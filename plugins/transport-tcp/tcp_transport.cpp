@@ -512,7 +512,7 @@ class TcpTransport final : public uaplex::sdk::Transport {
     // them, so steady traffic does not allocate.
     void scheduleSweep() {
         sweepTimer_.expires_after(std::chrono::seconds(1));
-        sweepTimer_.async_wait([this](boost::system::error_code ec) {
+        sweepTimer_.async_wait(inSlot(sweepSlot_, [this](boost::system::error_code ec) {
             if (ec || stopping_) return;
             for (const auto& c : connections_) {
                 if (c->wroteSinceSweep) {
@@ -531,7 +531,7 @@ class TcpTransport final : public uaplex::sdk::Transport {
                 std::vector<asio::const_buffer>().swap(c->gather);
             }
             scheduleSweep();
-        });
+        }));
     }
 
     void giveBack(uaplex_buffer& b) {
@@ -866,6 +866,7 @@ class TcpTransport final : public uaplex::sdk::Transport {
     }
 
     HandlerSlot inboxSlot_{256};  // outlives io_, which may still hold the wait's handler
+    HandlerSlot sweepSlot_;       // the sweep timer's wait: no allocation per second
     // One staging buffer for every connection: only the io thread reads, and a read's bytes
     // are parsed before the next read, so no connection needs its own.
     static constexpr std::size_t kStageSize = 65536;
