@@ -522,13 +522,18 @@ class TcpTransport final : public uaplex::sdk::Transport {
                 std::lock_guard lock(c->sendMutex);
                 if (c->writeActive || !c->queued.empty()) continue;
                 if (c->queuedBytes.capacity() == 0 && c->writingBytes.capacity() == 0 &&
-                    c->gather.capacity() == 0)
+                    c->gather.capacity() == 0 && !c->writeSlot.storage)
                     continue;
                 std::vector<std::uint8_t>().swap(c->queuedBytes);
                 std::vector<std::uint8_t>().swap(c->writingBytes);
                 std::vector<Connection::Segment>().swap(c->queued);
                 std::vector<Connection::Segment>().swap(c->writing);
                 std::vector<asio::const_buffer>().swap(c->gather);
+                // No write is outstanding: its handler memory goes too (the next write sizes it).
+                if (!c->writeSlot.used.load()) {
+                    c->writeSlot.storage.reset();
+                    c->writeSlot.capacity = 0;
+                }
             }
             scheduleSweep();
         }));
