@@ -44,9 +44,9 @@ struct ReverseTarget {
     std::thread resolver;  // the last name resolution; joined before the next and at stop
 };
 
-// Memory for one outstanding asynchronous operation's handler. Sized by the first operation
-// that uses it (an idle connection's slots cost nothing) and reused after; the heap per
-// operation only when it is taken or too small.
+// Memory for one outstanding asynchronous operation's handler. Sized by the largest operation
+// that used it (an unused slot costs nothing) and reused after; the heap per operation only
+// when the slot is taken.
 struct HandlerSlot {
     HandlerSlot() = default;
     explicit HandlerSlot(std::size_t size) : storage(new unsigned char[size]), capacity(size) {}
@@ -64,7 +64,7 @@ struct SlotAllocator {
     SlotAllocator(const SlotAllocator<U>& o) noexcept : slot(o.slot) {}
     T* allocate(std::size_t n) {
         std::size_t bytes = n * sizeof(T);
-        if (!slot->storage && !slot->used.load()) {
+        if (bytes > slot->capacity && !slot->used.load()) {  // first use, or a larger operation
             slot->capacity = (bytes + 63) & ~std::size_t{63};
             slot->storage.reset(new unsigned char[slot->capacity]);
         }
@@ -211,9 +211,8 @@ struct Connection : std::enable_shared_from_this<Connection> {
         Connection* owner = nullptr;
     } kick;
     std::shared_ptr<Connection> kickRef;
-    // Handler memory: at most one read and one write are outstanding per connection, so
-    // each has a slot and steady traffic allocates no handler.
-    // A gathered write's operation holds up to 64 buffer descriptors, hence its larger slot.
+    // Handler memory: at most one read (or readiness wait) and one write are outstanding per
+    // connection, so each has a slot and steady traffic allocates no handler.
     HandlerSlot readSlot, writeSlot;
 };
 
