@@ -389,6 +389,7 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
                 {"max_monitored_item_queue_size", &l.max_monitored_item_queue_size, 1},
                 {"max_event_queue_size", &l.max_event_queue_size, 1},
                 {"max_publish_requests_per_session", &l.max_publish_requests_per_session, 1},
+                {"max_notifications_per_publish", &l.max_notifications_per_publish, 0},
                 {"min_publishing_interval_ms", &l.min_publishing_interval_ms, 10},
                 {"max_publishing_interval_ms", &l.max_publishing_interval_ms, 10},
                 {"min_sampling_interval_ms", &l.min_sampling_interval_ms, 0},

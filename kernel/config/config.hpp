@@ -67,6 +67,7 @@ struct ServerLimits {
     std::uint32_t max_monitored_item_queue_size = 100;       // data items' revised queueSize
     std::uint32_t max_event_queue_size = 10000;              // event items' revised queueSize
     std::uint32_t max_publish_requests_per_session = 20;     // queued Publish requests
+    std::uint32_t max_notifications_per_publish = 1000;  // per NotificationMessage; 0 = no limit
     std::uint32_t min_publishing_interval_ms = 50;
     std::uint32_t max_publishing_interval_ms = 3600000;
     std::uint32_t min_sampling_interval_ms = 0;  // MinSupportedSampleRate

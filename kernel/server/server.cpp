@@ -1139,14 +1139,20 @@ void Server::reloadMonitoredItemQueues() {
 }
 
 void Server::publishingLoop() {
+    // Ticks on a fixed grid, not `period` after the previous tick's end: publishing cycles
+    // do not drift by the tick's own duration, and a late tick is not followed by a late one.
     const auto period = std::chrono::milliseconds(subscriptions_->resolutionMs());
+    auto next = std::chrono::steady_clock::now() + period;
     std::unique_lock lock(housekeepingMutex_);
     while (running_.load()) {
-        housekeepingWake_.wait_for(lock, period);
+        if (housekeepingWake_.wait_until(lock, next) != std::cv_status::timeout) continue;
         if (!running_.load()) break;
         lock.unlock();
         subscriptions_->timerTick();
         lock.lock();
+        next += period;
+        auto now = std::chrono::steady_clock::now();
+        if (now >= next) next += ((now - next) / period + 1) * period;  // missed ticks collapse
     }
 }
 

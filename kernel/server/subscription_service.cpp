@@ -49,6 +49,7 @@ subscription::SubscriptionLimits subscriptionLimitsOf(const config::ServerConfig
     l.maxNotificationQueueSize = c.max_monitored_item_queue_size;
     l.maxEventQueueSize = c.max_event_queue_size;
     l.maxPublishRequestCount = c.max_publish_requests_per_session;
+    l.maxNotificationsPerPublish = c.max_notifications_per_publish;
     l.minSamplingInterval = c.min_sampling_interval_ms;
     l.maxSamplingInterval = std::max(c.max_sampling_interval_ms, c.min_sampling_interval_ms);
     return l;
@@ -310,8 +311,10 @@ void SubscriptionService::flush(std::vector<Done>& done) noexcept {
 }
 
 void SubscriptionService::send(Done& d) noexcept {
-    enc::Arena arena(16 * 1024, 1024);
-    enc::ByteBuffer out(1024);
+    // One buffer per sending thread, kept across responses: a full NotificationMessage does
+    // not grow a fresh buffer by doubling each time. The route copies it into chunks.
+    thread_local enc::ByteBuffer out(64 * 1024);
+    out.clear();
     auto utc = clock_.utcNow();
     if (d.status != UAPLEX_Good) {
         ua::ServiceFault fault{};

@@ -42,12 +42,42 @@ bool dataChanged(const DataChangeFilterSpec& f, const ValueCell* last, const Val
     return false;
 }
 
+bool NodeSample::changedSinceBase() {
+    if (comparedVersion != version) {
+        static const DataChangeFilterSpec kDefault{};
+        baseChanged = !base || !latest || dataChanged(kDefault, base, *latest);
+        comparedVersion = version;
+    }
+    return baseChanged;
+}
+
+void maskTimestamps(ua::DataValue& dv, ua::TimestampsToReturn ts) {
+    switch (ts) {
+        case ua::TimestampsToReturn::Source:
+            dv.server_timestamp = 0;
+            dv.mask &= uint8_t(~UAPLEX_DATAVALUE_SERVER_TIMESTAMP);
+            break;
+        case ua::TimestampsToReturn::Server:
+            dv.source_timestamp = 0;
+            dv.mask &= uint8_t(~UAPLEX_DATAVALUE_SOURCE_TIMESTAMP);
+            break;
+        case ua::TimestampsToReturn::Neither:
+            dv.source_timestamp = dv.server_timestamp = 0;
+            dv.mask &=
+                uint8_t(~(UAPLEX_DATAVALUE_SOURCE_TIMESTAMP | UAPLEX_DATAVALUE_SERVER_TIMESTAMP));
+            break;
+        default:
+            break;
+    }
+}
+
 MonitoredItem::MonitoredItem(Subscription& sub, uint32_t id, uint32_t clientHandle,
                              uint64_t nodeHandle)
     : sub_(&sub), nodeHandle_(nodeHandle), id_(id), clientHandle_(clientHandle) {}
 
 MonitoredItem::~MonitoredItem() {
     std::free(lastCell_.bytes);
+    ++sub_->context().itemGeneration;  // the manager's per-node item counts are stale
 }
 
 void MonitoredItem::takeAsLast(ValueCell* c) {
@@ -70,6 +100,7 @@ std::vector<uint32_t>& MonitoredItem::mutableLinks() {
 
 void MonitoredItem::setSamplingInterval(int64_t ms, int64_t now) {
     samplingInterval_ = int32_t(ms);
+    ++sub_->context().itemGeneration;  // the item may move between pushed and gridded sampling
     if (nextSamplingTime_ == 0) nextSamplingTime_ = now;
     if (extras_ && extras_->dataQueue) extras_->dataQueue->setSamplingInterval(ms);
 }
@@ -162,27 +193,72 @@ bool MonitoredItem::queueValue(const ua::DataValue& in, uaplex_status error, int
     } else {
         cell = pool.copy(in);
     }
+    flags_ &= uint16_t(~kLastIsSample);  // not a node sample: the next one compares in full
     if (!cell) return false;
-    if (!(flags_ & kAlwaysReport)) {
+    return queueCell(cell, *cell, error, now, false);
+}
+
+bool MonitoredItem::defaultFilter() const {
+    if (flags_ & kAlwaysReport) return false;
+    if (!extras_) return true;
+    const auto& f = extras_->filter;
+    return f.trigger == ua::DataChangeTrigger::StatusValue &&
+           f.deadbandType == ua::DeadbandType::None_;
+}
+
+bool MonitoredItem::takeSample(NodeSample& node, int64_t gridTime, int64_t) {
+    uint32_t seen = sampledVersion_;
+    sampledVersion_ = node.version;
+    nextSamplingTime_ = gridTime + samplingInterval_;
+    if (!node.latest) return false;
+    bool plain = defaultFilter();
+    bool knownChanged = false;
+    // The default filter is an equivalence: when the last value equals the node's previous
+    // sample, the node's one comparison of that sample with the latest holds for this item.
+    if (plain && (flags_ & (kLastIsSample | kHasLast)) == (kLastIsSample | kHasLast) &&
+        seen == node.baseVersion && node.base) {
+        if (!node.changedSinceBase()) return false;
+        knownChanged = true;
+    }
+    // The queue's sampling slots follow the grid time, not the tick's jitter.
+    bool queued = queueCell(nullptr, *node.latest, UAPLEX_Good, gridTime, knownChanged);
+    // Queued: last is the sample; refused by the default filter: last equals it.
+    if (plain)
+        flags_ |= kLastIsSample;
+    else
+        flags_ &= uint16_t(~kLastIsSample);
+    return queued;
+}
+
+bool MonitoredItem::queueCell(ValueCell* cell, const ValueCell& v, uaplex_status error, int64_t now,
+                              bool knownChanged) {
+    auto& pool = sub_->context().values;
+    if (!knownChanged && !(flags_ & kAlwaysReport)) {
         static const DataChangeFilterSpec kDefault{};
         const DataChangeFilterSpec& f = extras_ ? extras_->filter : kDefault;
-        if (!dataChanged(f, last(), *cell)) {
+        if (!dataChanged(f, last(), v)) {
             pool.release(cell);
             return false;
         }
     }
+    if (!cell && !pool.assignContents(lastCell_, v)) {
+        sampledVersion_ = 0;  // out of memory: the node's value is sampled again, in full
+        return false;
+    }
     if (flags_ & kHadValue) flags_ |= kReadyToTrigger;
     flags_ |= kHadValue;
     if (extras_ && extras_->dataQueue) {
-        ValueCell* queued = pool.copy(*cell);
+        ValueCell* queued = pool.copy(v);
         if (queued) {
             if (extras_->dataQueue->queueValue(queued, error, now)) sub_->countQueueOverflow();
         }
-        takeAsLast(cell);
     } else {
-        takeAsLast(cell);  // size 1: only the last value is kept, never an overflow
-        flags_ |= kHasPending;
+        flags_ |= kHasPending;  // size 1: only the last value is kept, never an overflow
     }
+    if (cell)
+        takeAsLast(cell);
+    else
+        flags_ |= kHasLast;  // assigned in place above
     signalReady();
     return true;
 }
@@ -279,33 +355,20 @@ bool MonitoredItem::isReadyToPublish(int64_t now) const {
     if (!holdsNotification()) return false;
     if ((flags_ & kTriggered) && mode_ != uint8_t(ua::MonitoringMode::Disabled)) return true;
     if (mode_ != uint8_t(ua::MonitoringMode::Reporting)) return false;
-    if (!isEventItem() && samplingInterval_ > 0 && now < nextSamplingTime_) return false;
+    // Items on the publishing grid were sampled at most once per interval already.
+    if (!isEventItem() && samplingInterval_ > 0 && now < nextSamplingTime_ && !onPublishGrid())
+        return false;
     return true;
 }
 
 void MonitoredItem::advanceSamplingTime(int64_t now) {
     if (samplingInterval_ <= 0 || now < nextSamplingTime_) return;
+    if (!isEventItem() && onPublishGrid()) return;  // takeSample keeps their grid
     nextSamplingTime_ += ((now - nextSamplingTime_) / samplingInterval_ + 1) * samplingInterval_;
 }
 
 void MonitoredItem::applyTimestamps(ValueCell& c) const {
-    switch (ua::TimestampsToReturn(timestamps_)) {
-        case ua::TimestampsToReturn::Source:
-            c.dv.server_timestamp = 0;
-            c.dv.mask &= uint8_t(~UAPLEX_DATAVALUE_SERVER_TIMESTAMP);
-            break;
-        case ua::TimestampsToReturn::Server:
-            c.dv.source_timestamp = 0;
-            c.dv.mask &= uint8_t(~UAPLEX_DATAVALUE_SOURCE_TIMESTAMP);
-            break;
-        case ua::TimestampsToReturn::Neither:
-            c.dv.source_timestamp = c.dv.server_timestamp = 0;
-            c.dv.mask &=
-                uint8_t(~(UAPLEX_DATAVALUE_SOURCE_TIMESTAMP | UAPLEX_DATAVALUE_SERVER_TIMESTAMP));
-            break;
-        default:
-            break;
-    }
+    maskTimestamps(c.dv, ua::TimestampsToReturn(timestamps_));
 }
 
 bool MonitoredItem::publish(std::vector<StagedData>& data, std::vector<StagedEvent>& events,
@@ -341,21 +404,25 @@ bool MonitoredItem::publish(std::vector<StagedData>& data, std::vector<StagedEve
         uaplex_status e = UAPLEX_Good;
         while ((limit == 0 || n < limit) && q->publishSingleValue(&c, &e)) {
             applyTimestamps(*c);
-            data.push_back({clientHandle_, c, e});
+            data.push_back({c, clientHandle_, e});
             ++n;
         }
         if (n == 0 && resend && last()) {  // ResendData on an empty queue: the last value
             ValueCell* copy = pool.copy(lastCell_);
-            applyTimestamps(*copy);
-            data.push_back({clientHandle_, copy, UAPLEX_Good});
+            if (copy) {
+                applyTimestamps(*copy);
+                data.push_back({copy, clientHandle_, UAPLEX_Good});
+            }
         }
         return holdsNotification();
     }
     if (last() && (flags_ & (kHasPending | kResendData))) {
-        ValueCell* copy = pool.copy(lastCell_);
-        if (copy) {
+        if (timestamps_ == uint8_t(ua::TimestampsToReturn::Both)) {
+            // Size 1: the message is built from lastCell_ before anything can change it.
+            data.push_back({&lastCell_, clientHandle_, UAPLEX_Good, true});
+        } else if (ValueCell* copy = pool.copy(lastCell_)) {
             applyTimestamps(*copy);
-            data.push_back({clientHandle_, copy, UAPLEX_Good});
+            data.push_back({copy, clientHandle_, UAPLEX_Good});
         }
     }
     flags_ &= uint16_t(~(kHasPending | kResendData));

@@ -24,13 +24,31 @@ struct DataChangeFilterSpec {
 
 // True when `next` is a change against `last` (null: no previous value).
 bool dataChanged(const DataChangeFilterSpec& filter, const ValueCell* last, const ValueCell& next);
+// Clears the timestamps an item's TimestampsToReturn does not ask for.
+void maskTimestamps(ua::DataValue& dv, ua::TimestampsToReturn ts);
 
 class Subscription;
 
 struct StagedData {
+    ValueCell* value;  // owned until the message is built, unless borrowed
     uint32_t clientHandle;
-    ValueCell* value;  // owned until the message is built
     uaplex_status error;
+    // Borrowed: the item's own last value (all timestamps returned), read and not released
+    // when the message is built in the same Subscription::publish call.
+    bool borrowed = false;
+};
+
+// The value a node's pushed items sample (report on change): one copy per node, taken by the
+// items at their sample, and the node's previous sample, so that the default filter is
+// evaluated once per node and version rather than once per item.
+struct NodeSample {
+    ValueCell* latest = nullptr;  // the newest value written (pooled)
+    ValueCell* base = nullptr;    // the value of `baseVersion`, the last version items took
+    uint32_t version = 0, baseVersion = 0;
+    uint32_t comparedVersion = 0;  // the version `baseChanged` holds for
+    bool baseChanged = true;       // dataChanged(default filter, base, latest)
+    // True when `latest` differs from `base` under the default filter (computed once).
+    bool changedSinceBase();
 };
 struct StagedEvent {
     uint32_t clientHandle;
@@ -54,6 +72,8 @@ class MonitoredItem {
         kOperationDiagnostics = 1 << 10,
         kHasLast = 1 << 11,  // lastCell_ holds a value
         kPolled = 1 << 12,   // sampled by a timer group, not pushed
+        // lastCell_ equals (in status and value) the node sample `sampledVersion_`
+        kLastIsSample = 1 << 13,
     };
 
     MonitoredItem(Subscription& sub, uint32_t id, uint32_t clientHandle, uint64_t nodeHandle);
@@ -90,6 +110,15 @@ class MonitoredItem {
 
     // A sampled or pushed value (borrowed). Returns true when it was queued.
     bool queueValue(const ua::DataValue& value, uaplex_status error, int64_t now);
+    // Report on change: the node's latest value sampled at `gridTime` (the publishing tick of
+    // the item's subscription); the next sample is due `samplingInterval` later on that grid.
+    // Returns true when it was queued.
+    bool takeSample(NodeSample& node, int64_t gridTime, int64_t now);
+    uint32_t sampledVersion() const { return sampledVersion_; }
+    // Sampled on its subscription's publishing grid from the node's latest value (a sampling
+    // interval of at least the publishing interval); faster items queue every pushed change.
+    bool onPublishGrid() const;
+    Subscription& subscription() const { return *sub_; }
     // Node deletion: a null value with BadNodeIdUnknown.
     void queueNodeDeleted(int64_t utcNow);
     // An event (taken). False when ignored or dropped (the event then goes back to its pool).
@@ -147,6 +176,11 @@ class MonitoredItem {
     Subscription* sub_;
     const ValueCell* last() const { return (flags_ & kHasLast) ? &lastCell_ : nullptr; }
     void takeAsLast(ValueCell* c);
+    // The filter and queue step of queueValue and takeSample: `owned` (taken; may be null)
+    // holds `v`, or `v` is borrowed and copied where it is kept.
+    bool queueCell(ValueCell* owned, const ValueCell& v, uaplex_status error, int64_t now,
+                   bool knownChanged);
+    bool defaultFilter() const;
 
     // The last value passed by the filter (size 1: also the pending one), embedded so that an
     // item is one allocation.
@@ -160,6 +194,7 @@ class MonitoredItem {
     uint16_t flags_ = kDiscardOldest;
     uint8_t mode_ = uint8_t(ua::MonitoringMode::Reporting);
     uint8_t timestamps_ = uint8_t(ua::TimestampsToReturn::Both);
+    uint32_t sampledVersion_ = 0;  // the node sample last taken (fills the struct's padding)
 };
 
 }  // namespace uaplex::subscription

@@ -93,7 +93,8 @@ Subscription::Subscription(EngineContext& ctx, uint32_t id, uint64_t sessionId,
 
 Subscription::~Subscription() {
     // Staged notifications not yet built go back to their pools.
-    for (size_t i = dataHead_; i < data_.size(); ++i) ctx_.values.release(data_[i].value);
+    for (size_t i = dataHead_; i < data_.size(); ++i)
+        if (!data_[i].borrowed) ctx_.values.release(data_[i].value);
     for (size_t i = eventHead_; i < events_.size(); ++i)
         if (events_[i].event) ctx_.releaseEvent(events_[i].event);
     items_.clear();
@@ -105,6 +106,7 @@ void Subscription::modify(const RevisedSettings& s, uint8_t priority) {
     priority_ = priority;
     lifetimeCounter_ = 0;
     if (newInterval) {
+        ++ctx_.itemGeneration;  // items may move between pushed and gridded sampling
         timerExpiry_ = ctx_.clock.monoMs() + int64_t(s.publishingInterval);
         keepAliveCounter_ = 0;
     }
@@ -252,12 +254,14 @@ RetainedMessage* Subscription::buildMessage(uint32_t max) {
     }
     if (nData) {
         auto* dcn = arena.allocateArray<ua::DataChangeNotification>(1);
-        auto* items = arena.allocateArray<ua::MonitoredItemNotification>(nData);
+        // Every field is written below: no zeroing of the (large) array first.
+        auto* items = static_cast<ua::MonitoredItemNotification*>(arena.allocate(
+            nData * sizeof(ua::MonitoredItemNotification), alignof(ua::MonitoredItemNotification)));
         for (size_t i = 0; i < nData; ++i) {
             StagedData& s = data_[dataHead_ + i];
             items[i].clientHandle = s.clientHandle;
-            ValuePool::materialize(*s.value, arena, items[i].value);
-            ctx_.values.release(s.value);
+            if (!ValuePool::materialize(*s.value, arena, items[i].value)) items[i].value = {};
+            if (!s.borrowed) ctx_.values.release(s.value);
         }
         dcn->monitoredItems = {int32_t(nData), items};
         dcn->diagnosticInfos = {0, nullptr};

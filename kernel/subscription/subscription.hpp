@@ -51,6 +51,9 @@ struct EngineContext {
     ValuePool values;
     MessagePool messages;
     const EventTypeModel* eventTypes = nullptr;  // the address space, for event filters
+    // Bumped when an item's sampling interval, a publishing interval or the item set changes:
+    // the manager recounts the items of a node it caches.
+    uint64_t itemGeneration = 0;
     explicit EngineContext(const Clock& c, SubscriptionLimits l = {}) : clock(c), limits(l) {}
     void releaseEvent(EventCell* e) {
         for (ValueCell* c : e->cells) values.release(c);
@@ -97,6 +100,13 @@ class Subscription {
     void modify(const RevisedSettings& s, uint8_t priority);
     void setPublishingMode(bool enabled);
     TickResult tick();
+    // The publishing-grid time the next tick() at `now` fires for (the last grid point before
+    // `now`), or -1 when it does not fire then.
+    int64_t gridTime(int64_t now) const {
+        if (transferring || expired_ || now <= timerExpiry_) return -1;
+        auto pi = int64_t(settings_.publishingInterval);
+        return timerExpiry_ + (now - timerExpiry_ - 1) / pi * pi;
+    }
     PublishOutcome publish();
     // Good, BadSequenceNumberUnknown or BadSequenceNumberInvalid; resets the lifetime counter.
     uaplex_status acknowledge(uint32_t sequenceNumber);
@@ -159,5 +169,10 @@ class Subscription {
     size_t dataHead_ = 0, eventHead_ = 0;
     std::vector<uint32_t> lastMoved_;
 };
+
+inline bool MonitoredItem::onPublishGrid() const {
+    return !(flags_ & (kPolled | kEvents)) && samplingInterval_ > 0 &&
+           samplingInterval_ >= int64_t(sub_->settings().publishingInterval);
+}
 
 }  // namespace uaplex::subscription

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <random>
 
 namespace uaplex::subscription {
@@ -41,6 +42,7 @@ SubscriptionManager::SubscriptionManager(const Clock& clock, SubscriptionLimits 
 }
 
 SubscriptionManager::~SubscriptionManager() {
+    for (auto& [node, ns] : nodeStates_) releaseNode(ns);
     subs_.clear();  // items (and their plugin queues) go before the pools
 }
 
@@ -726,6 +728,7 @@ bool SubscriptionManager::cancelPublish(uint64_t requestId, uaplex_status status
 
 void SubscriptionManager::timerTick() {
     int64_t now = ctx_.clock.monoMs();
+    sampleChangedNodes(now);
     // Polled items: only the groups that are due.
     for (auto& [si, g] : groups_) {
         if (now < g.next) continue;
@@ -779,14 +782,132 @@ void SubscriptionManager::timerTick() {
     }
 }
 
+void SubscriptionManager::countItems(NodeState& ns, const std::vector<MonitoredItem*>& items) {
+    ns.gridItems.clear();
+    ns.groups.clear();
+    ns.pushedItems = 0;
+    for (MonitoredItem* it : items) {
+        if (it->onPublishGrid())
+            ns.gridItems.push_back(it);
+        else
+            ++ns.pushedItems;
+    }
+    std::sort(ns.gridItems.begin(), ns.gridItems.end(),
+              [](const MonitoredItem* a, const MonitoredItem* b) {
+                  return std::less<const Subscription*>{}(&a->subscription(), &b->subscription());
+              });
+    for (uint32_t i = 0; i < ns.gridItems.size(); ++i) {
+        Subscription* s = &ns.gridItems[i]->subscription();
+        if (ns.groups.empty() || ns.groups.back().sub != s) ns.groups.push_back({s, i, i, 0});
+        ns.groups.back().end = i + 1;
+    }
+    ns.generation = ctx_.itemGeneration;
+}
+
+void SubscriptionManager::releaseNode(NodeState& ns) {
+    if (ns.latest) ctx_.values.release(ns.latest);
+    if (ns.base) ctx_.values.release(ns.base);
+    ns.latest = ns.base = nullptr;
+}
+
+// Report on change: a Write costs O(1) for the items that sample on their publishing grid
+// (the node keeps the latest value; sampleChangedNodes hands it over); only items sampling
+// faster than they publish take every change as it comes.
 void SubscriptionManager::valueChanged(uint64_t nodeHandle, const ua::DataValue& value) {
     auto n = byNode_.find(nodeHandle);
-    if (n == byNode_.end()) return;
-    int64_t now = ctx_.clock.monoMs();
-    for (MonitoredItem* it : n->second) it->queueValue(value, UAPLEX_Good, now);
+    if (n == byNode_.end()) {
+        if (auto s = nodeStates_.find(nodeHandle); s != nodeStates_.end()) {
+            releaseNode(s->second);  // its items are gone
+            nodeStates_.erase(s);
+        }
+        return;
+    }
+    NodeState& ns = nodeStates_[nodeHandle];
+    if (ns.generation != ctx_.itemGeneration) countItems(ns, n->second);
+    if (ns.pushedItems) {
+        int64_t now = ctx_.clock.monoMs();
+        for (MonitoredItem* it : n->second)
+            if (!it->onPublishGrid()) it->queueValue(value, UAPLEX_Good, now);
+    }
+    if (ns.gridItems.empty()) return;
+    ValueCell* c = ctx_.values.copy(value);
+    if (!c) return;
+    if (ns.latest) ctx_.values.release(ns.latest);
+    ns.latest = c;
+    if (++ns.version == 0) ns.version = 1;  // 0: never sampled
+    if (!ns.dirty) {
+        ns.dirty = true;
+        dirtyNodes_.push_back(nodeHandle);
+    }
+}
+
+// The grid items of the nodes written since their last sample take the latest value when
+// their subscription's publishing tick fires now and their sampling interval has elapsed on
+// that grid; a node stays listed until all of them have. Idle nodes are not visited.
+void SubscriptionManager::sampleChangedNodes(int64_t now) {
+    visitedLastTick_ = 0;
+    if (dirtyNodes_.empty()) return;
+    size_t keep = 0;
+    for (uint64_t node : dirtyNodes_) {
+        auto s = nodeStates_.find(node);
+        if (s == nodeStates_.end()) continue;
+        NodeState& ns = s->second;
+        auto n = byNode_.find(node);
+        if (n == byNode_.end()) {
+            releaseNode(ns);
+            nodeStates_.erase(s);
+            continue;
+        }
+        if (ns.generation != ctx_.itemGeneration) countItems(ns, n->second);
+        bool pending = false, taken = false;
+        for (auto& g : ns.groups) {
+            if (g.doneVersion == ns.version) continue;
+            int64_t grid = g.sub->gridTime(now);
+            if (grid < 0) {  // its subscription does not fire now: not visited
+                pending = true;
+                continue;
+            }
+            bool groupPending = false;
+            for (uint32_t i = g.begin; i < g.end; ++i) {
+                MonitoredItem* it = ns.gridItems[i];
+                ++visitedLastTick_;
+                if (it->sampledVersion() == ns.version ||
+                    it->mode() == ua::MonitoringMode::Disabled)
+                    continue;  // re-enabling samples the current value anyway
+                if (grid < it->nextSamplingTime()) {  // its interval has not elapsed
+                    groupPending = true;
+                    continue;
+                }
+                it->takeSample(ns, grid, now);
+                taken = true;
+            }
+            if (groupPending)
+                pending = true;
+            else
+                g.doneVersion = ns.version;
+        }
+        // When every grid item took the latest, the next comparison is against it (items of
+        // subscriptions on other phases still compare against the same base meanwhile).
+        if (taken && !pending) {
+            if (ValueCell* b = ctx_.values.copy(*ns.latest)) {
+                if (ns.base) ctx_.values.release(ns.base);
+                ns.base = b;
+                ns.baseVersion = ns.version;
+            }
+        }
+        if (pending)
+            dirtyNodes_[keep++] = node;
+        else
+            ns.dirty = false;
+    }
+    dirtyNodes_.resize(keep);
 }
 
 void SubscriptionManager::nodeDeleted(uint64_t nodeHandle) {
+    if (auto s = nodeStates_.find(nodeHandle); s != nodeStates_.end()) {
+        releaseNode(s->second);  // the dirty list skips it
+        nodeStates_.erase(s);
+    }
     auto n = byNode_.find(nodeHandle);
     if (n == byNode_.end()) return;
     int64_t utc = ctx_.clock.utcNow();

@@ -7,9 +7,9 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
-#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -142,6 +142,8 @@ class SubscriptionManager {
     uaplex_status conditionRefresh(uint64_t session, uint32_t subscriptionId,
                                    uint32_t monitoredItemId);
 
+    // Items the last timerTick visited to sample pushed values: O(items of changed nodes).
+    size_t itemsVisitedLastTick() const { return visitedLastTick_; }
     size_t subscriptionCount() const { return subs_.size(); }
     size_t monitoredItemCount() const { return itemCount_; }
     Subscription* find(uint32_t id) const;
@@ -167,6 +169,22 @@ class SubscriptionManager {
         int64_t next = 0;
         std::vector<MonitoredItem*> items;
     };
+    // A written node with pushed items: its latest value for the items sampled on their
+    // publishing grid, those items grouped by subscription (a tick visits only the groups
+    // whose subscription fires), and the count of the others. Rebuilt from byNode_ when
+    // itemGeneration moved (items created, deleted or re-timed), so no pointer is stale.
+    struct NodeState : NodeSample {
+        struct Group {
+            Subscription* sub;
+            uint32_t begin, end;   // in gridItems
+            uint32_t doneVersion;  // every item of the group took this version
+        };
+        std::vector<MonitoredItem*> gridItems;
+        std::vector<Group> groups;
+        uint64_t generation = ~uint64_t(0);
+        uint32_t pushedItems = 0;
+        bool dirty = false;  // in dirtyNodes_: a version not yet taken by every grid item
+    };
 
     // An item array longer than OperationLimits.MaxMonitoredItemsPerCall.
     bool tooManyOperations(size_t n) const {
@@ -190,6 +208,9 @@ class SubscriptionManager {
                                   const ua::MonitoringParameters& p, bool creating,
                                   double* revisedInterval, uint32_t* revisedQueue);
     void sampleInitial(MonitoredItem& it);
+    void countItems(NodeState& ns, const std::vector<MonitoredItem*>& items);
+    void releaseNode(NodeState& ns);
+    void sampleChangedNodes(int64_t now);
     // Validates an item's EventFilter; the EventFilterResult goes to filterOut_ (if set).
     uaplex_status applyEventFilter(const ua::EventFilter& f, std::unique_ptr<EventFilterSpec>& out);
 
@@ -204,6 +225,9 @@ class SubscriptionManager {
     std::unordered_map<uint64_t, Session> sessions_;
     std::unordered_map<uint64_t, std::string> identities_;
     std::unordered_map<uint64_t, std::vector<MonitoredItem*>> byNode_;
+    std::unordered_map<uint64_t, NodeState> nodeStates_;
+    std::vector<uint64_t> dirtyNodes_;  // nodes written since their grid items last sampled
+    size_t visitedLastTick_ = 0;
     std::map<int64_t, SamplingGroup> groups_;  // polled items by sampling interval
     std::unordered_map<uint64_t, std::vector<MonitoredItem*>> byNotifier_;  // event items
     std::vector<RetainedCondition> retained_;

@@ -170,6 +170,17 @@ ValueCell* ValuePool::copy(const ValueCell& src) {
     return c;
 }
 
+bool ValuePool::assignContents(ValueCell& dst, const ValueCell& src) {
+    if (src.byteCount) {
+        if (!reserve(&dst, src.byteCount)) return false;
+        std::memcpy(dst.bytes, src.bytes, src.byteCount);
+    }
+    dst.dv = src.dv;
+    dst.payload = src.payload;
+    dst.byteCount = src.byteCount;
+    return true;
+}
+
 void ValuePool::swapContents(ValueCell& a, ValueCell& b) noexcept {
     std::swap(a.dv, b.dv);
     std::swap(a.bytes, b.bytes);

@@ -44,6 +44,9 @@ class ValuePool {
     // Exchanges two cells' contents (buffers included): a cell embedded in an item takes a
     // pooled one's value without copying.
     static void swapContents(ValueCell& a, ValueCell& b) noexcept;
+    // Copies src's value into dst in place, reusing dst's payload buffer; false when out of
+    // memory (dst is then unchanged).
+    bool assignContents(ValueCell& dst, const ValueCell& src);
     // Writes the value into `out`, with out-of-line parts allocated in `arena`.
     static bool materialize(const ValueCell& c, enc::Arena& arena, ua::DataValue& out);
     size_t live() const { return live_; }

@@ -178,6 +178,7 @@ TEST_CASE("[server.limits] subscription limits: defaults and overrides") {
         "max_monitored_items = 9\nmax_monitored_items_per_subscription = 3\n"
         "max_monitored_items_per_call = 4\nmax_monitored_item_queue_size = 8\n"
         "max_event_queue_size = 16\nmax_publish_requests_per_session = 6\n"
+        "max_notifications_per_publish = 0\n"
         "min_publishing_interval_ms = 20\nmax_publishing_interval_ms = 60000\n"
         "min_sampling_interval_ms = 10\nmax_sampling_interval_ms = 30000\n",
         "/etc/uaplex/test.toml", kPaths);
@@ -191,6 +192,9 @@ TEST_CASE("[server.limits] subscription limits: defaults and overrides") {
     CHECK(l.max_monitored_item_queue_size == 8);
     CHECK(l.max_event_queue_size == 16);
     CHECK(l.max_publish_requests_per_session == 6);
+    CHECK(l.max_notifications_per_publish == 0);
+    CHECK(parse_string("", "/etc/uaplex/test.toml", kPaths)
+              .server.limits.max_notifications_per_publish == 1000);
     CHECK(l.min_publishing_interval_ms == 20);
     CHECK(l.max_publishing_interval_ms == 60000);
     CHECK(l.min_sampling_interval_ms == 10);

@@ -160,6 +160,37 @@ TEST_CASE("DataValue with every mask bit", "[builtin]") {
     CHECK(roundTrip<DataValue>(bytes({0x00}), arena).mask == 0);
 }
 
+TEST_CASE("DataValue of each fixed-size scalar type, with and without timestamps", "[builtin]") {
+    enc::Arena arena;
+    // Boolean, Int16, UInt32, Int64, Float, Double, DateTime, StatusCode: value then timestamps.
+    const Bytes values[] = {
+        bytes({0x01, 0x01}),
+        bytes({0x04, 0xFE, 0xFF}),
+        bytes({0x07, 1, 2, 3, 4}),
+        bytes({0x08, 1, 2, 3, 4, 5, 6, 7, 8}),
+        bytes({0x0A, 0x00, 0x00, 0x80, 0x3F}),
+        bytes({0x0B, 0, 0, 0, 0, 0, 0, 0xF0, 0x3F}),
+        bytes({0x0D, 8, 7, 6, 5, 4, 3, 2, 1}),
+        bytes({0x13, 0x00, 0x00, 0x35, 0x80}),
+    };
+    for (const Bytes& v : values) {
+        Bytes in = bytes({0x0D});  // value, source and server timestamps
+        in.insert(in.end(), v.begin(), v.end());
+        for (int i = 0; i < 16; ++i) in.push_back(std::uint8_t(i + 1));
+        DataValue d = roundTrip<DataValue>(in, arena);
+        CHECK(d.source_timestamp == 0x0807060504030201);
+        Bytes plain = bytes({0x01});
+        plain.insert(plain.end(), v.begin(), v.end());
+        roundTrip<DataValue>(plain, arena);
+    }
+    // A non-zero Boolean byte decodes as true and encodes as 1.
+    DataValue b{};
+    REQUIRE(decodeAll(bytes({0x01, 0x01, 0x07}), b, arena) == UAPLEX_Good);
+    CHECK(encodeToBytes(b) == bytes({0x01, 0x01, 0x01}));
+    // A scalar String goes the general way.
+    roundTrip<DataValue>(bytes({0x01, 0x0C, 0x02, 0, 0, 0, 'h', 'i'}), arena);
+}
+
 TEST_CASE("Variant: null, scalars, arrays and a matrix", "[builtin]") {
     enc::Arena arena;
     Variant v = roundTrip<Variant>(bytes({0x00}), arena);

@@ -175,7 +175,8 @@ struct Staged {
     explicit Staged(EngineContext& c) : ctx(c) {}
     ~Staged() { clear(); }
     void clear() {
-        for (auto& d : data) ctx.values.release(d.value);
+        for (auto& d : data)
+            if (!d.borrowed) ctx.values.release(d.value);  // borrowed: the item's own
         for (auto& e : events)
             if (e.event) ctx.releaseEvent(e.event);
         data.clear();

@@ -609,3 +609,225 @@ TEST_CASE("publish queue 11: acknowledgements allocate nothing") {
           std::vector<uaplex_status>(kSubs, UAPLEX_Good));
     CHECK(with == without);
 }
+
+// --- Report on change: items sampling at least as slowly as they publish take their node's
+// latest value at their subscription's publishing tick -----------------------------------
+
+namespace {
+
+uint32_t monitorWith(Server& s, uint32_t sub, uint32_t node, uint32_t handle, uint32_t queueSize,
+                     double si, const ua::DataChangeFilter* filter = nullptr,
+                     ua::TimestampsToReturn ts = ua::TimestampsToReturn::Both) {
+    ua::MonitoredItemCreateRequest item{};
+    item.itemToMonitor.nodeId = ua::numericNodeId(1, node);
+    item.itemToMonitor.attributeId = 13;
+    item.monitoringMode = ua::MonitoringMode::Reporting;
+    item.requestedParameters.clientHandle = handle;
+    item.requestedParameters.samplingInterval = si;
+    item.requestedParameters.queueSize = queueSize;
+    item.requestedParameters.discardOldest = true;
+    if (filter) {
+        auto& eo = item.requestedParameters.filter;
+        eo.type_id =
+            ua::numericNodeId(0, enc::dataTypeOf<ua::DataChangeFilter>()->binaryEncodingId);
+        eo.encoding = UAPLEX_EXTENSIONOBJECT_BINARY;
+        eo.data_type = enc::dataTypeOf<ua::DataChangeFilter>();
+        eo.object = const_cast<ua::DataChangeFilter*>(filter);
+    }
+    ua::CreateMonitoredItemsRequest req{};
+    req.subscriptionId = sub;
+    req.timestampsToReturn = ts;
+    req.itemsToCreate = {1, &item};
+    ua::CreateMonitoredItemsResponse resp{};
+    REQUIRE(s.mgr->createMonitoredItems(1, req, resp, s.arena) == UAPLEX_Good);
+    REQUIRE(resp.results[0].statusCode == UAPLEX_Good);
+    return resp.results[0].monitoredItemId;
+}
+
+// The notifications of the last completed Publish (empty when it was a keep-alive).
+std::vector<Note> lastNotes(const Server& s) {
+    REQUIRE_FALSE(s.sink.done.empty());
+    const auto& c = s.sink.done.back();
+    REQUIRE(c.status == UAPLEX_Good);
+    return notes(c.outcome.message.message());
+}
+
+std::vector<double> valuesFor(const std::vector<Note>& n, uint32_t handle) {
+    std::vector<double> v;
+    for (auto& x : n)
+        if (x.clientHandle == handle) v.push_back(x.value);
+    return v;
+}
+
+}  // namespace
+
+TEST_CASE("report on change: several writes in one sampling interval give one sample") {
+    Server s;
+    uint32_t sub = s.subscribe(1);
+    s.source.values[7] = 1;
+    monitorWith(s, sub, 7, 70, 5, 100);  // a queue would keep every pushed value
+    s.publish(1);
+    s.tickTo(101);
+    REQUIRE(valuesFor(lastNotes(s), 70) == std::vector<double>{1});
+    for (double v : {2.0, 3.0, 4.0}) s.mgr->valueChanged(7, Engine::value(v));
+    CHECK(s.mgr->find(sub)->readyListSize() == 0);  // the Writes touched no item
+    s.publish(1);
+    s.tickTo(151);  // not the subscription's tick: nothing sampled, nothing sent
+    CHECK(s.sink.done.size() == 1);
+    s.tickTo(201);
+    REQUIRE(s.sink.done.size() == 2);
+    CHECK(valuesFor(lastNotes(s), 70) == std::vector<double>{4});
+}
+
+TEST_CASE("report on change: a write after the interval elapsed is published in that cycle") {
+    Server s;
+    uint32_t sub = s.subscribe(1);  // publishing ticks at 100, 200, ...
+    s.clock.mono = 2;               // the item's own phase lags the subscription's by 2 ms
+    monitorWith(s, sub, 7, 70, 1, 100);
+    monitorWith(s, sub, 8, 80, 1, 200);  // samples every other cycle
+    s.publish(1);
+    s.tickTo(101);  // the initial values
+    REQUIRE(lastNotes(s).size() == 2);
+    s.clock.mono = 150;
+    s.mgr->valueChanged(7, Engine::value(5));
+    s.mgr->valueChanged(8, Engine::value(6));
+    s.publish(1);
+    s.tickTo(201);  // the grid point 200 samples both (their intervals have elapsed)
+    REQUIRE(s.sink.done.size() == 2);
+    auto n = lastNotes(s);
+    CHECK(valuesFor(n, 70) == std::vector<double>{5});
+    CHECK(valuesFor(n, 80) == std::vector<double>{6});
+    s.clock.mono = 250;
+    s.mgr->valueChanged(7, Engine::value(7));
+    s.mgr->valueChanged(8, Engine::value(8));
+    s.publish(1);
+    s.tickTo(301);  // 200 ms have not elapsed for the second item on the grid
+    REQUIRE(s.sink.done.size() == 3);
+    n = lastNotes(s);
+    CHECK(valuesFor(n, 70) == std::vector<double>{7});
+    CHECK(valuesFor(n, 80).empty());
+    s.publish(1);
+    s.tickTo(401);
+    REQUIRE(s.sink.done.size() == 4);
+    CHECK(valuesFor(lastNotes(s), 80) == std::vector<double>{8});
+}
+
+TEST_CASE("report on change: idle nodes are not visited by the publishing tick") {
+    Server s;
+    uint32_t sub = s.subscribe(1, 0, 100, 1000, 3000);
+    for (uint32_t node = 1; node <= 100; ++node)
+        for (uint32_t i = 0; i < 10; ++i) monitorWith(s, sub, node, node * 100 + i, 1, 100);
+    s.tickTo(101);
+    CHECK(s.mgr->itemsVisitedLastTick() == 0);
+    s.mgr->valueChanged(42, Engine::value(1));
+    s.mgr->valueChanged(42, Engine::value(2));
+    s.mgr->valueChanged(43, Engine::value(3));
+    s.tickTo(151);  // not the subscription's tick: the two nodes wait, their items unvisited
+    CHECK(s.mgr->itemsVisitedLastTick() == 0);
+    s.tickTo(201);
+    CHECK(s.mgr->itemsVisitedLastTick() == 20);
+    s.tickTo(301);
+    CHECK(s.mgr->itemsVisitedLastTick() == 0);
+}
+
+TEST_CASE("report on change: a tick visits only the items of subscriptions that fire") {
+    Server s;
+    uint32_t early = s.subscribe(1, 0, 100, 1000, 3000);  // fires at 100, 200, ...
+    s.clock.mono = 50;
+    uint32_t late = s.subscribe(1, 0, 100, 1000, 3000);  // fires at 150, 250, ...
+    for (uint32_t i = 0; i < 30; ++i) monitorWith(s, early, 7, 100 + i, 1, 100);
+    for (uint32_t i = 0; i < 10; ++i) monitorWith(s, late, 7, 200 + i, 1, 100);
+    for (int i = 0; i < 4; ++i) s.publish(1);
+    s.tickTo(101);
+    s.tickTo(151);  // the initial values are out
+    size_t before = s.sink.done.size();
+    s.mgr->valueChanged(7, Engine::value(3));
+    s.tickTo(161);  // nobody fires
+    CHECK(s.mgr->itemsVisitedLastTick() == 0);
+    s.tickTo(201);
+    CHECK(s.mgr->itemsVisitedLastTick() == 30);
+    s.tickTo(251);
+    CHECK(s.mgr->itemsVisitedLastTick() == 10);
+    s.tickTo(301);  // every item took the value: the node is no longer visited
+    CHECK(s.mgr->itemsVisitedLastTick() == 0);
+    size_t got = 0;
+    for (size_t i = before; i < s.sink.done.size(); ++i)
+        got += valuesFor(notes(s.sink.done[i].outcome.message.message()), 100).size() +
+               valuesFor(notes(s.sink.done[i].outcome.message.message()), 200).size();
+    CHECK(got == 2);
+}
+
+TEST_CASE("report on change: filters, queues and timestamps hold for a shared node sample") {
+    Server s;
+    uint32_t sub = s.subscribe(1, 0, 100, 1000, 3000);
+    s.source.values[7] = 10;
+    ua::DataChangeFilter deadband{};
+    deadband.trigger = ua::DataChangeTrigger::StatusValue;
+    deadband.deadbandType = uint32_t(ua::DeadbandType::Absolute);
+    deadband.deadbandValue = 5;
+    monitorWith(s, sub, 7, 1, 1, 100);             // default filter
+    monitorWith(s, sub, 7, 2, 1, 100, &deadband);  // absolute deadband 5
+    monitorWith(s, sub, 7, 3, 3, 100);             // a queue of 3, discardOldest
+    monitorWith(s, sub, 7, 4, 1, 100, nullptr, ua::TimestampsToReturn::Source);
+    s.publish(1);
+    s.tickTo(101);  // the initial values
+    REQUIRE(lastNotes(s).size() == 4);
+
+    // 12: a change for all but the deadband item.
+    s.mgr->valueChanged(7, Engine::value(12));
+    s.publish(1);
+    s.tickTo(201);
+    auto n = lastNotes(s);
+    CHECK(valuesFor(n, 1) == std::vector<double>{12});
+    CHECK(valuesFor(n, 2).empty());
+    CHECK(valuesFor(n, 3) == std::vector<double>{12});
+    {
+        const auto& m = s.sink.done.back().outcome.message.message();
+        auto* d = static_cast<ua::DataChangeNotification*>(m.notificationData[0].object);
+        for (auto& x : d->monitoredItems) {
+            bool source = x.clientHandle == 4;
+            CHECK(((x.value.mask & UAPLEX_DATAVALUE_SERVER_TIMESTAMP) != 0) == !source);
+            CHECK((x.value.mask & UAPLEX_DATAVALUE_SOURCE_TIMESTAMP) != 0);
+        }
+    }
+    // The same value again: no item reports it (the node's one comparison).
+    s.mgr->valueChanged(7, Engine::value(12, 5000));
+    s.publish(1);
+    s.tickTo(301);
+    CHECK(s.sink.done.size() == 2);  // nothing to send yet: the request waits
+    // 17: beyond the deadband from 10.
+    s.mgr->valueChanged(7, Engine::value(17));
+    s.tickTo(401);
+    REQUIRE(s.sink.done.size() == 3);
+    n = lastNotes(s);
+    CHECK(valuesFor(n, 1) == std::vector<double>{17});
+    CHECK(valuesFor(n, 2) == std::vector<double>{17});
+    // Four samples without a Publish: the queue keeps the newest three, the oldest flagged.
+    for (int i = 0; i < 4; ++i) {
+        s.mgr->valueChanged(7, Engine::value(20 + i));
+        s.tickTo(501 + 100 * i);
+    }
+    s.publish(1);
+    n = lastNotes(s);
+    CHECK(valuesFor(n, 3) == std::vector<double>{21, 22, 23});
+    for (auto& x : n)
+        if (x.clientHandle == 3) CHECK(x.overflow == (x.value == 21));
+    CHECK(valuesFor(n, 1) == std::vector<double>{23});
+}
+
+TEST_CASE("report on change: MaxNotificationsPerPublish caps a message, 0 takes the server's") {
+    SubscriptionLimits l;
+    l.maxNotificationsPerPublish = 1000;
+    Server s(l);
+    uint32_t sub = s.subscribe(1, 0, 100, 1000, 3000);
+    for (uint32_t i = 0; i < 2500; ++i) monitorWith(s, sub, 1 + i % 5, i + 1, 1, 100);
+    s.publish(1);
+    s.publish(1);
+    s.publish(1);
+    s.tickTo(101);
+    REQUIRE(s.sink.done.size() == 3);
+    CHECK(lastNotes(s).size() == 500);
+    CHECK(notes(s.sink.done[0].outcome.message.message()).size() == 1000);
+    CHECK(s.sink.done[0].outcome.more);
+    CHECK_FALSE(s.sink.done[2].outcome.more);
+}
