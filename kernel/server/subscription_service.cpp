@@ -1,5 +1,9 @@
 #include "server/subscription_service.hpp"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 #include <chrono>
 
@@ -152,6 +156,7 @@ uaplex_status SubscriptionService::call(std::uint64_t session, std::string_view 
         {
             std::lock_guard lock(mutex_);
             done.swap(done_);
+            if (m.takeTrimDue()) trimPending_.store(true, std::memory_order_relaxed);
         }
     } catch (...) {
         st = UAPLEX_BadOutOfMemory;
@@ -214,6 +219,7 @@ void SubscriptionService::closeSession(std::uint64_t session, bool deleteSubscri
         manager_.closeSession(session, deleteSubscriptions);
         channels_.erase(session);
         done.swap(done_);
+        if (manager_.takeTrimDue()) trimPending_.store(true, std::memory_order_relaxed);
     }
     flush(done);
 }
@@ -234,8 +240,16 @@ void SubscriptionService::timerTick() noexcept {
         std::lock_guard lock(mutex_);
         manager_.timerTick();
         done.swap(done_);
+        if (manager_.takeTrimDue()) trimPending_.store(true, std::memory_order_relaxed);
     }
     flush(done);
+    // After a bulk deletion the C allocator keeps the freed pages; they go back here, on the
+    // timer thread and outside the lock, rather than in the deleting request.
+    if (trimPending_.exchange(false, std::memory_order_relaxed)) {
+#if defined(__GLIBC__)
+        ::malloc_trim(0);
+#endif
+    }
 }
 
 void SubscriptionService::valueChanged(std::uint64_t node, const ua::DataValue& value) noexcept {

@@ -50,6 +50,14 @@ MonitoredItem::~MonitoredItem() {
     std::free(lastCell_.bytes);
 }
 
+void MonitoredItem::discard() {
+    flags_ &= uint16_t(~(kHasPending | kResendData | kReadyToTrigger | kTriggered | kHasLast));
+    flags_ |= kDiscarded;
+    extras_.reset();  // queued values and events go back to their pools
+    std::free(lastCell_.bytes);
+    lastCell_ = ValueCell{};
+}
+
 void MonitoredItem::takeAsLast(ValueCell* c) {
     ValuePool::swapContents(lastCell_, *c);
     sub_->context().values.release(c);

@@ -52,8 +52,10 @@ class MonitoredItem {
         kAlwaysReport = 1 << 8,  // filters bypassed
         kResendData = 1 << 9,    // publish exactly one value next time
         kOperationDiagnostics = 1 << 10,
-        kHasLast = 1 << 11,  // lastCell_ holds a value
-        kPolled = 1 << 12,   // sampled by a timer group, not pushed
+        kHasLast = 1 << 11,    // lastCell_ holds a value
+        kPolled = 1 << 12,     // sampled by a timer group, not pushed
+        kDiscarded = 1 << 13,  // deleted while a list of its subscription still holds it
+        kInTriggerSources = 1 << 14,
     };
 
     MonitoredItem(Subscription& sub, uint32_t id, uint32_t clientHandle, uint64_t nodeHandle);
@@ -114,6 +116,10 @@ class MonitoredItem {
     // item still holds notifications afterwards.
     bool publish(std::vector<StagedData>& data, std::vector<StagedEvent>& events, uint32_t max,
                  int64_t now);
+
+    // Deletion while a ready, publish or trigger list still points here: drops everything
+    // queued (and the links), so the item holds nothing until its subscription frees it.
+    void discard();
 
     // SetTriggering links (item ids); rare, so they live in the extras.
     std::vector<uint32_t>* links() const;

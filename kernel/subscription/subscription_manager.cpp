@@ -338,6 +338,8 @@ void SubscriptionManager::unindexItem(MonitoredItem* it) {
     (*list)[it->indexSlot] = list->back();  // swap-remove: O(1)
     (*list)[it->indexSlot]->indexSlot = it->indexSlot;
     list->pop_back();
+    // A bulk deletion gives the index's memory back too (amortized O(1)).
+    if (list->capacity() > 64 && list->size() < list->capacity() / 4) list->shrink_to_fit();
     if (list->empty()) {
         if (it->isEventItem())
             byNotifier_.erase(it->nodeHandle());
@@ -352,6 +354,13 @@ void SubscriptionManager::unindexItem(MonitoredItem* it) {
 void SubscriptionManager::dropItemsOf(Subscription& s) {
     s.forEachItem([this](MonitoredItem& it) { unindexItem(&it); });
     itemCount_ -= s.itemCount();
+    freedSinceTrim_ += s.itemCount();
+}
+
+bool SubscriptionManager::takeTrimDue() {
+    if (freedSinceTrim_ < kTrimAfterItems) return false;
+    freedSinceTrim_ = 0;
+    return true;
 }
 
 void SubscriptionManager::sampleInitial(MonitoredItem& it) {
@@ -479,6 +488,7 @@ uaplex_status SubscriptionManager::createItem(Subscription& s, ua::TimestampsToR
     uaplex_status st = source_.resolve(r.itemToMonitor, &handle);
     if (st != UAPLEX_Good) return st;
     MonitoredItem* it = s.createItem(r.requestedParameters.clientHandle, handle);
+    if (!it) return UAPLEX_BadOutOfMemory;
     if (r.itemToMonitor.attributeId == kEventNotifierAttribute) it->markEventItem();
     it->setTimestamps(ts);
     double si = 0;
@@ -633,6 +643,7 @@ uaplex_status SubscriptionManager::deleteMonitoredItems(uint64_t sessionId,
         unindexItem(it);
         st->sub->deleteItem(it->id());
         --itemCount_;
+        ++freedSinceTrim_;
         resp.results[i] = UAPLEX_Good;
     }
     return UAPLEX_Good;

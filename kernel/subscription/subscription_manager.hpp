@@ -7,9 +7,9 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
-#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -142,6 +142,11 @@ class SubscriptionManager {
     uaplex_status conditionRefresh(uint64_t session, uint32_t subscriptionId,
                                    uint32_t monitoredItemId);
 
+    // True (once) when deletions freed many items since the last time: the caller then hands
+    // the C allocator's free pages back to the kernel, outside the engine's lock.
+    bool takeTrimDue();
+    static constexpr size_t kTrimAfterItems = 10000;
+
     size_t subscriptionCount() const { return subs_.size(); }
     size_t monitoredItemCount() const { return itemCount_; }
     Subscription* find(uint32_t id) const;
@@ -213,6 +218,7 @@ class SubscriptionManager {
     enc::Arena scratch_;
     uint32_t nextSubscriptionId_;
     size_t itemCount_ = 0;
+    size_t freedSinceTrim_ = 0;
 };
 
 }  // namespace uaplex::subscription

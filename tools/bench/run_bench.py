@@ -627,7 +627,8 @@ def main():
     p.add_argument("--duration", type=float, default=5.0)
     p.add_argument("--scenarios", default="",
                    help="comma-separated scenario names (default: all): " +
-                        ", ".join(n for n, _ in SCENARIOS))
+                        ", ".join(n for n, _ in SCENARIOS) + "; the subscription and scale "
+                        "row names (say 'items 1M') select within those sections")
     p.add_argument("--servers", default="uaplex,peer",
                    help="uaplex, peer (node-opcua) and/or null (uaplex-bench-nullpeer, the "
                         "generator's ceiling)")
@@ -667,11 +668,16 @@ def main():
     args.uaplex_config = uaplex_config(args.build, args.out_dir, args.uaplex_config)
     wanted = [s.strip() for s in args.scenarios.split(",") if s.strip()]
     if wanted:
-        unknown = set(wanted) - {n for n, _ in SCENARIOS}
+        # Names of the subscription and scale rows select within their sections too.
+        sectioned = {n for n, *_ in SUBSCRIPTIONS} | {n for n, *_ in SCALE}
+        unknown = set(wanted) - {n for n, _ in SCENARIOS} - sectioned
         if unknown:
             print(f"run_bench: unknown scenario(s) {sorted(unknown)}", file=sys.stderr)
             return 1
         SCENARIOS = [s for s in SCENARIOS if s[0] in wanted]
+        for section in (SUBSCRIPTIONS, SCALE):  # a section none of them names runs whole
+            if any(s[0] in wanted for s in section):
+                section[:] = [s for s in section if s[0] in wanted]
     if "peer" in args.server_list and not os.path.isdir(
             os.path.join(ROOT, "tools", "bench", "peers", "node_modules")):
         print("run_bench: run `npm ci` in tools/bench/peers first (make bench does)",
