@@ -360,6 +360,9 @@ void SubscriptionManager::dropItemsOf(Subscription& s) {
 bool SubscriptionManager::takeTrimDue() {
     if (freedSinceTrim_ < kTrimAfterItems) return false;
     freedSinceTrim_ = 0;
+    // The pools sized for the deleted items' publishing go too.
+    ctx_.values.trim();
+    ctx_.messages.trim();
     return true;
 }
 
