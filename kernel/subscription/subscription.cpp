@@ -161,6 +161,7 @@ bool Subscription::deleteItem(uint32_t id) {
         parkDiscarded(raw);  // freed once no list points at it
     else
         destroyItem(raw);
+    compactSparseLists();  // also frees items the publishing cycle has dropped since
     shrinkIfSparse();
     return true;
 }
@@ -176,6 +177,9 @@ void Subscription::parkDiscarded(MonitoredItem* it) {
         if (first < 0) first = i;
     }
     zombies_[first].push_back(it);
+}
+
+void Subscription::compactSparseLists() {
     const size_t sizes[3] = {ready_.size(), publishList_.size(), triggerSources_.size()};
     for (int i = 0; i < 3; ++i)
         if (discardedIn_[i] && 2 * discardedIn_[i] >= sizes[i]) compact(i);
@@ -243,8 +247,11 @@ void Subscription::itemReady(MonitoredItem* item) {
 void Subscription::moveReadyItems(int64_t now) {
     lastMoved_.clear();
     // Triggers first, so that a linked item triggered now moves in this tick.
-    for (MonitoredItem* src : triggerSources_) {
-        src->flags_ = uint16_t(src->flags_ & ~MonitoredItem::kInTriggerSources);
+    // By index over the sources present now: a triggered item with links of its own is
+    // appended by itemReady (it holds no new value, so it triggers nothing).
+    const size_t sources = triggerSources_.size();
+    for (size_t i = 0; i < sources; ++i) {
+        MonitoredItem* src = triggerSources_[i];
         if (!src->readyToTrigger() || !src->links()) continue;  // links removed since
         for (uint32_t linkId : *src->links()) {
             MonitoredItem* linked = item(linkId);
@@ -254,6 +261,8 @@ void Subscription::moveReadyItems(int64_t now) {
         }
         src->clearTriggerFlag();
     }
+    for (MonitoredItem* src : triggerSources_)
+        src->flags_ = uint16_t(src->flags_ & ~MonitoredItem::kInTriggerSources);
     triggerSources_.clear();
     size_t keep = 0;
     for (MonitoredItem* it : ready_) {

@@ -142,6 +142,7 @@ class Subscription {
     enum ListIndex { kReadyIdx = 0, kPublishIdx = 1, kTriggerIdx = 2 };
     void parkDiscarded(MonitoredItem* it);
     void compact(int list);
+    void compactSparseLists();
     void shrinkIfSparse();
     RetainedMessage* buildMessage(uint32_t max);
     void resetCounters() {

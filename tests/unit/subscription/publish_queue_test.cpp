@@ -365,10 +365,13 @@ TEST_CASE("services: heap bytes per monitored item (issue 11)") {
     const int n = 100000;
     s.source.values[1] = 1;  // warm the pools and arenas before measuring
     s.monitor(1, sub, 1);
-    size_t before = mallinfo2().uordblks;
+    // Items live in the engine's slab (mapped chunks), the rest on the heap.
+    const BlockSlab& slab = s.mgr->context().itemSlab;
+    auto used = [&] { return mallinfo2().uordblks + slab.chunkCount() * BlockSlab::kChunkBytes; };
+    size_t before = used();
     for (int i = 0; i < n; ++i) s.monitor(1, sub, uint32_t(1 + i % 100));
     s.arena.reset();
-    size_t after = mallinfo2().uordblks;
+    size_t after = used();
     double perItem = double(after - before) / n;
     size_t resident = 0;
     s.mgr->find(sub)->forEachItem([&](const MonitoredItem& it) { resident += it.residentBytes(); });
@@ -383,7 +386,73 @@ TEST_CASE("services: heap bytes per monitored item (issue 11)") {
     ua::DeleteSubscriptionsResponse dr{};
     s.mgr->deleteSubscriptions(1, del, dr, s.arena);
     s.arena.reset();
-    CHECK(mallinfo2().uordblks < before + 600 * 1024);
+    CHECK(used() < before + 600 * 1024);
+    CHECK(slab.liveBlocks() == 0);
+}
+
+TEST_CASE(
+    "services: DeleteMonitoredItems with queued notifications; later Publishes carry "
+    "only the live items") {
+    Server s;
+    uint32_t sub = s.subscribe(1);
+    std::vector<uint32_t> ids;
+    for (uint32_t node = 1; node <= 40; ++node) {
+        s.source.values[node] = node;
+        ids.push_back(s.monitor(1, sub, node));  // the initial values are queued
+    }
+    auto remove = [&](std::vector<uint32_t> del) {
+        ua::DeleteMonitoredItemsRequest req{};
+        req.subscriptionId = sub;
+        req.monitoredItemIds = {int32_t(del.size()), del.data()};
+        ua::DeleteMonitoredItemsResponse resp{};
+        REQUIRE(s.mgr->deleteMonitoredItems(1, req, resp, s.arena) == UAPLEX_Good);
+        for (auto st : resp.results) CHECK(st == UAPLEX_Good);
+    };
+    std::set<uint32_t> live;  // client handles (= node ids)
+    std::vector<uint32_t> del;
+    for (uint32_t node = 1; node <= 40; ++node)
+        (node % 4 == 0 ? live.insert(node), (void)0 : del.push_back(ids[node - 1]));
+    // Half of them while in the ready list, the others after the tick put them in the
+    // publish list.
+    remove({del.begin(), del.begin() + long(del.size() / 2)});
+    s.tickTo(101);
+    remove({del.begin() + long(del.size() / 2), del.end()});
+    // Changes of deleted items' nodes reach nobody.
+    for (uint32_t node = 1; node <= 40; ++node) s.mgr->valueChanged(node, Engine::value(1000));
+    uint64_t r = s.publish(1);
+    s.tickTo(201);
+    const Completion* c = s.sink.find(r);
+    REQUIRE(c);
+    std::set<uint32_t> got;
+    std::multiset<double> values;
+    for (auto& n : notes(c->outcome.message.message())) {
+        got.insert(n.clientHandle);
+        values.insert(n.value);
+    }
+    CHECK(got == live);
+    CHECK(values.count(1000) == live.size());  // size 1: the change replaced the initial value
+    CHECK(s.mgr->monitoredItemCount() == live.size());
+    CHECK(s.mgr->find(sub)->itemCount() == live.size());
+}
+
+TEST_CASE("services: a bulk deletion asks once for the heap to be trimmed") {
+    Server s;
+    uint32_t sub = s.subscribe(1);
+    s.source.values[1] = 1;
+    std::vector<uint32_t> ids;
+    const size_t n = SubscriptionManager::kTrimAfterItems + 10;
+    for (size_t i = 0; i < n; ++i) ids.push_back(s.monitor(1, sub, uint32_t(1 + i % 100)));
+    CHECK_FALSE(s.mgr->takeTrimDue());
+    ua::DeleteMonitoredItemsRequest req{};
+    req.subscriptionId = sub;
+    req.monitoredItemIds = {int32_t(100), ids.data()};
+    ua::DeleteMonitoredItemsResponse resp{};
+    REQUIRE(s.mgr->deleteMonitoredItems(1, req, resp, s.arena) == UAPLEX_Good);
+    CHECK_FALSE(s.mgr->takeTrimDue());  // a few items: no trim
+    s.mgr->closeSession(1, true);       // the rest go with the subscription
+    CHECK(s.mgr->takeTrimDue());
+    CHECK_FALSE(s.mgr->takeTrimDue());  // once
+    CHECK(s.mgr->context().itemSlab.liveBlocks() == 0);
 }
 
 TEST_CASE("services: TransferSubscriptions tells the old session's newest Publish") {
