@@ -35,6 +35,14 @@ uaplex_status run(std::mutex& m, enc::Arena& arena, const enc::DataType*& respon
     return UAPLEX_Good;
 }
 
+// After a bulk deletion (many items freed) the C allocator keeps the freed pages; they go
+// back to the kernel here, outside the engine's lock.
+void trimHeap() noexcept {
+#if defined(__GLIBC__)
+    ::malloc_trim(0);
+#endif
+}
+
 }  // namespace
 
 subscription::SubscriptionLimits subscriptionLimitsOf(const config::ServerConfig& cfg) {
@@ -96,6 +104,7 @@ uaplex_status SubscriptionService::call(std::uint64_t session, std::string_view 
     auto& m = manager_;
     uaplex_status st = UAPLEX_BadServiceUnsupported;
     std::vector<Done> done;
+    bool trim = false;
     try {
         if (is<ua::CreateSubscriptionRequest>(t) || is<ua::TransferSubscriptionsRequest>(t)) {
             std::lock_guard lock(mutex_);
@@ -156,12 +165,13 @@ uaplex_status SubscriptionService::call(std::uint64_t session, std::string_view 
         {
             std::lock_guard lock(mutex_);
             done.swap(done_);
-            if (m.takeTrimDue()) trimPending_.store(true, std::memory_order_relaxed);
+            trim = m.takeTrimDue();
         }
     } catch (...) {
         st = UAPLEX_BadOutOfMemory;
     }
     flush(done);
+    if (trim) trimHeap();  // before the response: the client sees the memory back
     return st;
 }
 
@@ -214,14 +224,16 @@ std::uint32_t SubscriptionService::cancel(std::uint64_t session,
 
 void SubscriptionService::closeSession(std::uint64_t session, bool deleteSubscriptions) noexcept {
     std::vector<Done> done;
+    bool trim = false;
     {
         std::lock_guard lock(mutex_);
         manager_.closeSession(session, deleteSubscriptions);
         channels_.erase(session);
         done.swap(done_);
-        if (manager_.takeTrimDue()) trimPending_.store(true, std::memory_order_relaxed);
+        trim = manager_.takeTrimDue();
     }
     flush(done);
+    if (trim) trimHeap();
 }
 
 void SubscriptionService::stop() noexcept {
@@ -236,20 +248,15 @@ void SubscriptionService::stop() noexcept {
 
 void SubscriptionService::timerTick() noexcept {
     std::vector<Done> done;
+    bool trim = false;  // expired subscriptions
     {
         std::lock_guard lock(mutex_);
         manager_.timerTick();
         done.swap(done_);
-        if (manager_.takeTrimDue()) trimPending_.store(true, std::memory_order_relaxed);
+        trim = manager_.takeTrimDue();
     }
     flush(done);
-    // After a bulk deletion the C allocator keeps the freed pages; they go back here, on the
-    // timer thread and outside the lock, rather than in the deleting request.
-    if (trimPending_.exchange(false, std::memory_order_relaxed)) {
-#if defined(__GLIBC__)
-        ::malloc_trim(0);
-#endif
-    }
+    if (trim) trimHeap();
 }
 
 void SubscriptionService::valueChanged(std::uint64_t node, const ua::DataValue& value) noexcept {

@@ -8,7 +8,6 @@
 
 #include <uaplex/encoding/encoding.hpp>
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -114,7 +113,6 @@ class SubscriptionService final : public subscription::PublishSink {
 
     SteadyClock clock_;
     std::uint32_t resolutionMs_;
-    std::atomic<bool> trimPending_{false};  // deletions freed many items: trim on the timer
     std::mutex mutex_;  // the engine's lock: every manager call, never an encode or a send
     subscription::SubscriptionManager manager_;
     std::unordered_map<std::uint64_t, Waiting> waiting_;

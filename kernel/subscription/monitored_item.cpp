@@ -55,7 +55,11 @@ void MonitoredItem::discard() {
     flags_ |= kDiscarded;
     extras_.reset();  // queued values and events go back to their pools
     std::free(lastCell_.bytes);
-    lastCell_ = ValueCell{};
+    // Member by member: the item's flags live in the cell's tail padding.
+    lastCell_.dv = {};
+    lastCell_.bytes = nullptr;
+    lastCell_.byteCount = lastCell_.capacity = 0;
+    lastCell_.payload = ValueCell::Payload::Inline;
 }
 
 void MonitoredItem::takeAsLast(ValueCell* c) {

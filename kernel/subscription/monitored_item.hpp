@@ -128,9 +128,6 @@ class MonitoredItem {
     // Bytes this item holds (struct, last value, extras), for the issue 11 budget.
     size_t residentBytes() const;
 
-    // Position in the manager's node index (pushed changes) or sampling group (polled):
-    // swap-remove keeps deletion O(1) with a thousand items on one node.
-    uint32_t indexSlot = 0;
     bool polled() const { return flags_ & kPolled; }
     void setPolled(bool p) { flags_ = p ? (flags_ | kPolled) : (flags_ & uint16_t(~kPolled)); }
 
@@ -156,16 +153,22 @@ class MonitoredItem {
 
     // The last value passed by the filter (size 1: also the pending one), embedded so that an
     // item is one allocation.
-    ValueCell lastCell_{};
+    [[no_unique_address]] ValueCell lastCell_{};
+    // In the cell's tail padding: 8 bytes less per item.
+    uint16_t flags_ = kDiscardOldest;
+    uint8_t mode_ = uint8_t(ua::MonitoringMode::Reporting);
+    uint8_t timestamps_ = uint8_t(ua::TimestampsToReturn::Both);
     std::unique_ptr<Extras> extras_;
     int64_t nextSamplingTime_ = 0;
     uint64_t nodeHandle_;
     uint32_t id_, clientHandle_;
     int32_t samplingInterval_ = 0;
     uint32_t queueSize_ = 1;
-    uint16_t flags_ = kDiscardOldest;
-    uint8_t mode_ = uint8_t(ua::MonitoringMode::Reporting);
-    uint8_t timestamps_ = uint8_t(ua::TimestampsToReturn::Both);
+
+  public:
+    // Position in the manager's node index (pushed changes) or sampling group (polled):
+    // swap-remove keeps deletion O(1) with a thousand items on one node.
+    uint32_t indexSlot = 0;
 };
 
 }  // namespace uaplex::subscription

@@ -358,7 +358,8 @@ void SubscriptionManager::dropItemsOf(Subscription& s) {
 }
 
 bool SubscriptionManager::takeTrimDue() {
-    if (freedSinceTrim_ < kTrimAfterItems) return false;
+    // At least as many freed as remain: a deletion of N items in batches trims O(log N) times.
+    if (freedSinceTrim_ < kTrimAfterItems || freedSinceTrim_ < itemCount_) return false;
     freedSinceTrim_ = 0;
     // The pools sized for the deleted items' publishing go too.
     ctx_.values.trim();

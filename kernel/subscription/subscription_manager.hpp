@@ -142,8 +142,9 @@ class SubscriptionManager {
     uaplex_status conditionRefresh(uint64_t session, uint32_t subscriptionId,
                                    uint32_t monitoredItemId);
 
-    // True (once) when deletions freed many items since the last time: the caller then hands
-    // the C allocator's free pages back to the kernel, outside the engine's lock.
+    // True (once) when deletions freed many items since the last time (at least
+    // kTrimAfterItems, and as many as remain): the caller then hands the C allocator's free
+    // pages back to the kernel, outside the engine's lock.
     bool takeTrimDue();
     static constexpr size_t kTrimAfterItems = 10000;
 
