@@ -108,6 +108,8 @@ struct Server {
         TestFactory::params = &mgr->queueParams();
         mgr->setQueueFactory(&TestFactory::ops, nullptr);
     }
+    // The completions' message leases go back to the manager's pool while it still exists.
+    ~Server() { sink.done.clear(); }
     uint32_t subscribe(uint64_t session, uint8_t priority = 0, double pi = 100, uint32_t k = 3,
                        uint32_t l = 30) {
         ua::CreateSubscriptionRequest req{};
