@@ -5,6 +5,7 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 
 #include "config/config.hpp"
@@ -37,13 +38,20 @@ uaplex_status run(std::mutex& m, enc::Arena& arena, const enc::DataType*& respon
 
 // After a bulk deletion (many items freed) the C allocator keeps the freed pages; they go
 // back to the kernel here, outside the engine's lock.
+std::atomic<std::uint32_t> heapTrims{0};
+
 void trimHeap() noexcept {
 #if defined(__GLIBC__)
     ::malloc_trim(0);
 #endif
+    heapTrims.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace
+
+std::uint32_t heapTrimCount() noexcept {
+    return heapTrims.load(std::memory_order_relaxed);
+}
 
 subscription::SubscriptionLimits subscriptionLimitsOf(const config::ServerConfig& cfg) {
     const auto& c = cfg.server.limits;
