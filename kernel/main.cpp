@@ -6,6 +6,7 @@
 #include <malloc.h>
 #endif
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <cstdio>
 #include <cstring>
@@ -29,6 +30,31 @@ using uaplex::host::logger;
 namespace {
 
 constexpr const char* kVersion = "0.1.0";
+
+// Descriptors the server needs besides one per connection: listeners, eventfds, epoll,
+// plugin libraries, log and PKI files.
+constexpr rlim_t kSpareDescriptors = 64;
+
+// Every connection is a descriptor: the soft open-file limit (often 1024) goes up to the
+// hard limit at start, and a max_channels beyond what that allows is reported.
+void raiseOpenFileLimit(std::uint32_t maxChannels) {
+    rlimit rl{};
+    if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rlim_t before = rl.rlim_cur;
+        rl.rlim_cur = rl.rlim_max;
+        if (::setrlimit(RLIMIT_NOFILE, &rl) == 0)
+            logger()->info("open file limit raised from {} to {}", before, rl.rlim_cur);
+        else
+            ::getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && rlim_t{maxChannels} + kSpareDescriptors > rl.rlim_cur)
+        logger()->warn(
+            "max_channels = {} exceeds what the open file limit of {} allows (about {} "
+            "connections); raise the hard limit (ulimit -Hn, systemd LimitNOFILE=)",
+            maxChannels, rl.rlim_cur,
+            rl.rlim_cur > kSpareDescriptors ? rl.rlim_cur - kSpareDescriptors : 0);
+}
 
 void usage() {
     std::printf(
@@ -116,6 +142,7 @@ int main(int argc, char** argv) {
     logger()->info("uaplex {} starting (plugin ABI {}.{}), configuration {}", kVersion,
                    UAPLEX_ABI_VERSION_MAJOR, UAPLEX_ABI_VERSION_MINOR, cfg.file.string());
     for (const auto& d : cfg.plugin_dirs) logger()->info("plugin directory {}", d.string());
+    raiseOpenFileLimit(cfg.server.limits.max_channels);
 
     uaplex::host::Host host;
     // Until the server attaches its request path, nothing is enqueued.

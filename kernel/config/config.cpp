@@ -355,6 +355,7 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
                 const char* name;
                 std::uint32_t* value;
                 std::uint32_t min;
+                std::uint32_t max = 0xFFFFFFFFu;
             };
             const Key keys[] = {
                 {"max_channels", &l.max_channels, 1},
@@ -369,7 +370,8 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
                 {"max_sessions", &l.max_sessions, 1},
                 {"min_session_timeout_ms", &l.min_session_timeout_ms, 100},
                 {"max_session_timeout_ms", &l.max_session_timeout_ms, 100},
-                {"max_browse_continuation_points", &l.max_browse_continuation_points, 1},
+                // Advertised as MaxBrowseContinuationPoints, a UInt16.
+                {"max_browse_continuation_points", &l.max_browse_continuation_points, 1, 65535},
                 {"max_nesting_depth", &l.max_nesting_depth, 4},
                 {"max_nodes_per_read", &l.max_nodes_per_read, 0},
                 {"max_nodes_per_write", &l.max_nodes_per_write, 0},
@@ -392,11 +394,13 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
                 {"min_sampling_interval_ms", &l.min_sampling_interval_ms, 0},
                 {"max_sampling_interval_ms", &l.max_sampling_interval_ms, 1},
             };
+            // Decoding limits: 0 is no limit (the message size bounds them); a positive value
+            // must leave room for a CreateSession's URIs and a client certificate.
             const Key signed_keys[] = {
-                {"max_string_length", reinterpret_cast<std::uint32_t*>(&l.max_string_length), 0},
+                {"max_string_length", reinterpret_cast<std::uint32_t*>(&l.max_string_length), 256},
                 {"max_bytestring_length",
-                 reinterpret_cast<std::uint32_t*>(&l.max_bytestring_length), 0},
-                {"max_array_length", reinterpret_cast<std::uint32_t*>(&l.max_array_length), 0},
+                 reinterpret_cast<std::uint32_t*>(&l.max_bytestring_length), 4096},
+                {"max_array_length", reinterpret_cast<std::uint32_t*>(&l.max_array_length), 16},
             };
             std::vector<std::string_view> known;
             for (const Key& k : keys) known.push_back(k.name);
@@ -409,11 +413,30 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
                                            std::string(key.str()) + "' in [server.limits]");
             }
             for (const Key& k : keys)
-                *k.value =
-                    get_uint(*limits, k.name, *k.value, k.min, 0xFFFFFFFFu, "server.limits", file);
-            for (const Key& k : signed_keys)
-                *k.value =
-                    get_uint(*limits, k.name, *k.value, k.min, 0x7FFFFFFFu, "server.limits", file);
+                *k.value = get_uint(*limits, k.name, *k.value, k.min, k.max, "server.limits", file);
+            for (const Key& k : signed_keys) {
+                const toml::node* node = limits->get(k.name);
+                if (!node) continue;
+                const auto* v = node->as_integer();
+                if (!v || (v->get() != 0 && (v->get() < k.min || v->get() > 0x7FFFFFFF)))
+                    fail(*node, file,
+                         std::string("[server.limits] ") + k.name +
+                             " must be 0 (no limit) or an integer from " + std::to_string(k.min) +
+                             " to 2147483647");
+                *k.value = std::uint32_t(v->get());
+            }
+            if (l.receive_buffer_size > l.max_message_size ||
+                l.send_buffer_size > l.max_message_size)
+                fail(*limits, file,
+                     "[server.limits] receive_buffer_size and send_buffer_size must not exceed "
+                     "max_message_size");
+            if (l.min_publishing_interval_ms > l.max_publishing_interval_ms)
+                fail(*limits, file,
+                     "[server.limits] min_publishing_interval_ms exceeds "
+                     "max_publishing_interval_ms");
+            if (l.min_sampling_interval_ms > l.max_sampling_interval_ms)
+                fail(*limits, file,
+                     "[server.limits] min_sampling_interval_ms exceeds max_sampling_interval_ms");
             if (l.min_token_lifetime_ms > l.max_token_lifetime_ms)
                 fail(*limits, file,
                      "[server.limits] min_token_lifetime_ms exceeds max_token_lifetime_ms");

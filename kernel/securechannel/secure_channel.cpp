@@ -381,6 +381,10 @@ SecureChannel::Event SecureChannel::onMessage(std::span<std::uint8_t> chunk, con
     }
 }
 
+namespace {
+constexpr std::size_t kMinChunkRent = 4096;
+}  // namespace
+
 uaplex_status SecureChannel::sendMessage(std::uint32_t requestId,
                                          std::span<const std::uint8_t> body,
                                          std::vector<uaplex_buffer>& scratch) noexcept {
@@ -397,8 +401,15 @@ uaplex_status SecureChannel::sendMessage(std::uint32_t requestId,
         return UAPLEX_BadResponseTooLarge;
     scratch.clear();
     for (std::size_t i = 0; i < chunks; ++i) {
+        // Each chunk rents what it will hold (at least kMinChunkRent), not the negotiated
+        // size, so the pool keeps no 64 KiB array per response it has seen in flight. The
+        // floor keeps responses out of the small buckets the transport rents requests from:
+        // a worker giving back a request then never races the I/O thread for an array.
+        const std::size_t n = std::min(room, body.size() - std::min(body.size(), i * room));
+        const std::size_t rentSize =
+            std::min(chunkSize, std::max(prefix + n + overhead, kMinChunkRent));
         uaplex_buffer b;
-        if (!output_.rent(std::uint32_t(chunkSize), b)) {
+        if (!output_.rent(std::uint32_t(rentSize), b)) {
             for (auto& s : scratch) output_.giveBack(s);
             scratch.clear();
             return UAPLEX_BadOutOfMemory;

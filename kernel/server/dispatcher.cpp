@@ -108,9 +108,11 @@ Dispatcher::Dispatcher(const config::ServerConfig& cfg, session::SessionManager&
     : sessions_(sessions), services_(services), discovery_(discovery) {
     const auto& l = cfg.server.limits;
     limits_.maxMessageSize = l.max_message_size;
-    limits_.maxStringLength = l.max_string_length;
-    limits_.maxByteStringLength = l.max_bytestring_length;
-    limits_.maxArrayLength = l.max_array_length;
+    // 0 in the configuration is no limit (as in ServerCapabilities): the message size bounds it.
+    const auto orNoLimit = [](std::int32_t v) { return v == 0 ? INT32_MAX : v; };
+    limits_.maxStringLength = orNoLimit(l.max_string_length);
+    limits_.maxByteStringLength = orNoLimit(l.max_bytestring_length);
+    limits_.maxArrayLength = orNoLimit(l.max_array_length);
     limits_.maxNestingDepth = l.max_nesting_depth;
     maxMessageSize_ = l.max_message_size;
 }

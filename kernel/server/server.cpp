@@ -259,12 +259,12 @@ class Connection final : public securechannel::ChunkOutput,
     uaplex_connection* handle_;
 
   public:
-    // Admission owners of this connection's requests, classified once per session binding
-    // and kind (0 plain, 1 session establishment, 2 control) instead of per request. Only
-    // the connection's I/O thread (submit) touches them.
+    // The admission owner of this connection's plain requests, classified once per session
+    // binding instead of per request (session establishment and control requests, rare,
+    // are classified each time). Only the connection's I/O thread (submit) touches it.
     struct OwnerCache {
-        std::shared_ptr<session::Session> session;  // the binding they were classified for
-        uaplex_admission_owner* owners[3] = {nullptr, nullptr, nullptr};
+        std::shared_ptr<session::Session> session;  // the binding it was classified for
+        uaplex_admission_owner* owners[1] = {nullptr};
     } ownerCache;
     void releaseOwners() noexcept {
         for (auto*& o : ownerCache.owners)
@@ -989,6 +989,23 @@ void Server::classify(Connection& c, PendingRequest& r, const RequestPrefix& pre
         r.entry.owner = c.channelOwner;
         r.admissionFlags = flags;
         r.bound = false;
+        return;
+    }
+    if (kind != 0) {
+        // Session establishment and control come a few times in a session's life: their
+        // owner is classified per request and held by the request alone, so an idle
+        // session's connection keeps one owner, not three.
+        uaplex_admission_owner* once = nullptr;
+        ua::Guid guid{};
+        auto info = admissionInfo(c.channelId(), flags, c.peer, bound.get(), guid);
+        uaplex_status st = bound ? admission_->classify(admissionSelf_, &info, &once)
+                                 : admission_->classify_connection(admissionSelf_, &info, &once);
+        if (st != UAPLEX_Good || !once) return;  // no owner: the queue refuses the request
+        r.owner = once;                          // classify's reference passes to the request
+        r.entry.owner = once;
+        r.admissionFlags = flags;
+        r.bound = bound != nullptr;
+        if (bound && !r.session) r.session = std::move(bound);
         return;
     }
     auto& cache = c.ownerCache;

@@ -141,12 +141,25 @@ void ServiceSet::Impl::buildServerObject() {
     }
 
     // ServerCapabilities: what the limits in [server.limits] enforce.
-    set(n0::Server_ServerCapabilities_ServerProfileArray, [](enc::Arena& arena, ua::Variant& out) {
-        // Attribute, view and method services without subscriptions yet.
-        static const std::vector<std::string> profiles{
-            "http://opcfoundation.org/UA-Profile/Server/NanoEmbeddedDevice2017"};
-        out = stringArray(arena, profiles);
-    });
+    {
+        // Micro Embedded Device 2017 (Part 7): Nano plus the Embedded DataChange Subscription
+        // facet (per session one subscription of two items, two queued Publish requests) and
+        // two parallel sessions. Limits below those leave the server a Nano one.
+        const auto allows = [](std::uint32_t limit, std::uint32_t need) {
+            return limit == 0 || limit >= need;  // 0: no limit
+        };
+        const bool micro =
+            l.max_sessions >= 2 && l.max_subscriptions >= 2 && allows(l.max_monitored_items, 4) &&
+            allows(l.max_monitored_items_per_subscription, 2) &&
+            allows(l.max_monitored_items_per_call, 2) && l.max_publish_requests_per_session >= 2;
+        std::vector<std::string> profiles{
+            micro ? "http://opcfoundation.org/UA-Profile/Server/MicroEmbeddedDevice2017"
+                  : "http://opcfoundation.org/UA-Profile/Server/NanoEmbeddedDevice2017"};
+        set(n0::Server_ServerCapabilities_ServerProfileArray,
+            [profiles](enc::Arena& arena, ua::Variant& out) {
+                out = stringArray(arena, profiles);
+            });
+    }
     set(n0::Server_ServerCapabilities_LocaleIdArray, [](enc::Arena& arena, ua::Variant& out) {
         static const std::vector<std::string> locales{"en"};
         out = stringArray(arena, locales);
@@ -165,8 +178,7 @@ void ServiceSet::Impl::buildServerObject() {
              scalarUInt32(l.max_monitored_items_per_call));
     {
         ua::Variant v = ua::makeVariant(ua::BuiltinType::UInt16);
-        v.value.uint16 =
-            std::uint16_t(std::min<std::uint32_t>(l.max_browse_continuation_points, 65535));
+        v.value.uint16 = std::uint16_t(l.max_browse_continuation_points);
         constant(n0::Server_ServerCapabilities_MaxBrowseContinuationPoints, v);
         v.value.uint16 = 0;
         constant(n0::Server_ServerCapabilities_MaxQueryContinuationPoints, v);

@@ -38,6 +38,8 @@ void RequestRegistry::add(TrackedRequest& r, std::uint32_t requestHandle,
     r.deadlineMs = deadlineMs;
     r.seq = nextSeq_++;
     if (deadlineMs != 0 && monitor_) monitor_->added();
+    if (deadlineMs != 0 && deadlineMs < earliestDeadline_.load(std::memory_order_relaxed))
+        earliestDeadline_.store(deadlineMs, std::memory_order_release);
     r.state = TrackedRequest::State::Queued;
     r.cancelStatus.store(UAPLEX_Good, std::memory_order_relaxed);
     r.prev_ = nullptr;
@@ -114,6 +116,8 @@ std::uint32_t RequestRegistry::cancelAll(uaplex_status status,
 
 std::uint32_t RequestRegistry::expire(std::int64_t nowMs,
                                       const QueuedCanceller& canceller) noexcept {
+    // Nothing due: no lock (the sweep visits every session and connection every 20 ms).
+    if (earliestDeadline_.load(std::memory_order_acquire) > nowMs) return 0;
     std::uint32_t n = 0;
     cancelMatching(
         [nowMs, &n](const TrackedRequest& r) {
@@ -123,6 +127,13 @@ std::uint32_t RequestRegistry::expire(std::int64_t nowMs,
             return due;
         },
         UAPLEX_BadTimeout, canceller);
+    std::lock_guard lock(mutex_);
+    std::int64_t earliest = INT64_MAX;
+    for (const TrackedRequest* r = first_; r; r = r->next_)
+        if (r->deadlineMs != 0 && r->deadlineMs < earliest &&
+            r->cancelStatus.load(std::memory_order_relaxed) == UAPLEX_Good)
+            earliest = r->deadlineMs;
+    earliestDeadline_.store(earliest, std::memory_order_release);
     return n;
 }
 

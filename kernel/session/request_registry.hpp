@@ -116,6 +116,10 @@ class RequestRegistry {
     TrackedRequest* first_ = nullptr;
     std::size_t size_ = 0;
     std::uint64_t nextSeq_ = 1;
+    // The earliest deadline of a registered request not yet expired (INT64_MAX: none); may
+    // be earlier than the truth (removals leave it), never later. Written under mutex_; the
+    // deadline sweep reads it without the lock, so a registry with nothing due costs one load.
+    std::atomic<std::int64_t> earliestDeadline_{INT64_MAX};
     DeadlineMonitor* monitor_ = nullptr;
 };
 

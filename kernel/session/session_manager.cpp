@@ -1,5 +1,6 @@
 #include "session/session_manager.hpp"
 
+#include <openssl/crypto.h>
 #include <openssl/rand.h>
 
 #include <cstring>
@@ -13,8 +14,9 @@ namespace uaplex::session {
 
 namespace {
 
-void randomBytes(std::uint8_t* out, std::size_t n) {
+void randomBytes(std::uint8_t* out, std::size_t n, std::atomic<std::uint64_t>& draws) {
     if (RAND_bytes(out, int(n)) != 1) throw std::runtime_error("RAND_bytes failed");
+    draws.fetch_add(1, std::memory_order_relaxed);
 }
 
 std::string_view tokenKey(const ua::NodeId& token) noexcept {
@@ -25,6 +27,18 @@ std::string_view tokenKey(const ua::NodeId& token) noexcept {
 }
 
 }  // namespace
+
+void Session::takeRandom(std::span<const std::uint8_t, kRandomSize> r) noexcept {
+    const std::uint8_t* p = r.data();
+    std::memcpy(token_.data(), p, kTokenSize);
+    p += kTokenSize;
+    std::memcpy(&guid_, p, sizeof guid_);
+    p += sizeof guid_;
+    std::memcpy(nonce_.data(), p, kNonceSize);
+    p += kNonceSize;
+    std::memcpy(activationNonce_.data(), p, kNonceSize);
+    activationNonceFresh_.store(true, std::memory_order_release);
+}
 
 Session::~Session() {
     if (state_ && destroyState_) destroyState_(state_);
@@ -75,9 +89,12 @@ SessionManager::Created SessionManager::create(std::uint32_t channelId, double r
                                                std::uint32_t maxResponseMessageSize,
                                                std::int64_t nowMs) {
     auto s = std::make_shared<Session>();
-    randomBytes(s->token_.data(), s->token_.size());
-    randomBytes(reinterpret_cast<std::uint8_t*>(&s->guid_), sizeof s->guid_);
-    randomBytes(s->nonce_.data(), s->nonce_.size());
+    // One CSPRNG draw for every random field of the session: the DRBG's cost is mostly per
+    // call, not per byte. The slices never overlap, so each field stays independent.
+    std::array<std::uint8_t, Session::kRandomSize> random;
+    randomBytes(random.data(), random.size(), randomDraws_);
+    s->takeRandom(random);
+    OPENSSL_cleanse(random.data(), random.size());
     s->name_ = std::string(name);
     if (s->name_.empty()) s->name_ = "session-" + std::to_string(nextSessionNumber_++);
     double t = requestedTimeoutMs;
@@ -138,7 +155,13 @@ uaplex_status SessionManager::activate(const ua::NodeId& authenticationToken,
         s->accessView_.store(s->access_.get(), std::memory_order_release);
     }
     s->channelId_.store(channelId, std::memory_order_release);
-    randomBytes(s->nonce_.data(), s->nonce_.size());
+    // The first activation takes the nonce drawn with the session; later ones draw anew.
+    if (s->activationNonceFresh_.exchange(false, std::memory_order_acq_rel)) {
+        s->nonce_ = s->activationNonce_;
+        OPENSSL_cleanse(s->activationNonce_.data(), s->activationNonce_.size());
+    } else {
+        randomBytes(s->nonce_.data(), s->nonce_.size(), randomDraws_);
+    }
     s->activated_.store(true, std::memory_order_release);
     s->touch(nowMs);
     if (out) *out = s;

@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -52,6 +53,9 @@ class Session {
   public:
     static constexpr std::size_t kTokenSize = 32;
     static constexpr std::size_t kNonceSize = 32;
+    // AuthenticationToken, SessionId Guid, CreateSession's serverNonce and the first
+    // ActivateSession's serverNonce: one CSPRNG draw, sliced.
+    static constexpr std::size_t kRandomSize = kTokenSize + sizeof(ua::Guid) + 2 * kNonceSize;
 
     ua::NodeId sessionId() const noexcept;            // ns=1, Guid
     ua::NodeId authenticationToken() const noexcept;  // ns=0, ByteString (points into *this)
@@ -85,6 +89,8 @@ class Session {
 
   private:
     friend class SessionManager;
+    void takeRandom(std::span<const std::uint8_t, kRandomSize> random) noexcept;
+
     std::array<std::uint8_t, kTokenSize> token_{};
     ua::Guid guid_{};
     std::string name_;
@@ -100,6 +106,8 @@ class Session {
     std::atomic<const AccessView*> accessView_{nullptr};  // access_.get()
     std::atomic<bool> deleteSubscriptions_{false};
     std::array<std::uint8_t, kNonceSize> nonce_{};
+    std::array<std::uint8_t, kNonceSize> activationNonce_{};  // unused until the first activation
+    std::atomic<bool> activationNonceFresh_{false};
     void* state_ = nullptr;
     std::function<void(void*)> destroyState_;
     RequestRegistry requests_;
@@ -154,6 +162,10 @@ class SessionManager {
     // Closes every session (server shutdown).
     void closeAll();
     std::size_t count() const;
+    // CSPRNG draws made so far (one per CreateSession, one per later re-activation).
+    std::uint64_t randomDraws() const noexcept {
+        return randomDraws_.load(std::memory_order_relaxed);
+    }
     // Set before the first session is created.
     void setClosedHook(SessionClosedHook hook) { closedHook_ = std::move(hook); }
     // Where every session's registry counts its requests with a deadline (set before the
@@ -178,6 +190,7 @@ class SessionManager {
     mutable std::shared_mutex mutex_;
     std::map<std::string, std::shared_ptr<Session>, std::less<>> sessions_;
     std::atomic<std::uint32_t> nextSessionNumber_{1};
+    std::atomic<std::uint64_t> randomDraws_{0};
 };
 
 }  // namespace uaplex::session

@@ -20,7 +20,9 @@ class MessagePool;
 // A NotificationMessage and the arena its notification data lives in.
 struct RetainedMessage {
     ua::NotificationMessage message{};
-    enc::Arena arena;
+    // A first block of 1 KiB (not 4): a subscription keeps its last message until it is
+    // acknowledged, so with thousands of small subscriptions this is most of their memory.
+    enc::Arena arena{std::size_t(-1), 1024};
     std::atomic<uint32_t> refs{0};
     MessagePool* pool = nullptr;
     RetainedMessage* nextFree = nullptr;

@@ -167,9 +167,14 @@ void SubscriptionManager::publish(uint64_t sessionId, const PublishRequestRef& r
         complete(p, UAPLEX_BadNoSubscription);
         return;
     }
-    if (s->requests.size() >= ctx_.limits.maxPublishRequestCount) {
-        complete(p, UAPLEX_BadTooManyPublishRequests);  // the new one, as the reference does
-        return;
+    // Part 4 5.13.5: beyond the limit the oldest queued request is dropped; the queue always
+    // holds more requests than the session has subscriptions.
+    std::size_t limit =
+        std::max<std::size_t>(ctx_.limits.maxPublishRequestCount, s->subs.size() + 1);
+    if (s->requests.size() >= limit) {
+        Parked oldest = std::move(s->requests.front());
+        s->requests.pop_front();
+        complete(oldest, UAPLEX_BadTooManyPublishRequests);
     }
     s->requests.push_back(std::move(p));
     assign(sessionId, *s);
@@ -281,6 +286,13 @@ uaplex_status SubscriptionManager::transferSubscriptions(
             continue;
         }
         if (old != sessionId) {
+            if (uint32_t max = ctx_.limits.maxSubscriptionsPerSession) {
+                Session* ns = session(sessionId);
+                if (ns && ns->subs.size() >= max) {
+                    r.statusCode = UAPLEX_BadTooManySubscriptions;  // Part 4 5.13.7.4
+                    continue;
+                }
+            }
             if (Session* os = session(old)) {
                 os->subs.erase(std::remove(os->subs.begin(), os->subs.end(), sub.id()),
                                os->subs.end());

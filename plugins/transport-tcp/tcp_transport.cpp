@@ -44,11 +44,14 @@ struct ReverseTarget {
     std::thread resolver;  // the last name resolution; joined before the next and at stop
 };
 
-// Memory for one outstanding asynchronous operation's handler; the heap only when taken.
+// Memory for one outstanding asynchronous operation's handler. Sized by the largest operation
+// that used it (an unused slot costs nothing) and reused after; the heap per operation only
+// when the slot is taken.
 struct HandlerSlot {
+    HandlerSlot() = default;
     explicit HandlerSlot(std::size_t size) : storage(new unsigned char[size]), capacity(size) {}
     std::unique_ptr<unsigned char[]> storage;  // new[] storage is suitably aligned
-    std::size_t capacity;
+    std::size_t capacity = 0;
     std::atomic<bool> used{false};
 };
 
@@ -61,6 +64,10 @@ struct SlotAllocator {
     SlotAllocator(const SlotAllocator<U>& o) noexcept : slot(o.slot) {}
     T* allocate(std::size_t n) {
         std::size_t bytes = n * sizeof(T);
+        if (bytes > slot->capacity && !slot->used.load()) {  // first use, or a larger operation
+            slot->capacity = (bytes + 63) & ~std::size_t{63};
+            slot->storage.reset(new unsigned char[slot->capacity]);
+        }
         if (bytes <= slot->capacity && !slot->used.exchange(true))
             return reinterpret_cast<T*>(slot->storage.get());
         return static_cast<T*>(::operator new(bytes));
@@ -175,12 +182,12 @@ struct Connection : std::enable_shared_from_this<Connection> {
     bool receiving = true;
     bool readParked = false;
     std::uint32_t receiveLimit = kMaxHelloSize;
-    // Received bytes not yet parsed: one read takes every small chunk the socket holds, so
-    // a pipelining client costs one receive per batch, not two per request. A chunk larger
-    // than what is staged is completed by a read straight into its rented buffer.
-    std::unique_ptr<std::uint8_t[]> stage{new std::uint8_t[kStageSize]};
-    std::size_t stageBegin = 0, stageEnd = 0;
-    static constexpr std::size_t kStageSize = 16384;
+    // Reads go into the transport's one staging buffer (see TcpTransport::stage_); all a
+    // connection keeps between reads is the start of a header cut by the read (under 8
+    // bytes) or, for a chunk cut after its header, the rented buffer `rx` it is completed in.
+    std::uint8_t carry[kHeaderSize] = {};
+    std::uint8_t carryLength = 0;
+    bool wroteSinceSweep = false;  // io thread: a write since the last idle sweep
     uaplex_buffer rx{};
     uaplex_status closeReason = UAPLEX_Good;
     // Send queue: filled by any thread, drained by the io thread.
@@ -204,10 +211,9 @@ struct Connection : std::enable_shared_from_this<Connection> {
         Connection* owner = nullptr;
     } kick;
     std::shared_ptr<Connection> kickRef;
-    // Handler memory: at most one read and one write are outstanding per connection, so
-    // each has a slot and steady traffic allocates no handler.
-    // A gathered write's operation holds up to 64 buffer descriptors, hence its larger slot.
-    HandlerSlot readSlot{512}, writeSlot{2048};
+    // Handler memory: at most one read (or readiness wait) and one write are outstanding per
+    // connection, so each has a slot and steady traffic allocates no handler.
+    HandlerSlot readSlot, writeSlot;
 };
 
 uaplex_connection* handle(Connection* c) {
@@ -252,6 +258,7 @@ class TcpTransport final : public uaplex::sdk::Transport {
     uaplex_status start() override {
         if (thread_.joinable()) return UAPLEX_Good;
         waitInbox();
+        onIo([this] { scheduleSweep(); });
         thread_ = std::thread([this] { io_.run(); });
         return UAPLEX_Good;
     }
@@ -267,6 +274,7 @@ class TcpTransport final : public uaplex::sdk::Transport {
             }
             for (auto& r : reverse_)
                 if (r->retry) r->retry->cancel();
+            sweepTimer_.cancel();
             auto conns = connections_;
             for (auto& c : conns) finalize(c, UAPLEX_BadShutdown);
             // The io_context has no lock: it is stopped from its own thread.
@@ -462,6 +470,7 @@ class TcpTransport final : public uaplex::sdk::Transport {
             if (c->closing && !c->closed) finishClose(c);
             return;
         }
+        c->wroteSinceSweep = true;
         c->gather.clear();
         // Copied segments are contiguous in writingBytes: neighbours make one descriptor.
         const std::uint8_t* bytes = c->writingBytes.data();
@@ -497,6 +506,38 @@ class TcpTransport final : public uaplex::sdk::Transport {
     }
 
   private:
+    // Once a second: a connection that wrote nothing since the last sweep gives back what its
+    // send vectors grew to, so idle connections keep no response-sized bytes. Busy ones keep
+    // them, so steady traffic does not allocate.
+    void scheduleSweep() {
+        sweepTimer_.expires_after(std::chrono::seconds(1));
+        sweepTimer_.async_wait(inSlot(sweepSlot_, [this](boost::system::error_code ec) {
+            if (ec || stopping_) return;
+            for (const auto& c : connections_) {
+                if (c->wroteSinceSweep) {
+                    c->wroteSinceSweep = false;
+                    continue;
+                }
+                std::lock_guard lock(c->sendMutex);
+                if (c->writeActive || !c->queued.empty()) continue;
+                if (c->queuedBytes.capacity() == 0 && c->writingBytes.capacity() == 0 &&
+                    c->gather.capacity() == 0 && !c->writeSlot.storage)
+                    continue;
+                std::vector<std::uint8_t>().swap(c->queuedBytes);
+                std::vector<std::uint8_t>().swap(c->writingBytes);
+                std::vector<Connection::Segment>().swap(c->queued);
+                std::vector<Connection::Segment>().swap(c->writing);
+                std::vector<asio::const_buffer>().swap(c->gather);
+                // No write is outstanding: its handler memory goes too (the next write sizes it).
+                if (!c->writeSlot.used.load()) {
+                    c->writeSlot.storage.reset();
+                    c->writeSlot.capacity = 0;
+                }
+            }
+            scheduleSweep();
+        }));
+    }
+
     void giveBack(uaplex_buffer& b) {
         if (b.data) params_.pool->give_back(params_.pool_self, &b, this);
         b.data = nullptr;
@@ -520,14 +561,19 @@ class TcpTransport final : public uaplex::sdk::Transport {
     // A new socket (accepted or reverse-connected) becomes a connection if limits allow.
     void admit(tcp::socket s, const std::string& url, ReverseTarget* reverse) {
         if (connections_.size() >= maxConnections_ || pendingCount_ >= maxPending_) {
-            boost::system::error_code ec;
-            s.close(ec);
             context().debug("connection refused: limit of connections or pending handshakes");
-            if (reverse) scheduleReverse(reverse);
+            if (reverse) {
+                boost::system::error_code ec;
+                s.close(ec);
+                scheduleReverse(reverse);
+            } else {
+                refuse(std::move(s));
+            }
             return;
         }
         boost::system::error_code ec;
         s.set_option(tcp::no_delay(true), ec);
+        s.non_blocking(true, ec);  // receive() reads until the socket has nothing
         std::string peer;
         auto remote = s.remote_endpoint(ec);
         if (!ec) peer = remote.address().to_string() + ":" + std::to_string(remote.port());
@@ -564,50 +610,79 @@ class TcpTransport final : public uaplex::sdk::Transport {
         receive(c);
     }
 
-    // Parses every whole chunk staged, then reads more. At most one read is outstanding: it
-    // is started here only, and a parked connection (receiving off) starts none.
-    void receive(const std::shared_ptr<Connection>& c) {
+    // Reads what the socket holds into the transport's staging buffer and hands out every
+    // whole chunk; waits for readability only after a read found nothing (the reactor is
+    // edge-triggered). At most one read or wait is outstanding per connection: it is started
+    // here only, and a parked connection (receiving off) starts none. One connection reads
+    // at most kReadsPerTurn times in a row before it queues itself behind the others.
+    void receive(const std::shared_ptr<Connection>& c, int turn = 0) {
         for (;;) {
             if (c->closed || c->closing) return;
             if (!c->receiving) {
                 c->readParked = true;
                 return;
             }
-            std::size_t avail = c->stageEnd - c->stageBegin;
-            if (avail < kHeaderSize) {
-                std::memmove(c->stage.get(), c->stage.get() + c->stageBegin, avail);
-                c->stageBegin = 0;
-                c->stageEnd = avail;
-                return readMore(c);
+            if (turn++ == kReadsPerTurn) {
+                asio::post(io_, inSlot(c->readSlot, [this, c] {
+                               if (!c->closed) receive(c);
+                           }));
+                return;
             }
-            const std::uint8_t* at = c->stage.get() + c->stageBegin;
-            Header h = parseHeader(at);
-            uaplex_status st = checkHeader(h, c->helloDone, c->receiveLimit);
-            if (st != UAPLEX_Good) return fail(c, st, "invalid message header");
-            // Only what was checked above is allocated: at most the negotiated buffer size.
-            if (!rent(h.size, c->rx)) return fail(c, UAPLEX_BadTcpNotEnoughResources, "no buffer");
-            c->rx.used = h.size;
-            if (avail < h.size) {
-                std::memcpy(c->rx.data, at, avail);
-                c->stageBegin = c->stageEnd = 0;
-                return readRest(c, avail);
+            std::size_t have = c->carryLength;
+            std::memcpy(stage_.get(), c->carry, have);
+            boost::system::error_code ec;
+            std::size_t n =
+                c->socket.read_some(asio::buffer(stage_.get() + have, kStageSize - have), ec);
+            if (ec == asio::error::would_block || ec == asio::error::try_again) {
+                c->socket.async_wait(tcp::socket::wait_read,
+                                     inSlot(c->readSlot, [this, c](boost::system::error_code ec) {
+                                         if (c->closed) return;
+                                         if (ec) return finalize(c, UAPLEX_BadConnectionClosed);
+                                         receive(c);
+                                     }));
+                return;
             }
-            std::memcpy(c->rx.data, at, h.size);
-            c->stageBegin += h.size;
-            deliver(c);
+            if (ec) return finalize(c, UAPLEX_BadConnectionClosed);
+            c->carryLength = 0;
+            if (!parse(c, have + n)) return;  // a chunk continues in its own buffer, or closed
         }
     }
 
-    void readMore(const std::shared_ptr<Connection>& c) {
-        auto room =
-            asio::buffer(c->stage.get() + c->stageEnd, Connection::kStageSize - c->stageEnd);
-        c->socket.async_read_some(
-            room, inSlot(c->readSlot, [this, c](boost::system::error_code ec, size_t n) {
-                if (c->closed) return;
-                if (ec) return finalize(c, UAPLEX_BadConnectionClosed);
-                c->stageEnd += n;
-                receive(c);
-            }));
+    // Hands out the whole chunks of stage_[0, length). True when everything was consumed
+    // (a cut header is kept in carry); false when the rest of a chunk is being read into
+    // its rented buffer or the connection is closing.
+    bool parse(const std::shared_ptr<Connection>& c, std::size_t length) {
+        std::size_t at = 0;
+        for (;;) {
+            if (c->closed || c->closing) return false;
+            std::size_t avail = length - at;
+            const std::uint8_t* p = stage_.get() + at;
+            if (avail < kHeaderSize) {
+                std::memcpy(c->carry, p, avail);
+                c->carryLength = std::uint8_t(avail);
+                return true;
+            }
+            Header h = parseHeader(p);
+            uaplex_status st = checkHeader(h, c->helloDone, c->receiveLimit);
+            if (st != UAPLEX_Good) {
+                fail(c, st, "invalid message header");
+                return false;
+            }
+            // Only what was checked above is allocated: at most the negotiated buffer size.
+            if (!rent(h.size, c->rx)) {
+                fail(c, UAPLEX_BadTcpNotEnoughResources, "no buffer");
+                return false;
+            }
+            c->rx.used = h.size;
+            if (avail < h.size) {
+                std::memcpy(c->rx.data, p, avail);
+                readRest(c, avail);
+                return false;
+            }
+            std::memcpy(c->rx.data, p, h.size);
+            at += h.size;
+            deliver(c);
+        }
     }
 
     // The rest of a chunk the stage held only the start of, straight into its buffer.
@@ -658,6 +733,55 @@ class TcpTransport final : public uaplex::sdk::Transport {
         c->helloDone = true;
         c->receiveLimit = n.receiveBufferSize;
         send(handle(c.get()), &ack, 1);
+    }
+
+    // A socket beyond the limits gets ERR Bad_TcpServerTooBusy (Part 6 7.1.5) and a graceful
+    // close: our side shut after the ERR, the client's bytes read and dropped until it closes
+    // (at most the handshake timeout), so that no reset overtakes the ERR. At most
+    // max_pending_handshakes refusals are held; beyond, the socket is just closed.
+    struct Refusal {
+        explicit Refusal(tcp::socket s) : socket(std::move(s)), timer(socket.get_executor()) {}
+        tcp::socket socket;
+        asio::steady_timer timer;
+        std::uint8_t message[272];
+        std::uint8_t sink[512];
+    };
+
+    void refuse(tcp::socket s) {
+        boost::system::error_code ec;
+        if (refusals_ >= maxPending_ || stopping_) {
+            s.close(ec);
+            return;
+        }
+        ++refusals_;
+        auto r = std::make_shared<Refusal>(std::move(s));
+        std::size_t n = writeError(r->message, UAPLEX_BadTcpServerTooBusy, "too many connections");
+        asio::async_write(
+            r->socket, asio::buffer(r->message, n),
+            [this, r](boost::system::error_code ec, std::size_t) {
+                if (ec || stopping_) return endRefusal(r);
+                r->socket.shutdown(tcp::socket::shutdown_send, ec);
+                r->timer.expires_after(std::chrono::milliseconds(handshakeTimeoutMs_));
+                r->timer.async_wait([r](boost::system::error_code ec) {
+                    if (!ec) r->socket.close(ec);  // the pending read ends
+                });
+                drainRefused(r);
+            });
+    }
+
+    void drainRefused(const std::shared_ptr<Refusal>& r) {
+        r->socket.async_read_some(asio::buffer(r->sink),
+                                  [this, r](boost::system::error_code ec, std::size_t) {
+                                      if (ec || stopping_) return endRefusal(r);
+                                      drainRefused(r);
+                                  });
+    }
+
+    void endRefusal(const std::shared_ptr<Refusal>& r) {
+        boost::system::error_code ec;
+        r->timer.cancel();
+        r->socket.close(ec);
+        --refusals_;
     }
 
     // Sends ERR and closes once it is written.
@@ -746,15 +870,23 @@ class TcpTransport final : public uaplex::sdk::Transport {
     }
 
     HandlerSlot inboxSlot_{256};  // outlives io_, which may still hold the wait's handler
+    HandlerSlot sweepSlot_;       // the sweep timer's wait: no allocation per second
+    // One staging buffer for every connection: only the io thread reads, and a read's bytes
+    // are parsed before the next read, so no connection needs its own.
+    static constexpr std::size_t kStageSize = 65536;
+    static constexpr int kReadsPerTurn = 4;
+    std::unique_ptr<std::uint8_t[]> stage_{new std::uint8_t[kStageSize]};
     asio::io_context io_;
     IoInbox inbox_;
     asio::posix::stream_descriptor inboxFd_;  // a dup of the inbox's eventfd, watched
     asio::executor_work_guard<asio::io_context::executor_type> work_;
+    asio::steady_timer sweepTimer_{io_};  // io thread
     std::thread thread_;
     std::vector<std::unique_ptr<tcp::acceptor>> acceptors_;
     std::vector<std::shared_ptr<ReverseTarget>> reverse_;          // io thread
     std::unordered_set<std::shared_ptr<Connection>> connections_;  // io thread
     std::size_t pendingCount_ = 0;                                 // io thread
+    std::size_t refusals_ = 0;  // io thread; sockets refused and not yet closed
     bool stopping_ = false;
     ServerLimits limits_;
     std::size_t maxConnections_ = 1000;

@@ -180,6 +180,87 @@ TEST_CASE("discovery without a session, then a session with a Read and an orderl
     normalSessionWorks();
 }
 
+TEST_CASE("chunks cut anywhere by the network arrive whole: headers and bodies over reads") {
+    Client c;
+    REQUIRE(c.connect(server().port));
+    // Sent in pieces with pauses, so that each piece is a read of its own on the server.
+    auto trickle = [&](const std::vector<std::uint8_t>& bytes, std::vector<std::size_t> cuts) {
+        cuts.push_back(bytes.size());
+        std::size_t from = 0;
+        for (std::size_t to : cuts) {
+            REQUIRE(c.sendRaw(
+                {bytes.begin() + std::ptrdiff_t(from), bytes.begin() + std::ptrdiff_t(to)}));
+            std::this_thread::sleep_for(std::chrono::milliseconds(30));
+            from = to;
+        }
+    };
+    const std::string url = "opc.tcp://127.0.0.1:" + std::to_string(server().port);
+    // The Hello cut inside its header (3 of 8 bytes), at its end and in its body.
+    trickle(Client::hello(url), {3, 8, 10});
+    auto ack = c.receive();
+    REQUIRE(ack.size() == 28);
+    CHECK(std::memcmp(ack.data(), "ACKF", 4) == 0);
+    // An OPN followed at once by the start of a second one: the first cut after its header
+    // (its body is read into its own buffer), the second's header cut after 5 bytes.
+    enc::ByteBuffer b;
+    enc::BinaryWriter w(b);
+    w.writeBytes("OPNF", 4);
+    w.writeRaw<std::uint32_t>(0);
+    w.writeRaw<std::uint32_t>(0);
+    enc::encode(w, ua::makeString("http://opcfoundation.org/UA/SecurityPolicy#None"));
+    enc::encode(w, ua::nullByteString());
+    enc::encode(w, ua::nullByteString());
+    w.writeRaw<std::uint32_t>(1);
+    w.writeRaw<std::uint32_t>(1);
+    ua::OpenSecureChannelRequest req{};
+    req.requestHeader.authenticationToken = ua::numericNodeId(0, 0);
+    req.requestType = ua::SecurityTokenRequestType::Issue;
+    req.securityMode = ua::MessageSecurityMode::None_;
+    req.clientNonce = ua::nullByteString();
+    req.requestedLifetime = 60000;
+    enc::encodeMessage(w, req);
+    auto opn = b.toVector();
+    Client::put(opn, 4, std::uint32_t(opn.size()));
+    trickle(opn, {20});
+    auto first = c.receive();
+    REQUIRE(first.size() > 12);
+    CHECK(std::memcmp(first.data(), "OPNF", 4) == 0);
+    // A GetEndpoints on that channel whose first 5 bytes end a read: answered, so its
+    // header was put together across the reads.
+    const std::uint32_t channelId = Client::get(first, 8);
+    std::size_t off = 12 + 4 + Client::get(first, 12) + 4 + 4 + 8;
+    enc::Arena arena;
+    enc::DecodeLimits limits;
+    auto m = enc::decodeMessage({first.data() + off, first.size() - off}, arena, limits);
+    REQUIRE(m.status == UAPLEX_Good);
+    const std::uint32_t tokenId =
+        static_cast<ua::OpenSecureChannelResponse*>(m.object)->securityToken.tokenId;
+    enc::ByteBuffer mb;
+    enc::BinaryWriter mw(mb);
+    mw.writeBytes("MSGF", 4);
+    mw.writeRaw<std::uint32_t>(0);
+    mw.writeRaw<std::uint32_t>(channelId);
+    mw.writeRaw<std::uint32_t>(tokenId);
+    mw.writeRaw<std::uint32_t>(2);
+    mw.writeRaw<std::uint32_t>(2);
+    ua::GetEndpointsRequest ge{};
+    ge.requestHeader.authenticationToken = ua::numericNodeId(0, 0);
+    ge.requestHeader.requestHandle = 7;
+    ge.endpointUrl = ua::makeString(url);
+    enc::encodeMessage(mw, ge);
+    auto msg = mb.toVector();
+    Client::put(msg, 4, std::uint32_t(msg.size()));
+    trickle(msg, {5, 7});
+    auto resp = c.receive();
+    REQUIRE(resp.size() > 24);
+    REQUIRE(std::memcmp(resp.data(), "MSGF", 4) == 0);
+    auto r = enc::decodeMessage({resp.data() + 24, resp.size() - 24}, arena, limits);
+    REQUIRE(r.status == UAPLEX_Good);
+    CHECK(r.type == enc::dataTypeOf<ua::GetEndpointsResponse>());
+    CHECK(static_cast<ua::GetEndpointsResponse*>(r.object)->responseHeader.requestHandle == 7);
+    normalSessionWorks();
+}
+
 TEST_CASE("large requests are reassembled and large responses chunked") {
     Client c;
     REQUIRE(c.open(server().port));

@@ -9,11 +9,12 @@
 // slots free for the protected classes; its counts are one packed word changed by CAS, and
 // only a key's own lock orders that key's crossings of zero, so no request takes a
 // server-wide lock.
-#include <openssl/evp.h>
+#include <sys/random.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -21,6 +22,7 @@
 #include <mutex>
 #include <string>
 
+#include "siphash.hpp"
 #include "uaplex/cpp/kinds.hpp"
 
 #ifndef UAPLEX_LEASES_INJECT_OFF_BY_ONE
@@ -62,28 +64,32 @@ int64_t reserve_upto(std::atomic<int64_t>& counter, int64_t amount, int64_t limi
     }
 }
 
-std::string base64(const unsigned char* p, size_t n) {
-    static const char* a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = uint32_t{p[i]} << 16;
-        if (i + 1 < n) v |= uint32_t{p[i + 1]} << 8;
-        if (i + 2 < n) v |= p[i + 2];
-        out += a[(v >> 18) & 63];
-        out += a[(v >> 12) & 63];
-        out += i + 1 < n ? a[(v >> 6) & 63] : '=';
-        out += i + 2 < n ? a[v & 63] : '=';
-    }
-    return out;
+// Key material is sensitive: only a keyed hash of it is kept, and never logged. SipHash
+// (128-bit result) under a key drawn once per process: an EVP SHA-256 per connection cost
+// more than the rest of classification.
+const uaplex::leases::SipKey& hash_key() {
+    static const uaplex::leases::SipKey key = [] {
+        std::uint8_t b[16];
+        std::size_t got = 0;
+        while (got < sizeof b) {
+            ssize_t n = ::getrandom(b + got, sizeof b - got, 0);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) throw StatusError(UAPLEX_BadInternalError, "getrandom failed");
+            got += std::size_t(n);
+        }
+        return uaplex::leases::SipKey::fromBytes(b);
+    }();
+    return key;
 }
 
-// Key material is sensitive: only its hash is kept, and never logged.
 std::string hashed(const void* data, size_t len) {
-    unsigned char md[32];
-    unsigned int md_len = 0;
-    if (EVP_Digest(data, len, md, &md_len, EVP_sha256(), nullptr) != 1)
-        throw StatusError(UAPLEX_BadInternalError, "SHA-256 failed");
-    return base64(md, md_len);
+    static const char* hex = "0123456789abcdef";
+    auto h = uaplex::leases::siphash24_128(hash_key(), data, len);
+    std::string out(32, '0');
+    for (int w = 0; w < 2; ++w)
+        for (int i = 0; i < 16; ++i)
+            out[std::size_t(w * 16 + i)] = hex[(h[w] >> (60 - 4 * i)) & 15];
+    return out;
 }
 
 // "ip:port", "[v6]:port" or a bare address -> the address, with IPv4-mapped IPv6 addresses

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # run_suite.sh UAPLEX PLUGIN_DIR PORT [ONLY...]: starts uaplex on 127.0.0.1:PORT with a test
-# configuration (and on PORT+1, PORT+2 with [access] settings for 12- and 13-), installs the
-# pinned client (npm ci, only when node_modules is stale), runs
-# the suite (only the files matching ONLY, if given) and stops the server.
+# configuration (and on PORT+1, PORT+2 with [access] settings for 12- and 13-, on PORT+3 with
+# small [server.limits] for 14-), installs the pinned client (npm ci, only when node_modules is
+# stale), runs the suite (only the files matching ONLY, if given) and stops the server.
 set -euo pipefail
 uaplex=$1 plugins=$2 port=$3
 shift 3
@@ -48,7 +48,7 @@ fi
 for nm in demo benchmark; do
   [ -e "$plugins/uaplex-$nm.so" ] && printf '[plugins.%s]\n' "$nm" >>"$work/interop.toml"
 done
-# The three servers share one PKI: its certificate is made once, before they start.
+# The servers share one PKI: its certificate is made once, before they start.
 "$uaplex" pki --pki "$work/pki" create-cert --uri urn:uaplex:interop:server >/dev/null
 
 if [ ! -f "$here/node_modules/.package-lock.json" ] ||
@@ -88,14 +88,52 @@ permissions = ["Browse", "Read", "Write", "Call", "ReceiveEvents"]
 thumbprint = "'"$mapped"'"
 roles = ["Operator"]'
 access_toml $((port + 2)) noanon 'anonymous = false'
+# 14-limits: every limit small enough to reach from one client. The test reads this file and
+# compares ServerCapabilities with it, so each value is stated once, here. One worker thread
+# keeps the requests of a session in arrival order (which Publish request is the oldest).
+sed -e "s|127.0.0.1:$port\"|127.0.0.1:$((port + 3))\"|" -e "s|$work/uaplex.log|$work/limits.log|" \
+  -e '/^\[server\]$/a request_threads = 1' -e '/^handshake_timeout_ms = /d' \
+  -e '/^\[server.limits\]$/r /dev/stdin' "$work/interop.toml" >"$work/limits.toml" <<'LIMITS'
+max_channels = 4
+max_pending_handshakes = 2
+handshake_timeout_ms = 10000
+min_token_lifetime_ms = 15000
+max_token_lifetime_ms = 40000
+max_sessions = 3
+min_session_timeout_ms = 5000
+max_session_timeout_ms = 20000
+max_browse_continuation_points = 2
+max_string_length = 4096
+max_bytestring_length = 16384
+max_array_length = 100
+max_nodes_per_read = 5
+max_nodes_per_write = 4
+max_nodes_per_browse = 6
+max_nodes_per_register_nodes = 3
+max_nodes_per_translate = 4
+max_nodes_per_method_call = 2
+max_references_per_node = 3
+max_monitored_items_per_call = 4
+max_subscriptions = 4
+max_subscriptions_per_session = 2
+max_monitored_items = 6
+max_monitored_items_per_subscription = 4
+max_monitored_item_queue_size = 8
+max_event_queue_size = 16
+max_publish_requests_per_session = 3
+min_publishing_interval_ms = 100
+max_publishing_interval_ms = 900000
+min_sampling_interval_ms = 100
+max_sampling_interval_ms = 60000
+LIMITS
 
 pids=()
-for cfg in interop access noanon; do
+for cfg in interop access noanon limits; do
   "$uaplex" --config "$work/$cfg.toml" &
   pids+=($!)
 done
 server_pid="${pids[*]}"
-for p in $port $((port + 1)) $((port + 2)); do
+for p in $port $((port + 1)) $((port + 2)) $((port + 3)); do
   for _ in $(seq 100); do
     (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && break
     sleep 0.1
@@ -103,6 +141,7 @@ for p in $port $((port + 1)) $((port + 2)); do
 done
 export UAPLEX_ACCESS_ENDPOINT="opc.tcp://127.0.0.1:$((port + 1))"
 export UAPLEX_NOANON_ENDPOINT="opc.tcp://127.0.0.1:$((port + 2))"
+export UAPLEX_LIMITS_ENDPOINT="opc.tcp://127.0.0.1:$((port + 3))" UAPLEX_LIMITS_TOML="$work/limits.toml"
 
 only=()
 for o in "$@"; do only+=(--only "$o"); done
@@ -114,6 +153,6 @@ export UAPLEX_IDENTITIES="$ids"
 # The whole-run limit leaves room for a loaded machine (ctest allows 300 s).
 (cd "$here" && node run.js "opc.tcp://127.0.0.1:$port" --timeout 240 "${only[@]}") || status=$?
 if [ $status -ne 0 ]; then
-  for log in uaplex access noanon; do echo "--- $log server log"; cat "$work/$log.log" || true; done
+  for log in uaplex access noanon limits; do echo "--- $log server log"; cat "$work/$log.log" || true; done
 fi
 exit $status

@@ -128,13 +128,13 @@ TEST_CASE("[server] identity and limits: defaults, overrides, range checks") {
 
     auto cfg = parse_string(
         "[server]\napplication_uri = \"urn:test:server\"\nrequest_threads = 4\n"
-        "[server.limits]\nmax_sessions = 7\nmax_nodes_per_read = 0\nmax_string_length = 100\n",
+        "[server.limits]\nmax_sessions = 7\nmax_nodes_per_read = 0\nmax_string_length = 300\n",
         "/etc/uaplex/test.toml", kPaths);
     CHECK(cfg.server.application_uri == "urn:test:server");
     CHECK(cfg.server.request_threads == 4);
     CHECK(cfg.server.limits.max_sessions == 7);
     CHECK(cfg.server.limits.max_nodes_per_read == 0);
-    CHECK(cfg.server.limits.max_string_length == 100);
+    CHECK(cfg.server.limits.max_string_length == 300);
     CHECK(cfg.warnings.empty());
 
     CHECK(error_of("[server.limits]\nreceive_buffer_size = 100\n") ==
@@ -142,6 +142,22 @@ TEST_CASE("[server] identity and limits: defaults, overrides, range checks") {
           "from 8192 to 4294967295");
     CHECK(error_of("[server.limits]\nmax_array_length = -1\n").find("max_array_length must be") !=
           std::string::npos);
+    // Decoding limits: 0 is no limit, a positive value leaves room for a CreateSession.
+    auto unlimited = parse_string("[server.limits]\nmax_bytestring_length = 0\n",
+                                  "/etc/uaplex/test.toml", kPaths);
+    CHECK(unlimited.server.limits.max_bytestring_length == 0);
+    CHECK(
+        error_of("[server.limits]\nmax_string_length = 100\n") ==
+        "/etc/uaplex/test.toml:2:21: [server.limits] max_string_length must be 0 (no limit) or an "
+        "integer from 256 to 2147483647");
+    CHECK(error_of("[server.limits]\nmax_bytestring_length = 1000\n").find("from 4096") !=
+          std::string::npos);
+    CHECK(error_of("[server.limits]\nmax_array_length = 2147483648\n").find("from 16") !=
+          std::string::npos);
+    CHECK(error_of("[server.limits]\nmax_browse_continuation_points = 65536\n")
+              .find("from 1 to 65535") != std::string::npos);
+    CHECK(error_of("[server.limits]\nmax_message_size = 16384\n")
+              .find("must not exceed max_message_size") != std::string::npos);
     CHECK(error_of("[server]\nendpoints = []\n").find("at least one URL") != std::string::npos);
     auto warn = parse_string("[server.limits]\nmax_sesions = 3\n", "/etc/uaplex/test.toml", kPaths);
     REQUIRE(warn.warnings.size() == 1);
@@ -181,6 +197,14 @@ TEST_CASE("[server.limits] subscription limits: defaults and overrides") {
     CHECK(l.max_sampling_interval_ms == 30000);
     CHECK(error_of("[server.limits]\nmin_publishing_interval_ms = 1\n")
               .find("min_publishing_interval_ms must be") != std::string::npos);
+    CHECK(error_of("[server.limits]\nmin_publishing_interval_ms = 5000\n"
+                   "max_publishing_interval_ms = 1000\n")
+              .find("min_publishing_interval_ms exceeds max_publishing_interval_ms") !=
+          std::string::npos);
+    CHECK(
+        error_of("[server.limits]\nmax_sampling_interval_ms = 10\nmin_sampling_interval_ms = 20\n")
+            .find("min_sampling_interval_ms exceeds max_sampling_interval_ms") !=
+        std::string::npos);
 }
 
 TEST_CASE("[access]: defaults, rules, certificates and errors with positions") {

@@ -242,3 +242,16 @@ TEST_CASE("CreateSession at max_sessions answers BadTooManySessions") {
     ua::CreateSessionRequest cs{};
     CHECK(Fixture::result(f.call(cs)) == UAPLEX_BadTooManySessions);
 }
+
+TEST_CASE("decoding limits come from [server.limits]; 0 is no limit") {
+    Fixture f;
+    CHECK(f.dispatcher.decodeLimits().maxStringLength == f.cfg.server.limits.max_string_length);
+    auto cfg = config::parse_string(
+        "[server.limits]\nmax_string_length = 0\nmax_bytestring_length = 0\n"
+        "max_array_length = 300\n",
+        "test.toml", {});
+    Dispatcher d{cfg, f.sessions, f.services, f.discovery};
+    CHECK(d.decodeLimits().maxStringLength == INT32_MAX);
+    CHECK(d.decodeLimits().maxByteStringLength == INT32_MAX);
+    CHECK(d.decodeLimits().maxArrayLength == 300);
+}

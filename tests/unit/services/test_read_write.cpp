@@ -310,7 +310,18 @@ TEST_CASE("The Server object is alive") {
           std::uint32_t(s.cfg.server.limits.max_string_length));
     CHECK(uint32Of(s.read(n0(ns::Server_ServerCapabilities_MaxByteStringLength))) ==
           std::uint32_t(s.cfg.server.limits.max_bytestring_length));
-    CHECK(s.read(n0(ns::Server_ServerCapabilities_ServerProfileArray)).value.array_length >= 1);
+    auto profileOf = [](Server& server) {
+        ua::DataValue p = server.read(n0(ua::ns0::Server_ServerCapabilities_ServerProfileArray));
+        REQUIRE(p.value.array_length == 1);
+        return std::string(ua::view(static_cast<ua::String*>(p.value.value.pointer)[0]));
+    };
+    CHECK(profileOf(s) == "http://opcfoundation.org/UA-Profile/Server/MicroEmbeddedDevice2017");
+    // One session, or one queued Publish request, is below Micro Embedded Device 2017.
+    Server single("max_sessions = 1");
+    CHECK(profileOf(single) == "http://opcfoundation.org/UA-Profile/Server/NanoEmbeddedDevice2017");
+    Server onePublish("max_publish_requests_per_session = 1");
+    CHECK(profileOf(onePublish) ==
+          "http://opcfoundation.org/UA-Profile/Server/NanoEmbeddedDevice2017");
     CHECK(s.read(n0(ns::Server_ServerCapabilities_LocaleIdArray)).value.array_length == 1);
     CHECK(s.read(n0(ns::Server_ServerCapabilities_MinSupportedSampleRate)).status == UAPLEX_Good);
 

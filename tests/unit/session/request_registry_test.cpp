@@ -2,6 +2,8 @@
 // executing ones without counting them, and completions during a cancel remove themselves.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -316,4 +318,30 @@ TEST_CASE("drain: requests far past their deadline are not waited for") {
     reg.remove(recent);
     CHECK(drain.poll(2000) == Result::Done);
     reg.remove(stale);
+}
+
+TEST_CASE("deadlines: the earliest deadline follows adds, removals and expiries") {
+    RequestRegistry reg;
+    FakeQueue q{&reg};
+    TrackedRequest early, late, later, none;
+    reg.add(late, 2, 300);
+    reg.add(early, 1, 100);
+    reg.add(none, 4, 0);
+    q.queued = {&late, &early, &none};
+    CHECK(reg.expire(99, q.canceller()) == 0);
+    // The earliest leaves before it is due: the next one still expires on time.
+    q.queued.erase(std::find(q.queued.begin(), q.queued.end(), &early));
+    reg.remove(early);
+    CHECK(reg.expire(150, q.canceller()) == 0);
+    CHECK(reg.expire(299, q.canceller()) == 0);
+    // A request added after a sweep with an earlier deadline than the rest.
+    reg.add(later, 3, 200);
+    q.queued.push_back(&later);
+    CHECK(reg.expire(250, q.canceller()) == 1);
+    CHECK(reg.expire(300, q.canceller()) == 1);
+    REQUIRE(q.completed.size() == 2);
+    CHECK(q.completed[0].first == 3);
+    CHECK(q.completed[1].first == 2);
+    CHECK(reg.expire(1000000, q.canceller()) == 0);  // the one without a deadline stays
+    CHECK(reg.size() == 1);
 }

@@ -1,5 +1,6 @@
 // Session lifecycle: create (limits, revised timeout, tokens), activate (identity tokens,
 // channel binding, transfer), resolve statuses, close, timeout, counters.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <string>
 #include <utility>
@@ -173,8 +174,63 @@ TEST_CASE("the identity key compares sessions of the same user") {
     auto a = m.create(1, 10000, "a", 0, 0);
     auto b = m.create(1, 10000, "b", 0, 0);
     REQUIRE(m.activate(a.session->authenticationToken(), 1, kAnonymous, nullptr, 0) == UAPLEX_Good);
-    REQUIRE(m.activate(b.session->authenticationToken(), 1, kAnonymous, nullptr, 0) ==
-            UAPLEX_Good);
+    REQUIRE(m.activate(b.session->authenticationToken(), 1, kAnonymous, nullptr, 0) == UAPLEX_Good);
     CHECK(a.session->identityKey() == "anonymous");
     CHECK(a.session->identityKey() == b.session->identityKey());
+}
+
+TEST_CASE("one CSPRNG draw gives a session distinct token, SessionId and both nonces") {
+    SessionManager m({2000, 10000, 60000}, nullptr);
+    constexpr int kSessions = 500;
+    std::vector<std::shared_ptr<Session>> sessions;
+    std::vector<std::string> createNonces;
+    for (int i = 0; i < kSessions; ++i) {
+        auto c = m.create(1, 0, "", 0, 0);
+        REQUIRE(c.status == UAPLEX_Good);
+        const auto& n = c.session->serverNonce();
+        createNonces.emplace_back(reinterpret_cast<const char*>(n.data()), n.size());
+        sessions.push_back(c.session);
+    }
+    // CreateSession draws once; the first activation takes the nonce drawn with it.
+    CHECK(m.randomDraws() == kSessions);
+    std::vector<std::string> fields;  // every random field of every session, as bytes
+    for (int i = 0; i < kSessions; ++i) {
+        auto& s = sessions[std::size_t(i)];
+        auto token = s->authenticationToken();
+        REQUIRE(token.identifier_type == UAPLEX_ID_BYTESTRING);
+        REQUIRE(token.identifier.bytestring.length == std::int32_t(Session::kTokenSize));
+        auto id = s->sessionId();
+        REQUIRE(id.identifier_type == UAPLEX_ID_GUID);
+        REQUIRE(m.activate(token, 1, kAnonymous, nullptr, 0) == UAPLEX_Good);
+        const auto& n = s->serverNonce();
+        REQUIRE(n.size() == Session::kNonceSize);
+        fields.emplace_back(reinterpret_cast<const char*>(token.identifier.bytestring.data),
+                            Session::kTokenSize);
+        fields.emplace_back(reinterpret_cast<const char*>(&id.identifier.guid),
+                            sizeof id.identifier.guid);
+        fields.push_back(createNonces[std::size_t(i)]);
+        fields.emplace_back(reinterpret_cast<const char*>(n.data()), n.size());
+    }
+    CHECK(m.randomDraws() == kSessions);
+    // Distinct everywhere, and no field is a prefix of another (the slices do not overlap).
+    std::vector<std::string> prefixes;
+    for (const auto& f : fields) prefixes.push_back(f.substr(0, 16));
+    std::sort(prefixes.begin(), prefixes.end());
+    CHECK(std::adjacent_find(prefixes.begin(), prefixes.end()) == prefixes.end());
+    // Not all zero bytes, and bits near half set (a slice that was never filled would not be).
+    std::size_t ones = 0, bits = 0;
+    for (const auto& f : fields)
+        for (unsigned char c : f) {
+            ones += std::size_t(__builtin_popcount(c));
+            bits += 8;
+        }
+    CHECK(double(ones) / double(bits) > 0.45);
+    CHECK(double(ones) / double(bits) < 0.55);
+
+    // A second activation draws a fresh nonce.
+    auto& s0 = sessions[0];
+    auto before = s0->serverNonce();
+    REQUIRE(m.activate(s0->authenticationToken(), 1, kAnonymous, nullptr, 0) == UAPLEX_Good);
+    CHECK(m.randomDraws() == kSessions + 1);
+    CHECK(s0->serverNonce() != before);
 }

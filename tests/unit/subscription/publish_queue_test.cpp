@@ -168,16 +168,34 @@ TEST_CASE("publish queue 1: no subscriptions gives BadNoSubscription, nothing pa
     CHECK(s.sink.find(r2)->status == UAPLEX_BadSessionClosed);
 }
 
-TEST_CASE("publish queue 2: too many Publish requests rejects the new one") {
+TEST_CASE("publish queue 2: too many Publish requests drops the oldest (Part 4 5.13.5)") {
     SubscriptionLimits l;
     l.maxPublishRequestCount = 2;
     Server s(l);
     s.subscribe(1);
     uint64_t a = s.publish(1), b = s.publish(1), c = s.publish(1);
-    CHECK(s.sink.parkedIds == std::vector<uint64_t>{a, b});
-    REQUIRE(s.sink.find(c));
-    CHECK(s.sink.find(c)->status == UAPLEX_BadTooManyPublishRequests);
+    CHECK(s.sink.parkedIds == std::vector<uint64_t>{a, b, c});
+    REQUIRE(s.sink.find(a));
+    CHECK(s.sink.find(a)->status == UAPLEX_BadTooManyPublishRequests);
+    CHECK_FALSE(s.sink.find(b));
+    CHECK_FALSE(s.sink.find(c));
+}
+
+TEST_CASE("publish queue 2b: the queue holds more requests than the session has subscriptions") {
+    SubscriptionLimits l;
+    l.maxPublishRequestCount = 1;
+    Server s(l);
+    s.subscribe(1);
+    s.subscribe(1);
+    uint64_t a = s.publish(1), b = s.publish(1), c = s.publish(1);
+    CHECK(s.sink.parkedIds == std::vector<uint64_t>{a, b, c});
     CHECK_FALSE(s.sink.find(a));
+    CHECK_FALSE(s.sink.find(b));
+    CHECK_FALSE(s.sink.find(c));
+    uint64_t d = s.publish(1);
+    REQUIRE(s.sink.find(a));
+    CHECK(s.sink.find(a)->status == UAPLEX_BadTooManyPublishRequests);
+    CHECK_FALSE(s.sink.find(d));
 }
 
 TEST_CASE("publish queue 3: priority first, then age") {
@@ -504,6 +522,27 @@ TEST_CASE("services: TransferSubscriptions only to a session of the same user id
     REQUIRE(s.mgr->transferSubscriptions(3, req, resp, s.arena) == UAPLEX_Good);
     CHECK(resp.results[0].statusCode == UAPLEX_Good);
     CHECK(s.mgr->find(sub)->sessionId() == 3);
+}
+
+TEST_CASE("services: TransferSubscriptions to a session at MaxSubscriptionsPerSession") {
+    SubscriptionLimits l;
+    l.maxSubscriptionsPerSession = 1;
+    Server s(l);
+    uint32_t sub = s.subscribe(1);
+    uint32_t full = s.subscribe(2);
+    ua::TransferSubscriptionsRequest req{};
+    req.subscriptionIds = {1, &sub};
+    ua::TransferSubscriptionsResponse resp{};
+    REQUIRE(s.mgr->transferSubscriptions(2, req, resp, s.arena) == UAPLEX_Good);
+    CHECK(resp.results[0].statusCode == UAPLEX_BadTooManySubscriptions);
+    CHECK(s.mgr->find(sub)->sessionId() == 1);
+    ua::DeleteSubscriptionsRequest del{};
+    del.subscriptionIds = {1, &full};
+    ua::DeleteSubscriptionsResponse delResp{};
+    REQUIRE(s.mgr->deleteSubscriptions(2, del, delResp, s.arena) == UAPLEX_Good);
+    REQUIRE(s.mgr->transferSubscriptions(2, req, resp, s.arena) == UAPLEX_Good);
+    CHECK(resp.results[0].statusCode == UAPLEX_Good);
+    CHECK(s.mgr->find(sub)->sessionId() == 2);
 }
 
 TEST_CASE("services: an abandoned subscription expires on its own lifetime") {

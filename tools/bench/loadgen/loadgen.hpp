@@ -35,6 +35,7 @@ struct Options {
     int createBatch = 1000;       // subscribe: items per CreateMonitoredItems request
     bool deleteItems = false;     // subscribe: DeleteMonitoredItems (batches) after the window
     int subscribedSessions = -1;  // subscribe: only the first N sessions subscribe (-1: all)
+    int connectWindow = 256;      // connections setting up at once (0: all at once)
     int serverPid = 0;            // read the server's CPU time at the window edges
     bool signalServer = false;    // send SIGUSR1 to serverPid at both window edges
     bool json = false;
@@ -67,6 +68,8 @@ struct Results {
     std::uint64_t changes = 0;  // Writes sent in the window
     std::uint64_t matched = 0;  // notifications matched to a Write
     double setupSeconds = 0, setupServerCpuSeconds = -1, createSeconds = 0;
+    double setupGeneratorCpuSeconds = -1;
+    long rssWindowKb = -1;  // at the window's start (after the warm-up: Publish queued)
     double deleteSeconds = -1, deleteServerCpuSeconds = -1;
     long rssStartKb = -1, rssReadyKb = -1, rssDeletedKb = -1;
     std::uint64_t itemsCreated = 0;

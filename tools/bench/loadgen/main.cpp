@@ -2,6 +2,7 @@
 #include "loadgen.hpp"
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -26,6 +27,8 @@ const char* kUsage =
     "  --warmup S           seconds before the measured window (default 1)\n"
     "  --duration S         seconds of the measured window (default 5)\n"
     "  --connect-timeout S  for connecting and opening every session (default 10)\n"
+    "  --connect-window N   connections setting up (connect to last setup response) at once\n"
+    "                       (default 256; 0 = all at once)\n"
     "  --hard-timeout S     stop whatever happens (default warmup+duration+connect+15)\n"
     "  --timestamps T       TimestampsToReturn of Read: both | source | server | neither\n"
     "                       (default both)\n"
@@ -102,7 +105,7 @@ Options parse(int argc, char** argv) {
             else
                 usage("unknown scenario " + std::string(s));
         } else if (a == "-c" || a == "--connections")
-            o.connections = int(number("--connections", value(), 1, 1000));
+            o.connections = int(number("--connections", value(), 1, 100000));
         else if (a == "-m" || a == "--inflight")
             o.inflight = int(number("--inflight", value(), 1, 10000));
         else if (a == "--rate")
@@ -135,7 +138,9 @@ Options parse(int argc, char** argv) {
         else if (a == "--create-batch")
             o.createBatch = int(number("--create-batch", value(), 1, 100000));
         else if (a == "--subscribed-sessions")
-            o.subscribedSessions = int(number("--subscribed-sessions", value(), 0, 1000));
+            o.subscribedSessions = int(number("--subscribed-sessions", value(), 0, 1000000));
+        else if (a == "--connect-window")
+            o.connectWindow = int(number("--connect-window", value(), 0, 1000000));
         else if (a == "--delete-items")
             o.deleteItems = true;
         else if (a == "--sampling-ms")
@@ -195,6 +200,18 @@ std::string fmt(const char* f, double v) {
 int main(int argc, char** argv) {
     Options o = parse(argc, argv);
     signal(SIGPIPE, SIG_IGN);
+    // One descriptor per connection: the soft open-file limit goes up to the hard one.
+    rlimit rl{};
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rlim_t(o.connections) + 32 > rl.rlim_cur)
+        std::fprintf(stderr,
+                     "uaplex-bench: %d connections need more descriptors than the "
+                     "open file limit of %llu\n",
+                     o.connections, (unsigned long long)rl.rlim_cur);
     // the last resort behind --hard-timeout: the kernel ends the process
     double hard = o.hardTimeout > 0
                       ? o.hardTimeout
@@ -258,6 +275,8 @@ int main(int argc, char** argv) {
         field("delete_server_cpu_s"), j += fmt("%.3f", r.deleteServerCpuSeconds);
         field("rss_start_kb"), j += std::to_string(r.rssStartKb);
         field("rss_ready_kb"), j += std::to_string(r.rssReadyKb);
+        field("rss_window_kb"), j += std::to_string(r.rssWindowKb);
+        field("setup_generator_cpu_s"), j += fmt("%.3f", r.setupGeneratorCpuSeconds);
         field("rss_deleted_kb"), j += std::to_string(r.rssDeletedKb);
         field("errors_by_status"), j += '{';
         bool first = true;
@@ -281,9 +300,11 @@ int main(int argc, char** argv) {
                         (unsigned long long)r.publishResponses);
             std::printf(
                 "  setup          %llu items in %.3f s (CreateMonitoredItems %.3f s), "
-                "server CPU %.3f s, RSS %ld -> %ld kB\n",
+                "server CPU %.3f s, generator CPU %.3f s, RSS %ld -> %ld kB (%ld kB with the "
+                "Publish requests queued)\n",
                 (unsigned long long)r.itemsCreated, r.setupSeconds, r.createSeconds,
-                r.setupServerCpuSeconds, r.rssStartKb, r.rssReadyKb);
+                r.setupServerCpuSeconds, r.setupGeneratorCpuSeconds, r.rssStartKb, r.rssReadyKb,
+                r.rssWindowKb);
             if (r.changes)
                 std::printf(
                     "  write->notif   p50 %.1f us  p90 %.1f us  p99 %.1f us  max %.1f us "

@@ -10,8 +10,8 @@
 //
 // Usage: node node-opcua-server.js [--port 4841] [--host 127.0.0.1] [--pki DIR] [--verbose]
 //                                  [--scale]
-// --scale raises the limits the scale benchmarks need (1,100 sessions and connections,
-// 1,000,000 monitored items per subscription).
+// --scale raises the limits the scale benchmarks need (11,000 sessions, connections and
+// subscriptions, 1,000,000 monitored items per subscription).
 // SecurityPolicy None only, anonymous only. Prints "ready opc.tcp://<host>:<port>" once
 // listening; stops on SIGINT/SIGTERM. Nothing is logged per request.
 "use strict";
@@ -310,11 +310,11 @@ async function main() {
         },
         buildInfo: { productName: "uaplex-peer-node-opcua", manufacturerName: "uaplex" },
         serverCapabilities: {
-            maxSessions: opts.scale ? 1100 : 200,
-            ...(opts.scale ? { maxMonitoredItems: 2000000, maxMonitoredItemsPerSubscription: 1000000 } : {}),
+            maxSessions: opts.scale ? 11000 : 200,
+            ...(opts.scale ? { maxSubscriptions: 11000, maxMonitoredItems: 2000000, maxMonitoredItemsPerSubscription: 1000000 } : {}),
             operationLimits: { maxNodesPerRead: 10000, maxNodesPerWrite: 10000, maxNodesPerBrowse: 1000 },
         },
-        maxConnectionsPerEndpoint: opts.scale ? 1100 : 200,
+        maxConnectionsPerEndpoint: opts.scale ? 11000 : 200,
         disableDiscovery: true,
         isAuditing: false,
     });
