@@ -131,6 +131,7 @@ struct Worker {
     enc::Arena arena{64u << 20, 64 * 1024};
     enc::ByteBuffer out{64 * 1024};
     std::vector<uaplex_buffer> chunks;
+    std::uint32_t heapTrims = 0;  // heapTrimCount() when the arena was last shrunk
     // Sized before the first request: the queue may hand any idle worker a request, so a
     // worker's first request is no warm-up.
     Worker() {
@@ -1077,6 +1078,15 @@ void Server::workerLoop(Worker& w) {
     }
 }
 
+// After a bulk deletion gave the heap back (subscription_service.cpp), the worker's arena
+// drops the blocks its largest request made it grow; otherwise one relaxed load.
+static void shrinkAfterHeapTrim(Worker& w) noexcept {
+    std::uint32_t n = heapTrimCount();
+    if (n == w.heapTrims) return;
+    w.heapTrims = n;
+    w.arena.shrink();
+}
+
 void Server::execute(PendingRequest& r, Worker& w, host::PluginInstance* queue) noexcept {
     auto c = std::move(r.connection);
     if (c->gone()) {
@@ -1109,6 +1119,7 @@ void Server::execute(PendingRequest& r, Worker& w, host::PluginInstance* queue) 
     if (handedOver) {
         c->release(&r);
         if (w.out.allocator()) w.out.release();
+        shrinkAfterHeapTrim(w);
         return;
     }
     // The response is encoded: recycle the request before sending, so that the client's
@@ -1121,6 +1132,7 @@ void Server::execute(PendingRequest& r, Worker& w, host::PluginInstance* queue) 
     }
     // The chunks hold their own copy: the encoding goes back to the pool.
     if (w.out.allocator()) w.out.release();
+    shrinkAfterHeapTrim(w);
 }
 
 void Server::reloadMonitoredItemQueues() {

@@ -1,6 +1,11 @@
 #include "server/subscription_service.hpp"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 
 #include "config/config.hpp"
@@ -31,7 +36,22 @@ uaplex_status run(std::mutex& m, enc::Arena& arena, const enc::DataType*& respon
     return UAPLEX_Good;
 }
 
+// After a bulk deletion (many items freed) the C allocator keeps the freed pages; they go
+// back to the kernel here, outside the engine's lock.
+std::atomic<std::uint32_t> heapTrims{0};
+
+void trimHeap() noexcept {
+#if defined(__GLIBC__)
+    ::malloc_trim(0);
+#endif
+    heapTrims.fetch_add(1, std::memory_order_relaxed);
+}
+
 }  // namespace
+
+std::uint32_t heapTrimCount() noexcept {
+    return heapTrims.load(std::memory_order_relaxed);
+}
 
 subscription::SubscriptionLimits subscriptionLimitsOf(const config::ServerConfig& cfg) {
     const auto& c = cfg.server.limits;
@@ -93,6 +113,7 @@ uaplex_status SubscriptionService::call(std::uint64_t session, std::string_view 
     auto& m = manager_;
     uaplex_status st = UAPLEX_BadServiceUnsupported;
     std::vector<Done> done;
+    bool trim = false;
     try {
         if (is<ua::CreateSubscriptionRequest>(t) || is<ua::TransferSubscriptionsRequest>(t)) {
             std::lock_guard lock(mutex_);
@@ -153,11 +174,13 @@ uaplex_status SubscriptionService::call(std::uint64_t session, std::string_view 
         {
             std::lock_guard lock(mutex_);
             done.swap(done_);
+            trim = m.takeTrimDue();
         }
     } catch (...) {
         st = UAPLEX_BadOutOfMemory;
     }
     flush(done);
+    if (trim) trimHeap();  // before the response: the client sees the memory back
     return st;
 }
 
@@ -210,13 +233,16 @@ std::uint32_t SubscriptionService::cancel(std::uint64_t session,
 
 void SubscriptionService::closeSession(std::uint64_t session, bool deleteSubscriptions) noexcept {
     std::vector<Done> done;
+    bool trim = false;
     {
         std::lock_guard lock(mutex_);
         manager_.closeSession(session, deleteSubscriptions);
         channels_.erase(session);
         done.swap(done_);
+        trim = manager_.takeTrimDue();
     }
     flush(done);
+    if (trim) trimHeap();
 }
 
 void SubscriptionService::stop() noexcept {
@@ -231,12 +257,15 @@ void SubscriptionService::stop() noexcept {
 
 void SubscriptionService::timerTick() noexcept {
     std::vector<Done> done;
+    bool trim = false;  // expired subscriptions
     {
         std::lock_guard lock(mutex_);
         manager_.timerTick();
         done.swap(done_);
+        trim = manager_.takeTrimDue();
     }
     flush(done);
+    if (trim) trimHeap();
 }
 
 void SubscriptionService::valueChanged(std::uint64_t node, const ua::DataValue& value) noexcept {

@@ -37,6 +37,10 @@ class ResponseRoute {
 // The engine's limits from [server.limits].
 subscription::SubscriptionLimits subscriptionLimitsOf(const config::ServerConfig& cfg);
 
+// How often a bulk deletion has given the heap back: a request worker that sees it change
+// drops the arena blocks a large request made it grow.
+std::uint32_t heapTrimCount() noexcept;
+
 class SubscriptionService final : public subscription::PublishSink {
   public:
     SubscriptionService(const config::ServerConfig& cfg, subscription::NodeValueSource& source);

@@ -20,17 +20,27 @@ class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource
     explicit ValueSource(ServiceSet::Impl& impl) : impl_(impl) {}
 
     uaplex_status resolve(const ua::ReadValueId& id, std::uint64_t* handle) override {
-        // Probe once: the same checks (and status codes) as a Read.
-        enc::Arena arena(4096, 512);
+        NodeRef n = impl_.space.find(id.nodeId);
+        // A stored Value without a read callback or IndexRange: none of the errors a Read
+        // probe would find (unknown node, invalid attribute or range) can occur, so the item
+        // is resolved without reading the value (the engine reads it once, for its first
+        // sample).
+        if (n.dyn && n.dyn->nodeClass == addressspace::kVariable && id.attributeId == kAttrValue &&
+            n.dyn->callbacks.read == nullptr && id.indexRange.length <= 0) {
+            *handle = reinterpret_cast<std::uintptr_t>(n.dyn);  // aligned: low bit clear
+            return UAPLEX_Good;
+        }
+        // Probe once otherwise: the same checks (and status codes) as a Read. The arena is
+        // kept (resolve runs under the engine's lock), so a probe allocates nothing once warm.
+        probeArena_.reset();
         ua::DataValue probe{};
-        impl_.readAttribute(arena, id.nodeId, id.attributeId, id.indexRange, kTimestampsBoth,
+        impl_.readAttribute(probeArena_, id.nodeId, id.attributeId, id.indexRange, kTimestampsBoth,
                             probe);
         if ((probe.mask & UAPLEX_DATAVALUE_STATUS) &&
             (probe.status == UAPLEX_BadNodeIdUnknown ||
              probe.status == UAPLEX_BadAttributeIdInvalid ||
              probe.status == UAPLEX_BadIndexRangeInvalid))
             return probe.status;
-        NodeRef n = impl_.space.find(id.nodeId);
         if (id.attributeId == kAttrEventNotifier) {
             // Event items need a notifier that allows subscribing (SubscribeToEvents).
             std::uint8_t notifier =
@@ -41,11 +51,6 @@ class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource
             if (!n || !(notifier & 1) || id.indexRange.length > 0)
                 return UAPLEX_BadAttributeIdInvalid;
             *handle = impl_.notifierKey(n);
-            return UAPLEX_Good;
-        }
-        if (n.dyn && n.dyn->nodeClass == addressspace::kVariable && id.attributeId == kAttrValue &&
-            n.dyn->callbacks.read == nullptr && id.indexRange.length <= 0) {
-            *handle = reinterpret_cast<std::uintptr_t>(n.dyn);  // aligned: low bit clear
             return UAPLEX_Good;
         }
         std::lock_guard lock(mutex_);
@@ -227,7 +232,8 @@ class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource
 
     ServiceSet::Impl& impl_;
     Model model_{impl_.space};
-    std::mutex mutex_;  // resolve runs under the engine's lock, reads may not
+    std::mutex mutex_;                  // resolve runs under the engine's lock, reads may not
+    enc::Arena probeArena_{4096, 512};  // resolve only
     std::deque<Polled> polled_;
     std::unordered_map<std::string, std::uint64_t> index_;
 };

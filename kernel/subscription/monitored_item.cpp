@@ -80,6 +80,18 @@ MonitoredItem::~MonitoredItem() {
     ++sub_->context().itemGeneration;  // the manager's per-node item counts are stale
 }
 
+void MonitoredItem::discard() {
+    flags_ &= uint16_t(~(kHasPending | kResendData | kReadyToTrigger | kTriggered | kHasLast));
+    flags_ |= kDiscarded;
+    extras_.reset();  // queued values and events go back to their pools
+    std::free(lastCell_.bytes);
+    // Member by member: the item's flags live in the cell's tail padding.
+    lastCell_.dv = {};
+    lastCell_.bytes = nullptr;
+    lastCell_.byteCount = lastCell_.capacity = 0;
+    lastCell_.payload = ValueCell::Payload::Inline;
+}
+
 void MonitoredItem::takeAsLast(ValueCell* c) {
     ValuePool::swapContents(lastCell_, *c);
     sub_->context().values.release(c);
@@ -176,7 +188,8 @@ void MonitoredItem::signalReady() {
 }
 
 bool MonitoredItem::queueValue(const ua::DataValue& in, uaplex_status error, int64_t now) {
-    if (mode_ == uint8_t(ua::MonitoringMode::Disabled) || isEventItem()) return false;
+    if (mode_ == uint8_t(ua::MonitoringMode::Disabled) || isEventItem() || (flags_ & kDiscarded))
+        return false;
     auto& pool = sub_->context().values;
     ValueCell* cell = nullptr;
     if (error != UAPLEX_Good && (error & 0xC0000000u) != 0) {  // a non-Good error wins
@@ -207,6 +220,7 @@ bool MonitoredItem::defaultFilter() const {
 }
 
 bool MonitoredItem::takeSample(NodeSample& node, int64_t gridTime, int64_t) {
+    if (flags_ & kDiscarded) return false;  // deleted: never ready again
     uint32_t seen = sampledVersion_;
     sampledVersion_ = node.version;
     nextSamplingTime_ = gridTime + samplingInterval_;
@@ -264,6 +278,7 @@ bool MonitoredItem::queueCell(ValueCell* cell, const ValueCell& v, uaplex_status
 }
 
 void MonitoredItem::queueNodeDeleted(int64_t utcNow) {
+    if (flags_ & kDiscarded) return;
     ua::DataValue dv{};
     dv.mask = UAPLEX_DATAVALUE_STATUS | UAPLEX_DATAVALUE_SOURCE_TIMESTAMP |
               UAPLEX_DATAVALUE_SERVER_TIMESTAMP;

@@ -70,10 +70,12 @@ class MonitoredItem {
         kAlwaysReport = 1 << 8,  // filters bypassed
         kResendData = 1 << 9,    // publish exactly one value next time
         kOperationDiagnostics = 1 << 10,
-        kHasLast = 1 << 11,  // lastCell_ holds a value
-        kPolled = 1 << 12,   // sampled by a timer group, not pushed
+        kHasLast = 1 << 11,    // lastCell_ holds a value
+        kPolled = 1 << 12,     // sampled by a timer group, not pushed
+        kDiscarded = 1 << 13,  // deleted while a list of its subscription still holds it
+        kInTriggerSources = 1 << 14,
         // lastCell_ equals (in status and value) the node sample `sampledVersion_`
-        kLastIsSample = 1 << 13,
+        kLastIsSample = 1 << 15,
     };
 
     MonitoredItem(Subscription& sub, uint32_t id, uint32_t clientHandle, uint64_t nodeHandle);
@@ -144,6 +146,10 @@ class MonitoredItem {
     bool publish(std::vector<StagedData>& data, std::vector<StagedEvent>& events, uint32_t max,
                  int64_t now);
 
+    // Deletion while a ready, publish or trigger list still points here: drops everything
+    // queued (and the links), so the item holds nothing until its subscription frees it.
+    void discard();
+
     // SetTriggering links (item ids); rare, so they live in the extras.
     std::vector<uint32_t>* links() const;
     std::vector<uint32_t>& mutableLinks();
@@ -151,9 +157,6 @@ class MonitoredItem {
     // Bytes this item holds (struct, last value, extras), for the issue 11 budget.
     size_t residentBytes() const;
 
-    // Position in the manager's node index (pushed changes) or sampling group (polled):
-    // swap-remove keeps deletion O(1) with a thousand items on one node.
-    uint32_t indexSlot = 0;
     bool polled() const { return flags_ & kPolled; }
     void setPolled(bool p) { flags_ = p ? (flags_ | kPolled) : (flags_ & uint16_t(~kPolled)); }
 
@@ -184,17 +187,23 @@ class MonitoredItem {
 
     // The last value passed by the filter (size 1: also the pending one), embedded so that an
     // item is one allocation.
-    ValueCell lastCell_{};
+    [[no_unique_address]] ValueCell lastCell_{};
+    // In the cell's tail padding: 8 bytes less per item.
+    uint16_t flags_ = kDiscardOldest;
+    uint8_t mode_ = uint8_t(ua::MonitoringMode::Reporting);
+    uint8_t timestamps_ = uint8_t(ua::TimestampsToReturn::Both);
     std::unique_ptr<Extras> extras_;
     int64_t nextSamplingTime_ = 0;
     uint64_t nodeHandle_;
     uint32_t id_, clientHandle_;
     int32_t samplingInterval_ = 0;
     uint32_t queueSize_ = 1;
-    uint16_t flags_ = kDiscardOldest;
-    uint8_t mode_ = uint8_t(ua::MonitoringMode::Reporting);
-    uint8_t timestamps_ = uint8_t(ua::TimestampsToReturn::Both);
     uint32_t sampledVersion_ = 0;  // the node sample last taken (fills the struct's padding)
+
+  public:
+    // Position in the manager's node index (pushed changes) or sampling group (polled):
+    // swap-remove keeps deletion O(1) with a thousand items on one node.
+    uint32_t indexSlot = 0;
 };
 
 }  // namespace uaplex::subscription

@@ -41,6 +41,16 @@ void MessagePool::release(RetainedMessage* m) noexcept {
     ++freeCount_;
 }
 
+void MessagePool::trim() noexcept {
+    RetainedMessage* list;
+    {
+        std::lock_guard lock(mutex_);
+        list = std::exchange(free_, nullptr);
+        freeCount_ = 0;
+    }
+    while (list) delete std::exchange(list, list->nextFree);
+}
+
 size_t MessagePool::freeCount() const {
     std::lock_guard lock(mutex_);
     return freeCount_;

@@ -44,6 +44,8 @@ class MessagePool {
     void release(RetainedMessage* m) noexcept;
     uint64_t returned() const { return returned_.load(); }
     size_t freeCount() const;
+    // Frees the recycled messages and their arenas (after a bulk deletion).
+    void trim() noexcept;
 
   private:
     mutable std::mutex mutex_;  // releases come from encoder threads

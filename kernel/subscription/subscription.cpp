@@ -97,7 +97,10 @@ Subscription::~Subscription() {
         if (!data_[i].borrowed) ctx_.values.release(data_[i].value);
     for (size_t i = eventHead_; i < events_.size(); ++i)
         if (events_[i].event) ctx_.releaseEvent(events_[i].event);
-    items_.clear();
+    for (MonitoredItem* it : items_)
+        if (it) destroyItem(it);
+    for (auto& z : zombies_)
+        for (MonitoredItem* it : z) destroyItem(it);
 }
 
 void Subscription::modify(const RevisedSettings& s, uint8_t priority) {
@@ -118,40 +121,126 @@ void Subscription::setPublishingMode(bool enabled) {
 }
 
 MonitoredItem* Subscription::createItem(uint32_t clientHandle, uint64_t nodeHandle) {
-    uint32_t id;
-    if (!freeIds_.empty()) {
+    void* block = ctx_.itemSlab.allocate();
+    if (!block) return nullptr;
+    uint32_t id = 0;
+    while (!freeIds_.empty() && id == 0) {
         id = freeIds_.back();
         freeIds_.pop_back();
-    } else {
-        items_.emplace_back();
+        if (id > items_.size() || items_[id - 1]) id = 0;  // the tail was trimmed since
+    }
+    if (id == 0) {
+        items_.push_back(nullptr);
         id = uint32_t(items_.size());
     }
-    items_[id - 1] = std::make_unique<MonitoredItem>(*this, id, clientHandle, nodeHandle);
+    items_[id - 1] = new (block) MonitoredItem(*this, id, clientHandle, nodeHandle);
     ++itemCount_;
-    return items_[id - 1].get();
+    return items_[id - 1];
 }
 
 MonitoredItem* Subscription::item(uint32_t id) const {
-    return id && id <= items_.size() ? items_[id - 1].get() : nullptr;
+    return id && id <= items_.size() ? items_[id - 1] : nullptr;
+}
+
+void Subscription::destroyItem(MonitoredItem* it) {
+    it->~MonitoredItem();
+    ctx_.itemSlab.release(it);
 }
 
 bool Subscription::deleteItem(uint32_t id) {
     MonitoredItem* raw = item(id);
     if (!raw) return false;
-    auto drop = [raw](auto& list) {
-        list.erase(std::remove(list.begin(), list.end(), raw), list.end());
-    };
-    drop(ready_);
-    drop(triggerSources_);
-    drop(publishList_);
-    items_[id - 1].reset();
-    freeIds_.push_back(id);
+    items_[id - 1] = nullptr;
+    if (id == items_.size()) {  // trailing free ids need no entry
+        while (!items_.empty() && !items_.back()) items_.pop_back();
+    } else {
+        freeIds_.push_back(id);
+    }
     --itemCount_;
+    constexpr uint16_t kListed = MonitoredItem::kInReadyList | MonitoredItem::kInPublishList |
+                                 MonitoredItem::kInTriggerSources;
+    if (raw->flags_ & kListed)
+        parkDiscarded(raw);  // freed once no list points at it
+    else
+        destroyItem(raw);
+    compactSparseLists();  // also frees items the publishing cycle has dropped since
+    shrinkIfSparse();
     return true;
 }
 
+void Subscription::parkDiscarded(MonitoredItem* it) {
+    it->discard();
+    const uint16_t flags[3] = {MonitoredItem::kInReadyList, MonitoredItem::kInPublishList,
+                               MonitoredItem::kInTriggerSources};
+    int first = -1;
+    for (int i = 0; i < 3; ++i) {
+        if (!(it->flags_ & flags[i])) continue;
+        ++discardedIn_[i];
+        if (first < 0) first = i;
+    }
+    zombies_[first].push_back(it);
+}
+
+void Subscription::compactSparseLists() {
+    const size_t sizes[3] = {ready_.size(), publishList_.size(), triggerSources_.size()};
+    for (int i = 0; i < 3; ++i)
+        if (discardedIn_[i] && 2 * discardedIn_[i] >= sizes[i]) compact(i);
+}
+
+// Drops the discarded entries of one list, then frees the items parked under it that no
+// other list holds (the others move to the next list they are in).
+void Subscription::compact(int list) {
+    auto dropDiscarded = [](auto& v, uint16_t flag) {
+        auto end = std::remove_if(v.begin(), v.end(), [flag](MonitoredItem* it) {
+            if (!it->has(MonitoredItem::kDiscarded)) return false;
+            it->flags_ = uint16_t(it->flags_ & ~flag);
+            return true;
+        });
+        v.erase(end, v.end());
+    };
+    if (list == kReadyIdx)
+        dropDiscarded(ready_, MonitoredItem::kInReadyList);
+    else if (list == kPublishIdx)
+        dropDiscarded(publishList_, MonitoredItem::kInPublishList);
+    else
+        dropDiscarded(triggerSources_, MonitoredItem::kInTriggerSources);
+    discardedIn_[list] = 0;
+    std::vector<MonitoredItem*> parked;
+    parked.swap(zombies_[list]);
+    for (MonitoredItem* it : parked) {
+        if (it->has(MonitoredItem::kInReadyList))
+            zombies_[kReadyIdx].push_back(it);
+        else if (it->has(MonitoredItem::kInPublishList))
+            zombies_[kPublishIdx].push_back(it);
+        else if (it->has(MonitoredItem::kInTriggerSources))
+            zombies_[kTriggerIdx].push_back(it);
+        else
+            destroyItem(it);
+    }
+}
+
+// After a bulk deletion the containers give their memory back too: a vector whose contents
+// dropped below a quarter of its capacity is reallocated (amortized O(1) per deletion).
+void Subscription::shrinkIfSparse() {
+    auto shrink = [](auto& v) {
+        if (v.capacity() > 64 && v.size() < v.capacity() / 4) v.shrink_to_fit();
+    };
+    if (itemCount_ == 0) {  // every id is free again
+        items_.clear();
+        freeIds_.clear();
+    }
+    shrink(items_);
+    shrink(freeIds_);
+    shrink(ready_);
+    shrink(lastMoved_);
+    for (auto& z : zombies_) shrink(z);
+}
+
 void Subscription::itemReady(MonitoredItem* item) {
-    if (item->links()) triggerSources_.push_back(item);
+    if (item->links() && !item->has(MonitoredItem::kInTriggerSources)) {
+        triggerSources_.push_back(item);
+        item->flags_ |= MonitoredItem::kInTriggerSources;
+    }
     if (item->has(MonitoredItem::kInReadyList) || item->has(MonitoredItem::kInPublishList)) return;
     ready_.push_back(item);
     item->flags_ |= MonitoredItem::kInReadyList;
@@ -160,8 +249,12 @@ void Subscription::itemReady(MonitoredItem* item) {
 void Subscription::moveReadyItems(int64_t now) {
     lastMoved_.clear();
     // Triggers first, so that a linked item triggered now moves in this tick.
-    for (MonitoredItem* src : triggerSources_) {
-        if (!src->readyToTrigger()) continue;
+    // By index over the sources present now: a triggered item with links of its own is
+    // appended by itemReady (it holds no new value, so it triggers nothing).
+    const size_t sources = triggerSources_.size();
+    for (size_t i = 0; i < sources; ++i) {
+        MonitoredItem* src = triggerSources_[i];
+        if (!src->readyToTrigger() || !src->links()) continue;  // links removed since
         for (uint32_t linkId : *src->links()) {
             MonitoredItem* linked = item(linkId);
             if (!linked || !linked->holdsNotification()) continue;
@@ -170,6 +263,8 @@ void Subscription::moveReadyItems(int64_t now) {
         }
         src->clearTriggerFlag();
     }
+    for (MonitoredItem* src : triggerSources_)
+        src->flags_ = uint16_t(src->flags_ & ~MonitoredItem::kInTriggerSources);
     triggerSources_.clear();
     size_t keep = 0;
     for (MonitoredItem* it : ready_) {

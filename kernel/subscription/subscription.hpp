@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "subscription/block_slab.hpp"
 #include "subscription/clock.hpp"
 #include "subscription/monitored_item.hpp"
 #include "subscription/retransmission_queue.hpp"
@@ -54,6 +55,9 @@ struct EngineContext {
     // Bumped when an item's sampling interval, a publishing interval or the item set changes:
     // the manager recounts the items of a node it caches.
     uint64_t itemGeneration = 0;
+    // Every subscription's items: no allocator header per item, and a deletion's pages go
+    // back to the kernel as soon as a chunk empties.
+    BlockSlab itemSlab{sizeof(MonitoredItem), alignof(MonitoredItem)};
     explicit EngineContext(const Clock& c, SubscriptionLimits l = {}) : clock(c), limits(l) {}
     void releaseEvent(EventCell* e) {
         for (ValueCell* c : e->cells) values.release(c);
@@ -118,7 +122,7 @@ class Subscription {
     }
     SequenceNumbers& sequenceNumbers() { return sequence_; }
 
-    // Items.
+    // Items. createItem gives nullptr when no memory is left.
     MonitoredItem* createItem(uint32_t clientHandle, uint64_t nodeHandle);
     MonitoredItem* item(uint32_t id) const;
     bool deleteItem(uint32_t id);
@@ -134,9 +138,22 @@ class Subscription {
     // The items moved to the publish list by the last tick (tests compare with a full scan).
     const std::vector<uint32_t>& lastMoved() const { return lastMoved_; }
     size_t readyListSize() const { return ready_.size(); }
+    size_t publishListSize() const { return publishList_.size(); }
+    // Deleted items not yet freed because a list still pointed at them (tests).
+    size_t discardedCount() const {
+        return zombies_[0].size() + zombies_[1].size() + zombies_[2].size();
+    }
 
   private:
     void moveReadyItems(int64_t now);
+    void destroyItem(MonitoredItem* it);
+    // The lists a deleted item may still be in; each is compacted (its discarded entries
+    // dropped) once they make up half of it, so a deletion costs O(1) amortized.
+    enum ListIndex { kReadyIdx = 0, kPublishIdx = 1, kTriggerIdx = 2 };
+    void parkDiscarded(MonitoredItem* it);
+    void compact(int list);
+    void compactSparseLists();
+    void shrinkIfSparse();
     RetainedMessage* buildMessage(uint32_t max);
     void resetCounters() {
         keepAliveCounter_ = 0;
@@ -157,8 +174,9 @@ class Subscription {
     uint64_t latePublishRequests_ = 0, queueOverflows_ = 0;
     SequenceNumbers sequence_;
     RetransmissionQueue retransmission_;
-    // Items by id - 1: 8 bytes per item instead of a hash node; freed ids are reused.
-    std::vector<std::unique_ptr<MonitoredItem>> items_;
+    // Items by id - 1 (in ctx_.itemSlab): 8 bytes per item instead of a hash node; freed ids
+    // are reused.
+    std::vector<MonitoredItem*> items_;
     std::vector<uint32_t> freeIds_;
     size_t itemCount_ = 0;
     std::vector<MonitoredItem*> ready_;           // duplicate-free, insertion order
@@ -168,6 +186,10 @@ class Subscription {
     std::vector<StagedEvent> events_;
     size_t dataHead_ = 0, eventHead_ = 0;
     std::vector<uint32_t> lastMoved_;
+    // Deleted items still pointed at by a list (by the first list they are in), and how many
+    // discarded entries each list holds at most.
+    std::vector<MonitoredItem*> zombies_[3];
+    size_t discardedIn_[3] = {0, 0, 0};
 };
 
 inline bool MonitoredItem::onPublishGrid() const {

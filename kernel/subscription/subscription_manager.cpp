@@ -349,9 +349,14 @@ void SubscriptionManager::unindexItem(MonitoredItem* it) {
         if (n != byNode_.end()) list = &n->second;
     }
     if (!list || it->indexSlot >= list->size() || (*list)[it->indexSlot] != it) return;
+    // The node states cache item pointers: a deleted item may stay parked (not destroyed)
+    // while a list of its subscription holds it, so the caches are renewed here.
+    ++ctx_.itemGeneration;
     (*list)[it->indexSlot] = list->back();  // swap-remove: O(1)
     (*list)[it->indexSlot]->indexSlot = it->indexSlot;
     list->pop_back();
+    // A bulk deletion gives the index's memory back too (amortized O(1)).
+    if (list->capacity() > 64 && list->size() < list->capacity() / 4) list->shrink_to_fit();
     if (list->empty()) {
         if (it->isEventItem())
             byNotifier_.erase(it->nodeHandle());
@@ -366,6 +371,17 @@ void SubscriptionManager::unindexItem(MonitoredItem* it) {
 void SubscriptionManager::dropItemsOf(Subscription& s) {
     s.forEachItem([this](MonitoredItem& it) { unindexItem(&it); });
     itemCount_ -= s.itemCount();
+    freedSinceTrim_ += s.itemCount();
+}
+
+bool SubscriptionManager::takeTrimDue() {
+    // At least as many freed as remain: a deletion of N items in batches trims O(log N) times.
+    if (freedSinceTrim_ < kTrimAfterItems || freedSinceTrim_ < itemCount_) return false;
+    freedSinceTrim_ = 0;
+    // The pools sized for the deleted items' publishing go too.
+    ctx_.values.trim();
+    ctx_.messages.trim();
+    return true;
 }
 
 void SubscriptionManager::sampleInitial(MonitoredItem& it) {
@@ -493,6 +509,7 @@ uaplex_status SubscriptionManager::createItem(Subscription& s, ua::TimestampsToR
     uaplex_status st = source_.resolve(r.itemToMonitor, &handle);
     if (st != UAPLEX_Good) return st;
     MonitoredItem* it = s.createItem(r.requestedParameters.clientHandle, handle);
+    if (!it) return UAPLEX_BadOutOfMemory;
     if (r.itemToMonitor.attributeId == kEventNotifierAttribute) it->markEventItem();
     it->setTimestamps(ts);
     double si = 0;
@@ -647,6 +664,7 @@ uaplex_status SubscriptionManager::deleteMonitoredItems(uint64_t sessionId,
         unindexItem(it);
         st->sub->deleteItem(it->id());
         --itemCount_;
+        ++freedSinceTrim_;
         resp.results[i] = UAPLEX_Good;
     }
     return UAPLEX_Good;

@@ -144,6 +144,12 @@ class SubscriptionManager {
 
     // Items the last timerTick visited to sample pushed values: O(items of changed nodes).
     size_t itemsVisitedLastTick() const { return visitedLastTick_; }
+    // True (once) when deletions freed many items since the last time (at least
+    // kTrimAfterItems, and as many as remain): the caller then hands the C allocator's free
+    // pages back to the kernel, outside the engine's lock.
+    bool takeTrimDue();
+    static constexpr size_t kTrimAfterItems = 10000;
+
     size_t subscriptionCount() const { return subs_.size(); }
     size_t monitoredItemCount() const { return itemCount_; }
     Subscription* find(uint32_t id) const;
@@ -237,6 +243,7 @@ class SubscriptionManager {
     enc::Arena scratch_;
     uint32_t nextSubscriptionId_;
     size_t itemCount_ = 0;
+    size_t freedSinceTrim_ = 0;
 };
 
 }  // namespace uaplex::subscription

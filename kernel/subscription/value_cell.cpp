@@ -85,12 +85,17 @@ static ValueCell*& nextFree(ValueCell* c) {
 }
 
 ValuePool::~ValuePool() {
+    trim();
+}
+
+void ValuePool::trim() noexcept {
     while (free_) {
         ValueCell* c = free_;
         free_ = nextFree(c);
         std::free(c->bytes);
         delete c;
     }
+    freeCount_ = 0;
 }
 
 ValueCell* ValuePool::acquire() {

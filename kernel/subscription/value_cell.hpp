@@ -50,6 +50,8 @@ class ValuePool {
     // Writes the value into `out`, with out-of-line parts allocated in `arena`.
     static bool materialize(const ValueCell& c, enc::Arena& arena, ua::DataValue& out);
     size_t live() const { return live_; }
+    // Frees the recycled cells (after a bulk deletion; the pool grows again on demand).
+    void trim() noexcept;
 
   private:
     ValueCell* acquire();

@@ -29,6 +29,19 @@ void Arena::reset() noexcept {
     if (head_ != nullptr) enter(head_);
 }
 
+void Arena::shrink() noexcept {
+    reset();
+    if (head_ == nullptr) return;
+    for (Block* b = head_->next; b != nullptr;) {
+        Block* next = b->next;
+        ::operator delete(b);
+        b = next;
+    }
+    head_->next = nullptr;
+    reserved_ = head_->size;
+    nextBlockSize_ = std::min(head_->size * 2, kMaxGrowBlock);
+}
+
 void* Arena::allocateSlow(std::size_t size, std::size_t align) noexcept {
     // Worst-case bytes a fresh block needs for this request (block starts are 16-aligned).
     std::size_t need = size + (align > 16 ? align : 0);

@@ -31,6 +31,25 @@ TEST_CASE("arena allocations are aligned and reset reuses the blocks", "[arena]"
     }
 }
 
+TEST_CASE("arena shrink keeps only the first block", "[arena]") {
+    enc::Arena arena(std::size_t(-1), 4096);
+    auto* first = arena.allocate(16, 8);
+    REQUIRE(first != nullptr);
+    for (int i = 0; i < 100; ++i) REQUIRE(arena.allocate(8000, 8) != nullptr);
+    REQUIRE(arena.reservedBytes() > 400000);
+    arena.shrink();
+    CHECK(arena.used() == 0);
+    CHECK(arena.reservedBytes() == 4096);
+    CHECK(arena.allocate(16, 8) == first);  // the first block serves again
+    for (int i = 0; i < 100; ++i) REQUIRE(arena.allocate(8000, 8) != nullptr);
+    arena.shrink();
+    CHECK(arena.reservedBytes() == 4096);
+    enc::Arena empty;
+    empty.shrink();  // no block yet
+    CHECK(empty.reservedBytes() == 0);
+    CHECK(empty.allocate(8, 8) != nullptr);
+}
+
 TEST_CASE("arena refuses allocations past its byte limit", "[arena]") {
     enc::Arena arena(1000, 256);
     CHECK(arena.allocate(600, 8) != nullptr);

@@ -45,6 +45,8 @@ class Arena {
 
     // Releases everything allocated since the last reset; keeps the blocks.
     void reset() noexcept;
+    // reset(), and the blocks after the first go back to the heap (after a rare large use).
+    void shrink() noexcept;
 
     std::size_t used() const noexcept { return used_; }
     std::size_t maxBytes() const noexcept { return maxBytes_; }
