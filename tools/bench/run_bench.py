@@ -582,7 +582,9 @@ def scale_table(rows):
             if g.get("delete_s", -1) >= 0:
                 parts.append(f"deleted in {g['delete_s']:.2f} s (server CPU "
                              f"{g['delete_server_cpu_s']:.2f} s), RSS after {mb(g['rss_deleted_kb'])}"
-                             f" MB, after the session closed {mb(r.get('rss_closed_kb'))} MB")
+                             f" MB (before the items, session and subscription open: "
+                             f"{mb(g.get('rss_before_items_kb'))} MB), after the session closed "
+                             f"{mb(r.get('rss_closed_kb'))} MB")
         elif name.startswith("fan-out"):
             parts.append(f"{g['notifications_per_s']:.0f} notifications/s at "
                          f"{cores:.3f} server cores, write->notification p50 "

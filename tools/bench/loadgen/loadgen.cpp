@@ -25,6 +25,7 @@
 #include <memory>
 #include <random>
 #include <sstream>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -304,8 +305,11 @@ class Runner {
     tcp::endpoint endpoint_;
 
   public:
+    // The first CreateMonitoredItems: the sessions and subscriptions exist, no item yet.
     void createStarted() {
-        if (createStartNs_ == 0) createStartNs_ = nowNs();
+        if (createStartNs_ != 0) return;
+        createStartNs_ = nowNs();
+        if (opt.serverPid > 0) res.rssBeforeItemsKb = rssKb(opt.serverPid);
     }
 };
 

@@ -72,6 +72,7 @@ struct Results {
     long rssWindowKb = -1;  // at the window's start (after the warm-up: Publish queued)
     double deleteSeconds = -1, deleteServerCpuSeconds = -1;
     long rssStartKb = -1, rssReadyKb = -1, rssDeletedKb = -1;
+    long rssBeforeItemsKb = -1;  // at the first CreateMonitoredItems
     std::uint64_t itemsCreated = 0;
 };
 
