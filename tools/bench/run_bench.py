@@ -459,7 +459,7 @@ SUBSCRIPTIONS = [
                         "100", "--queue-size", "1"], 2, 10),
 ]
 
-# Scale (opt-in: --scale on|only). One fresh server per scenario, every step bounded by
+# Scale (--scale on|only; on by default, --scale off skips them). One fresh server per scenario, every step bounded by
 # --scale-timeout (the node-opcua peer may not get through).
 #   items 1M: one session, 1,000,000 items (1,000 per CreateMonitoredItems, 100 scalars
 #             round-robin), sampling and publishing 100 ms, nothing written: create time,
@@ -555,7 +555,7 @@ def subscription_table(rows):
 
 
 def scale_table(rows):
-    out = ["Scale (opt-in, one fresh server per row; RSS = VmRSS of the server):", ""]
+    out = ["Scale (one fresh server per row; RSS = VmRSS of the server):", ""]
     for name, kind, r in rows:
         label = LABELS[kind]
         g = r.get("gen") or {}
@@ -657,8 +657,9 @@ def main():
     p.add_argument("--out", default="", help="results JSON (default <build>/bench/results.json)")
     p.add_argument("--subscriptions", choices=["on", "off", "only"], default="on",
                    help="write-to-notification latency and CPU per publishing cycle")
-    p.add_argument("--scale", choices=["off", "on", "only"], default="off",
-                   help="the scale scenarios (1M items, fan-out, 1000 sessions); opt-in")
+    p.add_argument("--scale", choices=["off", "on", "only"], default="on",
+                   help="the scale scenarios (1M items, fan-out, 1,000 and 10,000 sessions); "
+                        "part of make bench, --scale off skips them")
     p.add_argument("--scale-scenarios", default="",
                    help="comma-separated scale scenario names (default: all): " +
                         ", ".join(n for n, *_ in SCALE))
