@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "opcua_client.hpp"
+#include "server_process.hpp"
 
 using namespace uaplex;
 using test::Client;
@@ -27,63 +28,19 @@ constexpr std::uint32_t kItems = 200000;  // per batch
 constexpr std::uint32_t kPerCall = 1000;
 constexpr std::uint32_t kNodes = 100;  // ns=1;i=1001..1100 of the benchmark node manager
 
-std::uint16_t freePort() {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    ::close(fd);
-    return ntohs(a.sin_port);
+// The benchmark node manager's scalars, the fifo queue, two request workers.
+test::ServerProcess startServer() {
+    return test::ServerProcess("mem", [](std::uint16_t port, const std::filesystem::path&) {
+        std::ostringstream toml;
+        toml << "[log]\nlevel = \"warn\"\nsink = \"stderr\"\n"
+             << "[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR "\"]\n"
+             << "[server]\nendpoints = [\"opc.tcp://127.0.0.1:" << port << "\"]\n"
+             << "request_threads = 2\n"
+             << "[slots]\nrequest_queue = \"fifo\"\n"
+             << "[plugins.fifo]\n[plugins.transport-tcp]\n[plugins.benchmark]\n";
+        return toml.str();
+    });
 }
-
-struct ServerProcess {
-    pid_t pid = -1;
-    std::uint16_t port = freePort();
-    std::filesystem::path dir =
-        std::filesystem::temp_directory_path() / ("uaplex-mem-" + std::to_string(::getpid()));
-
-    ServerProcess() {
-        std::filesystem::create_directories(dir);
-        std::ofstream(dir / "test.toml")
-            << "[log]\nlevel = \"warn\"\nsink = \"stderr\"\n"
-            << "[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR "\"]\n"
-            << "[server]\nendpoints = [\"opc.tcp://127.0.0.1:" << port << "\"]\n"
-            << "request_threads = 2\n"
-            << "[slots]\nrequest_queue = \"fifo\"\n"
-            << "[plugins.fifo]\n[plugins.transport-tcp]\n[plugins.benchmark]\n";
-        pid = ::fork();
-        if (pid == 0) {
-            std::string cfg = (dir / "test.toml").string();
-            ::execl(UAPLEX_EXE, UAPLEX_EXE, "--config", cfg.c_str(), nullptr);
-            std::_Exit(127);
-        }
-        for (int i = 0; i < 200; ++i) {
-            Client c;
-            if (c.connect(port)) return;
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        }
-    }
-    ~ServerProcess() {
-        if (pid > 0) {
-            ::kill(pid, SIGTERM);
-            int status = 0;
-            ::waitpid(pid, &status, 0);
-        }
-        std::error_code ec;
-        std::filesystem::remove_all(dir, ec);
-    }
-    // VmRSS in kB.
-    long rssKb() const {
-        std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-        std::string line;
-        while (std::getline(in, line))
-            if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-        return -1;
-    }
-};
 
 std::uint32_t handle = 100;
 
@@ -155,7 +112,7 @@ void deleteSubscription(Client& c, std::uint32_t sub) {
 
 // The server gives memory back on its publishing timer after a deletion: the RSS once it is
 // at or under `limit`, or after a few seconds (then the figure the check reports).
-long settledRss(const ServerProcess& s, long limitKb) {
+long settledRss(const test::ServerProcess& s, long limitKb) {
     long rss = s.rssKb();
     for (int i = 0; i < 60 && rss > limitKb; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -167,7 +124,7 @@ long settledRss(const ServerProcess& s, long limitKb) {
 }  // namespace
 
 TEST_CASE("item memory: RSS after deleting 200,000 items is within 10 % of before") {
-    ServerProcess s;
+    test::ServerProcess s = startServer();
     Client c;
     REQUIRE(c.open(s.port));
     REQUIRE(c.createSession() == UAPLEX_Good);

@@ -11,10 +11,12 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <thread>
 #include <vector>
 
 #include "opcua_client.hpp"
+#include "server_process.hpp"
 
 using namespace uaplex;
 using test::Client;
@@ -24,69 +26,31 @@ namespace {
 constexpr int kSessions = 1500;
 constexpr rlim_t kServerSoftLimit = 1024;
 
-std::uint16_t freePort() {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    ::close(fd);
-    return ntohs(a.sin_port);
-}
-
 // The server with limits for the test's sessions, started with a soft open-file limit of
-// 1024 (as a login shell or a plain service gets it); SIGTERM and wait at the end.
-struct ServerProcess {
-    pid_t pid = -1;
-    std::uint16_t port = freePort();
-    std::filesystem::path dir =
-        std::filesystem::temp_directory_path() / ("uaplex-many-" + std::to_string(::getpid()));
-
-    ServerProcess() {
-        std::filesystem::create_directories(dir);
-        std::ofstream(dir / "test.toml")
-            << "[log]\nlevel = \"warn\"\nsink = \"stderr\"\n"
-            << "[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR "\"]\n"
-            << "[server]\nendpoints = [\"opc.tcp://127.0.0.1:" << port << "\"]\n"
-            << "security = [{ policy = \"None\" }]\n"
-            << "pki_dir = \"" << (dir / "pki").string() << "\"\n"
-            << "[server.limits]\nmax_sessions = 2000\nmax_channels = 2000\n"
-            << "max_subscriptions = 2000\n"
-            << "[slots]\nrequest_queue = \"fair\"\nadmission = \"leases\"\n"
-            << "buffer_pool = \"bounded\"\n"
-            << "[plugins.fair]\n[plugins.leases]\n[plugins.bounded]\n[plugins.transport-tcp]\n";
-        pid = ::fork();
-        if (pid == 0) {
-            rlimit rl{};
-            ::getrlimit(RLIMIT_NOFILE, &rl);
-            rl.rlim_cur = std::min(rl.rlim_max, kServerSoftLimit);
-            ::setrlimit(RLIMIT_NOFILE, &rl);
-            std::string cfg = (dir / "test.toml").string();
-            ::execl(UAPLEX_EXE, UAPLEX_EXE, "--config", cfg.c_str(), nullptr);
-            std::_Exit(127);
-        }
-        for (int i = 0; i < 100; ++i) {
-            Client c;
-            if (c.connect(port)) return;
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        }
-    }
-    ~ServerProcess() {
-        if (pid > 0) {
-            ::kill(pid, SIGTERM);
-            int status = 0;
-            ::waitpid(pid, &status, 0);
-        }
-        std::error_code ec;
-        std::filesystem::remove_all(dir, ec);
-    }
-    bool alive() const {
-        int status = 0;
-        return ::waitpid(pid, &status, WNOHANG) == 0;
-    }
-};
+// 1024 (as a login shell or a plain service gets it).
+test::ServerProcess startServer() {
+    auto toml = [](std::uint16_t port, const std::filesystem::path& dir) {
+        std::ostringstream s;
+        s << "[log]\nlevel = \"warn\"\nsink = \"stderr\"\n"
+          << "[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR "\"]\n"
+          << "[server]\nendpoints = [\"opc.tcp://127.0.0.1:" << port << "\"]\n"
+          << "security = [{ policy = \"None\" }]\n"
+          << "pki_dir = \"" << (dir / "pki").string() << "\"\n"
+          << "[server.limits]\nmax_sessions = 2000\nmax_channels = 2000\n"
+          << "max_subscriptions = 2000\n"
+          << "[slots]\nrequest_queue = \"fair\"\nadmission = \"leases\"\n"
+          << "buffer_pool = \"bounded\"\n"
+          << "[plugins.fair]\n[plugins.leases]\n[plugins.bounded]\n[plugins.transport-tcp]\n";
+        return s.str();
+    };
+    auto lowerFileLimit = [] {
+        rlimit rl{};
+        ::getrlimit(RLIMIT_NOFILE, &rl);
+        rl.rlim_cur = std::min(rl.rlim_max, kServerSoftLimit);
+        ::setrlimit(RLIMIT_NOFILE, &rl);
+    };
+    return test::ServerProcess("many", toml, lowerFileLimit);
+}
 
 // A subscription (publishing 100 ms) with three items on ServerStatus' State,
 // CurrentTime's node and BuildInfo's ProductName; their initial values make the first
@@ -136,7 +100,7 @@ TEST_CASE("1,500 sessions with subscriptions beyond a soft open-file limit of 10
     rl.rlim_cur = rl.rlim_max;
     REQUIRE(::setrlimit(RLIMIT_NOFILE, &rl) == 0);
 
-    ServerProcess server;
+    test::ServerProcess server = startServer();
     REQUIRE(server.alive());
     std::vector<std::unique_ptr<Client>> clients;
     clients.reserve(kSessions);

@@ -16,23 +16,14 @@
 #include <thread>
 
 #include "opcua_client.hpp"
+#include "server_process.hpp"
 
 using namespace uaplex;
 using test::Client;
 
 namespace {
 
-std::uint16_t freePort() {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    ::close(fd);
-    return ntohs(a.sin_port);
-}
+using test::freePort;
 
 // One server process for the whole test binary; SIGTERM and wait at exit.
 struct ServerProcess {

@@ -12,22 +12,13 @@
 #include "opcua_client.hpp"
 #include "server/server.hpp"
 #include "server/service_handler.hpp"
+#include "server_process.hpp"
 
 using namespace uaplex;
 
 namespace {
 
-std::uint16_t freePort() {
-    int probe = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(probe, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(probe, reinterpret_cast<sockaddr*>(&a), &len);
-    ::close(probe);
-    return ntohs(a.sin_port);
-}
+using test::freePort;
 
 std::int64_t metric(host::Host& host, const char* name) {
     std::int64_t v = -1;

@@ -196,4 +196,16 @@ struct Staged {
     }
 };
 
+// Ticks at whole publishing intervals past creation (the timer fires once now > expiry).
+struct Ticker {
+    Engine& e;
+    Subscription& s;
+    int n = 0;
+    TickResult operator()() {
+        ++n;
+        e.clock.mono = int64_t(s.settings().publishingInterval) * n + 1;
+        return s.tick();
+    }
+};
+
 }  // namespace uaplex::subscription::test

@@ -12,18 +12,6 @@ using namespace uaplex::subscription::test;
 
 namespace {
 
-// Ticks at whole publishing intervals past creation (the timer fires once now > expiry).
-struct Ticker {
-    Engine& e;
-    Subscription& s;
-    int n = 0;
-    TickResult operator()() {
-        ++n;
-        e.clock.mono = int64_t(s.settings().publishingInterval) * n + 1;
-        return s.tick();
-    }
-};
-
 bool isKeepAlive(const PublishOutcome& o) {
     return o.message && o.message.message().notificationData.length <= 0;
 }

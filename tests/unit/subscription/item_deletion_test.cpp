@@ -15,17 +15,6 @@ using namespace uaplex::subscription::test;
 
 namespace {
 
-struct Ticker {
-    Engine& e;
-    Subscription& s;
-    int n = 0;
-    TickResult operator()() {
-        ++n;
-        e.clock.mono = int64_t(s.settings().publishingInterval) * n + 1;
-        return s.tick();
-    }
-};
-
 // The client handles of every data change the subscription publishes now (all messages).
 std::multiset<uint32_t> publishAll(Subscription& s) {
     std::multiset<uint32_t> handles;

@@ -1,0 +1,96 @@
+// What the integration tests share to run the real `uaplex` executable: a free loopback
+// port, and a server process on a configuration the test writes (SIGTERM and wait at the end).
+#pragma once
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <thread>
+
+#include "opcua_client.hpp"
+
+namespace uaplex::test {
+
+// A port the kernel just handed out on 127.0.0.1 (free unless another process races for it).
+inline std::uint16_t freePort() {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    ::close(fd);
+    return ntohs(a.sin_port);
+}
+
+#if defined(UAPLEX_EXE)
+// `uaplex --config <dir>/test.toml`, where `toml(port, dir)` gives the file's text; `inChild`
+// runs in the child before exec (say, to lower a resource limit). Ready once a client
+// connects, or after `attempts` x 50 ms.
+class ServerProcess {
+  public:
+    using Toml = std::function<std::string(std::uint16_t port, const std::filesystem::path& dir)>;
+
+    ServerProcess(const std::string& tag, const Toml& toml,
+                  const std::function<void()>& inChild = {}, int attempts = 100)
+        : port(freePort()),
+          dir(std::filesystem::temp_directory_path() /
+              ("uaplex-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(port))) {
+        std::filesystem::create_directories(dir);
+        std::ofstream(dir / "test.toml") << toml(port, dir);
+        pid = ::fork();
+        if (pid == 0) {
+            if (inChild) inChild();
+            std::string cfg = (dir / "test.toml").string();
+            ::execl(UAPLEX_EXE, UAPLEX_EXE, "--config", cfg.c_str(), nullptr);
+            std::_Exit(127);
+        }
+        for (int i = 0; i < attempts; ++i) {
+            Client c;
+            if (c.connect(port)) return;
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+    }
+    ~ServerProcess() {
+        if (pid > 0) {
+            ::kill(pid, SIGTERM);
+            int status = 0;
+            ::waitpid(pid, &status, 0);
+        }
+        std::error_code ec;
+        std::filesystem::remove_all(dir, ec);
+    }
+    ServerProcess(const ServerProcess&) = delete;
+    ServerProcess& operator=(const ServerProcess&) = delete;
+
+    bool alive() const {
+        int status = 0;
+        return ::waitpid(pid, &status, WNOHANG) == 0;
+    }
+    // VmRSS in kB; -1 when unreadable.
+    long rssKb() const {
+        std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+        std::string line;
+        while (std::getline(in, line))
+            if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+        return -1;
+    }
+
+    pid_t pid = -1;
+    std::uint16_t port;
+    std::filesystem::path dir;
+};
+#endif
+
+}  // namespace uaplex::test
