@@ -232,6 +232,7 @@ void Subscription::shrinkIfSparse() {
     shrink(items_);
     shrink(freeIds_);
     shrink(ready_);
+    shrink(publishList_);
     shrink(lastMoved_);
     for (auto& z : zombies_) shrink(z);
 }

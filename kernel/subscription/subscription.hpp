@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -13,6 +12,7 @@
 #include "subscription/clock.hpp"
 #include "subscription/monitored_item.hpp"
 #include "subscription/retransmission_queue.hpp"
+#include "subscription/ring_queue.hpp"
 
 namespace uaplex::subscription {
 
@@ -181,7 +181,9 @@ class Subscription {
     size_t itemCount_ = 0;
     std::vector<MonitoredItem*> ready_;           // duplicate-free, insertion order
     std::vector<MonitoredItem*> triggerSources_;  // items with links that got a value
-    std::deque<MonitoredItem*> publishList_;
+    // Up to every item of the subscription: a ring (nothing allocated while never used),
+    // shrunk with the other lists after bulk deletions.
+    RingQueue<MonitoredItem*, 8> publishList_;
     std::vector<StagedData> data_;  // reused every cycle
     std::vector<StagedEvent> events_;
     size_t dataHead_ = 0, eventHead_ = 0;
