@@ -89,14 +89,15 @@ Subscription::Subscription(EngineContext& ctx, uint32_t id, uint64_t sessionId,
       publishingEnabled_(enabled),
       keepAliveCounter_(s.maxKeepAliveCount),  // the first tick yields a message
       timerExpiry_(ctx.clock.monoMs() + int64_t(s.publishingInterval)),
-      retransmission_(ctx.limits.maxMessageQueueSize) {}
+      retransmission_(ctx.limits.maxMessageQueueSize),
+      data_(ctx.stagedData),
+      events_(ctx.stagedEvents),
+      dataHead_(ctx.stagedDataHead),
+      eventHead_(ctx.stagedEventHead),
+      lastMoved_(ctx.lastMoved) {}
 
 Subscription::~Subscription() {
-    // Staged notifications not yet built go back to their pools.
-    for (size_t i = dataHead_; i < data_.size(); ++i)
-        if (!data_[i].borrowed) ctx_.values.release(data_[i].value);
-    for (size_t i = eventHead_; i < events_.size(); ++i)
-        if (events_[i].event) ctx_.releaseEvent(events_[i].event);
+    // Nothing is staged here: publish() builds every notification it stages.
     for (MonitoredItem* it : items_)
         if (it) destroyItem(it);
     for (auto& z : zombies_)

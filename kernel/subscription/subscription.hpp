@@ -58,6 +58,14 @@ struct EngineContext {
     // Every subscription's items: no allocator header per item, and a deletion's pages go
     // back to the kernel as soon as a chunk empties.
     BlockSlab itemSlab{sizeof(MonitoredItem), alignof(MonitoredItem)};
+    // Subscription::publish stages notifications here and builds its messages from them in
+    // the same call (one at a time: the manager's lock), so every subscription shares one
+    // staging area instead of keeping its own capacity.
+    std::vector<StagedData> stagedData;
+    std::vector<StagedEvent> stagedEvents;
+    size_t stagedDataHead = 0, stagedEventHead = 0;
+    // The ids the last Subscription::tick moved to its publish list (tests).
+    std::vector<uint32_t> lastMoved;
     explicit EngineContext(const Clock& c, SubscriptionLimits l = {}) : clock(c), limits(l) {}
     void releaseEvent(EventCell* e) {
         for (ValueCell* c : e->cells) values.release(c);
@@ -135,7 +143,8 @@ class Subscription {
     void itemReady(MonitoredItem* item);
     void countQueueOverflow() { ++queueOverflows_; }
     EngineContext& context() { return ctx_; }
-    // The items moved to the publish list by the last tick (tests compare with a full scan).
+    // The items moved to the publish list by the last tick of any subscription of the context
+    // (tests compare with a full scan).
     const std::vector<uint32_t>& lastMoved() const { return lastMoved_; }
     size_t readyListSize() const { return ready_.size(); }
     size_t publishListSize() const { return publishList_.size(); }
@@ -184,10 +193,11 @@ class Subscription {
     // Up to every item of the subscription: a ring (nothing allocated while never used),
     // shrunk with the other lists after bulk deletions.
     RingQueue<MonitoredItem*, 8> publishList_;
-    std::vector<StagedData> data_;  // reused every cycle
-    std::vector<StagedEvent> events_;
-    size_t dataHead_ = 0, eventHead_ = 0;
-    std::vector<uint32_t> lastMoved_;
+    // The context's staging area (empty between publish() calls).
+    std::vector<StagedData>& data_;
+    std::vector<StagedEvent>& events_;
+    size_t &dataHead_, &eventHead_;
+    std::vector<uint32_t>& lastMoved_;  // the context's
     // Deleted items still pointed at by a list (by the first list they are in), and how many
     // discarded entries each list holds at most.
     std::vector<MonitoredItem*> zombies_[3];

@@ -381,6 +381,8 @@ bool SubscriptionManager::takeTrimDue() {
     // The pools sized for the deleted items' publishing go too.
     ctx_.values.trim();
     ctx_.messages.trim();
+    std::vector<StagedData>().swap(ctx_.stagedData);  // empty between publish() calls
+    std::vector<StagedEvent>().swap(ctx_.stagedEvents);
     return true;
 }
 
