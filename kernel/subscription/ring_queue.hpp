@@ -125,7 +125,7 @@ class RingQueue {
         if (n == 0) return first;
         for (std::size_t i = to; i < size_; ++i) (*this)[i - n] = std::move((*this)[i]);
         for (std::size_t i = size_ - n; i < size_; ++i) (*this)[i].~T();
-        size_ -= n;
+        size_ -= std::uint32_t(n);
         if (size_ == 0) head_ = 0;
         return iterator(this, from);
     }
@@ -144,7 +144,10 @@ class RingQueue {
         std::size_t s = head_ + i;
         return s >= cap_ ? s - cap_ : s;
     }
-    void grow() { relocate(cap_ ? cap_ * 2 : MinCapacity); }
+    void grow() {
+        if (cap_ > UINT32_MAX / 2) throw std::bad_alloc();
+        relocate(cap_ ? cap_ * 2 : MinCapacity);
+    }
     void relocate(std::size_t cap) {
         T* nb = static_cast<T*>(::operator new(cap * sizeof(T)));
         for (std::size_t i = 0; i < size_; ++i) {
@@ -154,7 +157,7 @@ class RingQueue {
         }
         if (buf_) ::operator delete(buf_);
         buf_ = nb;
-        cap_ = cap;
+        cap_ = std::uint32_t(cap);
         head_ = 0;
     }
     void destroy() {
@@ -165,7 +168,7 @@ class RingQueue {
     }
 
     T* buf_ = nullptr;
-    std::size_t cap_ = 0, head_ = 0, size_ = 0;
+    std::uint32_t cap_ = 0, head_ = 0, size_ = 0;  // 24 bytes in all
 };
 
 }  // namespace uaplex::subscription

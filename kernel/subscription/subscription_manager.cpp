@@ -543,6 +543,7 @@ uaplex_status SubscriptionManager::createMonitoredItems(uint64_t sessionId,
     if (tooManyOperations(req.itemsToCreate.size())) return UAPLEX_BadTooManyOperations;
     resp.results = arrayOf<ua::MonitoredItemCreateResult>(arena, req.itemsToCreate.size());
     filterArena_ = &arena;
+    st->sub->reserveItems(req.itemsToCreate.size());
     for (size_t i = 0; i < req.itemsToCreate.size(); ++i) {
         filterOut_ = &resp.results[i].filterResult;
         resp.results[i].statusCode =
