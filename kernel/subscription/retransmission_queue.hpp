@@ -5,11 +5,11 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <mutex>
 #include <utility>
 #include <vector>
 
+#include "subscription/ring_queue.hpp"
 #include "uaplex/encoding/arena.hpp"
 #include "uaplex/encoding/encoding.hpp"
 
@@ -133,8 +133,8 @@ class RetransmissionQueue {
     std::vector<uint32_t> availableThrough(size_t count) const;
 
     uint32_t max_;
-    std::deque<RetainedMessage*> retained_;  // oldest first
-    size_t sent_ = 0;                        // retained_[0, sent_) have been sent
+    RingQueue<RetainedMessage*, 2> retained_;  // oldest first; at most max_
+    size_t sent_ = 0;                          // retained_[0, sent_) have been sent
 };
 
 }  // namespace uaplex::subscription

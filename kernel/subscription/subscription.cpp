@@ -89,18 +89,20 @@ Subscription::Subscription(EngineContext& ctx, uint32_t id, uint64_t sessionId,
       publishingEnabled_(enabled),
       keepAliveCounter_(s.maxKeepAliveCount),  // the first tick yields a message
       timerExpiry_(ctx.clock.monoMs() + int64_t(s.publishingInterval)),
-      retransmission_(ctx.limits.maxMessageQueueSize) {}
+      retransmission_(ctx.limits.maxMessageQueueSize),
+      data_(ctx.stagedData),
+      events_(ctx.stagedEvents),
+      dataHead_(ctx.stagedDataHead),
+      eventHead_(ctx.stagedEventHead),
+      lastMoved_(ctx.lastMoved) {}
 
 Subscription::~Subscription() {
-    // Staged notifications not yet built go back to their pools.
-    for (size_t i = dataHead_; i < data_.size(); ++i)
-        if (!data_[i].borrowed) ctx_.values.release(data_[i].value);
-    for (size_t i = eventHead_; i < events_.size(); ++i)
-        if (events_[i].event) ctx_.releaseEvent(events_[i].event);
+    // Nothing is staged here: publish() builds every notification it stages.
     for (MonitoredItem* it : items_)
         if (it) destroyItem(it);
-    for (auto& z : zombies_)
-        for (MonitoredItem* it : z) destroyItem(it);
+    if (discarded_)
+        for (auto& z : discarded_->zombies)
+            for (MonitoredItem* it : z) destroyItem(it);
 }
 
 void Subscription::modify(const RevisedSettings& s, uint8_t priority) {
@@ -169,22 +171,24 @@ bool Subscription::deleteItem(uint32_t id) {
 }
 
 void Subscription::parkDiscarded(MonitoredItem* it) {
+    if (!discarded_) discarded_ = std::make_unique<Discarded>();
+    Discarded& d = *discarded_;
     it->discard();
     const uint16_t flags[3] = {MonitoredItem::kInReadyList, MonitoredItem::kInPublishList,
                                MonitoredItem::kInTriggerSources};
     int first = -1;
     for (int i = 0; i < 3; ++i) {
         if (!(it->flags_ & flags[i])) continue;
-        ++discardedIn_[i];
+        ++d.in[i];
         if (first < 0) first = i;
     }
-    zombies_[first].push_back(it);
+    d.zombies[first].push_back(it);
 }
 
 void Subscription::compactSparseLists() {
     const size_t sizes[3] = {ready_.size(), publishList_.size(), triggerSources_.size()};
     for (int i = 0; i < 3; ++i)
-        if (discardedIn_[i] && 2 * discardedIn_[i] >= sizes[i]) compact(i);
+        if (discarded_ && discarded_->in[i] && 2 * discarded_->in[i] >= sizes[i]) compact(i);
 }
 
 // Drops the discarded entries of one list, then frees the items parked under it that no
@@ -204,16 +208,17 @@ void Subscription::compact(int list) {
         dropDiscarded(publishList_, MonitoredItem::kInPublishList);
     else
         dropDiscarded(triggerSources_, MonitoredItem::kInTriggerSources);
-    discardedIn_[list] = 0;
+    Discarded& d = *discarded_;
+    d.in[list] = 0;
     std::vector<MonitoredItem*> parked;
-    parked.swap(zombies_[list]);
+    parked.swap(d.zombies[list]);
     for (MonitoredItem* it : parked) {
         if (it->has(MonitoredItem::kInReadyList))
-            zombies_[kReadyIdx].push_back(it);
+            d.zombies[kReadyIdx].push_back(it);
         else if (it->has(MonitoredItem::kInPublishList))
-            zombies_[kPublishIdx].push_back(it);
+            d.zombies[kPublishIdx].push_back(it);
         else if (it->has(MonitoredItem::kInTriggerSources))
-            zombies_[kTriggerIdx].push_back(it);
+            d.zombies[kTriggerIdx].push_back(it);
         else
             destroyItem(it);
     }
@@ -232,8 +237,10 @@ void Subscription::shrinkIfSparse() {
     shrink(items_);
     shrink(freeIds_);
     shrink(ready_);
+    shrink(publishList_);
     shrink(lastMoved_);
-    for (auto& z : zombies_) shrink(z);
+    if (discarded_)
+        for (auto& z : discarded_->zombies) shrink(z);
 }
 
 void Subscription::itemReady(MonitoredItem* item) {

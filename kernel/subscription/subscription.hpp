@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -13,6 +12,7 @@
 #include "subscription/clock.hpp"
 #include "subscription/monitored_item.hpp"
 #include "subscription/retransmission_queue.hpp"
+#include "subscription/ring_queue.hpp"
 
 namespace uaplex::subscription {
 
@@ -58,6 +58,14 @@ struct EngineContext {
     // Every subscription's items: no allocator header per item, and a deletion's pages go
     // back to the kernel as soon as a chunk empties.
     BlockSlab itemSlab{sizeof(MonitoredItem), alignof(MonitoredItem)};
+    // Subscription::publish stages notifications here and builds its messages from them in
+    // the same call (one at a time: the manager's lock), so every subscription shares one
+    // staging area instead of keeping its own capacity.
+    std::vector<StagedData> stagedData;
+    std::vector<StagedEvent> stagedEvents;
+    size_t stagedDataHead = 0, stagedEventHead = 0;
+    // The ids the last Subscription::tick moved to its publish list (tests).
+    std::vector<uint32_t> lastMoved;
     explicit EngineContext(const Clock& c, SubscriptionLimits l = {}) : clock(c), limits(l) {}
     void releaseEvent(EventCell* e) {
         for (ValueCell* c : e->cells) values.release(c);
@@ -125,6 +133,11 @@ class Subscription {
     // Items. createItem gives nullptr when no memory is left.
     MonitoredItem* createItem(uint32_t clientHandle, uint64_t nodeHandle);
     MonitoredItem* item(uint32_t id) const;
+    // Before the first CreateMonitoredItems of a typical size: its ids fit exactly (doubling
+    // from one would leave a third unused).
+    void reserveItems(size_t n) {
+        if (items_.capacity() == 0 && n <= 4096) items_.reserve(n);
+    }
     bool deleteItem(uint32_t id);
     size_t itemCount() const { return itemCount_; }
     template <typename F>
@@ -135,13 +148,16 @@ class Subscription {
     void itemReady(MonitoredItem* item);
     void countQueueOverflow() { ++queueOverflows_; }
     EngineContext& context() { return ctx_; }
-    // The items moved to the publish list by the last tick (tests compare with a full scan).
+    // The items moved to the publish list by the last tick of any subscription of the context
+    // (tests compare with a full scan).
     const std::vector<uint32_t>& lastMoved() const { return lastMoved_; }
     size_t readyListSize() const { return ready_.size(); }
     size_t publishListSize() const { return publishList_.size(); }
     // Deleted items not yet freed because a list still pointed at them (tests).
     size_t discardedCount() const {
-        return zombies_[0].size() + zombies_[1].size() + zombies_[2].size();
+        if (!discarded_) return 0;
+        auto& z = discarded_->zombies;
+        return z[0].size() + z[1].size() + z[2].size();
     }
 
   private:
@@ -181,15 +197,22 @@ class Subscription {
     size_t itemCount_ = 0;
     std::vector<MonitoredItem*> ready_;           // duplicate-free, insertion order
     std::vector<MonitoredItem*> triggerSources_;  // items with links that got a value
-    std::deque<MonitoredItem*> publishList_;
-    std::vector<StagedData> data_;  // reused every cycle
-    std::vector<StagedEvent> events_;
-    size_t dataHead_ = 0, eventHead_ = 0;
-    std::vector<uint32_t> lastMoved_;
+    // Up to every item of the subscription: a ring (nothing allocated while never used),
+    // shrunk with the other lists after bulk deletions.
+    RingQueue<MonitoredItem*, 8> publishList_;
+    // The context's staging area (empty between publish() calls).
+    std::vector<StagedData>& data_;
+    std::vector<StagedEvent>& events_;
+    size_t &dataHead_, &eventHead_;
+    std::vector<uint32_t>& lastMoved_;  // the context's
     // Deleted items still pointed at by a list (by the first list they are in), and how many
     // discarded entries each list holds at most.
-    std::vector<MonitoredItem*> zombies_[3];
-    size_t discardedIn_[3] = {0, 0, 0};
+    // Made on the first deletion of a listed item: most subscriptions never need it.
+    struct Discarded {
+        std::vector<MonitoredItem*> zombies[3];
+        size_t in[3] = {0, 0, 0};
+    };
+    std::unique_ptr<Discarded> discarded_;
 };
 
 inline bool MonitoredItem::onPublishGrid() const {

@@ -381,6 +381,8 @@ bool SubscriptionManager::takeTrimDue() {
     // The pools sized for the deleted items' publishing go too.
     ctx_.values.trim();
     ctx_.messages.trim();
+    std::vector<StagedData>().swap(ctx_.stagedData);  // empty between publish() calls
+    std::vector<StagedEvent>().swap(ctx_.stagedEvents);
     return true;
 }
 
@@ -541,6 +543,7 @@ uaplex_status SubscriptionManager::createMonitoredItems(uint64_t sessionId,
     if (tooManyOperations(req.itemsToCreate.size())) return UAPLEX_BadTooManyOperations;
     resp.results = arrayOf<ua::MonitoredItemCreateResult>(arena, req.itemsToCreate.size());
     filterArena_ = &arena;
+    st->sub->reserveItems(req.itemsToCreate.size());
     for (size_t i = 0; i < req.itemsToCreate.size(); ++i) {
         filterOut_ = &resp.results[i].filterResult;
         resp.results[i].statusCode =

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <span>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "subscription/inline_vector.hpp"
+#include "subscription/ring_queue.hpp"
 #include "subscription/subscription.hpp"
 #include "uaplex/monitored_item_queue.h"
 
@@ -166,10 +166,12 @@ class SubscriptionManager {
         PublishRequestRef ref;
         AckResults acks;
     };
+    // Rings, not deques: an idle session holds no queue storage, and two queued Publish
+    // requests take one 2-entry allocation.
     struct Session {
-        std::deque<Parked> requests;
+        RingQueue<Parked, 2> requests;
         std::vector<uint32_t> subs;
-        std::deque<PublishOutcome> statusMessages;
+        RingQueue<PublishOutcome, 1> statusMessages;
     };
     struct SamplingGroup {
         int64_t next = 0;

@@ -5,14 +5,18 @@
 // lock-free MPMC ring, with C = clamp(64 MiB / L, 1, 1024) in every bucket, so a pool never
 // retains more than about 2 * C * L bytes. Nothing is allocated up front: a rent pops from
 // its bucket or allocates, a return pushes if the bucket has room or frees, so retention
-// follows the peak concurrency seen. One pool exists per distinct (L, C) in the process and
-// every manager with that L shares it.
+// follows the peak concurrency seen. Every trim_interval_ms (default 250) half of the arrays
+// a bucket held unused through the whole interval are freed, so that a burst's arrays (a
+// thousand handshakes at once) do not stay for good; a steady load keeps what it uses. One
+// pool exists per distinct (L, C) in the process and every manager with that L shares it.
+#include <malloc.h>
 #include <algorithm>
 #include <atomic>
 #include <bit>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+
 #include <map>
 #include <memory>
 #include <mutex>
@@ -129,11 +133,16 @@ class BoundedArrayPool {
         if (len <= max_length_) {
             Bucket& b = *buckets_[index(len)];
             if (uint8_t* p = b.ring.pop()) {
-                b.held.fetch_sub(1, std::memory_order_relaxed);
+                uint32_t left = b.held.fetch_sub(1, std::memory_order_relaxed) - 1;
+                uint32_t low = b.low.load(std::memory_order_relaxed);
+                while (left < low &&
+                       !b.low.compare_exchange_weak(low, left, std::memory_order_relaxed)) {
+                }
                 retained_.fetch_sub(len, std::memory_order_relaxed);
                 *allocated = false;
                 return p;
             }
+            b.low.store(0, std::memory_order_relaxed);
         }
         *allocated = true;
         return static_cast<uint8_t*>(::operator new(len));
@@ -158,6 +167,28 @@ class BoundedArrayPool {
         return false;
     }
 
+    // Frees half (rounded up) of the arrays each bucket kept unused since the last call;
+    // returns the bytes freed.
+    uint64_t decay() {
+        uint64_t freed = 0;
+        uint64_t len = kMinBucket;
+        for (auto& bp : buckets_) {
+            Bucket& b = *bp;
+            uint32_t idle =
+                b.low.exchange(b.held.load(std::memory_order_relaxed), std::memory_order_relaxed);
+            for (uint32_t n = (idle + 1) / 2; n > 0; --n) {
+                uint8_t* p = b.ring.pop();
+                if (!p) break;
+                b.held.fetch_sub(1, std::memory_order_relaxed);
+                retained_.fetch_sub(len, std::memory_order_relaxed);
+                ::operator delete(p);
+                freed += len;
+            }
+            len <<= 1;
+        }
+        return freed;
+    }
+
   private:
     static size_t index(uint64_t len) {
         return std::countr_zero(len) - std::countr_zero(kMinBucket);
@@ -168,6 +199,7 @@ class BoundedArrayPool {
         explicit Bucket(uint32_t ring_size) : ring(ring_size) {}
         BoundedRing ring;
         std::atomic<uint32_t> held{0};  // arrays in the ring or about to be pushed
+        std::atomic<uint32_t> low{0};   // the fewest held since the last decay
     };
     std::vector<std::unique_ptr<Bucket>> buckets_;
     std::atomic<uint64_t> retained_{0};
@@ -195,8 +227,8 @@ thread_local bool t_in_return = false;
 class BoundedPool final : public uaplex::sdk::BufferPool {
   public:
     BoundedPool(Context ctx, const uaplex_buffer_pool_params& params) : BufferPool(ctx, params) {
-        ctx.check_known_keys(
-            {"check", "max_outstanding_bytes", "max_bucket_bytes", "max_arrays_per_bucket"});
+        ctx.check_known_keys({"check", "max_outstanding_bytes", "max_bucket_bytes",
+                              "max_arrays_per_bucket", "trim_interval_ms"});
         check_ = params_.check;
         if (auto v = ctx.config_string("check")) {
             if (*v == "auto")
@@ -238,6 +270,12 @@ class BoundedPool final : public uaplex::sdk::BufferPool {
                                   "max_arrays_per_bucket must be 1 ... 1048576");
             max_arrays_ = static_cast<uint32_t>(*v);
         }
+        if (auto v = ctx.config_int("trim_interval_ms")) {
+            if (*v < 0)
+                throw StatusError(UAPLEX_BadConfigurationError,
+                                  "trim_interval_ms must be >= 0 (0 = never)");
+            trim_interval_ms_ = static_cast<uint64_t>(*v);
+        }
         auto reg = [&](const char* name, uint32_t kind) {
             uaplex_metric* m = nullptr;
             ctx.api()->metric_register(ctx.raw(), uaplex::sdk::to_str(name), kind, &m);
@@ -251,7 +289,15 @@ class BoundedPool final : public uaplex::sdk::BufferPool {
         m_retained_ = reg("retained_bytes", UAPLEX_METRIC_GAUGE);
     }
 
+    uaplex_status start() override {
+        if (trim_interval_ms_ == 0) return UAPLEX_Good;
+        return ctx_.api()->timer_start(ctx_.raw(), trim_interval_ms_, trim_interval_ms_,
+                                       &BoundedPool::trim_tick, this, &trim_timer_);
+    }
+
     uaplex_status stop() override {
+        if (trim_timer_) ctx_.api()->timer_cancel(ctx_.raw(), trim_timer_);
+        trim_timer_ = nullptr;
         {
             std::lock_guard lock(limiter_mutex_);
             disposed_ = true;
@@ -420,6 +466,32 @@ class BoundedPool final : public uaplex::sdk::BufferPool {
     }
 
   private:
+    // The host's timer thread: idle arrays go, and once a burst's worth (1 MiB) has gone the
+    // C allocator hands the free pages back to the kernel.
+    static void trim_tick(void* user) {
+        auto& self = *static_cast<BoundedPool*>(user);
+        uint64_t freed = 0;
+        {
+            std::lock_guard lock(self.pools_mutex_);
+            for (auto& w : self.pools_seen_)
+                if (auto p = w.lock()) freed += p->decay();
+        }
+        if (freed) self.gauge(self.m_retained_, static_cast<int64_t>(self.retained_total()));
+        self.untrimmed_ += freed;
+        if (self.untrimmed_ >= (uint64_t{1} << 20)) {
+            self.untrimmed_ = 0;
+#if defined(__GLIBC__)
+            ::malloc_trim(0);
+#endif
+        }
+    }
+    uint64_t retained_total() {
+        uint64_t total = 0;
+        for (auto& w : pools_seen_)
+            if (auto p = w.lock()) total += p->retained_bytes();
+        return total;
+    }
+
     uint32_t meta_bytes() const {
         switch (check_) {
             case UAPLEX_BUFFER_CHECK_COOKIE:
@@ -479,6 +551,9 @@ class BoundedPool final : public uaplex::sdk::BufferPool {
     uint64_t budget_ = 0;
     uint64_t bucket_bytes_ = uint64_t{64} << 20;  // retained bytes aimed at per bucket
     uint32_t max_arrays_ = 1024;
+    uint64_t trim_interval_ms_ = 250;
+    uaplex_timer* trim_timer_ = nullptr;
+    uint64_t untrimmed_ = 0;  // timer thread: bytes freed since the last malloc_trim
     std::atomic<uint64_t> outstanding_bytes_{0};
     std::atomic<uint32_t> next_allocation_id_{1};
 

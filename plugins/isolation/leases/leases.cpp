@@ -129,7 +129,7 @@ struct uaplex_admission_owner {
     std::shared_ptr<KeyEntry> entry;
     uint32_t cls = UAPLEX_CLASS_ESTABLISHED;
     uint32_t weight = 1;
-    std::array<int64_t, kStages> hard_limit{};
+    const int64_t* hard_limit = nullptr;  // per stage: the provider's plan (one for all owners)
     uint32_t channel_id = 0;
     bool bound = false;
     std::string binding;  // the session binding it was classified with
@@ -448,7 +448,7 @@ class Leases final : public uaplex::sdk::AdmissionProvider {
         o->provider = this;
         o->cls = cls;
         o->entry = entry_for(key);
-        o->hard_limit = plan_.owner_limit;
+        o->hard_limit = plan_.owner_limit.data();
         o->channel_id = info->secure_channel_id;
         o->bound = bound;
         if (bound)

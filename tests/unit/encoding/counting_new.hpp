@@ -43,6 +43,9 @@ inline void* countedAlloc(std::size_t n, std::size_t align) {
 
 }  // namespace uaplex::test
 
+// Another translation unit of the same executable includes this with
+// UAPLEX_COUNTING_NEW_SCOPES_ONLY: the counters and scopes, not a second operator new.
+#ifndef UAPLEX_COUNTING_NEW_SCOPES_ONLY
 void* operator new(std::size_t n) {
     if (void* p = uaplex::test::countedAlloc(n, 0)) return p;
     throw std::bad_alloc();
@@ -94,3 +97,4 @@ void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
     std::free(p);
 }
 #pragma GCC diagnostic pop
+#endif  // UAPLEX_COUNTING_NEW_SCOPES_ONLY

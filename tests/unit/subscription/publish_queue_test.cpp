@@ -411,6 +411,40 @@ TEST_CASE("services: heap bytes per monitored item (issue 11)") {
     CHECK(slab.liveBlocks() == 0);
 }
 
+TEST_CASE("services: heap bytes per session with a subscription of 10 items and 2 Publish queued") {
+    SubscriptionLimits l;
+    l.maxSubscriptionCount = 10000;
+    Server s(l);
+    for (uint32_t n = 1; n <= 10; ++n) s.source.values[n] = n;
+    // Large blocks (hash tables, the per-node item lists) may be mapped: hblkhd counts them.
+    const BlockSlab& slab = s.mgr->context().itemSlab;
+    auto used = [&] {
+        struct mallinfo2 m = mallinfo2();
+        return m.uordblks + m.hblkhd + slab.chunkCount() * BlockSlab::kChunkBytes;
+    };
+    auto open = [&](uint64_t session) {
+        s.mgr->setIdentity(session, "anonymous");
+        uint32_t sub = s.subscribe(session, 0, 1000, 10, 30);
+        for (uint32_t n = 1; n <= 10; ++n) s.monitor(session, sub, n);
+        s.arena.reset();  // the responses' arena is the request's, not the engine's
+        s.publish(session);
+        s.publish(session);
+    };
+    open(1);  // warms the pools and the tables
+    const int sessions = 2000;
+    size_t before = used();
+    for (int i = 0; i < sessions; ++i) open(uint64_t(100 + i));
+    double perSession = double(used() - before) / sessions;
+    WARN("engine heap per session: " << perSession << " B (subscription " << sizeof(Subscription)
+                                     << " B, item " << sizeof(MonitoredItem) << " B)");
+    // Nothing is answered yet: both requests of every session wait in its queue.
+    CHECK(s.sink.done.empty());
+    CHECK(s.mgr->subscriptionCount() == size_t(sessions + 1));
+    // 10 items in the slab (1.5 kB) and their values, the subscription, the session's queue
+    // with two requests; no empty-queue blocks (a std::deque reserves 576 bytes for nothing).
+    CHECK(perSession <= 3000);
+}
+
 TEST_CASE(
     "services: DeleteMonitoredItems with queued notifications; later Publishes carry "
     "only the live items") {

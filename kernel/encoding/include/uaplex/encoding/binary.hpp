@@ -44,7 +44,7 @@ struct DecodeLimits {
 struct BufferBlock {
     std::uint8_t* data = nullptr;
     std::size_t capacity = 0;
-    alignas(8) unsigned char handle[96];
+    alignas(8) unsigned char handle[64];  // a uaplex_buffer (the server checks the size)
 };
 
 class BufferAllocator {
