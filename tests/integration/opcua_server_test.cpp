@@ -13,6 +13,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <sstream>
 #include <thread>
 
 #include "opcua_client.hpp"
@@ -25,73 +26,54 @@ namespace {
 
 using test::freePort;
 
-// One server process for the whole test binary; SIGTERM and wait at exit.
-struct ServerProcess {
-    pid_t pid = -1;
-    std::uint16_t port = 0;
-    std::filesystem::path dir;
-    std::function<void(const std::string&)> config;
+// The test configuration: `slots` are the [slots] lines, the rest is fixed per server.
+using Toml = std::function<std::string(std::uint16_t port, const std::string& slots)>;
+Toml tomlOf(const std::string& extraServerKeys, int requestThreads, const std::string& extraPlugins,
+            bool captureLog) {
+    return [=](std::uint16_t port, const std::string& slotLines) {
+        std::ostringstream s;
+        s << "[log]\nlevel = \"" << (captureLog ? "info" : "warn") << "\"\nsink = \"stderr\"\n"
+          << "[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR "\"]\n"
+          << "[server]\nendpoints = [\"opc.tcp://127.0.0.1:" << port << "\"]\n"
+          << "request_threads = " << requestThreads << "\n"
+          << extraServerKeys << "[server.limits]\nhandshake_timeout_ms = 500\n"
+          << "max_message_size = 65536\nmax_pending_handshakes = 100\n"
+          << "[slots]\n"
+          << slotLines
+          // A test may configure fifo itself (its library, say).
+          << (extraPlugins.find("[plugins.fifo]") == std::string::npos ? "[plugins.fifo]\n" : "")
+          << "[plugins.transport-tcp]\n"
+          << extraPlugins;
+        return s.str();
+    };
+}
+
+// A server process for one or more tests, reloadable with other [slots] lines.
+struct ServerProcess : test::ServerProcess {
+    Toml toml;
 
     explicit ServerProcess(const std::string& extraServerKeys = "", int requestThreads = 2,
                            const std::string& extraPlugins = "",
                            const std::string& slots = "request_queue = \"fifo\"\n",
-                           bool captureLog = false) {
-        port = freePort();
-        dir = std::filesystem::temp_directory_path() /
-              ("uaplex-it-" + std::to_string(::getpid()) + "-" + std::to_string(port));
-        std::filesystem::create_directories(dir);
-        config = [=, this](const std::string& slotLines) {
-            std::ofstream(dir / "test.toml")
-                << "[log]\nlevel = \"" << (captureLog ? "info" : "warn")
-                << "\"\nsink = \"stderr\"\n"
-                << "[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR "\"]\n"
-                << "[server]\nendpoints = [\"opc.tcp://127.0.0.1:" << port << "\"]\n"
-                << "request_threads = " << requestThreads << "\n"
-                << extraServerKeys << "[server.limits]\nhandshake_timeout_ms = 500\n"
-                << "max_message_size = 65536\nmax_pending_handshakes = 100\n"
-                << "[slots]\n"
-                << slotLines
-                // A test may configure fifo itself (its library, say).
-                << (extraPlugins.find("[plugins.fifo]") == std::string::npos ? "[plugins.fifo]\n"
-                                                                             : "")
-                << "[plugins.transport-tcp]\n"
-                << extraPlugins;
-        };
-        config(slots);
-        pid = ::fork();
-        if (pid == 0) {
-            std::string cfg = (dir / "test.toml").string();
-            if (captureLog) std::freopen((dir / "server.log").c_str(), "w", stderr);
-            ::execl(UAPLEX_EXE, UAPLEX_EXE, "--config", cfg.c_str(), nullptr);
-            std::_Exit(127);
-        }
-        for (int i = 0; i < 100; ++i) {
-            Client c;
-            if (c.connect(port)) return;
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        }
-    }
-    ~ServerProcess() {
-        if (pid > 0) {
-            ::kill(pid, SIGTERM);
-            int status = 0;
-            ::waitpid(pid, &status, 0);
-        }
-        std::error_code ec;
-        std::filesystem::remove_all(dir, ec);
-    }
+                           bool captureLog = false)
+        : ServerProcess(tomlOf(extraServerKeys, requestThreads, extraPlugins, captureLog), slots,
+                        captureLog) {}
+    ServerProcess(Toml t, const std::string& slots, bool captureLog)
+        : test::ServerProcess(
+              "it", [&](std::uint16_t p, const std::filesystem::path&) { return t(p, slots); },
+              [this, captureLog] {
+                  if (captureLog) std::freopen((dir / "server.log").c_str(), "w", stderr);
+              }),
+          toml(std::move(t)) {}
+
     // Rewrites the configuration with other [slots] lines and reloads it (SIGHUP).
     void reload(const std::string& slots) {
-        config(slots);
+        std::ofstream(dir / "test.toml") << toml(port, slots);
         ::kill(pid, SIGHUP);
     }
     std::string log() const {
         std::ifstream in(dir / "server.log");
         return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-    }
-    bool alive() const {
-        int status = 0;
-        return ::waitpid(pid, &status, WNOHANG) == 0;
     }
 };
 

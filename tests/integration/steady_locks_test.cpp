@@ -24,6 +24,7 @@
 #include "opcua_client.hpp"
 #include "server/server.hpp"
 #include "server/service_handler.hpp"
+#include "server_process.hpp"
 
 namespace {
 
@@ -136,15 +137,7 @@ struct SharedLock {
 // Locks taken at least once per Read for both sessions, with the module that took them.
 std::vector<SharedLock> sharedLocks(const std::string& slots, const std::string& plugins) {
     tClient = true;
-    int probe = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(probe, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(probe, reinterpret_cast<sockaddr*>(&a), &len);
-    ::close(probe);
-    std::uint16_t port = ntohs(a.sin_port);
+    const std::uint16_t port = test::freePort();
     std::string toml =
         "[log]\nlevel = \"warn\"\nsink = \"stderr\"\n[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR
         "\"]\n[server]\nendpoints = [\"opc.tcp://127.0.0.1:" +

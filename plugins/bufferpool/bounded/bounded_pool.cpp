@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "mpmc_ring.hpp"
 #include "uaplex/cpp/kinds.hpp"
 
 // The opaque ABI handle; a manager is this struct.
@@ -51,64 +52,7 @@ uint64_t pow2ceil(uint64_t n) {
     return n <= kMinBucket ? kMinBucket : std::bit_ceil(n);
 }
 
-// A bounded multi-producer multi-consumer ring of array pointers. Each cell carries a
-// sequence number that tells producers and consumers whose turn it is, so push and pop are
-// a single compare-and-swap on the shared position plus a release store on the cell.
-class BoundedRing {
-  public:
-    explicit BoundedRing(uint32_t capacity)  // capacity: a power of two
-        : mask_(capacity - 1), cells_(new Cell[capacity]) {
-        for (uint32_t i = 0; i < capacity; ++i) cells_[i].seq.store(i, std::memory_order_relaxed);
-    }
-    bool push(uint8_t* p) {
-        uint64_t pos = tail_.load(std::memory_order_relaxed);
-        for (;;) {
-            Cell& c = cells_[pos & mask_];
-            uint64_t seq = c.seq.load(std::memory_order_acquire);
-            auto diff = static_cast<int64_t>(seq - pos);
-            if (diff == 0) {
-                if (tail_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
-                    c.data = p;
-                    c.seq.store(pos + 1, std::memory_order_release);
-                    return true;
-                }
-            } else if (diff < 0) {
-                return false;  // full
-            } else {
-                pos = tail_.load(std::memory_order_relaxed);
-            }
-        }
-    }
-    uint8_t* pop() {
-        uint64_t pos = head_.load(std::memory_order_relaxed);
-        for (;;) {
-            Cell& c = cells_[pos & mask_];
-            uint64_t seq = c.seq.load(std::memory_order_acquire);
-            auto diff = static_cast<int64_t>(seq - (pos + 1));
-            if (diff == 0) {
-                if (head_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
-                    uint8_t* p = c.data;
-                    c.seq.store(pos + mask_ + 1, std::memory_order_release);
-                    return p;
-                }
-            } else if (diff < 0) {
-                return nullptr;  // empty
-            } else {
-                pos = head_.load(std::memory_order_relaxed);
-            }
-        }
-    }
-
-  private:
-    struct Cell {
-        std::atomic<uint64_t> seq;
-        uint8_t* data = nullptr;
-    };
-    uint64_t mask_;
-    std::unique_ptr<Cell[]> cells_;
-    alignas(64) std::atomic<uint64_t> head_{0};
-    alignas(64) std::atomic<uint64_t> tail_{0};
-};
+using BoundedRing = uaplex::plugins::MpmcRing<uint8_t*>;
 
 class BoundedArrayPool {
   public:

@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "mpmc_ring.hpp"
 #include "uaplex/cpp/kinds.hpp"
 
 namespace {
@@ -80,65 +81,14 @@ struct OwnerFifo {
     Slot* free = nullptr;
 };
 
-// A bounded multi-producer multi-consumer ring of groups (a sequence number per cell).
-class OwnerRing {
+// A ring of groups that waits for a place: a ring holds every group at most once, so it
+// fills only past its size in distinct active groups.
+class OwnerRing : public uaplex::plugins::MpmcRing<OwnerFifo*> {
   public:
-    explicit OwnerRing(size_t size) : mask_(size - 1), cells_(new Cell[size]) {
-        for (size_t i = 0; i < size; ++i) cells_[i].seq.store(i, std::memory_order_relaxed);
-    }
-    bool push(OwnerFifo* f) {
-        uint64_t pos = tail_.load(std::memory_order_relaxed);
-        for (;;) {
-            Cell& c = cells_[pos & mask_];
-            uint64_t seq = c.seq.load(std::memory_order_acquire);
-            auto diff = static_cast<int64_t>(seq - pos);
-            if (diff == 0) {
-                if (tail_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
-                    c.value = f;
-                    c.seq.store(pos + 1, std::memory_order_release);
-                    return true;
-                }
-            } else if (diff < 0) {
-                return false;  // full
-            } else {
-                pos = tail_.load(std::memory_order_relaxed);
-            }
-        }
-    }
-    OwnerFifo* pop() {
-        uint64_t pos = head_.load(std::memory_order_relaxed);
-        for (;;) {
-            Cell& c = cells_[pos & mask_];
-            uint64_t seq = c.seq.load(std::memory_order_acquire);
-            auto diff = static_cast<int64_t>(seq - (pos + 1));
-            if (diff == 0) {
-                if (head_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
-                    OwnerFifo* f = c.value;
-                    c.seq.store(pos + mask_ + 1, std::memory_order_release);
-                    return f;
-                }
-            } else if (diff < 0) {
-                return nullptr;  // empty (or a push not yet published)
-            } else {
-                pos = head_.load(std::memory_order_relaxed);
-            }
-        }
-    }
-    // Waits for a place: a ring holds every group at most once, so it fills only past
-    // its size in distinct active groups.
+    using MpmcRing::MpmcRing;
     void push_wait(OwnerFifo* f) {
         while (!push(f)) std::this_thread::yield();
     }
-
-  private:
-    struct Cell {
-        std::atomic<uint64_t> seq{0};
-        OwnerFifo* value = nullptr;
-    };
-    size_t mask_;
-    std::unique_ptr<Cell[]> cells_;
-    alignas(64) std::atomic<uint64_t> head_{0};
-    alignas(64) std::atomic<uint64_t> tail_{0};
 };
 
 class FairQueue final : public uaplex::sdk::RequestQueue {

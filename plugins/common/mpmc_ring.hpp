@@ -1,0 +1,77 @@
+// A bounded multi-producer multi-consumer ring of pointers, shared by the plugins that hand
+// objects between threads without a lock. Each cell carries a sequence number that tells
+// producers and consumers whose turn it is, so push and pop are a single compare-and-swap on
+// the shared position plus a release store on the cell.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <type_traits>
+
+namespace uaplex::plugins {
+
+template <typename T>
+class MpmcRing {
+    static_assert(std::is_pointer_v<T>);
+
+  public:
+    explicit MpmcRing(std::size_t capacity)  // capacity: a power of two
+        : mask_(capacity - 1), cells_(new Cell[capacity]) {
+        for (std::size_t i = 0; i < capacity; ++i)
+            cells_[i].seq.store(i, std::memory_order_relaxed);
+    }
+    // False when the ring is full.
+    bool push(T value) {
+        uint64_t pos = tail_.load(std::memory_order_relaxed);
+        for (;;) {
+            Cell& c = cells_[pos & mask_];
+            uint64_t seq = c.seq.load(std::memory_order_acquire);
+            auto diff = static_cast<int64_t>(seq - pos);
+            if (diff == 0) {
+                if (tail_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+                    c.value = value;
+                    c.seq.store(pos + 1, std::memory_order_release);
+                    return true;
+                }
+            } else if (diff < 0) {
+                return false;
+            } else {
+                pos = tail_.load(std::memory_order_relaxed);
+            }
+        }
+    }
+    // Null when the ring is empty (or a push is not yet published).
+    T pop() {
+        uint64_t pos = head_.load(std::memory_order_relaxed);
+        for (;;) {
+            Cell& c = cells_[pos & mask_];
+            uint64_t seq = c.seq.load(std::memory_order_acquire);
+            auto diff = static_cast<int64_t>(seq - (pos + 1));
+            if (diff == 0) {
+                if (head_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+                    T value = c.value;
+                    c.seq.store(pos + mask_ + 1, std::memory_order_release);
+                    return value;
+                }
+            } else if (diff < 0) {
+                return nullptr;
+            } else {
+                pos = head_.load(std::memory_order_relaxed);
+            }
+        }
+    }
+
+  private:
+    struct Cell {
+        std::atomic<uint64_t> seq{0};
+        T value = nullptr;
+    };
+    uint64_t mask_;
+    std::unique_ptr<Cell[]> cells_;
+    alignas(64) std::atomic<uint64_t> head_{0};
+    alignas(64) std::atomic<uint64_t> tail_{0};
+};
+
+}  // namespace uaplex::plugins
