@@ -1153,17 +1153,29 @@ void Server::reloadMonitoredItemQueues() {
 void Server::publishingLoop() {
     // Ticks on a fixed grid, not `period` after the previous tick's end: publishing cycles
     // do not drift by the tick's own duration, and a late tick is not followed by a late one.
+    // In between it wakes when a subscription's publishing timer expires, so that each
+    // subscription publishes at its own grid point (not up to one period later) and the
+    // subscriptions' bursts stay apart, on their own phases.
     const auto period = std::chrono::milliseconds(subscriptions_->resolutionMs());
     auto next = std::chrono::steady_clock::now() + period;
     std::unique_lock lock(housekeepingMutex_);
     while (running_.load()) {
-        if (housekeepingWake_.wait_until(lock, next) != std::cv_status::timeout) continue;
+        auto wake = next;
+        lock.unlock();
+        std::int64_t due = subscriptions_->msUntilDue();
+        lock.lock();
+        auto now = std::chrono::steady_clock::now();
+        if (due < period.count()) {
+            // At least 1 ms on: the engine's clock counts whole milliseconds.
+            auto at = now + std::chrono::milliseconds(std::max<std::int64_t>(due, 1));
+            if (at < wake) wake = at;
+        }
+        if (housekeepingWake_.wait_until(lock, wake) != std::cv_status::timeout) continue;
         if (!running_.load()) break;
         lock.unlock();
         subscriptions_->timerTick();
         lock.lock();
-        next += period;
-        auto now = std::chrono::steady_clock::now();
+        now = std::chrono::steady_clock::now();
         if (now >= next) next += ((now - next) / period + 1) * period;  // missed ticks collapse
     }
 }

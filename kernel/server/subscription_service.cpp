@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <limits>
 
 #include "config/config.hpp"
 
@@ -266,6 +267,13 @@ void SubscriptionService::timerTick() noexcept {
     }
     flush(done);
     if (trim) trimHeap();
+}
+
+std::int64_t SubscriptionService::msUntilDue() noexcept {
+    std::lock_guard lock(mutex_);
+    std::int64_t at = manager_.nextTickAt();
+    if (at == std::numeric_limits<std::int64_t>::max()) return at;
+    return at - clock_.monoMs();
 }
 
 void SubscriptionService::valueChanged(std::uint64_t node, const ua::DataValue& value) noexcept {

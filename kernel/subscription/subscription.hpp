@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -110,6 +111,12 @@ class Subscription {
         if (transferring || expired_ || now <= timerExpiry_) return -1;
         auto pi = int64_t(settings_.publishingInterval);
         return timerExpiry_ + (now - timerExpiry_ - 1) / pi * pi;
+    }
+    // The first clock reading at which tick() fires (its publishing timer expired), or
+    // INT64_MAX when it does not tick: the publishing loop wakes then.
+    int64_t nextTickAt() const {
+        if (transferring || expired_) return std::numeric_limits<int64_t>::max();
+        return timerExpiry_ + 1;
     }
     PublishOutcome publish();
     // Good, BadSequenceNumberUnknown or BadSequenceNumberInvalid; resets the lifetime counter.

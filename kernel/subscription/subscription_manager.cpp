@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <random>
 
 namespace uaplex::subscription {
@@ -798,6 +799,13 @@ void SubscriptionManager::timerTick() {
         }
         assign(sessionId, s);
     }
+}
+
+int64_t SubscriptionManager::nextTickAt() const {
+    int64_t at = std::numeric_limits<int64_t>::max();
+    for (const auto& [si, g] : groups_) at = std::min(at, g.next);
+    for (const auto& [id, st] : subs_) at = std::min(at, st.sub->nextTickAt());
+    return at;
 }
 
 void SubscriptionManager::countItems(NodeState& ns, const std::vector<MonitoredItem*>& items) {

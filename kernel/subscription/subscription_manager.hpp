@@ -129,6 +129,11 @@ class SubscriptionManager {
     bool cancelPublish(uint64_t requestId, uaplex_status status);
     // Every PublishingResolution ms: sampling of polled items, subscription ticks, assignment.
     void timerTick();
+    // When timerTick has work next: the earliest publishing timer expiry of a subscription or
+    // due polled sampling group (INT64_MAX: none). Waking then, rather than on the next tick of
+    // a coarser loop, publishes each subscription at its own grid point and spreads the
+    // subscriptions' bursts over their phases.
+    int64_t nextTickAt() const;
 
     // --- The change hook (report on change) ---
     void valueChanged(uint64_t nodeHandle, const ua::DataValue& value);
