@@ -36,6 +36,10 @@ struct SubscriptionLimits {
     uint32_t maxMonitoredItemsPerCall = 0;          // 0 = unlimited (OperationLimits)
     double minSamplingInterval = 0;
     double maxSamplingInterval = 3600000;
+    // > 0: a new (or re-timed) subscription's first publishing cycle is delayed by up to one
+    // interval, in steps of this many ms, to the phase the fewest subscriptions of its interval
+    // share, so that their bursts do not coincide. 0: each keeps its creation phase.
+    uint32_t phaseSlotMs = 0;
 };
 
 struct RevisedSettings {
@@ -114,6 +118,9 @@ class Subscription {
     }
     // The first clock reading at which tick() fires (its publishing timer expired), or
     // INT64_MAX when it does not tick: the publishing loop wakes then.
+    int64_t timerExpiry() const { return timerExpiry_; }
+    // Moves the publishing timer's phase later (SubscriptionManager spreads the phases).
+    void delayTimer(int64_t ms) { timerExpiry_ += ms; }
     int64_t nextTickAt() const {
         if (transferring || expired_) return std::numeric_limits<int64_t>::max();
         return timerExpiry_ + 1;

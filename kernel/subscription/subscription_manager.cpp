@@ -86,6 +86,7 @@ uaplex_status SubscriptionManager::createSubscription(uint64_t sessionId,
     SubState& st = subs_[id];
     st.sub =
         std::make_unique<Subscription>(ctx_, id, sessionId, r, req.priority, req.publishingEnabled);
+    spreadPhase(*st.sub);
     sessions_[sessionId].subs.push_back(id);  // the session's Publish queue starts here
     if (auto idn = identities_.find(sessionId); idn != identities_.end()) st.owner = idn->second;
     resp.subscriptionId = id;
@@ -103,7 +104,9 @@ uaplex_status SubscriptionManager::modifySubscription(uint64_t sessionId,
     RevisedSettings r =
         reviseSettings(ctx_.limits, req.requestedPublishingInterval, req.requestedLifetimeCount,
                        req.requestedMaxKeepAliveCount, req.maxNotificationsPerPublish);
+    double before = st->sub->settings().publishingInterval;
     st->sub->modify(r, req.priority);
+    if (r.publishingInterval != before) spreadPhase(*st->sub);  // its timer restarted
     resp.revisedPublishingInterval = r.publishingInterval;
     resp.revisedLifetimeCount = r.lifetimeCount;
     resp.revisedMaxKeepAliveCount = r.maxKeepAliveCount;
@@ -126,6 +129,30 @@ uaplex_status SubscriptionManager::setPublishingMode(uint64_t sessionId,
         resp.results[i] = UAPLEX_Good;
     }
     return UAPLEX_Good;
+}
+
+// Subscriptions created together (clients connecting at once) would otherwise publish in the
+// same tick: one burst that samples, builds and sends for all of them while Writes wait. The
+// new timer goes to the earliest phase slot (of up to 64 within the interval) that the fewest
+// subscriptions of the same interval use. O(subscriptions) per creation.
+void SubscriptionManager::spreadPhase(Subscription& s) {
+    const int64_t w = ctx_.limits.phaseSlotMs;
+    const auto pi = int64_t(s.settings().publishingInterval);
+    if (w <= 0 || pi < 2 * w) return;
+    constexpr int64_t kMaxSlots = 64;
+    const int64_t slots = std::min(pi / w, kMaxSlots);
+    uint32_t counts[kMaxSlots] = {};
+    const int64_t e0 = s.timerExpiry();
+    for (auto& [id, st] : subs_) {
+        if (!st.sub || st.sub.get() == &s || int64_t(st.sub->settings().publishingInterval) != pi)
+            continue;
+        int64_t k = ((st.sub->timerExpiry() - e0) % pi + pi) % pi / w;
+        if (k < slots) ++counts[k];
+    }
+    int64_t best = 0;
+    for (int64_t k = 1; k < slots; ++k)
+        if (counts[k] < counts[best]) best = k;
+    s.delayTimer(best * w);
 }
 
 void SubscriptionManager::complete(Parked& p, uaplex_status status, PublishOutcome&& o) {

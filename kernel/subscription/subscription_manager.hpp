@@ -219,6 +219,7 @@ class SubscriptionManager {
                                   const ua::MonitoringParameters& p, bool creating,
                                   double* revisedInterval, uint32_t* revisedQueue);
     void sampleInitial(MonitoredItem& it);
+    void spreadPhase(Subscription& s);
     void countItems(NodeState& ns, const std::vector<MonitoredItem*>& items);
     void releaseNode(NodeState& ns);
     void sampleChangedNodes(int64_t now);

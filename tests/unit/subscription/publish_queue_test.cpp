@@ -848,6 +848,33 @@ TEST_CASE("publishing timetable: the engine is due at each subscription's own ex
     CHECK(s.mgr->nextTickAt() == 151);
 }
 
+TEST_CASE("publishing timetable: subscriptions created together spread over phases") {
+    SubscriptionLimits l;
+    l.phaseSlotMs = 10;
+    Server s(l);
+    std::vector<uint32_t> ids;
+    for (int i = 0; i < 3; ++i) ids.push_back(s.subscribe(1));  // all at 0
+    CHECK(s.mgr->find(ids[0])->timerExpiry() == 100);           // the first keeps its phase
+    CHECK(s.mgr->find(ids[1])->timerExpiry() == 110);
+    CHECK(s.mgr->find(ids[2])->timerExpiry() == 120);
+    s.clock.mono = 5;
+    uint32_t late = s.subscribe(1);  // 105 is taken (100-110): the next free slot from there
+    CHECK(s.mgr->find(late)->timerExpiry() == 125);
+    uint32_t slow = s.subscribe(1, 0, 1000);  // another interval: its own phases
+    CHECK(s.mgr->find(slow)->timerExpiry() == 1005);
+    // Each fires at its own expiry, one tick each.
+    std::vector<int64_t> ticks;
+    while (s.clock.mono < 200) {
+        ticks.push_back(s.mgr->nextTickAt());
+        s.tickTo(ticks.back());
+    }
+    CHECK(ticks == std::vector<int64_t>{101, 111, 121, 126, 201});
+    // Without spreading they share the creation phase.
+    Server plain;
+    uint32_t a = plain.subscribe(1), b = plain.subscribe(1);
+    CHECK(plain.mgr->find(a)->timerExpiry() == plain.mgr->find(b)->timerExpiry());
+}
+
 TEST_CASE("publishing timetable: a change is published at its subscription's grid point") {
     Server s;
     s.clock.mono = 30;
