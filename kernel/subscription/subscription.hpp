@@ -60,6 +60,8 @@ struct EngineContext {
     // Bumped when an item's sampling interval, a publishing interval or the item set changes:
     // the manager recounts the items of a node it caches.
     uint64_t itemGeneration = 0;
+    // Values compared by an item's own filter (not a node's shared comparison): diagnostics.
+    uint64_t itemComparisons = 0;
     // Every subscription's items: no allocator header per item, and a deletion's pages go
     // back to the kernel as soon as a chunk empties.
     BlockSlab itemSlab{sizeof(MonitoredItem), alignof(MonitoredItem)};

@@ -835,9 +835,15 @@ int64_t SubscriptionManager::nextTickAt() const {
     return at;
 }
 
+void SubscriptionManager::releaseGroups(NodeState& ns) {
+    for (auto& g : ns.groups)
+        if (g.sample.base) ctx_.values.release(g.sample.base);
+    ns.groups.clear();
+}
+
 void SubscriptionManager::countItems(NodeState& ns, const std::vector<MonitoredItem*>& items) {
     ns.gridItems.clear();
-    ns.groups.clear();
+    releaseGroups(ns);  // their items compare in full once
     ns.pushedItems = 0;
     for (MonitoredItem* it : items) {
         if (it->onPublishGrid())
@@ -851,13 +857,14 @@ void SubscriptionManager::countItems(NodeState& ns, const std::vector<MonitoredI
               });
     for (uint32_t i = 0; i < ns.gridItems.size(); ++i) {
         Subscription* s = &ns.gridItems[i]->subscription();
-        if (ns.groups.empty() || ns.groups.back().sub != s) ns.groups.push_back({s, i, i, 0});
+        if (ns.groups.empty() || ns.groups.back().sub != s) ns.groups.push_back({s, i, i, 0, {}});
         ns.groups.back().end = i + 1;
     }
     ns.generation = ctx_.itemGeneration;
 }
 
 void SubscriptionManager::releaseNode(NodeState& ns) {
+    releaseGroups(ns);
     if (ns.latest) ctx_.values.release(ns.latest);
     if (ns.base) ctx_.values.release(ns.base);
     ns.latest = ns.base = nullptr;
@@ -912,7 +919,7 @@ void SubscriptionManager::sampleChangedNodes(int64_t now) {
             continue;
         }
         if (ns.generation != ctx_.itemGeneration) countItems(ns, n->second);
-        bool pending = false, taken = false;
+        bool pending = false;
         for (auto& g : ns.groups) {
             if (g.doneVersion == ns.version) continue;
             int64_t grid = g.sub->gridTime(now);
@@ -920,7 +927,10 @@ void SubscriptionManager::sampleChangedNodes(int64_t now) {
                 pending = true;
                 continue;
             }
-            bool groupPending = false;
+            NodeSample& gs = g.sample;
+            gs.latest = ns.latest;
+            gs.version = ns.version;
+            bool groupPending = false, taken = false;
             for (uint32_t i = g.begin; i < g.end; ++i) {
                 MonitoredItem* it = ns.gridItems[i];
                 ++visitedLastTick_;
@@ -931,21 +941,25 @@ void SubscriptionManager::sampleChangedNodes(int64_t now) {
                     groupPending = true;
                     continue;
                 }
-                it->takeSample(ns, grid, now);
+                it->takeSample(gs, grid, now);
                 taken = true;
             }
-            if (groupPending)
+            gs.latest = nullptr;  // borrowed
+            if (groupPending) {
                 pending = true;
-            else
-                g.doneVersion = ns.version;
-        }
-        // When every grid item took the latest, the next comparison is against it (items of
-        // subscriptions on other phases still compare against the same base meanwhile).
-        if (taken && !pending) {
-            if (ValueCell* b = ctx_.values.copy(*ns.latest)) {
-                if (ns.base) ctx_.values.release(ns.base);
-                ns.base = b;
-                ns.baseVersion = ns.version;
+                continue;
+            }
+            g.doneVersion = ns.version;
+            // Every item of the group took the latest: the next comparison is against it.
+            if (taken && ns.latest) {
+                if (!gs.base) {
+                    gs.base = ctx_.values.copy(*ns.latest);
+                } else if (!ctx_.values.assignContents(*gs.base, *ns.latest)) {
+                    ctx_.values.release(gs.base);
+                    gs.base = nullptr;
+                }
+                gs.baseVersion = ns.version;
+                gs.comparedVersion = 0;
             }
         }
         if (pending)

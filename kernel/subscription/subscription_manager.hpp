@@ -189,6 +189,10 @@ class SubscriptionManager {
             Subscription* sub;
             uint32_t begin, end;   // in gridItems
             uint32_t doneVersion;  // every item of the group took this version
+            // The group's view of the node: `base` (owned) is the version its items last all
+            // took, so one comparison with the latest holds for all of them even while the
+            // groups of other phases have not caught up; `latest` is borrowed from the node.
+            NodeSample sample;
         };
         std::vector<MonitoredItem*> gridItems;
         std::vector<Group> groups;
@@ -222,6 +226,7 @@ class SubscriptionManager {
     void spreadPhase(Subscription& s);
     void countItems(NodeState& ns, const std::vector<MonitoredItem*>& items);
     void releaseNode(NodeState& ns);
+    void releaseGroups(NodeState& ns);
     void sampleChangedNodes(int64_t now);
     // Validates an item's EventFilter; the EventFilterResult goes to filterOut_ (if set).
     uaplex_status applyEventFilter(const ua::EventFilter& f, std::unique_ptr<EventFilterSpec>& out);

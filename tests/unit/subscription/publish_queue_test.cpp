@@ -933,6 +933,48 @@ TEST_CASE(
     CHECK(valuesFor(lastNotes(s), 100) == std::vector<double>{2});
 }
 
+TEST_CASE("report on change: subscriptions on other phases share one comparison per group") {
+    Server s;
+    uint32_t a = s.subscribe(1, 0, 100, 1000, 3000);  // 100, 200, ...
+    s.clock.mono = 40;
+    uint32_t b = s.subscribe(1, 0, 100, 1000, 3000);  // 140, 240, ...
+    for (uint32_t i = 0; i < 30; ++i) monitorWith(s, a, 7, 100 + i, 1, 100);
+    for (uint32_t i = 0; i < 10; ++i) monitorWith(s, b, 7, 200 + i, 1, 100);
+    for (int i = 0; i < 20; ++i) s.publish(1);
+    s.tickTo(101);
+    s.tickTo(141);
+    // The node changes between every two ticks, so it is never taken by both groups at once.
+    double v = 1;
+    std::vector<uint64_t> compared;
+    std::vector<size_t> delivered;
+    for (int64_t t = 190; t < 700; t += 50) {
+        s.clock.mono = t;
+        s.mgr->valueChanged(7, Engine::value(v++));
+        uint64_t before = s.mgr->context().itemComparisons;
+        size_t done = s.sink.done.size();
+        s.tickTo(s.mgr->nextTickAt());
+        compared.push_back(s.mgr->context().itemComparisons - before);
+        size_t n = 0;
+        for (size_t i = done; i < s.sink.done.size(); ++i)
+            n += notes(s.sink.done[i].outcome.message.message()).size();
+        delivered.push_back(n);
+    }
+    // After each group's first full sample, its items use the group's one comparison.
+    CHECK(compared == std::vector<uint64_t>{30, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0});
+    CHECK(delivered == std::vector<size_t>{30, 10, 30, 10, 30, 10, 30, 10, 30, 10, 30});
+    s.tickTo(741);  // b takes the last value too
+    // Writing the same value again: the group's comparison refuses it for all of a's items.
+    s.clock.mono = 750;
+    s.mgr->valueChanged(7, Engine::value(v - 1));
+    size_t done = s.sink.done.size();
+    uint64_t before = s.mgr->context().itemComparisons;
+    s.tickTo(s.mgr->nextTickAt());
+    CHECK(s.clock.mono == 801);
+    CHECK(s.mgr->itemsVisitedLastTick() == 30);
+    CHECK(s.mgr->context().itemComparisons == before);
+    CHECK(s.sink.done.size() == done);  // nothing changed: no message
+}
+
 TEST_CASE("report on change: filters, queues and timestamps hold for a shared node sample") {
     Server s;
     uint32_t sub = s.subscribe(1, 0, 100, 1000, 3000);
