@@ -74,8 +74,7 @@ subscription::SubscriptionLimits subscriptionLimitsOf(const config::ServerConfig
     l.minSamplingInterval = c.min_sampling_interval_ms;
     l.maxSamplingInterval = std::max(c.max_sampling_interval_ms, c.min_sampling_interval_ms);
     // Subscriptions created together publish on phases 20 ms apart, not in one burst (10 ms
-    // apart lost more changes in the fan-out benchmark: a write delayed by a few ms, behind
-    // another burst or in the client, more often straddled a sample).
+    // coalesced more changes in the fan-out benchmark: docs/performance.md, Scale).
     l.phaseSlotMs = 20;
     return l;
 }
