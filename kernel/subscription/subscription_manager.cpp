@@ -907,6 +907,15 @@ void SubscriptionManager::valueChanged(uint64_t nodeHandle, const ua::DataValue&
 void SubscriptionManager::sampleChangedNodes(int64_t now) {
     visitedLastTick_ = 0;
     if (dirtyNodes_.empty()) return;
+    // A tick where no subscription fires (the loop's own grid, a polled group) leaves the
+    // written nodes for later without visiting them.
+    bool firing = false;
+    for (auto& [id, st] : subs_)
+        if (st.sub->gridTime(now) >= 0) {
+            firing = true;
+            break;
+        }
+    if (!firing) return;
     size_t keep = 0;
     for (uint64_t node : dirtyNodes_) {
         auto s = nodeStates_.find(node);
