@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <limits>
 
 #include "config/config.hpp"
 
@@ -72,6 +73,9 @@ subscription::SubscriptionLimits subscriptionLimitsOf(const config::ServerConfig
     l.maxNotificationsPerPublish = c.max_notifications_per_publish;
     l.minSamplingInterval = c.min_sampling_interval_ms;
     l.maxSamplingInterval = std::max(c.max_sampling_interval_ms, c.min_sampling_interval_ms);
+    // Subscriptions created together publish on phases 20 ms apart, not in one burst (10 ms
+    // coalesced more changes in the fan-out benchmark: docs/performance.md, Scale).
+    l.phaseSlotMs = 20;
     return l;
 }
 
@@ -266,6 +270,11 @@ void SubscriptionService::timerTick() noexcept {
     }
     flush(done);
     if (trim) trimHeap();
+}
+
+std::int64_t SubscriptionService::nextDueMs() noexcept {
+    std::lock_guard lock(mutex_);
+    return manager_.nextTickAt();  // SteadyClock counts steady_clock milliseconds
 }
 
 void SubscriptionService::valueChanged(std::uint64_t node, const ua::DataValue& value) noexcept {

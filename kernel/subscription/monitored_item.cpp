@@ -248,6 +248,7 @@ bool MonitoredItem::queueCell(ValueCell* cell, const ValueCell& v, uaplex_status
                               bool knownChanged) {
     auto& pool = sub_->context().values;
     if (!knownChanged && !(flags_ & kAlwaysReport)) {
+        ++sub_->context().itemComparisons;
         static const DataChangeFilterSpec kDefault{};
         const DataChangeFilterSpec& f = extras_ ? extras_->filter : kDefault;
         if (!dataChanged(f, last(), v)) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -35,6 +36,10 @@ struct SubscriptionLimits {
     uint32_t maxMonitoredItemsPerCall = 0;          // 0 = unlimited (OperationLimits)
     double minSamplingInterval = 0;
     double maxSamplingInterval = 3600000;
+    // > 0: a new (or re-timed) subscription's first publishing cycle is delayed by up to one
+    // interval, in steps of this many ms, to the phase the fewest subscriptions of its interval
+    // share, so that their bursts do not coincide. 0: each keeps its creation phase.
+    uint32_t phaseSlotMs = 0;
 };
 
 struct RevisedSettings {
@@ -55,6 +60,8 @@ struct EngineContext {
     // Bumped when an item's sampling interval, a publishing interval or the item set changes:
     // the manager recounts the items of a node it caches.
     uint64_t itemGeneration = 0;
+    // Values compared by an item's own filter (not a node's shared comparison): diagnostics.
+    uint64_t itemComparisons = 0;
     // Every subscription's items: no allocator header per item, and a deletion's pages go
     // back to the kernel as soon as a chunk empties.
     BlockSlab itemSlab{sizeof(MonitoredItem), alignof(MonitoredItem)};
@@ -118,6 +125,15 @@ class Subscription {
         if (transferring || expired_ || now <= timerExpiry_) return -1;
         auto pi = int64_t(settings_.publishingInterval);
         return timerExpiry_ + (now - timerExpiry_ - 1) / pi * pi;
+    }
+    // The first clock reading at which tick() fires (its publishing timer expired), or
+    // INT64_MAX when it does not tick: the publishing loop wakes then.
+    int64_t timerExpiry() const { return timerExpiry_; }
+    // Moves the publishing timer's phase later (SubscriptionManager spreads the phases).
+    void delayTimer(int64_t ms) { timerExpiry_ += ms; }
+    int64_t nextTickAt() const {
+        if (transferring || expired_) return std::numeric_limits<int64_t>::max();
+        return timerExpiry_ + 1;
     }
     PublishOutcome publish();
     // Good, BadSequenceNumberUnknown or BadSequenceNumberInvalid; resets the lifetime counter.

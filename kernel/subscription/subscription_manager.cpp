@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <random>
 
 namespace uaplex::subscription {
@@ -85,6 +86,7 @@ uaplex_status SubscriptionManager::createSubscription(uint64_t sessionId,
     SubState& st = subs_[id];
     st.sub =
         std::make_unique<Subscription>(ctx_, id, sessionId, r, req.priority, req.publishingEnabled);
+    spreadPhase(*st.sub);
     sessions_[sessionId].subs.push_back(id);  // the session's Publish queue starts here
     if (auto idn = identities_.find(sessionId); idn != identities_.end()) st.owner = idn->second;
     resp.subscriptionId = id;
@@ -102,7 +104,9 @@ uaplex_status SubscriptionManager::modifySubscription(uint64_t sessionId,
     RevisedSettings r =
         reviseSettings(ctx_.limits, req.requestedPublishingInterval, req.requestedLifetimeCount,
                        req.requestedMaxKeepAliveCount, req.maxNotificationsPerPublish);
+    double before = st->sub->settings().publishingInterval;
     st->sub->modify(r, req.priority);
+    if (r.publishingInterval != before) spreadPhase(*st->sub);  // its timer restarted
     resp.revisedPublishingInterval = r.publishingInterval;
     resp.revisedLifetimeCount = r.lifetimeCount;
     resp.revisedMaxKeepAliveCount = r.maxKeepAliveCount;
@@ -125,6 +129,30 @@ uaplex_status SubscriptionManager::setPublishingMode(uint64_t sessionId,
         resp.results[i] = UAPLEX_Good;
     }
     return UAPLEX_Good;
+}
+
+// Subscriptions created together (clients connecting at once) would otherwise publish in the
+// same tick: one burst that samples, builds and sends for all of them while Writes wait. The
+// new timer goes to the earliest phase slot (of up to 64 within the interval) that the fewest
+// subscriptions of the same interval use. O(subscriptions) per creation.
+void SubscriptionManager::spreadPhase(Subscription& s) {
+    const int64_t w = ctx_.limits.phaseSlotMs;
+    const auto pi = int64_t(s.settings().publishingInterval);
+    if (w <= 0 || pi < 2 * w) return;
+    constexpr int64_t kMaxSlots = 64;
+    const int64_t slots = std::min(pi / w, kMaxSlots);
+    uint32_t counts[kMaxSlots] = {};
+    const int64_t e0 = s.timerExpiry();
+    for (auto& [id, st] : subs_) {
+        if (!st.sub || st.sub.get() == &s || int64_t(st.sub->settings().publishingInterval) != pi)
+            continue;
+        int64_t k = ((st.sub->timerExpiry() - e0) % pi + pi) % pi / w;
+        if (k < slots) ++counts[k];
+    }
+    int64_t best = 0;
+    for (int64_t k = 1; k < slots; ++k)
+        if (counts[k] < counts[best]) best = k;
+    s.delayTimer(best * w);
 }
 
 void SubscriptionManager::complete(Parked& p, uaplex_status status, PublishOutcome&& o) {
@@ -803,9 +831,22 @@ void SubscriptionManager::timerTick() {
     }
 }
 
+int64_t SubscriptionManager::nextTickAt() const {
+    int64_t at = std::numeric_limits<int64_t>::max();
+    for (const auto& [si, g] : groups_) at = std::min(at, g.next);
+    for (const auto& [id, st] : subs_) at = std::min(at, st.sub->nextTickAt());
+    return at;
+}
+
+void SubscriptionManager::releaseGroups(NodeState& ns) {
+    for (auto& g : ns.groups)
+        if (g.sample.base) ctx_.values.release(g.sample.base);
+    ns.groups.clear();
+}
+
 void SubscriptionManager::countItems(NodeState& ns, const std::vector<MonitoredItem*>& items) {
     ns.gridItems.clear();
-    ns.groups.clear();
+    releaseGroups(ns);  // their items compare in full once
     ns.pushedItems = 0;
     for (MonitoredItem* it : items) {
         if (it->onPublishGrid())
@@ -819,13 +860,14 @@ void SubscriptionManager::countItems(NodeState& ns, const std::vector<MonitoredI
               });
     for (uint32_t i = 0; i < ns.gridItems.size(); ++i) {
         Subscription* s = &ns.gridItems[i]->subscription();
-        if (ns.groups.empty() || ns.groups.back().sub != s) ns.groups.push_back({s, i, i, 0});
+        if (ns.groups.empty() || ns.groups.back().sub != s) ns.groups.push_back({s, i, i, 0, {}});
         ns.groups.back().end = i + 1;
     }
     ns.generation = ctx_.itemGeneration;
 }
 
 void SubscriptionManager::releaseNode(NodeState& ns) {
+    releaseGroups(ns);
     if (ns.latest) ctx_.values.release(ns.latest);
     if (ns.base) ctx_.values.release(ns.base);
     ns.latest = ns.base = nullptr;
@@ -868,6 +910,15 @@ void SubscriptionManager::valueChanged(uint64_t nodeHandle, const ua::DataValue&
 void SubscriptionManager::sampleChangedNodes(int64_t now) {
     visitedLastTick_ = 0;
     if (dirtyNodes_.empty()) return;
+    // A tick where no subscription fires (the loop's own grid, a polled group) leaves the
+    // written nodes for later without visiting them.
+    bool firing = false;
+    for (auto& [id, st] : subs_)
+        if (st.sub->gridTime(now) >= 0) {
+            firing = true;
+            break;
+        }
+    if (!firing) return;
     size_t keep = 0;
     for (uint64_t node : dirtyNodes_) {
         auto s = nodeStates_.find(node);
@@ -880,7 +931,7 @@ void SubscriptionManager::sampleChangedNodes(int64_t now) {
             continue;
         }
         if (ns.generation != ctx_.itemGeneration) countItems(ns, n->second);
-        bool pending = false, taken = false;
+        bool pending = false;
         for (auto& g : ns.groups) {
             if (g.doneVersion == ns.version) continue;
             int64_t grid = g.sub->gridTime(now);
@@ -888,7 +939,10 @@ void SubscriptionManager::sampleChangedNodes(int64_t now) {
                 pending = true;
                 continue;
             }
-            bool groupPending = false;
+            NodeSample& gs = g.sample;
+            gs.latest = ns.latest;
+            gs.version = ns.version;
+            bool groupPending = false, taken = false;
             for (uint32_t i = g.begin; i < g.end; ++i) {
                 MonitoredItem* it = ns.gridItems[i];
                 ++visitedLastTick_;
@@ -899,21 +953,25 @@ void SubscriptionManager::sampleChangedNodes(int64_t now) {
                     groupPending = true;
                     continue;
                 }
-                it->takeSample(ns, grid, now);
+                it->takeSample(gs, grid, now);
                 taken = true;
             }
-            if (groupPending)
+            gs.latest = nullptr;  // borrowed
+            if (groupPending) {
                 pending = true;
-            else
-                g.doneVersion = ns.version;
-        }
-        // When every grid item took the latest, the next comparison is against it (items of
-        // subscriptions on other phases still compare against the same base meanwhile).
-        if (taken && !pending) {
-            if (ValueCell* b = ctx_.values.copy(*ns.latest)) {
-                if (ns.base) ctx_.values.release(ns.base);
-                ns.base = b;
-                ns.baseVersion = ns.version;
+                continue;
+            }
+            g.doneVersion = ns.version;
+            // Every item of the group took the latest: the next comparison is against it.
+            if (taken && ns.latest) {
+                if (!gs.base) {
+                    gs.base = ctx_.values.copy(*ns.latest);
+                } else if (!ctx_.values.assignContents(*gs.base, *ns.latest)) {
+                    ctx_.values.release(gs.base);
+                    gs.base = nullptr;
+                }
+                gs.baseVersion = ns.version;
+                gs.comparedVersion = 0;
             }
         }
         if (pending)

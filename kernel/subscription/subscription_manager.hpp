@@ -129,6 +129,11 @@ class SubscriptionManager {
     bool cancelPublish(uint64_t requestId, uaplex_status status);
     // Every PublishingResolution ms: sampling of polled items, subscription ticks, assignment.
     void timerTick();
+    // When timerTick has work next: the earliest publishing timer expiry of a subscription or
+    // due polled sampling group (INT64_MAX: none). Waking then, rather than on the next tick of
+    // a coarser loop, publishes each subscription at its own grid point and spreads the
+    // subscriptions' bursts over their phases.
+    int64_t nextTickAt() const;
 
     // --- The change hook (report on change) ---
     void valueChanged(uint64_t nodeHandle, const ua::DataValue& value);
@@ -186,6 +191,10 @@ class SubscriptionManager {
             Subscription* sub;
             uint32_t begin, end;   // in gridItems
             uint32_t doneVersion;  // every item of the group took this version
+            // The group's view of the node: `base` (owned) is the version its items last all
+            // took, so one comparison with the latest holds for all of them even while the
+            // groups of other phases have not caught up; `latest` is borrowed from the node.
+            NodeSample sample;
         };
         std::vector<MonitoredItem*> gridItems;
         std::vector<Group> groups;
@@ -216,8 +225,10 @@ class SubscriptionManager {
                                   const ua::MonitoringParameters& p, bool creating,
                                   double* revisedInterval, uint32_t* revisedQueue);
     void sampleInitial(MonitoredItem& it);
+    void spreadPhase(Subscription& s);
     void countItems(NodeState& ns, const std::vector<MonitoredItem*>& items);
     void releaseNode(NodeState& ns);
+    void releaseGroups(NodeState& ns);
     void sampleChangedNodes(int64_t now);
     // Validates an item's EventFilter; the EventFilterResult goes to filterOut_ (if set).
     uaplex_status applyEventFilter(const ua::EventFilter& f, std::unique_ptr<EventFilterSpec>& out);

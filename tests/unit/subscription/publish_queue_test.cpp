@@ -2,6 +2,7 @@
 // Acknowledge services, through SubscriptionManager on a fake clock.
 #include <malloc.h>
 #include <catch2/catch.hpp>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -861,6 +862,151 @@ TEST_CASE("report on change: a tick visits only the items of subscriptions that 
         got += valuesFor(notes(s.sink.done[i].outcome.message.message()), 100).size() +
                valuesFor(notes(s.sink.done[i].outcome.message.message()), 200).size();
     CHECK(got == 2);
+}
+
+TEST_CASE("publishing timetable: the engine is due at each subscription's own expiry") {
+    SubscriptionLimits l;
+    l.publishingResolution = 10;  // polled groups sample at 20 ms below
+    Server s(l);
+    CHECK(s.mgr->nextTickAt() == std::numeric_limits<int64_t>::max());  // nothing to do
+    uint32_t first = s.subscribe(1);  // expires at 100: fires at the first reading after it
+    s.clock.mono = 30;
+    s.subscribe(2);  // its own phase: 130, 230, ...
+    CHECK(s.mgr->nextTickAt() == 101);
+    s.tickTo(s.mgr->nextTickAt());
+    CHECK(s.mgr->nextTickAt() == 131);  // the second subscription, not a loop tick later
+    s.tickTo(s.mgr->nextTickAt());
+    CHECK(s.mgr->nextTickAt() == 201);
+    s.source.polled.insert(9);  // a polled item's group is due on its own interval
+    s.monitor(1, first, 9, 1, 20);
+    CHECK(s.mgr->nextTickAt() == 151);
+}
+
+TEST_CASE("publishing timetable: subscriptions created together spread over phases") {
+    SubscriptionLimits l;
+    l.phaseSlotMs = 10;
+    Server s(l);
+    std::vector<uint32_t> ids;
+    for (int i = 0; i < 3; ++i) ids.push_back(s.subscribe(1));  // all at 0
+    CHECK(s.mgr->find(ids[0])->timerExpiry() == 100);           // the first keeps its phase
+    CHECK(s.mgr->find(ids[1])->timerExpiry() == 110);
+    CHECK(s.mgr->find(ids[2])->timerExpiry() == 120);
+    s.clock.mono = 5;
+    uint32_t late = s.subscribe(1);  // 105 is taken (100-110): the next free slot from there
+    CHECK(s.mgr->find(late)->timerExpiry() == 125);
+    uint32_t slow = s.subscribe(1, 0, 1000);  // another interval: its own phases
+    CHECK(s.mgr->find(slow)->timerExpiry() == 1005);
+    // Each fires at its own expiry, one tick each.
+    std::vector<int64_t> ticks;
+    while (s.clock.mono < 200) {
+        ticks.push_back(s.mgr->nextTickAt());
+        s.tickTo(ticks.back());
+    }
+    CHECK(ticks == std::vector<int64_t>{101, 111, 121, 126, 201});
+    // Without spreading they share the creation phase.
+    Server plain;
+    uint32_t a = plain.subscribe(1), b = plain.subscribe(1);
+    CHECK(plain.mgr->find(a)->timerExpiry() == plain.mgr->find(b)->timerExpiry());
+}
+
+TEST_CASE("publishing timetable: a change is published at its subscription's grid point") {
+    Server s;
+    s.clock.mono = 30;
+    uint32_t sub = s.subscribe(1);  // grid points 130, 230, ...
+    s.source.values[7] = 1;
+    monitorWith(s, sub, 7, 70, 1, 100);
+    s.publish(1);
+    s.tickTo(s.mgr->nextTickAt());
+    REQUIRE(s.sink.done.size() == 1);  // the initial value
+    s.clock.mono = 220;
+    s.mgr->valueChanged(7, Engine::value(5));
+    s.publish(1);
+    int64_t at = s.mgr->nextTickAt();
+    CHECK(at == 231);  // the grid point, not the next multiple of a loop period (250)
+    s.tickTo(at);
+    REQUIRE(s.sink.done.size() == 2);
+    CHECK(valuesFor(lastNotes(s), 70) == std::vector<double>{5});
+}
+
+TEST_CASE(
+    "publishing timetable: subscriptions on other phases tick apart, a write between "
+    "their ticks reaches both") {
+    Server s;
+    uint32_t a = s.subscribe(1, 0, 100, 1000, 3000);  // 100, 200, ...
+    s.clock.mono = 40;
+    uint32_t b = s.subscribe(1, 0, 100, 1000, 3000);  // 140, 240, ...
+    for (uint32_t i = 0; i < 30; ++i) monitorWith(s, a, 7, 100 + i, 1, 100);
+    for (uint32_t i = 0; i < 10; ++i) monitorWith(s, b, 7, 200 + i, 1, 100);
+    s.publish(1);
+    s.tickTo(s.mgr->nextTickAt());  // 101: a's initial values only
+    REQUIRE(s.sink.done.size() == 1);
+    CHECK(s.sink.done.back().outcome.subscriptionId == a);
+    s.publish(1);
+    s.tickTo(s.mgr->nextTickAt());  // 141: b's
+    REQUIRE(s.sink.done.size() == 2);
+    CHECK(s.sink.done.back().outcome.subscriptionId == b);
+    s.publish(1);
+    s.clock.mono = 190;
+    s.mgr->valueChanged(7, Engine::value(1));
+    s.tickTo(s.mgr->nextTickAt());  // 201: a takes the value, b's items are not visited
+    CHECK(s.clock.mono == 201);
+    CHECK(s.mgr->itemsVisitedLastTick() == 30);
+    REQUIRE(s.sink.done.size() == 3);
+    CHECK(s.sink.done.back().outcome.subscriptionId == a);
+    s.publish(1);
+    s.mgr->valueChanged(7, Engine::value(2));  // after a's tick, before b's
+    s.tickTo(s.mgr->nextTickAt());             // 241: b takes the newer value
+    CHECK(s.clock.mono == 241);
+    CHECK(s.mgr->itemsVisitedLastTick() == 10);
+    REQUIRE(s.sink.done.size() == 4);
+    CHECK(s.sink.done.back().outcome.subscriptionId == b);
+    CHECK(valuesFor(lastNotes(s), 200) == std::vector<double>{2});
+    s.publish(1);
+    s.tickTo(s.mgr->nextTickAt());  // 301: the write between the ticks is not lost for a
+    REQUIRE(s.sink.done.size() == 5);
+    CHECK(valuesFor(lastNotes(s), 100) == std::vector<double>{2});
+}
+
+TEST_CASE("report on change: subscriptions on other phases share one comparison per group") {
+    Server s;
+    uint32_t a = s.subscribe(1, 0, 100, 1000, 3000);  // 100, 200, ...
+    s.clock.mono = 40;
+    uint32_t b = s.subscribe(1, 0, 100, 1000, 3000);  // 140, 240, ...
+    for (uint32_t i = 0; i < 30; ++i) monitorWith(s, a, 7, 100 + i, 1, 100);
+    for (uint32_t i = 0; i < 10; ++i) monitorWith(s, b, 7, 200 + i, 1, 100);
+    for (int i = 0; i < 20; ++i) s.publish(1);
+    s.tickTo(101);
+    s.tickTo(141);
+    // The node changes between every two ticks, so it is never taken by both groups at once.
+    double v = 1;
+    std::vector<uint64_t> compared;
+    std::vector<size_t> delivered;
+    for (int64_t t = 190; t < 700; t += 50) {
+        s.clock.mono = t;
+        s.mgr->valueChanged(7, Engine::value(v++));
+        uint64_t before = s.mgr->context().itemComparisons;
+        size_t done = s.sink.done.size();
+        s.tickTo(s.mgr->nextTickAt());
+        compared.push_back(s.mgr->context().itemComparisons - before);
+        size_t n = 0;
+        for (size_t i = done; i < s.sink.done.size(); ++i)
+            n += notes(s.sink.done[i].outcome.message.message()).size();
+        delivered.push_back(n);
+    }
+    // After each group's first full sample, its items use the group's one comparison.
+    CHECK(compared == std::vector<uint64_t>{30, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0});
+    CHECK(delivered == std::vector<size_t>{30, 10, 30, 10, 30, 10, 30, 10, 30, 10, 30});
+    s.tickTo(741);  // b takes the last value too
+    // Writing the same value again: the group's comparison refuses it for all of a's items.
+    s.clock.mono = 750;
+    s.mgr->valueChanged(7, Engine::value(v - 1));
+    size_t done = s.sink.done.size();
+    uint64_t before = s.mgr->context().itemComparisons;
+    s.tickTo(s.mgr->nextTickAt());
+    CHECK(s.clock.mono == 801);
+    CHECK(s.mgr->itemsVisitedLastTick() == 30);
+    CHECK(s.mgr->context().itemComparisons == before);
+    CHECK(s.sink.done.size() == done);  // nothing changed: no message
 }
 
 TEST_CASE("report on change: filters, queues and timestamps hold for a shared node sample") {
