@@ -172,6 +172,7 @@ void MonitoredItem::setMode(ua::MonitoringMode m, int64_t now) {
         }
     } else if (old == ua::MonitoringMode::Disabled) {
         nextSamplingTime_ = now;
+        ++sub_->context().itemGeneration;  // its node's groups recount their earliest sample
         flags_ &= uint16_t(~(kHadValue | kHasLast));  // forget the last value
     }
     if (m == ua::MonitoringMode::Reporting && holdsNotification()) signalReady();

@@ -289,9 +289,8 @@ void Subscription::moveReadyItems(int64_t now) {
     ready_.resize(keep);
 }
 
-TickResult Subscription::tick() {
+TickResult Subscription::tick(int64_t now) {
     if (transferring || expired_) return expired_ ? TickResult::Expired : TickResult::Idle;
-    int64_t now = ctx_.clock.monoMs();
     if (now <= timerExpiry_)
         return waitingForPublish_ ? TickResult::WaitingForPublish : TickResult::Idle;
     auto pi = int64_t(settings_.publishingInterval);

@@ -118,7 +118,9 @@ class Subscription {
 
     void modify(const RevisedSettings& s, uint8_t priority);
     void setPublishingMode(bool enabled);
-    TickResult tick();
+    // `now`: the manager's one clock reading for the whole tick, so that the subscriptions it
+    // fires are the ones whose items it sampled.
+    TickResult tick(int64_t now);
     // The publishing-grid time the next tick() at `now` fires for (the last grid point before
     // `now`), or -1 when it does not fire then.
     int64_t gridTime(int64_t now) const {

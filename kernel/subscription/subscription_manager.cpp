@@ -793,7 +793,7 @@ void SubscriptionManager::timerTick() {
     std::vector<uint32_t> expired;
     std::vector<SubState*> collected;
     for (auto& [id, st] : subs_) {
-        switch (st.sub->tick()) {
+        switch (st.sub->tick(now)) {
             case TickResult::Expired:
                 expired.push_back(id);
                 break;
@@ -887,16 +887,27 @@ void SubscriptionManager::valueChanged(uint64_t nodeHandle, const ua::DataValue&
     }
     NodeState& ns = nodeStates_[nodeHandle];
     if (ns.generation != ctx_.itemGeneration) countItems(ns, n->second);
+    int64_t now = ctx_.clock.monoMs();
     if (ns.pushedItems) {
-        int64_t now = ctx_.clock.monoMs();
         for (MonitoredItem* it : n->second)
             if (!it->onPublishGrid()) it->queueValue(value, UAPLEX_Good, now);
     }
     if (ns.gridItems.empty()) return;
+    // A publishing tick is due but has not run yet (the loop is late): the groups it fires
+    // take the version current at their grid point before this Write replaces it.
+    if (ns.dirty && ns.latest) {
+        for (auto& g : ns.groups) {
+            if (g.doneVersion == ns.version) continue;
+            int64_t grid = g.sub->gridTime(now);
+            if (grid >= 0 && ns.changedAt <= grid && grid >= g.earliestNext)
+                sampleGroup(ns, g, grid, now);
+        }
+    }
     ValueCell* c = ctx_.values.copy(value);
     if (!c) return;
     if (ns.latest) ctx_.values.release(ns.latest);
     ns.latest = c;
+    ns.changedAt = now;
     if (++ns.version == 0) ns.version = 1;  // 0: never sampled
     if (!ns.dirty) {
         ns.dirty = true;
@@ -904,9 +915,48 @@ void SubscriptionManager::valueChanged(uint64_t nodeHandle, const ua::DataValue&
     }
 }
 
+bool SubscriptionManager::sampleGroup(NodeState& ns, NodeState::Group& g, int64_t slot,
+                                      int64_t now) {
+    NodeSample& gs = g.sample;
+    gs.latest = ns.latest;
+    gs.version = ns.version;
+    bool groupPending = false, taken = false;
+    int64_t earliest = std::numeric_limits<int64_t>::max();
+    for (uint32_t i = g.begin; i < g.end; ++i) {
+        MonitoredItem* it = ns.gridItems[i];
+        ++visitedLastTick_;
+        if (it->sampledVersion() == ns.version || it->mode() == ua::MonitoringMode::Disabled)
+            continue;                         // re-enabling samples the current value anyway
+        if (slot < it->nextSamplingTime()) {  // its interval has not elapsed
+            groupPending = true;
+        } else {
+            it->takeSample(gs, slot, now);
+            taken = true;
+        }
+        earliest = std::min(earliest, it->nextSamplingTime());
+    }
+    gs.latest = nullptr;  // borrowed
+    g.earliestNext = earliest;
+    if (groupPending) return true;
+    g.doneVersion = ns.version;
+    // Every item of the group took the latest: the next comparison is against it.
+    if (taken && ns.latest) {
+        if (!gs.base) {
+            gs.base = ctx_.values.copy(*ns.latest);
+        } else if (!ctx_.values.assignContents(*gs.base, *ns.latest)) {
+            ctx_.values.release(gs.base);
+            gs.base = nullptr;
+        }
+        gs.baseVersion = ns.version;
+        gs.comparedVersion = 0;
+    }
+    return false;
+}
+
 // The grid items of the nodes written since their last sample take the latest value when
 // their subscription's publishing tick fires now and their sampling interval has elapsed on
-// that grid; a node stays listed until all of them have. Idle nodes are not visited.
+// that grid; a node stays listed
+// until all of them have. Idle nodes are not visited.
 void SubscriptionManager::sampleChangedNodes(int64_t now) {
     visitedLastTick_ = 0;
     if (dirtyNodes_.empty()) return;
@@ -934,45 +984,14 @@ void SubscriptionManager::sampleChangedNodes(int64_t now) {
         bool pending = false;
         for (auto& g : ns.groups) {
             if (g.doneVersion == ns.version) continue;
+            // Its subscription does not fire now, or no item is due on this grid point: the
+            // items are not visited.
             int64_t grid = g.sub->gridTime(now);
-            if (grid < 0) {  // its subscription does not fire now: not visited
+            if (grid < 0 || grid < g.earliestNext) {
                 pending = true;
                 continue;
             }
-            NodeSample& gs = g.sample;
-            gs.latest = ns.latest;
-            gs.version = ns.version;
-            bool groupPending = false, taken = false;
-            for (uint32_t i = g.begin; i < g.end; ++i) {
-                MonitoredItem* it = ns.gridItems[i];
-                ++visitedLastTick_;
-                if (it->sampledVersion() == ns.version ||
-                    it->mode() == ua::MonitoringMode::Disabled)
-                    continue;  // re-enabling samples the current value anyway
-                if (grid < it->nextSamplingTime()) {  // its interval has not elapsed
-                    groupPending = true;
-                    continue;
-                }
-                it->takeSample(gs, grid, now);
-                taken = true;
-            }
-            gs.latest = nullptr;  // borrowed
-            if (groupPending) {
-                pending = true;
-                continue;
-            }
-            g.doneVersion = ns.version;
-            // Every item of the group took the latest: the next comparison is against it.
-            if (taken && ns.latest) {
-                if (!gs.base) {
-                    gs.base = ctx_.values.copy(*ns.latest);
-                } else if (!ctx_.values.assignContents(*gs.base, *ns.latest)) {
-                    ctx_.values.release(gs.base);
-                    gs.base = nullptr;
-                }
-                gs.baseVersion = ns.version;
-                gs.comparedVersion = 0;
-            }
+            if (sampleGroup(ns, g, grid, now)) pending = true;
         }
         if (pending)
             dirtyNodes_[keep++] = node;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <span>
@@ -195,10 +196,14 @@ class SubscriptionManager {
             // took, so one comparison with the latest holds for all of them even while the
             // groups of other phases have not caught up; `latest` is borrowed from the node.
             NodeSample sample;
+            // No item of the group may sample before this (the earliest of their next sampling
+            // times; INT64_MIN: not known yet): a Write checks it without visiting the items.
+            int64_t earliestNext = std::numeric_limits<int64_t>::min();
         };
         std::vector<MonitoredItem*> gridItems;
         std::vector<Group> groups;
         uint64_t generation = ~uint64_t(0);
+        int64_t changedAt = 0;  // when `latest` was written (monotonic ms)
         uint32_t pushedItems = 0;
         bool dirty = false;  // in dirtyNodes_: a version not yet taken by every grid item
     };
@@ -230,6 +235,9 @@ class SubscriptionManager {
     void releaseNode(NodeState& ns);
     void releaseGroups(NodeState& ns);
     void sampleChangedNodes(int64_t now);
+    // The group's items take the node's latest version as their sample for the publishing
+    // interval ending at `slot`; true when some item still waits for its sampling interval.
+    bool sampleGroup(NodeState& ns, NodeState::Group& g, int64_t slot, int64_t now);
     // Validates an item's EventFilter; the EventFilterResult goes to filterOut_ (if set).
     uaplex_status applyEventFilter(const ua::EventFilter& f, std::unique_ptr<EventFilterSpec>& out);
 

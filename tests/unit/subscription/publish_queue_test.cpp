@@ -786,6 +786,54 @@ TEST_CASE("report on change: several writes in one sampling interval give one sa
     CHECK(valuesFor(lastNotes(s), 70) == std::vector<double>{4});
 }
 
+TEST_CASE("report on change: a tick that outlasts a millisecond samples what it publishes") {
+    Server s;
+    uint32_t sub = s.subscribe(1);  // publishing ticks at 100, 200, ...
+    monitorWith(s, sub, 7, 70, 1, 100);
+    s.publish(1);
+    s.tickTo(101);
+    REQUIRE(valuesFor(lastNotes(s), 70).size() == 1);
+    s.publish(1);
+    s.clock.mono = 150;
+    s.mgr->valueChanged(7, Engine::value(5));
+    // The tick starts at 200 (the timer has not expired) and its clock passes 200 meanwhile:
+    // the subscription must not fire on a later reading than its items were sampled at.
+    s.clock.stepPerRead = 1;
+    s.tickTo(200);
+    s.clock.stepPerRead = 0;
+    s.tickTo(201);
+    REQUIRE(s.sink.done.size() == 2);
+    CHECK(valuesFor(lastNotes(s), 70) == std::vector<double>{5});
+    s.publish(1);
+    s.clock.mono = 250;
+    s.mgr->valueChanged(7, Engine::value(6));
+    s.tickTo(301);
+    REQUIRE(s.sink.done.size() == 3);
+    CHECK(valuesFor(lastNotes(s), 70) == std::vector<double>{6});
+}
+
+TEST_CASE("report on change: a write after a due tick that has not run leaves it the older value") {
+    Server s;
+    uint32_t sub = s.subscribe(1);  // publishing ticks at 100, 200, ...
+    monitorWith(s, sub, 7, 70, 1, 100);
+    s.publish(1);
+    s.tickTo(101);
+    s.publish(1);
+    s.clock.mono = 150;
+    s.mgr->valueChanged(7, Engine::value(5));
+    // The loop is late: at 205 the tick for 200 has not run when the next Write comes. The
+    // sample for 200 is the value of 200, and the newer one is the next interval's.
+    s.clock.mono = 205;
+    s.mgr->valueChanged(7, Engine::value(6));
+    s.tickTo(205);
+    REQUIRE(s.sink.done.size() == 2);
+    CHECK(valuesFor(lastNotes(s), 70) == std::vector<double>{5});
+    s.publish(1);
+    s.tickTo(301);
+    REQUIRE(s.sink.done.size() == 3);
+    CHECK(valuesFor(lastNotes(s), 70) == std::vector<double>{6});
+}
+
 TEST_CASE("report on change: a write after the interval elapsed is published in that cycle") {
     Server s;
     uint32_t sub = s.subscribe(1);  // publishing ticks at 100, 200, ...
