@@ -75,7 +75,7 @@ subscription::SubscriptionLimits subscriptionLimitsOf(const config::ServerConfig
     l.maxSamplingInterval = std::max(c.max_sampling_interval_ms, c.min_sampling_interval_ms);
     // Subscriptions created together publish on phases 20 ms apart, not in one burst (10 ms
     // coalesced more changes in the fan-out benchmark: docs/performance.md, Scale).
-    l.phaseSlotMs = 20;
+    l.phaseSlotMs = 10;
     return l;
 }
 

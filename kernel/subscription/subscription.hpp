@@ -149,7 +149,8 @@ class Subscription {
     SequenceNumbers& sequenceNumbers() { return sequence_; }
 
     // Items. createItem gives nullptr when no memory is left.
-    MonitoredItem* createItem(uint32_t clientHandle, uint64_t nodeHandle);
+    // `block`: from ctx.itemSlab, taken (null: one is allocated).
+    MonitoredItem* createItem(uint32_t clientHandle, uint64_t nodeHandle, void* block = nullptr);
     MonitoredItem* item(uint32_t id) const;
     // Before the first CreateMonitoredItems of a typical size: its ids fit exactly (doubling
     // from one would leave a third unused).
@@ -164,6 +165,10 @@ class Subscription {
             if (it) f(*it);
     }
     void itemReady(MonitoredItem* item);
+    // While set, the items that become ready were sampled for the tick about to fire (the
+    // manager's report on change): a reporting item goes straight to the publish list instead
+    // of being examined again by that tick.
+    void setSamplingForTick(bool on) { samplingForTick_ = on && publishingEnabled_ && sessionId_; }
     void countQueueOverflow() { ++queueOverflows_; }
     EngineContext& context() { return ctx_; }
     // The items moved to the publish list by the last tick of any subscription of the context
@@ -213,6 +218,7 @@ class Subscription {
     std::vector<MonitoredItem*> items_;
     std::vector<uint32_t> freeIds_;
     size_t itemCount_ = 0;
+    bool samplingForTick_ = false;
     std::vector<MonitoredItem*> ready_;           // duplicate-free, insertion order
     std::vector<MonitoredItem*> triggerSources_;  // items with links that got a value
     // Up to every item of the subscription: a ring (nothing allocated while never used),

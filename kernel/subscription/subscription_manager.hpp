@@ -261,6 +261,7 @@ class SubscriptionManager {
     uint64_t nextEventHandle_ = 1;
     ua::ExtensionObject* filterOut_ = nullptr;  // the result being filled (its request's arena)
     enc::Arena* filterArena_ = nullptr;
+    void* placement_ = nullptr;  // the slab block the item being created takes
     enc::Arena scratch_;
     uint32_t nextSubscriptionId_;
     size_t itemCount_ = 0;
