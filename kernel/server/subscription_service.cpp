@@ -73,8 +73,8 @@ subscription::SubscriptionLimits subscriptionLimitsOf(const config::ServerConfig
     l.maxNotificationsPerPublish = c.max_notifications_per_publish;
     l.minSamplingInterval = c.min_sampling_interval_ms;
     l.maxSamplingInterval = std::max(c.max_sampling_interval_ms, c.min_sampling_interval_ms);
-    // Subscriptions created together publish on phases 20 ms apart, not in one burst (10 ms
-    // coalesced more changes in the fan-out benchmark: docs/performance.md, Scale).
+    // Subscriptions created together publish on phases 10 ms apart, not in one burst: one
+    // subscription's items per tick stay in the cache (docs/performance.md, Scale).
     l.phaseSlotMs = 10;
     return l;
 }

@@ -825,6 +825,8 @@ TEST_CASE("report on change: a write after a due tick that has not run leaves it
     // sample for 200 is the value of 200, and the newer one is the next interval's.
     s.clock.mono = 205;
     s.mgr->valueChanged(7, Engine::value(6));
+    // Sampled for a tick that fires: straight to the publish list, not examined again.
+    CHECK(s.mgr->find(sub)->readyListSize() == 0);
     s.tickTo(205);
     REQUIRE(s.sink.done.size() == 2);
     CHECK(valuesFor(lastNotes(s), 70) == std::vector<double>{5});
@@ -832,6 +834,45 @@ TEST_CASE("report on change: a write after a due tick that has not run leaves it
     s.tickTo(301);
     REQUIRE(s.sink.done.size() == 3);
     CHECK(valuesFor(lastNotes(s), 70) == std::vector<double>{6});
+}
+
+TEST_CASE("monitored items: a request's items of one node take neighbouring blocks") {
+    Server s;
+    uint32_t sub = s.subscribe(1);
+    // 40 items over 4 nodes round-robin, as a client subscribing tag lists does, and one
+    // refused item (an invalid monitoring mode) in between.
+    std::vector<ua::MonitoredItemCreateRequest> items(41);
+    for (size_t i = 0; i < items.size(); ++i) {
+        items[i].itemToMonitor.nodeId = ua::numericNodeId(1, uint32_t(20 + i % 4));
+        items[i].itemToMonitor.attributeId = 13;
+        items[i].monitoringMode = i == 17 ? ua::MonitoringMode(7) : ua::MonitoringMode::Reporting;
+        items[i].requestedParameters.clientHandle = uint32_t(i);
+    }
+    ua::CreateMonitoredItemsRequest req{};
+    req.subscriptionId = sub;
+    req.timestampsToReturn = ua::TimestampsToReturn::Both;
+    req.itemsToCreate = {int32_t(items.size()), items.data()};
+    ua::CreateMonitoredItemsResponse resp{};
+    REQUIRE(s.mgr->createMonitoredItems(1, req, resp, s.arena) == UAPLEX_Good);
+    const size_t block = s.mgr->context().itemSlab.blockSize();
+    std::map<uint32_t, std::vector<uintptr_t>> byNode;
+    for (size_t i = 0; i < items.size(); ++i) {
+        if (i == 17) {
+            CHECK(resp.results[i].statusCode == UAPLEX_BadMonitoringModeInvalid);
+            continue;
+        }
+        REQUIRE(resp.results[i].statusCode == UAPLEX_Good);
+        const MonitoredItem* it = s.mgr->find(sub)->item(resp.results[i].monitoredItemId);
+        REQUIRE(it);
+        CHECK(it->clientHandle() == i);
+        byNode[uint32_t(i % 4)].push_back(reinterpret_cast<uintptr_t>(it));
+    }
+    for (auto& [node, addrs] : byNode) {
+        std::sort(addrs.begin(), addrs.end());
+        // One run per node (the refused item's block went back): at most one gap of a block.
+        CHECK(addrs.back() - addrs.front() <= addrs.size() * block);
+    }
+    CHECK(s.mgr->context().itemSlab.liveBlocks() == 40);  // the refused item's block is free
 }
 
 TEST_CASE("report on change: a write after the interval elapsed is published in that cycle") {
