@@ -1180,8 +1180,9 @@ void Server::publishingLoop() {
                          std::chrono::steady_clock::now().time_since_epoch())
                          .count();
         if (nowMs >= due) lastDue = due;  // this tick serves it
+        const bool full = std::chrono::steady_clock::now() >= next;
         lock.unlock();
-        subscriptions_->timerTick();
+        subscriptions_->timerTick(full);
         lock.lock();
         auto now = std::chrono::steady_clock::now();
         if (now >= next) next += ((now - next) / period + 1) * period;  // missed ticks collapse

@@ -259,12 +259,12 @@ void SubscriptionService::stop() noexcept {
     flush(done);
 }
 
-void SubscriptionService::timerTick() noexcept {
+void SubscriptionService::timerTick(bool full) noexcept {
     std::vector<Done> done;
     bool trim = false;  // expired subscriptions
     {
         std::lock_guard lock(mutex_);
-        manager_.timerTick();
+        manager_.timerTick(full);
         done.swap(done_);
         trim = manager_.takeTrimDue();
     }

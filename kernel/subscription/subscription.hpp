@@ -133,10 +133,6 @@ class Subscription {
     int64_t timerExpiry() const { return timerExpiry_; }
     // Moves the publishing timer's phase later (SubscriptionManager spreads the phases).
     void delayTimer(int64_t ms) { timerExpiry_ += ms; }
-    int64_t nextTickAt() const {
-        if (transferring || expired_) return std::numeric_limits<int64_t>::max();
-        return timerExpiry_ + 1;
-    }
     PublishOutcome publish();
     // Good, BadSequenceNumberUnknown or BadSequenceNumberInvalid; resets the lifetime counter.
     uaplex_status acknowledge(uint32_t sequenceNumber);

@@ -87,6 +87,7 @@ uaplex_status SubscriptionManager::createSubscription(uint64_t sessionId,
     st.sub =
         std::make_unique<Subscription>(ctx_, id, sessionId, r, req.priority, req.publishingEnabled);
     spreadPhase(*st.sub);
+    scheduleTick(*st.sub);
     sessions_[sessionId].subs.push_back(id);  // the session's Publish queue starts here
     if (auto idn = identities_.find(sessionId); idn != identities_.end()) st.owner = idn->second;
     resp.subscriptionId = id;
@@ -106,7 +107,10 @@ uaplex_status SubscriptionManager::modifySubscription(uint64_t sessionId,
                        req.requestedMaxKeepAliveCount, req.maxNotificationsPerPublish);
     double before = st->sub->settings().publishingInterval;
     st->sub->modify(r, req.priority);
-    if (r.publishingInterval != before) spreadPhase(*st->sub);  // its timer restarted
+    if (r.publishingInterval != before) {  // its timer restarted
+        spreadPhase(*st->sub);
+        scheduleTick(*st->sub);
+    }
     resp.revisedPublishingInterval = r.publishingInterval;
     resp.revisedLifetimeCount = r.lifetimeCount;
     resp.revisedMaxKeepAliveCount = r.maxKeepAliveCount;
@@ -133,26 +137,18 @@ uaplex_status SubscriptionManager::setPublishingMode(uint64_t sessionId,
 
 // Subscriptions created together (clients connecting at once) would otherwise publish in the
 // same tick: one burst that samples, builds and sends for all of them while Writes wait. The
-// new timer goes to the earliest phase slot (of up to 64 within the interval) that the fewest
-// subscriptions of the same interval use. O(subscriptions) per creation.
+// subscriptions of one publishing interval take its phase slots (up to 64, `phaseSlotMs`
+// apart) in turn, the timer delayed by less than one interval: O(1) per creation.
 void SubscriptionManager::spreadPhase(Subscription& s) {
     const int64_t w = ctx_.limits.phaseSlotMs;
     const auto pi = int64_t(s.settings().publishingInterval);
     if (w <= 0 || pi < 2 * w) return;
     constexpr int64_t kMaxSlots = 64;
     const int64_t slots = std::min(pi / w, kMaxSlots);
-    uint32_t counts[kMaxSlots] = {};
-    const int64_t e0 = s.timerExpiry();
-    for (auto& [id, st] : subs_) {
-        if (!st.sub || st.sub.get() == &s || int64_t(st.sub->settings().publishingInterval) != pi)
-            continue;
-        int64_t k = ((st.sub->timerExpiry() - e0) % pi + pi) % pi / w;
-        if (k < slots) ++counts[k];
-    }
-    int64_t best = 0;
-    for (int64_t k = 1; k < slots; ++k)
-        if (counts[k] < counts[best]) best = k;
-    s.delayTimer(best * w);
+    auto [it, first] = phases_.try_emplace(pi, PhaseTurn{s.timerExpiry() % pi, 0});
+    PhaseTurn& turn = it->second;
+    const int64_t target = (turn.origin + int64_t(turn.next++ % uint64_t(slots)) * w) % pi;
+    s.delayTimer(((target - s.timerExpiry()) % pi + pi) % pi);
 }
 
 void SubscriptionManager::complete(Parked& p, uaplex_status status, PublishOutcome&& o) {
@@ -817,9 +813,15 @@ bool SubscriptionManager::cancelPublish(uint64_t requestId, uaplex_status status
     return false;
 }
 
-void SubscriptionManager::timerTick() {
+void SubscriptionManager::timerTick(bool full) {
     int64_t now = ctx_.clock.monoMs();
-    sampleChangedNodes(now);
+    dueNow_.clear();
+    while (!due_.empty() && due_.top().first <= now) {
+        Due d = due_.top();
+        due_.pop();
+        if (validDue(d)) dueNow_.push_back(d.second);
+    }
+    sampleChangedNodes(now, !dueNow_.empty());
     // Polled items: only the groups that are due.
     for (auto& [si, g] : groups_) {
         if (now < g.next) continue;
@@ -834,7 +836,7 @@ void SubscriptionManager::timerTick() {
     }
     std::vector<uint32_t> expired;
     std::vector<SubState*> collected;
-    for (auto& [id, st] : subs_) {
+    auto tickOne = [&](uint32_t id, SubState& st) {
         switch (st.sub->tick(now)) {
             case TickResult::Expired:
                 expired.push_back(id);
@@ -845,6 +847,22 @@ void SubscriptionManager::timerTick() {
             default:
                 if (!st.ready && !st.publishing) collected.push_back(&st);
         }
+    };
+    if (full) {
+        for (auto& [id, st] : subs_) tickOne(id, st);
+    } else {
+        for (uint32_t id : dueNow_) tickOne(id, subs_.find(id)->second);
+    }
+    // Their next expiry (a timer that did not move, a subscription being transferred, is
+    // looked at again one interval on).
+    for (uint32_t id : dueNow_) {
+        auto it = subs_.find(id);
+        if (it == subs_.end()) continue;
+        const Subscription& sub = *it->second.sub;
+        if (sub.timerExpiry() >= now)
+            scheduleTick(sub);
+        else
+            due_.push({now + int64_t(sub.settings().publishingInterval), id});
     }
     // All at once, so that priority and age decide, not table order.
     for (SubState* st : collected) {
@@ -857,6 +875,14 @@ void SubscriptionManager::timerTick() {
         PublishOutcome status = st->sub->statusMessage(UAPLEX_BadTimeout);
         removeSubscription(id, false);
         if (sessionId != 0) deliverStatus(sessionId, std::move(status), false);
+    }
+    if (!full) {
+        // The sessions of the subscriptions that fired (a session's few subscriptions: a
+        // repeated session is assigned again, which finds nothing more to do).
+        for (SubState* st : collected)
+            if (uint64_t sid = st->sub->sessionId())
+                if (Session* s = session(sid)) assign(sid, *s);
+        return;
     }
     for (auto& [sessionId, s] : sessions_) {
         // The queue's backstop: deadline + 500 ms (the RequestManager sweep usually fires first).
@@ -873,10 +899,10 @@ void SubscriptionManager::timerTick() {
     }
 }
 
-int64_t SubscriptionManager::nextTickAt() const {
-    int64_t at = std::numeric_limits<int64_t>::max();
+int64_t SubscriptionManager::nextTickAt() {
+    while (!due_.empty() && !validDue(due_.top())) due_.pop();
+    int64_t at = due_.empty() ? std::numeric_limits<int64_t>::max() : due_.top().first;
     for (const auto& [si, g] : groups_) at = std::min(at, g.next);
-    for (const auto& [id, st] : subs_) at = std::min(at, st.sub->nextTickAt());
     return at;
 }
 
@@ -1005,18 +1031,11 @@ bool SubscriptionManager::sampleGroup(NodeState& ns, NodeState::Group& g, int64_
 // their subscription's publishing tick fires now and their sampling interval has elapsed on
 // that grid; a node stays listed
 // until all of them have. Idle nodes are not visited.
-void SubscriptionManager::sampleChangedNodes(int64_t now) {
+void SubscriptionManager::sampleChangedNodes(int64_t now, bool firing) {
     visitedLastTick_ = 0;
-    if (dirtyNodes_.empty()) return;
     // A tick where no subscription fires (the loop's own grid, a polled group) leaves the
     // written nodes for later without visiting them.
-    bool firing = false;
-    for (auto& [id, st] : subs_)
-        if (st.sub->gridTime(now) >= 0) {
-            firing = true;
-            break;
-        }
-    if (!firing) return;
+    if (dirtyNodes_.empty() || !firing) return;
     size_t keep = 0;
     for (uint64_t node : dirtyNodes_) {
         auto s = nodeStates_.find(node);

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
+#include <queue>
 #include <span>
 #include <string>
 #include <string_view>
@@ -128,13 +130,17 @@ class SubscriptionManager {
     void stop();
     // Ends a parked request (cancellation, the RequestManager's deadline sweep).
     bool cancelPublish(uint64_t requestId, uaplex_status status);
-    // Every PublishingResolution ms: sampling of polled items, subscription ticks, assignment.
-    void timerTick();
+    // Sampling of polled items, subscription ticks, assignment. `full` (every
+    // PublishingResolution ms): every subscription and session is examined (keep-alive and
+    // lifetime counting, the parked requests' deadline backstop); otherwise only the
+    // subscriptions whose publishing timer expired and their sessions: O(due), so that waking
+    // at each subscription's own expiry costs nothing for the thousands that are not due.
+    void timerTick(bool full = true);
     // When timerTick has work next: the earliest publishing timer expiry of a subscription or
     // due polled sampling group (INT64_MAX: none). Waking then, rather than on the next tick of
     // a coarser loop, publishes each subscription at its own grid point and spreads the
     // subscriptions' bursts over their phases.
-    int64_t nextTickAt() const;
+    int64_t nextTickAt();
 
     // --- The change hook (report on change) ---
     void valueChanged(uint64_t nodeHandle, const ua::DataValue& value);
@@ -234,7 +240,7 @@ class SubscriptionManager {
     void countItems(NodeState& ns, const std::vector<MonitoredItem*>& items);
     void releaseNode(NodeState& ns);
     void releaseGroups(NodeState& ns);
-    void sampleChangedNodes(int64_t now);
+    void sampleChangedNodes(int64_t now, bool firing);
     // The group's items take the node's latest version as their sample for the publishing
     // interval ending at `slot`; true when some item still waits for its sampling interval.
     bool sampleGroup(NodeState& ns, NodeState::Group& g, int64_t slot, int64_t now);
@@ -254,6 +260,22 @@ class SubscriptionManager {
     std::unordered_map<uint64_t, std::vector<MonitoredItem*>> byNode_;
     std::unordered_map<uint64_t, NodeState> nodeStates_;
     std::vector<uint64_t> dirtyNodes_;  // nodes written since their grid items last sampled
+    // (first clock reading at which a subscription's tick fires, its id): one valid entry per
+    // subscription, pushed when its timer moves; entries whose time no longer matches are
+    // dropped when they surface.
+    using Due = std::pair<int64_t, uint32_t>;
+    std::priority_queue<Due, std::vector<Due>, std::greater<Due>> due_;
+    std::vector<uint32_t> dueNow_;  // the subscriptions the current tick fires
+    struct PhaseTurn {
+        int64_t origin;  // the first subscription's phase (ms within the interval)
+        uint64_t next;   // the slot the next one takes, modulo the slot count
+    };
+    std::unordered_map<int64_t, PhaseTurn> phases_;  // by publishing interval
+    void scheduleTick(const Subscription& s) { due_.push({s.timerExpiry() + 1, s.id()}); }
+    bool validDue(const Due& d) const {
+        auto it = subs_.find(d.second);
+        return it != subs_.end() && it->second.sub->timerExpiry() + 1 == d.first;
+    }
     size_t visitedLastTick_ = 0;
     std::map<int64_t, SamplingGroup> groups_;  // polled items by sampling interval
     std::unordered_map<uint64_t, std::vector<MonitoredItem*>> byNotifier_;  // event items

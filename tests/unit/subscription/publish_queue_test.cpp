@@ -981,8 +981,8 @@ TEST_CASE("publishing timetable: subscriptions created together spread over phas
     CHECK(s.mgr->find(ids[1])->timerExpiry() == 110);
     CHECK(s.mgr->find(ids[2])->timerExpiry() == 120);
     s.clock.mono = 5;
-    uint32_t late = s.subscribe(1);  // 105 is taken (100-110): the next free slot from there
-    CHECK(s.mgr->find(late)->timerExpiry() == 125);
+    uint32_t late = s.subscribe(1);  // created at 5: the next slot in turn, 30 past the first
+    CHECK(s.mgr->find(late)->timerExpiry() == 130);
     uint32_t slow = s.subscribe(1, 0, 1000);  // another interval: its own phases
     CHECK(s.mgr->find(slow)->timerExpiry() == 1005);
     // Each fires at its own expiry, one tick each.
@@ -991,7 +991,7 @@ TEST_CASE("publishing timetable: subscriptions created together spread over phas
         ticks.push_back(s.mgr->nextTickAt());
         s.tickTo(ticks.back());
     }
-    CHECK(ticks == std::vector<int64_t>{101, 111, 121, 126, 201});
+    CHECK(ticks == std::vector<int64_t>{101, 111, 121, 131, 201});
     // Without spreading they share the creation phase.
     Server plain;
     uint32_t a = plain.subscribe(1), b = plain.subscribe(1);
