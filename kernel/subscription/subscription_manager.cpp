@@ -848,6 +848,7 @@ void SubscriptionManager::timerTick(bool full) {
                 if (!st.ready && !st.publishing) collected.push_back(&st);
         }
     };
+    subsVisitedLastTick_ = full ? subs_.size() : dueNow_.size();
     if (full) {
         for (auto& [id, st] : subs_) tickOne(id, st);
     } else {

@@ -156,6 +156,8 @@ class SubscriptionManager {
 
     // Items the last timerTick visited to sample pushed values: O(items of changed nodes).
     size_t itemsVisitedLastTick() const { return visitedLastTick_; }
+    // Subscriptions the last timerTick examined: every one on a full pass, else the due ones.
+    size_t subscriptionsVisitedLastTick() const { return subsVisitedLastTick_; }
     // True (once) when deletions freed many items since the last time (at least
     // kTrimAfterItems, and as many as remain): the caller then hands the C allocator's free
     // pages back to the kernel, outside the engine's lock.
@@ -276,7 +278,7 @@ class SubscriptionManager {
         auto it = subs_.find(d.second);
         return it != subs_.end() && it->second.sub->timerExpiry() + 1 == d.first;
     }
-    size_t visitedLastTick_ = 0;
+    size_t visitedLastTick_ = 0, subsVisitedLastTick_ = 0;
     std::map<int64_t, SamplingGroup> groups_;  // polled items by sampling interval
     std::unordered_map<uint64_t, std::vector<MonitoredItem*>> byNotifier_;  // event items
     std::vector<RetainedCondition> retained_;

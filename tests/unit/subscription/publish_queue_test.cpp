@@ -998,6 +998,31 @@ TEST_CASE("publishing timetable: subscriptions created together spread over phas
     CHECK(plain.mgr->find(a)->timerExpiry() == plain.mgr->find(b)->timerExpiry());
 }
 
+TEST_CASE("publishing timetable: a wake at one subscription's expiry visits only the due ones") {
+    SubscriptionLimits l;
+    l.phaseSlotMs = 10;
+    Server s(l);
+    std::vector<uint32_t> ids;
+    for (int i = 0; i < 100; ++i) ids.push_back(s.subscribe(1, 0, 100, 1000, 3000));
+    for (int i = 0; i < 5; ++i) s.publish(1);
+    s.clock.mono = 0;
+    // Ten phases 10 ms apart, ten subscriptions each: a due wake ticks those ten only.
+    for (int64_t t = 101; t < 200; t += 10) {
+        CHECK(s.mgr->nextTickAt() == t);
+        s.clock.mono = t;
+        s.mgr->timerTick(false);
+        CHECK(s.mgr->subscriptionsVisitedLastTick() == 10);
+    }
+    s.tickTo(200);  // the full pass still sees every one
+    CHECK(s.mgr->subscriptionsVisitedLastTick() == 100);
+    // Every subscription went through its first cycle once, on the due wakes alone.
+    for (uint32_t id : ids) {
+        CHECK(s.mgr->find(id)->timerExpiry() >= 200);
+        CHECK(s.mgr->find(id)->timerExpiry() < 300);
+    }
+    CHECK(s.sink.done.size() == 5);  // the first keep-alives, one per queued Publish
+}
+
 TEST_CASE("publishing timetable: a change is published at its subscription's grid point") {
     Server s;
     s.clock.mono = 30;
