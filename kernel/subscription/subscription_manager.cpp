@@ -819,8 +819,13 @@ void SubscriptionManager::timerTick(bool full) {
     while (!due_.empty() && due_.top().first <= now) {
         Due d = due_.top();
         due_.pop();
-        if (validDue(d)) dueNow_.push_back(d.second);
+        if (!full && validDue(d)) dueNow_.push_back(d.second);
     }
+    // The full pass finds the due subscriptions itself: one whose timer moved without a new
+    // entry in the heap is still sampled and scheduled again.
+    if (full)
+        for (auto& [id, st] : subs_)
+            if (st.sub->gridTime(now) >= 0) dueNow_.push_back(id);
     sampleChangedNodes(now, !dueNow_.empty());
     // Polled items: only the groups that are due.
     for (auto& [si, g] : groups_) {
