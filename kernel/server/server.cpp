@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <stdexcept>
 
 #include "host/logging.hpp"
@@ -1153,16 +1154,36 @@ void Server::reloadMonitoredItemQueues() {
 void Server::publishingLoop() {
     // Ticks on a fixed grid, not `period` after the previous tick's end: publishing cycles
     // do not drift by the tick's own duration, and a late tick is not followed by a late one.
+    // In between it wakes when a subscription's publishing timer expires, so that each
+    // subscription publishes at its own grid point (not up to one period later) and the
+    // subscriptions' bursts stay apart, on their own phases.
     const auto period = std::chrono::milliseconds(subscriptions_->resolutionMs());
     auto next = std::chrono::steady_clock::now() + period;
     std::unique_lock lock(housekeepingMutex_);
+    std::int64_t lastDue = 0;
     while (running_.load()) {
-        if (housekeepingWake_.wait_until(lock, next) != std::cv_status::timeout) continue;
-        if (!running_.load()) break;
+        auto wake = next;
         lock.unlock();
-        subscriptions_->timerTick();
+        std::int64_t due = subscriptions_->nextDueMs();
         lock.lock();
-        next += period;
+        if (due != std::numeric_limits<std::int64_t>::max()) {
+            // Exactly at the due millisecond (the engine's clock is steady_clock's), so that
+            // samples keep their phase; 1 ms on if a tick did not move it (never a spin).
+            auto at = std::chrono::steady_clock::time_point(std::chrono::milliseconds(due));
+            if (due <= lastDue)
+                at = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
+            if (at < wake) wake = at;
+        }
+        if (housekeepingWake_.wait_until(lock, wake) != std::cv_status::timeout) continue;
+        if (!running_.load()) break;
+        auto nowMs = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::steady_clock::now().time_since_epoch())
+                         .count();
+        if (nowMs >= due) lastDue = due;  // this tick serves it
+        const bool full = std::chrono::steady_clock::now() >= next;
+        lock.unlock();
+        subscriptions_->timerTick(full);
+        lock.lock();
         auto now = std::chrono::steady_clock::now();
         if (now >= next) next += ((now - next) / period + 1) * period;  // missed ticks collapse
     }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <limits>
 
 #include "config/config.hpp"
 
@@ -72,6 +73,9 @@ subscription::SubscriptionLimits subscriptionLimitsOf(const config::ServerConfig
     l.maxNotificationsPerPublish = c.max_notifications_per_publish;
     l.minSamplingInterval = c.min_sampling_interval_ms;
     l.maxSamplingInterval = std::max(c.max_sampling_interval_ms, c.min_sampling_interval_ms);
+    // Subscriptions created together publish on phases 10 ms apart, not in one burst: one
+    // subscription's items per tick stay in the cache (docs/performance.md, Scale).
+    l.phaseSlotMs = 10;
     return l;
 }
 
@@ -255,17 +259,22 @@ void SubscriptionService::stop() noexcept {
     flush(done);
 }
 
-void SubscriptionService::timerTick() noexcept {
+void SubscriptionService::timerTick(bool full) noexcept {
     std::vector<Done> done;
     bool trim = false;  // expired subscriptions
     {
         std::lock_guard lock(mutex_);
-        manager_.timerTick();
+        manager_.timerTick(full);
         done.swap(done_);
         trim = manager_.takeTrimDue();
     }
     flush(done);
     if (trim) trimHeap();
+}
+
+std::int64_t SubscriptionService::nextDueMs() noexcept {
+    std::lock_guard lock(mutex_);
+    return manager_.nextTickAt();  // SteadyClock counts steady_clock milliseconds
 }
 
 void SubscriptionService::valueChanged(std::uint64_t node, const ua::DataValue& value) noexcept {

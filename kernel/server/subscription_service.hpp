@@ -71,7 +71,11 @@ class SubscriptionService final : public subscription::PublishSink {
 
     void closeSession(std::uint64_t session, bool deleteSubscriptions) noexcept;
     void stop() noexcept;
-    void timerTick() noexcept;
+    // `full`: every subscription and session (the loop's resolution grid); otherwise only the
+    // subscriptions whose timer expired (see SubscriptionManager::timerTick).
+    void timerTick(bool full = true) noexcept;
+    // When the engine has work due, in steady_clock milliseconds (INT64_MAX: none).
+    std::int64_t nextDueMs() noexcept;
     // Node values changed (Write, the host API's value_set).
     void valueChanged(std::uint64_t node, const ua::DataValue& value) noexcept;
     // An event a node manager raised, for the items on `notifiers`.
