@@ -1190,6 +1190,7 @@ void Server::housekeepingLoop() {
         if (!running_.load()) break;
         std::int64_t now = monotonicMs();
         if (std::size_t n = sessions_->sweep(now)) logger()->info("{} session(s) timed out", n);
+        trimHeapAfterMessageBurst();
         std::vector<std::shared_ptr<Connection>> expired;
         {
             std::lock_guard cl(connectionsMutex_);

@@ -53,6 +53,12 @@ std::uint32_t heapTrimCount() noexcept {
     return heapTrims.load(std::memory_order_relaxed);
 }
 
+bool trimHeapAfterMessageBurst() noexcept {
+    if (subscription::MessagePool::takeFreedBytes(std::uint64_t{1} << 20) == 0) return false;
+    trimHeap();
+    return true;
+}
+
 subscription::SubscriptionLimits subscriptionLimitsOf(const config::ServerConfig& cfg) {
     const auto& c = cfg.server.limits;
     subscription::SubscriptionLimits l;

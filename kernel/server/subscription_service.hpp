@@ -41,6 +41,11 @@ subscription::SubscriptionLimits subscriptionLimitsOf(const config::ServerConfig
 // drops the arena blocks a large request made it grow.
 std::uint32_t heapTrimCount() noexcept;
 
+// Housekeeping: once the engine freed a burst's worth of NotificationMessages (1 MiB, e.g.
+// the first messages of a thousand new subscriptions, acknowledged), the heap gives the
+// pages back; true when it trimmed.
+bool trimHeapAfterMessageBurst() noexcept;
+
 class SubscriptionService final : public subscription::PublishSink {
   public:
     SubscriptionService(const config::ServerConfig& cfg, subscription::NodeValueSource& source);
