@@ -91,3 +91,45 @@ TEST_CASE("steady-state Reads do not allocate with access rules in force") {
     INFO("server-side allocations during 1000 Reads: " << n);
     CHECK(n == 0);
 }
+
+// Released request records serve every connection: sessions that each ran requests one at a
+// time keep none of their own (two Publish sent together made each keep two for good).
+TEST_CASE("connections share the released request records") {
+    test::tUncounted = true;
+    const std::uint16_t port = test::freePort();
+    std::string toml =
+        "[log]\nlevel = \"warn\"\nsink = \"stderr\"\n[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR
+        "\"]\n[server]\nendpoints = [\"opc.tcp://127.0.0.1:" +
+        std::to_string(port) +
+        "\"]\n[slots]\nrequest_queue = \"fair\"\nadmission = \"leases\"\nbuffer_pool = "
+        "\"bounded\"\n[plugins.fair]\n[plugins.leases]\n[plugins.bounded]\n"
+        "[plugins.transport-tcp]\n";
+    auto cfg = config::parse_string(toml, "shared.toml", {});
+    host::Host host;
+    host.load(cfg);
+    host.start();
+    auto services = server::makeServiceHandler(cfg, host);
+    server::Server srv(cfg, host, *services);
+    srv.start();
+    const std::size_t before = server::Server::pendingRequestObjects();
+    std::vector<std::unique_ptr<test::Client>> clients;
+    ua::ReadValueId id{};
+    id.nodeId = ua::numericNodeId(0, 2259);
+    id.attributeId = 13;
+    ua::ReadRequest read{};
+    read.nodesToRead = {1, &id};
+    for (int i = 0; i < 40; ++i) {
+        clients.push_back(std::make_unique<test::Client>());
+        REQUIRE(clients.back()->open(port));
+        REQUIRE(clients.back()->createSession() == UAPLEX_Good);
+        REQUIRE(test::Client::result(clients.back()->call(read, 1)) == UAPLEX_Good);
+    }
+    // The 40 connections are open; what exists is what ran at once, not one per connection.
+    const std::size_t kept = server::Server::pendingRequestObjects() - before;
+    INFO("request records for 40 idle connections: " << kept);
+    CHECK(kept <= 8);
+    for (auto& c : clients) c->disconnect();
+    srv.stop();
+    services.reset();
+    host.shutdown();
+}
