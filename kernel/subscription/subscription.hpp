@@ -135,11 +135,15 @@ class Subscription {
     MonitoredItem* item(uint32_t id) const;
     // Before the first CreateMonitoredItems of a typical size: its ids fit exactly (doubling
     // from one would leave a third unused). The first retained message's place is taken here
-    // too, by the service's thread, as the lists are in createItem.
+    // and the lists' blocks too, by the service's thread (see createItem).
     void reserveItems(size_t n) {
         if (items_.capacity() == 0 && n <= 4096) {
             items_.reserve(n);
             retransmission_.reserveFirst();
+            if (n <= kListsReserved) {  // at once, not doubled item by item
+                ready_.reserve(n);
+                publishList_.reserve(n);
+            }
         }
     }
     // Up to this many items the ready and publish lists are sized as items are created.
