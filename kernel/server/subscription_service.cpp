@@ -54,7 +54,14 @@ std::uint32_t heapTrimCount() noexcept {
 }
 
 bool trimHeapAfterMessageBurst() noexcept {
-    if (subscription::MessagePool::takeFreedBytes(std::uint64_t{1} << 20) == 0) return false;
+    static std::uint64_t seen = 0, trimmedAt = 0;  // the housekeeping thread's only
+    std::uint64_t freed = subscription::MessagePool::freedBytes();
+    if (freed != seen) {  // still freeing: wait for a quiet tick
+        seen = freed;
+        return false;
+    }
+    if (freed - trimmedAt < (std::uint64_t{256} << 10)) return false;
+    trimmedAt = freed;
     trimHeap();
     return true;
 }

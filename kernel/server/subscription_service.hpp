@@ -41,9 +41,10 @@ subscription::SubscriptionLimits subscriptionLimitsOf(const config::ServerConfig
 // drops the arena blocks a large request made it grow.
 std::uint32_t heapTrimCount() noexcept;
 
-// Housekeeping: once the engine freed a burst's worth of NotificationMessages (1 MiB, e.g.
-// the first messages of a thousand new subscriptions, acknowledged), the heap gives the
-// pages back; true when it trimmed.
+// Housekeeping (one thread), every tick: once the engine freed at least 256 KiB of
+// NotificationMessages (e.g. the first messages of a thousand new subscriptions, all
+// acknowledged) and then a tick passed without more, the heap gives its free pages back;
+// true when it trimmed. A steady churn of messages is never quiet, so it costs no trims.
 bool trimHeapAfterMessageBurst() noexcept;
 
 class SubscriptionService final : public subscription::PublishSink {

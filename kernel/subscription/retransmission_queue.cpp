@@ -13,10 +13,8 @@ void MessagePool::freed(const RetainedMessage& m) noexcept {
                                 std::memory_order_relaxed);
 }
 
-uint64_t MessagePool::takeFreedBytes(uint64_t threshold) noexcept {
-    uint64_t n = freedMessageBytes.load(std::memory_order_relaxed);
-    if (n < threshold || n == 0) return 0;
-    return freedMessageBytes.exchange(0, std::memory_order_relaxed);
+uint64_t MessagePool::freedBytes() noexcept {
+    return freedMessageBytes.load(std::memory_order_relaxed);
 }
 
 MessagePool::~MessagePool() {

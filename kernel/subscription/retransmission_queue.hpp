@@ -46,11 +46,10 @@ class MessagePool {
     size_t freeCount() const;
     // Frees the recycled messages and their arenas (after a bulk deletion).
     void trim() noexcept;
-    // Heap bytes of the messages every pool in the process deleted (beyond its free list)
-    // since the last takeFreedBytes that found at least `threshold`; 0 below it. A burst of
-    // first messages freed at once leaves the allocator holding their pages until someone
-    // trims (the server's housekeeping, once a burst's worth went).
-    static uint64_t takeFreedBytes(uint64_t threshold) noexcept;
+    // Heap bytes of the messages every pool in the process deleted (beyond its free list),
+    // ever: a burst of first messages freed at once leaves the allocator holding their pages
+    // until someone trims (the server's housekeeping, once such a burst is over).
+    static uint64_t freedBytes() noexcept;
 
   private:
     mutable std::mutex mutex_;  // releases come from encoder threads
