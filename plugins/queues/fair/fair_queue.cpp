@@ -808,7 +808,9 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
     }
 
     static constexpr int kBucketBits = 8;
-    static constexpr size_t kReuseAfter = 8;
+    // A bucket with this many FIFOs gives an idle one to a new group: a session with only
+    // parked Publish requests is idle, so thousands of sessions need few FIFOs.
+    static constexpr size_t kReuseAfter = 2;
     struct Bucket {
         std::mutex mutex;  // a group's first request only
         std::atomic<OwnerFifo*> head{nullptr};

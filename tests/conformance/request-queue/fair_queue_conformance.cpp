@@ -461,6 +461,25 @@ TEST_CASE("fair 8b: slots done by one owner serve the others") {
     CHECK(q.provider.used_total() == 0);
 }
 
+TEST_CASE("fair 8c: an idle group's FIFO serves a new group once its bucket holds two") {
+    // A session whose only requests are parked Publish is an idle group: 4000 of them need
+    // not keep 4000 FIFOs (nor 2048 before any reuse).
+    Fair q;
+    std::vector<uaplex_admission_owner> owners(4000);
+    auto heapInUse = [] { return mallinfo2().uordblks; };
+    size_t before = heapInUse();
+    for (uint32_t i = 0; i < owners.size(); ++i) {
+        auto e = make(i + 1, &owners[i]);
+        REQUIRE(q.enqueue(&e) == UAPLEX_Good);
+        REQUIRE(q.next() == &e);
+        q.dispose(&e);
+    }
+    double perOwner = double(heapInUse() - before) / double(owners.size());
+    INFO("heap per owner group: " << perOwner << " bytes");
+    CHECK(perOwner < 40);  // a FIFO each (about 130 bytes) without the reuse
+    CHECK(q.provider.used_total() == 0);
+}
+
 TEST_CASE("fair 9: only execution releases wake, one waiter each") {
     Fair q;
     q.provider.total[EXEC] = 1;
