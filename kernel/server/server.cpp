@@ -582,7 +582,7 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
       // Requests in flight at once: the queued ones, one per worker and the parked Publish
       // between dispatch and release; beyond the ring's size a released one is freed.
       requestPool_(std::make_unique<RequestPool>(std::bit_ceil(
-          std::min<std::size_t>(std::size_t(cfg.server.request_threads) + 4096, 1u << 16)))) {
+          std::min<std::size_t>(std::size_t(cfg.server.request_threads) + 2048, 1u << 16)))) {
     poolOps_ = pool_->ops();
     poolSelf_ = pool_->self();
     if (const auto& p = host_.buffer_pool()) {

@@ -54,14 +54,15 @@ std::uint32_t heapTrimCount() noexcept {
 }
 
 bool trimHeapAfterMessageBurst() noexcept {
-    static std::uint64_t seen = 0, trimmedAt = 0;  // the housekeeping thread's only
+    // Process-wide like the pools' count (two servers in one process share them).
+    static std::atomic<std::uint64_t> seen{0}, trimmedAt{0};
     std::uint64_t freed = subscription::MessagePool::freedBytes();
-    if (freed != seen) {  // still freeing: wait for a quiet tick
-        seen = freed;
+    if (seen.exchange(freed, std::memory_order_relaxed) != freed)
+        return false;  // still freeing: wait for a quiet tick
+    std::uint64_t at = trimmedAt.load(std::memory_order_relaxed);
+    if (freed - at < (std::uint64_t{256} << 10) ||
+        !trimmedAt.compare_exchange_strong(at, freed, std::memory_order_relaxed))
         return false;
-    }
-    if (freed - trimmedAt < (std::uint64_t{256} << 10)) return false;
-    trimmedAt = freed;
     trimHeap();
     return true;
 }
