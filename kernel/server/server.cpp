@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <bit>
 #include <cctype>
 #include <chrono>
 #include <climits>
@@ -15,6 +16,7 @@
 
 #include "host/logging.hpp"
 #include "host/plugin_host.hpp"
+#include "mpmc_ring.hpp"
 #include "securechannel/secure_channel.hpp"
 #include "security/channel_security.hpp"
 #include "security/identity.hpp"
@@ -106,6 +108,9 @@ struct TransportBinding {
 
 // A decoded-to-be request between the I/O thread and a worker. The entry comes first so the
 // queue's entry pointer is the request's. Recycled per connection: no allocation per request.
+// PendingRequest objects alive (Server::pendingRequestObjects).
+std::atomic<std::size_t> gPendingRequests{0};
+
 struct PendingRequest {
     uaplex_request_entry entry{};
     std::shared_ptr<Connection> connection;
@@ -124,7 +129,35 @@ struct PendingRequest {
     std::uint32_t admissionFlags = 0;
     bool bound = false;
 
-    PendingRequest() { tracked.owner = this; }
+    PendingRequest() {
+        tracked.owner = this;
+        gPendingRequests.fetch_add(1, std::memory_order_relaxed);
+    }
+    ~PendingRequest() { gPendingRequests.fetch_sub(1, std::memory_order_relaxed); }
+    PendingRequest(const PendingRequest&) = delete;
+    PendingRequest& operator=(const PendingRequest&) = delete;
+};
+
+std::size_t Server::pendingRequestObjects() noexcept {
+    return gPendingRequests.load(std::memory_order_relaxed);
+}
+
+// The requests no connection uses right now, for any connection (a lock-free ring): what is
+// kept follows the requests in flight at once, not each connection's peak (two Publish sent
+// together made every connection keep two for good, most of them idle).
+struct RequestPool {
+    explicit RequestPool(std::size_t capacity) : free(capacity) {}
+    ~RequestPool() {
+        while (PendingRequest* r = free.pop()) delete r;
+    }
+    PendingRequest* acquire() {
+        if (PendingRequest* r = free.pop()) return r;
+        return new PendingRequest();
+    }
+    void release(PendingRequest* r) noexcept {
+        if (!free.push(r)) delete r;
+    }
+    plugins::MpmcRing<PendingRequest*> free;
 };
 
 // Per-worker scratch reused for every request: arena, encode buffer, chunk buffer list.
@@ -227,16 +260,7 @@ class Connection final : public securechannel::ChunkOutput,
         return gone_;
     }
 
-    PendingRequest* acquire() {
-        std::lock_guard lock(freeMutex_);
-        if (free_.empty()) {
-            all_.push_back(std::make_unique<PendingRequest>());
-            return all_.back().get();
-        }
-        PendingRequest* r = free_.back();
-        free_.pop_back();
-        return r;
-    }
+    PendingRequest* acquire() { return server_.requestPool_->acquire(); }
     void release(PendingRequest* r) {
         if (r->registry) {
             r->registry->remove(r->tracked);
@@ -250,8 +274,7 @@ class Connection final : public securechannel::ChunkOutput,
             r->owner = nullptr;
             r->entry.owner = nullptr;
         }
-        std::lock_guard lock(freeMutex_);
-        free_.push_back(r);
+        server_.requestPool_->release(r);
     }
 
   private:
@@ -300,8 +323,6 @@ class Connection final : public securechannel::ChunkOutput,
   private:
     std::mutex transportMutex_;  // orders calls into the transport with on_closed
     bool gone_ = false;
-    std::mutex freeMutex_;
-    std::vector<std::unique_ptr<PendingRequest>> all_;
     std::vector<PendingRequest*> free_;
 };
 
@@ -555,7 +576,14 @@ uaplex_status Connection::sendResponse(std::uint32_t requestId, std::span<const 
 // --- Server --------------------------------------------------------------------------------
 
 Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler& services)
-    : cfg_(cfg), host_(host), services_(services), pool_(std::make_unique<KernelBufferPool>()) {
+    : cfg_(cfg),
+      host_(host),
+      services_(services),
+      pool_(std::make_unique<KernelBufferPool>()),
+      // Requests in flight at once: the queued ones, one per worker and the parked Publish
+      // between dispatch and release; beyond the ring's size a released one is freed.
+      requestPool_(std::make_unique<RequestPool>(std::bit_ceil(
+          std::min<std::size_t>(std::size_t(cfg.server.request_threads) + 2048, 1u << 16)))) {
     poolOps_ = pool_->ops();
     poolSelf_ = pool_->self();
     if (const auto& p = host_.buffer_pool()) {
@@ -1211,6 +1239,7 @@ void Server::housekeepingLoop() {
         if (!running_.load()) break;
         std::int64_t now = monotonicMs();
         if (std::size_t n = sessions_->sweep(now)) logger()->info("{} session(s) timed out", n);
+        trimHeapAfterMessageBurst();
         std::vector<std::shared_ptr<Connection>> expired;
         {
             std::lock_guard cl(connectionsMutex_);

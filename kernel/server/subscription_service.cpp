@@ -54,6 +54,20 @@ std::uint32_t heapTrimCount() noexcept {
     return heapTrims.load(std::memory_order_relaxed);
 }
 
+bool trimHeapAfterMessageBurst() noexcept {
+    // Process-wide like the pools' count (two servers in one process share them).
+    static std::atomic<std::uint64_t> seen{0}, trimmedAt{0};
+    std::uint64_t freed = subscription::MessagePool::freedBytes();
+    if (seen.exchange(freed, std::memory_order_relaxed) != freed)
+        return false;  // still freeing: wait for a quiet tick
+    std::uint64_t at = trimmedAt.load(std::memory_order_relaxed);
+    if (freed - at < (std::uint64_t{256} << 10) ||
+        !trimmedAt.compare_exchange_strong(at, freed, std::memory_order_relaxed))
+        return false;
+    trimHeap();
+    return true;
+}
+
 subscription::SubscriptionLimits subscriptionLimitsOf(const config::ServerConfig& cfg) {
     const auto& c = cfg.server.limits;
     subscription::SubscriptionLimits l;

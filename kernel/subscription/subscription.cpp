@@ -137,6 +137,14 @@ MonitoredItem* Subscription::createItem(uint32_t clientHandle, uint64_t nodeHand
     }
     items_[id - 1] = new (block) MonitoredItem(*this, id, clientHandle, nodeHandle);
     ++itemCount_;
+    // A small subscription's ready and publish lists hold all its items from here, on the
+    // service's thread: grown by the publishing thread, they were long-lived blocks among its
+    // short-lived messages (a burst of first messages freed left holes around each).
+    if (itemCount_ <= kListsReserved) {
+        if (ready_.capacity() < itemCount_)
+            ready_.reserve(std::max<size_t>(itemCount_, 2 * ready_.capacity()));
+        publishList_.reserve(itemCount_);
+    }
     return items_[id - 1];
 }
 

@@ -149,10 +149,22 @@ class Subscription {
     MonitoredItem* createItem(uint32_t clientHandle, uint64_t nodeHandle, void* block = nullptr);
     MonitoredItem* item(uint32_t id) const;
     // Before the first CreateMonitoredItems of a typical size: its ids fit exactly (doubling
-    // from one would leave a third unused).
+    // from one would leave a third unused). The first retained message's place is taken here
+    // and the lists' blocks too, by the service's thread (see createItem).
     void reserveItems(size_t n) {
-        if (items_.capacity() == 0 && n <= 4096) items_.reserve(n);
+        if (items_.capacity() == 0 && n <= 4096) {
+            items_.reserve(n);
+            retransmission_.reserveFirst();
+            if (n <= kListsReserved) {  // at once, not doubled item by item
+                ready_.reserve(n);
+                publishList_.reserve(n);
+            }
+        }
     }
+    // Up to this many items the ready and publish lists are sized as items are created.
+    static constexpr size_t kListsReserved = 64;
+    size_t publishListCapacity() const { return publishList_.capacity(); }
+    size_t retainedCapacity() const { return retransmission_.retainedCapacity(); }
     bool deleteItem(uint32_t id);
     size_t itemCount() const { return itemCount_; }
     template <typename F>

@@ -446,6 +446,44 @@ TEST_CASE("services: heap bytes per session with a subscription of 10 items and 
     CHECK(perSession <= 3000);
 }
 
+TEST_CASE("services: the publishing cycle grows no long-lived block of a new subscription") {
+    // The ready and publish lists and the retained message's place are taken when the first
+    // CreateMonitoredItems comes (the service's thread), not grown by the publishing thread
+    // between the first messages it builds (holes of a message around each when they go).
+    Server s;
+    uint32_t sub = s.subscribe(1, 0, 100, 10, 30);
+    for (uint32_t n = 1; n <= 10; ++n) {
+        s.source.values[n] = n;
+        s.monitor(1, sub, n);
+    }
+    Subscription* st = s.mgr->find(sub);
+    REQUIRE(st);
+    CHECK(st->publishListCapacity() >= 10);
+    CHECK(st->retainedCapacity() >= 1);
+    size_t publishCapacity = st->publishListCapacity(), retained = st->retainedCapacity();
+    s.publish(1);
+    s.tickTo(101);  // the first message: the 10 initial values, retained
+    REQUIRE(s.sink.done.size() == 1);
+    CHECK(st->publishListCapacity() == publishCapacity);
+    CHECK(st->retainedCapacity() == retained);
+}
+
+TEST_CASE("retransmission: message pools count the heap bytes they delete, for the trim") {
+    MessagePool pool(1);  // keeps one message, deletes the rest
+    std::vector<RetainedMessage*> v;
+    for (int i = 0; i < 3; ++i) {
+        v.push_back(pool.acquire());
+        REQUIRE(v.back()->arena.allocate(100, 8));
+    }
+    uint64_t before = MessagePool::freedBytes();
+    for (auto* m : v) pool.release(m);
+    // Two deleted, each its struct and its arena's 1 KiB block.
+    uint64_t oneMessage = sizeof(RetainedMessage) + 1024;
+    CHECK(MessagePool::freedBytes() - before == 2 * oneMessage);
+    pool.trim();  // the kept one
+    CHECK(MessagePool::freedBytes() - before == 3 * oneMessage);
+}
+
 TEST_CASE(
     "services: DeleteMonitoredItems with queued notifications; later Publishes carry "
     "only the live items") {
