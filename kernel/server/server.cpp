@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <stdexcept>
 
 #include "host/logging.hpp"
@@ -1068,8 +1069,10 @@ void Server::workerLoop(Worker& w) {
     while (running_.load(std::memory_order_relaxed)) {
         uaplex_request_entry* e = nullptr;
         host::PluginInstance* from = nullptr;
-        // Bounded waits: a queue swap waits for the longest call in flight, and stop() for us.
-        uaplex_status st = host_.request_queue().dequeue(100, &e, &from);
+        // Waits until a request comes, stop() stops the queue or a swap retires it (the slot
+        // bounds the wait on a queue that cannot be woken): no wake-up while idle.
+        uaplex_status st =
+            host_.request_queue().dequeue(std::numeric_limits<uint32_t>::max(), &e, &from);
         if (st == UAPLEX_Good && e) {
             execute(*static_cast<PendingRequest*>(e->kernel_private), w, from);
         } else if (st == UAPLEX_BadServerHalted) {
