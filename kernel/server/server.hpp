@@ -149,6 +149,12 @@ class Server {
     std::thread deadlineSweeper_;
     std::mutex housekeepingMutex_;
     std::condition_variable housekeepingWake_;
+    // The housekeeping sweep sleeps until the earliest session timeout or channel token
+    // expiry (sweepDueMs_, monotonic, under housekeepingMutex_; INT64_MAX: nothing due);
+    // a new session or channel that is due sooner wakes it (scheduleSweep).
+    std::condition_variable sweepWake_;
+    std::int64_t sweepDueMs_ = INT64_MAX;
+    void scheduleSweep(std::int64_t dueMs);
     std::atomic<bool> running_{false};
     std::atomic<std::uint32_t> nextChannelId_{1};
     std::atomic<std::uint32_t> nextRequestId_{1};
