@@ -133,9 +133,32 @@ SecureChannel::Event SecureChannel::onChunk(std::span<std::uint8_t> chunk, const
     return Event::None;
 }
 
+namespace {
+
+// OpenSecureChannel comes once or twice per connection, on the thread that reads it: its
+// decode arena and response bytes are one scratch per thread, so a burst of handshakes frees
+// no 8 KiB per handshake between the long-lived blocks the new connections allocate.
+struct OpenScratch {
+    enc::Arena arena{std::size_t(1) << 20};
+    enc::ByteBuffer out{4096};
+};
+
+// One onOpen's use; at its end what a large certificate grew goes back, the first block stays.
+struct OpenScratchUse {
+    OpenScratch& s;
+    ~OpenScratchUse() {
+        s.arena.shrink();
+        s.out.clear();
+    }
+};
+
+}  // namespace
+
 SecureChannel::Event SecureChannel::onOpen(std::span<std::uint8_t> chunk, const Clock& now,
                                            std::uint32_t newChannelId) {
-    enc::Arena arena(std::size_t(1) << 20);
+    thread_local OpenScratch scratch;  // onOpen never runs inside another onOpen
+    OpenScratchUse use{scratch};
+    enc::Arena& arena = scratch.arena;
     enc::DecodeLimits limits = limits_.decodeLimits;
     enc::BinaryReader r(std::span<const std::uint8_t>(chunk.data(), chunk.size()), arena, limits);
     r.take(kHeaderSize);
@@ -262,7 +285,7 @@ SecureChannel::Event SecureChannel::onOpen(std::span<std::uint8_t> chunk, const 
     resp.serverNonce = security_ ? ua::ByteString{std::int32_t(nonceLength), serverNonce}
                                  : ua::ByteString{0, nullptr};  // None: no nonce
 
-    enc::ByteBuffer out(4096);
+    enc::ByteBuffer& out = scratch.out;
     enc::BinaryWriter w(out);
     w.writeBytes("OPNF", 4);
     w.writeRaw<std::uint32_t>(0);  // size, patched below

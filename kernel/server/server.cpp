@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <chrono>
 #include <climits>
@@ -16,6 +17,7 @@
 
 #include "host/logging.hpp"
 #include "host/plugin_host.hpp"
+#include "mpmc_ring.hpp"
 #include "securechannel/secure_channel.hpp"
 #include "security/channel_security.hpp"
 #include "security/identity.hpp"
@@ -27,6 +29,7 @@
 #include "session/access_control.hpp"
 #include "session/identity.hpp"
 #include "session/session_manager.hpp"
+#include "subscription/retransmission_queue.hpp"
 
 namespace uaplex::server {
 
@@ -107,6 +110,9 @@ struct TransportBinding {
 
 // A decoded-to-be request between the I/O thread and a worker. The entry comes first so the
 // queue's entry pointer is the request's. Recycled per connection: no allocation per request.
+// PendingRequest objects alive (Server::pendingRequestObjects).
+std::atomic<std::size_t> gPendingRequests{0};
+
 struct PendingRequest {
     uaplex_request_entry entry{};
     std::shared_ptr<Connection> connection;
@@ -125,7 +131,35 @@ struct PendingRequest {
     std::uint32_t admissionFlags = 0;
     bool bound = false;
 
-    PendingRequest() { tracked.owner = this; }
+    PendingRequest() {
+        tracked.owner = this;
+        gPendingRequests.fetch_add(1, std::memory_order_relaxed);
+    }
+    ~PendingRequest() { gPendingRequests.fetch_sub(1, std::memory_order_relaxed); }
+    PendingRequest(const PendingRequest&) = delete;
+    PendingRequest& operator=(const PendingRequest&) = delete;
+};
+
+std::size_t Server::pendingRequestObjects() noexcept {
+    return gPendingRequests.load(std::memory_order_relaxed);
+}
+
+// The requests no connection uses right now, for any connection (a lock-free ring): what is
+// kept follows the requests in flight at once, not each connection's peak (two Publish sent
+// together made every connection keep two for good, most of them idle).
+struct RequestPool {
+    explicit RequestPool(std::size_t capacity) : free(capacity) {}
+    ~RequestPool() {
+        while (PendingRequest* r = free.pop()) delete r;
+    }
+    PendingRequest* acquire() {
+        if (PendingRequest* r = free.pop()) return r;
+        return new PendingRequest();
+    }
+    void release(PendingRequest* r) noexcept {
+        if (!free.push(r)) delete r;
+    }
+    plugins::MpmcRing<PendingRequest*> free;
 };
 
 // Per-worker scratch reused for every request: arena, encode buffer, chunk buffer list.
@@ -228,16 +262,7 @@ class Connection final : public securechannel::ChunkOutput,
         return gone_;
     }
 
-    PendingRequest* acquire() {
-        std::lock_guard lock(freeMutex_);
-        if (free_.empty()) {
-            all_.push_back(std::make_unique<PendingRequest>());
-            return all_.back().get();
-        }
-        PendingRequest* r = free_.back();
-        free_.pop_back();
-        return r;
-    }
+    PendingRequest* acquire() { return server_.requestPool_->acquire(); }
     void release(PendingRequest* r) {
         if (r->registry) {
             r->registry->remove(r->tracked);
@@ -251,8 +276,7 @@ class Connection final : public securechannel::ChunkOutput,
             r->owner = nullptr;
             r->entry.owner = nullptr;
         }
-        std::lock_guard lock(freeMutex_);
-        free_.push_back(r);
+        server_.requestPool_->release(r);
     }
 
   private:
@@ -301,8 +325,6 @@ class Connection final : public securechannel::ChunkOutput,
   private:
     std::mutex transportMutex_;  // orders calls into the transport with on_closed
     bool gone_ = false;
-    std::mutex freeMutex_;
-    std::vector<std::unique_ptr<PendingRequest>> all_;
     std::vector<PendingRequest*> free_;
 };
 
@@ -559,7 +581,14 @@ uaplex_status Connection::sendResponse(std::uint32_t requestId, std::span<const 
 // --- Server --------------------------------------------------------------------------------
 
 Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler& services)
-    : cfg_(cfg), host_(host), services_(services), pool_(std::make_unique<KernelBufferPool>()) {
+    : cfg_(cfg),
+      host_(host),
+      services_(services),
+      pool_(std::make_unique<KernelBufferPool>()),
+      // Requests in flight at once: the queued ones, one per worker and the parked Publish
+      // between dispatch and release; beyond the ring's size a released one is freed.
+      requestPool_(std::make_unique<RequestPool>(std::bit_ceil(
+          std::min<std::size_t>(std::size_t(cfg.server.request_threads) + 2048, 1u << 16)))) {
     poolOps_ = pool_->ops();
     poolSelf_ = pool_->self();
     if (const auto& p = host_.buffer_pool()) {
@@ -1168,16 +1197,36 @@ void Server::reloadMonitoredItemQueues() {
 void Server::publishingLoop() {
     // Ticks on a fixed grid, not `period` after the previous tick's end: publishing cycles
     // do not drift by the tick's own duration, and a late tick is not followed by a late one.
+    // In between it wakes when a subscription's publishing timer expires, so that each
+    // subscription publishes at its own grid point (not up to one period later) and the
+    // subscriptions' bursts stay apart, on their own phases.
     const auto period = std::chrono::milliseconds(subscriptions_->resolutionMs());
     auto next = std::chrono::steady_clock::now() + period;
     std::unique_lock lock(housekeepingMutex_);
+    std::int64_t lastDue = 0;
     while (running_.load()) {
-        if (housekeepingWake_.wait_until(lock, next) != std::cv_status::timeout) continue;
-        if (!running_.load()) break;
+        auto wake = next;
         lock.unlock();
-        subscriptions_->timerTick();
+        std::int64_t due = subscriptions_->nextDueMs();
         lock.lock();
-        next += period;
+        if (due != std::numeric_limits<std::int64_t>::max()) {
+            // Exactly at the due millisecond (the engine's clock is steady_clock's), so that
+            // samples keep their phase; 1 ms on if a tick did not move it (never a spin).
+            auto at = std::chrono::steady_clock::time_point(std::chrono::milliseconds(due));
+            if (due <= lastDue)
+                at = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
+            if (at < wake) wake = at;
+        }
+        if (housekeepingWake_.wait_until(lock, wake) != std::cv_status::timeout) continue;
+        if (!running_.load()) break;
+        auto nowMs = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::steady_clock::now().time_since_epoch())
+                         .count();
+        if (nowMs >= due) lastDue = due;  // this tick serves it
+        const bool full = std::chrono::steady_clock::now() >= next;
+        lock.unlock();
+        subscriptions_->timerTick(full);
+        lock.lock();
         auto now = std::chrono::steady_clock::now();
         if (now >= next) next += ((now - next) / period + 1) * period;  // missed ticks collapse
     }
@@ -1215,6 +1264,16 @@ void Server::housekeepingLoop() {
         std::int64_t next = INT64_MAX;
         if (std::size_t n = sessions_->sweep(now, &next))
             logger()->info("{} session(s) timed out", n);
+        // The heap trim after a burst of freed NotificationMessages needs a tick after the
+        // burst: every 200 ms while messages are being freed, every second while sessions
+        // (whose subscriptions free them) exist, not at all on a server without any.
+        trimHeapAfterMessageBurst();
+        std::uint64_t freed = subscription::MessagePool::freedBytes();
+        if (freed != messagesFreedSeen_)
+            next = std::min(next, now + kBurstTickMs);
+        else if (next != INT64_MAX)
+            next = std::min(next, now + kHeapCheckMs);
+        messagesFreedSeen_ = freed;
         std::vector<std::shared_ptr<Connection>> expired;
         {
             std::lock_guard cl(connectionsMutex_);

@@ -50,6 +50,7 @@ class KernelBufferPool;
 class PoolBufferAllocator;
 struct Worker;
 struct PendingRequest;
+struct RequestPool;
 struct RequestPrefix;
 struct TransportBinding;
 
@@ -82,6 +83,8 @@ class Server {
     // (security::Pki::own(), privateKey()); null when every endpoint offers None only.
     security::Pki* pki() noexcept { return pki_.get(); }
     std::size_t connectionCount() const;
+    // The request records that exist in the process (in flight or kept for reuse); tests.
+    static std::size_t pendingRequestObjects() noexcept;
 
   private:
     friend class Connection;
@@ -118,7 +121,8 @@ class Server {
     std::unique_ptr<security::Pki> pki_;
     std::unique_ptr<security::Provider> securityProvider_;
     bool offersNone_ = false;
-    std::unique_ptr<KernelBufferPool> pool_;  // the fallback when no buffer_pool plugin
+    std::unique_ptr<KernelBufferPool> pool_;    // the fallback when no buffer_pool plugin
+    std::unique_ptr<RequestPool> requestPool_;  // released PendingRequests, for any connection
     const uaplex_buffer_pool_ops* poolOps_ = nullptr;
     void* poolSelf_ = nullptr;
     void* poolManager_ = nullptr;
@@ -155,6 +159,11 @@ class Server {
     std::condition_variable sweepWake_;
     std::int64_t sweepDueMs_ = INT64_MAX;
     void scheduleSweep(std::int64_t dueMs);
+    // The heap trim after a message burst (trimHeapAfterMessageBurst) looks again this soon
+    // while messages are being freed, and this often while sessions exist.
+    static constexpr std::int64_t kBurstTickMs = 200;
+    static constexpr std::int64_t kHeapCheckMs = 1000;
+    std::uint64_t messagesFreedSeen_ = 0;  // housekeeping thread only
     std::atomic<bool> running_{false};
     std::atomic<std::uint32_t> nextChannelId_{1};
     std::atomic<std::uint32_t> nextRequestId_{1};

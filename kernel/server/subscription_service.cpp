@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <limits>
 
 #include "config/config.hpp"
 
@@ -53,6 +54,20 @@ std::uint32_t heapTrimCount() noexcept {
     return heapTrims.load(std::memory_order_relaxed);
 }
 
+bool trimHeapAfterMessageBurst() noexcept {
+    // Process-wide like the pools' count (two servers in one process share them).
+    static std::atomic<std::uint64_t> seen{0}, trimmedAt{0};
+    std::uint64_t freed = subscription::MessagePool::freedBytes();
+    if (seen.exchange(freed, std::memory_order_relaxed) != freed)
+        return false;  // still freeing: wait for a quiet tick
+    std::uint64_t at = trimmedAt.load(std::memory_order_relaxed);
+    if (freed - at < (std::uint64_t{256} << 10) ||
+        !trimmedAt.compare_exchange_strong(at, freed, std::memory_order_relaxed))
+        return false;
+    trimHeap();
+    return true;
+}
+
 subscription::SubscriptionLimits subscriptionLimitsOf(const config::ServerConfig& cfg) {
     const auto& c = cfg.server.limits;
     subscription::SubscriptionLimits l;
@@ -72,6 +87,9 @@ subscription::SubscriptionLimits subscriptionLimitsOf(const config::ServerConfig
     l.maxNotificationsPerPublish = c.max_notifications_per_publish;
     l.minSamplingInterval = c.min_sampling_interval_ms;
     l.maxSamplingInterval = std::max(c.max_sampling_interval_ms, c.min_sampling_interval_ms);
+    // Subscriptions created together publish on phases 10 ms apart, not in one burst: one
+    // subscription's items per tick stay in the cache (docs/performance.md, Scale).
+    l.phaseSlotMs = 10;
     return l;
 }
 
@@ -255,17 +273,22 @@ void SubscriptionService::stop() noexcept {
     flush(done);
 }
 
-void SubscriptionService::timerTick() noexcept {
+void SubscriptionService::timerTick(bool full) noexcept {
     std::vector<Done> done;
     bool trim = false;  // expired subscriptions
     {
         std::lock_guard lock(mutex_);
-        manager_.timerTick();
+        manager_.timerTick(full);
         done.swap(done_);
         trim = manager_.takeTrimDue();
     }
     flush(done);
     if (trim) trimHeap();
+}
+
+std::int64_t SubscriptionService::nextDueMs() noexcept {
+    std::lock_guard lock(mutex_);
+    return manager_.nextTickAt();  // SteadyClock counts steady_clock milliseconds
 }
 
 void SubscriptionService::valueChanged(std::uint64_t node, const ua::DataValue& value) noexcept {

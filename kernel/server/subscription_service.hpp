@@ -41,6 +41,12 @@ subscription::SubscriptionLimits subscriptionLimitsOf(const config::ServerConfig
 // drops the arena blocks a large request made it grow.
 std::uint32_t heapTrimCount() noexcept;
 
+// Housekeeping (one thread), every tick: once the engine freed at least 256 KiB of
+// NotificationMessages (e.g. the first messages of a thousand new subscriptions, all
+// acknowledged) and then a tick passed without more, the heap gives its free pages back;
+// true when it trimmed. A steady churn of messages is never quiet, so it costs no trims.
+bool trimHeapAfterMessageBurst() noexcept;
+
 class SubscriptionService final : public subscription::PublishSink {
   public:
     SubscriptionService(const config::ServerConfig& cfg, subscription::NodeValueSource& source);
@@ -71,7 +77,11 @@ class SubscriptionService final : public subscription::PublishSink {
 
     void closeSession(std::uint64_t session, bool deleteSubscriptions) noexcept;
     void stop() noexcept;
-    void timerTick() noexcept;
+    // `full`: every subscription and session (the loop's resolution grid); otherwise only the
+    // subscriptions whose timer expired (see SubscriptionManager::timerTick).
+    void timerTick(bool full = true) noexcept;
+    // When the engine has work due, in steady_clock milliseconds (INT64_MAX: none).
+    std::int64_t nextDueMs() noexcept;
     // Node values changed (Write, the host API's value_set).
     void valueChanged(std::uint64_t node, const ua::DataValue& value) noexcept;
     // An event a node manager raised, for the items on `notifiers`.

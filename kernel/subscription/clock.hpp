@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 namespace uaplex::subscription {
 
@@ -15,10 +16,12 @@ class Clock {
 // A clock the test moves by hand.
 class FakeClock final : public Clock {
   public:
-    int64_t monoMs() const override { return mono; }
+    // Each reading moves the clock on by `stepPerRead` ms (work that takes time), 0: stands.
+    int64_t monoMs() const override { return std::exchange(mono, mono + stepPerRead); }
     int64_t utcNow() const override { return utcBase + mono * 10000; }
     void advance(int64_t ms) { mono += ms; }
-    int64_t mono = 0;
+    mutable int64_t mono = 0;
+    int64_t stepPerRead = 0;
     int64_t utcBase = 133000000000000000;  // an arbitrary date in 2022
 };
 

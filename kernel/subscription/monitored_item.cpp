@@ -172,6 +172,7 @@ void MonitoredItem::setMode(ua::MonitoringMode m, int64_t now) {
         }
     } else if (old == ua::MonitoringMode::Disabled) {
         nextSamplingTime_ = now;
+        ++sub_->context().itemGeneration;  // its node's groups recount their earliest sample
         flags_ &= uint16_t(~(kHadValue | kHasLast));  // forget the last value
     }
     if (m == ua::MonitoringMode::Reporting && holdsNotification()) signalReady();
@@ -248,6 +249,7 @@ bool MonitoredItem::queueCell(ValueCell* cell, const ValueCell& v, uaplex_status
                               bool knownChanged) {
     auto& pool = sub_->context().values;
     if (!knownChanged && !(flags_ & kAlwaysReport)) {
+        ++sub_->context().itemComparisons;
         static const DataChangeFilterSpec kDefault{};
         const DataChangeFilterSpec& f = extras_ ? extras_->filter : kDefault;
         if (!dataChanged(f, last(), v)) {

@@ -4,8 +4,24 @@
 
 namespace uaplex::subscription {
 
+namespace {
+std::atomic<uint64_t> freedMessageBytes{0};
+}
+
+void MessagePool::freed(const RetainedMessage& m) noexcept {
+    freedMessageBytes.fetch_add(sizeof(RetainedMessage) + m.arena.reservedBytes(),
+                                std::memory_order_relaxed);
+}
+
+uint64_t MessagePool::freedBytes() noexcept {
+    return freedMessageBytes.load(std::memory_order_relaxed);
+}
+
 MessagePool::~MessagePool() {
-    while (free_) delete std::exchange(free_, free_->nextFree);
+    while (free_) {
+        freed(*free_);
+        delete std::exchange(free_, free_->nextFree);
+    }
 }
 
 RetainedMessage* MessagePool::acquire() {
@@ -33,6 +49,7 @@ void MessagePool::release(RetainedMessage* m) noexcept {
     m->message = {};
     std::lock_guard lock(mutex_);
     if (freeCount_ >= maxFree_) {
+        freed(*m);
         delete m;
         return;
     }
@@ -48,7 +65,10 @@ void MessagePool::trim() noexcept {
         list = std::exchange(free_, nullptr);
         freeCount_ = 0;
     }
-    while (list) delete std::exchange(list, list->nextFree);
+    while (list) {
+        freed(*list);
+        delete std::exchange(list, list->nextFree);
+    }
 }
 
 size_t MessagePool::freeCount() const {

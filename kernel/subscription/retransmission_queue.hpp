@@ -46,9 +46,14 @@ class MessagePool {
     size_t freeCount() const;
     // Frees the recycled messages and their arenas (after a bulk deletion).
     void trim() noexcept;
+    // Heap bytes of the messages every pool in the process deleted (beyond its free list),
+    // ever: a burst of first messages freed at once leaves the allocator holding their pages
+    // until someone trims (the server's housekeeping, once such a burst is over).
+    static uint64_t freedBytes() noexcept;
 
   private:
     mutable std::mutex mutex_;  // releases come from encoder threads
+    static void freed(const RetainedMessage& m) noexcept;
     RetainedMessage* free_ = nullptr;
     size_t freeCount_ = 0, maxFree_;
     std::atomic<uint64_t> returned_{0};
@@ -118,6 +123,9 @@ class RetransmissionQueue {
     // The next unsent message, if any; more when unsent remain or hasItems.
     Sent tryDequeueQueued(bool hasItems);
     bool hasQueued() const { return sent_ < retained_.size(); }
+    // Room for the first message, taken by the calling thread (see Subscription::reserveItems).
+    void reserveFirst() { retained_.reserve(1); }
+    size_t retainedCapacity() const { return retained_.capacity(); }
     // Every sent message's number (what a keep-alive lists).
     std::vector<uint32_t> fillAvailable() const;
     // Good, BadSequenceNumberUnknown, or BadSequenceNumberInvalid for 0.

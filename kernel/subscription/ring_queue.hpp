@@ -129,6 +129,17 @@ class RingQueue {
         if (size_ == 0) head_ = 0;
         return iterator(this, from);
     }
+    // Capacity for at least n elements (MinCapacity doubled, as pushes would grow it), taken
+    // now by the calling thread.
+    void reserve(std::size_t n) {
+        if (n <= cap_) return;
+        std::size_t cap = cap_ ? cap_ : MinCapacity;
+        while (cap < n) {
+            if (cap > UINT32_MAX / 2) throw std::bad_alloc();
+            cap *= 2;
+        }
+        relocate(cap);
+    }
     // Capacity down to the size (none when empty): after a burst, memory goes back.
     void shrink_to_fit() {
         if (cap_ == size_) return;

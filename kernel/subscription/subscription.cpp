@@ -122,8 +122,8 @@ void Subscription::setPublishingMode(bool enabled) {
     lifetimeCounter_ = 0;
 }
 
-MonitoredItem* Subscription::createItem(uint32_t clientHandle, uint64_t nodeHandle) {
-    void* block = ctx_.itemSlab.allocate();
+MonitoredItem* Subscription::createItem(uint32_t clientHandle, uint64_t nodeHandle, void* block) {
+    if (!block) block = ctx_.itemSlab.allocate();
     if (!block) return nullptr;
     uint32_t id = 0;
     while (!freeIds_.empty() && id == 0) {
@@ -137,6 +137,14 @@ MonitoredItem* Subscription::createItem(uint32_t clientHandle, uint64_t nodeHand
     }
     items_[id - 1] = new (block) MonitoredItem(*this, id, clientHandle, nodeHandle);
     ++itemCount_;
+    // A small subscription's ready and publish lists hold all its items from here, on the
+    // service's thread: grown by the publishing thread, they were long-lived blocks among its
+    // short-lived messages (a burst of first messages freed left holes around each).
+    if (itemCount_ <= kListsReserved) {
+        if (ready_.capacity() < itemCount_)
+            ready_.reserve(std::max<size_t>(itemCount_, 2 * ready_.capacity()));
+        publishList_.reserve(itemCount_);
+    }
     return items_[id - 1];
 }
 
@@ -249,6 +257,12 @@ void Subscription::itemReady(MonitoredItem* item) {
         item->flags_ |= MonitoredItem::kInTriggerSources;
     }
     if (item->has(MonitoredItem::kInReadyList) || item->has(MonitoredItem::kInPublishList)) return;
+    if (samplingForTick_ && item->mode_ == uint8_t(ua::MonitoringMode::Reporting) &&
+        !item->links()) {
+        item->flags_ |= MonitoredItem::kInPublishList;  // what moveReadyItems would do
+        publishList_.push_back(item);
+        return;
+    }
     ready_.push_back(item);
     item->flags_ |= MonitoredItem::kInReadyList;
 }
@@ -289,9 +303,8 @@ void Subscription::moveReadyItems(int64_t now) {
     ready_.resize(keep);
 }
 
-TickResult Subscription::tick() {
+TickResult Subscription::tick(int64_t now) {
     if (transferring || expired_) return expired_ ? TickResult::Expired : TickResult::Idle;
-    int64_t now = ctx_.clock.monoMs();
     if (now <= timerExpiry_)
         return waitingForPublish_ ? TickResult::WaitingForPublish : TickResult::Idle;
     auto pi = int64_t(settings_.publishingInterval);

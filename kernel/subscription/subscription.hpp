@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -35,6 +36,10 @@ struct SubscriptionLimits {
     uint32_t maxMonitoredItemsPerCall = 0;          // 0 = unlimited (OperationLimits)
     double minSamplingInterval = 0;
     double maxSamplingInterval = 3600000;
+    // > 0: a new (or re-timed) subscription's first publishing cycle is delayed by up to one
+    // interval, in steps of this many ms, to the phase the fewest subscriptions of its interval
+    // share, so that their bursts do not coincide. 0: each keeps its creation phase.
+    uint32_t phaseSlotMs = 0;
 };
 
 struct RevisedSettings {
@@ -55,6 +60,8 @@ struct EngineContext {
     // Bumped when an item's sampling interval, a publishing interval or the item set changes:
     // the manager recounts the items of a node it caches.
     uint64_t itemGeneration = 0;
+    // Values compared by an item's own filter (not a node's shared comparison): diagnostics.
+    uint64_t itemComparisons = 0;
     // Every subscription's items: no allocator header per item, and a deletion's pages go
     // back to the kernel as soon as a chunk empties.
     BlockSlab itemSlab{sizeof(MonitoredItem), alignof(MonitoredItem)};
@@ -111,7 +118,9 @@ class Subscription {
 
     void modify(const RevisedSettings& s, uint8_t priority);
     void setPublishingMode(bool enabled);
-    TickResult tick();
+    // `now`: the manager's one clock reading for the whole tick, so that the subscriptions it
+    // fires are the ones whose items it sampled.
+    TickResult tick(int64_t now);
     // The publishing-grid time the next tick() at `now` fires for (the last grid point before
     // `now`), or -1 when it does not fire then.
     int64_t gridTime(int64_t now) const {
@@ -119,6 +128,11 @@ class Subscription {
         auto pi = int64_t(settings_.publishingInterval);
         return timerExpiry_ + (now - timerExpiry_ - 1) / pi * pi;
     }
+    // The first clock reading at which tick() fires (its publishing timer expired), or
+    // INT64_MAX when it does not tick: the publishing loop wakes then.
+    int64_t timerExpiry() const { return timerExpiry_; }
+    // Moves the publishing timer's phase later (SubscriptionManager spreads the phases).
+    void delayTimer(int64_t ms) { timerExpiry_ += ms; }
     PublishOutcome publish();
     // Good, BadSequenceNumberUnknown or BadSequenceNumberInvalid; resets the lifetime counter.
     uaplex_status acknowledge(uint32_t sequenceNumber);
@@ -131,13 +145,26 @@ class Subscription {
     SequenceNumbers& sequenceNumbers() { return sequence_; }
 
     // Items. createItem gives nullptr when no memory is left.
-    MonitoredItem* createItem(uint32_t clientHandle, uint64_t nodeHandle);
+    // `block`: from ctx.itemSlab, taken (null: one is allocated).
+    MonitoredItem* createItem(uint32_t clientHandle, uint64_t nodeHandle, void* block = nullptr);
     MonitoredItem* item(uint32_t id) const;
     // Before the first CreateMonitoredItems of a typical size: its ids fit exactly (doubling
-    // from one would leave a third unused).
+    // from one would leave a third unused). The first retained message's place is taken here
+    // and the lists' blocks too, by the service's thread (see createItem).
     void reserveItems(size_t n) {
-        if (items_.capacity() == 0 && n <= 4096) items_.reserve(n);
+        if (items_.capacity() == 0 && n <= 4096) {
+            items_.reserve(n);
+            retransmission_.reserveFirst();
+            if (n <= kListsReserved) {  // at once, not doubled item by item
+                ready_.reserve(n);
+                publishList_.reserve(n);
+            }
+        }
     }
+    // Up to this many items the ready and publish lists are sized as items are created.
+    static constexpr size_t kListsReserved = 64;
+    size_t publishListCapacity() const { return publishList_.capacity(); }
+    size_t retainedCapacity() const { return retransmission_.retainedCapacity(); }
     bool deleteItem(uint32_t id);
     size_t itemCount() const { return itemCount_; }
     template <typename F>
@@ -146,6 +173,10 @@ class Subscription {
             if (it) f(*it);
     }
     void itemReady(MonitoredItem* item);
+    // While set, the items that become ready were sampled for the tick about to fire (the
+    // manager's report on change): a reporting item goes straight to the publish list instead
+    // of being examined again by that tick.
+    void setSamplingForTick(bool on) { samplingForTick_ = on && publishingEnabled_ && sessionId_; }
     void countQueueOverflow() { ++queueOverflows_; }
     EngineContext& context() { return ctx_; }
     // The items moved to the publish list by the last tick of any subscription of the context
@@ -195,6 +226,7 @@ class Subscription {
     std::vector<MonitoredItem*> items_;
     std::vector<uint32_t> freeIds_;
     size_t itemCount_ = 0;
+    bool samplingForTick_ = false;
     std::vector<MonitoredItem*> ready_;           // duplicate-free, insertion order
     std::vector<MonitoredItem*> triggerSources_;  // items with links that got a value
     // Up to every item of the subscription: a ring (nothing allocated while never used),

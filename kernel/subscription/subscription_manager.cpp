@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <random>
 
 namespace uaplex::subscription {
@@ -85,6 +86,8 @@ uaplex_status SubscriptionManager::createSubscription(uint64_t sessionId,
     SubState& st = subs_[id];
     st.sub =
         std::make_unique<Subscription>(ctx_, id, sessionId, r, req.priority, req.publishingEnabled);
+    spreadPhase(*st.sub);
+    scheduleTick(*st.sub);
     sessions_[sessionId].subs.push_back(id);  // the session's Publish queue starts here
     if (auto idn = identities_.find(sessionId); idn != identities_.end()) st.owner = idn->second;
     resp.subscriptionId = id;
@@ -102,7 +105,12 @@ uaplex_status SubscriptionManager::modifySubscription(uint64_t sessionId,
     RevisedSettings r =
         reviseSettings(ctx_.limits, req.requestedPublishingInterval, req.requestedLifetimeCount,
                        req.requestedMaxKeepAliveCount, req.maxNotificationsPerPublish);
+    double before = st->sub->settings().publishingInterval;
     st->sub->modify(r, req.priority);
+    if (r.publishingInterval != before) {  // its timer restarted
+        spreadPhase(*st->sub);
+        scheduleTick(*st->sub);
+    }
     resp.revisedPublishingInterval = r.publishingInterval;
     resp.revisedLifetimeCount = r.lifetimeCount;
     resp.revisedMaxKeepAliveCount = r.maxKeepAliveCount;
@@ -125,6 +133,22 @@ uaplex_status SubscriptionManager::setPublishingMode(uint64_t sessionId,
         resp.results[i] = UAPLEX_Good;
     }
     return UAPLEX_Good;
+}
+
+// Subscriptions created together (clients connecting at once) would otherwise publish in the
+// same tick: one burst that samples, builds and sends for all of them while Writes wait. The
+// subscriptions of one publishing interval take its phase slots (up to 64, `phaseSlotMs`
+// apart) in turn, the timer delayed by less than one interval: O(1) per creation.
+void SubscriptionManager::spreadPhase(Subscription& s) {
+    const int64_t w = ctx_.limits.phaseSlotMs;
+    const auto pi = int64_t(s.settings().publishingInterval);
+    if (w <= 0 || pi < 2 * w) return;
+    constexpr int64_t kMaxSlots = 64;
+    const int64_t slots = std::min(pi / w, kMaxSlots);
+    auto [it, first] = phases_.try_emplace(pi, PhaseTurn{s.timerExpiry() % pi, 0});
+    PhaseTurn& turn = it->second;
+    const int64_t target = (turn.origin + int64_t(turn.next++ % uint64_t(slots)) * w) % pi;
+    s.delayTimer(((target - s.timerExpiry()) % pi + pi) % pi);
 }
 
 void SubscriptionManager::complete(Parked& p, uaplex_status status, PublishOutcome&& o) {
@@ -510,7 +534,8 @@ uaplex_status SubscriptionManager::createItem(Subscription& s, ua::TimestampsToR
     uint64_t handle = 0;
     uaplex_status st = source_.resolve(r.itemToMonitor, &handle);
     if (st != UAPLEX_Good) return st;
-    MonitoredItem* it = s.createItem(r.requestedParameters.clientHandle, handle);
+    MonitoredItem* it = s.createItem(r.requestedParameters.clientHandle, handle, placement_);
+    placement_ = nullptr;
     if (!it) return UAPLEX_BadOutOfMemory;
     if (r.itemToMonitor.attributeId == kEventNotifierAttribute) it->markEventItem();
     it->setTimestamps(ts);
@@ -531,6 +556,26 @@ uaplex_status SubscriptionManager::createItem(Subscription& s, ua::TimestampsToR
     return UAPLEX_Good;
 }
 
+namespace {
+// Equal for equal NodeIds (numeric and string identifiers exactly, others by their bytes):
+// the order in which a request's items take their blocks.
+uint64_t nodeKey(const uaplex_nodeid& id) {
+    uint64_t h = (uint64_t(id.namespace_index) << 8 | id.identifier_type) * 0x9E3779B97F4A7C15u;
+    if (id.identifier_type == UAPLEX_ID_NUMERIC) return h ^ id.identifier.numeric;
+    const uint8_t* p = nullptr;
+    size_t len = 0;
+    if (id.identifier_type == UAPLEX_ID_STRING || id.identifier_type == UAPLEX_ID_BYTESTRING) {
+        p = reinterpret_cast<const uint8_t*>(id.identifier.string.data);
+        len = id.identifier.string.length > 0 ? size_t(id.identifier.string.length) : 0;
+    } else {
+        p = reinterpret_cast<const uint8_t*>(&id.identifier.guid);
+        len = sizeof(id.identifier.guid);
+    }
+    for (size_t i = 0; i < len; ++i) h = (h ^ p[i]) * 0x100000001B3u;
+    return h;
+}
+}  // namespace
+
 uaplex_status SubscriptionManager::createMonitoredItems(uint64_t sessionId,
                                                         const ua::CreateMonitoredItemsRequest& req,
                                                         ua::CreateMonitoredItemsResponse& resp,
@@ -543,12 +588,33 @@ uaplex_status SubscriptionManager::createMonitoredItems(uint64_t sessionId,
     if (tooManyOperations(req.itemsToCreate.size())) return UAPLEX_BadTooManyOperations;
     resp.results = arrayOf<ua::MonitoredItemCreateResult>(arena, req.itemsToCreate.size());
     filterArena_ = &arena;
-    st->sub->reserveItems(req.itemsToCreate.size());
-    for (size_t i = 0; i < req.itemsToCreate.size(); ++i) {
+    const size_t n = req.itemsToCreate.size();
+    st->sub->reserveItems(n);
+    // The items of one node take neighbouring blocks: a publishing tick walks a node's items
+    // in a row, so they come in whole cache lines and the prefetcher follows.
+    std::vector<void*> blocks;
+    std::vector<uint32_t> blockOf;
+    if (n > 1) {
+        std::vector<std::pair<uint64_t, uint32_t>> byNode(n);
+        for (size_t i = 0; i < n; ++i)
+            byNode[i] = {nodeKey(req.itemsToCreate[i].itemToMonitor.nodeId), uint32_t(i)};
+        std::stable_sort(byNode.begin(), byNode.end(),
+                         [](const auto& a, const auto& b) { return a.first < b.first; });
+        blocks.resize(n);
+        blockOf.resize(n);
+        for (size_t k = 0; k < n; ++k) {
+            blocks[k] = ctx_.itemSlab.allocate();
+            blockOf[byNode[k].second] = uint32_t(k);
+        }
+    }
+    for (size_t i = 0; i < n; ++i) {
         filterOut_ = &resp.results[i].filterResult;
+        if (!blocks.empty()) std::swap(placement_, blocks[blockOf[i]]);
         resp.results[i].statusCode =
             createItem(*st->sub, req.timestampsToReturn, req.itemsToCreate[i], resp.results[i]);
+        if (placement_) std::swap(placement_, blocks[blockOf[i]]);  // not taken
     }
+    for (void* b : blocks) ctx_.itemSlab.release(b);  // items refused before they took one
     filterOut_ = nullptr;
     // Event items keep the operation-level diagnostics bits for their StatusResult fields.
     if (uint32_t mask = req.requestHeader.returnDiagnostics & 0x3E0)
@@ -747,9 +813,20 @@ bool SubscriptionManager::cancelPublish(uint64_t requestId, uaplex_status status
     return false;
 }
 
-void SubscriptionManager::timerTick() {
+void SubscriptionManager::timerTick(bool full) {
     int64_t now = ctx_.clock.monoMs();
-    sampleChangedNodes(now);
+    dueNow_.clear();
+    while (!due_.empty() && due_.top().first <= now) {
+        Due d = due_.top();
+        due_.pop();
+        if (!full && validDue(d)) dueNow_.push_back(d.second);
+    }
+    // The full pass finds the due subscriptions itself: one whose timer moved without a new
+    // entry in the heap is still sampled and scheduled again.
+    if (full)
+        for (auto& [id, st] : subs_)
+            if (st.sub->gridTime(now) >= 0) dueNow_.push_back(id);
+    sampleChangedNodes(now, !dueNow_.empty());
     // Polled items: only the groups that are due.
     for (auto& [si, g] : groups_) {
         if (now < g.next) continue;
@@ -764,8 +841,8 @@ void SubscriptionManager::timerTick() {
     }
     std::vector<uint32_t> expired;
     std::vector<SubState*> collected;
-    for (auto& [id, st] : subs_) {
-        switch (st.sub->tick()) {
+    auto tickOne = [&](uint32_t id, SubState& st) {
+        switch (st.sub->tick(now)) {
             case TickResult::Expired:
                 expired.push_back(id);
                 break;
@@ -775,6 +852,23 @@ void SubscriptionManager::timerTick() {
             default:
                 if (!st.ready && !st.publishing) collected.push_back(&st);
         }
+    };
+    subsVisitedLastTick_ = full ? subs_.size() : dueNow_.size();
+    if (full) {
+        for (auto& [id, st] : subs_) tickOne(id, st);
+    } else {
+        for (uint32_t id : dueNow_) tickOne(id, subs_.find(id)->second);
+    }
+    // Their next expiry (a timer that did not move, a subscription being transferred, is
+    // looked at again one interval on).
+    for (uint32_t id : dueNow_) {
+        auto it = subs_.find(id);
+        if (it == subs_.end()) continue;
+        const Subscription& sub = *it->second.sub;
+        if (sub.timerExpiry() >= now)
+            scheduleTick(sub);
+        else
+            due_.push({now + int64_t(sub.settings().publishingInterval), id});
     }
     // All at once, so that priority and age decide, not table order.
     for (SubState* st : collected) {
@@ -787,6 +881,14 @@ void SubscriptionManager::timerTick() {
         PublishOutcome status = st->sub->statusMessage(UAPLEX_BadTimeout);
         removeSubscription(id, false);
         if (sessionId != 0) deliverStatus(sessionId, std::move(status), false);
+    }
+    if (!full) {
+        // The sessions of the subscriptions that fired (a session's few subscriptions: a
+        // repeated session is assigned again, which finds nothing more to do).
+        for (SubState* st : collected)
+            if (uint64_t sid = st->sub->sessionId())
+                if (Session* s = session(sid)) assign(sid, *s);
+        return;
     }
     for (auto& [sessionId, s] : sessions_) {
         // The queue's backstop: deadline + 500 ms (the RequestManager sweep usually fires first).
@@ -803,9 +905,22 @@ void SubscriptionManager::timerTick() {
     }
 }
 
+int64_t SubscriptionManager::nextTickAt() {
+    while (!due_.empty() && !validDue(due_.top())) due_.pop();
+    int64_t at = due_.empty() ? std::numeric_limits<int64_t>::max() : due_.top().first;
+    for (const auto& [si, g] : groups_) at = std::min(at, g.next);
+    return at;
+}
+
+void SubscriptionManager::releaseGroups(NodeState& ns) {
+    for (auto& g : ns.groups)
+        if (g.sample.base) ctx_.values.release(g.sample.base);
+    ns.groups.clear();
+}
+
 void SubscriptionManager::countItems(NodeState& ns, const std::vector<MonitoredItem*>& items) {
     ns.gridItems.clear();
-    ns.groups.clear();
+    releaseGroups(ns);  // their items compare in full once
     ns.pushedItems = 0;
     for (MonitoredItem* it : items) {
         if (it->onPublishGrid())
@@ -815,17 +930,22 @@ void SubscriptionManager::countItems(NodeState& ns, const std::vector<MonitoredI
     }
     std::sort(ns.gridItems.begin(), ns.gridItems.end(),
               [](const MonitoredItem* a, const MonitoredItem* b) {
-                  return std::less<const Subscription*>{}(&a->subscription(), &b->subscription());
+                  // By subscription, then by address: a group is walked in memory order.
+                  if (&a->subscription() != &b->subscription())
+                      return std::less<const Subscription*>{}(&a->subscription(),
+                                                              &b->subscription());
+                  return std::less<const MonitoredItem*>{}(a, b);
               });
     for (uint32_t i = 0; i < ns.gridItems.size(); ++i) {
         Subscription* s = &ns.gridItems[i]->subscription();
-        if (ns.groups.empty() || ns.groups.back().sub != s) ns.groups.push_back({s, i, i, 0});
+        if (ns.groups.empty() || ns.groups.back().sub != s) ns.groups.push_back({s, i, i, 0, {}});
         ns.groups.back().end = i + 1;
     }
     ns.generation = ctx_.itemGeneration;
 }
 
 void SubscriptionManager::releaseNode(NodeState& ns) {
+    releaseGroups(ns);
     if (ns.latest) ctx_.values.release(ns.latest);
     if (ns.base) ctx_.values.release(ns.base);
     ns.latest = ns.base = nullptr;
@@ -845,16 +965,27 @@ void SubscriptionManager::valueChanged(uint64_t nodeHandle, const ua::DataValue&
     }
     NodeState& ns = nodeStates_[nodeHandle];
     if (ns.generation != ctx_.itemGeneration) countItems(ns, n->second);
+    int64_t now = ctx_.clock.monoMs();
     if (ns.pushedItems) {
-        int64_t now = ctx_.clock.monoMs();
         for (MonitoredItem* it : n->second)
             if (!it->onPublishGrid()) it->queueValue(value, UAPLEX_Good, now);
     }
     if (ns.gridItems.empty()) return;
+    // A publishing tick is due but has not run yet (the loop is late): the groups it fires
+    // take the version current at their grid point before this Write replaces it.
+    if (ns.dirty && ns.latest) {
+        for (auto& g : ns.groups) {
+            if (g.doneVersion == ns.version) continue;
+            int64_t grid = g.sub->gridTime(now);
+            if (grid >= 0 && ns.changedAt <= grid && grid >= g.earliestNext)
+                sampleGroup(ns, g, grid, now);
+        }
+    }
     ValueCell* c = ctx_.values.copy(value);
     if (!c) return;
     if (ns.latest) ctx_.values.release(ns.latest);
     ns.latest = c;
+    ns.changedAt = now;
     if (++ns.version == 0) ns.version = 1;  // 0: never sampled
     if (!ns.dirty) {
         ns.dirty = true;
@@ -862,12 +993,55 @@ void SubscriptionManager::valueChanged(uint64_t nodeHandle, const ua::DataValue&
     }
 }
 
+bool SubscriptionManager::sampleGroup(NodeState& ns, NodeState::Group& g, int64_t slot,
+                                      int64_t now) {
+    NodeSample& gs = g.sample;
+    gs.latest = ns.latest;
+    gs.version = ns.version;
+    g.sub->setSamplingForTick(true);  // only called for a subscription whose tick fires
+    bool groupPending = false, taken = false;
+    int64_t earliest = std::numeric_limits<int64_t>::max();
+    for (uint32_t i = g.begin; i < g.end; ++i) {
+        MonitoredItem* it = ns.gridItems[i];
+        ++visitedLastTick_;
+        if (it->sampledVersion() == ns.version || it->mode() == ua::MonitoringMode::Disabled)
+            continue;                         // re-enabling samples the current value anyway
+        if (slot < it->nextSamplingTime()) {  // its interval has not elapsed
+            groupPending = true;
+        } else {
+            it->takeSample(gs, slot, now);
+            taken = true;
+        }
+        earliest = std::min(earliest, it->nextSamplingTime());
+    }
+    gs.latest = nullptr;  // borrowed
+    g.sub->setSamplingForTick(false);
+    g.earliestNext = earliest;
+    if (groupPending) return true;
+    g.doneVersion = ns.version;
+    // Every item of the group took the latest: the next comparison is against it.
+    if (taken && ns.latest) {
+        if (!gs.base) {
+            gs.base = ctx_.values.copy(*ns.latest);
+        } else if (!ctx_.values.assignContents(*gs.base, *ns.latest)) {
+            ctx_.values.release(gs.base);
+            gs.base = nullptr;
+        }
+        gs.baseVersion = ns.version;
+        gs.comparedVersion = 0;
+    }
+    return false;
+}
+
 // The grid items of the nodes written since their last sample take the latest value when
 // their subscription's publishing tick fires now and their sampling interval has elapsed on
-// that grid; a node stays listed until all of them have. Idle nodes are not visited.
-void SubscriptionManager::sampleChangedNodes(int64_t now) {
+// that grid; a node stays listed
+// until all of them have. Idle nodes are not visited.
+void SubscriptionManager::sampleChangedNodes(int64_t now, bool firing) {
     visitedLastTick_ = 0;
-    if (dirtyNodes_.empty()) return;
+    // A tick where no subscription fires (the loop's own grid, a polled group) leaves the
+    // written nodes for later without visiting them.
+    if (dirtyNodes_.empty() || !firing) return;
     size_t keep = 0;
     for (uint64_t node : dirtyNodes_) {
         auto s = nodeStates_.find(node);
@@ -880,41 +1054,17 @@ void SubscriptionManager::sampleChangedNodes(int64_t now) {
             continue;
         }
         if (ns.generation != ctx_.itemGeneration) countItems(ns, n->second);
-        bool pending = false, taken = false;
+        bool pending = false;
         for (auto& g : ns.groups) {
             if (g.doneVersion == ns.version) continue;
+            // Its subscription does not fire now, or no item is due on this grid point: the
+            // items are not visited.
             int64_t grid = g.sub->gridTime(now);
-            if (grid < 0) {  // its subscription does not fire now: not visited
+            if (grid < 0 || grid < g.earliestNext) {
                 pending = true;
                 continue;
             }
-            bool groupPending = false;
-            for (uint32_t i = g.begin; i < g.end; ++i) {
-                MonitoredItem* it = ns.gridItems[i];
-                ++visitedLastTick_;
-                if (it->sampledVersion() == ns.version ||
-                    it->mode() == ua::MonitoringMode::Disabled)
-                    continue;  // re-enabling samples the current value anyway
-                if (grid < it->nextSamplingTime()) {  // its interval has not elapsed
-                    groupPending = true;
-                    continue;
-                }
-                it->takeSample(ns, grid, now);
-                taken = true;
-            }
-            if (groupPending)
-                pending = true;
-            else
-                g.doneVersion = ns.version;
-        }
-        // When every grid item took the latest, the next comparison is against it (items of
-        // subscriptions on other phases still compare against the same base meanwhile).
-        if (taken && !pending) {
-            if (ValueCell* b = ctx_.values.copy(*ns.latest)) {
-                if (ns.base) ctx_.values.release(ns.base);
-                ns.base = b;
-                ns.baseVersion = ns.version;
-            }
+            if (sampleGroup(ns, g, grid, now)) pending = true;
         }
         if (pending)
             dirtyNodes_[keep++] = node;

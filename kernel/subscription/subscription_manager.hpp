@@ -4,8 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <limits>
 #include <map>
 #include <memory>
+#include <queue>
 #include <span>
 #include <string>
 #include <string_view>
@@ -127,8 +130,17 @@ class SubscriptionManager {
     void stop();
     // Ends a parked request (cancellation, the RequestManager's deadline sweep).
     bool cancelPublish(uint64_t requestId, uaplex_status status);
-    // Every PublishingResolution ms: sampling of polled items, subscription ticks, assignment.
-    void timerTick();
+    // Sampling of polled items, subscription ticks, assignment. `full` (every
+    // PublishingResolution ms): every subscription and session is examined (keep-alive and
+    // lifetime counting, the parked requests' deadline backstop); otherwise only the
+    // subscriptions whose publishing timer expired and their sessions: O(due), so that waking
+    // at each subscription's own expiry costs nothing for the thousands that are not due.
+    void timerTick(bool full = true);
+    // When timerTick has work next: the earliest publishing timer expiry of a subscription or
+    // due polled sampling group (INT64_MAX: none). Waking then, rather than on the next tick of
+    // a coarser loop, publishes each subscription at its own grid point and spreads the
+    // subscriptions' bursts over their phases.
+    int64_t nextTickAt();
 
     // --- The change hook (report on change) ---
     void valueChanged(uint64_t nodeHandle, const ua::DataValue& value);
@@ -144,6 +156,8 @@ class SubscriptionManager {
 
     // Items the last timerTick visited to sample pushed values: O(items of changed nodes).
     size_t itemsVisitedLastTick() const { return visitedLastTick_; }
+    // Subscriptions the last timerTick examined: every one on a full pass, else the due ones.
+    size_t subscriptionsVisitedLastTick() const { return subsVisitedLastTick_; }
     // True (once) when deletions freed many items since the last time (at least
     // kTrimAfterItems, and as many as remain): the caller then hands the C allocator's free
     // pages back to the kernel, outside the engine's lock.
@@ -186,10 +200,18 @@ class SubscriptionManager {
             Subscription* sub;
             uint32_t begin, end;   // in gridItems
             uint32_t doneVersion;  // every item of the group took this version
+            // The group's view of the node: `base` (owned) is the version its items last all
+            // took, so one comparison with the latest holds for all of them even while the
+            // groups of other phases have not caught up; `latest` is borrowed from the node.
+            NodeSample sample;
+            // No item of the group may sample before this (the earliest of their next sampling
+            // times; INT64_MIN: not known yet): a Write checks it without visiting the items.
+            int64_t earliestNext = std::numeric_limits<int64_t>::min();
         };
         std::vector<MonitoredItem*> gridItems;
         std::vector<Group> groups;
         uint64_t generation = ~uint64_t(0);
+        int64_t changedAt = 0;  // when `latest` was written (monotonic ms)
         uint32_t pushedItems = 0;
         bool dirty = false;  // in dirtyNodes_: a version not yet taken by every grid item
     };
@@ -216,9 +238,14 @@ class SubscriptionManager {
                                   const ua::MonitoringParameters& p, bool creating,
                                   double* revisedInterval, uint32_t* revisedQueue);
     void sampleInitial(MonitoredItem& it);
+    void spreadPhase(Subscription& s);
     void countItems(NodeState& ns, const std::vector<MonitoredItem*>& items);
     void releaseNode(NodeState& ns);
-    void sampleChangedNodes(int64_t now);
+    void releaseGroups(NodeState& ns);
+    void sampleChangedNodes(int64_t now, bool firing);
+    // The group's items take the node's latest version as their sample for the publishing
+    // interval ending at `slot`; true when some item still waits for its sampling interval.
+    bool sampleGroup(NodeState& ns, NodeState::Group& g, int64_t slot, int64_t now);
     // Validates an item's EventFilter; the EventFilterResult goes to filterOut_ (if set).
     uaplex_status applyEventFilter(const ua::EventFilter& f, std::unique_ptr<EventFilterSpec>& out);
 
@@ -235,13 +262,30 @@ class SubscriptionManager {
     std::unordered_map<uint64_t, std::vector<MonitoredItem*>> byNode_;
     std::unordered_map<uint64_t, NodeState> nodeStates_;
     std::vector<uint64_t> dirtyNodes_;  // nodes written since their grid items last sampled
-    size_t visitedLastTick_ = 0;
+    // (first clock reading at which a subscription's tick fires, its id): one valid entry per
+    // subscription, pushed when its timer moves; entries whose time no longer matches are
+    // dropped when they surface.
+    using Due = std::pair<int64_t, uint32_t>;
+    std::priority_queue<Due, std::vector<Due>, std::greater<Due>> due_;
+    std::vector<uint32_t> dueNow_;  // the subscriptions the current tick fires
+    struct PhaseTurn {
+        int64_t origin;  // the first subscription's phase (ms within the interval)
+        uint64_t next;   // the slot the next one takes, modulo the slot count
+    };
+    std::unordered_map<int64_t, PhaseTurn> phases_;  // by publishing interval
+    void scheduleTick(const Subscription& s) { due_.push({s.timerExpiry() + 1, s.id()}); }
+    bool validDue(const Due& d) const {
+        auto it = subs_.find(d.second);
+        return it != subs_.end() && it->second.sub->timerExpiry() + 1 == d.first;
+    }
+    size_t visitedLastTick_ = 0, subsVisitedLastTick_ = 0;
     std::map<int64_t, SamplingGroup> groups_;  // polled items by sampling interval
     std::unordered_map<uint64_t, std::vector<MonitoredItem*>> byNotifier_;  // event items
     std::vector<RetainedCondition> retained_;
     uint64_t nextEventHandle_ = 1;
     ua::ExtensionObject* filterOut_ = nullptr;  // the result being filled (its request's arena)
     enc::Arena* filterArena_ = nullptr;
+    void* placement_ = nullptr;  // the slab block the item being created takes
     enc::Arena scratch_;
     uint32_t nextSubscriptionId_;
     size_t itemCount_ = 0;

@@ -171,12 +171,16 @@ struct Connection : std::enable_shared_from_this<Connection> {
     Connection(TcpTransport& t, tcp::socket s);
     TcpTransport& transport;
     tcp::socket socket;
-    asio::steady_timer handshakeTimer;
     void* user = nullptr;
     std::string endpointUrl;
     ReverseTarget* reverse = nullptr;
     bool helloDone = false;
     bool pending = true;  // counted in the unfinished handshakes
+    // While pending: its place in the transport's handshake list (accept order, so also
+    // deadline order) and when its handshake times out. One timer serves the list.
+    Connection* pendingPrev = nullptr;
+    Connection* pendingNext = nullptr;
+    std::chrono::steady_clock::time_point handshakeDeadline{};
     bool closed = false;  // io thread; on_closed was called
     bool closing = false;
     bool receiving = true;
@@ -275,6 +279,7 @@ class TcpTransport final : public uaplex::sdk::Transport {
             for (auto& r : reverse_)
                 if (r->retry) r->retry->cancel();
             sweepTimer_.cancel();
+            handshakeTimer_.cancel();
             auto conns = connections_;
             for (auto& c : conns) finalize(c, UAPLEX_BadShutdown);
             // The io_context has no lock: it is stopped from its own thread.
@@ -405,7 +410,7 @@ class TcpTransport final : public uaplex::sdk::Transport {
             if (self->closed || !self->pending) return;
             self->pending = false;
             --pendingCount_;
-            self->handshakeTimer.cancel();
+            unlinkPending(self.get());
         });
         return UAPLEX_Good;
     }
@@ -538,6 +543,43 @@ class TcpTransport final : public uaplex::sdk::Transport {
         }));
     }
 
+    // The unfinished handshakes, oldest first: a connection's deadline is its accept time plus
+    // the one timeout, so the list's head expires first and one timer waits for it (a timer
+    // and a wait per connection cost about 400 bytes each, the wait freed mid-life).
+    void linkPending(Connection* c) {
+        c->handshakeDeadline =
+            std::chrono::steady_clock::now() + std::chrono::milliseconds(handshakeTimeoutMs_);
+        c->pendingPrev = pendingTail_;
+        c->pendingNext = nullptr;
+        (pendingTail_ ? pendingTail_->pendingNext : pendingHead_) = c;
+        pendingTail_ = c;
+        if (!handshakeTimerArmed_) armHandshakeTimer();
+    }
+    void unlinkPending(Connection* c) noexcept {
+        if (!c->pendingPrev && pendingHead_ != c) return;  // not listed
+        (c->pendingPrev ? c->pendingPrev->pendingNext : pendingHead_) = c->pendingNext;
+        (c->pendingNext ? c->pendingNext->pendingPrev : pendingTail_) = c->pendingPrev;
+        c->pendingPrev = c->pendingNext = nullptr;
+    }
+    void armHandshakeTimer() {
+        if (!pendingHead_ || stopping_) return;
+        handshakeTimerArmed_ = true;
+        handshakeTimer_.expires_at(pendingHead_->handshakeDeadline);
+        handshakeTimer_.async_wait(inSlot(handshakeSlot_, [this](boost::system::error_code ec) {
+            handshakeTimerArmed_ = false;
+            if (ec || stopping_) return;
+            auto now = std::chrono::steady_clock::now();
+            while (pendingHead_ && pendingHead_->handshakeDeadline <= now) {
+                Connection* c = pendingHead_;
+                unlinkPending(c);
+                if (!c->pending || c->closed) continue;
+                context().debug("handshake timeout");
+                finalize(c->shared_from_this(), UAPLEX_BadTimeout);
+            }
+            armHandshakeTimer();
+        }));
+    }
+
     void giveBack(uaplex_buffer& b) {
         if (b.data) params_.pool->give_back(params_.pool_self, &b, this);
         b.data = nullptr;
@@ -590,12 +632,7 @@ class TcpTransport final : public uaplex::sdk::Transport {
             finalize(c, st, false);
             return;
         }
-        c->handshakeTimer.expires_after(std::chrono::milliseconds(handshakeTimeoutMs_));
-        c->handshakeTimer.async_wait([this, c](boost::system::error_code ec) {
-            if (ec || !c->pending || c->closed) return;
-            context().debug("handshake timeout");
-            finalize(c, UAPLEX_BadTimeout);
-        });
+        linkPending(c.get());
         if (reverse) {
             reverse->backoffMs = 0;
             uaplex_buffer b;
@@ -822,7 +859,7 @@ class TcpTransport final : public uaplex::sdk::Transport {
         boost::system::error_code ec;
         c->socket.shutdown(tcp::socket::shutdown_both, ec);
         c->socket.close(ec);
-        c->handshakeTimer.cancel();
+        unlinkPending(c.get());
         if (c->pending) --pendingCount_;
         c->pending = false;
         connections_.erase(c);
@@ -871,6 +908,7 @@ class TcpTransport final : public uaplex::sdk::Transport {
 
     HandlerSlot inboxSlot_{256};  // outlives io_, which may still hold the wait's handler
     HandlerSlot sweepSlot_;       // the sweep timer's wait: no allocation per second
+    HandlerSlot handshakeSlot_;   // the handshake timer's wait
     // One staging buffer for every connection: only the io thread reads, and a read's bytes
     // are parsed before the next read, so no connection needs its own.
     static constexpr std::size_t kStageSize = 65536;
@@ -880,7 +918,11 @@ class TcpTransport final : public uaplex::sdk::Transport {
     IoInbox inbox_;
     asio::posix::stream_descriptor inboxFd_;  // a dup of the inbox's eventfd, watched
     asio::executor_work_guard<asio::io_context::executor_type> work_;
-    asio::steady_timer sweepTimer_{io_};  // io thread
+    asio::steady_timer sweepTimer_{io_};      // io thread
+    asio::steady_timer handshakeTimer_{io_};  // io thread: the oldest pending handshake's deadline
+    bool handshakeTimerArmed_ = false;
+    Connection* pendingHead_ = nullptr;  // io thread: unfinished handshakes, oldest first
+    Connection* pendingTail_ = nullptr;
     std::thread thread_;
     std::vector<std::unique_ptr<tcp::acceptor>> acceptors_;
     std::vector<std::shared_ptr<ReverseTarget>> reverse_;          // io thread
@@ -895,8 +937,7 @@ class TcpTransport final : public uaplex::sdk::Transport {
     std::string serverUri_;
 };
 
-Connection::Connection(TcpTransport& t, tcp::socket s)
-    : transport(t), socket(std::move(s)), handshakeTimer(socket.get_executor()) {
+Connection::Connection(TcpTransport& t, tcp::socket s) : transport(t), socket(std::move(s)) {
     kick.owner = this;
     kick.run = [](IoTask* task, bool discard) {
         std::shared_ptr<Connection> self = std::move(static_cast<Kick*>(task)->owner->kickRef);

@@ -3,6 +3,10 @@
 // counted while a batch of Reads runs after a warm-up.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <memory>
+#include <thread>
+
 #include "config/config.hpp"
 #include "host/plugin_host.hpp"
 #include "opcua_client.hpp"
@@ -90,4 +94,84 @@ TEST_CASE("steady-state Reads do not allocate with access rules in force") {
                                "roles = [\"Operator\"]\npermissions = [\"Read\"]\n");
     INFO("server-side allocations during 1000 Reads: " << n);
     CHECK(n == 0);
+}
+
+// Released request records serve every connection: sessions that each ran requests one at a
+// time keep none of their own (two Publish sent together made each keep two for good).
+TEST_CASE("connections share the released request records") {
+    test::tUncounted = true;
+    const std::uint16_t port = test::freePort();
+    std::string toml =
+        "[log]\nlevel = \"warn\"\nsink = \"stderr\"\n[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR
+        "\"]\n[server]\nendpoints = [\"opc.tcp://127.0.0.1:" +
+        std::to_string(port) +
+        "\"]\n[slots]\nrequest_queue = \"fair\"\nadmission = \"leases\"\nbuffer_pool = "
+        "\"bounded\"\n[plugins.fair]\n[plugins.leases]\n[plugins.bounded]\n"
+        "[plugins.transport-tcp]\n";
+    auto cfg = config::parse_string(toml, "shared.toml", {});
+    host::Host host;
+    host.load(cfg);
+    host.start();
+    auto services = server::makeServiceHandler(cfg, host);
+    server::Server srv(cfg, host, *services);
+    srv.start();
+    const std::size_t before = server::Server::pendingRequestObjects();
+    std::vector<std::unique_ptr<test::Client>> clients;
+    ua::ReadValueId id{};
+    id.nodeId = ua::numericNodeId(0, 2259);
+    id.attributeId = 13;
+    ua::ReadRequest read{};
+    read.nodesToRead = {1, &id};
+    for (int i = 0; i < 40; ++i) {
+        clients.push_back(std::make_unique<test::Client>());
+        REQUIRE(clients.back()->open(port));
+        REQUIRE(clients.back()->createSession() == UAPLEX_Good);
+        REQUIRE(test::Client::result(clients.back()->call(read, 1)) == UAPLEX_Good);
+    }
+    // The 40 connections are open; what exists is what ran at once, not one per connection.
+    const std::size_t kept = server::Server::pendingRequestObjects() - before;
+    INFO("request records for 40 idle connections: " << kept);
+    CHECK(kept <= 8);
+    for (auto& c : clients) c->disconnect();
+    srv.stop();
+    services.reset();
+    host.shutdown();
+}
+
+// A connection's handshake deadline is a place in the transport's list of unfinished
+// handshakes, served by one timer: no timer and no timer wait of its own (about 400 bytes,
+// the wait freed again when the channel opens, between the connection's long-lived blocks).
+TEST_CASE("opening a SecureChannel allocates no handshake timer wait") {
+    test::tUncounted = true;
+    const std::uint16_t port = test::freePort();
+    std::string toml =
+        "[log]\nlevel = \"warn\"\nsink = \"stderr\"\n[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR
+        "\"]\n[server]\nendpoints = [\"opc.tcp://127.0.0.1:" +
+        std::to_string(port) +
+        "\"]\n[slots]\nrequest_queue = \"fifo\"\n[plugins.fifo]\n"
+        "[plugins.transport-tcp]\n";
+    auto cfg = config::parse_string(toml, "handshake.toml", {});
+    host::Host host;
+    host.load(cfg);
+    host.start();
+    auto services = server::makeServiceHandler(cfg, host);
+    server::Server srv(cfg, host, *services);
+    srv.start();
+    std::vector<std::unique_ptr<test::Client>> clients;
+    auto openOne = [&] {
+        clients.push_back(std::make_unique<test::Client>());
+        REQUIRE(clients.back()->open(port));
+        // The server's I/O thread finishes the OPN after the client has its answer.
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    };
+    for (int i = 0; i < 3; ++i) openOne();  // warm-up: pools, the transport's one timer
+    test::HeapScope heap;
+    for (int i = 0; i < 10; ++i) openOne();
+    double perConnection = double(heap.bytes()) / 10;
+    INFO("server heap bytes allocated per opened connection: " << perConnection);
+    CHECK(perConnection < 3000);  // 3,232 with a timer and its wait per connection
+    for (auto& c : clients) c->disconnect();
+    srv.stop();
+    services.reset();
+    host.shutdown();
 }

@@ -679,10 +679,23 @@ void encode(BinaryWriter& w, const DataValue& v) noexcept {
         *p++ = m;
         if (m & UAPLEX_DATAVALUE_VALUE) {
             *p++ = enc;
-            if (type == 1)
-                *p++ = v.value.value.boolean ? 1 : 0;
-            else
-                std::memcpy(p, &v.value.value, valueSize), p += valueSize;
+            // Constant sizes, so that each copy is one move rather than a call to memcpy.
+            switch (valueSize) {
+                case 1:
+                    *p = type == 1 ? (v.value.value.boolean ? 1 : 0)
+                                   : *reinterpret_cast<const std::uint8_t*>(&v.value.value);
+                    break;
+                case 2:
+                    std::memcpy(p, &v.value.value, 2);
+                    break;
+                case 4:
+                    std::memcpy(p, &v.value.value, 4);
+                    break;
+                default:
+                    std::memcpy(p, &v.value.value, 8);
+                    break;
+            }
+            p += valueSize;
         }
         auto put = [&p](const auto& x) {
             std::memcpy(p, &x, sizeof(x));

@@ -11,8 +11,12 @@
 // trim timer runs only while there is something to trim: an array kept by a return arms it,
 // and it stops once the pools are empty and an interval passed without a return, so an idle
 // server has no trim wake-up. One pool exists per distinct (L, C) in the process and every
-// manager with that L shares it.
+// manager with that L shares it. Arrays of a page or more are anonymous mappings of their
+// own, not C heap blocks: see allocate_array.
 #include <malloc.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <bit>
@@ -57,6 +61,30 @@ uint64_t pow2ceil(uint64_t n) {
 
 using BoundedRing = uaplex::plugins::MpmcRing<uint8_t*>;
 
+uint64_t page_size() {
+    static const uint64_t size = [] {
+        long n = ::sysconf(_SC_PAGESIZE);
+        return n > 0 ? static_cast<uint64_t>(n) : uint64_t{4096};
+    }();
+    return size;
+}
+
+// An array of `len` (a power of two) bytes. From a page up it is a mapping of its own: freed,
+// it goes back to the system at once, and a burst of them (a thousand handshakes' chunks)
+// leaves no holes in the C heap between the long-lived blocks allocated in the meantime.
+uint8_t* allocate_array(uint64_t len) {
+    if (len < page_size()) return static_cast<uint8_t*>(::operator new(len));
+    void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    return static_cast<uint8_t*>(p);
+}
+void free_array(uint8_t* p, uint64_t len) noexcept {
+    if (len < page_size())
+        ::operator delete(p);
+    else
+        ::munmap(p, len);
+}
+
 class BoundedArrayPool {
   public:
     BoundedArrayPool(uint64_t max_length, uint32_t per_bucket)
@@ -67,8 +95,11 @@ class BoundedArrayPool {
             buckets_.push_back(std::make_unique<Bucket>(2 * per_bucket_));
     }
     ~BoundedArrayPool() {
-        for (auto& b : buckets_)
-            while (uint8_t* p = b->ring.pop()) ::operator delete(p);
+        uint64_t len = kMinBucket;
+        for (auto& b : buckets_) {
+            while (uint8_t* p = b->ring.pop()) free_array(p, len);
+            len <<= 1;
+        }
     }
     uint64_t max_length() const { return max_length_; }
     uint32_t per_bucket() const { return per_bucket_; }
@@ -92,7 +123,7 @@ class BoundedArrayPool {
             b.low.store(0, std::memory_order_relaxed);
         }
         *allocated = true;
-        return static_cast<uint8_t*>(::operator new(len));
+        return allocate_array(len);
     }
     // Keeps the array if its bucket has room; false when it was freed instead.
     bool give_back(uint8_t* p, uint64_t len) {
@@ -110,7 +141,7 @@ class BoundedArrayPool {
                 b.held.fetch_sub(1, std::memory_order_relaxed);
             }
         }
-        ::operator delete(p);
+        free_array(p, len);
         return false;
     }
 
@@ -128,7 +159,7 @@ class BoundedArrayPool {
                 if (!p) break;
                 b.held.fetch_sub(1, std::memory_order_relaxed);
                 retained_.fetch_sub(len, std::memory_order_relaxed);
-                ::operator delete(p);
+                free_array(p, len);
                 freed += len;
             }
             len <<= 1;

@@ -82,14 +82,18 @@ const uaplex::leases::SipKey& hash_key() {
     return key;
 }
 
-std::string hashed(const void* data, size_t len) {
-    static const char* hex = "0123456789abcdef";
-    auto h = uaplex::leases::siphash24_128(hash_key(), data, len);
-    std::string out(32, '0');
-    for (int w = 0; w < 2; ++w)
-        for (int i = 0; i < 16; ++i)
-            out[std::size_t(w * 16 + i)] = hex[(h[w] >> (60 - 4 * i)) & 15];
-    return out;
+// An owner key: what it was derived from and the keyed hash of it. 24 bytes in place: a
+// key per anonymous session made its text ("user:" and 32 hex digits) two more heap blocks.
+struct OwnerKey {
+    enum Kind : uint64_t { kPeer = 1, kUser = 2, kApplication = 3 };
+    uint64_t kind = 0;
+    std::array<uint64_t, 2> hash{};
+    friend bool operator==(const OwnerKey&, const OwnerKey&) = default;
+    friend auto operator<=>(const OwnerKey&, const OwnerKey&) = default;
+};
+
+OwnerKey hashed(OwnerKey::Kind kind, const void* data, size_t len) {
+    return OwnerKey{kind, uaplex::leases::siphash24_128(hash_key(), data, len)};
 }
 
 // "ip:port", "[v6]:port" or a bare address -> the address, with IPv4-mapped IPv6 addresses
@@ -109,7 +113,7 @@ std::string peer_host(std::string_view a) {
 
 // The accounting of one owner key, shared by every owner object classified to that key.
 struct KeyEntry {
-    std::string key;
+    OwnerKey key;
     std::array<std::atomic<int64_t>, kStages> usage{};
     std::array<std::atomic<int64_t>, kClasses> class_leases{};  // crosses zero under `mutex`
     // Under `mutex` (this key only):
@@ -201,8 +205,7 @@ class Leases final : public uaplex::sdk::AdmissionProvider {
     uaplex_status classify_connection(const uaplex_admission_request_info* info,
                                       uaplex_admission_owner** out) override {
         if (!info || !out) return UAPLEX_BadInvalidArgument;
-        std::string key = "peer:" + hashed_peer(info->peer_address);
-        *out = make_owner(key, UAPLEX_CLASS_BOOTSTRAP, info, false);
+        *out = make_owner(hashed_peer(info->peer_address), UAPLEX_CLASS_BOOTSTRAP, info, false);
         return UAPLEX_Good;
     }
 
@@ -427,22 +430,23 @@ class Leases final : public uaplex::sdk::AdmissionProvider {
             return UAPLEX_CLASS_RECONNECT;
         return UAPLEX_CLASS_ESTABLISHED;  // includes requests with an unknown token
     }
-    static std::string hashed_peer(uaplex_str address) {
+    static OwnerKey hashed_peer(uaplex_str address) {
         std::string h = peer_host(uaplex::sdk::to_view(address));
-        return hashed(h.data(), h.size());
+        return hashed(OwnerKey::kPeer, h.data(), h.size());
     }
-    static std::string key_of(const uaplex_admission_request_info* info, bool bound) {
+    static OwnerKey key_of(const uaplex_admission_request_info* info, bool bound) {
         if (bound && info->user_id.len > 0)
-            return "user:" + hashed(info->user_id.data, info->user_id.len);
+            return hashed(OwnerKey::kUser, info->user_id.data, info->user_id.len);
         std::string_view policy = uaplex::sdk::to_view(info->security_policy_uri);
         bool signed_channel = !policy.empty() && !policy.ends_with("#None");
         if (signed_channel && info->client_certificate.len > 0)
-            return "application:" +
-                   hashed(info->client_certificate.data, info->client_certificate.len);
-        return "peer:" + hashed_peer(info->peer_address);
+            return hashed(OwnerKey::kApplication, info->client_certificate.data,
+                          info->client_certificate.len);
+        return hashed_peer(info->peer_address);
     }
+    static size_t shard_of(const OwnerKey& key) { return size_t(key.hash[0] ^ key.kind); }
 
-    uaplex_admission_owner* make_owner(const std::string& key, uint32_t cls,
+    uaplex_admission_owner* make_owner(const OwnerKey& key, uint32_t cls,
                                        const uaplex_admission_request_info* info, bool bound) {
         auto o = std::make_unique<uaplex_admission_owner>();
         o->provider = this;
@@ -459,8 +463,8 @@ class Leases final : public uaplex::sdk::AdmissionProvider {
 
     // Every owner object of one key shares one entry (the key's usage), kept alive by the
     // owners; the map only finds it. Sharded so classification takes no server-wide lock.
-    std::shared_ptr<KeyEntry> entry_for(const std::string& key) {
-        Shard& sh = shards_[std::hash<std::string>{}(key) % shards_.size()];
+    std::shared_ptr<KeyEntry> entry_for(const OwnerKey& key) {
+        Shard& sh = shards_[shard_of(key) % shards_.size()];
         std::lock_guard lock(sh.mutex);
         auto& slot = sh.entries[key];
         if (auto e = slot.lock()) return e;
@@ -471,10 +475,10 @@ class Leases final : public uaplex::sdk::AdmissionProvider {
     }
     void drop(uaplex_admission_owner* o) {
         if (o->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-        std::string key = o->entry->key;
+        OwnerKey key = o->entry->key;
         o->magic = 0;
         delete o;
-        Shard& sh = shards_[std::hash<std::string>{}(key) % shards_.size()];
+        Shard& sh = shards_[shard_of(key) % shards_.size()];
         std::lock_guard lock(sh.mutex);
         auto it = sh.entries.find(key);
         if (it != sh.entries.end() && it->second.expired()) sh.entries.erase(it);
@@ -588,7 +592,7 @@ class Leases final : public uaplex::sdk::AdmissionProvider {
 
     struct Shard {
         std::mutex mutex;
-        std::map<std::string, std::weak_ptr<KeyEntry>> entries;
+        std::map<OwnerKey, std::weak_ptr<KeyEntry>> entries;
     };
 
     Profile profile_ = Profile::Balanced;

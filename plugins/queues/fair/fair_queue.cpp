@@ -45,7 +45,9 @@ enum LeaseIndex { kQueueLease = 0, kBytesLease, kParkedLease, kExecLease, kLease
 struct OwnerFifo;
 
 // Per-entry state that outlives the link (leases are held until dispose). Slots are
-// recycled through their group's free list, so the steady state does not allocate.
+// recycled through the queue's one lock-free free ring, so the steady state does not
+// allocate and what is kept follows the requests in flight at once, not each group's peak
+// (a group per session, most of them idle with a parked Publish).
 struct Slot {
     uaplex_request_entry* entry = nullptr;
     void* queue = nullptr;
@@ -55,7 +57,6 @@ struct Slot {
     bool held[kLeaseCount]{};
     uint64_t registration = 0;
     bool registered = false;
-    Slot* next_free = nullptr;
 };
 
 // Where a group is in the rounds (changed under its lock).
@@ -78,7 +79,6 @@ struct OwnerFifo {
     uint32_t selecting = 0;  // selections in flight (a refused one is relinked)
     uint32_t pins = 0;       // enqueues between lookup and link: the node keeps its group
     uint64_t next_seq = 0;
-    Slot* free = nullptr;
 };
 
 // A ring of groups that waits for a place: a ring holds every group at most once, so it
@@ -129,6 +129,10 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
             failed_ = std::make_unique<OwnerRing>(ring);
         }
         global_.assigned = true;
+        // Slots in use: the queued requests and those between dequeue and dispose (at most
+        // one per worker); more than fit are freed when they come back.
+        free_slots_ = std::make_unique<SlotRing>(
+            std::bit_ceil(std::min<uint64_t>(uint64_t{capacity_} + 256, 1u << 16)));
         auto reg = [&](const char* name, uint32_t kind) {
             uaplex_metric* m = nullptr;
             ctx.api()->metric_register(ctx.raw(), uaplex::sdk::to_str(name), kind, &m);
@@ -141,18 +145,11 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
     }
 
     ~FairQueue() override {
-        auto drop_slots = [](OwnerFifo* f) {
-            while (Slot* s = f->free) {
-                f->free = s->next_free;
-                delete s;
-            }
-        };
-        drop_slots(&global_);
+        while (Slot* s = free_slots_->pop()) delete s;
         for (auto& b : buckets_) {
             OwnerFifo* f = b.head.load();
             while (f) {
                 OwnerFifo* next = f->next_in_bucket;
-                drop_slots(f);
                 delete f;
                 f = next;
             }
@@ -195,9 +192,8 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
             f->mutex.lock();
         }
         ++f->pins;
-        s = pop_slot_locked(f);
         f->mutex.unlock();
-        if (!s) s = new Slot();
+        s = pop_slot();
         s->entry = e;
         s->queue = this;
         s->fifo = f;
@@ -479,18 +475,14 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
         }
     }
 
-    static Slot* pop_slot_locked(OwnerFifo* f) {
-        Slot* s = f->free;
-        if (!s) return nullptr;
-        f->free = s->next_free;
+    Slot* pop_slot() {
+        Slot* s = free_slots_->pop();
+        if (!s) return new Slot();
         *s = Slot{};
         return s;
     }
-    static void free_slot(Slot* s) {
-        OwnerFifo* f = s->fifo;
-        std::lock_guard lock(f->mutex);
-        s->next_free = f->free;
-        f->free = s;
+    void free_slot(Slot* s) {
+        if (!free_slots_->push(s)) delete s;
     }
 
     uaplex_status reject() {
@@ -828,7 +820,9 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
     }
 
     static constexpr int kBucketBits = 8;
-    static constexpr size_t kReuseAfter = 8;
+    // A bucket with this many FIFOs gives an idle one to a new group: a session with only
+    // parked Publish requests is idle, so thousands of sessions need few FIFOs.
+    static constexpr size_t kReuseAfter = 2;
     struct Bucket {
         std::mutex mutex;  // a group's first request only
         std::atomic<OwnerFifo*> head{nullptr};
@@ -850,6 +844,8 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
     std::atomic<uint32_t> wake_calls_{0};  // wake_waiters calls: a dequeue that saw one returns
     OwnerFifo global_;
     Bucket buckets_[1 << kBucketBits];
+    using SlotRing = uaplex::plugins::MpmcRing<Slot*>;
+    std::unique_ptr<SlotRing> free_slots_;
 
     // The rounds: ring round_ & 1 holds the current round's groups, the other ring the
     // groups that used their turns; pending_ counts each ring's groups, held ones included.

@@ -1,6 +1,8 @@
 // Admission conformance (pipeline spec section 2, tests 1-10) and concurrent lease
 // accounting, through the C ABI only. The channel and session context a kernel would give
 // is faked with request-info structs.
+#include <malloc.h>
+
 #include <atomic>
 #include <random>
 #include <string>
@@ -371,6 +373,25 @@ TEST_CASE("9: classification and revalidation") {
     REQUIRE(p.acquire(mapped, &l) == UAPLEX_Good);
     CHECK(p.owner_usage(plain) == 1);
     p.release(&l);
+}
+
+TEST_CASE("9b: an anonymous session's owner and key take a few small blocks") {
+    // Every anonymous session is its own key (its Guid): the key is kept as its keyed hash
+    // in place, not as text in the entry and again in the table.
+    Provider p({});
+    std::vector<std::string> guids;
+    for (int i = 0; i < 2000; ++i) guids.push_back("session-guid-" + std::to_string(100000 + i));
+    auto heapInUse = [] { return mallinfo2().uordblks; };
+    p.owners.reserve(4096);
+    size_t before = heapInUse();
+    for (auto& g : guids) {
+        auto r = Provider::request("127.0.0.1:40000", 1, 0, g, g);
+        Provider::fix(r);
+        p.classify(r.info);
+    }
+    double perSession = double(heapInUse() - before) / double(guids.size());
+    INFO("heap per anonymous session owner: " << perSession << " bytes");
+    CHECK(perSession < 500);  // 560 with the key as text
 }
 
 TEST_CASE("10: with the shared RequestQueue full, a Reconnect ActivateSession gets in") {

@@ -1,4 +1,6 @@
 // Buffer-pool conformance (pipeline spec section 1, tests 1-6), through the C ABI only.
+#include <malloc.h>
+
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -336,4 +338,25 @@ TEST_CASE("7b: trim_interval_ms 0 never starts the timer") {
     CHECK(p.retained() == 1024);
     CHECK(p.services.timers.active() == 0);
     p.ops->manager_destroy(p.self, m);
+}
+
+TEST_CASE("bounded: arrays of a page or more are mappings of their own, not C heap blocks") {
+    // A burst of handshakes rents hundreds of 16 KiB arrays; from the C heap they left holes
+    // between the connections' long-lived blocks once the pool let them go.
+    Pool p("fast");
+    auto* m = p.manager(16 * kMiB);
+    auto heapInUse = [] { return mallinfo2().uordblks; };
+    std::vector<uaplex_buffer> v;
+    v.reserve(64);
+    size_t before = heapInUse();
+    for (int i = 0; i < 64; ++i) v.push_back(p.rent(m, 16000));
+    CHECK(heapInUse() - before < 64 * 1024);  // 1 MiB from the heap before
+    for (auto& b : v) {
+        for (uint32_t i = 0; i < b.length; i += 4096) b.data[i] = 1;  // usable throughout
+        REQUIRE(p.give_back(&b) == UAPLEX_Good);
+    }
+    // Small arrays stay heap blocks (a page each would waste most of it).
+    uaplex_buffer small = p.rent(m, 100);
+    REQUIRE(p.give_back(&small) == UAPLEX_Good);
+    CHECK(p.ops->manager_destroy(p.self, m) == UAPLEX_Good);
 }

@@ -1,5 +1,7 @@
 // Fair request queue (pipeline spec section 3, tests 1-12) through the C ABI, with a fake
 // admission provider whose limits, hooks and counters the tests control.
+#include <malloc.h>
+
 #include <algorithm>
 #include <atomic>
 #include <functional>
@@ -432,6 +434,49 @@ TEST_CASE("fair 8: parked requests and idempotent release") {
     q.dispose(&a1);
     q.dispose(&a1);
     CHECK(q.provider.used(UAPLEX_STAGE_PARKED_REQUEST) == 0);
+    CHECK(q.provider.used_total() == 0);
+}
+
+TEST_CASE("fair 8b: slots done by one owner serve the others") {
+    // One request at a time for each of 1000 owners (a session each, as with a parked
+    // Publish): the slots are not kept per owner group, so the heap grows by the groups only.
+    Fair q;
+    std::vector<uaplex_admission_owner> owners(1000);
+    auto heapInUse = [] { return mallinfo2().uordblks; };
+    uaplex_admission_owner warm;
+    auto w = make(1, &warm);
+    REQUIRE(q.enqueue(&w) == UAPLEX_Good);
+    REQUIRE(q.next() == &w);
+    q.dispose(&w);
+    size_t before = heapInUse();
+    for (uint32_t i = 0; i < owners.size(); ++i) {
+        auto e = make(i + 2, &owners[i]);
+        REQUIRE(q.enqueue(&e) == UAPLEX_Good);
+        REQUIRE(q.next() == &e);
+        q.dispose(&e);
+    }
+    double perOwner = double(heapInUse() - before) / double(owners.size());
+    INFO("heap per owner group: " << perOwner << " bytes");
+    CHECK(perOwner < 200);  // a group's FIFO; a slot of its own (4 leases) was 300 more
+    CHECK(q.provider.used_total() == 0);
+}
+
+TEST_CASE("fair 8c: an idle group's FIFO serves a new group once its bucket holds two") {
+    // A session whose only requests are parked Publish is an idle group: 4000 of them need
+    // not keep 4000 FIFOs (nor 2048 before any reuse).
+    Fair q;
+    std::vector<uaplex_admission_owner> owners(4000);
+    auto heapInUse = [] { return mallinfo2().uordblks; };
+    size_t before = heapInUse();
+    for (uint32_t i = 0; i < owners.size(); ++i) {
+        auto e = make(i + 1, &owners[i]);
+        REQUIRE(q.enqueue(&e) == UAPLEX_Good);
+        REQUIRE(q.next() == &e);
+        q.dispose(&e);
+    }
+    double perOwner = double(heapInUse() - before) / double(owners.size());
+    INFO("heap per owner group: " << perOwner << " bytes");
+    CHECK(perOwner < 40);  // a FIFO each (about 130 bytes) without the reuse
     CHECK(q.provider.used_total() == 0);
 }
 

@@ -204,7 +204,7 @@ struct Ticker {
     TickResult operator()() {
         ++n;
         e.clock.mono = int64_t(s.settings().publishingInterval) * n + 1;
-        return s.tick();
+        return s.tick(e.clock.mono);
     }
 };
 

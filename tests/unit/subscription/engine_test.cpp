@@ -116,7 +116,8 @@ TEST_CASE("engine 6: events before data changes; acknowledge and modify reset co
     CHECK(sub->keepAliveCounter() == 0);
     int64_t at = e.clock.mono;
     e.clock.mono = at + 499;
-    CHECK(sub->tick() != TickResult::NotificationsAvailable);  // the timer restarted at now
+    CHECK(sub->tick(e.clock.mono) !=
+          TickResult::NotificationsAvailable);  // the timer restarted at now
 }
 
 TEST_CASE("engine 7: publishing disabled sends no data, only keep-alives every K ticks") {

@@ -130,7 +130,7 @@ TEST_CASE("items 13: a linked item in Sampling mode publishes only when triggere
     auto tick = [&] {
         t += 101;
         e.clock.mono = t;
-        return sub->tick();
+        return sub->tick(e.clock.mono);
     };
     tick();
     auto first = sub->publish();
@@ -175,7 +175,7 @@ TEST_CASE("items 10b: a StatusResult event field gets the diagnostics mask") {
     REQUIRE(ev->cells[0]);
     REQUIRE(it->queueEvent(ev));
     e.clock.mono = 101;
-    sub->tick();
+    sub->tick(e.clock.mono);
     auto o = sub->publish();
     auto& list = o.message.message().notificationData[0];
     REQUIRE(list.data_type == enc::dataTypeOf<ua::EventNotificationList>());

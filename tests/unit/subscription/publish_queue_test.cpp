@@ -2,6 +2,7 @@
 // Acknowledge services, through SubscriptionManager on a fake clock.
 #include <malloc.h>
 #include <catch2/catch.hpp>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -445,6 +446,44 @@ TEST_CASE("services: heap bytes per session with a subscription of 10 items and 
     CHECK(perSession <= 3000);
 }
 
+TEST_CASE("services: the publishing cycle grows no long-lived block of a new subscription") {
+    // The ready and publish lists and the retained message's place are taken when the first
+    // CreateMonitoredItems comes (the service's thread), not grown by the publishing thread
+    // between the first messages it builds (holes of a message around each when they go).
+    Server s;
+    uint32_t sub = s.subscribe(1, 0, 100, 10, 30);
+    for (uint32_t n = 1; n <= 10; ++n) {
+        s.source.values[n] = n;
+        s.monitor(1, sub, n);
+    }
+    Subscription* st = s.mgr->find(sub);
+    REQUIRE(st);
+    CHECK(st->publishListCapacity() >= 10);
+    CHECK(st->retainedCapacity() >= 1);
+    size_t publishCapacity = st->publishListCapacity(), retained = st->retainedCapacity();
+    s.publish(1);
+    s.tickTo(101);  // the first message: the 10 initial values, retained
+    REQUIRE(s.sink.done.size() == 1);
+    CHECK(st->publishListCapacity() == publishCapacity);
+    CHECK(st->retainedCapacity() == retained);
+}
+
+TEST_CASE("retransmission: message pools count the heap bytes they delete, for the trim") {
+    MessagePool pool(1);  // keeps one message, deletes the rest
+    std::vector<RetainedMessage*> v;
+    for (int i = 0; i < 3; ++i) {
+        v.push_back(pool.acquire());
+        REQUIRE(v.back()->arena.allocate(100, 8));
+    }
+    uint64_t before = MessagePool::freedBytes();
+    for (auto* m : v) pool.release(m);
+    // Two deleted, each its struct and its arena's 1 KiB block.
+    uint64_t oneMessage = sizeof(RetainedMessage) + 1024;
+    CHECK(MessagePool::freedBytes() - before == 2 * oneMessage);
+    pool.trim();  // the kept one
+    CHECK(MessagePool::freedBytes() - before == 3 * oneMessage);
+}
+
 TEST_CASE(
     "services: DeleteMonitoredItems with queued notifications; later Publishes carry "
     "only the live items") {
@@ -785,6 +824,95 @@ TEST_CASE("report on change: several writes in one sampling interval give one sa
     CHECK(valuesFor(lastNotes(s), 70) == std::vector<double>{4});
 }
 
+TEST_CASE("report on change: a tick that outlasts a millisecond samples what it publishes") {
+    Server s;
+    uint32_t sub = s.subscribe(1);  // publishing ticks at 100, 200, ...
+    monitorWith(s, sub, 7, 70, 1, 100);
+    s.publish(1);
+    s.tickTo(101);
+    REQUIRE(valuesFor(lastNotes(s), 70).size() == 1);
+    s.publish(1);
+    s.clock.mono = 150;
+    s.mgr->valueChanged(7, Engine::value(5));
+    // The tick starts at 200 (the timer has not expired) and its clock passes 200 meanwhile:
+    // the subscription must not fire on a later reading than its items were sampled at.
+    s.clock.stepPerRead = 1;
+    s.tickTo(200);
+    s.clock.stepPerRead = 0;
+    s.tickTo(201);
+    REQUIRE(s.sink.done.size() == 2);
+    CHECK(valuesFor(lastNotes(s), 70) == std::vector<double>{5});
+    s.publish(1);
+    s.clock.mono = 250;
+    s.mgr->valueChanged(7, Engine::value(6));
+    s.tickTo(301);
+    REQUIRE(s.sink.done.size() == 3);
+    CHECK(valuesFor(lastNotes(s), 70) == std::vector<double>{6});
+}
+
+TEST_CASE("report on change: a write after a due tick that has not run leaves it the older value") {
+    Server s;
+    uint32_t sub = s.subscribe(1);  // publishing ticks at 100, 200, ...
+    monitorWith(s, sub, 7, 70, 1, 100);
+    s.publish(1);
+    s.tickTo(101);
+    s.publish(1);
+    s.clock.mono = 150;
+    s.mgr->valueChanged(7, Engine::value(5));
+    // The loop is late: at 205 the tick for 200 has not run when the next Write comes. The
+    // sample for 200 is the value of 200, and the newer one is the next interval's.
+    s.clock.mono = 205;
+    s.mgr->valueChanged(7, Engine::value(6));
+    // Sampled for a tick that fires: straight to the publish list, not examined again.
+    CHECK(s.mgr->find(sub)->readyListSize() == 0);
+    s.tickTo(205);
+    REQUIRE(s.sink.done.size() == 2);
+    CHECK(valuesFor(lastNotes(s), 70) == std::vector<double>{5});
+    s.publish(1);
+    s.tickTo(301);
+    REQUIRE(s.sink.done.size() == 3);
+    CHECK(valuesFor(lastNotes(s), 70) == std::vector<double>{6});
+}
+
+TEST_CASE("monitored items: a request's items of one node take neighbouring blocks") {
+    Server s;
+    uint32_t sub = s.subscribe(1);
+    // 40 items over 4 nodes round-robin, as a client subscribing tag lists does, and one
+    // refused item (an invalid monitoring mode) in between.
+    std::vector<ua::MonitoredItemCreateRequest> items(41);
+    for (size_t i = 0; i < items.size(); ++i) {
+        items[i].itemToMonitor.nodeId = ua::numericNodeId(1, uint32_t(20 + i % 4));
+        items[i].itemToMonitor.attributeId = 13;
+        items[i].monitoringMode = i == 17 ? ua::MonitoringMode(7) : ua::MonitoringMode::Reporting;
+        items[i].requestedParameters.clientHandle = uint32_t(i);
+    }
+    ua::CreateMonitoredItemsRequest req{};
+    req.subscriptionId = sub;
+    req.timestampsToReturn = ua::TimestampsToReturn::Both;
+    req.itemsToCreate = {int32_t(items.size()), items.data()};
+    ua::CreateMonitoredItemsResponse resp{};
+    REQUIRE(s.mgr->createMonitoredItems(1, req, resp, s.arena) == UAPLEX_Good);
+    const size_t block = s.mgr->context().itemSlab.blockSize();
+    std::map<uint32_t, std::vector<uintptr_t>> byNode;
+    for (size_t i = 0; i < items.size(); ++i) {
+        if (i == 17) {
+            CHECK(resp.results[i].statusCode == UAPLEX_BadMonitoringModeInvalid);
+            continue;
+        }
+        REQUIRE(resp.results[i].statusCode == UAPLEX_Good);
+        const MonitoredItem* it = s.mgr->find(sub)->item(resp.results[i].monitoredItemId);
+        REQUIRE(it);
+        CHECK(it->clientHandle() == i);
+        byNode[uint32_t(i % 4)].push_back(reinterpret_cast<uintptr_t>(it));
+    }
+    for (auto& [node, addrs] : byNode) {
+        std::sort(addrs.begin(), addrs.end());
+        // One run per node (the refused item's block went back): at most one gap of a block.
+        CHECK(addrs.back() - addrs.front() <= addrs.size() * block);
+    }
+    CHECK(s.mgr->context().itemSlab.liveBlocks() == 40);  // the refused item's block is free
+}
+
 TEST_CASE("report on change: a write after the interval elapsed is published in that cycle") {
     Server s;
     uint32_t sub = s.subscribe(1);  // publishing ticks at 100, 200, ...
@@ -861,6 +989,176 @@ TEST_CASE("report on change: a tick visits only the items of subscriptions that 
         got += valuesFor(notes(s.sink.done[i].outcome.message.message()), 100).size() +
                valuesFor(notes(s.sink.done[i].outcome.message.message()), 200).size();
     CHECK(got == 2);
+}
+
+TEST_CASE("publishing timetable: the engine is due at each subscription's own expiry") {
+    SubscriptionLimits l;
+    l.publishingResolution = 10;  // polled groups sample at 20 ms below
+    Server s(l);
+    CHECK(s.mgr->nextTickAt() == std::numeric_limits<int64_t>::max());  // nothing to do
+    uint32_t first = s.subscribe(1);  // expires at 100: fires at the first reading after it
+    s.clock.mono = 30;
+    s.subscribe(2);  // its own phase: 130, 230, ...
+    CHECK(s.mgr->nextTickAt() == 101);
+    s.tickTo(s.mgr->nextTickAt());
+    CHECK(s.mgr->nextTickAt() == 131);  // the second subscription, not a loop tick later
+    s.tickTo(s.mgr->nextTickAt());
+    CHECK(s.mgr->nextTickAt() == 201);
+    s.source.polled.insert(9);  // a polled item's group is due on its own interval
+    s.monitor(1, first, 9, 1, 20);
+    CHECK(s.mgr->nextTickAt() == 151);
+}
+
+TEST_CASE("publishing timetable: subscriptions created together spread over phases") {
+    SubscriptionLimits l;
+    l.phaseSlotMs = 10;
+    Server s(l);
+    std::vector<uint32_t> ids;
+    for (int i = 0; i < 3; ++i) ids.push_back(s.subscribe(1));  // all at 0
+    CHECK(s.mgr->find(ids[0])->timerExpiry() == 100);           // the first keeps its phase
+    CHECK(s.mgr->find(ids[1])->timerExpiry() == 110);
+    CHECK(s.mgr->find(ids[2])->timerExpiry() == 120);
+    s.clock.mono = 5;
+    uint32_t late = s.subscribe(1);  // created at 5: the next slot in turn, 30 past the first
+    CHECK(s.mgr->find(late)->timerExpiry() == 130);
+    uint32_t slow = s.subscribe(1, 0, 1000);  // another interval: its own phases
+    CHECK(s.mgr->find(slow)->timerExpiry() == 1005);
+    // Each fires at its own expiry, one tick each.
+    std::vector<int64_t> ticks;
+    while (s.clock.mono < 200) {
+        ticks.push_back(s.mgr->nextTickAt());
+        s.tickTo(ticks.back());
+    }
+    CHECK(ticks == std::vector<int64_t>{101, 111, 121, 131, 201});
+    // Without spreading they share the creation phase.
+    Server plain;
+    uint32_t a = plain.subscribe(1), b = plain.subscribe(1);
+    CHECK(plain.mgr->find(a)->timerExpiry() == plain.mgr->find(b)->timerExpiry());
+}
+
+TEST_CASE("publishing timetable: a wake at one subscription's expiry visits only the due ones") {
+    SubscriptionLimits l;
+    l.phaseSlotMs = 10;
+    Server s(l);
+    std::vector<uint32_t> ids;
+    for (int i = 0; i < 100; ++i) ids.push_back(s.subscribe(1, 0, 100, 1000, 3000));
+    for (int i = 0; i < 5; ++i) s.publish(1);
+    s.clock.mono = 0;
+    // Ten phases 10 ms apart, ten subscriptions each: a due wake ticks those ten only.
+    for (int64_t t = 101; t < 200; t += 10) {
+        CHECK(s.mgr->nextTickAt() == t);
+        s.clock.mono = t;
+        s.mgr->timerTick(false);
+        CHECK(s.mgr->subscriptionsVisitedLastTick() == 10);
+    }
+    s.tickTo(200);  // the full pass still sees every one
+    CHECK(s.mgr->subscriptionsVisitedLastTick() == 100);
+    // Every subscription went through its first cycle once, on the due wakes alone.
+    for (uint32_t id : ids) {
+        CHECK(s.mgr->find(id)->timerExpiry() >= 200);
+        CHECK(s.mgr->find(id)->timerExpiry() < 300);
+    }
+    CHECK(s.sink.done.size() == 5);  // the first keep-alives, one per queued Publish
+}
+
+TEST_CASE("publishing timetable: a change is published at its subscription's grid point") {
+    Server s;
+    s.clock.mono = 30;
+    uint32_t sub = s.subscribe(1);  // grid points 130, 230, ...
+    s.source.values[7] = 1;
+    monitorWith(s, sub, 7, 70, 1, 100);
+    s.publish(1);
+    s.tickTo(s.mgr->nextTickAt());
+    REQUIRE(s.sink.done.size() == 1);  // the initial value
+    s.clock.mono = 220;
+    s.mgr->valueChanged(7, Engine::value(5));
+    s.publish(1);
+    int64_t at = s.mgr->nextTickAt();
+    CHECK(at == 231);  // the grid point, not the next multiple of a loop period (250)
+    s.tickTo(at);
+    REQUIRE(s.sink.done.size() == 2);
+    CHECK(valuesFor(lastNotes(s), 70) == std::vector<double>{5});
+}
+
+TEST_CASE(
+    "publishing timetable: subscriptions on other phases tick apart, a write between "
+    "their ticks reaches both") {
+    Server s;
+    uint32_t a = s.subscribe(1, 0, 100, 1000, 3000);  // 100, 200, ...
+    s.clock.mono = 40;
+    uint32_t b = s.subscribe(1, 0, 100, 1000, 3000);  // 140, 240, ...
+    for (uint32_t i = 0; i < 30; ++i) monitorWith(s, a, 7, 100 + i, 1, 100);
+    for (uint32_t i = 0; i < 10; ++i) monitorWith(s, b, 7, 200 + i, 1, 100);
+    s.publish(1);
+    s.tickTo(s.mgr->nextTickAt());  // 101: a's initial values only
+    REQUIRE(s.sink.done.size() == 1);
+    CHECK(s.sink.done.back().outcome.subscriptionId == a);
+    s.publish(1);
+    s.tickTo(s.mgr->nextTickAt());  // 141: b's
+    REQUIRE(s.sink.done.size() == 2);
+    CHECK(s.sink.done.back().outcome.subscriptionId == b);
+    s.publish(1);
+    s.clock.mono = 190;
+    s.mgr->valueChanged(7, Engine::value(1));
+    s.tickTo(s.mgr->nextTickAt());  // 201: a takes the value, b's items are not visited
+    CHECK(s.clock.mono == 201);
+    CHECK(s.mgr->itemsVisitedLastTick() == 30);
+    REQUIRE(s.sink.done.size() == 3);
+    CHECK(s.sink.done.back().outcome.subscriptionId == a);
+    s.publish(1);
+    s.mgr->valueChanged(7, Engine::value(2));  // after a's tick, before b's
+    s.tickTo(s.mgr->nextTickAt());             // 241: b takes the newer value
+    CHECK(s.clock.mono == 241);
+    CHECK(s.mgr->itemsVisitedLastTick() == 10);
+    REQUIRE(s.sink.done.size() == 4);
+    CHECK(s.sink.done.back().outcome.subscriptionId == b);
+    CHECK(valuesFor(lastNotes(s), 200) == std::vector<double>{2});
+    s.publish(1);
+    s.tickTo(s.mgr->nextTickAt());  // 301: the write between the ticks is not lost for a
+    REQUIRE(s.sink.done.size() == 5);
+    CHECK(valuesFor(lastNotes(s), 100) == std::vector<double>{2});
+}
+
+TEST_CASE("report on change: subscriptions on other phases share one comparison per group") {
+    Server s;
+    uint32_t a = s.subscribe(1, 0, 100, 1000, 3000);  // 100, 200, ...
+    s.clock.mono = 40;
+    uint32_t b = s.subscribe(1, 0, 100, 1000, 3000);  // 140, 240, ...
+    for (uint32_t i = 0; i < 30; ++i) monitorWith(s, a, 7, 100 + i, 1, 100);
+    for (uint32_t i = 0; i < 10; ++i) monitorWith(s, b, 7, 200 + i, 1, 100);
+    for (int i = 0; i < 20; ++i) s.publish(1);
+    s.tickTo(101);
+    s.tickTo(141);
+    // The node changes between every two ticks, so it is never taken by both groups at once.
+    double v = 1;
+    std::vector<uint64_t> compared;
+    std::vector<size_t> delivered;
+    for (int64_t t = 190; t < 700; t += 50) {
+        s.clock.mono = t;
+        s.mgr->valueChanged(7, Engine::value(v++));
+        uint64_t before = s.mgr->context().itemComparisons;
+        size_t done = s.sink.done.size();
+        s.tickTo(s.mgr->nextTickAt());
+        compared.push_back(s.mgr->context().itemComparisons - before);
+        size_t n = 0;
+        for (size_t i = done; i < s.sink.done.size(); ++i)
+            n += notes(s.sink.done[i].outcome.message.message()).size();
+        delivered.push_back(n);
+    }
+    // After each group's first full sample, its items use the group's one comparison.
+    CHECK(compared == std::vector<uint64_t>{30, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0});
+    CHECK(delivered == std::vector<size_t>{30, 10, 30, 10, 30, 10, 30, 10, 30, 10, 30});
+    s.tickTo(741);  // b takes the last value too
+    // Writing the same value again: the group's comparison refuses it for all of a's items.
+    s.clock.mono = 750;
+    s.mgr->valueChanged(7, Engine::value(v - 1));
+    size_t done = s.sink.done.size();
+    uint64_t before = s.mgr->context().itemComparisons;
+    s.tickTo(s.mgr->nextTickAt());
+    CHECK(s.clock.mono == 801);
+    CHECK(s.mgr->itemsVisitedLastTick() == 30);
+    CHECK(s.mgr->context().itemComparisons == before);
+    CHECK(s.sink.done.size() == done);  // nothing changed: no message
 }
 
 TEST_CASE("report on change: filters, queues and timestamps hold for a shared node sample") {
