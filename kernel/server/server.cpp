@@ -608,7 +608,11 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
     deadlines_ = std::make_unique<session::DeadlineMonitor>();
     sessions_->setDeadlineMonitor(deadlines_.get());
     sessions_->setTimeoutScheduled(
-        [](void* user, std::int64_t dueMs) { static_cast<Server*>(user)->scheduleSweep(dueMs); },
+        [](void* user, std::int64_t dueMs) {
+            // Its subscriptions may free messages: the heap check starts within a second.
+            static_cast<Server*>(user)->scheduleSweep(
+                std::min(dueMs, monotonicMs() + kHeapCheckMs));
+        },
         this);
     setUpSecurity();
     discovery_ = std::make_unique<Discovery>(cfg_.server, pki_ ? pki_->own().get() : nullptr);
