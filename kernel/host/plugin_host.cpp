@@ -115,7 +115,7 @@ uaplex_request_queue_params RequestQueueSlot::params(uint32_t max_queued) {
 void RequestQueueSlot::dispose(PluginInstance* from, uaplex_request_entry* entry) noexcept {
     if (!from) return;
     const auto* ops = from->ops<uaplex_request_queue_ops>();
-    if (ops->hdr.struct_size >= sizeof(uaplex_request_queue_ops) && ops->dispose)
+    if (UAPLEX_HAS_FIELD(ops, uaplex_request_queue_ops, dispose) && ops->dispose)
         ops->dispose(from->self(), entry);
     from->dispatched.fetch_sub(1, std::memory_order_release);
 }
@@ -139,6 +139,8 @@ uaplex_status RequestQueueSlot::dequeue(uint32_t timeout_ms, uaplex_request_entr
     const auto* ops = ref->ops<uaplex_request_queue_ops>();
     // Counted before the call: a swap that drains this queue then waits for the entry.
     if (from) ref->dispatched.fetch_add(1, std::memory_order_acq_rel);
+    // A queue the slot cannot wake for a swap is waited on in bounded slices.
+    if (!ref->wakes_waiters && timeout_ms > kBoundedWaitMs) timeout_ms = kBoundedWaitMs;
     // Without a waiting dequeue the queue is only polled.
     uaplex_status st = ops->dequeue ? ops->dequeue(ref->self(), timeout_ms, out)
                                     : ops->try_dequeue(ref->self(), out);
@@ -171,8 +173,21 @@ std::string RequestQueueSlot::plugin_name() const {
     return cur ? cur->name() : std::string();
 }
 
+// A queue that returns its waiting dequeues on request (probed once, with none waiting).
+static bool probe_wake_waiters(PluginInstance& queue) noexcept {
+    const auto* ops = queue.ops<uaplex_request_queue_ops>();
+    return UAPLEX_HAS_FIELD(ops, uaplex_request_queue_ops, wake_waiters) && ops->wake_waiters &&
+           ops->wake_waiters(queue.self()) == UAPLEX_Good;
+}
+
 std::shared_ptr<PluginInstance> RequestQueueSlot::exchange(std::shared_ptr<PluginInstance> next) {
-    auto old = slot_.exchange(next);
+    if (next) next->wakes_waiters = probe_wake_waiters(*next);
+    // Workers may wait without a timeout (in the old queue, or already in the new one while
+    // the swap still drains): their dequeues return until no call holds the swap.
+    auto old = slot_.exchange(next, [](PluginInstance* queue) {
+        if (queue && queue->wakes_waiters)
+            queue->ops<uaplex_request_queue_ops>()->wake_waiters(queue->self());
+    });
     if (!old) return old;
     // No call reaches `old` any more: move what it still holds, in order, to the new queue.
     const auto* old_ops = old->ops<uaplex_request_queue_ops>();
@@ -180,7 +195,7 @@ std::shared_ptr<PluginInstance> RequestQueueSlot::exchange(std::shared_ptr<Plugi
     size_t moved = 0;
     while (old_ops->try_dequeue(old->self(), &e) == UAPLEX_Good && e) {
         // The old queue's leases go back before the new queue charges its own.
-        if (old_ops->hdr.struct_size >= sizeof(uaplex_request_queue_ops) && old_ops->dispose)
+        if (UAPLEX_HAS_FIELD(old_ops, uaplex_request_queue_ops, dispose) && old_ops->dispose)
             old_ops->dispose(old->self(), e);
         uaplex_status st = UAPLEX_BadServerHalted;
         if (next) st = next->ops<uaplex_request_queue_ops>()->enqueue(next->self(), e);
@@ -234,7 +249,7 @@ std::shared_ptr<PluginInstance> Host::make_request_queue(const config::PluginCon
         throw HostError("plugin '" + pc.name + "' is not a request_queue (it provides " +
                         kind_names(lib->kinds()) + ")");
     const auto* ops = factory->ops;
-    if (ops->hdr.struct_size < sizeof(uaplex_request_queue_ops) || !ops->enqueue ||
+    if (!UAPLEX_HAS_FIELD(ops, uaplex_request_queue_ops, dispose) || !ops->enqueue ||
         !ops->try_dequeue || !ops->cancel || !ops->count)
         throw HostError("plugin '" + pc.name +
                         "': request_queue ops lack enqueue/try_dequeue/cancel/count");

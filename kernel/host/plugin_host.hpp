@@ -54,6 +54,9 @@ class PluginInstance {
     // Entries this request queue handed out that the kernel has not disposed yet: a
     // swapped-out queue is retired only when they are back (their leases live in it).
     std::atomic<int64_t> dispatched{0};
+    // This request queue implements wake_waiters: the slot lets workers wait on it without
+    // a timeout (set when the slot installs it).
+    bool wakes_waiters = false;
 
   private:
     std::shared_ptr<PluginLibrary> library_;
@@ -85,6 +88,9 @@ class RequestQueueSlot {
     uaplex_status try_dequeue(uaplex_request_entry** out) noexcept;
     // `*from` (optional) receives the queue that handed the entry out; the caller gives it
     // back to dispose() when the request is done, exactly once.
+    // UINT32_MAX waits until an entry comes, the queue stops or is swapped out; on a queue
+    // without wake_waiters every wait is bounded by kBoundedWaitMs (a swap waits for it).
+    static constexpr uint32_t kBoundedWaitMs = 100;
     uaplex_status dequeue(uint32_t timeout_ms, uaplex_request_entry** out,
                           PluginInstance** from = nullptr) noexcept;
     static void dispose(PluginInstance* from, uaplex_request_entry* entry) noexcept;

@@ -65,6 +65,13 @@ class Slot {
     // Installs `next` (may be null) and returns the previous instance once no call can be
     // using it any more. Blocks for as long as the longest call in flight.
     std::shared_ptr<T> exchange(std::shared_ptr<T> next) {
+        return exchange(std::move(next), [](T*) {});
+    }
+    // The same; while calls are still in flight, `nudge(instance)` runs again and again for
+    // the previous and for the new instance (a call that started after the publication is
+    // counted in a parity the second round drains too): it makes a blocking call return.
+    template <typename Nudge>
+    std::shared_ptr<T> exchange(std::shared_ptr<T> next, Nudge&& nudge) {
         std::lock_guard lock(swap_mutex_);
         current_.value.store(next.get(), std::memory_order_seq_cst);
         std::shared_ptr<T> previous = std::move(owner_);
@@ -77,6 +84,8 @@ class Slot {
                 if (spins < 64) {
                     std::this_thread::yield();
                 } else {
+                    nudge(previous.get());
+                    nudge(owner_.get());
                     std::this_thread::sleep_for(std::chrono::microseconds(50));
                 }
             }

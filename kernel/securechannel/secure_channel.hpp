@@ -213,6 +213,8 @@ class SecureChannel {
         std::int64_t e = expiresMs_.load(std::memory_order_relaxed);
         return e != 0 && nowMs >= e;
     }
+    // When expired() becomes true unless the token is renewed; 0: no token yet.
+    std::int64_t expiresAtMs() const noexcept { return expiresMs_.load(std::memory_order_relaxed); }
 
   private:
     Event onOpen(std::span<std::uint8_t> chunk, const Clock& now, std::uint32_t newChannelId);

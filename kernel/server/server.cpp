@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cctype>
 #include <chrono>
@@ -28,6 +29,7 @@
 #include "session/access_control.hpp"
 #include "session/identity.hpp"
 #include "session/session_manager.hpp"
+#include "subscription/retransmission_queue.hpp"
 
 namespace uaplex::server {
 
@@ -415,13 +417,16 @@ struct Server::Callbacks {
         auto& c = *static_cast<Connection*>(cuser);
         uaplex_buffer chunk = *buffer;
         std::uint32_t newId = 0;
-        if (!c.channel.isOpen() && chunk.used >= 3 && std::memcmp(chunk.data, "OPN", 3) == 0) {
+        const bool opn = chunk.used >= 3 && std::memcmp(chunk.data, "OPN", 3) == 0;
+        if (!c.channel.isOpen() && opn) {
             newId = s.nextChannelId_.fetch_add(1);
             if (newId == 0) newId = s.nextChannelId_.fetch_add(1);
         }
         auto ev = c.channel.onChunk({chunk.data, chunk.used},
                                     securechannel::Clock{monotonicMs(), utcNow()}, newId);
         if (ev == securechannel::SecureChannel::Event::Message) s.submit(c);
+        // An issued or renewed token expires at a time the housekeeping sweep may not wait for.
+        if (opn && c.channel.expiresAtMs() != 0) s.scheduleSweep(c.channel.expiresAtMs());
         c.giveBack(chunk);
         return UAPLEX_Good;
     }
@@ -602,6 +607,13 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
         std::make_unique<session::SessionManager>(sl, &services_.counters(), std::move(hooks));
     deadlines_ = std::make_unique<session::DeadlineMonitor>();
     sessions_->setDeadlineMonitor(deadlines_.get());
+    sessions_->setTimeoutScheduled(
+        [](void* user, std::int64_t dueMs) {
+            // Its subscriptions may free messages: the heap check starts within a second.
+            static_cast<Server*>(user)->scheduleSweep(
+                std::min(dueMs, monotonicMs() + kHeapCheckMs));
+        },
+        this);
     setUpSecurity();
     discovery_ = std::make_unique<Discovery>(cfg_.server, pki_ ? pki_->own().get() : nullptr);
     // Identities and access control ([access]): the token policies the endpoints offer and
@@ -858,6 +870,11 @@ void Server::stop() noexcept {
     deadlines_->stop();
     if (deadlineSweeper_.joinable()) deadlineSweeper_.join();
     for (auto& t : transports_) t->stop();  // closes every connection (on_closed)
+    {
+        // Under the lock: the sweep either sees running_ false or is waiting already.
+        std::lock_guard lock(housekeepingMutex_);
+        sweepWake_.notify_all();
+    }
     housekeepingWake_.notify_all();
     if (housekeeping_.joinable()) housekeeping_.join();
     if (publishing_.joinable()) publishing_.join();
@@ -1097,8 +1114,10 @@ void Server::workerLoop(Worker& w) {
     while (running_.load(std::memory_order_relaxed)) {
         uaplex_request_entry* e = nullptr;
         host::PluginInstance* from = nullptr;
-        // Bounded waits: a queue swap waits for the longest call in flight, and stop() for us.
-        uaplex_status st = host_.request_queue().dequeue(100, &e, &from);
+        // Waits until a request comes, stop() stops the queue or a swap retires it (the slot
+        // bounds the wait on a queue that cannot be woken): no wake-up while idle.
+        uaplex_status st =
+            host_.request_queue().dequeue(std::numeric_limits<uint32_t>::max(), &e, &from);
         if (st == UAPLEX_Good && e) {
             execute(*static_cast<PendingRequest*>(e->kernel_private), w, from);
         } else if (st == UAPLEX_BadServerHalted) {
@@ -1232,22 +1251,56 @@ void Server::deadlineLoop() {
     }
 }
 
+void Server::scheduleSweep(std::int64_t dueMs) {
+    std::lock_guard lock(housekeepingMutex_);
+    if (dueMs >= sweepDueMs_) return;
+    sweepDueMs_ = dueMs;
+    sweepWake_.notify_all();
+}
+
 void Server::housekeepingLoop() {
     std::unique_lock lock(housekeepingMutex_);
     while (running_.load()) {
-        housekeepingWake_.wait_for(lock, std::chrono::milliseconds(200));
-        if (!running_.load()) break;
+        // A session or channel made from here on lowers sweepDueMs_ (scheduleSweep).
+        sweepDueMs_ = INT64_MAX;
+        lock.unlock();
         std::int64_t now = monotonicMs();
-        if (std::size_t n = sessions_->sweep(now)) logger()->info("{} session(s) timed out", n);
+        std::int64_t next = INT64_MAX;
+        if (std::size_t n = sessions_->sweep(now, &next))
+            logger()->info("{} session(s) timed out", n);
+        // The heap trim after a burst of freed NotificationMessages needs a tick after the
+        // burst: every 200 ms while messages are being freed, every second while sessions
+        // (whose subscriptions free them) exist, not at all on a server without any.
         trimHeapAfterMessageBurst();
+        std::uint64_t freed = subscription::MessagePool::freedBytes();
+        if (freed != messagesFreedSeen_)
+            next = std::min(next, now + kBurstTickMs);
+        else if (next != INT64_MAX)
+            next = std::min(next, now + kHeapCheckMs);
+        messagesFreedSeen_ = freed;
         std::vector<std::shared_ptr<Connection>> expired;
         {
             std::lock_guard cl(connectionsMutex_);
-            for (auto& [p, c] : connections_)
-                if (c->channel.expired(now)) expired.push_back(c);
+            for (auto& [p, c] : connections_) {
+                if (c->channel.expired(now)) {
+                    expired.push_back(c);
+                } else if (std::int64_t e = c->channel.expiresAtMs(); e != 0) {
+                    next = std::min(next, e);
+                }
+            }
         }
         for (auto& c : expired)
             c->fail(UAPLEX_BadSecureChannelTokenUnknown, "security token expired");
+        lock.lock();
+        // Sleeps until the earliest timeout or expiry: no wake-up while nothing is due.
+        sweepDueMs_ = std::min(sweepDueMs_, next);
+        while (running_.load() && monotonicMs() < sweepDueMs_) {
+            if (sweepDueMs_ == INT64_MAX)
+                sweepWake_.wait(lock);
+            else
+                sweepWake_.wait_until(lock, std::chrono::steady_clock::time_point(
+                                                std::chrono::milliseconds(sweepDueMs_)));
+        }
     }
 }
 

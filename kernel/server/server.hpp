@@ -153,6 +153,17 @@ class Server {
     std::thread deadlineSweeper_;
     std::mutex housekeepingMutex_;
     std::condition_variable housekeepingWake_;
+    // The housekeeping sweep sleeps until the earliest session timeout or channel token
+    // expiry (sweepDueMs_, monotonic, under housekeepingMutex_; INT64_MAX: nothing due);
+    // a new session or channel that is due sooner wakes it (scheduleSweep).
+    std::condition_variable sweepWake_;
+    std::int64_t sweepDueMs_ = INT64_MAX;
+    void scheduleSweep(std::int64_t dueMs);
+    // The heap trim after a message burst (trimHeapAfterMessageBurst) looks again this soon
+    // while messages are being freed, and this often while sessions exist.
+    static constexpr std::int64_t kBurstTickMs = 200;
+    static constexpr std::int64_t kHeapCheckMs = 1000;
+    std::uint64_t messagesFreedSeen_ = 0;  // housekeeping thread only
     std::atomic<bool> running_{false};
     std::atomic<std::uint32_t> nextChannelId_{1};
     std::atomic<std::uint32_t> nextRequestId_{1};

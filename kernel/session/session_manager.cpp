@@ -3,6 +3,8 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
@@ -114,6 +116,7 @@ SessionManager::Created SessionManager::create(std::uint32_t channelId, double r
         std::string key(reinterpret_cast<const char*>(s->token_.data()), s->token_.size());
         sessions_.emplace(std::move(key), s);
     }
+    if (timeoutScheduled_) timeoutScheduled_(timeoutScheduledUser_, nowMs + std::int64_t(t) + 1);
     // The services' per-session state is made outside the lock; nothing can use the session
     // before CreateSession's response reaches the client.
     if (hooks_.create) {
@@ -217,21 +220,26 @@ uaplex_status SessionManager::close(const ua::NodeId& authenticationToken, std::
     return UAPLEX_Good;  // its state goes when the last request holding it is done
 }
 
-std::size_t SessionManager::sweep(std::int64_t nowMs) {
+std::size_t SessionManager::sweep(std::int64_t nowMs, std::int64_t* nextDueMs) {
     std::vector<std::shared_ptr<Session>> expired;
+    std::int64_t next = INT64_MAX;
     {
         std::unique_lock lock(mutex_);
         for (auto it = sessions_.begin(); it != sessions_.end();) {
             const Session& s = *it->second;
-            if (nowMs - s.lastUsedMs_.load(std::memory_order_relaxed) >
-                std::int64_t(s.timeoutMs_)) {
+            // Timed out once more than its timeout passed since its last use.
+            std::int64_t due =
+                s.lastUsedMs_.load(std::memory_order_relaxed) + std::int64_t(s.timeoutMs_) + 1;
+            if (nowMs >= due) {
                 expired.push_back(std::move(it->second));
                 it = sessions_.erase(it);
             } else {
+                next = std::min(next, due);
                 ++it;
             }
         }
     }
+    if (nextDueMs) *nextDueMs = next;
     for (auto& s : expired) {
         closed(*s);
         if (counters_) counters_->sessionTimeoutCount.fetch_add(1, std::memory_order_relaxed);

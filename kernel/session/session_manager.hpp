@@ -157,8 +157,9 @@ class SessionManager {
     // be closed. `deleteSubscriptions` is what the closed hook reads from the session.
     uaplex_status close(const ua::NodeId& authenticationToken, std::uint32_t channelId,
                         bool deleteSubscriptions = true);
-    // Closes sessions idle past their timeout; returns how many.
-    std::size_t sweep(std::int64_t nowMs);
+    // Closes sessions idle past their timeout; returns how many. `nextDueMs` (optional)
+    // receives the earliest time a remaining session can time out (INT64_MAX: none left).
+    std::size_t sweep(std::int64_t nowMs, std::int64_t* nextDueMs = nullptr);
     // Closes every session (server shutdown).
     void closeAll();
     std::size_t count() const;
@@ -168,6 +169,12 @@ class SessionManager {
     }
     // Set before the first session is created.
     void setClosedHook(SessionClosedHook hook) { closedHook_ = std::move(hook); }
+    // Called by create with the time the new session times out unless it is used: the sweep
+    // that sleeps until the earliest such time must wake sooner. Set before the first create.
+    void setTimeoutScheduled(void (*fn)(void* user, std::int64_t dueMs), void* user) noexcept {
+        timeoutScheduled_ = fn;
+        timeoutScheduledUser_ = user;
+    }
     // Where every session's registry counts its requests with a deadline (set before the
     // first session is created).
     void setDeadlineMonitor(DeadlineMonitor* m) noexcept { deadlineMonitor_ = m; }
@@ -187,6 +194,8 @@ class SessionManager {
     SessionStateHooks hooks_;
     SessionClosedHook closedHook_;
     DeadlineMonitor* deadlineMonitor_ = nullptr;
+    void (*timeoutScheduled_)(void*, std::int64_t) = nullptr;
+    void* timeoutScheduledUser_ = nullptr;
     mutable std::shared_mutex mutex_;
     std::map<std::string, std::shared_ptr<Session>, std::less<>> sessions_;
     std::atomic<std::uint32_t> nextSessionNumber_{1};

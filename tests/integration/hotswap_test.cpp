@@ -8,6 +8,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -192,4 +193,50 @@ TEST_CASE("a reload moves queued requests to the new queue, in order, and loses 
     REQUIRE(completions.size() == 4);
     CHECK(completions[2] == std::make_pair(2u, UAPLEX_BadServerHalted));
     CHECK(completions[3] == std::make_pair(5u, UAPLEX_BadServerHalted));
+}
+
+TEST_CASE("a reload retires a queue that a worker waits on without a timeout") {
+    uaplex::host::set_logger(nullptr);
+    uaplex::host::logger()->set_level(spdlog::level::warn);
+    const std::string dir = UAPLEX_PLUGIN_DIR;
+    auto config = [&](const char* queue) {
+        return uaplex::config::parse_string(std::string("[host]\nplugin_dirs = [\"") + dir +
+                                                "\"]\n[slots]\nrequest_queue = \"" + queue +
+                                                "\"\n[plugins.fifo]\n[plugins.fair]\n",
+                                            "wait.toml", {});
+    };
+    uaplex::host::Host host;
+    host.request_queue().set_completion([](uaplex_request_entry*, uaplex_status) {});
+    host.load(config("fifo"));
+    host.start();
+    // The shipped queues can be woken: the slot lets workers wait on them without a timeout.
+    REQUIRE(host.request_queue().current()->wakes_waiters);
+
+    uaplex_request_entry entry{};
+    entry.hdr = UAPLEX_HEADER_INIT(uaplex_request_entry, UAPLEX_STYPE_REQUEST_ENTRY);
+    entry.request_id = 7;
+    std::atomic<int> returns{0};
+    std::atomic<uint32_t> got{0};
+    std::thread worker([&] {  // a server worker's loop; asserts nothing (Catch2)
+        while (got.load() == 0) {
+            uaplex_request_entry* out = nullptr;
+            uaplex::host::PluginInstance* from = nullptr;
+            uaplex_status st =
+                host.request_queue().dequeue(std::numeric_limits<uint32_t>::max(), &out, &from);
+            returns.fetch_add(1);
+            if (st == UAPLEX_Good && out) {
+                uaplex::host::RequestQueueSlot::dispose(from, out);
+                got = out->request_id;
+            }
+        }
+    });
+    // The swap returns although the worker waits in the old queue without a timeout.
+    host.reload(config("fair"));
+    CHECK(host.request_queue().plugin_name() == "fair");
+    CHECK(host.request_queue().current()->wakes_waiters);
+    REQUIRE(host.request_queue().enqueue(&entry) == UAPLEX_Good);
+    worker.join();
+    CHECK(got.load() == 7);
+    CHECK(returns.load() >= 1);
+    host.shutdown();
 }

@@ -262,6 +262,33 @@ TEST_CASE("a request above max_message_size is aborted with BadRequestTooLarge")
     CHECK(Client::result(c.call(small)) == UAPLEX_Good);
 }
 
+TEST_CASE("sessions: an unused session is closed after its timeout by a sweep that was asleep") {
+    // The housekeeping sweep sleeps until the earliest session timeout or token expiry; a
+    // session created while it waits for the channel's expiry (60 s) must wake it sooner.
+    ServerProcess s(
+        [](std::uint16_t port, const std::string& slots) {
+            std::string toml = tomlOf("", 2, "", true)(port, slots);
+            const std::string limits = "[server.limits]\n";
+            toml.insert(toml.find(limits) + limits.size(),
+                        "min_session_timeout_ms = 300\nmax_session_timeout_ms = 300\n");
+            return toml;
+        },
+        "request_queue = \"fifo\"\n", true);
+    REQUIRE(s.alive());
+    Client c;
+    REQUIRE(c.open(s.port));
+    REQUIRE(c.createSession() == UAPLEX_Good);  // revised to 300 ms; not used again
+    bool closed = false;
+    for (int i = 0; i < 2000 && !closed; ++i) {  // up to 20 s; the log is not the session
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        closed = s.log().find("1 session(s) timed out") != std::string::npos;
+    }
+    CHECK(closed);
+    std::vector<ua::ReadValueId> ids;
+    auto read = readState(ids, 1);
+    CHECK(Client::result(c.call(read)) == UAPLEX_BadSessionIdInvalid);
+}
+
 TEST_CASE("token renewal: the new token works, the old one stays valid until the new one is used") {
     Client c;
     REQUIRE(c.open(server().port));

@@ -7,10 +7,12 @@
 // its bucket or allocates, a return pushes if the bucket has room or frees, so retention
 // follows the peak concurrency seen. Every trim_interval_ms (default 250) half of the arrays
 // a bucket held unused through the whole interval are freed, so that a burst's arrays (a
-// thousand handshakes at once) do not stay for good; a steady load keeps what it uses. One
-// pool exists per distinct (L, C) in the process and every manager with that L shares it.
-// Arrays of a page or more are anonymous mappings of their own, not C heap blocks: see
-// allocate_array.
+// thousand handshakes at once) do not stay for good; a steady load keeps what it uses. The
+// trim timer runs only while there is something to trim: an array kept by a return arms it,
+// and it stops once the pools are empty and an interval passed without a return, so an idle
+// server has no trim wake-up. One pool exists per distinct (L, C) in the process and every
+// manager with that L shares it. Arrays of a page or more are anonymous mappings of their
+// own, not C heap blocks: see allocate_array.
 #include <malloc.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -263,17 +265,27 @@ class BoundedPool final : public uaplex::sdk::BufferPool {
         m_discards_ = reg("discards", UAPLEX_METRIC_COUNTER);
         m_outstanding_ = reg("outstanding_bytes", UAPLEX_METRIC_GAUGE);
         m_retained_ = reg("retained_bytes", UAPLEX_METRIC_GAUGE);
+        m_trim_ticks_ = reg("trim_ticks", UAPLEX_METRIC_COUNTER);
     }
 
     uaplex_status start() override {
-        if (trim_interval_ms_ == 0) return UAPLEX_Good;
-        return ctx_.api()->timer_start(ctx_.raw(), trim_interval_ms_, trim_interval_ms_,
-                                       &BoundedPool::trim_tick, this, &trim_timer_);
+        std::lock_guard lock(timer_mutex_);
+        timers_stopped_ = trim_interval_ms_ == 0;
+        // Returns arm the timer from now on (with trimming off they never try).
+        trim_armed_.store(timers_stopped_, std::memory_order_seq_cst);
+        return UAPLEX_Good;
     }
 
     uaplex_status stop() override {
-        if (trim_timer_) ctx_.api()->timer_cancel(ctx_.raw(), trim_timer_);
-        trim_timer_ = nullptr;
+        // Cancelled outside the lock: a tick still running takes it.
+        std::vector<uaplex_timer*> timers;
+        {
+            std::lock_guard lock(timer_mutex_);
+            timers_stopped_ = true;
+            trim_armed_.store(true, std::memory_order_seq_cst);  // no return arms it again
+            timers.swap(trim_timers_);
+        }
+        for (uaplex_timer* t : timers) ctx_.api()->timer_cancel(ctx_.raw(), t);
         {
             std::lock_guard lock(limiter_mutex_);
             disposed_ = true;
@@ -420,7 +432,16 @@ class BoundedPool final : public uaplex::sdk::BufferPool {
         outstanding_bytes_.fetch_sub(len, std::memory_order_relaxed);
         metric_add(m_returns_, 1);
         auto* pool = static_cast<BoundedArrayPool*>(m->pool.get());
-        if (!pool->give_back(p, len)) metric_add(m_discards_, 1);
+        if (pool->give_back(p, len)) {
+            // Two loads while the timer runs (a steady load keeps it running). The store is
+            // ordered before the load of trim_armed_: a tick that stops sees it, or this
+            // return sees the timer stopped and arms it.
+            if (!returned_.load(std::memory_order_relaxed))
+                returned_.store(true, std::memory_order_seq_cst);
+            if (!trim_armed_.load(std::memory_order_seq_cst)) arm_trim();
+        } else {
+            metric_add(m_discards_, 1);
+        }
         b->data = nullptr;
         b->length = 0;
         gauge(m_outstanding_, static_cast<int64_t>(outstanding_bytes_.load()));
@@ -442,17 +463,47 @@ class BoundedPool final : public uaplex::sdk::BufferPool {
     }
 
   private:
+    // The first return into empty pools starts the trim ticks (one-shot timers, each tick
+    // starts the next); a transition only, never per return under a steady load.
+    void arm_trim() {
+        if (trim_armed_.exchange(true, std::memory_order_acq_rel)) return;
+        std::lock_guard lock(timer_mutex_);
+        start_tick_locked();
+    }
+    // Stays armed when stopped or when the timer cannot start: returns then never try.
+    void start_tick_locked() {
+        if (timers_stopped_) return;
+        uaplex_timer* t = nullptr;
+        if (ctx_.api()->timer_start(ctx_.raw(), trim_interval_ms_, 0, &BoundedPool::trim_tick, this,
+                                    &t) == UAPLEX_Good)
+            trim_timers_.push_back(t);
+        else
+            ctx_.warn("trim timer not started: idle arrays stay until the pool stops");
+    }
+
     // The host's timer thread: idle arrays go, and once a burst's worth (1 MiB) has gone the
-    // C allocator hands the free pages back to the kernel.
+    // C allocator hands the free pages back to the kernel. Then the next tick is started,
+    // unless the pools are empty and nothing came back during the interval.
     static void trim_tick(void* user) {
         auto& self = *static_cast<BoundedPool*>(user);
+        std::lock_guard timers(self.timer_mutex_);
+        // The ticks that fired before this one are done: their handles go (a timer is never
+        // cancelled from its own callback). This tick's handle is the last one.
+        for (size_t i = 0; i + 1 < self.trim_timers_.size(); ++i)
+            self.ctx_.api()->timer_cancel(self.ctx_.raw(), self.trim_timers_[i]);
+        if (self.trim_timers_.size() > 1)
+            self.trim_timers_.erase(self.trim_timers_.begin(), self.trim_timers_.end() - 1);
+        if (self.timers_stopped_) return;
         uint64_t freed = 0;
+        uint64_t retained = 0;
         {
             std::lock_guard lock(self.pools_mutex_);
             for (auto& w : self.pools_seen_)
                 if (auto p = w.lock()) freed += p->decay();
+            retained = self.retained_total();
         }
-        if (freed) self.gauge(self.m_retained_, static_cast<int64_t>(self.retained_total()));
+        self.metric_add(self.m_trim_ticks_, 1);
+        if (freed) self.gauge(self.m_retained_, static_cast<int64_t>(retained));
         self.untrimmed_ += freed;
         if (self.untrimmed_ >= (uint64_t{1} << 20)) {
             self.untrimmed_ = 0;
@@ -460,6 +511,21 @@ class BoundedPool final : public uaplex::sdk::BufferPool {
             ::malloc_trim(0);
 #endif
         }
+        bool returned = self.returned_.exchange(false, std::memory_order_seq_cst);
+        if (returned || retained != 0) {
+            self.start_tick_locked();
+            return;
+        }
+        self.trim_armed_.store(false, std::memory_order_seq_cst);
+        // A return that saw the timer still armed did not arm it: look once more.
+        if (self.returned_.load(std::memory_order_seq_cst) || self.retained_now() != 0) {
+            if (!self.trim_armed_.exchange(true, std::memory_order_acq_rel))
+                self.start_tick_locked();
+        }
+    }
+    uint64_t retained_now() {
+        std::lock_guard lock(pools_mutex_);
+        return retained_total();
     }
     uint64_t retained_total() {
         uint64_t total = 0;
@@ -528,7 +594,12 @@ class BoundedPool final : public uaplex::sdk::BufferPool {
     uint64_t bucket_bytes_ = uint64_t{64} << 20;  // retained bytes aimed at per bucket
     uint32_t max_arrays_ = 1024;
     uint64_t trim_interval_ms_ = 250;
-    uaplex_timer* trim_timer_ = nullptr;
+    // The trim timer: armed while the pools hold arrays or returns come (see arm_trim).
+    std::mutex timer_mutex_;                  // arming, the ticks and stop; never per return
+    std::vector<uaplex_timer*> trim_timers_;  // one-shot handles; the last is the pending tick
+    bool timers_stopped_ = true;              // before start, after stop, or interval 0
+    std::atomic<bool> trim_armed_{true};      // a tick is pending (or trimming is off/stopped)
+    std::atomic<bool> returned_{false};       // a return kept an array since the last tick
     uint64_t untrimmed_ = 0;  // timer thread: bytes freed since the last malloc_trim
     std::atomic<uint64_t> outstanding_bytes_{0};
     std::atomic<uint32_t> next_allocation_id_{1};
@@ -551,6 +622,7 @@ class BoundedPool final : public uaplex::sdk::BufferPool {
     uaplex_metric* m_discards_ = nullptr;
     uaplex_metric* m_outstanding_ = nullptr;
     uaplex_metric* m_retained_ = nullptr;
+    uaplex_metric* m_trim_ticks_ = nullptr;
 };
 
 }  // namespace

@@ -320,16 +320,21 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
         if (!out) return UAPLEX_BadInvalidArgument;
         const bool forever = timeout_ms == std::numeric_limits<uint32_t>::max();
         auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+        const uint32_t woken = wake_calls_.load();
         for (;;) {
             uint32_t seen = epoch_.load();
             uaplex_status st = try_dequeue(out);
             if (st != UAPLEX_BadNothingToDo) return st;
             // Woken by a change a worker may act on (admission, removal, execution release,
-            // a group handed back or a new round) or stop.
+            // a group handed back or a new round), stop or wake_waiters.
             waiters_.fetch_add(1);
             if (stopped_.load()) {
                 waiters_.fetch_sub(1);
                 continue;
+            }
+            if (wake_calls_.load() != woken) {
+                waiters_.fetch_sub(1);
+                return UAPLEX_BadTimeout;
             }
             if (forever) {
                 futex_wait(seen, nullptr);
@@ -350,6 +355,13 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
 
     uaplex_status cancel(uaplex_request_entry* e, uaplex_status status) override {
         return cancel_entry(e, status, true);
+    }
+
+    // The host retires this queue: every waiting dequeue returns (BadTimeout).
+    uaplex_status wake_waiters() override {
+        wake_calls_.fetch_add(1);
+        wake(INT_MAX);
+        return UAPLEX_Good;
     }
 
     uaplex_status count(uint64_t* out) override {
@@ -829,6 +841,7 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
     alignas(64) std::atomic<uint64_t> version_{1};  // admissions, removals, execution releases
     alignas(64) std::atomic<uint32_t> epoch_{0};    // futex word: every change a waiter may act on
     std::atomic<int32_t> waiters_{0};
+    std::atomic<uint32_t> wake_calls_{0};  // wake_waiters calls: a dequeue that saw one returns
     OwnerFifo global_;
     Bucket buckets_[1 << kBucketBits];
     using SlotRing = uaplex::plugins::MpmcRing<Slot*>;

@@ -120,17 +120,36 @@ class FifoQueue final : public uaplex::sdk::RequestQueue {
         const bool forever = timeout_ms == std::numeric_limits<uint32_t>::max();
         const auto deadline =
             std::chrono::steady_clock::now() + std::chrono::milliseconds(forever ? 0 : timeout_ms);
+        const uint32_t woken = wake_calls_.load();
         for (;;) {
             uaplex_status st = take(out);
             if (st != UAPLEX_BadNothingToDo) return st;
+            // Counted before the check: wake_waiters either is seen here or sees this waiter.
+            waiters_.fetch_add(1);
+            if (wake_calls_.load() != woken) {
+                waiters_.fetch_sub(1);
+                return UAPLEX_BadTimeout;
+            }
             // A wake may be left over from a cancelled entry: try again until the deadline.
+            bool timedOut = false;
             if (forever) {
                 wake_.acquire();
-            } else if (!wake_.try_acquire_until(deadline)) {
+            } else {
+                timedOut = !wake_.try_acquire_until(deadline);
+            }
+            waiters_.fetch_sub(1);
+            if (timedOut) {
                 st = take(out);
                 return st == UAPLEX_BadNothingToDo ? UAPLEX_BadTimeout : st;
             }
         }
+    }
+
+    // The host retires this queue: every waiting dequeue returns (BadTimeout).
+    uaplex_status wake_waiters() override {
+        wake_calls_.fetch_add(1);
+        if (int32_t n = waiters_.load(); n > 0) wake_.release(n);
+        return UAPLEX_Good;
     }
 
     uaplex_status cancel(uaplex_request_entry* e, uaplex_status status) override {
@@ -275,6 +294,8 @@ class FifoQueue final : public uaplex::sdk::RequestQueue {
     // Wakes waiting workers; a futex-backed counter, not a lock. It may run ahead of the
     // queued count (cancelled entries), which costs a consumer one more look at the ring.
     std::counting_semaphore<INT_MAX> wake_{0};
+    std::atomic<uint32_t> wake_calls_{0};  // wake_waiters calls: a dequeue that saw one returns
+    std::atomic<int32_t> waiters_{0};      // dequeues waiting on wake_
     uaplex_metric* enqueued_ = nullptr;
     uaplex_metric* rejected_ = nullptr;
     uaplex_metric* depth_ = nullptr;

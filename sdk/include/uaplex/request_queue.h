@@ -100,6 +100,12 @@ typedef struct uaplex_request_queue_ops {
     /* The kernel is done with a dispatched entry: returns its remaining leases (idempotent).
      * NULL when the queue holds no per-entry state after dequeue. Any thread. */
     uaplex_status (*dispose)(void* self, uaplex_request_entry* entry);
+    /* (appended) Every dequeue waiting now returns soon with BadTimeout; nothing else
+     * changes, and a dequeue called later may wait again. The host calls it (repeatedly)
+     * while it retires a queue that workers wait on without a timeout; it calls it once
+     * after create too, to learn whether the queue supports it. NULL or BadNotSupported:
+     * the host waits with bounded timeouts instead. Any thread; must not block. */
+    uaplex_status (*wake_waiters)(void* self);
 } uaplex_request_queue_ops;
 
 typedef struct uaplex_request_queue_factory {

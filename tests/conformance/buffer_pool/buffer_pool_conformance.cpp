@@ -16,13 +16,14 @@ using Loaded = uaplex::conformance::Loaded<uaplex_buffer_pool_factory, uaplex_bu
 constexpr uint64_t kMiB = 1024 * 1024;
 
 struct Pool : Loaded {
-    explicit Pool(const char* check, uint64_t budget = 0) {
+    explicit Pool(const char* check, uint64_t budget = 0, int64_t trim_interval_ms = -1) {
         auto lib = uaplex::conformance::library_from_env("UAPLEX_BP_PLUGIN");
         REQUIRE(lib->descriptor().buffer_pool != nullptr);
         params.hdr = UAPLEX_HEADER_INIT(uaplex_buffer_pool_params, UAPLEX_STYPE_BUFFER_POOL_PARAMS);
         params.max_outstanding_bytes = budget;
         toml::table settings;
         settings.insert("check", check);
+        if (trim_interval_ms >= 0) settings.insert("trim_interval_ms", trim_interval_ms);
         load(lib, *lib->descriptor().buffer_pool, settings);
     }
     uaplex_buffer_manager* manager(uint32_t max) {
@@ -282,6 +283,61 @@ TEST_CASE("6: the process limiter blocks, cancels, and refuses foreign returns")
     CHECK(p.ops->manager_destroy(p.self, m) == UAPLEX_Good);
     CHECK(p.ops->manager_destroy(p.self, wide) == UAPLEX_Good);
     CHECK(other.ops->manager_destroy(other.self, om) == UAPLEX_Good);
+}
+
+// Waits for `done` (the trim timer runs on the host's timer thread); false after 30 s.
+template <typename F>
+static bool eventually(F done) {
+    for (int i = 0; i < 30000; ++i) {
+        if (done()) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return done();
+}
+
+TEST_CASE("7: idle arrays are trimmed; the trim timer runs only while there is something to trim") {
+    Pool p("fast", 0, 5);
+    auto* m = p.manager(65536 - 16);
+    // Nothing retained: no timer, so an idle pool wakes nobody.
+    CHECK(p.services.timers.active() == 0);
+    std::vector<uaplex_buffer> bufs;
+    for (int i = 0; i < 8; ++i) bufs.push_back(p.rent(m, 1000));
+    CHECK(p.services.timers.active() == 0);
+    for (auto& b : bufs) REQUIRE(p.give_back(&b) == UAPLEX_Good);
+    CHECK(p.retained() == 8 * 1024);
+    // The first array kept armed the timer.
+    CHECK(p.services.timers.active() == 1);
+    // Halved each interval they stay unused, down to nothing; then the timer stops.
+    CHECK(eventually([&] { return p.retained() == 0; }));
+    CHECK(eventually([&] { return p.services.timers.active() == 0; }));
+    int64_t ticks = p.metric("trim_ticks");
+    CHECK(ticks >= 3);  // 8 unused for a whole interval only from the second tick on
+    // A later return arms it again and is trimmed again.
+    uaplex_buffer b = p.rent(m, 1000);
+    REQUIRE(p.give_back(&b) == UAPLEX_Good);
+    CHECK(p.services.timers.active() == 1);
+    CHECK(eventually([&] { return p.retained() == 0; }));
+    CHECK(eventually([&] { return p.services.timers.active() == 0; }));
+    CHECK(p.metric("trim_ticks") > ticks);
+    // Stop with a tick pending: the timer is gone and later returns start none.
+    b = p.rent(m, 1000);
+    REQUIRE(p.give_back(&b) == UAPLEX_Good);
+    p.stop();
+    CHECK(p.services.timers.active() == 0);
+    b = p.rent(m, 1000);
+    REQUIRE(p.give_back(&b) == UAPLEX_Good);
+    CHECK(p.services.timers.active() == 0);
+    p.ops->manager_destroy(p.self, m);
+}
+
+TEST_CASE("7b: trim_interval_ms 0 never starts the timer") {
+    Pool p("fast", 0, 0);
+    auto* m = p.manager(65536 - 16);
+    uaplex_buffer b = p.rent(m, 1000);
+    REQUIRE(p.give_back(&b) == UAPLEX_Good);
+    CHECK(p.retained() == 1024);
+    CHECK(p.services.timers.active() == 0);
+    p.ops->manager_destroy(p.self, m);
 }
 
 TEST_CASE("bounded: arrays of a page or more are mappings of their own, not C heap blocks") {

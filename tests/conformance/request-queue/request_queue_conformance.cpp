@@ -202,6 +202,48 @@ TEST_CASE("dequeue waits: times out, wakes on enqueue, and wakes on stop") {
     stopper.join();
 }
 
+TEST_CASE("wake_waiters returns a dequeue that waits without a timeout; the queue is unchanged") {
+    Queue q;
+    // The host waits without a timeout only on a queue that supports it; the shipped ones do.
+    REQUIRE(UAPLEX_HAS_FIELD(q.ops, uaplex_request_queue_ops, wake_waiters));
+    REQUIRE(q.ops->wake_waiters != nullptr);
+    REQUIRE(q.ops->wake_waiters(q.self) == UAPLEX_Good);  // none waiting: nothing happens
+    auto e = entries(2);
+    REQUIRE(q.enqueue(&e[0]) == UAPLEX_Good);
+    uaplex_request_entry* out = nullptr;
+    // A wake with nobody waiting is not left over: the next dequeue takes the entry.
+    REQUIRE(q.ops->dequeue(q.self, std::numeric_limits<uint32_t>::max(), &out) == UAPLEX_Good);
+    CHECK(out == &e[0]);
+
+    std::atomic<bool> done{false};
+    std::atomic<uaplex_status> status{UAPLEX_Good};
+    std::thread waiter([&] {  // threads assert nothing (Catch2 is not thread-safe)
+        uaplex_request_entry* got = nullptr;
+        status = q.ops->dequeue(q.self, std::numeric_limits<uint32_t>::max(), &got);
+        done = true;
+    });
+    // Called until the waiter is back: a call before it started to wait finds nobody.
+    size_t calls = 0;
+    while (!done.load()) {
+        CHECK(q.ops->wake_waiters(q.self) == UAPLEX_Good);
+        ++calls;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    waiter.join();
+    CHECK(calls > 0);
+    CHECK(status.load() == UAPLEX_BadTimeout);
+    CHECK(q.count() == 0);
+    CHECK(q.completions.total() == 0);
+    // Waiting works as before afterwards.
+    std::thread producer([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        q.enqueue(&e[1]);
+    });
+    CHECK(q.ops->dequeue(q.self, std::numeric_limits<uint32_t>::max(), &out) == UAPLEX_Good);
+    CHECK(out == &e[1]);
+    producer.join();
+}
+
 TEST_CASE("concurrent producers and consumers: each request once, FIFO per producer") {
     Queue q;
     constexpr int kProducers = 3, kPerProducer = 3000;

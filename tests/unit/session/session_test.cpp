@@ -2,6 +2,7 @@
 // channel binding, transfer), resolve statuses, close, timeout, counters.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -123,8 +124,11 @@ TEST_CASE("sessions without requests within their timeout are closed") {
     CHECK(m.resolve(b, 1, 15000, s) == UAPLEX_Good);  // a request keeps b alive
     CHECK(m.sweep(15000) == 1);                       // a timed out
     CHECK(m.resolve(a, 1, 15000, s) == UAPLEX_BadSessionIdInvalid);
-    CHECK(m.sweep(34000) == 0);
-    CHECK(m.sweep(35001) == 1);
+    std::int64_t next = 0;
+    CHECK(m.sweep(34000, &next) == 0);
+    CHECK(next == 35001);  // b's last use + its timeout + 1 ms: the sweep sleeps until then
+    CHECK(m.sweep(35001, &next) == 1);
+    CHECK(next == INT64_MAX);  // none left: nothing to wake for
     CHECK(counters.sessionTimeoutCount == 2);
     CHECK(counters.currentSessionCount == 0);
     CHECK(m.count() == 0);
@@ -233,4 +237,24 @@ TEST_CASE("one CSPRNG draw gives a session distinct token, SessionId and both no
     REQUIRE(m.activate(s0->authenticationToken(), 1, kAnonymous, nullptr, 0) == UAPLEX_Good);
     CHECK(m.randomDraws() == kSessions + 1);
     CHECK(s0->serverNonce() != before);
+}
+
+TEST_CASE("create reports when the new session times out, for the sweep that sleeps until then") {
+    SessionManager m({10, 10000, 60000}, nullptr);
+    std::vector<std::int64_t> due;
+    m.setTimeoutScheduled(
+        [](void* user, std::int64_t dueMs) {
+            static_cast<std::vector<std::int64_t>*>(user)->push_back(dueMs);
+        },
+        &due);
+    m.create(1, 20000, "", 0, 500);
+    m.create(1, 1, "", 0, 700);  // revised up to the minimum, 10000
+    REQUIRE(due.size() == 2);
+    CHECK(due[0] == 20501);
+    CHECK(due[1] == 10701);
+    std::int64_t next = 0;
+    CHECK(m.sweep(10700, &next) == 0);
+    CHECK(next == 10701);
+    CHECK(m.sweep(10701, &next) == 1);
+    CHECK(next == 20501);
 }

@@ -46,6 +46,9 @@ class RequestQueue : public Instance {
         return UAPLEX_BadNotSupported;
     }
     virtual uaplex_status dispose(uaplex_request_entry*) { return UAPLEX_Good; }
+    // Returns every waiting dequeue with BadTimeout; without it the host never waits
+    // without a timeout on this queue.
+    virtual uaplex_status wake_waiters() { return UAPLEX_BadNotSupported; }
 
   protected:
     // Completes an entry this queue unlinked itself (cancel, stop).
@@ -71,6 +74,7 @@ struct RequestQueueFactory {
         .count = &detail::Call<&B::count>::template fn<T>,
         .release_execution = &detail::Call<&B::release_execution>::template fn<T>,
         .dispose = &detail::Call<&B::dispose>::template fn<T>,
+        .wake_waiters = &detail::Call<&B::wake_waiters>::template fn<T>,
     };
     static constexpr uaplex_request_queue_factory factory{
         .hdr = UAPLEX_HEADER_INIT(uaplex_request_queue_factory, UAPLEX_STYPE_REQUEST_QUEUE_FACTORY),
