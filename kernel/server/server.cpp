@@ -1199,12 +1199,14 @@ void Server::reloadMonitoredItemQueues() {
 }
 
 void Server::publishingLoop() {
-    // Ticks on a fixed grid, not `period` after the previous tick's end: publishing cycles
-    // do not drift by the tick's own duration, and a late tick is not followed by a late one.
-    // In between it wakes when a subscription's publishing timer expires, so that each
-    // subscription publishes at its own grid point (not up to one period later) and the
-    // subscriptions' bursts stay apart, on their own phases.
-    const auto period = std::chrono::milliseconds(subscriptions_->resolutionMs());
+    // Wakes when a subscription's publishing timer expires (or a polled sampling group is due),
+    // so that each subscription publishes at its own grid point and the subscriptions' bursts
+    // stay apart, on their own phases; those ticks visit only the due subscriptions. The full
+    // pass over every subscription and session (the backstops) runs on a fixed grid, not
+    // `period` after the previous tick's end, and coarser than any publishing interval needs:
+    // an idle server wakes only for its subscriptions.
+    const auto period = std::max(std::chrono::milliseconds(subscriptions_->resolutionMs()),
+                                 std::chrono::milliseconds(250));
     auto next = std::chrono::steady_clock::now() + period;
     std::unique_lock lock(housekeepingMutex_);
     std::int64_t lastDue = 0;
