@@ -9,16 +9,14 @@
 
 #include "config/config.hpp"
 #include "host/plugin_host.hpp"
+#include "in_process_server.hpp"
 #include "opcua_client.hpp"
 #include "server/server.hpp"
 #include "server/service_handler.hpp"
-#include "server_process.hpp"
 
 using namespace uaplex;
 
 namespace {
-
-using test::freePort;
 
 std::int64_t metric(host::Host& host, const char* name) {
     std::int64_t v = -1;
@@ -37,20 +35,13 @@ bool eventually(F done) {
 }  // namespace
 
 TEST_CASE("a multi-chunk request and its response are assembled and encoded in pooled buffers") {
-    const std::uint16_t port = freePort();
-    std::string toml =
-        "[log]\nlevel = \"warn\"\nsink = \"stderr\"\n[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR
-        "\"]\n[server]\nendpoints = [\"opc.tcp://127.0.0.1:" +
-        std::to_string(port) +
-        "\"]\n[slots]\nrequest_queue = \"fifo\"\nbuffer_pool = \"bounded\"\n"
-        "[plugins.fifo]\n[plugins.transport-tcp]\n[plugins.bounded]\n";
-    auto cfg = config::parse_string(toml, "pooled.toml", {});
-    host::Host host;
-    host.load(cfg);
-    host.start();
-    auto services = server::makeServiceHandler(cfg, host);
-    server::Server srv(cfg, host, *services);
-    srv.start();
+    test::InProcessServer process(
+        "[slots]\nrequest_queue = \"fifo\"\nbuffer_pool = \"bounded\"\n"
+        "[plugins.fifo]\n[plugins.transport-tcp]\n[plugins.bounded]\n",
+        "pooled.toml");
+    const std::uint16_t port = process.port;
+    host::Host& host = process.host;
+    server::Server& srv = *process.server;
 
     const std::int64_t idleOutstanding = metric(host, "bounded.outstanding_bytes");
     {
@@ -90,7 +81,4 @@ TEST_CASE("a multi-chunk request and its response are assembled and encoded in p
         return metric(host, "bounded.rents") == metric(host, "bounded.returns") &&
                metric(host, "bounded.outstanding_bytes") == idleOutstanding;
     }));
-    srv.stop();
-    services.reset();
-    host.shutdown();
 }

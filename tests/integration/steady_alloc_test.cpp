@@ -9,10 +9,10 @@
 
 #include "config/config.hpp"
 #include "host/plugin_host.hpp"
+#include "in_process_server.hpp"
 #include "opcua_client.hpp"
 #include "server/server.hpp"
 #include "server/service_handler.hpp"
-#include "server_process.hpp"
 
 #include "counting_new.hpp"
 
@@ -24,19 +24,9 @@ namespace {
 // allocations during 1000 steady-state Reads.
 long steadyAllocations(const std::string& slots, const std::string& plugins) {
     test::tUncounted = true;  // the client thread; the server threads are counted
-    const std::uint16_t port = test::freePort();
-    std::string toml =
-        "[log]\nlevel = \"warn\"\nsink = \"stderr\"\n[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR
-        "\"]\n[server]\nendpoints = [\"opc.tcp://127.0.0.1:" +
-        std::to_string(port) + "\"]\n[slots]\n" + slots +
-        "[plugins.fifo]\n[plugins.transport-tcp]\n" + plugins;
-    auto cfg = config::parse_string(toml, "alloc.toml", {});
-    host::Host host;
-    host.load(cfg);
-    host.start();
-    auto services = server::makeServiceHandler(cfg, host);
-    server::Server srv(cfg, host, *services);
-    srv.start();
+    test::InProcessServer process(
+        "[slots]\n" + slots + "[plugins.fifo]\n[plugins.transport-tcp]\n" + plugins, "alloc.toml");
+    const std::uint16_t port = process.port;
 
     test::Client c;
     REQUIRE(c.open(port));
@@ -57,9 +47,6 @@ long steadyAllocations(const std::string& slots, const std::string& plugins) {
     run(1000);
     const long allocations = long(window.allocations());
     c.disconnect();
-    srv.stop();
-    services.reset();
-    host.shutdown();
     return allocations;
 }
 
@@ -100,21 +87,12 @@ TEST_CASE("steady-state Reads do not allocate with access rules in force") {
 // time keep none of their own (two Publish sent together made each keep two for good).
 TEST_CASE("connections share the released request records") {
     test::tUncounted = true;
-    const std::uint16_t port = test::freePort();
-    std::string toml =
-        "[log]\nlevel = \"warn\"\nsink = \"stderr\"\n[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR
-        "\"]\n[server]\nendpoints = [\"opc.tcp://127.0.0.1:" +
-        std::to_string(port) +
-        "\"]\n[slots]\nrequest_queue = \"fair\"\nadmission = \"leases\"\nbuffer_pool = "
+    test::InProcessServer process(
+        "[slots]\nrequest_queue = \"fair\"\nadmission = \"leases\"\nbuffer_pool = "
         "\"bounded\"\n[plugins.fair]\n[plugins.leases]\n[plugins.bounded]\n"
-        "[plugins.transport-tcp]\n";
-    auto cfg = config::parse_string(toml, "shared.toml", {});
-    host::Host host;
-    host.load(cfg);
-    host.start();
-    auto services = server::makeServiceHandler(cfg, host);
-    server::Server srv(cfg, host, *services);
-    srv.start();
+        "[plugins.transport-tcp]\n",
+        "shared.toml");
+    const std::uint16_t port = process.port;
     const std::size_t before = server::Server::pendingRequestObjects();
     std::vector<std::unique_ptr<test::Client>> clients;
     ua::ReadValueId id{};
@@ -133,9 +111,6 @@ TEST_CASE("connections share the released request records") {
     INFO("request records for 40 idle connections: " << kept);
     CHECK(kept <= 8);
     for (auto& c : clients) c->disconnect();
-    srv.stop();
-    services.reset();
-    host.shutdown();
 }
 
 // A connection's handshake deadline is a place in the transport's list of unfinished
@@ -143,20 +118,10 @@ TEST_CASE("connections share the released request records") {
 // the wait freed again when the channel opens, between the connection's long-lived blocks).
 TEST_CASE("opening a SecureChannel allocates no handshake timer wait") {
     test::tUncounted = true;
-    const std::uint16_t port = test::freePort();
-    std::string toml =
-        "[log]\nlevel = \"warn\"\nsink = \"stderr\"\n[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR
-        "\"]\n[server]\nendpoints = [\"opc.tcp://127.0.0.1:" +
-        std::to_string(port) +
-        "\"]\n[slots]\nrequest_queue = \"fifo\"\n[plugins.fifo]\n"
-        "[plugins.transport-tcp]\n";
-    auto cfg = config::parse_string(toml, "handshake.toml", {});
-    host::Host host;
-    host.load(cfg);
-    host.start();
-    auto services = server::makeServiceHandler(cfg, host);
-    server::Server srv(cfg, host, *services);
-    srv.start();
+    test::InProcessServer process(
+        "[slots]\nrequest_queue = \"fifo\"\n[plugins.fifo]\n[plugins.transport-tcp]\n",
+        "handshake.toml");
+    const std::uint16_t port = process.port;
     std::vector<std::unique_ptr<test::Client>> clients;
     auto openOne = [&] {
         clients.push_back(std::make_unique<test::Client>());
@@ -171,7 +136,4 @@ TEST_CASE("opening a SecureChannel allocates no handshake timer wait") {
     INFO("server heap bytes allocated per opened connection: " << perConnection);
     CHECK(perConnection < 3000);  // 3,232 with a timer and its wait per connection
     for (auto& c : clients) c->disconnect();
-    srv.stop();
-    services.reset();
-    host.shutdown();
 }

@@ -21,10 +21,10 @@
 
 #include "config/config.hpp"
 #include "host/plugin_host.hpp"
+#include "in_process_server.hpp"
 #include "opcua_client.hpp"
 #include "server/server.hpp"
 #include "server/service_handler.hpp"
-#include "server_process.hpp"
 
 namespace {
 
@@ -137,18 +137,9 @@ struct SharedLock {
 // Locks taken at least once per Read for both sessions, with the module that took them.
 std::vector<SharedLock> sharedLocks(const std::string& slots, const std::string& plugins) {
     tClient = true;
-    const std::uint16_t port = test::freePort();
-    std::string toml =
-        "[log]\nlevel = \"warn\"\nsink = \"stderr\"\n[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR
-        "\"]\n[server]\nendpoints = [\"opc.tcp://127.0.0.1:" +
-        std::to_string(port) + "\"]\n[slots]\n" + slots + "[plugins.transport-tcp]\n" + plugins;
-    auto cfg = config::parse_string(toml, "locks.toml", {});
-    host::Host host;
-    host.load(cfg);
-    host.start();
-    auto services = server::makeServiceHandler(cfg, host);
-    server::Server srv(cfg, host, *services);
-    srv.start();
+    test::InProcessServer process("[slots]\n" + slots + "[plugins.transport-tcp]\n" + plugins,
+                                  "locks.toml");
+    const std::uint16_t port = process.port;
 
     std::vector<ua::ReadValueId> ids(10);
     for (auto& id : ids) {
@@ -187,9 +178,6 @@ std::vector<SharedLock> sharedLocks(const std::string& slots, const std::string&
     }
     c1.disconnect();
     c2.disconnect();
-    srv.stop();
-    services.reset();
-    host.shutdown();
     return shared;
 }
 

@@ -824,9 +824,11 @@ TEST_CASE("report on change: several writes in one sampling interval give one sa
     CHECK(valuesFor(lastNotes(s), 70) == std::vector<double>{4});
 }
 
-TEST_CASE("report on change: a tick that outlasts a millisecond samples what it publishes") {
-    Server s;
-    uint32_t sub = s.subscribe(1);  // publishing ticks at 100, 200, ...
+namespace {
+// A subscription ticking at 100, 200, ... with item 70 on node 7 whose initial value went out
+// at 101, a Publish queued, and node 7 written 5 at 150; returns the subscription.
+uint32_t writtenBetweenTicks(Server& s) {
+    uint32_t sub = s.subscribe(1);
     monitorWith(s, sub, 7, 70, 1, 100);
     s.publish(1);
     s.tickTo(101);
@@ -834,6 +836,13 @@ TEST_CASE("report on change: a tick that outlasts a millisecond samples what it 
     s.publish(1);
     s.clock.mono = 150;
     s.mgr->valueChanged(7, Engine::value(5));
+    return sub;
+}
+}  // namespace
+
+TEST_CASE("report on change: a tick that outlasts a millisecond samples what it publishes") {
+    Server s;
+    writtenBetweenTicks(s);
     // The tick starts at 200 (the timer has not expired) and its clock passes 200 meanwhile:
     // the subscription must not fire on a later reading than its items were sampled at.
     s.clock.stepPerRead = 1;
@@ -852,13 +861,7 @@ TEST_CASE("report on change: a tick that outlasts a millisecond samples what it 
 
 TEST_CASE("report on change: a write after a due tick that has not run leaves it the older value") {
     Server s;
-    uint32_t sub = s.subscribe(1);  // publishing ticks at 100, 200, ...
-    monitorWith(s, sub, 7, 70, 1, 100);
-    s.publish(1);
-    s.tickTo(101);
-    s.publish(1);
-    s.clock.mono = 150;
-    s.mgr->valueChanged(7, Engine::value(5));
+    const uint32_t sub = writtenBetweenTicks(s);
     // The loop is late: at 205 the tick for 200 has not run when the next Write comes. The
     // sample for 200 is the value of 200, and the newer one is the next interval's.
     s.clock.mono = 205;
