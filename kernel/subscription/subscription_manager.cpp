@@ -145,6 +145,7 @@ void SubscriptionManager::spreadPhase(Subscription& s) {
     if (w <= 0 || pi < 2 * w) return;
     constexpr int64_t kMaxSlots = 64;
     const int64_t slots = std::min(pi / w, kMaxSlots);
+    if (phases_.size() >= 256 && !phases_.count(pi)) phases_.clear();  // intervals come and go
     auto [it, first] = phases_.try_emplace(pi, PhaseTurn{s.timerExpiry() % pi, 0});
     PhaseTurn& turn = it->second;
     const int64_t target = (turn.origin + int64_t(turn.next++ % uint64_t(slots)) * w) % pi;
@@ -821,6 +822,10 @@ void SubscriptionManager::timerTick(bool full) {
         due_.pop();
         if (!full && validDue(d)) dueNow_.push_back(d.second);
     }
+    if (dueNow_.size() > 1) {  // a rebuilt heap may hold a subscription twice
+        std::sort(dueNow_.begin(), dueNow_.end());
+        dueNow_.erase(std::unique(dueNow_.begin(), dueNow_.end()), dueNow_.end());
+    }
     // The full pass finds the due subscriptions itself: one whose timer moved without a new
     // entry in the heap is still sampled and scheduled again.
     if (full)
@@ -903,6 +908,13 @@ void SubscriptionManager::timerTick(bool full) {
         }
         assign(sessionId, s);
     }
+}
+
+void SubscriptionManager::rebuildDue() {
+    std::vector<Due> live;
+    live.reserve(subs_.size());
+    for (auto& [id, st] : subs_) live.push_back({st.sub->timerExpiry() + 1, id});
+    due_ = decltype(due_)(std::greater<Due>{}, std::move(live));
 }
 
 int64_t SubscriptionManager::nextTickAt() {

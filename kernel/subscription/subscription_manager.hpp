@@ -158,6 +158,8 @@ class SubscriptionManager {
     size_t itemsVisitedLastTick() const { return visitedLastTick_; }
     // Subscriptions the last timerTick examined: every one on a full pass, else the due ones.
     size_t subscriptionsVisitedLastTick() const { return subsVisitedLastTick_; }
+    // Entries in the heap of publishing timer expiries, stale ones included (tests).
+    size_t dueEntries() const { return due_.size(); }
     // True (once) when deletions freed many items since the last time (at least
     // kTrimAfterItems, and as many as remain): the caller then hands the C allocator's free
     // pages back to the kernel, outside the engine's lock.
@@ -273,7 +275,13 @@ class SubscriptionManager {
         uint64_t next;   // the slot the next one takes, modulo the slot count
     };
     std::unordered_map<int64_t, PhaseTurn> phases_;  // by publishing interval
-    void scheduleTick(const Subscription& s) { due_.push({s.timerExpiry() + 1, s.id()}); }
+    // Stale entries (deleted or re-timed subscriptions) are bounded: past twice the live
+    // subscriptions the heap is rebuilt from them (a client re-timing in a loop grows nothing).
+    void scheduleTick(const Subscription& s) {
+        if (due_.size() >= 2 * subs_.size() + 64) rebuildDue();
+        due_.push({s.timerExpiry() + 1, s.id()});
+    }
+    void rebuildDue();
     bool validDue(const Due& d) const {
         auto it = subs_.find(d.second);
         return it != subs_.end() && it->second.sub->timerExpiry() + 1 == d.first;

@@ -1064,6 +1064,30 @@ TEST_CASE("publishing timetable: a wake at one subscription's expiry visits only
     CHECK(s.sink.done.size() == 5);  // the first keep-alives, one per queued Publish
 }
 
+TEST_CASE("publishing timetable: re-timing a subscription over and over grows no timer entries") {
+    Server s;
+    std::vector<uint32_t> ids;
+    for (int i = 0; i < 10; ++i) ids.push_back(s.subscribe(1));
+    ua::ModifySubscriptionRequest req{};
+    ua::ModifySubscriptionResponse resp{};
+    req.subscriptionId = ids[3];
+    req.requestedLifetimeCount = 30;
+    req.requestedMaxKeepAliveCount = 3;
+    for (int i = 0; i < 10000; ++i) {
+        req.requestedPublishingInterval = 100 + i % 500;  // a new timer each time
+        REQUIRE(s.mgr->modifySubscription(1, req, resp) == UAPLEX_Good);
+    }
+    CHECK(s.mgr->dueEntries() <= 2 * ids.size() + 64 + 1);
+    // Each one, the re-timed one included, still fires at its own expiry on the due ticks.
+    std::map<uint32_t, int64_t> first;
+    for (uint32_t id : ids) first[id] = s.mgr->find(id)->timerExpiry();
+    while (s.clock.mono < 1000) {
+        s.clock.mono = s.mgr->nextTickAt();
+        s.mgr->timerTick(false);
+    }
+    for (uint32_t id : ids) CHECK(s.mgr->find(id)->timerExpiry() > first[id]);
+}
+
 TEST_CASE("publishing timetable: a change is published at its subscription's grid point") {
     Server s;
     s.clock.mono = 30;
