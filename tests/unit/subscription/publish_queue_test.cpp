@@ -123,19 +123,30 @@ struct Server {
         REQUIRE(mgr->createSubscription(session, req, resp) == UAPLEX_Good);
         return resp.subscriptionId;
     }
+    // A Value item on node `node` (client handle `handle`, or the node's number when 0).
     uint32_t monitor(uint64_t session, uint32_t sub, uint32_t node, uint32_t queueSize = 1,
-                     double si = 0) {
+                     double si = 0, uint32_t handle = 0,
+                     const ua::DataChangeFilter* filter = nullptr,
+                     ua::TimestampsToReturn ts = ua::TimestampsToReturn::Both) {
         ua::MonitoredItemCreateRequest item{};
         item.itemToMonitor.nodeId = ua::numericNodeId(1, node);
         item.itemToMonitor.attributeId = 13;
         item.monitoringMode = ua::MonitoringMode::Reporting;
-        item.requestedParameters.clientHandle = node;
+        item.requestedParameters.clientHandle = handle ? handle : node;
         item.requestedParameters.samplingInterval = si;
         item.requestedParameters.queueSize = queueSize;
         item.requestedParameters.discardOldest = true;
+        if (filter) {
+            auto& eo = item.requestedParameters.filter;
+            eo.type_id =
+                ua::numericNodeId(0, enc::dataTypeOf<ua::DataChangeFilter>()->binaryEncodingId);
+            eo.encoding = UAPLEX_EXTENSIONOBJECT_BINARY;
+            eo.data_type = enc::dataTypeOf<ua::DataChangeFilter>();
+            eo.object = const_cast<ua::DataChangeFilter*>(filter);
+        }
         ua::CreateMonitoredItemsRequest req{};
         req.subscriptionId = sub;
-        req.timestampsToReturn = ua::TimestampsToReturn::Both;
+        req.timestampsToReturn = ts;
         req.itemsToCreate = {1, &item};
         ua::CreateMonitoredItemsResponse resp{};
         REQUIRE(mgr->createMonitoredItems(session, req, resp, arena) == UAPLEX_Good);
@@ -763,30 +774,7 @@ namespace {
 uint32_t monitorWith(Server& s, uint32_t sub, uint32_t node, uint32_t handle, uint32_t queueSize,
                      double si, const ua::DataChangeFilter* filter = nullptr,
                      ua::TimestampsToReturn ts = ua::TimestampsToReturn::Both) {
-    ua::MonitoredItemCreateRequest item{};
-    item.itemToMonitor.nodeId = ua::numericNodeId(1, node);
-    item.itemToMonitor.attributeId = 13;
-    item.monitoringMode = ua::MonitoringMode::Reporting;
-    item.requestedParameters.clientHandle = handle;
-    item.requestedParameters.samplingInterval = si;
-    item.requestedParameters.queueSize = queueSize;
-    item.requestedParameters.discardOldest = true;
-    if (filter) {
-        auto& eo = item.requestedParameters.filter;
-        eo.type_id =
-            ua::numericNodeId(0, enc::dataTypeOf<ua::DataChangeFilter>()->binaryEncodingId);
-        eo.encoding = UAPLEX_EXTENSIONOBJECT_BINARY;
-        eo.data_type = enc::dataTypeOf<ua::DataChangeFilter>();
-        eo.object = const_cast<ua::DataChangeFilter*>(filter);
-    }
-    ua::CreateMonitoredItemsRequest req{};
-    req.subscriptionId = sub;
-    req.timestampsToReturn = ts;
-    req.itemsToCreate = {1, &item};
-    ua::CreateMonitoredItemsResponse resp{};
-    REQUIRE(s.mgr->createMonitoredItems(1, req, resp, s.arena) == UAPLEX_Good);
-    REQUIRE(resp.results[0].statusCode == UAPLEX_Good);
-    return resp.results[0].monitoredItemId;
+    return s.monitor(1, sub, node, queueSize, si, handle, filter, ts);
 }
 
 // The notifications of the last completed Publish (empty when it was a keep-alive).
