@@ -524,7 +524,7 @@ uaplex_status SubscriptionManager::applyParameters(Subscription& s, MonitoredIte
 
 uaplex_status SubscriptionManager::createItem(Subscription& s, ua::TimestampsToReturn ts,
                                               const ua::MonitoredItemCreateRequest& r,
-                                              ua::MonitoredItemCreateResult& out) {
+                                              ua::MonitoredItemCreateResult& out, void*& block) {
     if (ctx_.limits.maxMonitoredItemCount && itemCount_ >= ctx_.limits.maxMonitoredItemCount)
         return UAPLEX_BadTooManyMonitoredItems;
     if (ctx_.limits.maxMonitoredItemsPerSubscription &&
@@ -535,8 +535,8 @@ uaplex_status SubscriptionManager::createItem(Subscription& s, ua::TimestampsToR
     uint64_t handle = 0;
     uaplex_status st = source_.resolve(r.itemToMonitor, &handle);
     if (st != UAPLEX_Good) return st;
-    MonitoredItem* it = s.createItem(r.requestedParameters.clientHandle, handle, placement_);
-    placement_ = nullptr;
+    MonitoredItem* it = s.createItem(r.requestedParameters.clientHandle, handle, block);
+    block = nullptr;
     if (!it) return UAPLEX_BadOutOfMemory;
     if (r.itemToMonitor.attributeId == kEventNotifierAttribute) it->markEventItem();
     it->setTimestamps(ts);
@@ -610,10 +610,10 @@ uaplex_status SubscriptionManager::createMonitoredItems(uint64_t sessionId,
     }
     for (size_t i = 0; i < n; ++i) {
         filterOut_ = &resp.results[i].filterResult;
-        if (!blocks.empty()) std::swap(placement_, blocks[blockOf[i]]);
+        void* unplaced = nullptr;
         resp.results[i].statusCode =
-            createItem(*st->sub, req.timestampsToReturn, req.itemsToCreate[i], resp.results[i]);
-        if (placement_) std::swap(placement_, blocks[blockOf[i]]);  // not taken
+            createItem(*st->sub, req.timestampsToReturn, req.itemsToCreate[i], resp.results[i],
+                       blocks.empty() ? unplaced : blocks[blockOf[i]]);
     }
     for (void* b : blocks) ctx_.itemSlab.release(b);  // items refused before they took one
     filterOut_ = nullptr;
@@ -959,8 +959,7 @@ void SubscriptionManager::countItems(NodeState& ns, const std::vector<MonitoredI
 void SubscriptionManager::releaseNode(NodeState& ns) {
     releaseGroups(ns);
     if (ns.latest) ctx_.values.release(ns.latest);
-    if (ns.base) ctx_.values.release(ns.base);
-    ns.latest = ns.base = nullptr;
+    ns.latest = nullptr;
 }
 
 // Report on change: a Write costs O(1) for the items that sample on their publishing grid

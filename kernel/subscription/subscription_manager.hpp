@@ -197,7 +197,9 @@ class SubscriptionManager {
     // publishing grid, those items grouped by subscription (a tick visits only the groups
     // whose subscription fires), and the count of the others. Rebuilt from byNode_ when
     // itemGeneration moved (items created, deleted or re-timed), so no pointer is stale.
-    struct NodeState : NodeSample {
+    struct NodeState {
+        ValueCell* latest = nullptr;  // the newest value written (pooled)
+        uint32_t version = 0;         // of `latest`; 0: never written
         struct Group {
             Subscription* sub;
             uint32_t begin, end;   // in gridItems
@@ -233,9 +235,10 @@ class SubscriptionManager {
     void indexItem(MonitoredItem* it);
     void unindexItem(MonitoredItem* it);
     void dropItemsOf(Subscription& s);
+    // `block`: a slab block for the item (null: one is allocated); nulled when taken.
     uaplex_status createItem(Subscription& s, ua::TimestampsToReturn ts,
                              const ua::MonitoredItemCreateRequest& r,
-                             ua::MonitoredItemCreateResult& out);
+                             ua::MonitoredItemCreateResult& out, void*& block);
     uaplex_status applyParameters(Subscription& s, MonitoredItem& it,
                                   const ua::MonitoringParameters& p, bool creating,
                                   double* revisedInterval, uint32_t* revisedQueue);
@@ -293,7 +296,6 @@ class SubscriptionManager {
     uint64_t nextEventHandle_ = 1;
     ua::ExtensionObject* filterOut_ = nullptr;  // the result being filled (its request's arena)
     enc::Arena* filterArena_ = nullptr;
-    void* placement_ = nullptr;  // the slab block the item being created takes
     enc::Arena scratch_;
     uint32_t nextSubscriptionId_;
     size_t itemCount_ = 0;
