@@ -1225,16 +1225,16 @@ void Server::publishingLoop() {
         }
         if (housekeepingWake_.wait_until(lock, wake) != std::cv_status::timeout) continue;
         if (!running_.load()) break;
-        auto nowMs = std::chrono::duration_cast<std::chrono::milliseconds>(
-                         std::chrono::steady_clock::now().time_since_epoch())
-                         .count();
+        const auto woke = std::chrono::steady_clock::now();
+        const auto nowMs =
+            std::chrono::duration_cast<std::chrono::milliseconds>(woke.time_since_epoch()).count();
         if (nowMs >= due) lastDue = due;  // this tick serves it
-        const bool full = std::chrono::steady_clock::now() >= next;
+        // Only a full pass moves the grid on, so a due tick that ends past it never skips one.
+        const bool full = woke >= next;
+        if (full) next += ((woke - next) / period + 1) * period;  // missed passes collapse
         lock.unlock();
         subscriptions_->timerTick(full);
         lock.lock();
-        auto now = std::chrono::steady_clock::now();
-        if (now >= next) next += ((now - next) / period + 1) * period;  // missed ticks collapse
     }
 }
 
