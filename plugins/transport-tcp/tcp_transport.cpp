@@ -3,14 +3,20 @@
 // connection state is touched only there. The io_context runs without Asio's locks (it is
 // never touched by another thread): send/close/secure_channel_opened from other threads go
 // through a lock-free inbox and an eventfd, so no lock shared by all connections is taken
-// per request. Receive buffers are rented from the kernel's pool (one per chunk, given back
-// by the kernel), so steady-state traffic does not allocate.
+// per request. A send with nothing queued ahead of it is written by the sending thread
+// itself; only what the socket does not take at once waits for the io thread. Receive buffers are
+// rented from the kernel's pool (one per chunk, given back by the kernel), so steady-state traffic
+// does not allocate.
 #include <utility>  // before Asio: 1.74 uses std::exchange without it under C++20
 
 #include <boost/asio.hpp>
 
 #include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <atomic>
 #include <functional>
@@ -238,6 +244,8 @@ class TcpTransport final : public uaplex::sdk::Transport {
             throw uaplex::sdk::StatusError(UAPLEX_BadResourceUnavailable, "eventfd");
         inboxFd_.assign(::dup(inbox_.fd()));
         ctx.check_known_keys({});
+        ctx.api()->metric_register(ctx.raw(), uaplex::sdk::to_str("sends_queued"),
+                                   UAPLEX_METRIC_COUNTER, &sendsQueued_);
         limits_.receiveBufferSize = std::max(params_.receive_buffer_size, kMinBufferSize);
         limits_.sendBufferSize = std::max(params_.send_buffer_size, kMinBufferSize);
         if (UAPLEX_HAS_FIELD(&p, uaplex_transport_params, on_hello)) {
@@ -368,17 +376,26 @@ class TcpTransport final : public uaplex::sdk::Transport {
                 for (size_t i = 0; i < count; ++i) giveBack(buffers[i]);
                 return UAPLEX_BadConnectionClosed;
             }
-            for (size_t i = 0; i < count; ++i) {
+            // Nothing ahead of these bytes: the sending thread writes what the socket takes
+            // now, so most responses never wait for the io thread, are never copied and hold
+            // no send vector or write handler (memory per connection, and a wake per send).
+            size_t first = 0, sentInFirst = 0;
+            if (!conn->writeActive) directSend(*conn, buffers, count, first, sentInFirst);
+            for (size_t i = first; i < count; ++i) {
                 uaplex_buffer& b = buffers[i];
-                if (b.used > Connection::kCopyLimit) {
-                    conn->queued.push_back({b, 0, b.used});
+                std::size_t skip = i == first ? sentInFirst : 0;
+                std::size_t left = b.used - skip;
+                if (left > Connection::kCopyLimit) {
+                    conn->queued.push_back({b, skip, left});
                     continue;
                 }
                 std::size_t offset = conn->queuedBytes.size();
-                conn->queuedBytes.insert(conn->queuedBytes.end(), b.data, b.data + b.used);
-                conn->queued.push_back({uaplex_buffer{}, offset, b.used});
+                conn->queuedBytes.insert(conn->queuedBytes.end(), b.data + skip, b.data + b.used);
+                conn->queued.push_back({uaplex_buffer{}, offset, left});
                 giveBack(b);
             }
+            if (conn->queued.empty()) return UAPLEX_Good;  // all written
+            if (sendsQueued_) context().api()->metric_add(context().raw(), sendsQueued_, 1);
             kick = !conn->writeActive;
             conn->writeActive = true;
         }
@@ -387,6 +404,34 @@ class TcpTransport final : public uaplex::sdk::Transport {
             inbox_.push(&conn->kick);
         }
         return UAPLEX_Good;
+    }
+
+    // Under the connection's send mutex, with no write queued or active: writes `buffers`
+    // without blocking. Those written whole go back to the pool; `first` is the first one
+    // not written whole and `sentInFirst` how much of it was. The socket stays open while
+    // the mutex is held and sendClosed is false (finalize sets it before closing); an error
+    // leaves the bytes queued, and the io thread's write reports it.
+    void directSend(Connection& c, uaplex_buffer* buffers, size_t count, size_t& first,
+                    size_t& sentInFirst) {
+        constexpr size_t kMaxIov = 16;
+        if (count == 0 || count > kMaxIov || !c.queued.empty()) return;
+        iovec iov[kMaxIov];
+        for (size_t i = 0; i < count; ++i) iov[i] = {buffers[i].data, buffers[i].used};
+        msghdr msg{};
+        msg.msg_iov = iov;
+        msg.msg_iovlen = count;
+        ssize_t n;
+        do {
+            n = ::sendmsg(c.socket.native_handle(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+        } while (n < 0 && errno == EINTR);
+        if (n <= 0) return;
+        auto sent = static_cast<std::size_t>(n);
+        while (first < count && sent >= buffers[first].used) {
+            sent -= buffers[first].used;
+            giveBack(buffers[first]);
+            ++first;
+        }
+        sentInFirst = first < count ? sent : 0;
     }
 
     uaplex_status close(uaplex_connection* c, uaplex_status reason) override {
@@ -481,7 +526,7 @@ class TcpTransport final : public uaplex::sdk::Transport {
         const std::uint8_t* bytes = c->writingBytes.data();
         for (const auto& seg : c->writing) {
             if (seg.buffer.data) {
-                c->gather.emplace_back(seg.buffer.data, seg.length);
+                c->gather.emplace_back(seg.buffer.data + seg.offset, seg.length);
             } else if (!c->gather.empty() &&
                        static_cast<const std::uint8_t*>(c->gather.back().data()) +
                                c->gather.back().size() ==
@@ -906,9 +951,10 @@ class TcpTransport final : public uaplex::sdk::Transport {
         });
     }
 
-    HandlerSlot inboxSlot_{256};  // outlives io_, which may still hold the wait's handler
-    HandlerSlot sweepSlot_;       // the sweep timer's wait: no allocation per second
-    HandlerSlot handshakeSlot_;   // the handshake timer's wait
+    HandlerSlot inboxSlot_{256};            // outlives io_, which may still hold the wait's handler
+    uaplex_metric* sendsQueued_ = nullptr;  // sends that waited for the socket (backpressure)
+    HandlerSlot sweepSlot_;                 // the sweep timer's wait: no allocation per second
+    HandlerSlot handshakeSlot_;             // the handshake timer's wait
     // One staging buffer for every connection: only the io thread reads, and a read's bytes
     // are parsed before the next read, so no connection needs its own.
     static constexpr std::size_t kStageSize = 65536;
