@@ -20,6 +20,7 @@
 #include "mpmc_ring.hpp"
 #include "securechannel/secure_channel.hpp"
 #include "security/channel_security.hpp"
+#include "security/crypto.hpp"
 #include "security/identity.hpp"
 #include "server/buffer_pool.hpp"
 #include "server/discovery.hpp"
@@ -29,6 +30,7 @@
 #include "session/access_control.hpp"
 #include "session/identity.hpp"
 #include "session/session_manager.hpp"
+#include "spare_pool.hpp"
 #include "subscription/retransmission_queue.hpp"
 
 namespace uaplex::server {
@@ -148,18 +150,15 @@ std::size_t Server::pendingRequestObjects() noexcept {
 // kept follows the requests in flight at once, not each connection's peak (two Publish sent
 // together made every connection keep two for good, most of them idle).
 struct RequestPool {
-    explicit RequestPool(std::size_t capacity) : free(capacity) {}
-    ~RequestPool() {
-        while (PendingRequest* r = free.pop()) delete r;
-    }
+    RequestPool(std::size_t capacity, std::size_t reserve)
+        : free(capacity, reserve), reserve(reserve) {}
     PendingRequest* acquire() {
-        if (PendingRequest* r = free.pop()) return r;
+        if (PendingRequest* r = free.take()) return r;
         return new PendingRequest();
     }
-    void release(PendingRequest* r) noexcept {
-        if (!free.push(r)) delete r;
-    }
-    plugins::MpmcRing<PendingRequest*> free;
+    void release(PendingRequest* r) noexcept { free.put(r); }
+    plugins::SparePool<PendingRequest> free;
+    const std::size_t reserve;
 };
 
 // Per-worker scratch reused for every request: arena, encode buffer, chunk buffer list.
@@ -586,9 +585,13 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
       services_(services),
       pool_(std::make_unique<KernelBufferPool>()),
       // Requests in flight at once: the queued ones, one per worker and the parked Publish
-      // between dispatch and release; beyond the ring's size a released one is freed.
-      requestPool_(std::make_unique<RequestPool>(std::bit_ceil(
-          std::min<std::size_t>(std::size_t(cfg.server.request_threads) + 2048, 1u << 16)))) {
+      // between dispatch and release; beyond the ring's size a released one is freed, and
+      // past the reserve (a request per worker and some) housekeeping frees those a burst
+      // left unused.
+      requestPool_(std::make_unique<RequestPool>(
+          std::bit_ceil(
+              std::min<std::size_t>(std::size_t(cfg.server.request_threads) + 2048, 1u << 16)),
+          std::size_t(cfg.server.request_threads) + 64)) {
     poolOps_ = pool_->ops();
     poolSelf_ = pool_->self();
     if (const auto& p = host_.buffer_pool()) {
@@ -1111,6 +1114,10 @@ uaplex_status Server::revalidate(void* user, uaplex_request_entry* entry) {
 }
 
 void Server::workerLoop(Worker& w) {
+    // OpenSSL sets up a thread's random generator on its first use: now, not inside the first
+    // CreateSession this worker serves.
+    std::uint8_t warm[1];
+    security::randomBytes(warm);
     while (running_.load(std::memory_order_relaxed)) {
         uaplex_request_entry* e = nullptr;
         host::PluginInstance* from = nullptr;
@@ -1280,6 +1287,14 @@ void Server::housekeepingLoop() {
         else if (next != INT64_MAX)
             next = std::min(next, now + kHeapCheckMs);
         messagesFreedSeen_ = freed;
+        // Request records a burst left unused for a whole second go back to the heap (their
+        // pages too, when there were many); looked at again while spares exceed the reserve.
+        if (now - recordsTrimmedMs_ >= kHeapCheckMs) {
+            recordsTrimmedMs_ = now;
+            if (requestPool_->free.trim() >= kRecordsWorthAHeapTrim) trimHeap();
+        }
+        if (requestPool_->free.spares() > requestPool_->reserve)
+            next = std::min(next, now + kHeapCheckMs);
         std::vector<std::shared_ptr<Connection>> expired;
         {
             std::lock_guard cl(connectionsMutex_);

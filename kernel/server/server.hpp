@@ -164,6 +164,8 @@ class Server {
     static constexpr std::int64_t kBurstTickMs = 200;
     static constexpr std::int64_t kHeapCheckMs = 1000;
     std::uint64_t messagesFreedSeen_ = 0;  // housekeeping thread only
+    std::int64_t recordsTrimmedMs_ = 0;    // housekeeping thread only
+    static constexpr std::size_t kRecordsWorthAHeapTrim = 64;
     std::atomic<bool> running_{false};
     std::atomic<std::uint32_t> nextChannelId_{1};
     std::atomic<std::uint32_t> nextRequestId_{1};

@@ -63,6 +63,13 @@ class MpmcRing {
         }
     }
 
+    // How many values the ring holds, approximately while others push and pop.
+    std::size_t size() const noexcept {
+        auto n = static_cast<int64_t>(tail_.load(std::memory_order_relaxed) -
+                                      head_.load(std::memory_order_relaxed));
+        return n > 0 ? static_cast<std::size_t>(n) : 0;
+    }
+
   private:
     struct Cell {
         std::atomic<uint64_t> seq{0};

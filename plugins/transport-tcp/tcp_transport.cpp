@@ -178,7 +178,6 @@ struct Connection : std::enable_shared_from_this<Connection> {
     TcpTransport& transport;
     tcp::socket socket;
     void* user = nullptr;
-    std::string endpointUrl;
     ReverseTarget* reverse = nullptr;
     bool helloDone = false;
     bool pending = true;  // counted in the unfinished handshakes
@@ -665,7 +664,6 @@ class TcpTransport final : public uaplex::sdk::Transport {
         auto remote = s.remote_endpoint(ec);
         if (!ec) peer = remote.address().to_string() + ":" + std::to_string(remote.port());
         auto c = std::make_shared<Connection>(*this, std::move(s));
-        c->endpointUrl = url;
         c->reverse = reverse;
         connections_.insert(c);
         ++pendingCount_;

@@ -4,6 +4,7 @@
 // connection is closed.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -81,4 +82,39 @@ TEST_CASE("a multi-chunk request and its response are assembled and encoded in p
         return metric(host, "bounded.rents") == metric(host, "bounded.returns") &&
                metric(host, "bounded.outstanding_bytes") == idleOutstanding;
     }));
+}
+
+TEST_CASE("the request records a burst left unused go back to the heap") {
+    test::InProcessServer process(
+        "[slots]\nrequest_queue = \"fifo\"\n[plugins.fifo]\n[plugins.transport-tcp]\n",
+        "records.toml");
+    const std::size_t idle = server::Server::pendingRequestObjects();
+    test::Client c;
+    REQUIRE(c.open(process.port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    // 400 Reads of 1,000 values sent at once: they wait in the queue, each in a record.
+    std::vector<ua::ReadValueId> ids(1000);
+    for (auto& id : ids) {
+        id.nodeId = ua::numericNodeId(0, 2259);
+        id.attributeId = 13;
+    }
+    ua::ReadRequest read{};
+    read.nodesToRead = {std::int32_t(ids.size()), ids.data()};
+    constexpr std::uint32_t kBurst = 400;
+    std::thread writer([&] {
+        for (std::uint32_t i = 0; i < kBurst; ++i)
+            if (!c.send(read, 10 + i)) return;
+    });
+    std::size_t peak = 0;
+    for (std::uint32_t i = 0; i < kBurst; ++i) {
+        peak = std::max(peak, server::Server::pendingRequestObjects());
+        REQUIRE(test::Client::result(c.receiveResponse()) == UAPLEX_Good);
+    }
+    writer.join();
+    // The reserve the pool keeps: a record per worker (2) and 64.
+    constexpr std::size_t kReserve = 66;
+    INFO("records: " << idle << " idle, " << peak << " at the burst's peak");
+    REQUIRE(peak > idle + kReserve + 20);  // the burst needed more than the reserve
+    // A second later nobody needed them: housekeeping frees all but the reserve.
+    CHECK(eventually([&] { return server::Server::pendingRequestObjects() <= idle + kReserve; }));
 }

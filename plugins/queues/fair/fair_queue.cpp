@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "mpmc_ring.hpp"
+#include "spare_pool.hpp"
 #include "uaplex/cpp/kinds.hpp"
 
 namespace {
@@ -131,8 +132,8 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
         global_.assigned = true;
         // Slots in use: the queued requests and those between dequeue and dispose (at most
         // one per worker); more than fit are freed when they come back.
-        free_slots_ = std::make_unique<SlotRing>(
-            std::bit_ceil(std::min<uint64_t>(uint64_t{capacity_} + 256, 1u << 16)));
+        free_slots_ = std::make_unique<SlotPool>(
+            std::bit_ceil(std::min<uint64_t>(uint64_t{capacity_} + 256, 1u << 16)), kSlotReserve);
         auto reg = [&](const char* name, uint32_t kind) {
             uaplex_metric* m = nullptr;
             ctx.api()->metric_register(ctx.raw(), uaplex::sdk::to_str(name), kind, &m);
@@ -145,7 +146,6 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
     }
 
     ~FairQueue() override {
-        while (Slot* s = free_slots_->pop()) delete s;
         for (auto& b : buckets_) {
             OwnerFifo* f = b.head.load();
             while (f) {
@@ -325,6 +325,7 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
             uint32_t seen = epoch_.load();
             uaplex_status st = try_dequeue(out);
             if (st != UAPLEX_BadNothingToDo) return st;
+            trim_slots_when_idle();
             // Woken by a change a worker may act on (admission, removal, execution release,
             // a group handed back or a new round), stop or wake_waiters.
             waiters_.fetch_add(1);
@@ -476,13 +477,23 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
     }
 
     Slot* pop_slot() {
-        Slot* s = free_slots_->pop();
+        Slot* s = free_slots_->take();
         if (!s) return new Slot();
         *s = Slot{};
         return s;
     }
-    void free_slot(Slot* s) {
-        if (!free_slots_->push(s)) delete s;
+    void free_slot(Slot* s) { free_slots_->put(s); }
+    // A worker that finds nothing queued: at most once a second, the slots a burst left
+    // unused since the last look go back to the heap.
+    void trim_slots_when_idle() {
+        int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+        int64_t last = slots_trimmed_ms_.load(std::memory_order_relaxed);
+        if (now - last < 1000 ||
+            !slots_trimmed_ms_.compare_exchange_strong(last, now, std::memory_order_relaxed))
+            return;
+        free_slots_->trim();
     }
 
     uaplex_status reject() {
@@ -844,8 +855,10 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
     std::atomic<uint32_t> wake_calls_{0};  // wake_waiters calls: a dequeue that saw one returns
     OwnerFifo global_;
     Bucket buckets_[1 << kBucketBits];
-    using SlotRing = uaplex::plugins::MpmcRing<Slot*>;
-    std::unique_ptr<SlotRing> free_slots_;
+    using SlotPool = uaplex::plugins::SparePool<Slot>;
+    static constexpr size_t kSlotReserve = 64;
+    std::unique_ptr<SlotPool> free_slots_;
+    std::atomic<int64_t> slots_trimmed_ms_{0};
 
     // The rounds: ring round_ & 1 holds the current round's groups, the other ring the
     // groups that used their turns; pending_ counts each ring's groups, held ones included.

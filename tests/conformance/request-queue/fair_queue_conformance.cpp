@@ -480,6 +480,30 @@ TEST_CASE("fair 8c: an idle group's FIFO serves a new group once its bucket hold
     CHECK(q.provider.used_total() == 0);
 }
 
+TEST_CASE("fair 8d: the slots a burst left unused go back once a worker finds nothing queued") {
+    Fair q("weighted", 1000);
+    uaplex_admission_owner owner;
+    auto heapInUse = [] { return mallinfo2().uordblks; };
+    auto idleDequeue = [&] {
+        uaplex_request_entry* e = nullptr;
+        CHECK(q.ops->dequeue(q.self, 0, &e) == UAPLEX_BadTimeout);
+    };
+    Entries burst(500, &owner);
+    for (size_t i = 0; i < 500; ++i) REQUIRE(q.enqueue(&burst[i]) == UAPLEX_Good);
+    CHECK(drain(q).size() == 500);
+    idleDequeue();  // the burst's own second: every slot was needed
+    size_t before = heapInUse();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+    idleDequeue();  // a second nobody needed them: all but a reserve of 64 go
+    size_t freed = before - std::min(before, heapInUse());
+    INFO("heap freed: " << freed << " bytes");
+    CHECK(freed > 400 * 100);  // 436 slots of a few hundred bytes
+    // They come back when needed.
+    for (size_t i = 0; i < 500; ++i) REQUIRE(q.enqueue(&burst[i]) == UAPLEX_Good);
+    CHECK(drain(q).size() == 500);
+    CHECK(q.provider.used_total() == 0);
+}
+
 TEST_CASE("fair 9: only execution releases wake, one waiter each") {
     Fair q;
     q.provider.total[EXEC] = 1;
