@@ -154,7 +154,7 @@ struct RequestPool {
         : free(capacity, reserve), reserve(reserve) {}
     PendingRequest* acquire() {
         if (PendingRequest* r = free.take()) return r;
-        return new PendingRequest();
+        return free.make();
     }
     void release(PendingRequest* r) noexcept { free.put(r); }
     plugins::SparePool<PendingRequest> free;
@@ -1287,14 +1287,14 @@ void Server::housekeepingLoop() {
         else if (next != INT64_MAX)
             next = std::min(next, now + kHeapCheckMs);
         messagesFreedSeen_ = freed;
-        // Request records a burst left unused for a whole second go back to the heap (their
-        // pages too, when there were many); looked at again while spares exceed the reserve.
-        if (now - recordsTrimmedMs_ >= kHeapCheckMs) {
+        // Request records a burst left unused for a whole period go back, their mappings
+        // with them; looked at again while spares exceed the reserve.
+        if (now - recordsTrimmedMs_ >= kRecordTrimMs) {
             recordsTrimmedMs_ = now;
-            if (requestPool_->free.trim() >= kRecordsWorthAHeapTrim) trimHeap();
+            requestPool_->free.trim();
         }
         if (requestPool_->free.spares() > requestPool_->reserve)
-            next = std::min(next, now + kHeapCheckMs);
+            next = std::min(next, now + kRecordTrimMs);
         std::vector<std::shared_ptr<Connection>> expired;
         {
             std::lock_guard cl(connectionsMutex_);

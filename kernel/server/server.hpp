@@ -163,9 +163,9 @@ class Server {
     // while messages are being freed, and this often while sessions exist.
     static constexpr std::int64_t kBurstTickMs = 200;
     static constexpr std::int64_t kHeapCheckMs = 1000;
-    std::uint64_t messagesFreedSeen_ = 0;  // housekeeping thread only
-    std::int64_t recordsTrimmedMs_ = 0;    // housekeeping thread only
-    static constexpr std::size_t kRecordsWorthAHeapTrim = 64;
+    std::uint64_t messagesFreedSeen_ = 0;               // housekeeping thread only
+    std::int64_t recordsTrimmedMs_ = 0;                 // housekeeping thread only
+    static constexpr std::int64_t kRecordTrimMs = 250;  // a burst's records go this soon after
     std::atomic<bool> running_{false};
     std::atomic<std::uint32_t> nextChannelId_{1};
     std::atomic<std::uint32_t> nextRequestId_{1};

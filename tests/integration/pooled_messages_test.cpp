@@ -115,6 +115,6 @@ TEST_CASE("the request records a burst left unused go back to the heap") {
     constexpr std::size_t kReserve = 66;
     INFO("records: " << idle << " idle, " << peak << " at the burst's peak");
     REQUIRE(peak > idle + kReserve + 20);  // the burst needed more than the reserve
-    // A second later nobody needed them: housekeeping frees all but the reserve.
+    // Soon after, nobody needed them: housekeeping frees all but the reserve.
     CHECK(eventually([&] { return server::Server::pendingRequestObjects() <= idle + kReserve; }));
 }

@@ -478,19 +478,19 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
 
     Slot* pop_slot() {
         Slot* s = free_slots_->take();
-        if (!s) return new Slot();
+        if (!s) return free_slots_->make();
         *s = Slot{};
         return s;
     }
     void free_slot(Slot* s) { free_slots_->put(s); }
-    // A worker that finds nothing queued: at most once a second, the slots a burst left
-    // unused since the last look go back to the heap.
+    // A worker that finds nothing queued: at most every kSlotTrimMs, the slots a burst left
+    // unused since the last look go back (their mappings with them).
     void trim_slots_when_idle() {
         int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::steady_clock::now().time_since_epoch())
                           .count();
         int64_t last = slots_trimmed_ms_.load(std::memory_order_relaxed);
-        if (now - last < 1000 ||
+        if (now - last < kSlotTrimMs ||
             !slots_trimmed_ms_.compare_exchange_strong(last, now, std::memory_order_relaxed))
             return;
         free_slots_->trim();
@@ -857,6 +857,7 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
     Bucket buckets_[1 << kBucketBits];
     using SlotPool = uaplex::plugins::SparePool<Slot>;
     static constexpr size_t kSlotReserve = 64;
+    static constexpr int64_t kSlotTrimMs = 250;
     std::unique_ptr<SlotPool> free_slots_;
     std::atomic<int64_t> slots_trimmed_ms_{0};
 

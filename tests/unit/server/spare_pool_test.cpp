@@ -1,5 +1,5 @@
 // SparePool: steady reuse keeps its spares; what a burst left unused for a whole trim period
-// goes back, down to the reserve.
+// goes back, down to the reserve, and the mappings it lived in with it.
 #include <catch2/catch.hpp>
 
 #include <vector>
@@ -18,7 +18,7 @@ struct Record {
 Record* takeOrMake(uaplex::plugins::SparePool<Record>& pool, int& made) {
     if (Record* r = pool.take()) return r;
     ++made;
-    return new Record();
+    return pool.make();
 }
 
 }  // namespace
@@ -63,8 +63,32 @@ TEST_CASE("spare pool: steady reuse keeps what it cycles through and makes nothi
 TEST_CASE("spare pool: a full ring deletes what it cannot keep") {
     uaplex::plugins::SparePool<Record> pool(8, 2);
     std::vector<Record*> many;
-    for (int i = 0; i < 12; ++i) many.push_back(new Record());
+    for (int i = 0; i < 12; ++i) many.push_back(pool.make());
     for (auto* r : many) pool.put(r);
     CHECK(pool.spares() == 8);
     CHECK(Record::alive == 8);
+}
+
+TEST_CASE("spare pool: a trimmed burst gives its mappings back; the reserve stays in the lowest") {
+    using Pool = uaplex::plugins::SparePool<Record>;
+    const std::size_t chunksBefore = Pool::chunks();
+    {
+        Pool pool(4096, 8);
+        int made = 0;
+        std::vector<Record*> burst;
+        for (int i = 0; i < 2000; ++i) burst.push_back(takeOrMake(pool, made));
+        // 2,000 records of 200 bytes: several 64 KiB mappings.
+        CHECK(Pool::chunks() >= chunksBefore + 6);
+        for (auto* r : burst) pool.put(r);
+        pool.trim();  // the burst's own period
+        CHECK(pool.trim() == 1992);
+        CHECK(pool.spares() == 8);
+        // The 8 kept are the lowest in memory: they share one mapping, the rest are unmapped.
+        CHECK(Pool::chunks() == chunksBefore + 1);
+        // Made again when needed.
+        for (int i = 0; i < 100; ++i) burst[i] = takeOrMake(pool, made);
+        for (int i = 0; i < 100; ++i) pool.put(burst[i]);
+    }
+    CHECK(Pool::chunks() == chunksBefore);
+    CHECK(Record::alive == 0);
 }
