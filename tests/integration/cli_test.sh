@@ -33,7 +33,15 @@ check "unknown plugin message" grep -q "error unknown plugin 'nosuch'" "$work/ou
 # Start, reload to another queue, a bad reload, stop.
 conf="$work/run.toml"
 # The server listens on a free loopback port (the default 4840 may be taken).
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# A free port below the kernel's ephemeral range, where no client socket can take it.
+port=$(python3 -c '
+import random, socket
+for _ in range(200):
+    p = random.randrange(20000, 28000)
+    try:
+        socket.socket().bind(("127.0.0.1", p)); print(p); break
+    except OSError:
+        pass')
 write_conf() {
     printf '[host]\nplugin_dirs = ["%s", "%s/swap"]\n[server]\nendpoints = ["opc.tcp://127.0.0.1:%s"]\n[slots]\nrequest_queue = "%s"\n[plugins.fifo]\n[plugins.test-swap-a]\n[plugins.transport-tcp]\n' \
         "$plugin_dir" "$plugin_root" "$port" "$1" > "$conf"

@@ -25,9 +25,18 @@ SERVICE_FAULT = 395  # DataType id of ServiceFault
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    # Below the kernel's ephemeral range (32768 and up): a client socket of a test running in
+    # parallel cannot take it between this pick and the server's listen.
+    import random
+    for _ in range(200):
+        port = random.randrange(20000, 28000)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port in 20000-27999")
 
 
 def openssl_cert(d, name, cn):

@@ -11,9 +11,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <random>
 #include <string>
 #include <thread>
 
@@ -22,16 +24,23 @@
 namespace uaplex::test {
 
 // A port the kernel just handed out on 127.0.0.1 (free unless another process races for it).
+// A port below the kernel's ephemeral range (32768 and up), where a client socket of another
+// test running in parallel cannot take it between this pick and the server's listen.
 inline std::uint16_t freePort() {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    ::close(fd);
-    return ntohs(a.sin_port);
+    static std::minstd_rand pick(std::uint32_t(::getpid()) * 7919u +
+                                 std::uint32_t(::time(nullptr)));
+    for (int attempt = 0; attempt < 200; ++attempt) {
+        auto port = std::uint16_t(20000 + pick() % 8000);  // 20000-27999
+        int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_port = htons(port);
+        bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+        ::close(fd);
+        if (free) return port;
+    }
+    return 0;
 }
 
 #if defined(UAPLEX_EXE)
