@@ -217,6 +217,10 @@ struct Connection : std::enable_shared_from_this<Connection> {
     bool writeActive = false;
     bool sendClosed = false;
     std::chrono::steady_clock::time_point lastSend{};  // the last send() (under sendMutex)
+    // Requests (final MSG chunks) received, by the io thread, and responses sent (under
+    // sendMutex): the difference is about how many answers are still to come.
+    std::atomic<std::uint64_t> requestsIn{0};
+    std::uint64_t responsesOut = 0;
     // The write kick: pushed to the io inbox by the send that finds no write active, so at
     // most one is outstanding; it keeps the connection alive until the io thread takes it.
     struct Kick : IoTask {
@@ -236,8 +240,18 @@ Connection* from(uaplex_connection* c) {
 }
 
 // Sends closer together than this on one connection are batched by the io thread; a send
-// after a longer gap is written by the sending thread (see TcpTransport::send).
+// after a longer gap is written by the sending thread (see TcpTransport::send) ...
 constexpr auto kQuietSendGap = std::chrono::milliseconds(1);
+// ... and so is a send when at most this many requests of its connection are unanswered (a
+// client that waits for each answer, a session with its Publish requests parked): only a
+// pipelining client has answers following one another closely enough to batch.
+constexpr std::int64_t kFewInFlight = 4;
+
+// The last chunk of a request or response message (MSG, final): one per message.
+inline bool isFinalMessageChunk(const uaplex_buffer& b) {
+    return b.used >= 4 && b.data[0] == 'M' && b.data[1] == 'S' && b.data[2] == 'G' &&
+           b.data[3] == 'F';
+}
 
 class TcpTransport final : public uaplex::sdk::Transport {
   public:
@@ -389,7 +403,11 @@ class TcpTransport final : public uaplex::sdk::Transport {
             // requests) queues, and the io thread writes many responses in one gathered
             // write: a syscall per response costs about 3 us of CPU each on loopback.
             const auto now = std::chrono::steady_clock::now();
-            const bool quiet = now - conn->lastSend >= kQuietSendGap;
+            for (size_t i = 0; i < count; ++i)
+                if (isFinalMessageChunk(buffers[i])) ++conn->responsesOut;
+            const auto unanswered = static_cast<std::int64_t>(
+                conn->requestsIn.load(std::memory_order_relaxed) - conn->responsesOut);
+            const bool quiet = now - conn->lastSend >= kQuietSendGap || unanswered <= kFewInFlight;
             conn->lastSend = now;
             size_t first = 0, sentInFirst = 0;
             if (quiet && !conn->writeActive) directSend(*conn, buffers, count, first, sentInFirst);
@@ -798,6 +816,7 @@ class TcpTransport final : public uaplex::sdk::Transport {
         if (!c->helloDone) return onHello(c);
         uaplex_buffer chunk = c->rx;  // ownership passes to the kernel
         c->rx = uaplex_buffer{};
+        if (isFinalMessageChunk(chunk)) c->requestsIn.fetch_add(1, std::memory_order_relaxed);
         params_.on_received(params_.user, c->user, &chunk);
     }
 
