@@ -38,17 +38,31 @@ ua::ReadRequest readOf(std::vector<ua::ReadValueId>& ids) {
     return read;
 }
 
+// A server, a client with a session, and the transport's queued sends so far.
+struct Session {
+    // `nodes`: how many values each Read of `read` asks for.
+    Session(const char* name, std::size_t nodes) : process(kTables, name), ids(nodes) {
+        read = readOf(ids);
+        REQUIRE(c.open(process.port));
+        REQUIRE(c.createSession() == UAPLEX_Good);
+        queuedBefore = queued();
+        REQUIRE(queuedBefore >= 0);
+    }
+    std::int64_t queued() { return metric(process.host, "transport-tcp.sends_queued"); }
+    std::int64_t queuedSince() { return queued() - queuedBefore; }
+    test::InProcessServer process;
+    test::Client c;
+    std::vector<ua::ReadValueId> ids;
+    ua::ReadRequest read{};
+    std::int64_t queuedBefore = 0;
+};
+
 }  // namespace
 
 TEST_CASE("a response on a quiet connection is written without the I/O thread") {
-    test::InProcessServer process(kTables, "send-direct.toml");
-    test::Client c;
-    REQUIRE(c.open(process.port));
-    REQUIRE(c.createSession() == UAPLEX_Good);
-    const std::int64_t before = metric(process.host, "transport-tcp.sends_queued");
-    REQUIRE(before >= 0);
-    std::vector<ua::ReadValueId> ids(5);
-    auto read = readOf(ids);
+    Session t("send-direct.toml", 5);
+    auto& c = t.c;
+    auto& read = t.read;
     for (std::uint32_t i = 0; i < 50; ++i) {
         // Requests a few milliseconds apart: each answer finds its connection quiet.
         std::this_thread::sleep_for(std::chrono::milliseconds(3));
@@ -57,31 +71,23 @@ TEST_CASE("a response on a quiet connection is written without the I/O thread") 
         REQUIRE(static_cast<const ua::ResponseHeader*>(m.object)->requestHandle == 100 + i);
     }
     // None waited for the io thread (a few may, when a sleep ends early).
-    CHECK(metric(process.host, "transport-tcp.sends_queued") - before <= 5);
+    CHECK(t.queuedSince() <= 5);
 }
 
 TEST_CASE("a client that waits for each answer gets it from the responding thread") {
-    test::InProcessServer process(kTables, "send-one-at-a-time.toml");
-    test::Client c;
-    REQUIRE(c.open(process.port));
-    REQUIRE(c.createSession() == UAPLEX_Good);
-    const std::int64_t before = metric(process.host, "transport-tcp.sends_queued");
-    std::vector<ua::ReadValueId> ids(5);
-    auto read = readOf(ids);
+    Session t("send-one-at-a-time.toml", 5);
+    auto& c = t.c;
+    auto& read = t.read;
     // Back to back, microseconds apart, but never more than one request unanswered.
     for (std::uint32_t i = 0; i < 200; ++i)
         REQUIRE(test::Client::result(c.call(read, 100 + i)) == UAPLEX_Good);
-    CHECK(metric(process.host, "transport-tcp.sends_queued") - before <= 5);
+    CHECK(t.queuedSince() <= 5);
 }
 
 TEST_CASE("the responses of a busy connection are batched by the I/O thread") {
-    test::InProcessServer process(kTables, "send-batched.toml");
-    test::Client c;
-    REQUIRE(c.open(process.port));
-    REQUIRE(c.createSession() == UAPLEX_Good);
-    const std::int64_t before = metric(process.host, "transport-tcp.sends_queued");
-    std::vector<ua::ReadValueId> ids(5);
-    auto read = readOf(ids);
+    Session t("send-batched.toml", 5);
+    auto& c = t.c;
+    auto& read = t.read;
     constexpr std::uint32_t kPipelined = 200;
     for (std::uint32_t i = 0; i < kPipelined; ++i) REQUIRE(c.send(read, 100 + i));
     std::set<std::uint32_t> handles;
@@ -93,23 +99,19 @@ TEST_CASE("the responses of a busy connection are batched by the I/O thread") {
     CHECK(handles.size() == kPipelined);
     // Answers produced microseconds apart while many more are due go through the queue (a
     // syscall each would cost more than the batch's one gathered write).
-    CHECK(metric(process.host, "transport-tcp.sends_queued") - before >= kPipelined / 2);
+    CHECK(t.queuedSince() >= kPipelined / 2);
 }
 
 TEST_CASE("responses a slow reader does not take queue behind the socket and arrive whole") {
-    test::InProcessServer process(kTables, "send-backpressure.toml");
-    test::Client c;
-    REQUIRE(c.open(process.port));
-    REQUIRE(c.createSession() == UAPLEX_Good);
+    Session t("send-backpressure.toml", 2000);
+    auto& c = t.c;
+    auto& read = t.read;
     int small = 65536;  // the peer's window stays small, so the server's socket fills
     ::setsockopt(c.fd(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-    const std::int64_t before = metric(process.host, "transport-tcp.sends_queued");
 
     // 200 Reads of 2,000 values: responses of about 40 kB each, 8 MB in all, more than the
     // socket buffers hold while the client reads nothing.
     constexpr std::uint32_t kRequests = 200;
-    std::vector<ua::ReadValueId> ids(2000);
-    auto read = readOf(ids);
     std::atomic<bool> sent{false};
     std::thread writer([&] {
         for (std::uint32_t i = 0; i < kRequests; ++i)
@@ -134,5 +136,5 @@ TEST_CASE("responses a slow reader does not take queue behind the socket and arr
     CHECK(*handles.begin() == 1000);
     CHECK(*handles.rbegin() == 1000 + kRequests - 1);
     // The queue was used: the socket did not take every response when it was produced.
-    CHECK(metric(process.host, "transport-tcp.sends_queued") - before > 0);
+    CHECK(t.queuedSince() > 0);
 }
