@@ -569,11 +569,36 @@ class HttpsTransport final : public uaplex::sdk::Transport {
                               c->response.clear();
                               c->head.clear();
                               if (c->closed) return;
-                              if (ec || !thenRead || c->closing)
-                                  return finalize(c, ec ? UAPLEX_BadConnectionClosed : UAPLEX_Good);
+                              if (ec) return finalize(c, UAPLEX_BadConnectionClosed);
+                              if (!thenRead || c->closing) return lingerThenClose(c);
                               readHead(c);
                           });
     }
+
+    // Closing a socket with request bytes unread resets the connection, and a client still
+    // sending (a body past max_body_size) can then lose the response written just before.
+    // So the server stops sending and reads and drops what comes, for a bounded time and
+    // amount, until the client closes.
+    void lingerThenClose(const std::shared_ptr<Connection>& c) {
+        boost::system::error_code ec;
+        c->stream.lowest_layer().shutdown(tcp::socket::shutdown_send, ec);
+        if (ec) return finalize(c, UAPLEX_Good);
+        arm(c, kLingerMs);
+        dropInput(c, 0);
+    }
+    void dropInput(const std::shared_ptr<Connection>& c, std::size_t dropped) {
+        // Bytes the request left behind are dropped undecrypted: TLS is over for it.
+        c->stream.next_layer().async_read_some(
+            asio::buffer(dropScratch_),
+            [this, c, dropped](boost::system::error_code ec, std::size_t n) {
+                if (c->closed) return;
+                if (ec || dropped + n >= kLingerBytes) return finalize(c, UAPLEX_Good);
+                dropInput(c, dropped + n);
+            });
+    }
+    static constexpr std::uint32_t kLingerMs = 2000;
+    static constexpr std::size_t kLingerBytes = 16u << 20;
+    std::array<char, 4096> dropScratch_;  // io thread: what lingering connections drop
 
     // The one place a connection ends: socket closed, buffers back, kernel told once.
     void finalize(const std::shared_ptr<Connection>& c, uaplex_status reason, bool notify = true) {
