@@ -17,7 +17,6 @@
 
 #include "host/logging.hpp"
 #include "host/plugin_host.hpp"
-#include "mpmc_ring.hpp"
 #include "securechannel/secure_channel.hpp"
 #include "security/channel_security.hpp"
 #include "security/crypto.hpp"
@@ -150,15 +149,13 @@ std::size_t Server::pendingRequestObjects() noexcept {
 // kept follows the requests in flight at once, not each connection's peak (two Publish sent
 // together made every connection keep two for good, most of them idle).
 struct RequestPool {
-    RequestPool(std::size_t capacity, std::size_t reserve)
-        : free(capacity, reserve), reserve(reserve) {}
+    RequestPool(std::size_t capacity, std::size_t reserve) : free(capacity, reserve) {}
     PendingRequest* acquire() {
         if (PendingRequest* r = free.take()) return r;
         return free.make();
     }
     void release(PendingRequest* r) noexcept { free.put(r); }
     plugins::SparePool<PendingRequest> free;
-    const std::size_t reserve;
 };
 
 // Per-worker scratch reused for every request: arena, encode buffer, chunk buffer list.
@@ -1293,7 +1290,7 @@ void Server::housekeepingLoop() {
             recordsTrimmedMs_ = now;
             requestPool_->free.trim();
         }
-        if (requestPool_->free.spares() > requestPool_->reserve)
+        if (requestPool_->free.spares() > requestPool_->free.reserve())
             next = std::min(next, now + kRecordTrimMs);
         std::vector<std::shared_ptr<Connection>> expired;
         {

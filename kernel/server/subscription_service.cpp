@@ -41,14 +41,14 @@ uaplex_status run(std::mutex& m, enc::Arena& arena, const enc::DataType*& respon
 // back to the kernel here, outside the engine's lock.
 std::atomic<std::uint32_t> heapTrims{0};
 
-}  // namespace
-
 void trimHeap() noexcept {
 #if defined(__GLIBC__)
     ::malloc_trim(0);
 #endif
     heapTrims.fetch_add(1, std::memory_order_relaxed);
 }
+
+}  // namespace
 
 std::uint32_t heapTrimCount() noexcept {
     return heapTrims.load(std::memory_order_relaxed);

@@ -47,9 +47,6 @@ std::uint32_t heapTrimCount() noexcept;
 // true when it trimmed. A steady churn of messages is never quiet, so it costs no trims.
 bool trimHeapAfterMessageBurst() noexcept;
 
-// Gives the heap's free pages back to the kernel now (malloc_trim) and counts it.
-void trimHeap() noexcept;
-
 class SubscriptionService final : public subscription::PublishSink {
   public:
     SubscriptionService(const config::ServerConfig& cfg, subscription::NodeValueSource& source);

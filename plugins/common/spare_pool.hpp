@@ -160,6 +160,7 @@ class SparePool {
         return freed;
     }
     std::size_t spares() const noexcept { return ring_.size(); }
+    std::size_t reserve() const noexcept { return reserve_; }
     // The mappings the objects of this type live in (all pools of T share them).
     static std::size_t chunks() { return blocks().chunks(); }
 

@@ -4,10 +4,10 @@
 // never touched by another thread): send/close/secure_channel_opened from other threads go
 // through a lock-free inbox and an eventfd, so no lock shared by all connections is taken
 // per request. A send on a quiet connection with nothing queued ahead of it is written by the
-// sending thread itself; busy connections' sends are batched into gathered writes by the io
-// thread, as is what the socket does not take at once. Receive buffers are
-// rented from the kernel's pool (one per chunk, given back by the kernel), so steady-state traffic
-// does not allocate.
+// sending thread itself; a pipelining connection's sends are batched into gathered writes by
+// the io thread, as is what the socket does not take at once. Receive buffers are rented from
+// the kernel's pool (one per chunk, given back by the kernel), so steady-state traffic does
+// not allocate.
 #include <utility>  // before Asio: 1.74 uses std::exchange without it under C++20
 
 #include <boost/asio.hpp>
@@ -407,10 +407,10 @@ class TcpTransport final : public uaplex::sdk::Transport {
                 if (isFinalMessageChunk(buffers[i])) ++conn->responsesOut;
             const auto unanswered = static_cast<std::int64_t>(
                 conn->requestsIn.load(std::memory_order_relaxed) - conn->responsesOut);
-            const bool quiet = now - conn->lastSend >= kQuietSendGap || unanswered <= kFewInFlight;
+            const bool direct = now - conn->lastSend >= kQuietSendGap || unanswered <= kFewInFlight;
             conn->lastSend = now;
             size_t first = 0, sentInFirst = 0;
-            if (quiet && !conn->writeActive) directSend(*conn, buffers, count, first, sentInFirst);
+            if (direct && !conn->writeActive) directSend(*conn, buffers, count, first, sentInFirst);
             for (size_t i = first; i < count; ++i) {
                 uaplex_buffer& b = buffers[i];
                 std::size_t skip = i == first ? sentInFirst : 0;
