@@ -320,4 +320,16 @@ class Client {
     enc::Arena arena_;
 };
 
+// A Read of the Value of Server_ServerStatus_State once per element of `ids` (which the
+// request points into, so it must outlive it).
+inline ua::ReadRequest readServerState(std::vector<ua::ReadValueId>& ids) {
+    for (auto& id : ids) {
+        id.nodeId = ua::numericNodeId(0, 2259);
+        id.attributeId = 13;  // Value
+    }
+    ua::ReadRequest read{};
+    read.nodesToRead = {std::int32_t(ids.size()), ids.data()};
+    return read;
+}
+
 }  // namespace uaplex::test

@@ -50,12 +50,7 @@ TEST_CASE("a multi-chunk request and its response are assembled and encoded in p
         REQUIRE(c.open(port));
         REQUIRE(c.createSession() == UAPLEX_Good);
         std::vector<ua::ReadValueId> ids(20);
-        for (auto& id : ids) {
-            id.nodeId = ua::numericNodeId(0, 2259);  // Server_ServerStatus_State
-            id.attributeId = 13;
-        }
-        ua::ReadRequest read{};
-        read.nodesToRead = {std::int32_t(ids.size()), ids.data()};
+        auto read = test::readServerState(ids);
         auto body = c.encodeRequest(read, 42);
         constexpr std::size_t kChunkBody = 64;
         const std::int64_t chunksIn = std::int64_t((body.size() + kChunkBody - 1) / kChunkBody);
@@ -94,12 +89,7 @@ TEST_CASE("the request records a burst left unused go back to the heap") {
     REQUIRE(c.createSession() == UAPLEX_Good);
     // 400 Reads of 1,000 values sent at once: they wait in the queue, each in a record.
     std::vector<ua::ReadValueId> ids(1000);
-    for (auto& id : ids) {
-        id.nodeId = ua::numericNodeId(0, 2259);
-        id.attributeId = 13;
-    }
-    ua::ReadRequest read{};
-    read.nodesToRead = {std::int32_t(ids.size()), ids.data()};
+    auto read = test::readServerState(ids);
     constexpr std::uint32_t kBurst = 400;
     std::thread writer([&] {
         for (std::uint32_t i = 0; i < kBurst; ++i)

@@ -32,12 +32,7 @@ long steadyAllocations(const std::string& slots, const std::string& plugins) {
     REQUIRE(c.open(port));
     REQUIRE(c.createSession() == UAPLEX_Good);
     std::vector<ua::ReadValueId> ids(10);
-    for (auto& id : ids) {
-        id.nodeId = ua::numericNodeId(0, 2259);
-        id.attributeId = 13;
-    }
-    ua::ReadRequest read{};
-    read.nodesToRead = {std::int32_t(ids.size()), ids.data()};
+    auto read = test::readServerState(ids);
     auto run = [&](int n) {
         for (int i = 0; i < n; ++i)
             REQUIRE(test::Client::result(c.call(read, std::uint32_t(i + 1))) == UAPLEX_Good);

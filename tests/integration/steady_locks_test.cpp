@@ -142,12 +142,7 @@ std::vector<SharedLock> sharedLocks(const std::string& slots, const std::string&
     const std::uint16_t port = process.port;
 
     std::vector<ua::ReadValueId> ids(10);
-    for (auto& id : ids) {
-        id.nodeId = ua::numericNodeId(0, 2259);
-        id.attributeId = 13;
-    }
-    ua::ReadRequest read{};
-    read.nodesToRead = {std::int32_t(ids.size()), ids.data()};
+    auto read = test::readServerState(ids);
     test::Client c1, c2;
     // No TimeoutHint: the deadline sweep, which visits every session, then stays asleep.
     c1.setTimeoutHint(0);

@@ -28,21 +28,11 @@ std::int64_t metric(host::Host& host, const char* name) {
     return v;
 }
 
-ua::ReadRequest readOf(std::vector<ua::ReadValueId>& ids) {
-    for (auto& id : ids) {
-        id.nodeId = ua::numericNodeId(0, 2259);  // Server_ServerStatus_State
-        id.attributeId = 13;
-    }
-    ua::ReadRequest read{};
-    read.nodesToRead = {std::int32_t(ids.size()), ids.data()};
-    return read;
-}
-
 // A server, a client with a session, and the transport's queued sends so far.
 struct Session {
     // `nodes`: how many values each Read of `read` asks for.
     Session(const char* name, std::size_t nodes) : process(kTables, name), ids(nodes) {
-        read = readOf(ids);
+        read = test::readServerState(ids);
         REQUIRE(c.open(process.port));
         REQUIRE(c.createSession() == UAPLEX_Good);
         queuedBefore = queued();

@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "counting_new.hpp"  // this executable's operator new counts allocations
 #include "engine_support.hpp"
@@ -792,6 +793,13 @@ std::vector<double> valuesFor(const std::vector<Note>& n, uint32_t handle) {
     return v;
 }
 
+// Ticks to `at`, which must complete the `nth` Publish; its notifications.
+std::vector<Note> tickToMessage(Server& s, int64_t at, size_t nth) {
+    s.tickTo(at);
+    REQUIRE(s.sink.done.size() == nth);
+    return lastNotes(s);
+}
+
 }  // namespace
 
 TEST_CASE("report on change: several writes in one sampling interval give one sample") {
@@ -807,9 +815,7 @@ TEST_CASE("report on change: several writes in one sampling interval give one sa
     s.publish(1);
     s.tickTo(151);  // not the subscription's tick: nothing sampled, nothing sent
     CHECK(s.sink.done.size() == 1);
-    s.tickTo(201);
-    REQUIRE(s.sink.done.size() == 2);
-    CHECK(valuesFor(lastNotes(s), 70) == std::vector<double>{4});
+    CHECK(valuesFor(tickToMessage(s, 201, 2), 70) == std::vector<double>{4});
 }
 
 namespace {
@@ -836,15 +842,11 @@ TEST_CASE("report on change: a tick that outlasts a millisecond samples what it 
     s.clock.stepPerRead = 1;
     s.tickTo(200);
     s.clock.stepPerRead = 0;
-    s.tickTo(201);
-    REQUIRE(s.sink.done.size() == 2);
-    CHECK(valuesFor(lastNotes(s), 70) == std::vector<double>{5});
+    CHECK(valuesFor(tickToMessage(s, 201, 2), 70) == std::vector<double>{5});
     s.publish(1);
     s.clock.mono = 250;
     s.mgr->valueChanged(7, Engine::value(6));
-    s.tickTo(301);
-    REQUIRE(s.sink.done.size() == 3);
-    CHECK(valuesFor(lastNotes(s), 70) == std::vector<double>{6});
+    CHECK(valuesFor(tickToMessage(s, 301, 3), 70) == std::vector<double>{6});
 }
 
 TEST_CASE("report on change: a write after a due tick that has not run leaves it the older value") {
@@ -856,13 +858,9 @@ TEST_CASE("report on change: a write after a due tick that has not run leaves it
     s.mgr->valueChanged(7, Engine::value(6));
     // Sampled for a tick that fires: straight to the publish list, not examined again.
     CHECK(s.mgr->find(sub)->readyListSize() == 0);
-    s.tickTo(205);
-    REQUIRE(s.sink.done.size() == 2);
-    CHECK(valuesFor(lastNotes(s), 70) == std::vector<double>{5});
+    CHECK(valuesFor(tickToMessage(s, 205, 2), 70) == std::vector<double>{5});
     s.publish(1);
-    s.tickTo(301);
-    REQUIRE(s.sink.done.size() == 3);
-    CHECK(valuesFor(lastNotes(s), 70) == std::vector<double>{6});
+    CHECK(valuesFor(tickToMessage(s, 301, 3), 70) == std::vector<double>{6});
 }
 
 TEST_CASE("monitored items: a request's items of one node take neighbouring blocks") {
@@ -917,24 +915,20 @@ TEST_CASE("report on change: a write after the interval elapsed is published in 
     s.mgr->valueChanged(7, Engine::value(5));
     s.mgr->valueChanged(8, Engine::value(6));
     s.publish(1);
-    s.tickTo(201);  // the grid point 200 samples both (their intervals have elapsed)
-    REQUIRE(s.sink.done.size() == 2);
-    auto n = lastNotes(s);
+    // the grid point 200 samples both (their intervals have elapsed)
+    auto n = tickToMessage(s, 201, 2);
     CHECK(valuesFor(n, 70) == std::vector<double>{5});
     CHECK(valuesFor(n, 80) == std::vector<double>{6});
     s.clock.mono = 250;
     s.mgr->valueChanged(7, Engine::value(7));
     s.mgr->valueChanged(8, Engine::value(8));
     s.publish(1);
-    s.tickTo(301);  // 200 ms have not elapsed for the second item on the grid
-    REQUIRE(s.sink.done.size() == 3);
-    n = lastNotes(s);
+    // 200 ms have not elapsed for the second item on the grid
+    n = tickToMessage(s, 301, 3);
     CHECK(valuesFor(n, 70) == std::vector<double>{7});
     CHECK(valuesFor(n, 80).empty());
     s.publish(1);
-    s.tickTo(401);
-    REQUIRE(s.sink.done.size() == 4);
-    CHECK(valuesFor(lastNotes(s), 80) == std::vector<double>{8});
+    CHECK(valuesFor(tickToMessage(s, 401, 4), 80) == std::vector<double>{8});
 }
 
 TEST_CASE("report on change: idle nodes are not visited by the publishing tick") {
@@ -1090,20 +1084,27 @@ TEST_CASE("publishing timetable: a change is published at its subscription's gri
     s.publish(1);
     int64_t at = s.mgr->nextTickAt();
     CHECK(at == 231);  // the grid point, not the next multiple of a loop period (250)
-    s.tickTo(at);
-    REQUIRE(s.sink.done.size() == 2);
-    CHECK(valuesFor(lastNotes(s), 70) == std::vector<double>{5});
+    CHECK(valuesFor(tickToMessage(s, at, 2), 70) == std::vector<double>{5});
 }
+
+namespace {
+// Subscription a ticking at 100, 200, ... with items 100..129 on node 7, and b at 140, 240,
+// ... with items 200..209 on node 7; returns {a, b}.
+std::pair<uint32_t, uint32_t> twoPhases(Server& s) {
+    uint32_t a = s.subscribe(1, 0, 100, 1000, 3000);
+    s.clock.mono = 40;
+    uint32_t b = s.subscribe(1, 0, 100, 1000, 3000);
+    for (uint32_t i = 0; i < 30; ++i) monitorWith(s, a, 7, 100 + i, 1, 100);
+    for (uint32_t i = 0; i < 10; ++i) monitorWith(s, b, 7, 200 + i, 1, 100);
+    return {a, b};
+}
+}  // namespace
 
 TEST_CASE(
     "publishing timetable: subscriptions on other phases tick apart, a write between "
     "their ticks reaches both") {
     Server s;
-    uint32_t a = s.subscribe(1, 0, 100, 1000, 3000);  // 100, 200, ...
-    s.clock.mono = 40;
-    uint32_t b = s.subscribe(1, 0, 100, 1000, 3000);  // 140, 240, ...
-    for (uint32_t i = 0; i < 30; ++i) monitorWith(s, a, 7, 100 + i, 1, 100);
-    for (uint32_t i = 0; i < 10; ++i) monitorWith(s, b, 7, 200 + i, 1, 100);
+    auto [a, b] = twoPhases(s);
     s.publish(1);
     s.tickTo(s.mgr->nextTickAt());  // 101: a's initial values only
     REQUIRE(s.sink.done.size() == 1);
@@ -1129,18 +1130,13 @@ TEST_CASE(
     CHECK(s.sink.done.back().outcome.subscriptionId == b);
     CHECK(valuesFor(lastNotes(s), 200) == std::vector<double>{2});
     s.publish(1);
-    s.tickTo(s.mgr->nextTickAt());  // 301: the write between the ticks is not lost for a
-    REQUIRE(s.sink.done.size() == 5);
-    CHECK(valuesFor(lastNotes(s), 100) == std::vector<double>{2});
+    // 301: the write between the ticks is not lost for a
+    CHECK(valuesFor(tickToMessage(s, s.mgr->nextTickAt(), 5), 100) == std::vector<double>{2});
 }
 
 TEST_CASE("report on change: subscriptions on other phases share one comparison per group") {
     Server s;
-    uint32_t a = s.subscribe(1, 0, 100, 1000, 3000);  // 100, 200, ...
-    s.clock.mono = 40;
-    uint32_t b = s.subscribe(1, 0, 100, 1000, 3000);  // 140, 240, ...
-    for (uint32_t i = 0; i < 30; ++i) monitorWith(s, a, 7, 100 + i, 1, 100);
-    for (uint32_t i = 0; i < 10; ++i) monitorWith(s, b, 7, 200 + i, 1, 100);
+    twoPhases(s);
     for (int i = 0; i < 20; ++i) s.publish(1);
     s.tickTo(101);
     s.tickTo(141);
@@ -1216,9 +1212,7 @@ TEST_CASE("report on change: filters, queues and timestamps hold for a shared no
     CHECK(s.sink.done.size() == 2);  // nothing to send yet: the request waits
     // 17: beyond the deadband from 10.
     s.mgr->valueChanged(7, Engine::value(17));
-    s.tickTo(401);
-    REQUIRE(s.sink.done.size() == 3);
-    n = lastNotes(s);
+    n = tickToMessage(s, 401, 3);
     CHECK(valuesFor(n, 1) == std::vector<double>{17});
     CHECK(valuesFor(n, 2) == std::vector<double>{17});
     // Four samples without a Publish: the queue keeps the newest three, the oldest flagged.
