@@ -8,7 +8,15 @@
 // One io_context thread serves every socket; send/close come from any thread and are
 // posted to it. A connection has at most one request in the kernel: the next request is
 // read once the response is written (HTTP/1.1 answers in order anyway).
+//
+// Hardening: TLS 1.2 offers only ECDHE key exchange with AEAD suites; the health and metrics
+// paths answer only the configured peers (loopback) or a trusted client certificate; the
+// trusted list carries CRLs and is reloaded when its files change; connections are limited
+// per peer address, and when slots run short the connection that has waited longest for its
+// client is closed to make room (a flood of silent sockets cannot lock real clients out).
 #include <utility>  // before Asio: 1.74 uses std::exchange without it under C++20
+
+#include <sys/stat.h>
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -18,7 +26,9 @@
 #include <boost/asio/ssl.hpp>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -28,6 +38,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -43,6 +54,73 @@ class HttpsTransport;
 
 constexpr std::size_t kMaxHeaderBytes = 16 * 1024;
 
+// Forward secrecy and authenticated encryption only: no static RSA key exchange, no CBC.
+constexpr char kDefaultTls12Ciphers[] =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
+    "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+    "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+constexpr char kDefaultTls13Suites[] =
+    "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256";
+
+using Clock = std::chrono::steady_clock;
+
+// An address block ("127.0.0.0/8", "::1"); IPv4 is matched in its IPv4-mapped IPv6 form.
+struct AddressBlock {
+    std::array<unsigned char, 16> net{};
+    unsigned prefix = 128;
+    bool contains(const asio::ip::address& a) const noexcept {
+        auto bytes = asV6(a).to_bytes();
+        for (unsigned i = 0; i < 16; ++i) {
+            unsigned bits = prefix > i * 8 ? std::min(8u, prefix - i * 8) : 0;
+            if (bits == 0) break;
+            unsigned char mask = static_cast<unsigned char>(0xFF << (8 - bits));
+            if ((bytes[i] & mask) != (net[i] & mask)) return false;
+        }
+        return true;
+    }
+    static asio::ip::address_v6 asV6(const asio::ip::address& a) {
+        if (a.is_v6()) return a.to_v6();
+        return asio::ip::make_address_v6(asio::ip::v4_mapped, a.to_v4());
+    }
+};
+
+// "127.0.0.0/8, ::1": a comma or space separated list; false on a malformed entry.
+bool parseBlocks(std::string_view text, std::vector<AddressBlock>& out) {
+    out.clear();
+    while (!text.empty()) {
+        auto sep = text.find_first_of(", ");
+        std::string_view item = text.substr(0, sep);
+        text.remove_prefix(sep == std::string_view::npos ? text.size() : sep + 1);
+        if (item.empty()) continue;
+        auto slash = item.find('/');
+        boost::system::error_code ec;
+        auto addr = asio::ip::make_address(std::string(item.substr(0, slash)), ec);
+        if (ec) return false;
+        AddressBlock b;
+        b.net = AddressBlock::asV6(addr).to_bytes();
+        unsigned full = addr.is_v4() ? 32 : 128;
+        unsigned prefix = full;
+        if (slash != std::string_view::npos) {
+            std::string_view p = item.substr(slash + 1);
+            auto r = std::from_chars(p.data(), p.data() + p.size(), prefix);
+            if (r.ec != std::errc() || r.ptr != p.data() + p.size() || prefix > full) return false;
+        }
+        b.prefix = addr.is_v4() ? prefix + 96 : prefix;
+        out.push_back(b);
+    }
+    return true;
+}
+
+// Verification of client certificates: a CRL is checked where the issuer has one in the
+// trusted list; an issuer without a CRL is not an error (self-signed clients have none).
+int verifyAllowingMissingCrl(int ok, X509_STORE_CTX* ctx) {
+    if (!ok && X509_STORE_CTX_get_error(ctx) == X509_V_ERR_UNABLE_TO_GET_CRL) {
+        X509_STORE_CTX_set_error(ctx, X509_V_OK);
+        return 1;
+    }
+    return ok;
+}
+
 struct Connection : std::enable_shared_from_this<Connection> {
     Connection(HttpsTransport& t, tcp::socket s, ssl::context& ctx)
         : transport(t), stream(std::move(s), ctx), timer(stream.get_executor()) {}
@@ -53,6 +131,10 @@ struct Connection : std::enable_shared_from_this<Connection> {
     void* user = nullptr;  // the kernel's context, once accepted
     std::string endpointUrl;
     std::string peer;
+    std::string peerAddress;  // the per-peer limit's key
+    asio::ip::address address;
+    Clock::time_point waitingSince;  // since when the connection waits for its client
+    bool trustedClient = false;      // presented a client certificate that verified
     bool closed = false;
     bool closing = false;             // close once the current write is done
     bool inKernel = false;            // a request was handed over; its response is due
@@ -173,7 +255,10 @@ class HttpsTransport final : public uaplex::sdk::Transport {
         : Transport(ctx, p), tls_(ssl::context::tls_server), work_(asio::make_work_guard(io_)) {
         ctx.check_known_keys({"certificate", "private_key", "client_certificates", "trusted",
                               "max_connections", "keep_alive_timeout_ms", "max_body_size",
-                              "max_requests_per_connection", "health_path", "metrics_path"});
+                              "max_requests_per_connection", "health_path", "metrics_path",
+                              "tls12_ciphers", "tls13_ciphersuites", "monitoring_peers",
+                              "monitoring_client_certificates", "max_connections_per_peer",
+                              "trusted_reload_interval_ms"});
         if (!UAPLEX_HAS_FIELD(&p, uaplex_transport_params, on_request) || !params_.on_request)
             throw uaplex::sdk::StatusError(UAPLEX_BadConfigurationError,
                                            "the kernel does not take whole request messages");
@@ -191,6 +276,12 @@ class HttpsTransport final : public uaplex::sdk::Transport {
             return v;
         };
         maxConnections_ = std::size_t(num("max_connections", 100, 1, 100000));
+        maxPerPeer_ = std::size_t(num("max_connections_per_peer", 32, 1, 100000));
+        reloadMs_ = std::uint32_t(num("trusted_reload_interval_ms", 5000, 100, 3600000));
+        if (!parseBlocks(str("monitoring_peers", "127.0.0.0/8, ::1"), monitoringPeers_))
+            throw uaplex::sdk::StatusError(UAPLEX_BadConfigurationError,
+                                           "monitoring_peers: a list of addresses or CIDR blocks");
+        monitoringByCertificate_ = ctx.config_bool("monitoring_client_certificates").value_or(true);
         keepAliveMs_ = std::uint32_t(num("keep_alive_timeout_ms", 30000, 100, 3600000));
         maxBody_ = std::size_t(num("max_body_size", 4 << 20, 1, std::int64_t(1) << 31));
         maxRequests_ = std::uint32_t(num("max_requests_per_connection", 1000, 1, 1 << 30));
@@ -214,7 +305,19 @@ class HttpsTransport final : public uaplex::sdk::Transport {
         tls_.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
                          ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
                          ssl::context::no_tlsv1_1 | ssl::context::single_dh_use);
-        SSL_CTX_set_min_proto_version(tls_.native_handle(), TLS1_2_VERSION);
+        SSL_CTX* native = tls_.native_handle();
+        SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
+        SSL_CTX_set_options(native, SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_RENEGOTIATION |
+                                        SSL_OP_NO_COMPRESSION);
+        const std::string ciphers = str("tls12_ciphers", kDefaultTls12Ciphers);
+        if (SSL_CTX_set_cipher_list(native, ciphers.c_str()) != 1)
+            throw uaplex::sdk::StatusError(UAPLEX_BadConfigurationError,
+                                           "tls12_ciphers: no usable cipher in " + ciphers);
+        const std::string suites = str("tls13_ciphersuites", kDefaultTls13Suites);
+        if (SSL_CTX_set_ciphersuites(native, suites.c_str()) != 1)
+            throw uaplex::sdk::StatusError(UAPLEX_BadConfigurationError,
+                                           "tls13_ciphersuites: no usable suite in " + suites);
+        ERR_clear_error();
         tls_.use_certificate_chain_file(cert, ec);
         if (ec) {
             ec.clear();
@@ -226,17 +329,28 @@ class HttpsTransport final : public uaplex::sdk::Transport {
                                            "TLS certificate/key: " + ec.message());
         const std::string mode = str("client_certificates", "none");
         if (mode == "required" || mode == "optional") {
-            // Trusted client certificates (or their issuers): every PEM or DER file in `trusted`.
-            const std::string dir = str("trusted", "");
-            if (dir.empty())
+            // Trusted client certificates (or their issuers) and CRLs: every PEM or DER file
+            // in `trusted` (and in its certs/ and crl/, the PKI store's layout). "optional": a
+            // client may present none, but one it presents must verify, or the handshake
+            // fails; a verified one opens the health and metrics paths.
+            trustedDir_ = str("trusted", "");
+            if (trustedDir_.empty())
                 throw uaplex::sdk::StatusError(UAPLEX_BadConfigurationError,
                                                "client_certificates needs a trusted directory");
-            std::size_t loaded = loadTrusted(dir);
-            context().info("trusting " + std::to_string(loaded) + " client certificate(s) from " +
-                           dir);
-            tls_.set_verify_mode(
-                ssl::verify_peer |
-                (mode == "required" ? ssl::verify_fail_if_no_peer_cert : ssl::verify_mode(0)));
+            std::string error;
+            TrustList list;
+            trustedStamp_ = stampOf(trustedDir_);
+            if (!loadTrusted(trustedDir_, list, error))
+                throw uaplex::sdk::StatusError(UAPLEX_BadConfigurationError, "trusted: " + error);
+            SSL_CTX_set_cert_store(native, list.store);
+            context().info("trusting " + std::to_string(list.certificates) +
+                           " client certificate(s) and " + std::to_string(list.crls) +
+                           " CRL(s) from " + trustedDir_);
+            SSL_CTX_set_verify(
+                native,
+                SSL_VERIFY_PEER | (mode == "required" ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0),
+                &verifyAllowingMissingCrl);
+            verifyClients_ = true;
         } else if (mode != "none") {
             throw uaplex::sdk::StatusError(UAPLEX_BadConfigurationError,
                                            "client_certificates: none, optional or required");
@@ -246,6 +360,7 @@ class HttpsTransport final : public uaplex::sdk::Transport {
 
     uaplex_status start() override {
         if (thread_.joinable()) return UAPLEX_Good;
+        if (verifyClients_) asio::post(io_, [this] { scheduleReload(); });
         thread_ = std::thread([this] { io_.run(); });
         return UAPLEX_Good;
     }
@@ -255,6 +370,7 @@ class HttpsTransport final : public uaplex::sdk::Transport {
         std::promise<void> done;
         asio::post(io_, [this, &done] {
             stopping_ = true;
+            reloadTimer_.cancel();
             for (auto& a : acceptors_) {
                 boost::system::error_code ec;
                 a->close(ec);
@@ -339,34 +455,134 @@ class HttpsTransport final : public uaplex::sdk::Transport {
     }
 
   private:
-    std::size_t loadTrusted(const std::string& dir) {
-        X509_STORE* store = SSL_CTX_get_cert_store(tls_.native_handle());
-        std::size_t n = 0;
-        std::error_code fec;
-        for (const auto& entry : std::filesystem::directory_iterator(dir, fec)) {
-            if (!entry.is_regular_file()) continue;
-            std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(entry.path().c_str(), "r"),
-                                                    &std::fclose);
-            if (!f) continue;
-            bool pem = false;
-            while (X509* x = PEM_read_X509(f.get(), nullptr, nullptr, nullptr)) {
-                pem = true;
-                if (X509_STORE_add_cert(store, x) == 1) ++n;
-                X509_free(x);
-            }
-            if (!pem) {  // a DER file, as the PKI store's trusted/certs holds them
-                ERR_clear_error();
-                std::rewind(f.get());
-                if (X509* x = d2i_X509_fp(f.get(), nullptr)) {
-                    if (X509_STORE_add_cert(store, x) == 1) ++n;
-                    X509_free(x);
+    // A new X509 store with the certificates and CRLs of `dir` (and of dir/certs, dir/crl).
+    struct TrustList {
+        X509_STORE* store = nullptr;
+        std::size_t certificates = 0, crls = 0;
+    };
+    static std::vector<std::filesystem::path> trustedDirs(const std::string& dir) {
+        std::vector<std::filesystem::path> dirs{dir};
+        std::error_code ec;
+        for (const char* sub : {"certs", "crl"})
+            if (std::filesystem::is_directory(std::filesystem::path(dir) / sub, ec))
+                dirs.push_back(std::filesystem::path(dir) / sub);
+        return dirs;
+    }
+    static bool loadTrusted(const std::string& dir, TrustList& out, std::string& error) {
+        X509_STORE* store = X509_STORE_new();
+        if (!store) return error = "out of memory", false;
+        // Revocation is checked along the whole chain, for every issuer with a CRL.
+        X509_STORE_set_flags(store, X509_V_FLAG_CRL_CHECK | X509_V_FLAG_CRL_CHECK_ALL);
+        X509_STORE_set_verify_cb(store, &verifyAllowingMissingCrl);
+        std::size_t certs = 0, crls = 0;
+        for (const auto& d : trustedDirs(dir)) {
+            std::error_code fec;
+            for (const auto& entry : std::filesystem::directory_iterator(d, fec)) {
+                std::error_code tec;
+                if (!entry.is_regular_file(tec)) continue;
+                std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(entry.path().c_str(), "r"),
+                                                        &std::fclose);
+                if (!f) continue;
+                bool pem = false;
+                if (STACK_OF(X509_INFO)* infos =
+                        PEM_X509_INFO_read(f.get(), nullptr, nullptr, nullptr)) {
+                    for (int i = 0; i < sk_X509_INFO_num(infos); ++i) {
+                        X509_INFO* info = sk_X509_INFO_value(infos, i);
+                        if (info->x509 && X509_STORE_add_cert(store, info->x509) == 1) ++certs;
+                        if (info->crl && X509_STORE_add_crl(store, info->crl) == 1) ++crls;
+                        pem = pem || info->x509 || info->crl;
+                    }
+                    sk_X509_INFO_pop_free(infos, X509_INFO_free);
                 }
+                if (!pem) {  // DER, as the PKI store's trusted/certs and trusted/crl hold them
+                    ERR_clear_error();
+                    std::rewind(f.get());
+                    if (X509* x = d2i_X509_fp(f.get(), nullptr)) {
+                        if (X509_STORE_add_cert(store, x) == 1) ++certs;
+                        X509_free(x);
+                    } else {
+                        std::rewind(f.get());
+                        if (X509_CRL* crl = d2i_X509_CRL_fp(f.get(), nullptr)) {
+                            if (X509_STORE_add_crl(store, crl) == 1) ++crls;
+                            X509_CRL_free(crl);
+                        }
+                    }
+                }
+                ERR_clear_error();
+            }
+            if (fec) {
+                X509_STORE_free(store);
+                error = d.string() + ": " + fec.message();
+                return false;
             }
         }
-        if (fec)
-            throw uaplex::sdk::StatusError(UAPLEX_BadConfigurationError,
-                                           "trusted: " + dir + ": " + fec.message());
-        return n;
+        out = TrustList{store, certs, crls};
+        return true;
+    }
+    // What identifies the trusted list's state: names, sizes, inodes and modification times
+    // of its files (a file replaced in place changes it, not only an added or removed one).
+    static std::string stampOf(const std::string& dir) {
+        std::vector<std::string> parts;
+        for (const auto& d : trustedDirs(dir)) {
+            std::error_code ec;
+            for (const auto& entry : std::filesystem::directory_iterator(d, ec)) {
+                struct stat st {};
+                if (::stat(entry.path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+                parts.push_back(entry.path().string() + "|" + std::to_string(st.st_size) + "|" +
+                                std::to_string(st.st_ino) + "|" +
+                                std::to_string(st.st_mtim.tv_sec) + "." +
+                                std::to_string(st.st_mtim.tv_nsec));
+            }
+        }
+        std::sort(parts.begin(), parts.end());
+        std::string out;
+        for (const auto& p : parts) out += p + "\n";
+        return out;
+    }
+    // io thread: every trusted_reload_interval_ms, reloads a changed trusted list; the new
+    // list verifies new handshakes, and open connections whose certificate it no longer
+    // accepts (revoked, removed) are closed.
+    void scheduleReload() {
+        reloadTimer_.expires_after(std::chrono::milliseconds(reloadMs_));
+        reloadTimer_.async_wait([this](boost::system::error_code ec) {
+            if (ec || stopping_) return;
+            reloadIfChanged();
+            scheduleReload();
+        });
+    }
+    void reloadIfChanged() {
+        std::string stamp = stampOf(trustedDir_);
+        if (stamp == trustedStamp_) return;
+        TrustList list;
+        std::string error;
+        if (!loadTrusted(trustedDir_, list, error)) {
+            context().warn("trusted list not reloaded (the previous one stays): " + error);
+            return;
+        }
+        trustedStamp_ = std::move(stamp);
+        SSL_CTX_set_cert_store(tls_.native_handle(), list.store);  // frees the previous one
+        context().info("trusted list reloaded: " + std::to_string(list.certificates) +
+                       " client certificate(s), " + std::to_string(list.crls) + " CRL(s)");
+        auto conns = connections_;
+        for (const auto& c : conns)
+            if (c->trustedClient && !stillTrusted(*c, list.store)) {
+                context().info("closing " + c->peer +
+                               ": its client certificate is no longer trusted");
+                finalize(c, UAPLEX_BadCertificateRevoked);
+            }
+    }
+    static bool stillTrusted(Connection& c, X509_STORE* store) {
+        SSL* ssl = c.stream.native_handle();
+        X509* leaf = SSL_get0_peer_certificate(ssl);
+        if (!leaf) return true;
+        std::unique_ptr<X509_STORE_CTX, void (*)(X509_STORE_CTX*)> ctx(X509_STORE_CTX_new(),
+                                                                       &X509_STORE_CTX_free);
+        if (!ctx || X509_STORE_CTX_init(ctx.get(), store, leaf, SSL_get_peer_cert_chain(ssl)) != 1)
+            return false;
+        X509_STORE_CTX_set_purpose(ctx.get(), X509_PURPOSE_SSL_CLIENT);
+        bool ok = X509_verify_cert(ctx.get()) == 1;
+        ERR_clear_error();
+        return ok;
     }
 
     void giveBack(uaplex_buffer& b) {
@@ -388,19 +604,61 @@ class HttpsTransport final : public uaplex::sdk::Transport {
         });
     }
 
+    // A connection that waits for its client (TLS handshake, the next request, a request
+    // being read) may be closed to make room; one whose request is in the kernel or whose
+    // response is being written may not.
+    static bool evictable(const Connection& c) noexcept {
+        return !c.closed && !c.inKernel && c.head.empty();
+    }
+    // Closes the connection that has waited longest, of `peer` (or, with none given, of the
+    // peer holding the most connections). False when none may be closed.
+    bool evictFor(const std::string* peer) {
+        std::shared_ptr<Connection> victim;
+        std::size_t victimPeerCount = 0;
+        for (const auto& c : connections_) {
+            if (!evictable(*c) || (peer && c->peerAddress != *peer)) continue;
+            std::size_t n = peerCounts_[c->peerAddress];
+            if (!victim || n > victimPeerCount ||
+                (n == victimPeerCount && c->waitingSince < victim->waitingSince)) {
+                victim = c;
+                victimPeerCount = n;
+            }
+        }
+        if (!victim) return false;
+        context().debug("closing the idle connection " + victim->peer + " to make room");
+        ++evicted_;
+        finalize(victim, UAPLEX_BadTcpNotEnoughResources);
+        return true;
+    }
+
     void admit(tcp::socket s, const std::string& url) {
         boost::system::error_code ec;
-        if (connections_.size() >= maxConnections_) {
+        auto remote = s.remote_endpoint(ec);
+        if (ec) {
+            s.close(ec);
+            return;
+        }
+        std::string address = remote.address().to_string();
+        auto count = peerCounts_.find(address);
+        if (count != peerCounts_.end() && count->second >= maxPerPeer_ && !evictFor(&address)) {
+            s.close(ec);
+            context().debug("connection refused: max_connections_per_peer");
+            return;
+        }
+        if (connections_.size() >= maxConnections_ && !evictFor(nullptr)) {
             s.close(ec);
             context().debug("connection refused: max_connections");
             return;
         }
         s.set_option(tcp::no_delay(true), ec);
         auto c = std::make_shared<Connection>(*this, std::move(s), tls_);
-        auto remote = c->stream.lowest_layer().remote_endpoint(ec);
-        if (!ec) c->peer = remote.address().to_string() + ":" + std::to_string(remote.port());
+        c->address = remote.address();
+        c->peerAddress = std::move(address);
+        c->peer = c->peerAddress + ":" + std::to_string(remote.port());
         c->endpointUrl = url;
+        c->waitingSince = Clock::now();
         connections_.insert(c);
+        ++peerCounts_[c->peerAddress];
         arm(c, handshakeMs_);
         c->stream.async_handshake(
             ssl::stream_base::server, [this, c](boost::system::error_code ec) {
@@ -410,6 +668,11 @@ class HttpsTransport final : public uaplex::sdk::Transport {
                     context().debug("TLS handshake with " + c->peer + " failed: " + ec.message());
                     return finalize(c, UAPLEX_BadSecurityChecksFailed);
                 }
+                // With verify_peer a presented certificate that does not verify fails the
+                // handshake: one that is there now is trusted.
+                c->trustedClient = verifyClients_ &&
+                                   SSL_get0_peer_certificate(c->stream.native_handle()) &&
+                                   SSL_get_verify_result(c->stream.native_handle()) == X509_V_OK;
                 uaplex_status st = params_.on_accepted(
                     params_.user, handle(c.get()), {c->endpointUrl.data(), c->endpointUrl.size()},
                     {c->peer.data(), c->peer.size()}, &c->user);
@@ -432,6 +695,7 @@ class HttpsTransport final : public uaplex::sdk::Transport {
 
     void readHead(const std::shared_ptr<Connection>& c) {
         if (c->closed) return;
+        c->waitingSince = Clock::now();
         arm(c, keepAliveMs_);
         asio::async_read_until(
             c->stream, c->input, "\r\n\r\n",
@@ -456,6 +720,8 @@ class HttpsTransport final : public uaplex::sdk::Transport {
         std::string_view path = r.target.substr(0, r.target.find('?'));
         if (r.method == "GET") {
             if (r.hasLength && r.contentLength) return simple(c, 400, "Bad Request", false);
+            if ((path == healthPath_ || path == metricsPath_) && !monitoringAllowed(*c))
+                return simple(c, 403, "Forbidden", c->keepAlive);
             if (path == healthPath_)
                 return simple(c, 200, "OK", c->keepAlive, "application/json", R"({"status":"ok"})");
             if (path == metricsPath_ && params_.write_metrics) return metrics(c);
@@ -534,6 +800,14 @@ class HttpsTransport final : public uaplex::sdk::Transport {
         write(c, c->keepAlive);
     }
 
+    // The health and metrics paths: for the configured peers, or a trusted client certificate.
+    bool monitoringAllowed(const Connection& c) const noexcept {
+        if (monitoringByCertificate_ && c.trustedClient) return true;
+        for (const auto& b : monitoringPeers_)
+            if (b.contains(c.address)) return true;
+        return false;
+    }
+
     void metrics(const std::shared_ptr<Connection>& c) {
         std::string text(64 * 1024, '\0');
         std::size_t len = 0;
@@ -610,7 +884,10 @@ class HttpsTransport final : public uaplex::sdk::Transport {
         c->timer.cancel();
         c->stream.lowest_layer().shutdown(tcp::socket::shutdown_both, ec);
         c->stream.lowest_layer().close(ec);
-        connections_.erase(c);
+        if (connections_.erase(c)) {
+            auto it = peerCounts_.find(c->peerAddress);
+            if (it != peerCounts_.end() && --it->second == 0) peerCounts_.erase(it);
+        }
         if (notify && c->user) params_.on_closed(params_.user, c->user, reason);
     }
 
@@ -621,8 +898,17 @@ class HttpsTransport final : public uaplex::sdk::Transport {
     std::mutex acceptorsMutex_;
     std::vector<std::unique_ptr<tcp::acceptor>> acceptors_;
     std::unordered_set<std::shared_ptr<Connection>> connections_;  // io thread
+    std::unordered_map<std::string, std::size_t> peerCounts_;      // io thread: per address
+    std::uint64_t evicted_ = 0;
     bool stopping_ = false;
     std::size_t maxConnections_ = 100;
+    std::size_t maxPerPeer_ = 32;
+    std::vector<AddressBlock> monitoringPeers_;
+    bool monitoringByCertificate_ = true;
+    bool verifyClients_ = false;
+    std::string trustedDir_, trustedStamp_;
+    std::uint32_t reloadMs_ = 5000;
+    asio::steady_timer reloadTimer_{io_};
     std::uint32_t keepAliveMs_ = 30000;
     std::uint32_t handshakeMs_ = 10000;
     std::size_t maxBody_ = 4 << 20;
