@@ -373,6 +373,8 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
                 // Advertised as MaxBrowseContinuationPoints, a UInt16.
                 {"max_browse_continuation_points", &l.max_browse_continuation_points, 1, 65535},
                 {"max_nesting_depth", &l.max_nesting_depth, 4},
+                {"json_decode_threads", &l.json_decode_threads, 1, 64},
+                {"json_decode_queue_bytes", &l.json_decode_queue_bytes, 65536},
                 {"max_nodes_per_read", &l.max_nodes_per_read, 0},
                 {"max_nodes_per_write", &l.max_nodes_per_write, 0},
                 {"max_nodes_per_browse", &l.max_nodes_per_browse, 0},

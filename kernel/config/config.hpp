@@ -49,6 +49,10 @@ struct ServerLimits {
     std::int32_t max_bytestring_length = 16 << 20;
     std::int32_t max_array_length = 1 << 20;
     std::uint32_t max_nesting_depth = 64;
+    // opc.https JSON requests are decoded by these threads, off the transport's I/O thread;
+    // JSON text held by them (queued and decoding) is bounded (BadServerTooBusy beyond).
+    std::uint32_t json_decode_threads = 1;
+    std::uint32_t json_decode_queue_bytes = 33554432;
     // OperationLimits (Part 5 6.3.11); 0 means no limit.
     std::uint32_t max_nodes_per_read = 10000;
     std::uint32_t max_nodes_per_write = 10000;

@@ -24,6 +24,7 @@
 #include "server/buffer_pool.hpp"
 #include "server/discovery.hpp"
 #include "server/dispatcher.hpp"
+#include "server/json_decode_pool.hpp"
 #include "server/subscription_service.hpp"
 #include "services/service_set.hpp"
 #include "session/access_control.hpp"
@@ -427,7 +428,7 @@ struct Server::Callbacks {
         return UAPLEX_Good;
     }
 
-    // opc.https: one whole request body (binary, or JSON transcoded to binary here).
+    // opc.https: one whole request body (binary, or JSON for the decode threads).
     static uaplex_status onRequest(void* user, void* cuser, uint32_t encoding,
                                    uaplex_buffer* buffers, size_t count) {
         Server& s = *static_cast<TransportBinding*>(user)->server;
@@ -436,6 +437,7 @@ struct Server::Callbacks {
         enc::ByteBuffer& body = c.channel.assembledBody();
         body.clear();
         uaplex_status st = UAPLEX_Good;
+        bool posted = false;
         try {
             std::size_t total = 0;
             for (size_t i = 0; i < count; ++i) total += buffers[i].used;
@@ -447,38 +449,52 @@ struct Server::Callbacks {
                 st = w.status();
             } else {
                 // JSON is for scripts and browsers, not the steady path: the kernel works in
-                // the binary encoding, so the request is transcoded once.
+                // the binary encoding, so the request is transcoded once, by a decode thread,
+                // while this I/O thread serves the transport's other connections.
                 std::vector<std::uint8_t> text;
                 text.reserve(total);
                 for (size_t i = 0; i < count; ++i)
                     text.insert(text.end(), buffers[i].data, buffers[i].data + buffers[i].used);
-                enc::Arena arena(s.dispatcher_->decodeLimits().maxArenaBytes);
-                enc::DecodedMessage m =
-                    enc::decodeJsonMessage(text, arena, s.dispatcher_->decodeLimits());
-                st = m.status;
-                if (st == UAPLEX_Good) {
-                    enc::BinaryWriter w(body);
-                    st = enc::encodeMessage(w, *m.type, m.object);
-                }
+                auto self = c.shared_from_this();
+                auto r = s.jsonPool_
+                             ? s.jsonPool_->post(total,
+                                                 [&s, self, text = std::move(text)]() mutable {
+                                                     s.transcodeJson(*self, text);
+                                                 })
+                             : JsonDecodePool::Posted::Stopped;
+                posted = r == JsonDecodePool::Posted::Queued;
+                if (!posted)
+                    st = r == JsonDecodePool::Posted::Full ? UAPLEX_BadServerTooBusy
+                                                           : UAPLEX_BadServerHalted;
             }
         } catch (...) {
             st = UAPLEX_BadOutOfMemory;
         }
         for (size_t i = 0; i < count; ++i) c.giveBack(buffers[i]);
+        if (posted) return UAPLEX_Good;
         if (st != UAPLEX_Good) {
-            // A body that does not decode is answered with a ServiceFault carrying the
-            // decoder's status (HTTP 200); the connection stays usable.
-            if (st != UAPLEX_BadEncodingLimitsExceeded && st != UAPLEX_BadRequestTooLarge &&
-                st != UAPLEX_BadOutOfMemory)
-                st = UAPLEX_BadDecodingError;
-            enc::ByteBuffer out(256);
-            std::vector<uaplex_buffer> chunks;
-            Dispatcher::encodeFault(0, st, utcNow(), out);
-            c.sendResponse(0, out.span(), chunks);
+            answerUndecodable(c, st);
             return UAPLEX_Good;
         }
         s.submit(c);
         return UAPLEX_Good;
+    }
+
+    // A body that does not decode is answered with a ServiceFault carrying the decoder's
+    // status (HTTP 200); the connection stays usable.
+    static void answerUndecodable(Connection& c, uaplex_status st) noexcept {
+        if (st != UAPLEX_BadEncodingLimitsExceeded && st != UAPLEX_BadRequestTooLarge &&
+            st != UAPLEX_BadOutOfMemory && st != UAPLEX_BadServerTooBusy &&
+            st != UAPLEX_BadServerHalted)
+            st = UAPLEX_BadDecodingError;
+        try {
+            enc::ByteBuffer out(256);
+            std::vector<uaplex_buffer> chunks;
+            Dispatcher::encodeFault(0, st, utcNow(), out);
+            c.sendResponse(0, out.span(), chunks);
+        } catch (...) {
+            c.close();  // no memory for the fault: the connection ends instead
+        }
     }
 
     // GET /metrics of transport-https: the host's metrics in the Prometheus text format.
@@ -755,6 +771,7 @@ void Server::start() {
     if (subscriptions_) publishing_ = std::thread([this] { publishingLoop(); });
 
     const auto& l = cfg_.server.limits;
+    jsonPool_ = std::make_unique<JsonDecodePool>(l.json_decode_threads, l.json_decode_queue_bytes);
     uaplex_transport_params params{};
     params.hdr = UAPLEX_HEADER_INIT(uaplex_transport_params, UAPLEX_STYPE_TRANSPORT_PARAMS);
     params.receive_buffer_size = l.receive_buffer_size;
@@ -831,6 +848,8 @@ void Server::stop() noexcept {
     if (!started_) return;
     started_ = false;
     running_ = false;
+    // A JSON request being decoded finishes (and is refused BadServerHalted); queued ones go.
+    if (jsonPool_) jsonPool_->stop();
     services_.setAccessPolicy(nullptr);
     // Parked Publish requests are answered BadServerHalted while their channels still exist.
     if (subscriptions_) {
@@ -911,29 +930,62 @@ bool Server::unlinkQueued(void* user, session::TrackedRequest& t, uaplex_status 
     return server.host_.request_queue().cancel(&r->entry, status) == UAPLEX_Good;
 }
 
-void Server::executeInline(Connection& c, std::uint32_t requestHandle) {
+void Server::executeInline(Connection& c, std::span<const std::uint8_t> body,
+                           std::uint32_t secureRequestId, std::uint32_t requestHandle) {
     RequestContext ctx{c.channelId(), monotonicMs(), utcNow(), c.endpointUrl, &c.sessionCache};
     ctx.channelSecurity = c.channel.security();
     enc::Arena arena(64 * 1024, 4096);
     enc::ByteBuffer out(256);
     std::vector<uaplex_buffer> chunks;
-    dispatcher_->handle(c.channel.assembledBody().span(), ctx, arena, out);
-    uaplex_status st = c.sendResponse(c.channel.assembledRequestId(), out.span(), chunks);
+    dispatcher_->handle(body, ctx, arena, out);
+    uaplex_status st = c.sendResponse(secureRequestId, out.span(), chunks);
     if (st == UAPLEX_BadResponseTooLarge) {
         Dispatcher::encodeFault(requestHandle, UAPLEX_BadResponseTooLarge, ctx.utc, out);
-        c.sendResponse(c.channel.assembledRequestId(), out.span(), chunks);
+        c.sendResponse(secureRequestId, out.span(), chunks);
     }
 }
 
+void Server::transcodeJson(Connection& c, std::vector<std::uint8_t>& text) noexcept {
+    if (c.gone()) return;
+    uaplex_status st = UAPLEX_Good;
+    try {
+        // The connection's channel assembly stays the I/O thread's: the binary body is
+        // built here and handed to the request as it is.
+        enc::ByteBuffer body;
+        {
+            enc::Arena arena(dispatcher_->decodeLimits().maxArenaBytes);
+            enc::DecodedMessage m =
+                enc::decodeJsonMessage(text, arena, dispatcher_->decodeLimits());
+            st = m.status;
+            if (st == UAPLEX_Good) {
+                enc::BinaryWriter w(body);
+                st = enc::encodeMessage(w, *m.type, m.object);
+            }
+        }
+        std::vector<std::uint8_t>().swap(text);  // the text is not needed past this point
+        if (st == UAPLEX_Good) {
+            submit(c, body, 0);
+            return;
+        }
+    } catch (...) {
+        st = UAPLEX_BadOutOfMemory;
+    }
+    Callbacks::answerUndecodable(c, st);
+}
+
 void Server::submit(Connection& c) {
-    RequestPrefix prefix = Dispatcher::peekPrefix(c.channel.assembledBody().span());
+    submit(c, c.channel.assembledBody(), c.channel.assembledRequestId());
+}
+
+void Server::submit(Connection& c, enc::ByteBuffer& body, std::uint32_t secureRequestId) {
+    RequestPrefix prefix = Dispatcher::peekPrefix(body.span());
     if (prefix.ok && prefix.encodingId == enc::dataTypeOf<ua::CancelRequest>()->binaryEncodingId) {
-        executeInline(c, prefix.requestHandle);
+        executeInline(c, body.span(), secureRequestId, prefix.requestHandle);
         return;
     }
     PendingRequest* r = c.acquire();
-    std::swap(r->body, c.channel.assembledBody());  // both buffers keep their capacity
-    r->secureRequestId = c.channel.assembledRequestId();
+    std::swap(r->body, body);  // both buffers keep their capacity
+    r->secureRequestId = secureRequestId;
     r->tracked.cancelStatus.store(UAPLEX_Good, std::memory_order_relaxed);  // may be untracked
     r->connection = c.shared_from_this();
     auto& e = r->entry;

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -23,6 +24,9 @@
 #include "config/config.hpp"
 #include "server/service_handler.hpp"
 
+namespace uaplex::enc {
+class ByteBuffer;
+}  // namespace uaplex::enc
 namespace uaplex::host {
 class Host;
 class PluginInstance;
@@ -53,6 +57,7 @@ struct PendingRequest;
 struct RequestPool;
 struct RequestPrefix;
 struct TransportBinding;
+class JsonDecodePool;
 
 class Server {
   public:
@@ -109,9 +114,15 @@ class Server {
     // The request queue completed an entry itself (stop, cancel, refusal): answer a fault.
     void completeRefused(PendingRequest& request, std::uint32_t status) noexcept;
     void submit(Connection& c);
+    // The same for a request body held elsewhere than the channel's assembly (opc.https JSON,
+    // transcoded on a decode thread).
+    void submit(Connection& c, enc::ByteBuffer& body, std::uint32_t secureRequestId);
     // Cancel runs on the I/O thread, so that it reaches requests still queued behind busy
     // workers.
-    void executeInline(Connection& c, std::uint32_t requestHandle);
+    void executeInline(Connection& c, std::span<const std::uint8_t> body,
+                       std::uint32_t secureRequestId, std::uint32_t requestHandle);
+    // opc.https JSON: decoded and transcoded to the binary encoding on a decode thread.
+    void transcodeJson(Connection& c, std::vector<std::uint8_t>& text) noexcept;
     // QueuedCanceller::unlink: takes a registered request out of the request queue.
     static bool unlinkQueued(void* user, session::TrackedRequest& t, uaplex_status status);
 
@@ -144,6 +155,7 @@ class Server {
     std::shared_ptr<host::PluginInstance> miQueues_;
     std::unique_ptr<SubscriptionService> subscriptions_;  // null without a value source
     std::unique_ptr<Dispatcher> dispatcher_;
+    std::unique_ptr<JsonDecodePool> jsonPool_;                 // from start() to stop()
     std::vector<std::unique_ptr<TransportBinding>> bindings_;  // outlive the transports
     std::vector<std::shared_ptr<host::PluginInstance>> transports_;
     std::vector<std::unique_ptr<Worker>> workers_;

@@ -302,3 +302,21 @@ TEST_CASE("[server] security and pki_dir") {
     CHECK(error_of("[server]\nsecurity = [{policy = \"Basic256Sha256\", modes = []}]\n")
               .find("modes must not be empty") != std::string::npos);
 }
+
+TEST_CASE("[server.limits] JSON decode threads and their queue: finite defaults, ranges") {
+    const auto& d = parse_string("", "/etc/uaplex/test.toml", kPaths).server.limits;
+    CHECK(d.json_decode_threads == 1);
+    CHECK(d.json_decode_queue_bytes == 32u << 20);
+    auto cfg = parse_string("[server.limits]\njson_decode_threads = 3\n"
+                            "json_decode_queue_bytes = 1048576\n",
+                            "/etc/uaplex/test.toml", kPaths);
+    CHECK(cfg.warnings.empty());
+    CHECK(cfg.server.limits.json_decode_threads == 3);
+    CHECK(cfg.server.limits.json_decode_queue_bytes == 1048576);
+    CHECK(error_of("[server.limits]\njson_decode_threads = 0\n").find("json_decode_threads") !=
+          std::string::npos);
+    CHECK(error_of("[server.limits]\njson_decode_threads = 65\n").find("json_decode_threads") !=
+          std::string::npos);
+    CHECK(error_of("[server.limits]\njson_decode_queue_bytes = 1000\n")
+              .find("json_decode_queue_bytes") != std::string::npos);
+}
