@@ -28,7 +28,8 @@ void pkiUsage() {
         "                     an expired certificate\n"
         "  list               the own, trusted, issuer and rejected certificates\n"
         "  trust <file|thumbprint>   trust a certificate file, or move a rejected one\n"
-        "  reject <file|thumbprint>  reject a certificate file, or move a trusted one\n");
+        "  reject <file|thumbprint>  reject a certificate file, or move a trusted one\n"
+        "  trust-user <file>  trust a user certificate (X509 identity tokens) or a user CA\n");
 }
 
 int error(const std::string& m) {
@@ -193,8 +194,8 @@ int runPkiTool(int argc, char** argv, const fs::path& exeDir) {
             return 0;
         }
         if (command == "list") {
-            for (const char* dir :
-                 {"own/certs", "trusted/certs", "issuers/certs", "rejected/certs"}) {
+            for (const char* dir : {"own/certs", "trusted/certs", "issuers/certs", "rejected/certs",
+                                    "trusted-users/certs", "issuers-users/certs"}) {
                 std::printf("%s:\n", dir);
                 std::error_code ec;
                 for (const auto& e : fs::directory_iterator(pki.root() / dir, ec)) {
@@ -205,6 +206,18 @@ int runPkiTool(int argc, char** argv, const fs::path& exeDir) {
                                 c->applicationUri().c_str(), e.path().filename().c_str());
                 }
             }
+            return 0;
+        }
+        if (command == "trust-user" && args.size() == 1) {
+            // The user trust list is separate (Part 12 trusted users): an application
+            // certificate trusted for channels is no user, and the other way round.
+            auto c = readCertificate(args[0]);
+            if (!c) return error(args[0] + " is not a certificate (DER or PEM)");
+            pki.ensureLayout();
+            fs::path target = pki.trustedUsersDirectory() / (c->thumbprintHex() + ".der");
+            if (!writeFile(target, c->der.data(), c->der.size()))
+                return error("cannot write " + target.string());
+            std::printf("%s -> %s\n", c->thumbprintHex().c_str(), target.string().c_str());
             return 0;
         }
         if ((command == "trust" || command == "reject") && args.size() == 1) {

@@ -39,6 +39,11 @@ struct ServerLimits {
     std::uint32_t max_chunk_count = 512;          // chunks per message, both directions
     std::uint32_t min_token_lifetime_ms = 10000;  // revised SecureChannel token lifetime
     std::uint32_t max_token_lifetime_ms = 3600000;
+    // The certificate store: rejected/certs holds at most this many files and bytes (the
+    // oldest go first); log lines of refused certificates per minute.
+    std::uint32_t max_rejected_certificates = 100;
+    std::uint32_t max_rejected_bytes = 4194304;
+    std::uint32_t max_certificate_refusal_logs_per_minute = 20;
     // Sessions.
     std::uint32_t max_sessions = 1000;
     std::uint32_t min_session_timeout_ms = 10000;

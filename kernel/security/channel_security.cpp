@@ -33,11 +33,12 @@ struct TokenKeys {
 class RsaAesChannel final : public securechannel::ChannelSecurity {
   public:
     RsaAesChannel(const PolicyInfo& policy, std::shared_ptr<Certificate> own, EVP_PKEY* ownKey,
-                  std::function<uaplex_status(const Certificate&)> validate, bool client)
+                  PeerValidator validate, ProvenRefusal proven, bool client)
         : policy_(policy),
           own_(std::move(own)),
           ownKey_(ownKey),
           validate_(std::move(validate)),
+          proven_(std::move(proven)),
           client_(client),
           cipher_(policy.encryptingKeyLength == 16 ? EVP_aes_128_cbc() : EVP_aes_256_cbc()),
           decrypt_(EVP_CIPHER_CTX_new()),
@@ -65,38 +66,52 @@ class RsaAesChannel final : public securechannel::ChannelSecurity {
             return UAPLEX_BadOutOfMemory;
         }
         if (!sender) return UAPLEX_BadCertificateInvalid;
+        PeerVerdict verdict;
         if (remote_) {
-            // A renewal comes from the certificate the channel was opened with.
+            // A renewal comes from the certificate the channel was opened with, and that
+            // certificate must still pass: removed from the trust list, expired or revoked
+            // since, it ends the channel here.
             if (sender->der != remote_->der) return UAPLEX_BadCertificateInvalid;
         } else {
             std::size_t bits = sender->keyBytes() * 8;
             if (bits < policy_.minKeyBits || bits > policy_.maxKeyBits)
                 return UAPLEX_BadCertificatePolicyCheckFailed;
-            if (validate_) {
-                uaplex_status st;
-                try {
-                    st = validate_(*sender);
-                } catch (...) {
-                    return UAPLEX_BadOutOfMemory;  // the store could not be read
-                }
-                if (st != UAPLEX_Good) return st;
+        }
+        if (validate_) {
+            try {
+                verdict = validate_(*sender);
+            } catch (...) {
+                return UAPLEX_BadOutOfMemory;  // the store could not be read
             }
+            // Refused: the peer gets the status now, unless the certificate is to be recorded,
+            // which needs the proof of possession below first.
+            if (verdict.status != UAPLEX_Good && (!verdict.recordWhenProven || remote_ || !proven_))
+                return verdict.status;
         }
         if (receiverThumbprint.size() != own_->thumbprint.size() ||
             std::memcmp(receiverThumbprint.data(), own_->thumbprint.data(), 20) != 0)
-            return UAPLEX_BadCertificateInvalid;
-        if (encryptedOffset > chunk.size()) return UAPLEX_BadSecurityChecksFailed;
+            return refused(verdict, UAPLEX_BadCertificateInvalid);
+        if (encryptedOffset > chunk.size()) return refused(verdict, UAPLEX_BadSecurityChecksFailed);
         std::size_t plain = 0;
         auto cipherText = chunk.subspan(encryptedOffset);
         if (!rsaDecrypt(policy_.encryption, ownKey_, cipherText, cipherText, plain))
-            return UAPLEX_BadSecurityChecksFailed;
+            return refused(verdict, UAPLEX_BadSecurityChecksFailed);
         const std::size_t sigSize = sender->keyBytes();
         const bool extra = own_->keyBytes() > 256;
-        if (plain < sigSize + 1 + extra + 8) return UAPLEX_BadSecurityChecksFailed;
+        if (plain < sigSize + 1 + extra + 8)
+            return refused(verdict, UAPLEX_BadSecurityChecksFailed);
         std::size_t sigStart = encryptedOffset + plain - sigSize;
         if (!rsaVerify(policy_.signature, sender->publicKey.get(), {chunk.first(sigStart)},
                        chunk.subspan(sigStart, sigSize)))
-            return UAPLEX_BadSecurityChecksFailed;
+            return refused(verdict, UAPLEX_BadSecurityChecksFailed);
+        if (verdict.status != UAPLEX_Good) {
+            // The sender holds the certificate's key: only now is it worth keeping for review.
+            try {
+                proven_(*sender);
+            } catch (...) {
+            }
+            return verdict.status;
+        }
         std::size_t padEnd = sigStart;
         std::size_t count = 0;
         if (extra) count = std::size_t(chunk[--padEnd]) << 8;
@@ -185,6 +200,15 @@ class RsaAesChannel final : public securechannel::ChannelSecurity {
                              std::span<const std::uint8_t> serverNonce) noexcept override {
         if (clientNonce.size() != policy_.nonceLength || serverNonce.size() != policy_.nonceLength)
             return UAPLEX_BadNonceInvalid;
+        // The peer's nonce seeds the keys: one without entropy, or one this channel has seen
+        // in a recent OPN, is refused (a replayed or constant nonce repeats the keys).
+        auto remoteNonce = client_ ? serverNonce : clientNonce;
+        if (!nonceLooksRandom(remoteNonce) || remoteNonce.size() > kNonceMax)
+            return UAPLEX_BadNonceInvalid;
+        for (const auto& seen : recentNonces_)
+            if (seen.length == remoteNonce.size() &&
+                std::memcmp(seen.bytes, remoteNonce.data(), seen.length) == 0)
+                return UAPLEX_BadNonceInvalid;
         // Replace the older of the two slots; the other stays for the overlap.
         TokenKeys& slot = tokens_[0].tokenId == 0                   ? tokens_[0]
                           : tokens_[1].tokenId == 0                 ? tokens_[1]
@@ -197,6 +221,9 @@ class RsaAesChannel final : public securechannel::ChannelSecurity {
             !derive(clientNonce, serverNonce, serverSide))
             return UAPLEX_BadSecurityChecksFailed;
         slot.tokenId = tokenId;
+        auto& keep = recentNonces_[nextNonce_++ % kRecentNonces];
+        keep.length = remoteNonce.size();
+        std::memcpy(keep.bytes, remoteNonce.data(), remoteNonce.size());
         return UAPLEX_Good;
     }
 
@@ -280,6 +307,10 @@ class RsaAesChannel final : public securechannel::ChannelSecurity {
     }
 
   private:
+    // The peer gets the verdict's status when it had one; otherwise the check's.
+    static uaplex_status refused(const PeerVerdict& verdict, uaplex_status st) noexcept {
+        return verdict.status != UAPLEX_Good ? verdict.status : st;
+    }
     bool derive(std::span<const std::uint8_t> secret, std::span<const std::uint8_t> seed,
                 DirectionKeys& k) noexcept {
         const std::size_t s = policy_.signingKeyLength, e = policy_.encryptingKeyLength;
@@ -299,28 +330,45 @@ class RsaAesChannel final : public securechannel::ChannelSecurity {
     const PolicyInfo& policy_;
     std::shared_ptr<Certificate> own_;
     EVP_PKEY* ownKey_;
-    std::function<uaplex_status(const Certificate&)> validate_;
+    PeerValidator validate_;
+    ProvenRefusal proven_;
     bool client_;
     std::shared_ptr<Certificate> remote_;
     const EVP_CIPHER* cipher_;
     std::unique_ptr<EVP_CIPHER_CTX, CipherCtxDeleter> decrypt_, encrypt_;
     TokenKeys tokens_[2];
+    // The peer nonces of the last OPNs (issue and renewals).
+    static constexpr std::size_t kNonceMax = 64, kRecentNonces = 4;
+    struct SeenNonce {
+        std::size_t length = 0;
+        std::uint8_t bytes[kNonceMax];
+    };
+    SeenNonce recentNonces_[kRecentNonces];
+    std::size_t nextNonce_ = 0;
     bool ready_ = false;
 };
 
 }  // namespace
 
+bool nonceLooksRandom(std::span<const std::uint8_t> nonce) noexcept {
+    if (nonce.empty()) return false;
+    for (std::uint8_t b : nonce)
+        if (b != nonce[0]) return true;
+    return false;
+}
+
 std::unique_ptr<securechannel::ChannelSecurity> makeChannelSecurity(
     const PolicyInfo& policy, std::shared_ptr<Certificate> own, EVP_PKEY* ownKey,
-    std::function<uaplex_status(const Certificate&)> validate) {
+    PeerValidator validate, ProvenRefusal proven) {
     return std::make_unique<RsaAesChannel>(policy, std::move(own), ownKey, std::move(validate),
-                                           false);
+                                           std::move(proven), false);
 }
 
 std::unique_ptr<securechannel::ChannelSecurity> makeClientChannelSecurity(
     const PolicyInfo& policy, std::shared_ptr<Certificate> own, EVP_PKEY* ownKey,
     std::shared_ptr<Certificate> server) {
-    auto c = std::make_unique<RsaAesChannel>(policy, std::move(own), ownKey, nullptr, true);
+    auto c =
+        std::make_unique<RsaAesChannel>(policy, std::move(own), ownKey, nullptr, nullptr, true);
     c->setRemote(std::move(server));
     return c;
 }
@@ -331,15 +379,21 @@ Provider::Provider(Pki& pki, std::vector<OfferedPolicy> offered)
 std::unique_ptr<securechannel::ChannelSecurity> Provider::create(std::string_view policyUri) {
     for (const auto& o : offered_) {
         if (!o.policy || o.policy->uri != policyUri) continue;
+        const PolicyInfo* policy = o.policy;
         return makeChannelSecurity(
-            *o.policy, pki_.own(), pki_.privateKey(),
-            [this](const Certificate& c) -> uaplex_status {
-                uaplex_status st = pki_.validate(c);
+            *policy, pki_.own(), pki_.privateKey(),
+            [this, policy](const Certificate& c) -> PeerVerdict {
+                uaplex_status st = pki_.validate(c, {}, policy);
                 if (st == UAPLEX_Good) return st;
                 if (onRefused) onRefused(st, c);
-                // Part 6: an untrusted peer sees only
-                // BadSecurityChecksFailed (the reason is audited).
-                return st == UAPLEX_BadCertificateUntrusted ? UAPLEX_BadSecurityChecksFailed : st;
+                // Part 6: an untrusted peer sees only BadSecurityChecksFailed (the reason is
+                // audited); its certificate is kept for review once it proved its key.
+                if (st == UAPLEX_BadCertificateUntrusted)
+                    return PeerVerdict(UAPLEX_BadSecurityChecksFailed, true);
+                return st;
+            },
+            [this](const Certificate& c) {
+                if (pki_.reject(c) && onRecorded) onRecorded(c);
             });
     }
     return nullptr;

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,18 @@ struct OfferedPolicy {
     bool signAndEncrypt = false;
 };
 
+// What a channel learns of a peer certificate: the status the peer gets, and whether the
+// certificate goes to the rejected store once the OPN proved possession of its key.
+struct PeerVerdict {
+    uaplex_status status = UAPLEX_Good;
+    bool recordWhenProven = false;
+    PeerVerdict(uaplex_status s = UAPLEX_Good, bool record = false) noexcept  // NOLINT: implicit
+        : status(s), recordWhenProven(record) {}
+};
+using PeerValidator = std::function<PeerVerdict(const Certificate&)>;
+// Called with a refused certificate whose OPN signature verified with its key.
+using ProvenRefusal = std::function<void(const Certificate&)>;
+
 class Provider final : public securechannel::SecurityProvider {
   public:
     // `pki` holds the own certificate and validates peers; must outlive the provider.
@@ -29,8 +42,11 @@ class Provider final : public securechannel::SecurityProvider {
     bool offers(std::string_view policyUri,
                 securechannel::SecurityMode mode) const noexcept override;
     Pki& pki() noexcept { return pki_; }
-    // A client certificate was refused (logged by the caller's sink): audit reason and subject.
+    // A client certificate was refused (logged by the caller's sink): audit reason and
+    // subject. Runs for every refused OPN, before any proof of possession: rate-limit it.
     std::function<void(uaplex_status, const Certificate&)> onRefused;
+    // An untrusted certificate that proved its key was written to rejected/certs.
+    std::function<void(const Certificate&)> onRecorded;
 
   private:
     Pki& pki_;
@@ -38,10 +54,16 @@ class Provider final : public securechannel::SecurityProvider {
 };
 
 // One policy's channel security with an explicit own certificate and key (tests use it
-// without a Pki; `validate` then decides about the peer certificate).
+// without a Pki; `validate` then decides about the peer certificate, at the first OPN and at
+// every renewal). `proven` gets a refused certificate with recordWhenProven once the OPN's
+// signature verified with its key; the peer still gets the verdict's status.
 std::unique_ptr<securechannel::ChannelSecurity> makeChannelSecurity(
     const PolicyInfo& policy, std::shared_ptr<Certificate> own, EVP_PKEY* ownKey,
-    std::function<uaplex_status(const Certificate&)> validate);
+    PeerValidator validate, ProvenRefusal proven = {});
+
+// Whether a peer's nonce looks random: refused when all its bytes are equal (all zero
+// included). Part 6 6.7.4: the nonces seed the channel keys.
+bool nonceLooksRandom(std::span<const std::uint8_t> nonce) noexcept;
 
 // The client side of a channel to `server` (the project's test client).
 std::unique_ptr<securechannel::ChannelSecurity> makeClientChannelSecurity(

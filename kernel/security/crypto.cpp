@@ -10,6 +10,7 @@
 #include <openssl/rsa.h>
 #include <openssl/x509v3.h>
 
+#include <atomic>
 #include <cstring>
 
 namespace uaplex::security {
@@ -296,8 +297,17 @@ bool rsaEncrypt(AsymmetricEncryption algorithm, EVP_PKEY* key, std::span<const s
     return true;
 }
 
+namespace {
+std::atomic<std::uint64_t> gRsaDecryptions{0};
+}
+
+std::uint64_t rsaDecryptions() noexcept {
+    return gRsaDecryptions.load(std::memory_order_relaxed);
+}
+
 bool rsaDecrypt(AsymmetricEncryption algorithm, EVP_PKEY* key, std::span<const std::uint8_t> in,
                 std::span<std::uint8_t> out, std::size_t& written) noexcept {
+    gRsaDecryptions.fetch_add(1, std::memory_order_relaxed);
     written = 0;
     const std::size_t keyBytes = rsaKeyBytes(key);
     if (keyBytes == 0 || in.size() % keyBytes != 0) return false;

@@ -125,6 +125,8 @@ bool rsaEncrypt(AsymmetricEncryption algorithm, EVP_PKEY* key, std::span<const s
                 std::span<std::uint8_t> out, std::size_t& written) noexcept;
 bool rsaDecrypt(AsymmetricEncryption algorithm, EVP_PKEY* key, std::span<const std::uint8_t> in,
                 std::span<std::uint8_t> out, std::size_t& written) noexcept;
+// RSA private-key decryptions run so far (tests check that refused input never reaches one).
+std::uint64_t rsaDecryptions() noexcept;
 
 // The last OpenSSL error as text (for logs and the CLI).
 std::string lastError();

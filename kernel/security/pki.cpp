@@ -6,10 +6,17 @@
 #include <openssl/rsa.h>
 #include <openssl/x509v3.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
 #include <system_error>
+#include <tuple>
 
 namespace uaplex::security {
 
@@ -17,10 +24,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* const kDirs[] = {"own/certs",     "own/private", "trusted/certs", "trusted/crl",
-                             "issuers/certs", "issuers/crl", "rejected/certs"};
-// The directories whose changes trigger a rescan.
-const char* const kWatched[] = {"trusted/certs", "trusted/crl", "issuers/certs", "issuers/crl"};
+const char* const kDirs[] = {"own/certs",           "own/private",         "trusted/certs",
+                             "trusted/crl",         "issuers/certs",       "issuers/crl",
+                             "rejected/certs",      "trusted-users/certs", "trusted-users/crl",
+                             "issuers-users/certs", "issuers-users/crl"};
 
 std::vector<std::uint8_t> readFile(const fs::path& p) {
     std::ifstream in(p, std::ios::binary);
@@ -63,11 +70,184 @@ bool isSelfSigned(X509* x) {
 
 }  // namespace
 
-struct Pki::Lists {
-    std::unique_ptr<X509_STORE, StoreDeleter> store;            // trusted certs + all CRLs
-    std::unique_ptr<STACK_OF(X509), StackX509Deleter> issuers;  // chain helpers
-    bool hasCrls = false;
+// One trust list (Part 12): trusted certificates, issuer certificates and both CRL folders,
+// re-read when any file in them changes.
+class Pki::TrustList {
+  public:
+    struct Lists {
+        std::unique_ptr<X509_STORE, StoreDeleter> store;            // trusted certs + all CRLs
+        std::unique_ptr<STACK_OF(X509), StackX509Deleter> issuers;  // chain helpers
+    };
+    TrustList(fs::path root, std::string trusted, std::string issuers)
+        : dirs_{root / (trusted + "/certs"), root / (trusted + "/crl"), root / (issuers + "/certs"),
+                root / (issuers + "/crl")} {}
+    std::shared_ptr<const Lists> current() {
+        std::lock_guard lock(mutex_);
+        auto stamps = scan();
+        if (!lists_ || stamps != stamps_) {
+            lists_ = load();
+            stamps_ = std::move(stamps);
+        }
+        return lists_;
+    }
+
+  private:
+    // A file's identity and version: a rewrite in place changes size, mtime or ctime even
+    // when the directory itself does not change.
+    struct Stamp {
+        std::string name;
+        std::uint64_t inode, size;
+        std::int64_t mtimeNs, ctimeNs;
+        bool operator==(const Stamp&) const = default;
+        bool operator<(const Stamp& o) const { return name < o.name; }
+    };
+    std::vector<Stamp> scan() const {
+        std::vector<Stamp> out;
+        std::error_code ec;
+        for (const auto& dir : dirs_) {
+            for (const auto& e : fs::directory_iterator(dir, ec)) {
+                struct stat st {};
+                if (::stat(e.path().c_str(), &st) != 0) continue;
+                out.push_back({e.path().string(), std::uint64_t(st.st_ino),
+                               std::uint64_t(st.st_size),
+                               std::int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
+                               std::int64_t(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec});
+            }
+        }
+        std::sort(out.begin(), out.end());
+        return out;
+    }
+    std::shared_ptr<const Lists> load() const {
+        auto lists = std::make_shared<Lists>();
+        lists->store.reset(X509_STORE_new());
+        lists->issuers.reset(sk_X509_new_null());
+        std::error_code ec;
+        auto each = [&](const fs::path& dir, auto fn) {
+            for (const auto& e : fs::directory_iterator(dir, ec))
+                if (e.is_regular_file(ec)) fn(e.path());
+        };
+        each(dirs_[0], [&](const fs::path& p) {
+            if (auto c = readCertificate(p)) X509_STORE_add_cert(lists->store.get(), c->x509.get());
+        });
+        each(dirs_[2], [&](const fs::path& p) {
+            if (auto c = readCertificate(p)) {
+                X509_up_ref(c->x509.get());
+                sk_X509_push(lists->issuers.get(), c->x509.get());
+            }
+        });
+        for (const auto& dir : {dirs_[1], dirs_[3]})
+            each(dir, [&](const fs::path& p) {
+                if (X509_CRL* crl = readCrl(p)) {
+                    X509_STORE_add_crl(lists->store.get(), crl);
+                    X509_CRL_free(crl);
+                }
+            });
+        ERR_clear_error();
+        return lists;
+    }
+
+    fs::path dirs_[4];  // trusted certs, trusted CRLs, issuer certs, issuer CRLs
+    std::mutex mutex_;  // validations run on several I/O and worker threads
+    std::shared_ptr<const Lists> lists_;
+    std::vector<Stamp> stamps_;
 };
+
+namespace {
+
+// The chain checks of X509_verify_cert, with the OPC UA status of the first failure. A pinned
+// certificate is its own trust anchor: only the errors that say "no trusted issuer" are
+// passed over, time and revocation still count.
+int ignoreUntrusted(int ok, X509_STORE_CTX* ctx) {
+    if (ok) return 1;
+    switch (X509_STORE_CTX_get_error(ctx)) {
+        case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
+        case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
+        case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
+        case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
+        case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
+        case X509_V_ERR_CERT_UNTRUSTED:
+            return 1;
+        default:
+            return 0;
+    }
+}
+
+uaplex_status verifyChain(X509_STORE* store, STACK_OF(X509) * issuers, X509* x, bool pinned,
+                          const PolicyInfo* policy) {
+    std::unique_ptr<X509_STORE_CTX, StoreCtxDeleter> ctx(X509_STORE_CTX_new());
+    if (!ctx || X509_STORE_CTX_init(ctx.get(), store, x, issuers) != 1)
+        return UAPLEX_BadCertificateInvalid;
+    // A trusted leaf needs no chain to a root (Part 12: the trust list holds peers and CAs).
+    unsigned long flags = X509_V_FLAG_PARTIAL_CHAIN;
+    // CA-issued certificates need their issuer's CRL (Part 12 revocation checks).
+    if (!isSelfSigned(x)) flags |= X509_V_FLAG_CRL_CHECK | X509_V_FLAG_CRL_CHECK_ALL;
+    X509_STORE_CTX_set_flags(ctx.get(), flags);
+    if (pinned) X509_STORE_CTX_set_verify_cb(ctx.get(), ignoreUntrusted);
+    // Key usage is checked by the caller with OPC UA's rules, not TLS purposes.
+    int ok = X509_verify_cert(ctx.get());
+    int err = X509_STORE_CTX_get_error(ctx.get());
+    ERR_clear_error();
+    if (ok != 1) {
+        switch (err) {
+            case X509_V_ERR_CERT_HAS_EXPIRED:
+            case X509_V_ERR_CERT_NOT_YET_VALID:
+                return UAPLEX_BadCertificateTimeInvalid;
+            case X509_V_ERR_CERT_REVOKED:
+                return UAPLEX_BadCertificateRevoked;
+            case X509_V_ERR_UNABLE_TO_GET_CRL:
+            case X509_V_ERR_CRL_HAS_EXPIRED:
+            case X509_V_ERR_CRL_NOT_YET_VALID:
+                return UAPLEX_BadCertificateRevocationUnknown;
+            case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
+            case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
+            case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
+            case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
+            case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
+            case X509_V_ERR_CERT_UNTRUSTED:
+                return UAPLEX_BadCertificateUntrusted;
+            default:
+                return UAPLEX_BadCertificateInvalid;
+        }
+    }
+    // The issuers' signature hashes count too (Part 4 6.1.3: every certificate of the
+    // chain); a self-signed root's own signature is not what its trust rests on.
+    STACK_OF(X509)* chain = X509_STORE_CTX_get0_chain(ctx.get());
+    for (int i = 1; chain && i < sk_X509_num(chain); ++i) {
+        X509* c = sk_X509_value(chain, i);
+        if (isSelfSigned(c)) continue;
+        if (!certificateSignatureAllowed(c, policy)) return UAPLEX_BadCertificatePolicyCheckFailed;
+    }
+    return UAPLEX_Good;
+}
+
+}  // namespace
+
+bool certificateSignatureAllowed(X509* x, const PolicyInfo* policy) noexcept {
+    int mdnid = NID_undef, pknid = NID_undef, bits = 0;
+    std::uint32_t flags = 0;
+    if (X509_get_signature_info(x, &mdnid, &pknid, &bits, &flags) != 1) return false;
+    bool strong = mdnid == NID_sha256 || mdnid == NID_sha384 || mdnid == NID_sha512;
+    if (strong) return true;
+    // SHA-1 only where the policy itself is SHA-1 based (Basic128Rsa15, Basic256).
+    return mdnid == NID_sha1 && (!policy || policy->sha1Prf);
+}
+
+bool EventBudget::allow(std::int64_t nowMs, std::uint64_t& suppressed) noexcept {
+    std::lock_guard lock(mutex_);
+    if (!started_ || nowMs - windowStart_ >= windowMs_ || nowMs < windowStart_) {
+        started_ = true;
+        windowStart_ = nowMs;
+        used_ = 0;
+    }
+    if (used_ >= perWindow_) {
+        ++suppressed_;
+        return false;
+    }
+    ++used_;
+    suppressed = suppressed_;
+    suppressed_ = 0;
+    return true;
+}
 
 bool createSelfSigned(const CertificateRequest& r, PkeyPtr& key, std::vector<std::uint8_t>& der,
                       std::string& error) {
@@ -163,7 +343,12 @@ std::shared_ptr<Certificate> readCertificate(const fs::path& file) {
     return Certificate::fromDer(der);
 }
 
-Pki::Pki(fs::path root) : root_(std::move(root)) {}
+Pki::Pki(fs::path root)
+    : root_(std::move(root)),
+      applications_(std::make_unique<TrustList>(root_, "trusted", "issuers")),
+      users_(std::make_unique<TrustList>(root_, "trusted-users", "issuers-users")) {}
+
+Pki::~Pki() = default;
 
 void Pki::ensureLayout() const {
     for (const char* d : kDirs) fs::create_directories(root_ / d);
@@ -201,101 +386,115 @@ void Pki::loadOrCreateOwn(const CertificateRequest& request) {
     own_ = Certificate::fromDer(der);
 }
 
-void Pki::rescanIfChanged() {
-    std::vector<fs::file_time_type> stamps;
-    std::error_code ec;
-    for (const char* d : kWatched) stamps.push_back(fs::last_write_time(root_ / d, ec));
-    if (lists_ && stamps == stamps_) return;
-    auto lists = std::make_shared<Lists>();
-    lists->store.reset(X509_STORE_new());
-    lists->issuers.reset(sk_X509_new_null());
-    auto each = [&](const char* dir, auto fn) {
-        for (const auto& e : fs::directory_iterator(root_ / dir, ec))
-            if (e.is_regular_file(ec)) fn(e.path());
-    };
-    each("trusted/certs", [&](const fs::path& p) {
-        if (auto c = readCertificate(p)) X509_STORE_add_cert(lists->store.get(), c->x509.get());
-    });
-    each("issuers/certs", [&](const fs::path& p) {
-        if (auto c = readCertificate(p)) {
-            X509_up_ref(c->x509.get());
-            sk_X509_push(lists->issuers.get(), c->x509.get());
-        }
-    });
-    for (const char* dir : {"trusted/crl", "issuers/crl"})
-        each(dir, [&](const fs::path& p) {
-            if (X509_CRL* crl = readCrl(p)) {
-                X509_STORE_add_crl(lists->store.get(), crl);
-                X509_CRL_free(crl);
-                lists->hasCrls = true;
-            }
-        });
-    ERR_clear_error();
-    lists_ = std::move(lists);
-    stamps_ = std::move(stamps);
+void Pki::setRejectedLimits(const RejectedStoreLimits& limits) {
+    std::lock_guard lock(rejectMutex_);
+    rejectedLimits_ = limits;
 }
 
-void Pki::reject(const Certificate& certificate) const {
+bool Pki::reject(const Certificate& certificate) {
+    std::lock_guard lock(rejectMutex_);
+    const RejectedStoreLimits limits = rejectedLimits_;
+    const std::uint64_t size = certificate.der.size();
+    if (limits.maxCertificates == 0 || size > limits.maxBytes) return false;
     std::error_code ec;
-    fs::create_directories(root_ / "rejected/certs", ec);
-    std::ofstream out(root_ / "rejected/certs" / (certificate.thumbprintHex() + ".der"),
-                      std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(certificate.der.data()),
-              std::streamsize(certificate.der.size()));
-}
-
-uaplex_status Pki::validate(const Certificate& certificate, std::string_view applicationUri) {
-    X509* x = certificate.x509.get();
-    std::shared_ptr<Lists> lists;
-    {
-        std::lock_guard lock(mutex_);
-        rescanIfChanged();
-        lists = lists_;
+    const fs::path dir = rejectedDirectory();
+    fs::create_directories(dir, ec);
+    const fs::path target = dir / (certificate.thumbprintHex() + ".der");
+    // The same certificate again: already there, nothing is rewritten.
+    if (fs::exists(fs::symlink_status(target, ec))) return false;
+    // Make room: the oldest files go first (FIFO by modification time, then name).
+    std::vector<std::tuple<fs::file_time_type, fs::path, std::uint64_t>> files;
+    std::uint64_t bytes = 0;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+        if (!e.is_regular_file(ec)) continue;
+        std::uint64_t n = e.file_size(ec);
+        files.emplace_back(e.last_write_time(ec), e.path(), n);
+        bytes += n;
     }
-    std::unique_ptr<X509_STORE_CTX, StoreCtxDeleter> ctx(X509_STORE_CTX_new());
-    if (!ctx || X509_STORE_CTX_init(ctx.get(), lists->store.get(), x, lists->issuers.get()) != 1)
-        return UAPLEX_BadCertificateInvalid;
-    // A trusted leaf needs no chain to a root (Part 12: the trust list holds peers and CAs).
-    unsigned long flags = X509_V_FLAG_PARTIAL_CHAIN;
-    // CA-issued certificates need their issuer's CRL (Part 12 revocation checks).
-    if (!isSelfSigned(x)) flags |= X509_V_FLAG_CRL_CHECK | X509_V_FLAG_CRL_CHECK_ALL;
-    X509_STORE_CTX_set_flags(ctx.get(), flags);
-    // Key usage is checked below with OPC UA's rules, not TLS purposes.
-    int ok = X509_verify_cert(ctx.get());
-    int err = X509_STORE_CTX_get_error(ctx.get());
-    ERR_clear_error();
-    if (ok != 1) {
-        switch (err) {
-            case X509_V_ERR_CERT_HAS_EXPIRED:
-            case X509_V_ERR_CERT_NOT_YET_VALID:
-                return UAPLEX_BadCertificateTimeInvalid;
-            case X509_V_ERR_CERT_REVOKED:
-                return UAPLEX_BadCertificateRevoked;
-            case X509_V_ERR_UNABLE_TO_GET_CRL:
-            case X509_V_ERR_CRL_HAS_EXPIRED:
-            case X509_V_ERR_CRL_NOT_YET_VALID:
-                return UAPLEX_BadCertificateRevocationUnknown;
-            case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
-            case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
-            case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
-            case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
-            case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
-            case X509_V_ERR_CERT_UNTRUSTED:
-                reject(certificate);
-                return UAPLEX_BadCertificateUntrusted;
-            default:
-                return UAPLEX_BadCertificateInvalid;
+    std::sort(files.begin(), files.end());
+    std::size_t count = files.size();
+    for (const auto& [time, path, n] : files) {
+        if (count + 1 <= limits.maxCertificates && bytes + size <= limits.maxBytes) break;
+        if (fs::remove(path, ec)) {
+            --count;
+            bytes -= n;
         }
     }
-    // An untrusted but otherwise fine certificate still needs a valid period (checked by
-    // X509_verify_cert); key usage: application instance certificates sign and encrypt.
+    if (count + 1 > limits.maxCertificates || bytes + size > limits.maxBytes) return false;
+    // O_EXCL | O_NOFOLLOW: never through a link, never over a file that appeared meanwhile.
+    int fd = ::open(target.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) return false;
+    const std::uint8_t* p = certificate.der.data();
+    std::size_t left = certificate.der.size();
+    while (left > 0) {
+        ssize_t w = ::write(fd, p, left);
+        if (w <= 0) break;
+        p += w;
+        left -= std::size_t(w);
+    }
+    // Eviction goes by modification time: two records within one clock tick get distinct,
+    // increasing times so the order stays first in, first out.
+    struct timespec now {};
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    std::int64_t ns = std::int64_t(now.tv_sec) * 1000000000 + now.tv_nsec;
+    if (ns <= lastRecordNs_) ns = lastRecordNs_ + 1000;
+    lastRecordNs_ = ns;
+    struct timespec times[2] = {{0, UTIME_OMIT}, {time_t(ns / 1000000000), long(ns % 1000000000)}};
+    ::futimens(fd, times);
+    ::close(fd);
+    if (left != 0) {
+        fs::remove(target, ec);
+        return false;
+    }
+    return true;
+}
+
+namespace {
+
+// Key usage rules of Part 6 6.2.2 (application instance certificates) and of user
+// certificates: never a CA, keyUsage present, extendedKeyUsage (when present) naming the role.
+uaplex_status checkUsage(X509* x, CertificateRole role) {
+    const std::uint32_t ext = X509_get_extension_flags(x);
+    if (ext & EXFLAG_CA) return UAPLEX_BadCertificateUseNotAllowed;
     std::uint32_t ku = X509_get_key_usage(x);
-    if (ku != UINT32_MAX &&
-        (!(ku & KU_DIGITAL_SIGNATURE) || !(ku & (KU_KEY_ENCIPHERMENT | KU_DATA_ENCIPHERMENT))))
+    if (ku == UINT32_MAX || !(ext & EXFLAG_KUSAGE)) return UAPLEX_BadCertificateUseNotAllowed;
+    if (!(ku & KU_DIGITAL_SIGNATURE)) return UAPLEX_BadCertificateUseNotAllowed;
+    if (role == CertificateRole::User) return UAPLEX_Good;
+    if (!(ku & (KU_KEY_ENCIPHERMENT | KU_DATA_ENCIPHERMENT)))
         return UAPLEX_BadCertificateUseNotAllowed;
+    if (ext & EXFLAG_XKUSAGE) {
+        std::uint32_t xku = X509_get_extended_key_usage(x);
+        std::uint32_t needed =
+            role == CertificateRole::ServerApplication ? XKU_SSL_SERVER : XKU_SSL_CLIENT;
+        if (!(xku & (needed | XKU_ANYEKU))) return UAPLEX_BadCertificateUseNotAllowed;
+    }
+    return UAPLEX_Good;
+}
+
+}  // namespace
+
+uaplex_status Pki::validate(const Certificate& certificate, std::string_view applicationUri,
+                            const PolicyInfo* policy, CertificateRole role) {
+    X509* x = certificate.x509.get();
+    // Part 4 6.1.3: the security policy check comes before the trust list check.
+    if (!certificateSignatureAllowed(x, policy)) return UAPLEX_BadCertificatePolicyCheckFailed;
+    auto lists = applications_->current();
+    uaplex_status st = verifyChain(lists->store.get(), lists->issuers.get(), x, false, policy);
+    if (st != UAPLEX_Good) return st;
+    if (uaplex_status u = checkUsage(x, role); u != UAPLEX_Good) return u;
     if (!applicationUri.empty() && certificate.applicationUri() != applicationUri)
         return UAPLEX_BadCertificateUriInvalid;
     return UAPLEX_Good;
+}
+
+uaplex_status Pki::validateUser(const Certificate& certificate, const PolicyInfo* policy,
+                                bool pinned) {
+    X509* x = certificate.x509.get();
+    if (!certificateSignatureAllowed(x, policy)) return UAPLEX_BadCertificatePolicyCheckFailed;
+    auto lists = users_->current();
+    uaplex_status st = verifyChain(lists->store.get(), lists->issuers.get(), x, pinned, policy);
+    if (st != UAPLEX_Good) return st;
+    return checkUsage(x, CertificateRole::User);
 }
 
 }  // namespace uaplex::security

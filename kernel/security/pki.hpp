@@ -6,8 +6,11 @@
 //   trusted/certs, trusted/crl                      trusted peers and CAs, their CRLs
 //   issuers/certs, issuers/crl                      CAs that may complete a chain (not trusted)
 //   rejected/certs                                  peers refused as untrusted, to review
-// The trust lists are re-read when a directory's modification time changes, checked at each
-// validation: moving a file from rejected/ to trusted/ takes effect without a restart.
+//   trusted-users/certs, trusted-users/crl          user certificates and user CAs (X509
+//   issuers-users/certs, issuers-users/crl          identity tokens), their own trust list
+// The trust lists are re-read when a file in them changes (name, size, inode, mtime or ctime
+// of each file), checked at each validation: moving a file from rejected/ to trusted/, or
+// rewriting one in place, takes effect without a restart.
 #pragma once
 
 #include <uaplex/statuscodes.h>
@@ -40,9 +43,43 @@ PkeyPtr readPrivateKey(const std::filesystem::path& file);
 // A DER or PEM certificate file.
 std::shared_ptr<Certificate> readCertificate(const std::filesystem::path& file);
 
+// Bounds of rejected/certs: every OPN with an untrusted certificate may add one file.
+struct RejectedStoreLimits {
+    std::uint32_t maxCertificates = 100;  // files; the oldest go first; 0: record none
+    std::uint64_t maxBytes = 4u << 20;    // sum of the files' sizes
+};
+
+// Whose certificate a validation is about (Part 6 6.2.2 key usages per role).
+enum class CertificateRole { ClientApplication, ServerApplication, User };
+
+// Whether a certificate's own signature hash fits `policy` (Part 7 CertificateSignatureAlgorithm:
+// SHA-256 or stronger; SHA-1 only under the legacy Basic128Rsa15 and Basic256). A null policy
+// allows SHA-1 too.
+bool certificateSignatureAllowed(X509* certificate, const PolicyInfo* policy) noexcept;
+
+// At most `perWindow` events per `windowMs` (log lines of refused peers); the rest are counted.
+class EventBudget {
+  public:
+    EventBudget(std::uint32_t perWindow, std::int64_t windowMs) noexcept
+        : perWindow_(perWindow), windowMs_(windowMs) {}
+    // True when the event may be reported; `suppressed` returns how many were not since the
+    // last reported one.
+    bool allow(std::int64_t nowMs, std::uint64_t& suppressed) noexcept;
+
+  private:
+    std::mutex mutex_;
+    std::uint32_t perWindow_;
+    std::int64_t windowMs_;
+    std::int64_t windowStart_ = 0;
+    std::uint32_t used_ = 0;
+    std::uint64_t suppressed_ = 0;
+    bool started_ = false;
+};
+
 class Pki {
   public:
     explicit Pki(std::filesystem::path root);
+    ~Pki();
 
     // Creates the directory layout when missing.
     void ensureLayout() const;
@@ -56,25 +93,43 @@ class Pki {
     const std::shared_ptr<Certificate>& own() const noexcept { return own_; }
     EVP_PKEY* privateKey() const noexcept { return key_.get(); }
 
-    // Validates a peer certificate: chain to trusted/ (with issuers/), validity period, key
-    // usage, revocation, and (if not empty) the application URI. Statuses:
-    // BadCertificateUntrusted (copied to rejected/certs), BadCertificateTimeInvalid,
-    // BadCertificateUseNotAllowed, BadCertificateUriInvalid, BadCertificateRevoked,
-    // BadCertificateRevocationUnknown, BadCertificateInvalid.
-    uaplex_status validate(const Certificate& certificate, std::string_view applicationUri = {});
+    // Validates a peer's application instance certificate (Part 4 6.1.3): its signature hash
+    // against `policy`, the chain to trusted/ (with issuers/), validity period, revocation,
+    // no CA certificate, key usage (digitalSignature and key or data encipherment, required),
+    // extendedKeyUsage when present (clientAuth for a client, serverAuth for a server), and
+    // (if not empty) the application URI. Statuses: BadCertificatePolicyCheckFailed,
+    // BadCertificateUntrusted, BadCertificateTimeInvalid, BadCertificateUseNotAllowed,
+    // BadCertificateUriInvalid, BadCertificateRevoked, BadCertificateRevocationUnknown,
+    // BadCertificateInvalid. Records nothing: see reject().
+    uaplex_status validate(const Certificate& certificate, std::string_view applicationUri = {},
+                           const PolicyInfo* policy = nullptr,
+                           CertificateRole role = CertificateRole::ClientApplication);
 
-    // Copies a DER certificate into rejected/certs (named by thumbprint).
-    void reject(const Certificate& certificate) const;
+    // Validates a user certificate of an X509 identity token against the user trust list
+    // (trusted-users/, issuers-users/): signature hash against the token's `policy`, chain,
+    // validity period, revocation, no CA, keyUsage with digitalSignature. `pinned`: the
+    // configuration names this very certificate (by thumbprint), so it needs no chain to the
+    // user trust list, but everything else still applies. Statuses as validate().
+    uaplex_status validateUser(const Certificate& certificate, const PolicyInfo* policy,
+                               bool pinned);
+
+    // Copies a DER certificate into rejected/certs (named by thumbprint), within the store's
+    // limits: the oldest files are removed to make room, a thumbprint already there is not
+    // rewritten. True when a file was written.
+    bool reject(const Certificate& certificate);
+    void setRejectedLimits(const RejectedStoreLimits& limits);
+    std::filesystem::path rejectedDirectory() const { return root_ / "rejected/certs"; }
+    std::filesystem::path trustedUsersDirectory() const { return root_ / "trusted-users/certs"; }
 
   private:
-    void rescanIfChanged();
+    class TrustList;
     std::filesystem::path root_;
     std::shared_ptr<Certificate> own_;
     PkeyPtr key_;
-    std::mutex mutex_;  // connects from several I/O threads
-    struct Lists;
-    std::shared_ptr<Lists> lists_;
-    std::vector<std::filesystem::file_time_type> stamps_;
+    std::unique_ptr<TrustList> applications_, users_;
+    std::mutex rejectMutex_;  // I/O threads record refused peers
+    RejectedStoreLimits rejectedLimits_;
+    std::int64_t lastRecordNs_ = 0;  // the last record's modification time
 };
 
 }  // namespace uaplex::security

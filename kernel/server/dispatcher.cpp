@@ -296,7 +296,10 @@ uaplex_status Dispatcher::dispatch(const enc::DataType* type, const void* reques
             // possession of its key by signing clientCertificate + clientNonce.
             const security::PolicyInfo* policy = security::findPolicy(ctx.channelSecurity->uri());
             if (!policy || !pki_) return UAPLEX_BadSecurityChecksFailed;
-            if (req.clientNonce.length < 32) return UAPLEX_BadNonceInvalid;
+            if (uaplex_status st = security::checkSessionClientNonce(
+                    {req.clientNonce.data, std::size_t(std::max(req.clientNonce.length, 0))});
+                st != UAPLEX_Good)
+                return st;
             auto bytes = [](const ua::ByteString& b) {
                 return std::span<const std::uint8_t>(b.data, std::size_t(std::max(b.length, 0)));
             };
@@ -368,7 +371,9 @@ uaplex_status Dispatcher::dispatch(const enc::DataType* type, const void* reques
             }
             const auto& sig = req.clientSignature;
             const auto& nonce = pending->serverNonce();
-            if (!client || !security::signatureAlgorithmOf(ua::view(sig.algorithm), algorithm) ||
+            if (!client ||
+                !security::signatureAlgorithmFor(ctx.channelSecurity->uri(),
+                                                 ua::view(sig.algorithm), algorithm) ||
                 !security::rsaVerify(
                     algorithm, client->publicKey.get(),
                     {std::span<const std::uint8_t>(pki_->own()->der),

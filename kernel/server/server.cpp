@@ -25,6 +25,7 @@
 #include "server/discovery.hpp"
 #include "server/dispatcher.hpp"
 #include "server/json_decode_pool.hpp"
+#include "server/pki_identity_crypto.hpp"
 #include "server/subscription_service.hpp"
 #include "services/service_set.hpp"
 #include "session/access_control.hpp"
@@ -39,39 +40,6 @@ namespace {
 
 constexpr std::string_view kTokenPolicyOnNone =
     "http://opcfoundation.org/UA/SecurityPolicy#Basic256Sha256";
-
-// Identity-token cryptography with the application instance key and certificate.
-class PkiIdentityCrypto final : public session::IdentityCrypto {
-  public:
-    explicit PkiIdentityCrypto(security::Pki& pki) : pki_(pki) {}
-    uaplex_status decryptPassword(std::string_view, std::string_view encryptionAlgorithm,
-                                  std::span<const std::uint8_t> secret,
-                                  std::span<const std::uint8_t> serverNonce,
-                                  std::string& password) noexcept override {
-        if (!pki_.privateKey()) return UAPLEX_BadIdentityTokenInvalid;
-        try {
-            uaplex_status st = security::decryptUserPassword(pki_.privateKey(), encryptionAlgorithm,
-                                                             secret, serverNonce, password);
-            return st == UAPLEX_Good ? st : UAPLEX_BadIdentityTokenInvalid;
-        } catch (...) {
-            return UAPLEX_BadIdentityTokenInvalid;
-        }
-    }
-    uaplex_status verifyX509TokenSignature(
-        std::string_view, std::span<const std::uint8_t> userCertificate, std::string_view algorithm,
-        std::span<const std::uint8_t> signature, std::span<const std::uint8_t> serverCertificate,
-        std::span<const std::uint8_t> serverNonce) noexcept override {
-        try {
-            return security::verifyX509TokenSignature(userCertificate, algorithm, signature,
-                                                      serverCertificate, serverNonce);
-        } catch (...) {
-            return UAPLEX_BadUserSignatureInvalid;
-        }
-    }
-
-  private:
-    security::Pki& pki_;
-};
 
 }  // namespace
 
@@ -634,8 +602,20 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
     discovery_ = std::make_unique<Discovery>(cfg_.server, pki_ ? pki_->own().get() : nullptr);
     // Identities and access control ([access]): the token policies the endpoints offer and
     // the rules compiled against the namespaces the services now have.
-    identity_ = std::make_unique<session::IdentityVerifier>(
-        cfg_.access, pki_ ? std::make_shared<PkiIdentityCrypto>(*pki_) : nullptr);
+    std::shared_ptr<PkiIdentityCrypto> identityCrypto;
+    if (pki_) {
+        identityCrypto = std::make_shared<PkiIdentityCrypto>(*pki_);
+        identityCrypto->onRefused = [budget = refusalLogBudget_](uaplex_status st,
+                                                                 const security::Certificate& c) {
+            std::uint64_t suppressed = 0;
+            if (!budget->allow(monotonicMs(), suppressed)) return;
+            logger()->warn("pki: refused user certificate {} ({}): 0x{:08X}{}", c.subject(),
+                           c.thumbprintHex(), st,
+                           suppressed ? fmt::format(" ({} more refusals not logged)", suppressed)
+                                      : std::string());
+        };
+    }
+    identity_ = std::make_unique<session::IdentityVerifier>(cfg_.access, identityCrypto);
     if (pki_ && pki_->own()) {
         // On None endpoints passwords and token signatures are secured with the server
         // certificate under Basic256Sha256 (Part 4 7.41), never sent in clear.
@@ -735,11 +715,27 @@ void Server::setUpSecurity() {
     if (!existed)
         logger()->info("pki: created the application instance certificate {} ({})",
                        pki_->ownCertificateFile().string(), pki_->own()->thumbprintHex());
+    const auto& limits = cfg_.server.limits;
+    pki_->setRejectedLimits({limits.max_rejected_certificates, limits.max_rejected_bytes});
     securityProvider_ = std::make_unique<security::Provider>(*pki_, std::move(offered));
-    securityProvider_->onRefused = [](uaplex_status st, const security::Certificate& c) {
-        logger()->warn("pki: refused client certificate {} ({}): 0x{:08X}{}", c.subject(),
-                       c.thumbprintHex(), st,
-                       st == UAPLEX_BadCertificateUntrusted ? " BadCertificateUntrusted" : "");
+    // Every refused OPN may log, before any proof of possession: a budget per minute keeps a
+    // flood from filling the log; what it drops is counted in the next line.
+    refusalLogBudget_ = std::make_shared<security::EventBudget>(
+        limits.max_certificate_refusal_logs_per_minute, 60000);
+    securityProvider_->onRefused = [budget = refusalLogBudget_](uaplex_status st,
+                                                                const security::Certificate& c) {
+        std::uint64_t suppressed = 0;
+        if (!budget->allow(monotonicMs(), suppressed)) return;
+        logger()->warn(
+            "pki: refused client certificate {} ({}): 0x{:08X}{}{}", c.subject(), c.thumbprintHex(),
+            st, st == UAPLEX_BadCertificateUntrusted ? " BadCertificateUntrusted" : "",
+            suppressed ? fmt::format(" ({} more refusals not logged)", suppressed) : std::string());
+    };
+    securityProvider_->onRecorded = [budget = refusalLogBudget_](const security::Certificate& c) {
+        std::uint64_t suppressed = 0;
+        if (!budget->allow(monotonicMs(), suppressed)) return;
+        logger()->info("pki: {} ({}) proved its key: kept in rejected/certs for review",
+                       c.subject(), c.thumbprintHex());
     };
 }
 

@@ -34,6 +34,7 @@ class PluginInstance;
 namespace uaplex::security {
 class Pki;
 class Provider;
+class EventBudget;
 }  // namespace uaplex::security
 namespace uaplex::session {
 class SessionManager;
@@ -131,6 +132,8 @@ class Server {
     ServiceHandler& services_;
     std::unique_ptr<security::Pki> pki_;
     std::unique_ptr<security::Provider> securityProvider_;
+    // Log lines of refused client and user certificates ([server.limits]).
+    std::shared_ptr<security::EventBudget> refusalLogBudget_;
     bool offersNone_ = false;
     std::unique_ptr<KernelBufferPool> pool_;    // the fallback when no buffer_pool plugin
     std::unique_ptr<RequestPool> requestPool_;  // released PendingRequests, for any connection

@@ -137,22 +137,35 @@ uaplex_status IdentityVerifier::verify(const ua::ExtensionObject& token,
             std::string thumbprint, subject;
             if (!certificateIdentity(bytes(t.certificateData), thumbprint, subject))
                 return UAPLEX_BadIdentityTokenInvalid;
-            const ua::SignatureData* sig = ctx.userTokenSignature;
+            // A thumbprint mapping pins this very certificate; a subject mapping only names
+            // who a certificate of the user trust list is (anyone can mint the subject).
+            const config::CertificateUser* mapping = nullptr;
+            for (const auto& c : cfg_.certificates)
+                if (!c.thumbprint.empty() && c.thumbprint == thumbprint) {
+                    mapping = &c;
+                    break;
+                }
+            const bool pinned = mapping != nullptr;
+            for (const auto& c : cfg_.certificates)
+                if (!mapping && c.thumbprint.empty() && c.subject == subject) mapping = &c;
+            if (!mapping) return UAPLEX_BadIdentityTokenRejected;
             std::string_view policyUri = tokenPolicyUri(*p, ctx.channelSecurityPolicyUri);
+            // Part 4 6.1.3 before any role: trusted (or pinned), in its validity period, not
+            // revoked, a user certificate's key usage. Every failure is the token's rejection
+            // (ActivateSession's results name no certificate statuses).
+            if (uaplex_status st =
+                    crypto_->validateUserCertificate(policyUri, bytes(t.certificateData), pinned);
+                st != UAPLEX_Good)
+                return UAPLEX_BadIdentityTokenRejected;
+            const ua::SignatureData* sig = ctx.userTokenSignature;
             if (!sig || sig->signature.length <= 0) return UAPLEX_BadUserSignatureInvalid;
             uaplex_status st = crypto_->verifyX509TokenSignature(
                 policyUri, bytes(t.certificateData), ua::view(sig->algorithm),
                 bytes(sig->signature), ctx.serverCertificate, ctx.serverNonce);
             if (st != UAPLEX_Good) return st;
-            for (const auto& c : cfg_.certificates) {
-                bool match =
-                    c.thumbprint.empty() ? c.subject == subject : c.thumbprint == thumbprint;
-                if (!match) continue;
-                out = UserIdentity{IdentityKind::X509, "x509:" + thumbprint, subject,
-                                   roleMask(c.roles) | kAuthenticatedUserRole};
-                return UAPLEX_Good;
-            }
-            return UAPLEX_BadIdentityTokenRejected;
+            out = UserIdentity{IdentityKind::X509, "x509:" + thumbprint, subject,
+                               roleMask(mapping->roles) | kAuthenticatedUserRole};
+            return UAPLEX_Good;
         }
         if (is<ua::IssuedIdentityToken>(token)) return UAPLEX_BadIdentityTokenRejected;
         return UAPLEX_BadIdentityTokenInvalid;

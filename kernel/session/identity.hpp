@@ -48,13 +48,21 @@ class IdentityCrypto {
                                           std::span<const std::uint8_t> serverNonce,
                                           std::string& password) noexcept = 0;
     // Verifies an X509IdentityToken's userTokenSignature: `signature` by the key of
-    // `userCertificate` over serverCertificate + serverNonce. BadUserSignatureInvalid when
-    // it does not verify.
+    // `userCertificate` over serverCertificate + serverNonce, with the signature algorithm of
+    // `securityPolicyUri` (`algorithm` must name it). BadUserSignatureInvalid when it does
+    // not verify or names another algorithm.
     virtual uaplex_status verifyX509TokenSignature(
         std::string_view securityPolicyUri, std::span<const std::uint8_t> userCertificate,
         std::string_view algorithm, std::span<const std::uint8_t> signature,
         std::span<const std::uint8_t> serverCertificate,
         std::span<const std::uint8_t> serverNonce) noexcept = 0;
+    // Validates a user certificate (Part 4 6.1.3) against the user trust list: chain (unless
+    // `pinned`: the configuration names this certificate by thumbprint), validity period,
+    // revocation, key usage, signature hash for `securityPolicyUri`. Good, or the
+    // BadCertificate* status of the first failed check.
+    virtual uaplex_status validateUserCertificate(std::string_view securityPolicyUri,
+                                                  std::span<const std::uint8_t> userCertificate,
+                                                  bool pinned) noexcept = 0;
 };
 
 // Until the channel's security policies provide the cryptography: no encrypted password
@@ -70,6 +78,10 @@ class NoIdentityCrypto final : public IdentityCrypto {
                                            std::span<const std::uint8_t>,
                                            std::span<const std::uint8_t>) noexcept override {
         return UAPLEX_BadUserSignatureInvalid;
+    }
+    uaplex_status validateUserCertificate(std::string_view, std::span<const std::uint8_t>,
+                                          bool) noexcept override {
+        return UAPLEX_BadCertificateUntrusted;
     }
 };
 
@@ -108,8 +120,9 @@ class IdentityVerifier {
     // Checks `token` (an ExtensionObject as decoded; a null one is anonymous). Good with
     // `out` filled; otherwise BadIdentityTokenInvalid (malformed, unknown policyId, not
     // decryptable), BadIdentityTokenRejected (a token kind the server does not accept, an
-    // unmapped certificate), BadUserAccessDenied (wrong user name or password),
-    // BadUserSignatureInvalid. May take milliseconds (password hashing).
+    // unmapped certificate, a user certificate that fails validation), BadUserAccessDenied
+    // (wrong user name or password), BadUserSignatureInvalid. May take milliseconds
+    // (password hashing).
     uaplex_status verify(const ua::ExtensionObject& token, const ActivationContext& ctx,
                          UserIdentity& out) const noexcept;
     // Re-reads the users file (SIGHUP); throws UserStoreError and keeps the old users.

@@ -320,3 +320,25 @@ TEST_CASE("[server.limits] JSON decode threads and their queue: finite defaults,
     CHECK(error_of("[server.limits]\njson_decode_queue_bytes = 1000\n")
               .find("json_decode_queue_bytes") != std::string::npos);
 }
+
+TEST_CASE("[server.limits] the certificate store's limits: finite defaults, overrides, ranges") {
+    auto defaults = parse_string("", "/etc/uaplex/test.toml", kPaths);
+    const auto& d = defaults.server.limits;
+    CHECK(d.max_rejected_certificates == 100);
+    CHECK(d.max_rejected_bytes == 4194304);
+    CHECK(d.max_certificate_refusal_logs_per_minute == 20);
+    auto cfg = parse_string(
+        "[server.limits]\nmax_rejected_certificates = 5\nmax_rejected_bytes = 65536\n"
+        "max_certificate_refusal_logs_per_minute = 0\n",
+        "/etc/uaplex/test.toml", kPaths);
+    CHECK(cfg.server.limits.max_rejected_certificates == 5);
+    CHECK(cfg.server.limits.max_rejected_bytes == 65536);
+    CHECK(cfg.server.limits.max_certificate_refusal_logs_per_minute == 0);
+    CHECK(cfg.warnings.empty());
+    CHECK(error_of("[server.limits]\nmax_rejected_certificates = 100001\n")
+              .find("max_rejected_certificates must be an integer from 0 to 100000") !=
+          std::string::npos);
+    CHECK(
+        error_of("[server.limits]\nmax_rejected_bytes = 2147483648\n").find("max_rejected_bytes") !=
+        std::string::npos);
+}

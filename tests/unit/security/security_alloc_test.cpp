@@ -52,7 +52,10 @@ int main() {
         for (SecurityMode mode : {SecurityMode::Sign, SecurityMode::SignAndEncrypt}) {
             auto server = makeChannelSecurity(policy, cert, key.get(), nullptr);
             auto client = makeClientChannelSecurity(policy, cert, key.get(), cert);
-            std::vector<std::uint8_t> cn(policy.nonceLength, 1), sn(policy.nonceLength, 2);
+            // Random nonces: the channel refuses constant ones.
+            std::vector<std::uint8_t> cn(policy.nonceLength), sn(policy.nonceLength);
+            randomBytes(cn);
+            randomBytes(sn);
             server->deriveKeys(1, cn, sn);
             client->deriveKeys(1, cn, sn);
             std::vector<std::uint8_t> chunk(8192);

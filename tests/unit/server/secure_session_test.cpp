@@ -134,8 +134,12 @@ struct Fixture {
         return static_cast<const ua::ResponseHeader*>(m.object)->serviceResult;
     }
     enc::DecodedMessage createSession(const std::vector<std::uint8_t>& certificate,
-                                      std::string_view uri, std::size_t nonceLength = 32) {
-        std::vector<std::uint8_t> nonce(nonceLength, 0x5c);
+                                      std::string_view uri, std::size_t nonceLength = 32,
+                                      const std::vector<std::uint8_t>* fixedNonce = nullptr) {
+        // A random nonce: constant and repeated ones are refused.
+        std::vector<std::uint8_t> nonce(nonceLength);
+        REQUIRE(security::randomBytes(nonce));
+        if (fixedNonce) nonce = *fixedNonce;
         ua::CreateSessionRequest cs{};
         cs.requestedSessionTimeout = 30000;
         cs.clientDescription.applicationUri = ua::makeString(uri);
@@ -161,14 +165,16 @@ struct Fixture {
         serverNonce.assign(r.serverNonce.data, r.serverNonce.data + r.serverNonce.length);
         return m;
     }
-    uaplex_status activate(bool tamper) {
+    uaplex_status activate(bool tamper, bool sha1 = false) {
         std::vector<std::uint8_t> sig(client.cert->keyBytes());
-        REQUIRE(security::rsaSign(security::AsymmetricSignature::RsaPkcs15Sha256, client.key.get(),
-                                  {pki.own()->der, serverNonce}, sig));
+        REQUIRE(security::rsaSign(sha1 ? security::AsymmetricSignature::RsaPkcs15Sha1
+                                       : security::AsymmetricSignature::RsaPkcs15Sha256,
+                                  client.key.get(), {pki.own()->der, serverNonce}, sig));
         if (tamper) sig[10] ^= 1;
         ua::ActivateSessionRequest as{};
         as.clientSignature.algorithm =
-            ua::makeString("http://www.w3.org/2001/04/xmldsig-more#rsa-sha256");
+            ua::makeString(sha1 ? "http://www.w3.org/2000/09/xmldsig#rsa-sha1"
+                                : "http://www.w3.org/2001/04/xmldsig-more#rsa-sha256");
         as.clientSignature.signature = bytes(sig);
         as.userTokenSignature.algorithm = ua::nullString();
         as.userTokenSignature.signature = ua::nullByteString();
@@ -203,6 +209,10 @@ TEST_CASE("CreateSession signs, ActivateSession checks the client signature") {
     SECTION("a good signature activates") {
         CHECK(f.activate(false) == UAPLEX_Good);
     }
+    SECTION("an rsa-sha1 signature on a Basic256Sha256 channel is refused") {
+        CHECK(f.activate(false, true) == UAPLEX_BadApplicationSignatureInvalid);
+        CHECK(f.activate(false) == UAPLEX_Good);
+    }
     SECTION("a bad signature is BadApplicationSignatureInvalid") {
         CHECK(f.activate(true) == UAPLEX_BadApplicationSignatureInvalid);
         // And the session is still not activated: the right signature works afterwards.
@@ -218,5 +228,16 @@ TEST_CASE("CreateSession refuses certificates and nonces that do not fit") {
     CHECK(Fixture::result(f.createSession(other.cert->der, "urn:test:client")) ==
           UAPLEX_BadCertificateInvalid);
     CHECK(Fixture::result(f.createSession(f.client.cert->der, "urn:test:client", 16)) ==
+          UAPLEX_BadNonceInvalid);
+    // Too little entropy: all zero, one repeated byte, a nonce sent before.
+    std::vector<std::uint8_t> zeros(32, 0), same(32, 0x5c), used(32);
+    REQUIRE(security::randomBytes(used));
+    CHECK(Fixture::result(f.createSession(f.client.cert->der, "urn:test:client", 32, &zeros)) ==
+          UAPLEX_BadNonceInvalid);
+    CHECK(Fixture::result(f.createSession(f.client.cert->der, "urn:test:client", 32, &same)) ==
+          UAPLEX_BadNonceInvalid);
+    CHECK(Fixture::result(f.createSession(f.client.cert->der, "urn:test:client", 32, &used)) ==
+          UAPLEX_Good);
+    CHECK(Fixture::result(f.createSession(f.client.cert->der, "urn:test:client", 32, &used)) ==
           UAPLEX_BadNonceInvalid);
 }

@@ -95,6 +95,16 @@ struct FakeCrypto final : IdentityCrypto {
                    ? UAPLEX_Good
                    : UAPLEX_BadUserSignatureInvalid;
     }
+    // The user trust list's verdict, and whether the last certificate was pinned.
+    uaplex_status userVerdict = UAPLEX_Good;
+    bool lastPinned = false;
+    int validations = 0;
+    uaplex_status validateUserCertificate(std::string_view, std::span<const std::uint8_t>,
+                                          bool pinned) noexcept override {
+        ++validations;
+        lastPinned = pinned;
+        return userVerdict;
+    }
 };
 
 }  // namespace
@@ -304,7 +314,7 @@ TEST_CASE("identity: UserName checks the password, clear text only under Securit
     CHECK(v.verify(token, ctx, id) == UAPLEX_BadUserAccessDenied);
 }
 
-TEST_CASE("identity: X509 maps certificates by thumbprint or subject after the signature") {
+TEST_CASE("identity: X509 maps certificates by thumbprint or subject, validated and signed") {
     auto mapped = makeCertificate("operator-1");
     auto bySubject = makeCertificate("engineer-1");
     auto stranger = makeCertificate("stranger");
@@ -315,7 +325,8 @@ TEST_CASE("identity: X509 maps certificates by thumbprint or subject after the s
     config::AccessSection cfg;
     cfg.certificates.push_back({thumb, "", {"Operator"}});
     cfg.certificates.push_back({"", "CN=engineer-1,O=uaplex", {"Engineer"}});
-    IdentityVerifier v(cfg, std::make_shared<FakeCrypto>());
+    auto crypto = std::make_shared<FakeCrypto>();
+    IdentityVerifier v(cfg, crypto);
     REQUIRE(v.policies().size() == 2);
     CHECK(v.policies()[1].policyId == "certificate");
     CHECK(v.policies()[1].securityPolicyUri == cfg.certificate_security_policy);
@@ -332,11 +343,24 @@ TEST_CASE("identity: X509 maps certificates by thumbprint or subject after the s
     REQUIRE(v.verify(token, ctx, id) == UAPLEX_Good);
     CHECK(id.key == "x509:" + thumb);
     CHECK(id.roles == (role("Operator") | kAuthenticatedUserRole));
+    CHECK(crypto->lastPinned);
     t.certificateData = ua::ByteString{std::int32_t(bySubject.size()), bySubject.data()};
     REQUIRE(v.verify(token, ctx, id) == UAPLEX_Good);
     CHECK(id.roles == (role("Engineer") | kAuthenticatedUserRole));
-    t.certificateData = ua::ByteString{std::int32_t(stranger.size()), stranger.data()};
+    // A subject names a certificate of the user trust list, it pins nothing.
+    CHECK(!crypto->lastPinned);
+    // A certificate the user trust list refuses gets no roles, whatever its mapping.
+    crypto->userVerdict = UAPLEX_BadCertificateUntrusted;
     CHECK(v.verify(token, ctx, id) == UAPLEX_BadIdentityTokenRejected);
+    crypto->userVerdict = UAPLEX_BadCertificateTimeInvalid;
+    t.certificateData = ua::ByteString{std::int32_t(mapped.size()), mapped.data()};
+    CHECK(v.verify(token, ctx, id) == UAPLEX_BadIdentityTokenRejected);
+    crypto->userVerdict = UAPLEX_Good;
+    t.certificateData = ua::ByteString{std::int32_t(stranger.size()), stranger.data()};
+    int validations = crypto->validations;
+    CHECK(v.verify(token, ctx, id) == UAPLEX_BadIdentityTokenRejected);
+    CHECK(crypto->validations == validations);  // unmapped: refused before any validation
+    t.certificateData = ua::ByteString{std::int32_t(mapped.size()), mapped.data()};
     sig.signature = ua::ByteString{3, bad};
     CHECK(v.verify(token, ctx, id) == UAPLEX_BadUserSignatureInvalid);
     ctx.userTokenSignature = nullptr;
@@ -344,12 +368,12 @@ TEST_CASE("identity: X509 maps certificates by thumbprint or subject after the s
     std::uint8_t junk[] = {0x30, 0x03, 1, 2, 3};
     t.certificateData = ua::ByteString{5, junk};
     CHECK(v.verify(token, ctx, id) == UAPLEX_BadIdentityTokenInvalid);
-    // Without the channel's cryptography no signature verifies.
+    // Without the certificate store no user certificate is trusted.
     IdentityVerifier none(cfg, nullptr);
     t.certificateData = ua::ByteString{std::int32_t(mapped.size()), mapped.data()};
     sig.signature = ua::ByteString{4, good};
     ctx.userTokenSignature = &sig;
-    CHECK(none.verify(token, ctx, id) == UAPLEX_BadUserSignatureInvalid);
+    CHECK(none.verify(token, ctx, id) == UAPLEX_BadIdentityTokenRejected);
 }
 
 TEST_CASE("identity: oversized user names and passwords are invalid before any hashing") {
