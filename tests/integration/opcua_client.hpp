@@ -223,6 +223,11 @@ class Client {
     uaplex_status createSession() { return createSessionAs(nullptr); }
     // CreateSession + ActivateSession with `token` (null: anonymous).
     uaplex_status createSessionAs(const ua::ExtensionObject* token) {
+        if (uaplex_status st = createSessionOnly(); st != UAPLEX_Good) return st;
+        return token ? activateAs(*token) : activateSession();
+    }
+    // CreateSession alone; serverNonce() and serverCertificate() keep what it returned.
+    uaplex_status createSessionOnly() {
         ua::CreateSessionRequest cs{};
         cs.endpointUrl = ua::makeString(url_);
         cs.sessionName = ua::makeString("integration");
@@ -235,8 +240,16 @@ class Client {
                            t.identifier.bytestring.data + t.identifier.bytestring.length);
         token_ = t;
         token_.identifier.bytestring.data = tokenBytes_.data();
-        return token ? activateAs(*token) : activateSession();
+        auto keep = [](const ua::ByteString& b) {
+            return b.length > 0 ? std::vector<std::uint8_t>(b.data, b.data + b.length)
+                                : std::vector<std::uint8_t>{};
+        };
+        serverNonce_ = keep(r.serverNonce);
+        serverCertificate_ = keep(r.serverCertificate);
+        return UAPLEX_Good;
     }
+    const std::vector<std::uint8_t>& serverNonce() const { return serverNonce_; }
+    const std::vector<std::uint8_t>& serverCertificate() const { return serverCertificate_; }
     // ActivateSession with a user identity token (ExtensionObject of a *IdentityToken).
     uaplex_status activateAs(const ua::ExtensionObject& token) {
         ua::ActivateSessionRequest as{};
@@ -314,6 +327,7 @@ class Client {
     std::uint32_t timeoutHint_ = 10000;
     ua::NodeId token_ = ua::numericNodeId(0, 0);
     std::vector<std::uint8_t> tokenBytes_;
+    std::vector<std::uint8_t> serverNonce_, serverCertificate_;
     std::vector<std::uint8_t> responseBytes_;
     std::uint32_t chunksReceived_ = 0;
     uaplex_status lastAbort_ = UAPLEX_Good;
