@@ -5,8 +5,16 @@
 // (Variant "Body" on "Type", union "Value" on "SwitchField", NodeId "Id" on "IdType",
 // ExtensionObject "Body" on "TypeId") are skipped first and decoded once the deciding member
 // is known. Every '{' and '[' counts against maxNestingDepth, so recursion is bounded.
+//
+// One structural pass first checks the syntax of the whole text and records, for every
+// object and array of kIndexedBytes or more, where it ends and (arrays) how many elements it
+// has. Skipping such a value is then a jump and an array is allocated from its recorded
+// count, so the decoding pass reads the text once: nested content is not re-scanned once per
+// level (a skip to count, a skip past a deferred member, then the decode). Only values
+// shorter than kIndexedBytes are scanned again, which bounds the rescans per byte.
 #include <uaplex/encoding/json.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstddef>
@@ -15,6 +23,7 @@
 #include <cstring>
 #include <limits>
 #include <string_view>
+#include <vector>
 
 namespace uaplex::enc {
 
@@ -599,11 +608,45 @@ void encodeStructure(JsonWriter& w, const DataType& t, const void* p) noexcept {
 // ---------------------------------------------------------------------------------------
 // Reader
 
+// Objects and arrays at least this long are recorded by the structural pass.
+constexpr std::size_t kIndexedBytes = 64;
+
 class JsonReader {
   public:
     JsonReader(std::span<const std::uint8_t> in, Arena& arena, const DecodeLimits& limits) noexcept
-        : p_(in.data()), end_(in.data() + in.size()), arena_(arena), limits_(limits) {
+        : begin_(in.data()),
+          p_(in.data()),
+          end_(in.data() + in.size()),
+          arena_(arena),
+          limits_(limits) {
         if (in.size() > limits.maxMessageSize) fail(UAPLEX_BadEncodingLimitsExceeded);
+    }
+
+    // The structural pass over the whole input: one value and nothing but whitespace after
+    // it. Returns false (with the status set) on a syntax error or a limit.
+    bool index() noexcept {
+        if (!ok()) return false;
+        if (std::size_t(end_ - begin_) >= std::numeric_limits<std::uint32_t>::max())
+            return fail(UAPLEX_BadEncodingLimitsExceeded), false;
+        recording_ = true;
+        try {
+            skipValue();
+        } catch (...) {  // the index's storage
+            fail(UAPLEX_BadOutOfMemory);
+        }
+        recording_ = false;
+        if (ok() && !atEnd()) fail();
+        scanned_ += std::uint64_t(p_ - begin_);
+        if (!ok()) return false;
+        p_ = begin_;
+        depth_ = 0;
+        indexed_ = true;
+        return true;
+    }
+    // Bytes read so far (structural pass and decoding pass; jumps over indexed values are
+    // not reads, going back to a deferred member is).
+    std::uint64_t scannedBytes() const noexcept {
+        return scanned_ + std::uint64_t(p_ - begin_) + rewound_ - jumped_;
     }
 
     bool ok() const noexcept { return status_ == UAPLEX_Good; }
@@ -615,8 +658,27 @@ class JsonReader {
     }
     const std::uint8_t* pos() const noexcept { return p_; }
     void seek(const std::uint8_t* p) noexcept {
-        if (ok()) p_ = p;
+        if (!ok()) return;
+        if (p < p_)
+            rewound_ += std::uint64_t(p_ - p);
+        else
+            jumped_ += std::uint64_t(p - p_);
+        p_ = p;
     }
+
+    // The recorded object or array starting at the current position, or nullptr.
+    struct Span {
+        std::uint32_t open, close, count;  // offsets of '[' / '{' and its match; elements
+    };
+    const Span* indexedHere() const noexcept {
+        if (!indexed_ || p_ == end_) return nullptr;
+        const auto at = std::uint32_t(p_ - begin_);
+        auto it = std::lower_bound(index_.begin(), index_.end(), at,
+                                   [](const Span& s, std::uint32_t v) { return s.open < v; });
+        return it != index_.end() && it->open == at ? &*it : nullptr;
+    }
+    // Past the recorded value at the current position (no rescan).
+    void jumpPast(const Span& s) noexcept { seek(begin_ + s.close + 1); }
 
     void ws() noexcept {
         while (p_ != end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\n' || *p_ == '\r')) ++p_;
@@ -791,10 +853,14 @@ class JsonReader {
         return true;
     }
 
-    // Skips one value of any kind, checking its syntax.
+    // Skips one value of any kind, checking its syntax. An indexed object or array is jumped
+    // over; during the structural pass, objects and arrays are recorded.
     void skipValue() noexcept {
         switch (peek()) {
-            case '{':
+            case '{': {
+                if (const Span* s = indexedHere()) return jumpPast(*s);
+                std::size_t slot = open();
+                if (!ok()) return;
                 ++p_;
                 if (!enter()) return;
                 if (!take('}')) {
@@ -804,20 +870,30 @@ class JsonReader {
                         if (!stringToken(b, e, esc) || !expect(':')) return;
                         skipValue();
                     } while (ok() && take(','));
-                    expect('}');
+                    if (!expect('}')) return;
                 }
                 leave();
+                close(slot, 0);
                 return;
-            case '[':
+            }
+            case '[': {
+                if (const Span* s = indexedHere()) return jumpPast(*s);
+                std::size_t slot = open();
+                if (!ok()) return;
                 ++p_;
                 if (!enter()) return;
+                std::uint32_t n = 0;
                 if (!take(']')) {
-                    do skipValue();
-                    while (ok() && take(','));
-                    expect(']');
+                    do {
+                        skipValue();
+                        ++n;
+                    } while (ok() && take(','));
+                    if (!expect(']')) return;
                 }
                 leave();
+                close(slot, n);
                 return;
+            }
             case '"': {
                 const std::uint8_t *b, *e;
                 bool esc;
@@ -842,6 +918,25 @@ class JsonReader {
     }
 
   private:
+    // Structural pass: a slot for the object or array opening here (kept in order of their
+    // openings), filled at its end, dropped when the value is short (it is then the last
+    // slot: everything inside it was shorter still).
+    std::size_t open() {
+        if (!recording_) return 0;
+        index_.push_back(Span{std::uint32_t(p_ - begin_), 0, 0});
+        // The index is bounded like the arena: a quarter of maxArenaBytes.
+        if (index_.size() * sizeof(Span) > limits_.maxArenaBytes / 4)
+            fail(UAPLEX_BadEncodingLimitsExceeded);
+        return index_.size() - 1;
+    }
+    void close(std::size_t slot, std::uint32_t count) noexcept {
+        if (!recording_) return;
+        Span& s = index_[slot];
+        s.close = std::uint32_t(p_ - 1 - begin_);
+        s.count = count;
+        if (s.close + 1 - s.open < kIndexedBytes && slot + 1 == index_.size()) index_.pop_back();
+    }
+
     static bool digit(std::uint8_t c) noexcept { return c >= '0' && c <= '9'; }
     static bool hex4(const std::uint8_t*& q, const std::uint8_t* e, std::uint32_t& v) noexcept {
         if (e - q < 4) return false;
@@ -877,12 +972,17 @@ class JsonReader {
         return 4;
     }
 
+    const std::uint8_t* begin_;
     const std::uint8_t* p_;
     const std::uint8_t* end_;
     Arena& arena_;
     DecodeLimits limits_;
     uaplex_status status_ = UAPLEX_Good;
     std::uint32_t depth_ = 0;
+    bool recording_ = false;  // the structural pass is running
+    bool indexed_ = false;    // it has run: index_ holds every long object and array
+    std::vector<Span> index_;
+    std::uint64_t scanned_ = 0, rewound_ = 0, jumped_ = 0;
 };
 
 // Calls f(key) for each member of an object; f consumes the member's value.
@@ -1220,15 +1320,18 @@ void readNodeId(JsonReader& r, NodeId& n, ExpandedNodeId* x) noexcept {
     r.seek(after);
 }
 
-// Decodes an array of `k` into `a`: counts the elements first (syntax-checked), then
-// allocates once and decodes them in a second pass.
+// Decodes an array of `k` into `a`: allocates once for its element count, then decodes the
+// elements. The count of an indexed array is recorded; a short one is counted by a scan.
 void readArray(JsonReader& r, K k, const DataType* t, Array<std::uint8_t>& a) noexcept {
     a = Array<std::uint8_t>{-1, nullptr};
     if (r.takeNull()) return;
     if (r.peek() != '[') return r.fail();
     const std::uint8_t* start = r.pos();
     std::int64_t n = 0;
-    {
+    if (const JsonReader::Span* s = r.indexedHere()) {
+        n = s->count;
+        if (n > r.limits().maxArrayLength) return r.fail(UAPLEX_BadEncodingLimitsExceeded);
+    } else {
         r.take('[');
         if (!r.enter()) return;
         if (!r.take(']')) {
@@ -1240,21 +1343,20 @@ void readArray(JsonReader& r, K k, const DataType* t, Array<std::uint8_t>& a) no
             r.expect(']');
         }
         r.leave();
+        if (!r.ok()) return;
+        r.seek(start);
     }
-    if (!r.ok()) return;
-    const std::uint8_t* after = r.pos();
     std::size_t size = sizeOfKind(k, t);
     auto* data = static_cast<std::uint8_t*>(r.allocate(size * std::size_t(n), alignOfKind(k, t)));
     if (data == nullptr) return;
-    r.seek(start);
     r.take('[');
-    r.enter();
+    if (!r.enter()) return;
     for (std::int64_t i = 0; i < n && r.ok(); ++i) {
         if (i) r.expect(',');
         decodeScalar(r, k, t, data + std::size_t(i) * size);
     }
+    r.expect(']');
     r.leave();
-    r.seek(after);
     if (r.ok()) a = Array<std::uint8_t>{std::int32_t(n), data};
 }
 
@@ -1663,9 +1765,18 @@ uaplex_status encodeJson(ByteBuffer& out, const DataType& type, const void* valu
 }
 
 uaplex_status decodeJson(std::span<const std::uint8_t> input, Arena& arena,
-                         const DecodeLimits& limits, const DataType& type, void** out) noexcept {
+                         const DecodeLimits& limits, const DataType& type, void** out,
+                         JsonDecodeStats* stats) noexcept {
     *out = nullptr;
     JsonReader r(input, arena, limits);
+    struct Report {
+        JsonReader& r;
+        JsonDecodeStats* stats;
+        ~Report() {
+            if (stats) stats->scannedBytes = r.scannedBytes();
+        }
+    } report{r, stats};
+    if (!r.index()) return r.status();
     void* obj = r.allocate(type.size, type.alignment);
     if (obj == nullptr) return r.status();
     decodeScalar(r, kindOf(type), &type, obj);
@@ -1675,8 +1786,16 @@ uaplex_status decodeJson(std::span<const std::uint8_t> input, Arena& arena,
 }
 
 DecodedMessage decodeJsonMessage(std::span<const std::uint8_t> input, Arena& arena,
-                                 const DecodeLimits& limits) noexcept {
+                                 const DecodeLimits& limits, JsonDecodeStats* stats) noexcept {
     JsonReader r(input, arena, limits);
+    struct Report {
+        JsonReader& r;
+        JsonDecodeStats* stats;
+        ~Report() {
+            if (stats) stats->scannedBytes = r.scannedBytes();
+        }
+    } report{r, stats};
+    if (!r.index()) return {r.status(), nullptr, nullptr};
     ExtensionObject e;
     decodeScalar(r, K::ExtensionObject, nullptr, &e);
     if (r.ok() && !r.atEnd()) r.fail();

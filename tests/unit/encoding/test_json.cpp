@@ -314,3 +314,90 @@ TEST_CASE("JSON: every built-in and generated type round-trips", "[json]") {
     }
     CHECK(checked == enc::allDataTypes().size() * 6);
 }
+
+namespace {
+
+// `inner` wrapped in `depth` Variants of Variant: `{"Body":...,"Type":24}` puts the member
+// that waits for "Type" first (the decoder must come back to it), `{"Type":24,"Body":[...]}`
+// makes each level an array as well.
+std::string nestedVariants(const std::string& inner, int depth, bool bodyFirst, bool arrays) {
+    std::string out;
+    for (int i = 0; i < depth; ++i)
+        out += bodyFirst ? (arrays ? R"({"Body":[)" : R"({"Body":)")
+                         : (arrays ? R"({"Type":24,"Body":[)" : R"({"Type":24,"Body":)");
+    out += inner;
+    for (int i = 0; i < depth; ++i)
+        out += bodyFirst ? (arrays ? R"(],"Type":24})" : R"(,"Type":24})") : (arrays ? "]}" : "}");
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("JSON: nested values are read once, not once per level", "[json]") {
+    // ~200 kB of leaf content under up to 30 levels (60 with the arrays): the bytes the
+    // decoder reads stay a small multiple of the input, whatever the depth.
+    std::string leaf = R"({"Type":6,"Body":[)";
+    for (int i = 0; i < 40000; ++i) leaf += i ? ",12345" : "12345";
+    leaf += "]}";
+    for (bool bodyFirst : {false, true}) {
+        for (bool arrays : {false, true}) {
+            for (int depth : {1, 10, 30}) {
+                std::string text = nestedVariants(leaf, depth, bodyFirst, arrays);
+                INFO("depth " << depth << (bodyFirst ? ", Body first" : ", Type first")
+                              << (arrays ? ", arrays" : ""));
+                enc::Arena arena;
+                void* v = nullptr;
+                enc::JsonDecodeStats stats;
+                REQUIRE(enc::decodeJson(bytesOf(text), arena, {}, *enc::findDataType("Variant"), &v,
+                                        &stats) == UAPLEX_Good);
+                // One structural pass and one decoding pass; before, the leaf was scanned
+                // about twice per level (a skip, then the decode, at every level).
+                CHECK(stats.scannedBytes >= text.size());
+                CHECK(stats.scannedBytes <= 3 * text.size());
+                // The innermost array decoded intact.
+                const auto* x = static_cast<const enc::Variant*>(v);
+                for (int i = 0; i < depth; ++i) {
+                    if (arrays) {
+                        REQUIRE(x->array_length == 1);
+                        x = static_cast<const enc::Variant*>(x->value.pointer);
+                    } else {
+                        x = static_cast<const enc::Variant*>(x->value.pointer);
+                    }
+                }
+                CHECK(x->array_length == 40000);
+            }
+        }
+    }
+    // A service message: a Write of one such value.
+    std::string msg = R"({"TypeId":{"Id":671},"Body":{"NodesToWrite":[{"Value":{"Value":)" +
+                      nestedVariants(leaf, 25, true, false) +
+                      R"(},"NodeId":{"Id":2258},"AttributeId":13}]}})";
+    enc::Arena arena;
+    enc::JsonDecodeStats stats;
+    enc::DecodedMessage m = enc::decodeJsonMessage(bytesOf(msg), arena, {}, &stats);
+    CHECK(m.status == UAPLEX_Good);
+    CHECK(stats.scannedBytes <= 3 * msg.size());
+}
+
+TEST_CASE("JSON: the structural pass keeps syntax and limits of skipped members", "[json]") {
+    // Unknown members are skipped by a jump once indexed, but their syntax was checked.
+    std::string pad(200, ' ');
+    CHECK(decodeStatus(R"({"x":[1,2,)" + pad + "3,]}", "ReadRequest") == UAPLEX_BadDecodingError);
+    CHECK(decodeStatus(R"({"x":[1,2,)" + pad + "3],\"MaxAge\":1}", "ReadRequest") == UAPLEX_Good);
+    // A long array's recorded count still meets maxArrayLength.
+    enc::DecodeLimits l;
+    l.maxArrayLength = 100;
+    std::string arr = R"({"Type":6,"Body":[)";
+    for (int i = 0; i < 101; ++i) arr += i ? ",1" : "1";
+    arr += "]}";
+    CHECK(decodeStatus(arr, "Variant", l) == UAPLEX_BadEncodingLimitsExceeded);
+    l.maxArrayLength = 101;
+    CHECK(decodeStatus(arr, "Variant", l) == UAPLEX_Good);
+    // The index is bounded: a quarter of maxArenaBytes.
+    enc::DecodeLimits tiny;
+    tiny.maxArenaBytes = 4096;
+    std::string many = R"({"x":[)";
+    for (int i = 0; i < 200; ++i) many += std::string(i ? "," : "") + "[" + pad.substr(0, 70) + "]";
+    many += "]}";
+    CHECK(decodeStatus(many, "ReadRequest", tiny) == UAPLEX_BadEncodingLimitsExceeded);
+}

@@ -21,17 +21,26 @@ namespace uaplex::enc {
 uaplex_status encodeJson(ByteBuffer& out, const DataType& type, const void* value,
                          std::size_t maxSize = 64u << 20) noexcept;
 
+// What a decode cost: the bytes of input it read (a structural pass over the text, then the
+// decoding pass; values it skips or comes back to are not read again). Linear in the input
+// size whatever the nesting.
+struct JsonDecodeStats {
+    std::uint64_t scannedBytes = 0;
+};
+
 // Decodes one JSON value of `type` from the whole of `input` (surrounding whitespace allowed)
 // into arena storage; *out receives the object or nullptr.
 uaplex_status decodeJson(std::span<const std::uint8_t> input, Arena& arena,
-                         const DecodeLimits& limits, const DataType& type, void** out) noexcept;
+                         const DecodeLimits& limits, const DataType& type, void** out,
+                         JsonDecodeStats* stats = nullptr) noexcept;
 
 // A service message as JSON: an ExtensionObject {"TypeId":{"Id":n},"Body":{...}} whose TypeId
 // is the message's DataType NodeId, its DefaultJson or its DefaultBinary encoding NodeId (all
 // accepted; the encoder writes the DataType NodeId). Returns the decoded structure like
 // decodeMessage.
 DecodedMessage decodeJsonMessage(std::span<const std::uint8_t> input, Arena& arena,
-                                 const DecodeLimits& limits) noexcept;
+                                 const DecodeLimits& limits,
+                                 JsonDecodeStats* stats = nullptr) noexcept;
 uaplex_status encodeJsonMessage(ByteBuffer& out, const DataType& type, const void* object,
                                 std::size_t maxSize = 64u << 20) noexcept;
 
