@@ -350,6 +350,11 @@ class HttpsTransport final : public uaplex::sdk::Transport {
                 native,
                 SSL_VERIFY_PEER | (mode == "required" ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0),
                 &verifyAllowingMissingCrl);
+            // No session resumption: a resumed session skips the certificate check, so a
+            // certificate revoked (or removed) since would still get in.
+            SSL_CTX_set_session_cache_mode(native, SSL_SESS_CACHE_OFF);
+            SSL_CTX_set_options(native, SSL_OP_NO_TICKET);
+            SSL_CTX_set_num_tickets(native, 0);
             verifyClients_ = true;
         } else if (mode != "none") {
             throw uaplex::sdk::StatusError(UAPLEX_BadConfigurationError,

@@ -205,6 +205,7 @@ def case_crl(exe, plugin_dir, config, d):
     ca_cert, ca_key = make_ca(ca_dir)
     a_cert, a_key = issue(ca_dir, ca_cert, ca_key, "client-a", 1001)
     b_cert, b_key = issue(ca_dir, ca_cert, ca_key, "client-b", 1002)
+    c_cert, c_key = issue(ca_dir, ca_cert, ca_key, "client-c", 1003)
     trusted = os.path.join(d, "trusted")
     os.makedirs(trusted)
     subprocess.run(["cp", ca_cert, os.path.join(trusted, "ca.pem")], check=True)
@@ -220,16 +221,25 @@ def case_crl(exe, plugin_dir, config, d):
         rc, code, _ = h.curl(["--cert", b_cert, "--key", b_key, health])
         check(rc != 0 and code == 0, "a revoked certificate (in the CRL) is refused in the handshake")
 
-        # An open keep-alive connection with client-a, then client-a is revoked too.
-        ctx = ssl.create_default_context()
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-        ctx.load_cert_chain(a_cert, a_key)
-        conn = ctx.wrap_socket(socket.create_connection(("127.0.0.1", s.port), 10))
-        conn.settimeout(15)
-        conn.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
-        first = conn.recv(4096)
-        check(first.startswith(b"HTTP/1.1 200"), "client-a's keep-alive connection is served")
+        # Open keep-alive connections with client-a and client-c, then client-a is revoked
+        # too. One TLS context for client-a: a resumed session must not skip the check.
+        def keep_alive(cert_file, key_file, ctx=None, session=None):
+            if ctx is None:
+                ctx = ssl.create_default_context()
+                ctx.check_hostname = False
+                ctx.verify_mode = ssl.CERT_NONE
+                ctx.load_cert_chain(cert_file, key_file)
+            conn = ctx.wrap_socket(socket.create_connection(("127.0.0.1", s.port), 10),
+                                   session=session)
+            conn.settimeout(15)
+            conn.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            return conn, ctx, conn.recv(4096).startswith(b"HTTP/1.1 200")
+
+        conn, a_ctx, ok = keep_alive(a_cert, a_key)
+        check(ok, "client-a's keep-alive connection is served")
+        a_session = conn.session
+        c_conn, _, ok = keep_alive(c_cert, c_key)
+        check(ok, "client-c's keep-alive connection is served")
         time.sleep(0.05)
         revoke_and_write_crl(ca_dir, ca_cert, ca_key, a_cert, crl)
         refused = False
@@ -246,6 +256,19 @@ def case_crl(exe, plugin_dir, config, d):
             closed = True
         check(closed, "client-a's open connection is closed at the reload")
         conn.close()
+        try:
+            resumed, _, ok = keep_alive(None, None, a_ctx, a_session)
+            resumed.close()
+        except (OSError, ssl.SSLError):
+            ok = False
+        check(not ok, "client-a offering its earlier TLS session is refused (no resumption)")
+        try:
+            c_conn.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            ok = c_conn.recv(4096).startswith(b"HTTP/1.1 200")
+        except (OSError, ssl.SSLError):
+            ok = False
+        check(ok, "client-c's open connection (still trusted) survives the reload")
+        c_conn.close()
         rc, code, _ = h.curl(["--cert", b_cert, "--key", b_key, health])
         check(rc != 0 and code == 0 and s.alive(), "client-b stays refused, the server keeps running")
     finally:
