@@ -2,16 +2,21 @@
 // instance certificate, list the stores, trust or reject a peer certificate).
 #include "pki_tool.hpp"
 
+#include <openssl/crypto.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
-#include <fstream>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "config/config.hpp"
 #include "security/pki.hpp"
+#include "security/safe_file.hpp"
 
 namespace fs = std::filesystem;
 using namespace uaplex::security;
@@ -46,10 +51,32 @@ std::string notAfter(const Certificate& c) {
     return buf;
 }
 
-bool writeFile(const fs::path& p, const void* data, std::size_t n) {
-    std::ofstream out(p, std::ios::binary | std::ios::trunc);
-    out.write(static_cast<const char*>(data), std::streamsize(n));
-    return bool(out);
+// Every file the tool writes replaces its target without following what is planted there
+// (security/safe_file.hpp); `mode` holds from creation on.
+bool writeFile(const fs::path& p, const void* data, std::size_t n, mode_t mode,
+               std::string& error) {
+    return replaceFile(p, data, n, mode, error);
+}
+
+// --out-dir: a missing directory is created 0700 (its parents with the usual mode). An
+// existing one must be a directory itself, not a symlink, that neither the group nor others
+// may write: whoever can write the directory can swap the files after they are written.
+// Empty: fine; else the reason it is refused.
+std::string prepareOutDir(const fs::path& dir) {
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0) {
+        if (errno != ENOENT) return dir.string() + ": " + std::strerror(errno);
+        std::error_code ec;
+        if (dir.has_parent_path()) fs::create_directories(dir.parent_path(), ec);
+        if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+            return "cannot create " + dir.string() + ": " + std::strerror(errno);
+        if (::lstat(dir.c_str(), &st) != 0) return dir.string() + ": " + std::strerror(errno);
+    }
+    if (S_ISLNK(st.st_mode)) return dir.string() + " is a symbolic link (give the directory)";
+    if (!S_ISDIR(st.st_mode)) return dir.string() + " is not a directory";
+    if (st.st_mode & (S_IWGRP | S_IWOTH))
+        return dir.string() + " is writable by group or others (use a private directory)";
+    return {};
 }
 
 std::string derToPem(const std::vector<std::uint8_t>& der) {
@@ -84,8 +111,10 @@ int move(Pki& pki, const std::string& what, const char* from, const char* to) {
     if (fs::is_regular_file(what, ec)) {
         auto c = readCertificate(what);
         if (!c) return error(what + " is not a certificate (DER or PEM)");
-        if (!writeFile(target / (c->thumbprintHex() + ".der"), c->der.data(), c->der.size()))
-            return error("cannot write into " + target.string());
+        std::string err;
+        if (!writeFile(target / (c->thumbprintHex() + ".der"), c->der.data(), c->der.size(),
+                       kPublicFileMode, err))
+            return error(err);
         // A certificate trusted is no longer rejected, and the other way round.
         if (auto old = findByThumbprint(pki.root() / from, c->thumbprintHex()); !old.empty())
             fs::remove(old, ec);
@@ -177,17 +206,20 @@ int runPkiTool(int argc, char** argv, const fs::path& exeDir) {
                 certFile = pki.ownCertificateFile();
                 keyFile = pki.ownKeyFile();
             } else {
-                fs::create_directories(outDir);
+                if (std::string why = prepareOutDir(outDir); !why.empty()) return error(why);
                 certFile = outDir / "cert.der";
                 keyFile = outDir / "key.pem";
-                std::string pem = derToPem(der);
-                writeFile(outDir / "cert.pem", pem.data(), pem.size());
             }
-            if (!writeFile(keyFile, keyPem.data(), keyPem.size()) ||
-                !writeFile(certFile, der.data(), der.size()))
-                return error("cannot write " + certFile.string());
-            fs::permissions(keyFile, fs::perms::owner_read | fs::perms::owner_write,
-                            fs::perm_options::replace);
+            // The key is 0600 from its creation; the certificates are public.
+            if (!writeFile(keyFile, keyPem.data(), keyPem.size(), kPrivateFileMode, err) ||
+                !writeFile(certFile, der.data(), der.size(), kPublicFileMode, err))
+                return error(err);
+            if (!outDir.empty()) {
+                std::string pem = derToPem(der);
+                if (!writeFile(outDir / "cert.pem", pem.data(), pem.size(), kPublicFileMode, err))
+                    return error(err);
+            }
+            OPENSSL_cleanse(keyPem.data(), keyPem.size());
             auto c = Certificate::fromDer(der);
             std::printf("%s %s %s\n", c->thumbprintHex().c_str(), certFile.string().c_str(),
                         r.applicationUri.c_str());

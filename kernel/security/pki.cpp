@@ -1,6 +1,7 @@
 #include "security/pki.hpp"
 
 #include <openssl/bio.h>
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/rsa.h>
@@ -17,6 +18,8 @@
 #include <stdexcept>
 #include <system_error>
 #include <tuple>
+
+#include "security/safe_file.hpp"
 
 namespace uaplex::security {
 
@@ -372,17 +375,12 @@ void Pki::loadOrCreateOwn(const CertificateRequest& request) {
     std::vector<std::uint8_t> der;
     std::string error;
     if (!createSelfSigned(request, key_, der, error)) throw std::runtime_error("pki: " + error);
-    {
-        std::ofstream out(keyFile, std::ios::binary | std::ios::trunc);
-        std::string pem = privateKeyPem(key_.get());
-        out.write(pem.data(), std::streamsize(pem.size()));
-        if (!out) throw std::runtime_error("pki: cannot write " + keyFile.string());
-    }
-    fs::permissions(keyFile, fs::perms::owner_read | fs::perms::owner_write,
-                    fs::perm_options::replace);
-    std::ofstream out(certFile, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(der.data()), std::streamsize(der.size()));
-    if (!out) throw std::runtime_error("pki: cannot write " + certFile.string());
+    // The key is 0600 from its creation, and nothing planted at either path is followed.
+    std::string pem = privateKeyPem(key_.get()), err;
+    bool written = replaceFile(keyFile, pem, kPrivateFileMode, err) &&
+                   replaceFile(certFile, der.data(), der.size(), kPublicFileMode, err);
+    OPENSSL_cleanse(pem.data(), pem.size());
+    if (!written) throw std::runtime_error("pki: " + err);
     own_ = Certificate::fromDer(der);
 }
 

@@ -123,6 +123,50 @@ check "create-cert --out-dir writes cert and key" test -s "$work/peer/cert.der" 
 thumb=$(cut -d' ' -f1 "$work/out")
 "$uaplex" pki --pki "$pki" create-cert > "$work/out" 2>&1
 check "create-cert refuses to replace own without --force" grep -q "exists (--force replaces it)" "$work/out"
+# create-cert --out-dir: nothing planted in the directory is followed or receives the key.
+outS="$work/outS"
+mkdir -m 700 "$outS"
+ln -s "$work/victim.txt" "$outS/key.pem"
+ln -s "$work/victim.txt" "$outS/cert.pem"
+"$uaplex" pki --pki "$pki" create-cert --uri urn:cli-test:s --out-dir "$outS" > /dev/null 2>&1
+check "create-cert: a symlink planted at key.pem is not followed" test "$(cat "$work/victim.txt")" = victim
+check "create-cert: the victim keeps its mode" test "$(stat -c %a "$work/victim.txt")" = 644
+check "create-cert: key.pem is a new private file" bash -c "test ! -L '$outS/key.pem' && test \"\$(stat -c %a '$outS/key.pem')\" = 600 && grep -q 'BEGIN PRIVATE KEY' '$outS/key.pem'"
+check "create-cert: cert.pem is not written through a symlink" bash -c "test ! -L '$outS/cert.pem' && grep -q 'BEGIN CERTIFICATE' '$outS/cert.pem'"
+outP="$work/outP"
+mkdir -m 700 "$outP"
+echo planted > "$outP/key.pem"
+chmod 666 "$outP/key.pem"
+ln "$outP/key.pem" "$work/planted-link"  # what the planter keeps of its file
+[ "$(id -u)" = 0 ] && chown 65534:65534 "$outP/key.pem"
+"$uaplex" pki --pki "$pki" create-cert --uri urn:cli-test:p --out-dir "$outP" > /dev/null 2>&1
+check "create-cert: a pre-created key.pem does not receive the key" test "$(cat "$work/planted-link")" = planted
+check "create-cert: key.pem is the creator's own file, 0600" test "$(stat -c '%u %a %h' "$outP/key.pem")" = "$(id -u) 600 1"
+(umask 000; "$uaplex" pki --pki "$pki" create-cert --uri urn:cli-test:f --out-dir "$work/fresh/sub" > /dev/null 2>&1)
+check "create-cert: a new --out-dir is 0700" test "$(stat -c %a "$work/fresh/sub")" = 700
+check "create-cert: the key is 0600 and the certificates 0644 under umask 000" test "$(stat -c %a "$work/fresh/sub/key.pem") $(stat -c %a "$work/fresh/sub/cert.der") $(stat -c %a "$work/fresh/sub/cert.pem")" = "600 644 644"
+mkdir "$work/shared"
+chmod 1777 "$work/shared"
+"$uaplex" pki --pki "$pki" create-cert --uri urn:cli-test:w --out-dir "$work/shared" > /dev/null 2> "$work/err"
+rc=$?
+check "create-cert: a world-writable --out-dir is refused" bash -c "test $rc -eq 1 && grep -q 'writable by group or others' '$work/err' && ! test -e '$work/shared/key.pem'"
+ln -s "$outS" "$work/out-link"
+"$uaplex" pki --pki "$pki" create-cert --uri urn:cli-test:l --out-dir "$work/out-link" > /dev/null 2> "$work/err"
+check "create-cert: a symlinked --out-dir is refused" grep -q "is a symbolic link" "$work/err"
+ln -sf "$work/victim.txt" "$pki/own/private/uaplex.pem"
+"$uaplex" pki --pki "$pki" create-cert --uri urn:cli-test:server --force > /dev/null 2>&1
+check "create-cert --force: a symlink at own/private is not followed" bash -c "test \"\$(cat '$work/victim.txt')\" = victim && test ! -L '$pki/own/private/uaplex.pem' && test \"\$(stat -c %a '$pki/own/private/uaplex.pem')\" = 600"
+# The key exists 0600 from its creation on: created exclusively, never following, 0600.
+if command -v strace > /dev/null && strace -o /dev/null true 2> /dev/null; then
+    (umask 000; strace -f -e trace=open,openat,creat -o "$work/strace" \
+        "$uaplex" pki --pki "$pki" create-cert --uri urn:cli-test:t --out-dir "$work/traced" > /dev/null 2>&1)
+    check "create-cert: the key file is created O_EXCL|O_NOFOLLOW with mode 0600" \
+        grep -qE 'traced/key\.pem\.[0-9a-f]{16}\.tmp", O_WRONLY\|O_CREAT\|O_EXCL\|O_NOFOLLOW\|O_CLOEXEC, 0600\) = [0-9]' "$work/strace"
+    check "create-cert: key.pem itself is never opened for writing" \
+        bash -c "! grep -E 'traced/key\.pem\", O_(WRONLY|RDWR)' '$work/strace'"
+else
+    echo "skip: strace is not usable here (the creation-mode check)"
+fi
 "$uaplex" pki --pki "$pki" trust "$work/peer/cert.pem" > /dev/null
 check "trust <file> copies into trusted/certs" test -s "$pki/trusted/certs/$thumb.der"
 "$uaplex" pki --pki "$pki" list > "$work/out"

@@ -1,0 +1,138 @@
+// Writing files that hold secrets (private keys, password hashes), and the files written next
+// to them, so that nothing planted at the path can redirect, read or keep them:
+//   - the bytes go into a fresh temporary name in the target's directory, created with
+//     O_CREAT|O_EXCL|O_NOFOLLOW and the final mode: a symlink or a file someone planted under
+//     that name makes the open fail instead of being followed or reused, and the mode holds
+//     from the first byte on (the umask can only take bits away; fchmod then sets it exactly);
+//   - fsync, then rename over the target: rename replaces the directory entry, so a symlink
+//     at the target is replaced, never followed, and a file someone else created there keeps
+//     its own inode and contents and never receives ours;
+//   - the directory is fsynced so that the rename survives a crash.
+// Header-only: the security, session and CLI code all use it, without a library between them.
+#pragma once
+
+#include <fcntl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace uaplex::security {
+
+inline constexpr mode_t kPrivateFileMode = 0600;  // keys, users file
+inline constexpr mode_t kPublicFileMode = 0644;   // certificates
+
+// One replacement of `target`: create(), write(), commit(). Until commit() succeeds, the
+// destructor removes the temporary file and the target is untouched.
+class ReplacementFile {
+  public:
+    ReplacementFile() = default;
+    ReplacementFile(const ReplacementFile&) = delete;
+    ReplacementFile& operator=(const ReplacementFile&) = delete;
+    ~ReplacementFile() { discard(); }
+
+    // Creates the temporary file `<target>.<random>.tmp` with `mode`. False: error() says why.
+    bool create(const std::filesystem::path& target, mode_t mode) {
+        discard();
+        target_ = target;
+        for (int attempt = 0; attempt < 8; ++attempt) {
+            std::uint8_t r[8];
+            if (::getrandom(r, sizeof r, 0) != ssize_t(sizeof r)) return fail("getrandom");
+            static constexpr char digits[] = "0123456789abcdef";
+            std::string suffix(".", 1);
+            for (std::uint8_t b : r) {
+                suffix += digits[b >> 4];
+                suffix += digits[b & 15];
+            }
+            std::filesystem::path name = target;
+            name += suffix + ".tmp";
+            fd_ = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+            // Only a name this call created is ours to remove later.
+            if (fd_ >= 0) {
+                temp_ = std::move(name);
+                break;
+            }
+            if (errno != EEXIST) return fail("cannot create " + name.string());
+        }
+        if (fd_ < 0) return fail("cannot create a temporary file next to " + target.string());
+        if (::fchmod(fd_, mode) != 0) return fail("cannot set the mode of " + temp_.string());
+        return true;
+    }
+
+    bool write(const void* data, std::size_t size) {
+        if (fd_ < 0) return false;
+        const char* p = static_cast<const char*>(data);
+        while (size > 0) {
+            ssize_t n = ::write(fd_, p, size);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) return fail("cannot write " + temp_.string());
+            p += n;
+            size -= std::size_t(n);
+        }
+        return true;
+    }
+
+    // fsync, rename over the target, fsync the directory.
+    bool commit() {
+        if (fd_ < 0) return false;
+        bool synced = ::fsync(fd_) == 0;
+        bool closed = ::close(fd_) == 0;
+        fd_ = -1;
+        if (!synced || !closed) return fail("cannot write " + temp_.string());
+        if (::rename(temp_.c_str(), target_.c_str()) != 0)
+            return fail("cannot replace " + target_.string());
+        temp_.clear();
+        std::filesystem::path dir = target_.parent_path();
+        if (dir.empty()) dir = ".";
+        int d = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (d >= 0) {
+            (void)::fsync(d);
+            ::close(d);
+        }
+        return true;
+    }
+
+    int fd() const noexcept { return fd_; }
+    const std::filesystem::path& temporaryPath() const noexcept { return temp_; }
+    const std::string& error() const noexcept { return error_; }
+
+  private:
+    bool fail(const std::string& what) {
+        error_ = what + ": " + std::strerror(errno);
+        discard();
+        return false;
+    }
+    void discard() noexcept {
+        if (fd_ >= 0) ::close(fd_);
+        fd_ = -1;
+        if (!temp_.empty()) ::unlink(temp_.c_str());
+        temp_.clear();
+    }
+
+    std::filesystem::path target_, temp_;
+    int fd_ = -1;
+    std::string error_;
+};
+
+// Replaces `target` with `size` bytes in one step (see above). False: `error` says why, and
+// the target is as it was.
+inline bool replaceFile(const std::filesystem::path& target, const void* data, std::size_t size,
+                        mode_t mode, std::string& error) {
+    ReplacementFile f;
+    if (f.create(target, mode) && f.write(data, size) && f.commit()) return true;
+    error = f.error();
+    return false;
+}
+
+inline bool replaceFile(const std::filesystem::path& target, std::string_view bytes, mode_t mode,
+                        std::string& error) {
+    return replaceFile(target, bytes.data(), bytes.size(), mode, error);
+}
+
+}  // namespace uaplex::security
