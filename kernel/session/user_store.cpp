@@ -3,15 +3,21 @@
 #include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/rand.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include <fstream>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
 #include <sstream>
 
 #include <toml++/toml.h>
 
 #include "config/access_names.hpp"
+#include "security/safe_file.hpp"
 
 namespace uaplex::session {
 
@@ -81,14 +87,62 @@ bool parseHash(std::string_view encoded, Parsed& p) noexcept {
     return fromHex(parts[2], p.salt, kSaltSize) && fromHex(parts[3], p.key, kKeySize);
 }
 
-bool validName(std::string_view name) noexcept {
+// The whole users file, read through one descriptor: opened without following a symlink
+// and without blocking on a FIFO, then checked on that descriptor (no race with a rename).
+std::string readPrivateText(const std::filesystem::path& file, bool& missing) {
+    missing = false;
+    int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT) {
+            missing = true;
+            return {};
+        }
+        if (errno == ELOOP)
+            throw UserStoreError(file.string() +
+                                 ": is a symbolic link; users_file must name the file itself");
+        throw UserStoreError(file.string() +
+                             ": cannot open the users file: " + std::strerror(errno));
+    }
+    struct Closer {
+        int fd;
+        ~Closer() { ::close(fd); }
+    } closer{fd};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0)
+        throw UserStoreError(file.string() +
+                             ": cannot open the users file: " + std::strerror(errno));
+    if (!S_ISREG(st.st_mode)) throw UserStoreError(file.string() + ": is not a regular file");
+    if (st.st_mode & 077) {
+        char mode[8];
+        std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
+        throw UserStoreError(file.string() + ": mode " + mode +
+                             " lets the group or others read the password hashes; "
+                             "`chmod 600` it (refused)");
+    }
+    if (std::uintmax_t(st.st_size) > kMaxUsersFileSize)
+        throw UserStoreError(file.string() + ": larger than " +
+                             std::to_string(kMaxUsersFileSize >> 20) + " MiB");
+    std::string text(std::size_t(st.st_size), '\0');
+    std::size_t got = 0;
+    while (got < text.size()) {
+        ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw UserStoreError(file.string() + ": cannot read: " + std::strerror(errno));
+        if (n == 0) break;  // shrunk meanwhile: parse what is there
+        got += std::size_t(n);
+    }
+    text.resize(got);
+    return text;
+}
+
+}  // namespace
+
+bool validUserName(std::string_view name) noexcept {
     if (name.empty() || name.size() > 256) return false;
     for (unsigned char c : name)
         if (c < 0x20 || c == 0x7F) return false;
     return true;
 }
-
-}  // namespace
 
 std::string hashPassword(std::string_view password, std::uint32_t iterations) {
     if (iterations < kMinIterations || iterations > kMaxIterations)
@@ -114,16 +168,12 @@ bool verifyPassword(std::string_view password, std::string_view encoded) noexcep
 }
 
 std::vector<UserRecord> readUsersFile(const std::filesystem::path& file) {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) {
-        if (!std::filesystem::exists(file)) return {};
-        throw UserStoreError(file.string() + ": cannot open the users file");
-    }
-    std::stringstream buf;
-    buf << in.rdbuf();
+    bool missing = false;
+    std::string text = readPrivateText(file, missing);
+    if (missing) return {};
     toml::table root;
     try {
-        root = toml::parse(buf.str(), file.string());
+        root = toml::parse(text, file.string());
     } catch (const toml::parse_error& e) {
         throw UserStoreError(file.string() + ":" + std::to_string(e.source().begin.line) + ": " +
                              std::string(e.description()));
@@ -140,7 +190,7 @@ std::vector<UserRecord> readUsersFile(const std::filesystem::path& file) {
         UserRecord r;
         auto name = (*t)["name"].value<std::string>();
         auto hash = (*t)["password_hash"].value<std::string>();
-        if (!name || !validName(*name)) throw UserStoreError(where + ": a user needs a name");
+        if (!name || !validUserName(*name)) throw UserStoreError(where + ": a user needs a name");
         if (!hash) throw UserStoreError(where + ": user '" + *name + "' has no password_hash");
         Parsed p;
         if (!parseHash(*hash, p))
@@ -178,47 +228,89 @@ void writeUsersFile(const std::filesystem::path& file, const std::vector<UserRec
     out << "# uaplex users (edit with `uaplex users`); password hashes only, never passwords\n"
         << toml::toml_formatter(root) << "\n";
     std::string text = out.str();
-    std::filesystem::path tmp = file;
-    tmp += ".tmp";
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (fd < 0) throw UserStoreError(tmp.string() + ": cannot write");
-    bool ok = ::write(fd, text.data(), text.size()) == ssize_t(text.size());
-    ok = ::fsync(fd) == 0 && ok;
-    ::close(fd);
-    std::error_code ec;
-    if (ok) std::filesystem::rename(tmp, file, ec);
-    if (!ok || ec) {
-        std::filesystem::remove(tmp, ec);
-        throw UserStoreError(file.string() + ": cannot write");
-    }
+    std::string error;
+    if (!security::replaceFile(file, text, security::kPrivateFileMode, error))
+        throw UserStoreError(file.string() + ": cannot write (" + error + ")");
 }
 
+struct UserStore::Snapshot {
+    std::map<std::string, UserRecord, std::less<>> users;
+    std::vector<std::uint32_t> iterations;  // each user's count, in name order
+    std::uint8_t key[32] = {};              // picks a user's count for an unknown name
+};
+
 UserStore::UserStore(std::filesystem::path file)
-    : file_(std::move(file)), users_(std::make_shared<const Users>()) {
-    dummyHash_ = hashPassword("uaplex-unknown-user");
+    : file_(std::move(file)), users_(std::make_shared<const Snapshot>()) {
+    if (RAND_bytes(dummySalt_, int(sizeof dummySalt_)) != 1)
+        throw UserStoreError("RAND_bytes failed");
     if (!file_.empty()) reload();
 }
 
 void UserStore::reload() {
-    auto next = std::make_shared<Users>();
+    auto next = std::make_shared<Snapshot>();
     for (auto& u : readUsersFile(file_)) {
         std::string key = u.name;
-        next->emplace(std::move(key), std::move(u));
+        next->users.emplace(std::move(key), std::move(u));
     }
+    // The key is a digest of every hash (salts included): the same file gives the same choice
+    // for a name after a restart, and a client cannot predict it.
+    std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+    EVP_MD_CTX* md = ctx.get();
+    bool ok = md && EVP_DigestInit_ex(md, EVP_sha256(), nullptr) == 1;
+    for (const auto& [name, u] : next->users) {
+        Parsed p;
+        if (!parseHash(u.passwordHash, p))
+            throw UserStoreError(file_.string() + ": user '" + name + "': malformed hash");
+        next->iterations.push_back(p.iterations);
+        ok = ok && EVP_DigestUpdate(md, u.passwordHash.data(), u.passwordHash.size()) == 1 &&
+             EVP_DigestUpdate(md, "\n", 1) == 1;
+    }
+    unsigned int n = 0;
+    ok = ok && EVP_DigestFinal_ex(md, next->key, &n) == 1;
+    if (!ok) throw UserStoreError("SHA-256 failed");
     std::lock_guard lock(mutex_);
     users_ = std::move(next);
 }
 
-bool UserStore::authenticate(std::string_view name, std::string_view password,
-                             std::vector<std::string>& roles) const {
-    std::shared_ptr<const Users> users;
+std::uint32_t UserStore::iterationsFor(const Snapshot& s, std::string_view name) const noexcept {
+    if (auto it = s.users.find(name); it != s.users.end()) {
+        Parsed p;
+        return parseHash(it->second.passwordHash, p) ? p.iterations : kDefaultHashIterations;
+    }
+    if (s.iterations.empty()) return kDefaultHashIterations;
+    std::uint8_t mac[32];
+    unsigned int len = 0;
+    if (!HMAC(EVP_sha256(), s.key, int(sizeof s.key),
+              reinterpret_cast<const unsigned char*>(name.data()), name.size(), mac, &len))
+        return s.iterations[0];
+    std::uint64_t pick = 0;
+    for (int i = 0; i < 8; ++i) pick = pick << 8 | mac[i];
+    return s.iterations[std::size_t(pick % s.iterations.size())];
+}
+
+std::uint32_t UserStore::iterationsFor(std::string_view name) const {
+    std::shared_ptr<const Snapshot> s;
     {
         std::lock_guard lock(mutex_);
-        users = users_;
+        s = users_;
     }
-    auto it = users->find(name);
-    if (it == users->end()) {
-        (void)verifyPassword(password, dummyHash_);
+    return iterationsFor(*s, name);
+}
+
+bool UserStore::authenticate(std::string_view name, std::string_view password,
+                             std::vector<std::string>& roles) const {
+    std::shared_ptr<const Snapshot> s;
+    {
+        std::lock_guard lock(mutex_);
+        s = users_;
+    }
+    auto it = s->users.find(name);
+    if (it == s->users.end()) {
+        // The same work as a real user's check: a derivation and a comparison.
+        std::uint8_t key[kKeySize], other[kKeySize] = {};
+        (void)derive(password, dummySalt_, iterationsFor(*s, name), key);
+        (void)CRYPTO_memcmp(key, other, kKeySize);
+        OPENSSL_cleanse(key, sizeof key);
         return false;
     }
     if (!verifyPassword(password, it->second.passwordHash)) return false;
@@ -228,7 +320,7 @@ bool UserStore::authenticate(std::string_view name, std::string_view password,
 
 std::size_t UserStore::size() const {
     std::lock_guard lock(mutex_);
-    return users_->size();
+    return users_->users.size();
 }
 
 }  // namespace uaplex::session

@@ -41,9 +41,19 @@ std::string hashPassword(std::string_view password,
 // hash too.
 bool verifyPassword(std::string_view password, std::string_view encoded) noexcept;
 
-// Reads and writes the users file. read() of a missing file is an empty list.
+// A name the users file may hold: 1 to 256 bytes, no control characters.
+bool validUserName(std::string_view name) noexcept;
+
+// The users file holds password hashes: whoever reads it can guess offline.
+inline constexpr std::uintmax_t kMaxUsersFileSize = 16u << 20;
+
+// Reads and writes the users file. read() of a missing file is an empty list. It refuses
+// (UserStoreError) a symlink (the file is opened without following one), anything but a
+// regular file, a file the group or others may access (mode 0600 or stricter), and a file
+// above kMaxUsersFileSize.
 std::vector<UserRecord> readUsersFile(const std::filesystem::path& file);
-// Writes atomically (a temporary file renamed over the old one), mode 0600.
+// Writes atomically, mode 0600 from creation: a fresh temporary name created with
+// O_EXCL|O_NOFOLLOW, fsync, renamed over the old file (security/safe_file.hpp).
 void writeUsersFile(const std::filesystem::path& file, const std::vector<UserRecord>& users);
 
 class UserStore {
@@ -52,18 +62,26 @@ class UserStore {
     // Reads the file again; on error throws and keeps the users it had.
     void reload();
     // True and the user's roles when `name` exists and `password` matches. An unknown name
-    // costs a hash too, so that timing does not tell which names exist.
+    // costs a hash of iterationsFor(name) iterations, so that timing does not tell which
+    // names exist.
     bool authenticate(std::string_view name, std::string_view password,
                       std::vector<std::string>& roles) const;
+    // The PBKDF2 iterations authenticate() spends on `name`: the user's own count, or for an
+    // unknown name the count of one of the users, chosen by a keyed hash of the name. An
+    // unknown name thus costs what some real user costs, always the same for the same name,
+    // and the counts of unknown names follow those of the users (the key is a digest of the
+    // file's hashes: stable across restarts, unknown to clients). No users: the default.
+    std::uint32_t iterationsFor(std::string_view name) const;
     std::size_t size() const;
     const std::filesystem::path& file() const noexcept { return file_; }
 
   private:
-    using Users = std::map<std::string, UserRecord, std::less<>>;
+    struct Snapshot;
+    std::uint32_t iterationsFor(const Snapshot& s, std::string_view name) const noexcept;
     std::filesystem::path file_;
     mutable std::mutex mutex_;
-    std::shared_ptr<const Users> users_;
-    std::string dummyHash_;  // hashed for unknown names
+    std::shared_ptr<const Snapshot> users_;
+    std::uint8_t dummySalt_[16];  // hashed for unknown names
 };
 
 }  // namespace uaplex::session

@@ -89,6 +89,101 @@ check "an unknown role is refused" grep -q "'Root' is not a well-known role" "$w
 check "users remove takes the user out" bash -c "! grep -q '^bob' '$work/out'"
 "$uaplex" users remove nobody --file "$users" > /dev/null 2>&1
 check "removing an unknown user exits 1" test $? -eq 1
+# The users file holds password hashes: written through a fresh exclusive temporary file,
+# read without following a symlink, refused when the group or others may read it.
+users2="$work/users2.toml"
+echo victim > "$work/victim.txt"
+chmod 644 "$work/victim.txt"
+ln -s "$work/victim.txt" "$users2.tmp"  # the temporary name the writer once used
+"$uaplex" users add eve --password pw-eve --iterations 1000 --file "$users2" > /dev/null 2> "$work/err"
+check "--password warns that ps and the history see it" grep -q "warning: --password shows the password" "$work/err"
+check "a symlink at <users>.tmp is not followed" test "$(cat "$work/victim.txt")" = victim
+echo 'pw-frank' | "$uaplex" users add frank --password-stdin --iterations 1000 --file "$users2" > "$work/out" 2> "$work/err"
+check "--password-stdin reads one line of stdin" grep -q "added frank" "$work/out"
+check "--password-stdin neither warns nor prompts" test ! -s "$work/err"
+"$uaplex" users add "$(printf 'bad\001name')" --password-stdin --iterations 1000 --file "$users2" <<< pw > /dev/null 2> "$work/err"
+rc=$?
+check "a name with a control character is refused (exit 1)" test "$rc" -eq 1
+check "a name with a control character is refused (message)" grep -q "without control characters" "$work/err"
+"$uaplex" users list --file "$users2" > "$work/out" 2>&1
+check "the users file still loads after the refused name" grep -qx "frank	" "$work/out"
+chmod 644 "$users2"
+"$uaplex" users list --file "$users2" > /dev/null 2> "$work/err"
+rc=$?
+check "a world-readable users file is refused" bash -c "test $rc -eq 1 && grep -q 'mode 0644 lets the group or others read the password hashes' '$work/err'"
+chmod 600 "$users2"
+ln -s users2.toml "$work/users-link.toml"
+"$uaplex" users add gina --password-stdin --iterations 1000 --file "$work/users-link.toml" <<< pw > /dev/null 2> "$work/err"
+check "a symlinked users file is refused" grep -q "is a symbolic link" "$work/err"
+ln -s "$work/victim.txt" "$work/users-victim.toml"
+"$uaplex" users add gina --password-stdin --iterations 1000 --file "$work/users-victim.toml" <<< pw > /dev/null 2>&1
+check "a users file symlinked to a victim leaves the victim alone" test "$(cat "$work/victim.txt")" = victim
+# The prompt on a terminal does not echo, and asks twice.
+prompt_test() {  # prompt_test <first> <second>: the terminal's output, then the exit code
+    python3 - "$uaplex" "$users2" "$1" "$2" <<'PY'
+import os, pty, select, sys, time
+exe, users, first, second = sys.argv[1:5]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(exe, [exe, "users", "add", "dave", "--iterations", "1000", "--file", users])
+out = b""
+def until(pattern, seconds=20):
+    global out
+    end = time.time() + seconds
+    while pattern not in out and time.time() < end:
+        r, _, _ = select.select([fd], [], [], 0.2)
+        if r:
+            try:
+                chunk = os.read(fd, 1024)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+    return pattern in out
+if until(b"password for dave: "):
+    os.write(fd, first.encode() + b"\n")
+    if until(b"again: "):
+        os.write(fd, second.encode() + b"\n")
+until(b"\0", 20)  # the rest, up to the end
+for _ in range(100):
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        break
+    time.sleep(0.1)
+else:
+    os.kill(pid, 9)
+    _, status = os.waitpid(pid, 0)
+sys.stdout.write(out.decode(errors="replace"))
+sys.stdout.write("\nexit=%d\n" % os.waitstatus_to_exitcode(status))
+PY
+}
+prompt_test typed-secret typed-secret > "$work/tty" 2>&1
+check "the prompt asks for the password twice" bash -c "grep -q 'password for dave: ' '$work/tty' && grep -q 'again: ' '$work/tty'"
+check "the typed password is not echoed" bash -c "! grep -q typed-secret '$work/tty'"
+check "the prompted user is added" bash -c "grep -q 'added dave' '$work/tty' && grep -q 'exit=0' '$work/tty'"
+prompt_test one-secret other-secret > "$work/tty" 2>&1
+check "two different passwords are refused" bash -c "grep -q 'the passwords differ' '$work/tty' && grep -q 'exit=1' '$work/tty'"
+# The server refuses a users file the group or others may read: no start, and a reload keeps
+# the users it has.
+write_conf fifo
+printf '[access]\nusers_file = "%s"\n' "$users2" >> "$conf"
+chmod 640 "$users2"
+timeout 20 "$uaplex" --config "$conf" > "$work/log" 2>&1
+rc=$?
+check "a group-readable users file stops the start (exit 1)" test "$rc" -eq 1
+check "a group-readable users file stops the start (message)" grep -q "users2.toml: mode 0640 lets the group or others read" "$work/log"
+chmod 600 "$users2"
+"$uaplex" --config "$conf" > "$work/log" 2>&1 &
+pid=$!
+check "starts with a private users file" wait_for "running; send SIGINT"
+chmod 644 "$users2"
+kill -HUP "$pid"
+check "a reload of a world-readable users file keeps the users" wait_for "users file not reloaded, keeping the users: .*mode 0644"
+chmod 600 "$users2"
+kill -INT "$pid"
+wait "$pid"
+check "still stops cleanly after the refused reload" test $? -eq 0
 # Security: the first start with a secured policy creates the application instance
 # certificate; `uaplex pki` creates, lists, trusts and rejects certificates.
 pki="$work/pki"
