@@ -247,8 +247,9 @@ int runPkiTool(int argc, char** argv, const fs::path& exeDir) {
             if (!c) return error(args[0] + " is not a certificate (DER or PEM)");
             pki.ensureLayout();
             fs::path target = pki.trustedUsersDirectory() / (c->thumbprintHex() + ".der");
-            if (!writeFile(target, c->der.data(), c->der.size()))
-                return error("cannot write " + target.string());
+            std::string err;
+            if (!writeFile(target, c->der.data(), c->der.size(), kPublicFileMode, err))
+                return error(err);
             std::printf("%s -> %s\n", c->thumbprintHex().c_str(), target.string().c_str());
             return 0;
         }
