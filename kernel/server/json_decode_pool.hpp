@@ -56,6 +56,10 @@ class JsonDecodePool {
         threads_.clear();
     }
 
+    bool stopped() const {
+        std::lock_guard lock(mutex_);
+        return stopped_;
+    }
     std::size_t heldBytes() const {
         std::lock_guard lock(mutex_);
         return held_;
