@@ -272,6 +272,11 @@ check "reject <thumbprint> moves to rejected/certs" bash -c "test -s '$pki/rejec
 check "trust <thumbprint> with --config moves back" bash -c "test -s '$pki/trusted/certs/$thumb.der' && ! test -e '$pki/rejected/certs/$thumb.der'"
 "$uaplex" pki --pki "$pki" trust 0000 > "$work/out" 2>&1
 check "trust of an unknown thumbprint fails" test $? -ne 0
+check "the user trust list is created with the store" test -d "$pki/trusted-users/crl" -a -d "$pki/issuers-users/certs"
+"$uaplex" pki --pki "$pki" trust-user "$work/peer/cert.pem" > /dev/null
+check "trust-user <file> copies into trusted-users/certs" test -s "$pki/trusted-users/certs/$thumb.der"
+"$uaplex" pki --pki "$pki" trust-user "$work/nosuch.pem" > "$work/out" 2>&1
+check "trust-user of a missing file fails" test $? -ne 0
 
 if [ "$failures" -ne 0 ]; then
     echo "---- log"; cat "$work/log"
