@@ -130,8 +130,10 @@ TEST_CASE("hostile pki: an OPN flood with new untrusted certificates and no vali
     CHECK(refused == kAttempts);
     // Nothing proved possession of a key: nothing recorded.
     CHECK(filesIn(s.dir / "pki/rejected/certs") == 0);
-    // The refusal log keeps to its budget (one minute's worth, plus the summary line).
-    CHECK(logLines(s, "refused client certificate") <= kLogsPerMinute);
+    // The refusal log keeps to its budget: one minute's worth per minute the flood took (on a
+    // loaded machine it may take longer than one).
+    CHECK(logLines(s, "refused client certificate") <=
+          kLogsPerMinute * (1 + std::size_t(seconds / 60)));
     CHECK(rssAfter > 0);
     CHECK(rssAfter - rssBefore < 16 * 1024);
     legitimateClientServed(s.port);
