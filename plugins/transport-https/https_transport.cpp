@@ -616,12 +616,16 @@ class HttpsTransport final : public uaplex::sdk::Transport {
         return !c.closed && !c.inKernel && c.head.empty();
     }
     // Closes the connection that has waited longest, of `peer` (or, with none given, of the
-    // peer holding the most connections). False when none may be closed.
-    bool evictFor(const std::string* peer) {
+    // peer holding the most connections), never `spare`; `admitted`: only one the kernel has
+    // accepted (it holds a share of the kernel's budget). False when none may be closed.
+    bool evictFor(const std::string* peer, const Connection* spare = nullptr,
+                  bool admitted = false) {
         std::shared_ptr<Connection> victim;
         std::size_t victimPeerCount = 0;
         for (const auto& c : connections_) {
-            if (!evictable(*c) || (peer && c->peerAddress != *peer)) continue;
+            if (!evictable(*c) || c.get() == spare || (peer && c->peerAddress != *peer) ||
+                (admitted && !c->user))
+                continue;
             std::size_t n = peerCounts_[c->peerAddress];
             if (!victim || n > victimPeerCount ||
                 (n == victimPeerCount && c->waitingSince < victim->waitingSince)) {
@@ -678,9 +682,17 @@ class HttpsTransport final : public uaplex::sdk::Transport {
                 c->trustedClient = verifyClients_ &&
                                    SSL_get0_peer_certificate(c->stream.native_handle()) &&
                                    SSL_get_verify_result(c->stream.native_handle()) == X509_V_OK;
-                uaplex_status st = params_.on_accepted(
-                    params_.user, handle(c.get()), {c->endpointUrl.data(), c->endpointUrl.size()},
-                    {c->peer.data(), c->peer.size()}, &c->user);
+                auto accepted = [&] {
+                    return params_.on_accepted(params_.user, handle(c.get()),
+                                               {c->endpointUrl.data(), c->endpointUrl.size()},
+                                               {c->peer.data(), c->peer.size()}, &c->user);
+                };
+                uaplex_status st = accepted();
+                // The kernel's connection budget (of this peer, or of all) is spent: room is
+                // made as for the transport's own slots, once, then the kernel is asked again.
+                if (st == UAPLEX_BadServerTooBusy &&
+                    (evictFor(&c->peerAddress, c.get(), true) || evictFor(nullptr, c.get(), true)))
+                    st = accepted();
                 if (st != UAPLEX_Good) {
                     c->user = nullptr;
                     return finalize(c, st, false);

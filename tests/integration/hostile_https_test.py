@@ -10,8 +10,10 @@ usage: hostile_https_test.py CASE UAPLEX PLUGIN_DIR CONFIG
         crl         a CA-issued client certificate listed in the trusted list's CRL is refused;
                     a CRL replaced in place is reloaded: the newly revoked certificate is
                     refused and its open connection closed
-        slots       100 silent sockets, then 100 idle TLS connections, from one peer: /health
-                    and an OPC UA request are still served, the server's RSS stays bounded
+        slots       100 silent sockets, then 100 idle TLS connections, from one peer (under
+                    the transport's per-peer and total limits, and under a kernel connection
+                    budget of 8 per peer): /health and an OPC UA request are still served, the
+                    server's RSS stays bounded
         json        a large JSON request being decoded does not hold up /health on another
                     connection (the decoding is off the transport's I/O thread)
 """
@@ -282,7 +284,9 @@ def tls_idle(port):
     c = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), 10))
     c.settimeout(10)
     c.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
-    c.recv(4096)  # served once, then idle on keep-alive
+    if not c.recv(4096).startswith(b"HTTP/1.1 200"):  # served once, then idle on keep-alive
+        c.close()
+        raise OSError("not served")
     return c
 
 
@@ -298,9 +302,16 @@ def legit_served(s, what):
 
 def case_slots(exe, plugin_dir, config, d):
     cert, key = h.openssl_cert(d, "server", "localhost")
-    for extra, what in (("", "per-peer limit (default 32)"),
-                        ("max_connections_per_peer = 1000\n", "max_connections (100)")):
-        s = h.Server(exe, plugin_dir, config, d,
+    with open(config) as f:
+        cfg = f.read()
+    # The kernel's own connection budget per peer (the leases plugin) below the transport's.
+    kernel_limited = os.path.join(d, "kernel-limited.toml")
+    with open(kernel_limited, "w") as f:
+        f.write(cfg.replace("[plugins.leases]\n", "[plugins.leases]\nstages.connection.owner_limit = 8\n", 1))
+    for base, extra, what in ((config, "", "per-peer limit (default 32)"),
+                              (config, "max_connections_per_peer = 1000\n", "max_connections (100)"),
+                              (kernel_limited, "", "the kernel's per-peer connection budget (8)")):
+        s = h.Server(exe, plugin_dir, base, d,
                      'certificate = "%s"\nprivate_key = "%s"\n%s' % (cert, key, extra))
         try:
             before = rss_kb(s.proc.pid)
