@@ -17,12 +17,6 @@ ua::Array<T> arrayOf(enc::Arena& arena, size_t n) {
     return {int32_t(n), n ? arena.allocateArray<T>(n) : nullptr};
 }
 
-uint32_t nextId(uint32_t& counter) {
-    uint32_t id = counter;
-    counter = counter == 0xFFFFFFFFu ? 1 : counter + 1;
-    return id;
-}
-
 }  // namespace
 
 SubscriptionManager::SubscriptionManager(const Clock& clock, SubscriptionLimits limits,
@@ -39,7 +33,6 @@ SubscriptionManager::SubscriptionManager(const Clock& clock, SubscriptionLimits 
         static_cast<EngineContext*>(u)->releaseEvent(EventCell::of(e));
         return UAPLEX_Good;
     };
-    nextSubscriptionId_ = std::random_device{}() | 1u;  // ids over a random seed
 }
 
 SubscriptionManager::~SubscriptionManager() {
@@ -81,8 +74,10 @@ uaplex_status SubscriptionManager::createSubscription(uint64_t sessionId,
     RevisedSettings r =
         reviseSettings(ctx_.limits, req.requestedPublishingInterval, req.requestedLifetimeCount,
                        req.requestedMaxKeepAliveCount, req.maxNotificationsPerPublish);
-    uint32_t id = nextId(nextSubscriptionId_);
-    while (subs_.count(id)) id = nextId(nextSubscriptionId_);
+    // Each id is drawn at random (never 0, unique among the live ones): a client that knows
+    // its own subscription's id cannot guess another client's from it (TransferSubscriptions).
+    uint32_t id = 0;
+    while (id == 0 || subs_.count(id)) id = uint32_t(idSource_());
     SubState& st = subs_[id];
     st.sub =
         std::make_unique<Subscription>(ctx_, id, sessionId, r, req.priority, req.publishingEnabled);

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <queue>
+#include <random>
 #include <span>
 #include <string>
 #include <string_view>
@@ -297,7 +298,7 @@ class SubscriptionManager {
     ua::ExtensionObject* filterOut_ = nullptr;  // the result being filled (its request's arena)
     enc::Arena* filterArena_ = nullptr;
     enc::Arena scratch_;
-    uint32_t nextSubscriptionId_;
+    std::random_device idSource_;  // subscription ids: the OS's random source
     size_t itemCount_ = 0;
     size_t freedSinceTrim_ = 0;
 };
