@@ -49,6 +49,21 @@ struct ServerLimits {
     std::uint32_t min_session_timeout_ms = 10000;
     std::uint32_t max_session_timeout_ms = 3600000;
     std::uint32_t max_browse_continuation_points = 10;  // per session
+    // Sessions before their first ActivateSession.
+    std::uint32_t max_unactivated_sessions_per_channel = 8;
+    std::uint32_t max_unactivated_sessions_per_peer = 32;  // peer: remote IP address
+    std::uint32_t unactivated_session_timeout_ms = 10000;  // whatever the client asked
+    std::uint32_t max_session_string_length = 256;         // SessionName, ApplicationUri, ...
+    // Failed logins (ActivateSession refused for its identity token) and password hashing.
+    std::uint32_t login_failures_before_delay = 3;  // per session, user name or peer
+    std::uint32_t login_delay_ms = 500;             // the first delay; doubles per failure
+    std::uint32_t login_max_delay_ms = 8000;
+    std::uint32_t login_lockout_failures = 10;         // per user name or peer: locked out
+    std::uint32_t login_lockout_ms = 60000;            // after the last failure
+    std::uint32_t max_login_failures_per_session = 5;  // then the session is closed
+    std::uint32_t password_hash_threads = 1;           // the hashing pool, off the workers
+    std::uint32_t password_hash_queue = 32;            // logins waiting (hash or delay)
+    std::uint32_t max_pending_logins_per_peer = 4;
     // Decoding of requests.
     std::int32_t max_string_length = 1 << 20;
     std::int32_t max_bytestring_length = 16 << 20;

@@ -1,10 +1,14 @@
 #include "server/dispatcher.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cctype>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <vector>
 
 #include "server/access_gate.hpp"
-
-#include <cstring>
 
 #include "security/identity.hpp"
 
@@ -103,9 +107,48 @@ void Dispatcher::conditionRefresh(std::uint64_t session, const ua::CallRequest& 
     }
 }
 
+namespace {
+
+session::LoginLimits loginLimitsOf(const config::ServerLimits& l) noexcept {
+    session::LoginLimits r;
+    r.failuresBeforeDelay = l.login_failures_before_delay;
+    r.delayMs = l.login_delay_ms;
+    r.maxDelayMs = std::max(l.login_max_delay_ms, l.login_delay_ms);
+    r.lockoutFailures = l.login_lockout_failures;
+    r.lockoutMs = l.login_lockout_ms;
+    r.maxSessionFailures = l.max_login_failures_per_session;
+    r.maxPendingPerPeer = l.max_pending_logins_per_peer;
+    return r;
+}
+
+bool isCredential(const ua::ExtensionObject& token) noexcept {
+    return token.object && (token.data_type == enc::dataTypeOf<ua::UserNameIdentityToken>() ||
+                            token.data_type == enc::dataTypeOf<ua::X509IdentityToken>());
+}
+
+}  // namespace
+
+std::string peerHost(std::string_view a) {
+    std::string_view host = a;
+    if (!a.empty() && a.front() == '[') {
+        std::size_t end = a.find(']');
+        host = a.substr(1, end == std::string_view::npos ? a.size() - 1 : end - 1);
+    } else if (std::count(a.begin(), a.end(), ':') == 1) {
+        host = a.substr(0, a.find(':'));
+    }
+    std::string h(host.substr(0, 64));
+    std::transform(h.begin(), h.end(), h.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (h.rfind("::ffff:", 0) == 0 && h.find('.') != std::string::npos) h = h.substr(7);
+    return h;
+}
+
 Dispatcher::Dispatcher(const config::ServerConfig& cfg, session::SessionManager& sessions,
                        ServiceHandler& services, const Discovery& discovery)
-    : sessions_(sessions), services_(services), discovery_(discovery) {
+    : sessions_(sessions),
+      services_(services),
+      discovery_(discovery),
+      throttle_(loginLimitsOf(cfg.server.limits)),
+      loginPool_(cfg.server.limits.password_hash_threads, cfg.server.limits.password_hash_queue) {
     const auto& l = cfg.server.limits;
     limits_.maxMessageSize = l.max_message_size;
     // 0 in the configuration is no limit (as in ServerCapabilities): the message size bounds it.
@@ -235,7 +278,8 @@ std::uint32_t Dispatcher::handle(std::span<const std::uint8_t> request, const Re
     const enc::DataType* responseType = nullptr;
     void* response = nullptr;
     bool deferred = false;
-    uaplex_status st = dispatch(m.type, m.object, ctx, arena, responseType, response, deferred);
+    uaplex_status st =
+        dispatch(m.type, m.object, ctx, arena, responseType, response, deferred, request);
     if (deferred) {
         out.clear();
         return header.requestHandle;
@@ -260,7 +304,7 @@ std::uint32_t Dispatcher::handle(std::span<const std::uint8_t> request, const Re
 uaplex_status Dispatcher::dispatch(const enc::DataType* type, const void* request,
                                    const RequestContext& ctx, enc::Arena& arena,
                                    const enc::DataType*& responseType, void*& response,
-                                   bool& deferred) noexcept {
+                                   bool& deferred, std::span<const std::uint8_t> raw) noexcept {
     const auto& header = *static_cast<const ua::RequestHeader*>(request);
 
     // --- discovery: no session needed ---
@@ -325,9 +369,17 @@ uaplex_status Dispatcher::dispatch(const enc::DataType* type, const void* reques
             serverSignature.algorithm = ua::makeString(policy->signatureUri);
             serverSignature.signature = ua::ByteString{std::int32_t(sigSize), sig};
         }
+        std::string peer = peerHost(ctx.peer);
+        session::ChannelOrigin origin;
+        origin.peer = peer;
+        origin.ownChannel = !ctx.sharedChannel;
+        origin.mode = session::ChannelMode(ctx.securityMode);
+        if (ctx.channelSecurity)
+            origin.clientCertificate = ctx.channelSecurity->remoteCertificate();
         auto created =
             sessions_.create(ctx.channelId, req.requestedSessionTimeout, ua::view(req.sessionName),
-                             req.maxResponseMessageSize, ctx.nowMs);
+                             req.maxResponseMessageSize, ctx.nowMs, origin,
+                             ua::view(req.clientDescription.applicationUri), ctx.admissionOwner);
         if (created.status != UAPLEX_Good) return created.status;
         const auto& s = *created.session;
         auto* resp = make<ua::CreateSessionResponse>(arena);
@@ -354,65 +406,9 @@ uaplex_status Dispatcher::dispatch(const enc::DataType* type, const void* reques
         response = resp;
         return UAPLEX_Good;
     }
-    if (is<ua::ActivateSessionRequest>(type)) {
-        const auto& req = *static_cast<const ua::ActivateSessionRequest*>(request);
-        if (ctx.channelSecurity) {
-            // Part 4 5.6.3: clientSignature over serverCertificate + the last serverNonce,
-            // by the key of the channel's client certificate.
-            auto pending = sessions_.lookup(header.authenticationToken);
-            if (!pending) return UAPLEX_BadSessionIdInvalid;
-            if (!pki_) return UAPLEX_BadSecurityChecksFailed;
-            security::AsymmetricSignature algorithm;
-            std::shared_ptr<security::Certificate> client;
-            try {
-                client = security::Certificate::fromDer(ctx.channelSecurity->remoteCertificate());
-            } catch (...) {
-                return UAPLEX_BadOutOfMemory;
-            }
-            const auto& sig = req.clientSignature;
-            const auto& nonce = pending->serverNonce();
-            if (!client ||
-                !security::signatureAlgorithmFor(ctx.channelSecurity->uri(),
-                                                 ua::view(sig.algorithm), algorithm) ||
-                !security::rsaVerify(
-                    algorithm, client->publicKey.get(),
-                    {std::span<const std::uint8_t>(pki_->own()->der),
-                     std::span<const std::uint8_t>(nonce.data(), nonce.size())},
-                    {sig.signature.data, std::size_t(std::max(sig.signature.length, 0))}))
-                return UAPLEX_BadApplicationSignatureInvalid;
-        }
-        // The token is checked against the nonce the client last received, before the
-        // activation renews it.
-        std::shared_ptr<session::Session> s = sessions_.lookup(header.authenticationToken);
-        if (!s) return UAPLEX_BadSessionIdInvalid;
-        session::UserIdentity identity;
-        std::shared_ptr<const session::AccessView> access;
-        session::ActivationContext actx;
-        actx.userTokenSignature = &req.userTokenSignature;
-        actx.serverNonce = {s->serverNonce().data(), s->serverNonce().size()};
-        if (pki_ && pki_->own()) actx.serverCertificate = pki_->own()->der;
-        if (ctx.channelSecurity) actx.channelSecurityPolicyUri = ctx.channelSecurity->uri();
-        if (uaplex_status st = identity_->verify(req.userIdentityToken, actx, identity);
-            st != UAPLEX_Good) {
-            sessions_.countSecurityRejected();
-            return st;
-        }
-        if (accessPolicy_) access = accessPolicy_->view(identity.roles);
-        uaplex_status st =
-            sessions_.activate(header.authenticationToken, ctx.channelId, std::move(identity),
-                               std::move(access), ctx.nowMs, &s);
-        if (st != UAPLEX_Good) return st;
-        auto* resp = make<ua::ActivateSessionResponse>(arena);
-        if (!resp) return UAPLEX_BadOutOfMemory;
-        resp->serverNonce = copyBytes(arena, s->serverNonce().data(), s->serverNonce().size());
-        std::size_t n = req.clientSoftwareCertificates.size();
-        auto* results = arena.allocateArray<ua::StatusCode>(n);
-        resp->results = {std::int32_t(n), results};  // Good for each (none are checked)
-        resp->diagnosticInfos = {0, nullptr};
-        responseType = enc::dataTypeOf<ua::ActivateSessionResponse>();
-        response = resp;
-        return UAPLEX_Good;
-    }
+    if (is<ua::ActivateSessionRequest>(type))
+        return activateSession(*static_cast<const ua::ActivateSessionRequest*>(request), raw, ctx,
+                               arena, responseType, response, deferred);
     if (is<ua::CloseSessionRequest>(type)) {
         // The session's closed hook deletes its subscriptions, or with deleteSubscriptions =
         // false leaves them to their lifetime for a TransferSubscriptions.
@@ -464,12 +460,12 @@ uaplex_status Dispatcher::dispatch(const enc::DataType* type, const void* reques
     if (is<ua::CreateMonitoredItemsRequest>(type)) {
         if (const session::AccessView* access = s->access())
             return createMonitoredItemsChecked(
-                *subscriptions_, sessionKey(*s), s->identityKey(), *access,
+                *subscriptions_, sessionKey(*s), s->transferKey(), *access,
                 *static_cast<const ua::CreateMonitoredItemsRequest*>(request), arena, responseType,
                 response);
     }
     if (SubscriptionService::serves(type))
-        return subscriptions_->call(sessionKey(*s), s->identityKey(), type, request, arena,
+        return subscriptions_->call(sessionKey(*s), s->transferKey(), type, request, arena,
                                     responseType, response);
     if ((is<ua::PublishRequest>(type) || is<ua::RepublishRequest>(type)) && ctx.makeRoute) {
         std::shared_ptr<ResponseRoute> route = ctx.makeRoute(ctx.routeUser);
@@ -487,6 +483,234 @@ uaplex_status Dispatcher::dispatch(const enc::DataType* type, const void* reques
         return UAPLEX_Good;
     }
     return UAPLEX_BadServiceUnsupported;
+}
+
+// --- ActivateSession (Part 4 5.6.3) ------------------------------------------------------------
+
+// One ActivateSession as the check of its identity token needs it, also after the worker that
+// decoded it moved on: everything is copied (the request itself as its encoded bytes).
+struct Dispatcher::LoginCall {
+    std::shared_ptr<session::Session> session;
+    std::uint32_t channelId = 0;
+    std::uint32_t requestHandle = 0;
+    std::string peer;  // remote IP address
+    std::string userName;
+    bool ownChannel = true;
+    session::ChannelMode mode = session::ChannelMode::None;
+    std::vector<std::uint8_t> clientCertificate;
+    std::string channelPolicyUri{session::kSecurityPolicyNoneUri};
+    std::array<std::uint8_t, session::Session::kNonceSize> nonce{};
+    bool lockedOut = false;
+    // The deferred path: the request's bytes and where the answer goes.
+    std::vector<std::uint8_t> raw;
+    std::shared_ptr<ResponseRoute> route;
+    Dispatcher* dispatcher = nullptr;
+    // Holds a pending place of its peer and the session's one login in flight.
+    mutable bool reserved = false;
+    // Given back before the answer is sent: the client may send its next attempt at once.
+    void release() const noexcept {
+        if (!reserved) return;
+        reserved = false;
+        dispatcher->throttle_.releasePending(peer);
+        session->endLogin();
+    }
+
+    session::ChannelOrigin origin() const noexcept {
+        session::ChannelOrigin o;
+        o.peer = peer;
+        o.ownChannel = ownChannel;
+        o.clientCertificate = clientCertificate;
+        o.mode = mode;
+        return o;
+    }
+    LoginCall() = default;
+    LoginCall(const LoginCall&) = delete;
+    // Also when the pool drops the job unrun (stop).
+    ~LoginCall() { release(); }
+};
+
+uaplex_status Dispatcher::activateSession(const ua::ActivateSessionRequest& req,
+                                          std::span<const std::uint8_t> raw,
+                                          const RequestContext& ctx, enc::Arena& arena,
+                                          const enc::DataType*& responseType, void*& response,
+                                          bool& deferred) noexcept {
+    const auto& header = req.requestHeader;
+    try {
+        auto call = std::make_shared<LoginCall>();
+        call->dispatcher = this;
+        call->channelId = ctx.channelId;
+        call->requestHandle = header.requestHandle;
+        call->peer = peerHost(ctx.peer);
+        call->ownChannel = !ctx.sharedChannel;
+        call->mode = session::ChannelMode(ctx.securityMode);
+        if (ctx.channelSecurity) {
+            auto cert = ctx.channelSecurity->remoteCertificate();
+            call->clientCertificate.assign(cert.begin(), cert.end());
+            call->channelPolicyUri = std::string(ctx.channelSecurity->uri());
+        }
+        call->session = sessions_.lookup(header.authenticationToken);
+        if (!call->session) return UAPLEX_BadSessionIdInvalid;
+        // The channel binding first: a session moves only to a channel of its own client
+        // certificate and no weaker mode, so a refused transfer costs no signature or hash.
+        if (uaplex_status st = sessions_.checkActivation(header.authenticationToken, ctx.channelId,
+                                                         call->origin());
+            st != UAPLEX_Good)
+            return st;
+        // One copy of the nonce, taken under the session's lock: the signatures are checked
+        // against it, and the activation is refused if a concurrent one renewed it meanwhile.
+        call->nonce = call->session->currentNonce();
+        if (ctx.channelSecurity) {
+            // clientSignature over serverCertificate + the last serverNonce, by the key of
+            // the client certificate, which the binding made the session's own.
+            if (!pki_) return UAPLEX_BadSecurityChecksFailed;
+            security::AsymmetricSignature algorithm;
+            std::shared_ptr<security::Certificate> client;
+            try {
+                client = security::Certificate::fromDer(call->clientCertificate);
+            } catch (...) {
+                return UAPLEX_BadOutOfMemory;
+            }
+            const auto& sig = req.clientSignature;
+            if (!client ||
+                !security::signatureAlgorithmFor(call->channelPolicyUri, ua::view(sig.algorithm),
+                                                 algorithm) ||
+                !security::rsaVerify(
+                    algorithm, client->publicKey.get(),
+                    {std::span<const std::uint8_t>(pki_->own()->der),
+                     std::span<const std::uint8_t>(call->nonce.data(), call->nonce.size())},
+                    {sig.signature.data, std::size_t(std::max(sig.signature.length, 0))}))
+                return UAPLEX_BadApplicationSignatureInvalid;
+        }
+        const ua::ExtensionObject& token = req.userIdentityToken;
+        if (!isCredential(token)) {
+            // Anonymous (or not a token at all): nothing to guess, checked here.
+            return finishActivation(req, *call, ctx.nowMs, arena, responseType, response);
+        }
+        if (token.data_type == enc::dataTypeOf<ua::UserNameIdentityToken>()) {
+            const auto& name =
+                static_cast<const ua::UserNameIdentityToken*>(token.object)->userName;
+            call->userName = std::string(ua::view(name).substr(0, 256));
+        }
+        auto decision =
+            throttle_.check(call->peer, call->userName, call->session->loginFailures(), ctx.nowMs);
+        call->lockedOut = decision.lockedOut;
+        if (!ctx.makeRoute) {
+            // No way to answer later (in-process callers): checked here, without the delay.
+            return finishActivation(req, *call, ctx.nowMs, arena, responseType, response);
+        }
+        // Off the workers: the password check runs in the login pool, and a delayed answer
+        // waits there as a due time. One login per session and a few per peer at once.
+        if (!call->session->beginLogin()) return UAPLEX_BadTooManyOperations;
+        if (!throttle_.reservePending(call->peer)) {
+            call->session->endLogin();
+            return UAPLEX_BadTooManyOperations;
+        }
+        call->reserved = true;
+        call->raw.assign(raw.begin(), raw.end());
+        call->route = ctx.makeRoute(ctx.routeUser);
+        if (!call->route) return UAPLEX_BadOutOfMemory;
+        if (!loginPool_.submit(session::loginClockMs() + decision.delayMs,
+                               [this, call] { runLogin(*call); }))
+            return UAPLEX_BadTooManyOperations;
+        deferred = true;
+        return UAPLEX_Good;
+    } catch (...) {
+        return UAPLEX_BadOutOfMemory;
+    }
+}
+
+uaplex_status Dispatcher::finishActivation(const ua::ActivateSessionRequest& req,
+                                           const LoginCall& call, std::int64_t nowMs,
+                                           enc::Arena& arena, const enc::DataType*& responseType,
+                                           void*& response) noexcept {
+    const ua::ExtensionObject& token = req.userIdentityToken;
+    const bool credential = isCredential(token);
+    auto& s = call.session;
+    session::UserIdentity identity;
+    std::shared_ptr<const session::AccessView> access;
+    uaplex_status st = UAPLEX_Good;
+    // Failures that came in meanwhile may have locked the name or peer out: looked at again.
+    bool lockedOut =
+        call.lockedOut ||
+        (credential &&
+         throttle_.check(call.peer, call.userName, s->loginFailures(), nowMs).lockedOut);
+    if (lockedOut) {
+        st = UAPLEX_BadUserAccessDenied;  // no password check while locked out
+    } else {
+        session::ActivationContext actx;
+        actx.userTokenSignature = &req.userTokenSignature;
+        actx.serverNonce = {call.nonce.data(), call.nonce.size()};
+        if (pki_ && pki_->own()) actx.serverCertificate = pki_->own()->der;
+        actx.channelSecurityPolicyUri = call.channelPolicyUri;
+        st = identity_->verify(token, actx, identity);
+    }
+    if (st != UAPLEX_Good) {
+        sessions_.countSecurityRejected();
+        if (credential) {
+            if (!lockedOut) throttle_.failed(call.peer, call.userName, nowMs);
+            // A session that keeps guessing is closed.
+            if (s->addLoginFailure() >= throttle_.limits().maxSessionFailures)
+                sessions_.closeSession(s);
+        }
+        return st;
+    }
+    if (credential) throttle_.succeeded(call.userName);
+    if (accessPolicy_) access = accessPolicy_->view(identity.roles);
+    std::array<std::uint8_t, session::Session::kNonceSize> nonce{};
+    std::shared_ptr<session::Session> activated;
+    st = sessions_.activate(req.requestHeader.authenticationToken, call.channelId,
+                            std::move(identity), std::move(access), nowMs, &activated,
+                            call.origin(), &call.nonce, &nonce);
+    if (st != UAPLEX_Good) return st;
+    auto* resp = make<ua::ActivateSessionResponse>(arena);
+    if (!resp) return UAPLEX_BadOutOfMemory;
+    resp->serverNonce = copyBytes(arena, nonce.data(), nonce.size());
+    std::size_t n = req.clientSoftwareCertificates.size();
+    auto* results = arena.allocateArray<ua::StatusCode>(n);
+    resp->results = {std::int32_t(n), results};  // Good for each (none are checked)
+    resp->diagnosticInfos = {0, nullptr};
+    responseType = enc::dataTypeOf<ua::ActivateSessionResponse>();
+    response = resp;
+    return UAPLEX_Good;
+}
+
+void Dispatcher::runLogin(const LoginCall& call) noexcept {
+    try {
+        enc::Arena arena(limits_.maxArenaBytes, 4096);
+        enc::ByteBuffer out(512);
+        std::int64_t utc = 0;
+        {
+            // OPC UA DateTime: 100 ns since 1601.
+            auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+            utc = 116444736000000000LL + ns / 100;
+        }
+        enc::DecodedMessage m = enc::decodeMessage(call.raw, arena, limits_);
+        uaplex_status st = m.status;
+        const enc::DataType* responseType = nullptr;
+        void* response = nullptr;
+        if (st == UAPLEX_Good && is<ua::ActivateSessionRequest>(m.type))
+            st = finishActivation(*static_cast<const ua::ActivateSessionRequest*>(m.object), call,
+                                  session::loginClockMs(), arena, responseType, response);
+        else if (st == UAPLEX_Good)
+            st = UAPLEX_BadInternalError;
+        if (st == UAPLEX_Good && response && responseType) {
+            auto& rh = *static_cast<ua::ResponseHeader*>(response);
+            rh.timestamp = utc;
+            rh.requestHandle = call.requestHandle;
+            enc::BinaryWriter w(out);
+            enc::encodeMessage(w, *responseType, response);
+            if (!w.ok()) encodeFault(call.requestHandle, UAPLEX_BadEncodingError, utc, out);
+        } else {
+            encodeFault(call.requestHandle, st == UAPLEX_Good ? UAPLEX_BadInternalError : st, utc,
+                        out);
+        }
+        call.release();
+        if (call.route->open()) call.route->send(out.span());
+    } catch (...) {
+        // Out of memory: the client's request times out.
+    }
 }
 
 }  // namespace uaplex::server

@@ -18,6 +18,7 @@
 #include "server/subscription_service.hpp"
 #include "session/access_control.hpp"
 #include "session/identity.hpp"
+#include "session/login_guard.hpp"
 #include "session/session_manager.hpp"
 
 namespace uaplex::server {
@@ -44,6 +45,14 @@ struct RequestContext {
     void* routeUser = nullptr;
     // The channel's security; null for SecurityPolicy None.
     const securechannel::ChannelSecurity* channelSecurity = nullptr;
+    // The remote end as the transport names it ("ip:port"), for the per-peer limits.
+    std::string_view peer{};
+    // One channel id for many connections (opc.https): no per-channel session limits.
+    bool sharedChannel = false;
+    securechannel::SecurityMode securityMode = securechannel::SecurityMode::None;
+    // The admission owner the request is charged to (a uaplex_admission_owner*, borrowed for
+    // the call): CreateSession charges its establishment lease to it.
+    void* admissionOwner = nullptr;
 };
 
 // The session's identity in the subscription engine (unique while the session lives; the
@@ -84,14 +93,27 @@ class Dispatcher {
     void setPki(security::Pki* pki) noexcept { pki_ = pki; }
 
     const enc::DecodeLimits& decodeLimits() const noexcept { return limits_; }
+    // Drops the logins waiting for the password pool and joins its threads (server stop,
+    // before the transports go).
+    void stopLogins() noexcept { loginPool_.stop(); }
+    session::LoginThrottle& loginThrottle() noexcept { return throttle_; }
 
   private:
+    struct LoginCall;
+    uaplex_status activateSession(const ua::ActivateSessionRequest& req,
+                                  std::span<const std::uint8_t> raw, const RequestContext& ctx,
+                                  enc::Arena& arena, const enc::DataType*& responseType,
+                                  void*& response, bool& deferred) noexcept;
+    uaplex_status finishActivation(const ua::ActivateSessionRequest& req, const LoginCall& call,
+                                   std::int64_t nowMs, enc::Arena& arena,
+                                   const enc::DataType*& responseType, void*& response) noexcept;
+    void runLogin(const LoginCall& call) noexcept;
     void conditionRefresh(std::uint64_t session, const ua::CallRequest& req,
                           ua::CallResponse& resp) noexcept;
     uaplex_status dispatch(const enc::DataType* type, const void* request,
                            const RequestContext& ctx, enc::Arena& arena,
-                           const enc::DataType*& responseType, void*& response,
-                           bool& deferred) noexcept;
+                           const enc::DataType*& responseType, void*& response, bool& deferred,
+                           std::span<const std::uint8_t> raw) noexcept;
 
     session::SessionManager& sessions_;
     ServiceHandler& services_;
@@ -104,6 +126,12 @@ class Dispatcher {
     const session::IdentityVerifier* identity_ = &anonymousOnly_;
     const session::AccessPolicy* accessPolicy_ = nullptr;
     security::Pki* pki_ = nullptr;
+    session::LoginThrottle throttle_;
+    session::LoginPool loginPool_;
 };
+
+// The remote IP address of a transport's "ip:port" / "[ipv6]:port" (IPv4-mapped IPv6 as
+// IPv4), the key of the per-peer limits.
+std::string peerHost(std::string_view peer);
 
 }  // namespace uaplex::server

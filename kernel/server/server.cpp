@@ -494,6 +494,9 @@ struct Server::Callbacks {
         c->transportClosed();
         c->channel.releaseAssembly();  // an unfinished message's pooled storage
         c->releaseConnectionLease();   // the I/O thread of this connection, as at accept
+        // Sessions never activated end with their channel (an opc.https channel id stands
+        // for every connection of its endpoint and never closes).
+        if (!c->httpsChannelId && c->channel.id() != 0) s.sessions_->channelClosed(c->channel.id());
         std::shared_ptr<Connection> last;
         {
             std::lock_guard lock(s.connectionsMutex_);
@@ -584,11 +587,34 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
         admissionSelf_ = a->self();
     }
     const auto& l = cfg_.server.limits;
-    session::SessionLimits sl{l.max_sessions, l.min_session_timeout_ms, l.max_session_timeout_ms};
+    session::SessionLimits sl{l.max_sessions,
+                              l.min_session_timeout_ms,
+                              l.max_session_timeout_ms,
+                              l.max_unactivated_sessions_per_channel,
+                              l.max_unactivated_sessions_per_peer,
+                              l.unactivated_session_timeout_ms,
+                              l.max_session_string_length};
     session::SessionStateHooks hooks{[this] { return services_.createSessionState(); },
                                      [this](void* p) { services_.destroySessionState(p); }};
     sessions_ =
         std::make_unique<session::SessionManager>(sl, &services_.counters(), std::move(hooks));
+    if (admission_) {
+        // CreateSession holds a session_establishment lease until the first activation.
+        session::EstablishmentLeases leases;
+        leases.user = this;
+        leases.acquire = [](void* user, void* owner, uaplex_admission_lease& lease) {
+            auto& self = *static_cast<Server*>(user);
+            std::uint32_t reason = 0;
+            return self.admission_->try_acquire(
+                self.admissionSelf_, UAPLEX_STAGE_SESSION_ESTABLISHMENT,
+                static_cast<uaplex_admission_owner*>(owner), 1, &lease, &reason);
+        };
+        leases.release = [](void* user, uaplex_admission_lease& lease) {
+            auto& self = *static_cast<Server*>(user);
+            self.admission_->release(self.admissionSelf_, &lease);
+        };
+        sessions_->setEstablishmentLeases(leases);
+    }
     deadlines_ = std::make_unique<session::DeadlineMonitor>();
     sessions_->setDeadlineMonitor(deadlines_.get());
     sessions_->setTimeoutScheduled(
@@ -847,6 +873,8 @@ void Server::stop() noexcept {
     // A JSON request being decoded finishes (and is refused BadServerHalted); queued ones go.
     if (jsonPool_) jsonPool_->stop();
     services_.setAccessPolicy(nullptr);
+    // Logins waiting for the password pool are dropped (their clients see the channel close).
+    dispatcher_->stopLogins();
     // Parked Publish requests are answered BadServerHalted while their channels still exist.
     if (subscriptions_) {
         subscriptions_->stop();
@@ -930,6 +958,9 @@ void Server::executeInline(Connection& c, std::span<const std::uint8_t> body,
                            std::uint32_t secureRequestId, std::uint32_t requestHandle) {
     RequestContext ctx{c.channelId(), monotonicMs(), utcNow(), c.endpointUrl, &c.sessionCache};
     ctx.channelSecurity = c.channel.security();
+    ctx.peer = c.peer;
+    ctx.sharedChannel = c.httpsChannelId != 0;
+    ctx.securityMode = c.channel.securityMode();
     enc::Arena arena(64 * 1024, 4096);
     enc::ByteBuffer out(256);
     std::vector<uaplex_buffer> chunks;
@@ -1197,6 +1228,10 @@ void Server::execute(PendingRequest& r, Worker& w, host::PluginInstance* queue) 
     if (r.registry) r.registry->executing(r.tracked);
     RequestContext ctx{c->channelId(), monotonicMs(), utcNow(), c->endpointUrl, &c->sessionCache};
     ctx.channelSecurity = c->channel.security();
+    ctx.peer = c->peer;
+    ctx.sharedChannel = c->httpsChannelId != 0;
+    ctx.securityMode = c->channel.securityMode();
+    ctx.admissionOwner = r.owner;
     RouteSource route{&c, r.secureRequestId};
     ctx.makeRoute = &RouteSource::make;
     ctx.routeUser = &route;

@@ -6,6 +6,7 @@
 // the token map; create/close/sweep take it exclusively. Per-session state is atomic.
 #pragma once
 
+#include <uaplex/admission.h>
 #include <uaplex/statuscodes.h>
 #include <uaplex/encoding/builtin.hpp>
 
@@ -35,6 +36,37 @@ struct SessionLimits {
     std::uint32_t maxSessions = 1000;
     std::uint32_t minTimeoutMs = 10000;
     std::uint32_t maxTimeoutMs = 3600000;
+    // Sessions not activated yet cost their creator nothing but a CreateSession: few per
+    // channel and per peer (remote IP address), and a short life whatever timeout the
+    // client asked for.
+    std::uint32_t maxUnactivatedPerChannel = 8;
+    std::uint32_t maxUnactivatedPerPeer = 32;
+    std::uint32_t unactivatedTimeoutMs = 10000;
+    // Every string kept from the client (SessionName, ...) is cut to this many bytes.
+    std::uint32_t maxStringLength = 256;
+};
+
+// MessageSecurityMode (Part 4 7.20) of a channel.
+enum class ChannelMode : std::uint8_t { None = 1, Sign = 2, SignAndEncrypt = 3 };
+
+// The channel a CreateSession or ActivateSession came over, beyond its id: who is on the other
+// end (a session is bound to its creator's certificate and mode, Part 4 5.6.3).
+struct ChannelOrigin {
+    std::string_view peer{};  // remote IP address (no port); empty: not counted per peer
+    // False where one channel id stands for many connections (opc.https, Part 6 7.4.1):
+    // then neither the per-channel cap nor the close with the channel applies.
+    bool ownChannel = true;
+    std::span<const std::uint8_t> clientCertificate;  // DER; empty on SecurityPolicy None
+    ChannelMode mode = ChannelMode::None;
+};
+
+// The admission stage `session_establishment` (sdk/include/uaplex/admission.h): held by a
+// session from CreateSession until its first activation or its close.
+struct EstablishmentLeases {
+    // Good, or a refusal (the session is then refused with BadTooManySessions).
+    uaplex_status (*acquire)(void* user, void* owner, uaplex_admission_lease& lease) = nullptr;
+    void (*release)(void* user, uaplex_admission_lease& lease) = nullptr;
+    void* user = nullptr;
 };
 
 // What the services layer keeps per session, owned through these two hooks so that this
@@ -64,7 +96,26 @@ class Session {
     std::uint32_t channelId() const noexcept { return channelId_.load(std::memory_order_acquire); }
     bool activated() const noexcept { return activated_.load(std::memory_order_acquire); }
     void* state() const noexcept { return state_; }
+    // The nonce as it is while no activation runs (tests); concurrent callers use
+    // currentNonce(), which copies it under the session's lock.
     const std::array<std::uint8_t, kNonceSize>& serverNonce() const noexcept { return nonce_; }
+    std::array<std::uint8_t, kNonceSize> currentNonce() const;
+    // The client's ApplicationUri (clientDescription), cut to the string limit.
+    std::string_view applicationUri() const noexcept { return applicationUri_; }
+    // Who may take the session's subscriptions (TransferSubscriptions, Part 4 5.13.7): the
+    // identity key for a user; for Anonymous the client's ApplicationUri on a signed channel,
+    // and on an unsigned one a key of this session alone (nobody else).
+    std::string transferKey() const;
+    // ActivateSession attempts refused for their identity token so far.
+    std::uint32_t loginFailures() const noexcept {
+        return loginFailures_.load(std::memory_order_relaxed);
+    }
+    std::uint32_t addLoginFailure() noexcept {
+        return loginFailures_.fetch_add(1, std::memory_order_relaxed) + 1;
+    }
+    // One ActivateSession in flight at a time (the password check runs off the workers).
+    bool beginLogin() noexcept { return !loginPending_.exchange(true, std::memory_order_acq_rel); }
+    void endLogin() noexcept { loginPending_.store(false, std::memory_order_release); }
     std::uint32_t maxResponseMessageSize() const noexcept { return maxResponseMessageSize_; }
     void touch(std::int64_t nowMs) noexcept { lastUsedMs_.store(nowMs, std::memory_order_relaxed); }
     bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
@@ -94,6 +145,19 @@ class Session {
     std::array<std::uint8_t, kTokenSize> token_{};
     ua::Guid guid_{};
     std::string name_;
+    std::string applicationUri_;
+    std::array<std::uint8_t, 32> applicationUriHash_{};  // SHA-256 of the whole URI
+    // The creating channel: its client certificate (SHA-256 of the DER) and mode.
+    std::array<std::uint8_t, 32> certificateHash_{};
+    bool hasCertificate_ = false;
+    ChannelMode mode_ = ChannelMode::None;
+    std::string peer_;         // counted per peer while not activated (empty: not counted)
+    bool ownChannel_ = true;   // counted per channel while not activated
+    bool unactivated_ = true;  // still in the unactivated counts (under the table's lock)
+    uaplex_admission_lease lease_{};
+    std::atomic<bool> leaseHeld_{false};
+    std::atomic<std::uint32_t> loginFailures_{0};
+    std::atomic<bool> loginPending_{false};
     double timeoutMs_ = 0;
     std::uint32_t maxResponseMessageSize_ = 0;
     std::atomic<std::uint32_t> channelId_{0};
@@ -130,16 +194,38 @@ class SessionManager {
         uaplex_status status;
         std::shared_ptr<Session> session;
     };
-    // CreateSession: BadTooManySessions at the limit.
+    // CreateSession: BadTooManySessions at the limit, at the unactivated sessions' caps (per
+    // channel, per peer) and when the admission provider refuses the establishment lease
+    // (charged to `admissionOwner`, a uaplex_admission_owner*).
     Created create(std::uint32_t channelId, double requestedTimeoutMs, std::string_view name,
-                   std::uint32_t maxResponseMessageSize, std::int64_t nowMs);
+                   std::uint32_t maxResponseMessageSize, std::int64_t nowMs,
+                   const ChannelOrigin& origin = {}, std::string_view applicationUri = {},
+                   void* admissionOwner = nullptr);
     // ActivateSession on `channelId` for a verified `identity` (IdentityVerifier) with its
     // `access` view. Statuses: BadSessionIdInvalid, BadSecureChannelIdInvalid (first
     // activation from another channel, or a transfer whose identity key does not match).
     // On the same channel the identity may change (Part 4 5.6.3).
-    uaplex_status activate(const ua::NodeId& authenticationToken, std::uint32_t channelId,
-                           UserIdentity identity, std::shared_ptr<const AccessView> access,
-                           std::int64_t nowMs, std::shared_ptr<Session>* out = nullptr);
+    // A transfer also needs the creating channel's client certificate and no lower mode
+    // (Part 4 5.6.3), else BadSecureChannelIdInvalid. With `checkedNonce`, the nonce the
+    // caller checked signatures against must still be the session's (a concurrent
+    // activation consumed it otherwise: BadNonceInvalid). `nonceOut` receives the new nonce.
+    uaplex_status activate(
+        const ua::NodeId& authenticationToken, std::uint32_t channelId, UserIdentity identity,
+        std::shared_ptr<const AccessView> access, std::int64_t nowMs,
+        std::shared_ptr<Session>* out = nullptr, const ChannelOrigin& origin = {},
+        const std::array<std::uint8_t, Session::kNonceSize>* checkedNonce = nullptr,
+        std::array<std::uint8_t, Session::kNonceSize>* nonceOut = nullptr);
+    // The checks of activate that do not depend on the identity token (the session, the
+    // channel binding), so that a refused transfer costs no password check.
+    uaplex_status checkActivation(const ua::NodeId& authenticationToken, std::uint32_t channelId,
+                                  const ChannelOrigin& origin) const;
+    // Closes a session regardless of its channel (too many failed logins); false if gone.
+    bool closeSession(const std::shared_ptr<Session>& s);
+    // The channel closed: its sessions that were never activated go with it (activated ones
+    // stay for a transfer or their timeout). Returns how many closed.
+    std::size_t channelClosed(std::uint32_t channelId);
+    // Sessions not yet activated (all channels).
+    std::size_t unactivatedCount() const;
     // An ActivateSession refused for its identity token (ServerDiagnostics'
     // SecurityRejectedSessionCount).
     void countSecurityRejected() noexcept;
@@ -178,6 +264,8 @@ class SessionManager {
     // Where every session's registry counts its requests with a deadline (set before the
     // first session is created).
     void setDeadlineMonitor(DeadlineMonitor* m) noexcept { deadlineMonitor_ = m; }
+    // The admission provider's establishment leases (set before the first session).
+    void setEstablishmentLeases(EstablishmentLeases l) noexcept { leases_ = l; }
     // The deadline sweep over every session's requests (RequestRegistry::expire); returns
     // how many expired. Takes the table's lock shared, so requests keep flowing.
     std::uint32_t expireRequests(std::int64_t nowMs, const QueuedCanceller& canceller) const;
@@ -188,6 +276,11 @@ class SessionManager {
   private:
     std::shared_ptr<Session> find(const ua::NodeId& token) const;
     void closed(Session& s);
+    void releaseLease(Session& s) noexcept;
+    // Takes `s` out of the unactivated counts (the table's lock held).
+    void uncount(Session& s) noexcept;
+    uaplex_status bindingAllows(const Session& s, std::uint32_t channelId,
+                                const ChannelOrigin& origin) const noexcept;
 
     SessionLimits limits_;
     services::ServerCounters* counters_;
@@ -198,6 +291,11 @@ class SessionManager {
     void* timeoutScheduledUser_ = nullptr;
     mutable std::shared_mutex mutex_;
     std::map<std::string, std::shared_ptr<Session>, std::less<>> sessions_;
+    // Sessions not yet activated, per channel and per peer (under mutex_).
+    std::map<std::uint32_t, std::uint32_t> unactivatedPerChannel_;
+    std::map<std::string, std::uint32_t, std::less<>> unactivatedPerPeer_;
+    std::size_t unactivated_ = 0;
+    EstablishmentLeases leases_;
     std::atomic<std::uint32_t> nextSessionNumber_{1};
     std::atomic<std::uint64_t> randomDraws_{0};
 };

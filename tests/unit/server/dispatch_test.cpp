@@ -2,6 +2,8 @@
 // a usable session, routing to the services, unsupported and undecodable requests.
 #include <catch2/catch.hpp>
 
+#include <string>
+
 #include "config/config.hpp"
 #include "server/dispatcher.hpp"
 #include "services/service_set.hpp"
@@ -238,7 +240,11 @@ TEST_CASE("undecodable requests and non-requests get a ServiceFault") {
 
 TEST_CASE("CreateSession at max_sessions answers BadTooManySessions") {
     Fixture f;
-    for (int i = 0; i < 10; ++i) f.openSession();
+    // Over two channels: one channel holds at most 8 sessions before their activation.
+    for (int i = 0; i < 10; ++i) {
+        f.channel = 1 + std::uint32_t(i / 5);
+        f.openSession();
+    }
     ua::CreateSessionRequest cs{};
     CHECK(Fixture::result(f.call(cs)) == UAPLEX_BadTooManySessions);
 }
@@ -254,4 +260,16 @@ TEST_CASE("decoding limits come from [server.limits]; 0 is no limit") {
     CHECK(d.decodeLimits().maxStringLength == INT32_MAX);
     CHECK(d.decodeLimits().maxByteStringLength == INT32_MAX);
     CHECK(d.decodeLimits().maxArrayLength == 300);
+}
+
+TEST_CASE("CreateSession: unactivated sessions per channel are capped and close with it") {
+    Fixture f;
+    ua::CreateSessionRequest cs{};
+    std::string huge(1 << 20, 'n');
+    cs.sessionName = ua::makeString(huge);
+    for (int i = 0; i < 8; ++i) REQUIRE(Fixture::result(f.call(cs)) == UAPLEX_Good);
+    CHECK(Fixture::result(f.call(cs)) == UAPLEX_BadTooManySessions);
+    CHECK(Fixture::result(f.call(cs, 2)) == UAPLEX_Good);  // another channel
+    CHECK(f.sessions.channelClosed(1) == 8);
+    CHECK(f.sessions.count() == 1);
 }

@@ -104,6 +104,10 @@ struct Fixture {
     std::vector<std::uint8_t> tokenBytes;
     ua::NodeId token = ua::numericNodeId(0, 0);
     std::vector<std::uint8_t> serverNonce;
+    // The channel requests come over.
+    std::uint32_t channelId = 1;
+    bool secured = true;
+    securechannel::SecurityMode mode = securechannel::SecurityMode::SignAndEncrypt;
 
     Fixture() {
         security::CertificateRequest r;
@@ -123,8 +127,9 @@ struct Fixture {
         enc::BinaryWriter w(in);
         REQUIRE(enc::encodeMessage(w, request) == UAPLEX_Good);
         arena.reset();
-        RequestContext ctx{1, 1000, 0, "opc.tcp://127.0.0.1:4840"};
-        ctx.channelSecurity = &channel;
+        RequestContext ctx{channelId, 1000, 0, "opc.tcp://127.0.0.1:4840"};
+        ctx.channelSecurity = secured ? &channel : nullptr;
+        ctx.securityMode = secured ? mode : securechannel::SecurityMode::None;
         dispatcher->handle(in.span(), ctx, arena, out);
         responseArena.reset();
         return enc::decodeMessage(out.span(), responseArena, {});
@@ -165,11 +170,12 @@ struct Fixture {
         serverNonce.assign(r.serverNonce.data, r.serverNonce.data + r.serverNonce.length);
         return m;
     }
-    uaplex_status activate(bool tamper, bool sha1 = false) {
-        std::vector<std::uint8_t> sig(client.cert->keyBytes());
+    uaplex_status activate(bool tamper, bool sha1 = false, const Client* signer = nullptr) {
+        const Client& by = signer ? *signer : client;
+        std::vector<std::uint8_t> sig(by.cert->keyBytes());
         REQUIRE(security::rsaSign(sha1 ? security::AsymmetricSignature::RsaPkcs15Sha1
                                        : security::AsymmetricSignature::RsaPkcs15Sha256,
-                                  client.key.get(), {pki.own()->der, serverNonce}, sig));
+                                  by.key.get(), {pki.own()->der, serverNonce}, sig));
         if (tamper) sig[10] ^= 1;
         ua::ActivateSessionRequest as{};
         as.clientSignature.algorithm =
@@ -178,7 +184,13 @@ struct Fixture {
         as.clientSignature.signature = bytes(sig);
         as.userTokenSignature.algorithm = ua::nullString();
         as.userTokenSignature.signature = ua::nullByteString();
-        return result(call(as));
+        auto m = call(as);
+        if (result(m) == UAPLEX_Good) {
+            // The next activation signs the nonce this one returned.
+            auto& r = *static_cast<ua::ActivateSessionResponse*>(m.object);
+            serverNonce.assign(r.serverNonce.data, r.serverNonce.data + r.serverNonce.length);
+        }
+        return result(m);
     }
 };
 
@@ -240,4 +252,36 @@ TEST_CASE("CreateSession refuses certificates and nonces that do not fit") {
           UAPLEX_Good);
     CHECK(Fixture::result(f.createSession(f.client.cert->der, "urn:test:client", 32, &used)) ==
           UAPLEX_BadNonceInvalid);
+}
+
+TEST_CASE("a secured session moves only to a channel of its certificate and no weaker mode") {
+    Fixture f;
+    REQUIRE(Fixture::result(f.createSession(f.client.cert->der, "urn:test:client")) == UAPLEX_Good);
+    REQUIRE(f.activate(false) == UAPLEX_Good);
+    // Whoever has the AuthenticationToken, on a None channel without a client signature.
+    f.channelId = 2;
+    f.secured = false;
+    ua::ActivateSessionRequest none{};
+    CHECK(Fixture::result(f.call(none)) == UAPLEX_BadSecureChannelIdInvalid);
+    // On a SignAndEncrypt channel of another (trusted) certificate, signing with its own key.
+    Client other("urn:test:client");
+    f.channel.remote = other.cert->der;
+    f.channelId = 3;
+    f.secured = true;
+    CHECK(f.activate(false, false, &other) == UAPLEX_BadSecureChannelIdInvalid);
+    // The session's own certificate, but Sign only: a weaker mode.
+    f.channel.remote = f.client.cert->der;
+    f.mode = securechannel::SecurityMode::Sign;
+    f.channelId = 4;
+    CHECK(f.activate(false) == UAPLEX_BadSecureChannelIdInvalid);
+    // The victim's channel keeps the session.
+    std::shared_ptr<session::Session> s;
+    CHECK(f.sessions.resolve(f.token, 1, 1000, s) == UAPLEX_Good);
+    // A reconnect of the same client (certificate and mode) may take it over (Part 4 5.6.3).
+    f.mode = securechannel::SecurityMode::SignAndEncrypt;
+    f.channelId = 5;
+    CHECK(f.activate(true) == UAPLEX_BadApplicationSignatureInvalid);
+    CHECK(f.activate(false) == UAPLEX_Good);
+    CHECK(f.sessions.resolve(f.token, 5, 1000, s) == UAPLEX_Good);
+    CHECK(f.sessions.resolve(f.token, 1, 1000, s) == UAPLEX_BadSecureChannelIdInvalid);
 }

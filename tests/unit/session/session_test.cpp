@@ -184,7 +184,8 @@ TEST_CASE("the identity key compares sessions of the same user") {
 }
 
 TEST_CASE("one CSPRNG draw gives a session distinct token, SessionId and both nonces") {
-    SessionManager m({2000, 10000, 60000}, nullptr);
+    // 500 sessions before their activation on one channel: above the default cap.
+    SessionManager m({2000, 10000, 60000, 1000}, nullptr);
     constexpr int kSessions = 500;
     std::vector<std::shared_ptr<Session>> sessions;
     std::vector<std::string> createNonces;
@@ -240,7 +241,8 @@ TEST_CASE("one CSPRNG draw gives a session distinct token, SessionId and both no
 }
 
 TEST_CASE("create reports when the new session times out, for the sweep that sleeps until then") {
-    SessionManager m({10, 10000, 60000}, nullptr);
+    // Unactivated sessions live as long as they asked here (the short life has its own test).
+    SessionManager m({10, 10000, 60000, 8, 32, 60000}, nullptr);
     std::vector<std::int64_t> due;
     m.setTimeoutScheduled(
         [](void* user, std::int64_t dueMs) {
