@@ -1155,10 +1155,17 @@ TEST_CASE("Cancel: a parked Publish is answered BadRequestCancelledByRequest and
     CHECK(counted);
 }
 
+namespace {
+ServerProcess& accessServer();
+}
+
+// Both sessions act for the same user: TransferSubscriptions refuses anonymous sessions on
+// None channels (Part 4 5.13.7).
 TEST_CASE("subscriptions: CloseSession(deleteSubscriptions=false) leaves them for a transfer") {
+    Client::UserName op("username", "operator", "op-secret");
     Client a;
-    REQUIRE(a.open(server().port));
-    REQUIRE(a.createSession() == UAPLEX_Good);
+    REQUIRE(a.open(accessServer().port));
+    REQUIRE(a.createSessionAs(&op.eo) == UAPLEX_Good);
     std::uint32_t kept = createSubscription(a), gone = 0;
     std::uint32_t item = monitorState(a, kept, 41);
     Published p = publish(a, 2);
@@ -1168,9 +1175,15 @@ TEST_CASE("subscriptions: CloseSession(deleteSubscriptions=false) leaves them fo
     close.deleteSubscriptions = false;
     REQUIRE(Client::result(a.call(close)) == UAPLEX_Good);
 
+    // An anonymous session may not take it.
+    Client anonymous;
+    REQUIRE(anonymous.open(accessServer().port));
+    REQUIRE(anonymous.createSession() == UAPLEX_Good);
+    CHECK(transfer(anonymous, kept, true) == UAPLEX_BadUserAccessDenied);
+
     Client b;
-    REQUIRE(b.open(server().port));
-    REQUIRE(b.createSession() == UAPLEX_Good);
+    REQUIRE(b.open(accessServer().port));
+    REQUIRE(b.createSessionAs(&op.eo) == UAPLEX_Good);
     std::vector<std::uint32_t> available;
     REQUIRE(transfer(b, kept, true, &available) == UAPLEX_Good);
     CHECK(available == std::vector<std::uint32_t>{1});
@@ -1189,7 +1202,7 @@ TEST_CASE("subscriptions: CloseSession(deleteSubscriptions=false) leaves them fo
     CHECK(ch == std::vector<std::uint32_t>{41});
     CHECK(getMonitoredItems(b, 0x7FFFFFF0u, &sh, &ch) == UAPLEX_BadSubscriptionIdInvalid);
     Client c;
-    REQUIRE(c.open(server().port));
+    REQUIRE(c.open(accessServer().port));
     REQUIRE(c.createSession() == UAPLEX_Good);
     CHECK(getMonitoredItems(c, kept, &sh, &ch) == UAPLEX_BadUserAccessDenied);
 
