@@ -121,9 +121,11 @@ session::LoginLimits loginLimitsOf(const config::ServerLimits& l) noexcept {
     return r;
 }
 
-bool isCredential(const ua::ExtensionObject& token) noexcept {
-    return token.object && (token.data_type == enc::dataTypeOf<ua::UserNameIdentityToken>() ||
-                            token.data_type == enc::dataTypeOf<ua::X509IdentityToken>());
+// A password can be guessed and costs a PBKDF2 to check: UserName tokens are throttled and
+// checked in the login pool. An X509 token needs the user's private key (nothing to guess)
+// and costs one signature check: it is checked on the worker like Anonymous.
+bool isPassword(const ua::ExtensionObject& token) noexcept {
+    return token.object && token.data_type == enc::dataTypeOf<ua::UserNameIdentityToken>();
 }
 
 }  // namespace
@@ -582,15 +584,12 @@ uaplex_status Dispatcher::activateSession(const ua::ActivateSessionRequest& req,
                 return UAPLEX_BadApplicationSignatureInvalid;
         }
         const ua::ExtensionObject& token = req.userIdentityToken;
-        if (!isCredential(token)) {
-            // Anonymous (or not a token at all): nothing to guess, checked here.
+        if (!isPassword(token)) {
+            // Anonymous, X509 (or not a token at all): nothing to guess, checked here.
             return finishActivation(req, *call, ctx.nowMs, arena, responseType, response);
         }
-        if (token.data_type == enc::dataTypeOf<ua::UserNameIdentityToken>()) {
-            const auto& name =
-                static_cast<const ua::UserNameIdentityToken*>(token.object)->userName;
-            call->userName = std::string(ua::view(name).substr(0, 256));
-        }
+        const auto& name = static_cast<const ua::UserNameIdentityToken*>(token.object)->userName;
+        call->userName = std::string(ua::view(name).substr(0, 256));
         auto decision =
             throttle_.check(call->peer, call->userName, call->session->loginFailures(), ctx.nowMs);
         call->lockedOut = decision.lockedOut;
@@ -624,7 +623,7 @@ uaplex_status Dispatcher::finishActivation(const ua::ActivateSessionRequest& req
                                            enc::Arena& arena, const enc::DataType*& responseType,
                                            void*& response) noexcept {
     const ua::ExtensionObject& token = req.userIdentityToken;
-    const bool credential = isCredential(token);
+    const bool credential = isPassword(token);
     auto& s = call.session;
     session::UserIdentity identity;
     std::shared_ptr<const session::AccessView> access;

@@ -47,7 +47,7 @@ class LoginThrottle {
         bool lockedOut = false;    // refuse without checking the password
         std::int64_t delayMs = 0;  // answer no sooner than this after the request
     };
-    // What an attempt by `peer` for `user` (empty: no user name, e.g. X509) on a session that
+    // What an attempt by `peer` for `user` (empty: none) on a session that
     // failed `sessionFailures` times gets.
     Decision check(std::string_view peer, std::string_view user, std::uint32_t sessionFailures,
                    std::int64_t nowMs);
