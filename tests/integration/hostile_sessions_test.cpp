@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "hostile_certs.hpp"
 #include "opcua_client.hpp"
 #include "server_process.hpp"
 
@@ -28,15 +29,16 @@ namespace {
 
 // A server on None with `limits` in [server.limits] and `extra` appended (sections).
 test::ServerProcess startServer(const std::string& tag, const std::string& limits,
-                                const std::string& extra = "") {
-    auto toml = [limits, extra](std::uint16_t port, const std::filesystem::path& dir) {
+                                const std::string& extra = "",
+                                const std::string& security = "[{ policy = \"None\" }]") {
+    auto toml = [limits, extra, security](std::uint16_t port, const std::filesystem::path& dir) {
         std::ostringstream s;
         s << "[log]\nlevel = \""
           << (std::getenv("HOSTILE_LOG") ? std::getenv("HOSTILE_LOG") : "warn")
           << "\"\nsink = \"stderr\"\n"
           << "[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR "\"]\n"
           << "[server]\nendpoints = [\"opc.tcp://127.0.0.1:" << port << "\"]\n"
-          << "security = [{ policy = \"None\" }]\n"
+          << "security = " << security << "\n"
           << "pki_dir = \"" << (dir / "pki").string() << "\"\n"
           << "[server.limits]\n"
           << limits << "\n"
@@ -366,4 +368,237 @@ TEST_CASE("hostile sessions: Reads are answered while two attackers pipeline gue
     // The guesses beyond one per session were refused at once, not hashed on a worker.
     CHECK(busy > 0);
     CHECK(server.alive());
+}
+
+namespace {
+
+// A client on Basic256Sha256 SignAndEncrypt, made of the project's client channel security
+// (test::Client only carries the bytes): OPN, secured MSG chunks, CreateSession with its
+// certificate and nonce, ActivateSession with the clientSignature.
+class SecureClient {
+  public:
+    SecureClient(test::TestIdentity& id, std::shared_ptr<security::Certificate> server)
+        : id_(id), server_(std::move(server)) {}
+
+    bool open(std::uint16_t port) {
+        const auto* policy =
+            security::findPolicy("http://opcfoundation.org/UA/SecurityPolicy#Basic256Sha256");
+        if (!policy || !raw_.connect(port, 60000)) return false;
+        url_ = "opc.tcp://127.0.0.1:" + std::to_string(port);
+        if (!raw_.sendRaw(Client::hello(url_, 65535, 65535))) return false;
+        auto ack = raw_.receive();
+        if (ack.size() != 28 || std::memcmp(ack.data(), "ACK", 3) != 0) return false;
+        std::vector<std::uint8_t> clientNonce(32);
+        if (!security::randomBytes(clientNonce)) return false;
+        sec_ = security::makeClientChannelSecurity(*policy, id_.cert, id_.key.get(), server_);
+        if (!raw_.sendRaw(test::securedOpn(*policy, id_, server_, clientNonce))) return false;
+        auto chunk = raw_.receive();
+        if (chunk.size() < 12 || std::memcmp(chunk.data(), "OPNF", 4) != 0) return false;
+        enc::Arena arena(1 << 20);
+        enc::DecodeLimits limits;
+        enc::BinaryReader r(std::span<const std::uint8_t>(chunk), arena, limits);
+        r.take(12);
+        ua::String uri;
+        ua::ByteString cert, thumb;
+        enc::decode(r, uri);
+        enc::decode(r, cert);
+        enc::decode(r, thumb);
+        std::size_t offset = r.position(), bodyEnd = 0;
+        if (sec_->openAsymmetric(chunk, offset, {cert.data, std::size_t(cert.length)},
+                                 {thumb.data, std::size_t(thumb.length)}, bodyEnd) != UAPLEX_Good)
+            return false;
+        auto m =
+            enc::decodeMessage({chunk.data() + offset + 8, bodyEnd - offset - 8}, arena, limits);
+        if (m.status != UAPLEX_Good || m.type != enc::dataTypeOf<ua::OpenSecureChannelResponse>())
+            return false;
+        const auto& resp = *static_cast<ua::OpenSecureChannelResponse*>(m.object);
+        channelId_ = resp.securityToken.channelId;
+        tokenId_ = resp.securityToken.tokenId;
+        std::vector<std::uint8_t> serverNonce(resp.serverNonce.data,
+                                              resp.serverNonce.data + resp.serverNonce.length);
+        return sec_->deriveKeys(tokenId_, clientNonce, serverNonce) == UAPLEX_Good;
+    }
+
+    template <class T>
+    enc::DecodedMessage call(T& request) {
+        request.requestHeader.authenticationToken = token_;
+        request.requestHeader.requestHandle = requestId_;
+        request.requestHeader.timeoutHint = 30000;
+        enc::ByteBuffer body;
+        enc::BinaryWriter w(body);
+        enc::encodeMessage(w, request);
+        // One chunk: the requests here are small.
+        std::vector<std::uint8_t> v(24 + body.size());
+        std::memcpy(v.data(), "MSGF", 4);
+        Client::put(v, 4, std::uint32_t(v.size()));
+        Client::put(v, 8, channelId_);
+        Client::put(v, 12, tokenId_);
+        Client::put(v, 16, ++seq_);
+        Client::put(v, 20, requestId_++);
+        std::memcpy(v.data() + 24, body.data(), body.size());
+        std::size_t length = v.size();
+        v.resize(v.size() + sec_->symmetricOverhead(kMode));
+        if (sec_->secureSymmetric(tokenId_, kMode, v, 16, length) != UAPLEX_Good)
+            return {UAPLEX_BadInternalError, nullptr, nullptr};
+        v.resize(length);
+        if (!raw_.sendRaw(v)) return {UAPLEX_BadConnectionClosed, nullptr, nullptr};
+        response_.clear();
+        for (;;) {
+            auto c = raw_.receive();
+            if (c.empty()) return {UAPLEX_BadConnectionClosed, nullptr, nullptr};
+            if (std::memcmp(c.data(), "ERR", 3) == 0) return {Client::get(c, 8), nullptr, nullptr};
+            std::size_t bodyLength = 0;
+            if (sec_->verifySymmetric(tokenId_, kMode, c, 16, bodyLength) != UAPLEX_Good)
+                return {UAPLEX_BadSecurityChecksFailed, nullptr, nullptr};
+            response_.insert(response_.end(), c.begin() + 24, c.begin() + 16 + bodyLength);
+            if (c[3] == 'F') break;
+            if (c[3] == 'A') return {UAPLEX_BadRequestCancelledByClient, nullptr, nullptr};
+        }
+        arena_.reset();
+        return enc::decodeMessage(response_, arena_, enc::DecodeLimits{});
+    }
+
+    // CreateSession (certificate, ApplicationUri, nonce) and an anonymous ActivateSession
+    // signed with the client key over serverCertificate + serverNonce.
+    uaplex_status createSession(std::string_view applicationUri) {
+        std::vector<std::uint8_t> nonce(32);
+        security::randomBytes(nonce);
+        ua::CreateSessionRequest cs{};
+        cs.clientDescription.applicationUri = ua::makeString(applicationUri);
+        cs.endpointUrl = ua::makeString(url_);
+        cs.sessionName = ua::makeString("secure victim");
+        cs.clientCertificate = bytes(id_.cert->der);
+        cs.clientNonce = bytes(nonce);
+        cs.requestedSessionTimeout = 60000;
+        auto m = call(cs);
+        if (Client::result(m) != UAPLEX_Good) return Client::result(m);
+        auto& r = *static_cast<ua::CreateSessionResponse*>(m.object);
+        tokenBytes_.assign(r.authenticationToken.identifier.bytestring.data,
+                           r.authenticationToken.identifier.bytestring.data + 32);
+        token_ = r.authenticationToken;
+        token_.identifier.bytestring.data = tokenBytes_.data();
+        serverNonce_.assign(r.serverNonce.data, r.serverNonce.data + r.serverNonce.length);
+        return activate();
+    }
+    uaplex_status activate() {
+        std::vector<std::uint8_t> sig(id_.cert->keyBytes());
+        if (!security::rsaSign(security::AsymmetricSignature::RsaPkcs15Sha256, id_.key.get(),
+                               {server_->der, serverNonce_}, sig))
+            return UAPLEX_BadInternalError;
+        ua::ActivateSessionRequest as{};
+        as.clientSignature.algorithm =
+            ua::makeString("http://www.w3.org/2001/04/xmldsig-more#rsa-sha256");
+        as.clientSignature.signature = bytes(sig);
+        ua::AnonymousIdentityToken anon{ua::makeString("anonymous")};
+        as.userIdentityToken.encoding = UAPLEX_EXTENSIONOBJECT_BINARY;
+        as.userIdentityToken.type_id = ua::numericNodeId(0, 321);
+        as.userIdentityToken.data_type = enc::dataTypeOf<ua::AnonymousIdentityToken>();
+        as.userIdentityToken.object = &anon;
+        auto m = call(as);
+        if (Client::result(m) == UAPLEX_Good) {
+            auto& r = *static_cast<ua::ActivateSessionResponse*>(m.object);
+            serverNonce_.assign(r.serverNonce.data, r.serverNonce.data + r.serverNonce.length);
+        }
+        return Client::result(m);
+    }
+    const std::vector<std::uint8_t>& tokenBytes() const { return tokenBytes_; }
+    // Takes another client's session (its AuthenticationToken and last nonce).
+    void useSession(const SecureClient& other) {
+        tokenBytes_ = other.tokenBytes_;
+        serverNonce_ = other.serverNonce_;
+        token_ = ua::NodeId{};
+        token_.identifier_type = UAPLEX_ID_BYTESTRING;
+        token_.identifier.bytestring =
+            ua::ByteString{std::int32_t(tokenBytes_.size()), tokenBytes_.data()};
+    }
+    uaplex_status read() {
+        std::vector<ua::ReadValueId> ids(1);
+        auto r = test::readServerState(ids);
+        return Client::result(call(r));
+    }
+
+  private:
+    static constexpr auto kMode = securechannel::SecurityMode::SignAndEncrypt;
+    static ua::ByteString bytes(const std::vector<std::uint8_t>& v) {
+        return ua::ByteString{std::int32_t(v.size()), const_cast<std::uint8_t*>(v.data())};
+    }
+    test::TestIdentity& id_;
+    std::shared_ptr<security::Certificate> server_;
+    std::unique_ptr<securechannel::ChannelSecurity> sec_;
+    Client raw_;
+    std::string url_;
+    std::uint32_t channelId_ = 0, tokenId_ = 0, seq_ = 1, requestId_ = 2;
+    ua::NodeId token_ = ua::numericNodeId(0, 0);
+    std::vector<std::uint8_t> tokenBytes_, serverNonce_, response_;
+    enc::Arena arena_;
+};
+
+// An ActivateSession for the session `token` names, with `identity` (null: anonymous) and no
+// client signature, as someone who only has the AuthenticationToken sends it.
+std::vector<std::uint8_t> hijack(const std::vector<std::uint8_t>& token) {
+    ua::ActivateSessionRequest as{};
+    as.requestHeader.authenticationToken.identifier_type = UAPLEX_ID_BYTESTRING;
+    as.requestHeader.authenticationToken.identifier.bytestring =
+        ua::ByteString{std::int32_t(token.size()), const_cast<std::uint8_t*>(token.data())};
+    as.requestHeader.requestHandle = 66;
+    ua::AnonymousIdentityToken anon{ua::makeString("anonymous")};
+    as.userIdentityToken.encoding = UAPLEX_EXTENSIONOBJECT_BINARY;
+    as.userIdentityToken.type_id = ua::numericNodeId(0, 321);
+    as.userIdentityToken.data_type = enc::dataTypeOf<ua::AnonymousIdentityToken>();
+    as.userIdentityToken.object = &anon;
+    enc::ByteBuffer body;
+    enc::BinaryWriter w(body);
+    enc::encodeMessage(w, as);
+    return body.toVector();
+}
+
+}  // namespace
+
+TEST_CASE("hostile sessions: a SignAndEncrypt session is not taken over from a None channel") {
+    auto server = startServer("hostile-binding", "", "",
+                              "[{ policy = \"None\" }, { policy = \"Basic256Sha256\" }]");
+    auto serverCertificate = security::readCertificate(server.dir / "pki/own/certs/uaplex.der");
+    REQUIRE(serverCertificate);
+    auto trusted = [&](const char* cn, const char* uri, long serial) {
+        test::IssueOptions o;
+        o.name = {{"O", "plant"}, {"CN", cn}};
+        o.uri = uri;
+        o.serial = serial;
+        o.keyUsage = "critical,digitalSignature,nonRepudiation,keyEncipherment,dataEncipherment";
+        auto id = test::issueCertificate(o);
+        REQUIRE(id.cert);
+        test::writeBytes(server.dir / "pki/trusted/certs" / (std::string(cn) + ".der"),
+                         id.cert->der);
+        return id;
+    };
+    auto victimId = trusted("victim", "urn:hostile:victim", 1);
+    auto otherId = trusted("other", "urn:hostile:other", 2);
+    // The victim: an anonymous session on a SignAndEncrypt channel of its own certificate.
+    SecureClient victim(victimId, serverCertificate);
+    REQUIRE(victim.open(server.port));
+    REQUIRE(victim.createSession("urn:hostile:victim") == UAPLEX_Good);
+    REQUIRE(victim.read() == UAPLEX_Good);
+    // Whoever learnt the AuthenticationToken activates it over None, without a signature.
+    Client attacker;
+    REQUIRE(openSlow(attacker, server.port));
+    CHECK(Client::result(attacker.callRaw(hijack(victim.tokenBytes()))) ==
+          UAPLEX_BadSecureChannelIdInvalid);
+    // A SignAndEncrypt channel of another trusted certificate, signing with its own key.
+    SecureClient other(otherId, serverCertificate);
+    REQUIRE(other.open(server.port));
+    other.useSession(victim);
+    CHECK(other.activate() == UAPLEX_BadSecureChannelIdInvalid);
+    CHECK(other.read() == UAPLEX_BadSecureChannelIdInvalid);
+    // The victim keeps its session, and a legitimate client is served.
+    CHECK(victim.read() == UAPLEX_Good);
+    Client legit;
+    REQUIRE(openSlow(legit, server.port));
+    CHECK(legit.createSession() == UAPLEX_Good);
+    CHECK(readsOk(legit, 3));
+    // The victim itself, reconnected (same certificate and mode), may take its session over.
+    SecureClient again(victimId, serverCertificate);
+    REQUIRE(again.open(server.port));
+    again.useSession(victim);
+    CHECK(again.activate() == UAPLEX_Good);
+    CHECK(again.read() == UAPLEX_Good);
 }
