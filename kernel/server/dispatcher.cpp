@@ -121,6 +121,10 @@ session::LoginLimits loginLimitsOf(const config::ServerLimits& l) noexcept {
     return r;
 }
 
+// An ActivateSession with a UserName token waits in the login pool as its encoded bytes, at
+// most this many (the queue then holds at most password_hash_queue times it).
+constexpr std::size_t kMaxQueuedLoginBytes = 64 * 1024;
+
 // A password can be guessed and costs a PBKDF2 to check: UserName tokens are throttled and
 // checked in the login pool. An X509 token needs the user's private key (nothing to guess)
 // and costs one signature check: it is checked on the worker like Anonymous.
@@ -597,6 +601,9 @@ uaplex_status Dispatcher::activateSession(const ua::ActivateSessionRequest& req,
             // No way to answer later (in-process callers): checked here, without the delay.
             return finishActivation(req, *call, ctx.nowMs, arena, responseType, response);
         }
+        // The request waits in the pool as its bytes: a login is small, so a large one (filled
+        // with locale ids, headers, certificates) is refused rather than kept.
+        if (raw.size() > kMaxQueuedLoginBytes) return UAPLEX_BadRequestTooLarge;
         // Off the workers: the password check runs in the login pool, and a delayed answer
         // waits there as a due time. One login per session and a few per peer at once.
         if (!call->session->beginLogin()) return UAPLEX_BadTooManyOperations;

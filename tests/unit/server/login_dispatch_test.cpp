@@ -209,6 +209,24 @@ TEST_CASE("with a route the password is checked in the login pool, answered thro
     CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(1000));
     CHECK(f.decodeSent(1) == UAPLEX_Good);
     CHECK(f.sessions->lookup(f.token)->activated());
+    // A login waits in the pool as its bytes: one padded beyond 64 KiB is refused unqueued.
+    f.openSession();
+    {
+        std::string big(100 * 1024, 'l');
+        ua::String locale = ua::makeString(big);
+        ua::UserNameIdentityToken user{};
+        user.policyId = ua::makeString("username");
+        user.userName = ua::makeString("alice");
+        user.password =
+            ua::ByteString{5, reinterpret_cast<std::uint8_t*>(const_cast<char*>("right"))};
+        ua::ActivateSessionRequest as{};
+        as.localeIds = {1, &locale};
+        as.userIdentityToken.encoding = UAPLEX_EXTENSIONOBJECT_BINARY;
+        as.userIdentityToken.type_id = ua::numericNodeId(0, 324);
+        as.userIdentityToken.data_type = enc::dataTypeOf<ua::UserNameIdentityToken>();
+        as.userIdentityToken.object = &user;
+        CHECK(Fixture::result(f.call(as)) == UAPLEX_BadRequestTooLarge);
+    }
     // The pool's queue is finite (2): the delayed attempts of other sessions fill it, and
     // beyond it the answer is BadTooManyOperations on the spot.
     int refused = 0;
