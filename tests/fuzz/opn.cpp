@@ -18,6 +18,8 @@
 //         bit 1: every certificate that parses is trusted (else only the client's)
 //         bit 2: SecurityPolicy None is offered too
 //         bit 3: an untrusted certificate is "recorded" once its OPN proves the key
+//         bit 4: the server's own Provider with its Pki (own/, the client's certificate in
+//                trusted/certs, rejected/ recording nothing) decides instead (bits 1, 3 unused)
 //   kind & 3 == 0 (raw): the bytes are the chunk as received (MessageSize is set to its
 //         length, as the transport frames chunks by it); kind bit 3 sets a 20-byte receiver
 //         thumbprint to the server's, bit 4 a sender certificate of 0 to 3 bytes to the
@@ -35,6 +37,8 @@
 // and exits: `fuzz_opn` with it set regenerates tests/fuzz/corpus/opn.
 #include <openssl/sha.h>
 
+#include <stdlib.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -49,6 +53,7 @@
 #include "security/channel_security.hpp"
 #include "security/crypto.hpp"
 #include "security/pki.hpp"
+#include "security/safe_file.hpp"
 
 using namespace uaplex;
 using uaplex::fuzz::violated;
@@ -83,6 +88,36 @@ Identity makeIdentity(const char* uri, std::uint32_t bits) {
     return id;
 }
 
+// The server's certificate store as the server has it: own/ holds the server identity,
+// trusted/certs the client's certificate; nothing is ever recorded in rejected/.
+struct ServerPki {
+    std::filesystem::path root;
+    std::unique_ptr<Pki> pki;
+    ServerPki(const Identity& server, const Identity& client, const char* name) {
+        char dir[] = "/tmp/uaplex-fuzz-opn-XXXXXX";
+        if (!::mkdtemp(dir)) std::abort();
+        root = std::filesystem::path(dir) / name;
+        pki = std::make_unique<Pki>(root);
+        pki->ensureLayout();
+        std::string err, pem = privateKeyPem(server.key.get());
+        const auto& trusted = client.cert->der;
+        if (!replaceFile(pki->ownKeyFile(), pem, kPrivateFileMode, err) ||
+            !replaceFile(pki->ownCertificateFile(), server.cert->der.data(),
+                         server.cert->der.size(), kPublicFileMode, err) ||
+            !replaceFile(root / "trusted/certs" / (client.cert->thumbprintHex() + ".der"),
+                         trusted.data(), trusted.size(), kPublicFileMode, err)) {
+            std::fprintf(stderr, "fuzz_opn: %s\n", err.c_str());
+            std::abort();
+        }
+        pki->loadOrCreateOwn(CertificateRequest{});
+        pki->setRejectedLimits(RejectedStoreLimits{0, 0});
+    }
+    ~ServerPki() {
+        std::error_code ec;
+        std::filesystem::remove_all(root.parent_path(), ec);
+    }
+};
+
 struct World {
     Identity server2048 = makeIdentity("urn:uaplex:fuzz:server", 2048);
     Identity server4096 = makeIdentity("urn:uaplex:fuzz:server4096", 4096);
@@ -90,6 +125,8 @@ struct World {
     const PolicyInfo* policies[4] = {
         findPolicy("Basic256Sha256"), findPolicy("Aes128_Sha256_RsaOaep"),
         findPolicy("Aes256_Sha256_RsaPss"), findPolicy("Basic256Sha256")};
+    ServerPki pki2048{server2048, client, "pki2048"};
+    ServerPki pki4096{server4096, client, "pki4096"};
 };
 
 World& world() {
@@ -324,8 +361,15 @@ void runOne(const std::uint8_t* data, std::size_t size) {
     const std::uint8_t flags = data[0];
     const Identity& server = (flags & 1) ? world().server4096 : world().server2048;
     FuzzProvider provider(server, (flags & 2) != 0, (flags & 8) != 0);
+    // Flag bit 4: the server's own provider and PKI validation instead of the callback.
+    std::vector<OfferedPolicy> offered;
+    for (int i = 0; i < 3; ++i) offered.push_back({world().policies[i], true, true});
+    if (flags & 4) offered.push_back({nullptr, false, false});
+    Pki& pki = (flags & 1) ? *world().pki4096.pki : *world().pki2048.pki;
+    Provider production(pki, std::move(offered));
     securechannel::ChannelLimits limits;
-    limits.security = &provider;
+    limits.security =
+        (flags & 16) ? static_cast<securechannel::SecurityProvider*>(&production) : &provider;
     limits.offersNone = (flags & 4) != 0;
     limits.maxMessageSize = 1u << 20;
     limits.maxChunkCount = 64;
@@ -428,6 +472,9 @@ void writeSeeds(const std::filesystem::path& dir) {
         seeds.emplace_back(1).sealed(3, policy, issue);
     }
     seeds.emplace_back(0).sealed(3, 0, issue).sealed(3, 4, renew);
+    // The same through the server's own Provider and PKI validation.
+    seeds.emplace_back(16).sealed(3, 0, issue).sealed(3, 4, renew);
+    seeds.emplace_back(17).sealed(3, 2, issueSign);
     // The padding given by the input: Basic256Sha256 with a 2048-bit server key (OAEP-SHA1:
     // 214-byte blocks) and the client's 256-byte signature.
     {
