@@ -144,6 +144,34 @@ TEST_CASE("hostile sessions: 1000 CreateSession on one channel are capped, other
     CHECK(server.alive());
 }
 
+TEST_CASE("hostile sessions: CreateSession takes a session_establishment lease until activation") {
+    // The leases plugin's stage with room for two new clients at once (the Bootstrap floor
+    // and one shared place); the kernel's own caps are far above that here.
+    auto server = startServer("hostile-lease", "",
+                              "[plugins.leases.stages.session_establishment]\ntotal = 3\n");
+    Client a, b, c;
+    REQUIRE(openSlow(a, server.port));
+    REQUIRE(openSlow(b, server.port));
+    REQUIRE(openSlow(c, server.port));
+    REQUIRE(a.createSessionOnly() == UAPLEX_Good);
+    REQUIRE(b.createSessionOnly() == UAPLEX_Good);
+    CHECK(c.createSessionOnly() == UAPLEX_BadTooManySessions);
+    // The activation gives the lease back: the next client gets in.
+    REQUIRE(a.activateSession() == UAPLEX_Good);
+    CHECK(c.createSessionOnly() == UAPLEX_Good);
+    Client d;
+    REQUIRE(openSlow(d, server.port));
+    CHECK(d.createSessionOnly() == UAPLEX_BadTooManySessions);
+    // So does the close of a channel with a session never activated.
+    b.disconnect();
+    Client legit;
+    REQUIRE(openSlow(legit, server.port));
+    CHECK(eventually([&] { return legit.createSessionOnly() == UAPLEX_Good; }));
+    CHECK(legit.activateSession() == UAPLEX_Good);
+    CHECK(readsOk(legit, 3));
+    CHECK(readsOk(a, 3));
+}
+
 TEST_CASE("hostile sessions: 1 MiB SessionNames do not pin memory") {
     auto server = startServer("hostile-names", "unactivated_session_timeout_ms = 600000");
     Client legit;
