@@ -307,9 +307,10 @@ TEST_CASE("[server.limits] JSON decode threads and their queue: finite defaults,
     const auto& d = parse_string("", "/etc/uaplex/test.toml", kPaths).server.limits;
     CHECK(d.json_decode_threads == 1);
     CHECK(d.json_decode_queue_bytes == 32u << 20);
-    auto cfg = parse_string("[server.limits]\njson_decode_threads = 3\n"
-                            "json_decode_queue_bytes = 1048576\n",
-                            "/etc/uaplex/test.toml", kPaths);
+    auto cfg = parse_string(
+        "[server.limits]\njson_decode_threads = 3\n"
+        "json_decode_queue_bytes = 1048576\n",
+        "/etc/uaplex/test.toml", kPaths);
     CHECK(cfg.warnings.empty());
     CHECK(cfg.server.limits.json_decode_threads == 3);
     CHECK(cfg.server.limits.json_decode_queue_bytes == 1048576);
@@ -341,4 +342,55 @@ TEST_CASE("[server.limits] the certificate store's limits: finite defaults, over
     CHECK(
         error_of("[server.limits]\nmax_rejected_bytes = 2147483648\n").find("max_rejected_bytes") !=
         std::string::npos);
+}
+
+TEST_CASE("[server.limits] sessions before activation and failed logins: finite defaults") {
+    auto defaults = parse_string("", "/etc/uaplex/test.toml", kPaths);
+    const auto& d = defaults.server.limits;
+    CHECK(d.max_unactivated_sessions_per_channel == 8);
+    CHECK(d.max_unactivated_sessions_per_peer == 32);
+    CHECK(d.unactivated_session_timeout_ms == 10000);
+    CHECK(d.max_session_string_length == 256);
+    CHECK(d.login_failures_before_delay == 3);
+    CHECK(d.login_delay_ms == 500);
+    CHECK(d.login_max_delay_ms == 8000);
+    CHECK(d.login_lockout_failures == 10);
+    CHECK(d.login_lockout_ms == 60000);
+    CHECK(d.max_login_failures_per_session == 5);
+    CHECK(d.password_hash_threads == 1);
+    CHECK(d.password_hash_queue == 32);
+    CHECK(d.max_pending_logins_per_peer == 4);
+    auto cfg = parse_string(
+        "[server.limits]\nmax_unactivated_sessions_per_channel = 2\n"
+        "max_unactivated_sessions_per_peer = 3\nunactivated_session_timeout_ms = 500\n"
+        "max_session_string_length = 64\nlogin_failures_before_delay = 0\nlogin_delay_ms = 0\n"
+        "login_max_delay_ms = 100\nlogin_lockout_failures = 4\nlogin_lockout_ms = 1000\n"
+        "max_login_failures_per_session = 2\npassword_hash_threads = 2\n"
+        "password_hash_queue = 8\nmax_pending_logins_per_peer = 1\n",
+        "/etc/uaplex/test.toml", kPaths);
+    const auto& l = cfg.server.limits;
+    CHECK(cfg.warnings.empty());
+    CHECK(l.max_unactivated_sessions_per_channel == 2);
+    CHECK(l.max_unactivated_sessions_per_peer == 3);
+    CHECK(l.unactivated_session_timeout_ms == 500);
+    CHECK(l.max_session_string_length == 64);
+    CHECK(l.login_failures_before_delay == 0);
+    CHECK(l.login_delay_ms == 0);
+    CHECK(l.login_max_delay_ms == 100);
+    CHECK(l.login_lockout_failures == 4);
+    CHECK(l.login_lockout_ms == 1000);
+    CHECK(l.max_login_failures_per_session == 2);
+    CHECK(l.password_hash_threads == 2);
+    CHECK(l.password_hash_queue == 8);
+    CHECK(l.max_pending_logins_per_peer == 1);
+    // No "unlimited": the caps and the pool have a floor of 1, the timeout of 100 ms.
+    for (const char* bad :
+         {"max_unactivated_sessions_per_channel = 0", "max_unactivated_sessions_per_peer = 0",
+          "unactivated_session_timeout_ms = 10", "max_session_string_length = 8",
+          "login_lockout_failures = 0", "max_login_failures_per_session = 0",
+          "password_hash_threads = 0", "password_hash_threads = 65", "password_hash_queue = 0",
+          "max_pending_logins_per_peer = 0"}) {
+        INFO(bad);
+        CHECK(!error_of(std::string("[server.limits]\n") + bad + "\n").empty());
+    }
 }
