@@ -257,7 +257,8 @@ std::shared_ptr<PluginInstance> Host::make_request_queue(const config::PluginCon
     inst->request_queue_params = request_queue_.params(kMaxQueuedRequestCount);
     if (admission_) {
         // Every request takes its RequestQueue, RequestQueueBytes and RequestExecution
-        // leases through the queue; a request is charged MaxMessageSize bytes (spec 3).
+        // leases through the queue; a request is charged MaxMessageSize bytes
+        // (docs/pipeline.md, Request queue).
         inst->request_queue_params.admission_self = admission_->self();
         inst->request_queue_params.admission = admission_->ops<uaplex_admission_ops>();
         inst->request_queue_params.request_cost = config_.server.limits.max_message_size;
@@ -298,8 +299,9 @@ void Host::make_fixed_slots(const config::ServerConfig& cfg, ScanResult& scanned
         auto& p = inst->admission_params;
         p.hdr = UAPLEX_HEADER_INIT(uaplex_admission_params, UAPLEX_STYPE_ADMISSION_PARAMS);
         // The protected Bootstrap and Reconnect connection floors come on top of the shared
-        // capacity, which must hold every session plus one (spec 2). Connections are
-        // limited by the transport (max_channels); the kernel charges request stages only.
+        // capacity, which must hold every session plus one (docs/pipeline.md, Admission).
+        // Connections are limited by the transport (max_channels); the kernel charges request
+        // stages only.
         p.max_channel_count = std::max(l.max_channels, l.max_sessions + 1) + 2;
         p.max_session_count = l.max_sessions;
         p.max_concurrent_session_establishment = std::max<uint32_t>(l.max_pending_handshakes, 2);

@@ -886,9 +886,10 @@ void Server::stop() noexcept {
     // request BadServerHalted (and refuses new ones with it); the workers finish and answer
     // the executing ones before they exit.
     if (auto q = host_.request_queue().current()) q->stop();
-    // Then the executing requests get a bounded wait (spec 4 "Drain"): they finish and are
-    // answered while their connections are open. Past the budget this is logged and the
-    // shutdown goes on to join the workers (services are not interrupted).
+    // Then the executing requests get a bounded wait (docs/pipeline.md, Request registry and
+    // deadlines): they finish and are answered while their connections are open. Past the
+    // budget this is logged and the shutdown goes on to join the workers (services are not
+    // interrupted).
     {
         session::RequestDrain drain(monotonicMs(), drainGraceMs_);
         std::vector<std::shared_ptr<session::Session>> keep;
@@ -1073,7 +1074,8 @@ bool isControl(std::uint32_t encodingId) noexcept {
 
 // What the provider sees of a request bound to `s` (or of the bare channel). The binding
 // and, for anonymous sessions, the user id are the session's random Guid: each session is
-// its own owner (spec 2 keys by verified user; an anonymous session is the finest key).
+// its own owner (the provider keys by verified user, docs/pipeline.md, Admission; an
+// anonymous session is the finest key).
 uaplex_admission_request_info admissionInfo(std::uint32_t channelId, std::uint32_t flags,
                                             const std::string& peer, const session::Session* s,
                                             ua::Guid& guid) noexcept {
@@ -1179,8 +1181,8 @@ uaplex_status Server::revalidate(void* user, uaplex_request_entry* entry) {
     if (!r.bound) return UAPLEX_Good;  // a channel owner: its channel cannot change
     // The owner was classified from this session, channel and request kind; while the
     // session lives on this channel the provider would find the same key and class. Only a
-    // change goes to the provider, which names the status (spec 2): that keeps hashing the
-    // key out of the per-request path.
+    // change goes to the provider, which names the status (docs/pipeline.md, Admission): that
+    // keeps hashing the key out of the per-request path.
     const std::uint32_t channelId = r.connection->channelId();
     if (!r.session->closed() && r.session->channelId() == channelId) return UAPLEX_Good;
     ua::Guid guid{};

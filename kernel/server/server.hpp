@@ -75,7 +75,8 @@ class Server {
     // remaining deadline + the drain grace), closes every connection and session, joins the
     // threads. Idempotent.
     void stop() noexcept;
-    // The grace a shutdown drain adds to the longest remaining deadline (spec 4: 2 min).
+    // The grace a shutdown drain adds to the longest remaining deadline (2 min by default;
+    // docs/pipeline.md, Request registry and deadlines).
     void setDrainGraceMs(std::int64_t ms) noexcept { drainGraceMs_ = ms; }
     // After a reload that changed [slots] monitored_item_queue: items created from now on
     // use the new factory; existing ones keep theirs. Throws HostError (nothing changes).
@@ -102,7 +103,7 @@ class Server {
     void housekeepingLoop();
     // Every publishing resolution: the subscription engine's tick.
     void publishingLoop();
-    // The one TimeoutHint sweep for all requests (spec section 4): every 20 ms while any
+    // The one TimeoutHint sweep for all requests (docs/pipeline.md): every 20 ms while any
     // registered request has a deadline, asleep otherwise.
     void deadlineLoop();
     void execute(PendingRequest& request, Worker& worker, host::PluginInstance* queue) noexcept;
@@ -110,7 +111,7 @@ class Server {
     void classify(Connection& c, PendingRequest& r, const RequestPrefix& prefix) noexcept;
     // Classifies a new connection (its channel owner) and charges its Connection lease.
     uaplex_status admitConnection(Connection& c) noexcept;
-    // The request queue's check before dispatch (spec 2, revalidation table).
+    // The request queue's check before dispatch (docs/pipeline.md, Admission: revalidation).
     static uaplex_status revalidate(void* user, uaplex_request_entry* entry);
     // The request queue completed an entry itself (stop, cancel, refusal): answer a fault.
     void completeRefused(PendingRequest& request, std::uint32_t status) noexcept;

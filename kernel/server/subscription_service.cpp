@@ -88,7 +88,7 @@ subscription::SubscriptionLimits subscriptionLimitsOf(const config::ServerConfig
     l.minSamplingInterval = c.min_sampling_interval_ms;
     l.maxSamplingInterval = std::max(c.max_sampling_interval_ms, c.min_sampling_interval_ms);
     // Subscriptions created together publish on phases 10 ms apart, not in one burst: one
-    // subscription's items per tick stay in the cache (docs/performance.md, Scale).
+    // subscription's items per tick stay in the cache (docs/results-log.md, scale).
     l.phaseSlotMs = 10;
     return l;
 }

@@ -2,9 +2,9 @@
 // for the session-close sweep. Each request embeds its TrackedRequest, so registering never
 // allocates; the list is guarded by the session's own mutex (no server-wide lock).
 //
-// Together with DeadlineMonitor this is the pipeline's RequestManager (spec section 4): the
-// session's registry serves Cancel and the session-close sweep, the monitor the TimeoutHint
-// expiry over every session.
+// With DeadlineMonitor this is the pipeline's request registry (docs/pipeline.md, Request
+// registry and deadlines): the session's registry serves Cancel and the session-close sweep,
+// the monitor the TimeoutHint expiry over every session.
 #pragma once
 
 #include <uaplex/abi.h>
@@ -72,7 +72,7 @@ class RequestRegistry {
     RequestRegistry& operator=(const RequestRegistry&) = delete;
 
     // Registers `r` as queued (before it is handed to the request queue); registering a
-    // registered request again changes nothing (spec 4: the same ctx again is a no-op).
+    // registered request again changes nothing.
     // `deadlineMs` (monotonic, 0 for none) is expired by expire().
     void add(TrackedRequest& r, std::uint32_t requestHandle, std::int64_t deadlineMs = 0) noexcept;
     // A worker dequeued `r`.
@@ -123,9 +123,10 @@ class RequestRegistry {
     DeadlineMonitor* monitor_ = nullptr;
 };
 
-// waitForCurrentRequests (spec 4 "Drain"): snapshots the requests registered now, completes
-// when each of them has completed (an empty snapshot at once) and ignores later ones; gives
-// Timeout after a budget of the longest remaining deadline + `graceMs`. Requests more than
+// The drain (docs/pipeline.md, Request registry and deadlines): snapshots the requests
+// registered now, completes when each of them has completed (an empty snapshot at once) and
+// ignores later ones; gives Timeout after a budget of the longest remaining deadline +
+// `graceMs`. Requests more than
 // `graceMs` past their deadline are left out: they are stuck, not finishing. Polled rather
 // than signalled so that completing a request pays nothing for drains; the clock is the
 // caller's, so tests run it on a fake one. The registries must outlive the drain.

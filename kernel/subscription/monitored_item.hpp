@@ -1,7 +1,7 @@
-// A MonitoredItem (Part 4 5.12; pipeline spec section 6): its filter, queue handler,
-// readiness and triggering. Kept small for issue 11 (a million items): the common case is an
-// item with a queue size of 1, a default filter and no links, which needs no heap object
-// besides its last value; everything rarer sits behind `extras`.
+// A MonitoredItem (Part 4 5.12; docs/pipeline.md, Queue handlers and monitored items): its
+// filter, queue handler, readiness and triggering. Kept small for issue 11 (a million
+// items): the common case is an item with a queue size of 1, a default filter and no links,
+// which needs no heap object besides its last value; everything rarer sits behind `extras`.
 #pragma once
 
 #include <cstdint>
@@ -135,7 +135,7 @@ class MonitoredItem {
     bool offerEvent(const EventView& event, uint64_t eventHandle, enc::Arena& scratch,
                     bool applyWhere = true);
 
-    // Readiness (pipeline spec section 6).
+    // Readiness.
     bool holdsNotification() const;
     bool isReadyToPublish(int64_t now) const;
     bool readyToTrigger() const { return flags_ & kReadyToTrigger; }

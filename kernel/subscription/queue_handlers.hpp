@@ -1,4 +1,4 @@
-// Queue handlers (pipeline spec section 6): the reporting rules above a plugin's raw queue.
+// Queue handlers (docs/pipeline.md): the reporting rules above a plugin's raw queue.
 // The plugin only stores; sampling-grid throttling, the enqueue rules, the overflow mark and
 // the deleted-node marker live here, so every factory behaves the same.
 #pragma once

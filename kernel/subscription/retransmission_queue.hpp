@@ -1,6 +1,7 @@
-// Retained NotificationMessages, their leases, and the retransmission queue (pipeline spec
-// section 7). One message is built once, into its own arena, and shared by the queue and by
-// every in-flight Publish or Republish response through a reference count: no deep copy.
+// Retained NotificationMessages, their leases, and the retransmission queue
+// (docs/pipeline.md, Retransmission queue). One message is built once, into its own arena,
+// and shared by the queue and by every in-flight Publish or Republish response through a
+// reference count: no deep copy.
 #pragma once
 
 #include <atomic>

@@ -36,7 +36,7 @@ void applyDiagnosticsMask(ua::DiagnosticInfo& d, uint32_t mask) {
     if (!(keep & 0x40)) d.inner_diagnostic_info = nullptr;
 }
 
-// StatusResult event fields carry the item's diagnostics mask (pipeline spec section 6).
+// StatusResult event fields carry the item's diagnostics mask.
 void maskStatusResult(ua::Variant& v, uint32_t mask) {
     if ((v.encoding & UAPLEX_VARIANT_TYPE_MASK) != 22 || (v.encoding & UAPLEX_VARIANT_ARRAY))
         return;
@@ -344,7 +344,7 @@ RetainedMessage* Subscription::buildMessage(uint32_t max) {
     size_t parts = (nEvents ? 1 : 0) + (nData ? 1 : 0);
     auto* eos = arena.allocateArray<ua::ExtensionObject>(parts);
     size_t p = 0;
-    if (nEvents) {  // events first (pipeline spec section 8)
+    if (nEvents) {  // events first
         auto* list = arena.allocateArray<ua::EventNotificationList>(1);
         auto* fields = arena.allocateArray<ua::EventFieldList>(nEvents);
         for (size_t i = 0; i < nEvents; ++i) {

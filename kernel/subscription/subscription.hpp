@@ -1,4 +1,4 @@
-// A Subscription and its publish engine (Part 4 5.13.1-5.13.3; pipeline spec section 8).
+// A Subscription and its publish engine (Part 4 5.13.1-5.13.3; docs/pipeline.md).
 // A publishing cycle examines only the ready list (items that turned ready since the last
 // tick), so its cost is O(items with something to report), not O(items).
 #pragma once
@@ -17,7 +17,8 @@
 
 namespace uaplex::subscription {
 
-// Server limits (defaults from the spec; ServerCapabilities advertise them).
+// Server limits: the engine's defaults; the server sets them from [server.limits] and
+// ServerCapabilities advertise them.
 struct SubscriptionLimits {
     double minPublishingInterval = 100;
     double maxPublishingInterval = 3600000;

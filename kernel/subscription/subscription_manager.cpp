@@ -891,7 +891,7 @@ void SubscriptionManager::timerTick(bool full) {
         return;
     }
     for (auto& [sessionId, s] : sessions_) {
-        // The queue's backstop: deadline + 500 ms (the RequestManager sweep usually fires first).
+        // The queue's backstop: deadline + 500 ms (the registry's sweep usually fires first).
         for (auto it = s.requests.begin(); it != s.requests.end();) {
             if (it->ref.deadlineMs && now > it->ref.deadlineMs + 500) {
                 Parked p = std::move(*it);

@@ -1,6 +1,6 @@
 // The subscription services (Part 4 5.12, 5.13) over the publish engine, and the per-session
-// Publish queue (pipeline spec section 9). The dispatcher calls these under one lock (the
-// manager is not thread-safe); Publish completes asynchronously through a PublishSink.
+// Publish queue (docs/pipeline.md, Publish queue). The dispatcher calls these under one lock
+// (the manager is not thread-safe); Publish completes asynchronously through a PublishSink.
 #pragma once
 
 #include <cstdint>
@@ -129,7 +129,7 @@ class SubscriptionManager {
     void closeSession(uint64_t session, bool deleteSubscriptions);
     // Every queued Publish request gets BadServerHalted.
     void stop();
-    // Ends a parked request (cancellation, the RequestManager's deadline sweep).
+    // Ends a parked request (Cancel, the request registry's deadline sweep).
     bool cancelPublish(uint64_t requestId, uaplex_status status);
     // Sampling of polled items, subscription ticks, assignment. `full` (every
     // PublishingResolution ms): every subscription and session is examined (keep-alive and

@@ -1,4 +1,4 @@
-// bufferpool/bounded: the bounded transport buffer pool of the pipeline spec (section 1).
+// bufferpool/bounded: the bounded transport buffer pool (docs/pipeline.md, Buffer pool).
 //
 // Arrays come in power-of-two buckets 16 ... L, where L is the bucket of a manager's
 // MaxBufferSize plus its metadata bytes. Each bucket keeps at most C arrays in a bounded
@@ -347,7 +347,7 @@ class BoundedPool final : public uaplex::sdk::BufferPool {
     uaplex_status take(uaplex_buffer_manager* m, uint32_t size, const void* /*owner*/,
                        const uaplex_cancel_token* cancel, uaplex_buffer* out) override {
         if (!mine(m) || !out) return UAPLEX_BadInvalidArgument;
-        // Order as the spec: cancellation, then size, then the rent.
+        // In this order: cancellation, then size, then the rent.
         if (uaplex_status c = cancelled(cancel); c != UAPLEX_Good) return c;
         if (size > m->max_buffer_size) return UAPLEX_BadOutOfRange;
         auto* pool = static_cast<BoundedArrayPool*>(m->pool.get());

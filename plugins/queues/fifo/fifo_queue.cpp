@@ -1,7 +1,7 @@
-// queues/fifo: the bounded first-in first-out request queue (the shared FIFO of the
-// pipeline spec), without a lock. Entries travel through a bounded multi-producer
-// multi-consumer ring (a sequence number per cell); each entry's queue_private words carry
-// its state, so a cancel or stop and a dequeue decide by one CAS who completes it.
+// queues/fifo: the bounded first-in first-out request queue (docs/pipeline.md, Request
+// queue), without a lock. Entries travel through a bounded multi-producer multi-consumer
+// ring (a sequence number per cell); each entry's queue_private words carry its state, so a
+// cancel or stop and a dequeue decide by one CAS who completes it.
 #include <atomic>
 #include <bit>
 #include <chrono>

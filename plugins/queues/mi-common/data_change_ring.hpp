@@ -160,7 +160,7 @@ struct EventOps {
     };
 };
 
-// Entries compared by the duplicate check (spec section 5).
+// Entries compared by the duplicate check (docs/pipeline.md, Monitored-item queues).
 inline constexpr uint32_t kDuplicateWindow = 1000;
 
 // A factory serving the shared data-change ring and the plugin's own event queue EventQueue

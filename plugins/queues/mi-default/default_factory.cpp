@@ -1,4 +1,4 @@
-// queues/mi-default: the reference monitored-item queues (pipeline spec section 5). Data
+// queues/mi-default: the reference monitored-item queues (docs/pipeline.md). Data
 // changes go to a ring; events to a FIFO whose duplicate check scans the OLDEST 1000 entries,
 // as the reference server does (a kept divergence; the ring plugin scans the newest).
 // Durable queues are not served.

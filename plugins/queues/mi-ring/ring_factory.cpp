@@ -76,7 +76,7 @@ class EventRing {
     ~EventRing() {
         while (count_) release(pop());
     }
-    // Reallocates: resizing is rare and may be slow (spec section 5 contract).
+    // Reallocates: resizing is rare and may be slow (the queue contract allows it).
     uaplex_status setQueueSize(uint32_t n, bool discardOldest) {
         std::unique_ptr<uaplex_event_entry*[]> next(n ? new uaplex_event_entry*[n] : nullptr);
         HandleCounts index;

@@ -1,4 +1,4 @@
-// Admission conformance (pipeline spec section 2, tests 1-10) and concurrent lease
+// Admission conformance (docs/pipeline.md, Admission) and concurrent lease
 // accounting, through the C ABI only. The channel and session context a kernel would give
 // is faked with request-info structs.
 #include <malloc.h>

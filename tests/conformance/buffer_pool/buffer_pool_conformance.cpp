@@ -1,4 +1,4 @@
-// Buffer-pool conformance (pipeline spec section 1, tests 1-6), through the C ABI only.
+// Buffer-pool conformance (docs/pipeline.md, Buffer pool), through the C ABI only.
 #include <malloc.h>
 
 #include <atomic>

@@ -1,6 +1,6 @@
-// Monitored-item queue conformance: the pipeline spec's section 5 tests, through the C ABI,
-// against the plugin in UAPLEX_MIQ_PLUGIN. Test 1 concerns factories without durable support
-// (both plugins here); test 10 checks the plugin's declared duplicate window.
+// Monitored-item queue conformance (docs/pipeline.md), through the C ABI, against the plugin
+// in UAPLEX_MIQ_PLUGIN. Test 1 concerns factories without durable support (both plugins
+// here); test 10 checks the plugin's declared duplicate window.
 #include <algorithm>
 #include <cstdlib>
 #include <deque>

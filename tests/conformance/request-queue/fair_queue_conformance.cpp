@@ -1,4 +1,4 @@
-// Fair request queue (pipeline spec section 3, tests 1-12) through the C ABI, with a fake
+// Fair request queue (docs/pipeline.md, Request queue) through the C ABI, with a fake
 // admission provider whose limits, hooks and counters the tests control.
 #include <malloc.h>
 

@@ -134,7 +134,7 @@ TEST_CASE("registry: session close cancels every queued request with BadSessionC
     CHECK(r[0].cancelStatus.load() == UAPLEX_BadSessionClosed);
 }
 
-// --- deadlines (spec section 4, tests 5, 6, 10) on a fake clock ------------------------------
+// --- deadlines (docs/pipeline.md, Request registry and deadlines) on a fake clock ----------
 
 namespace {
 // The server's sweep, driven by a fake monotonic clock in DeadlineMonitor::kPeriodMs steps:
@@ -221,7 +221,7 @@ TEST_CASE("deadlines: a session's sweep touches only that session's requests") {
     CHECK(b.cancelStatus.load() == UAPLEX_Good);
     CHECK(s2.size() == 1);
     CHECK(monitor.active() == 1);
-    // The same handle in another session is untouched by Cancel too (test 2).
+    // The same handle in another session is untouched by Cancel too.
     CHECK(s1.cancel(7, UAPLEX_BadRequestCancelledByRequest, q1.canceller()) == 0);
     CHECK(s2.size() == 1);
 }
@@ -245,7 +245,7 @@ TEST_CASE("deadlines: the monitor sleeps while idle and wakes on the first deadl
     sweeper.join();
 }
 
-TEST_CASE("registry: registering the same request twice is a no-op (spec 4 test 9)") {
+TEST_CASE("registry: registering the same request twice is a no-op") {
     uaplex::session::DeadlineMonitor monitor;
     RequestRegistry reg;
     reg.setDeadlineMonitor(&monitor);
@@ -260,11 +260,11 @@ TEST_CASE("registry: registering the same request twice is a no-op (spec 4 test 
     reg.remove(a);
     CHECK(reg.size() == 0);
     CHECK(monitor.active() == 0);
-    // A completed request is not cancellable any more (spec 4 test 4).
+    // A completed request is not cancellable any more.
     CHECK(reg.cancel(3, UAPLEX_BadRequestCancelledByRequest, q.canceller()) == 0);
 }
 
-// Spec 4 test 8, on a fake clock (milliseconds handed to the drain) and a 1 s grace.
+// The drain, on a fake clock (milliseconds handed to the drain) and a 1 s grace.
 TEST_CASE("drain: an empty snapshot completes at once") {
     RequestRegistry reg;
     uaplex::session::RequestDrain drain(1000, 1000);

@@ -1,5 +1,5 @@
-// Pipeline spec section 8: revision, the timer tick, keep-alives, lifetime, message building,
-// the ready list.
+// docs/pipeline.md, Publish engine: revision, the timer tick, keep-alives, lifetime, message
+// building, the ready list.
 #include <catch2/catch.hpp>
 #include <random>
 #include <set>

@@ -1,5 +1,5 @@
-// Pipeline spec section 6, item level: size 1, event overflow events, duplicates, the
-// DataChangeFilter, timestamps and triggering.
+// docs/pipeline.md, Queue handlers and monitored items, item level: size 1, event overflow events,
+// duplicates, the DataChangeFilter, timestamps and triggering.
 #include <catch2/catch.hpp>
 
 #include "engine_support.hpp"

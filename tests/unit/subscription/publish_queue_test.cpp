@@ -1,4 +1,4 @@
-// Pipeline spec section 9: the per-session Publish queue and the Publish, Republish and
+// docs/pipeline.md, Publish queue: the per-session Publish queue and the Publish, Republish and
 // Acknowledge services, through SubscriptionManager on a fake clock.
 #include <malloc.h>
 #include <catch2/catch.hpp>
@@ -281,7 +281,7 @@ TEST_CASE("publish queue 5: a parked request times out at deadline + 500 ms") {
     s.tickTo(1701);
     REQUIRE(s.sink.find(r));
     CHECK(s.sink.find(r)->status == UAPLEX_BadTimeout);
-    // The RequestManager's sweep ends one earlier through cancelPublish.
+    // The request registry's deadline sweep ends one earlier through cancelPublish.
     uint64_t r2 = s.publish(1, 1, 2800);
     CHECK(s.mgr->cancelPublish(r2, UAPLEX_BadTimeout));
     CHECK(s.sink.find(r2)->status == UAPLEX_BadTimeout);

@@ -1,5 +1,5 @@
-// Pipeline spec section 6, handler level: the data-change enqueue rules, the sampling grid,
-// resize, the deleted-node marker, and the event handler.
+// docs/pipeline.md, Queue handlers and monitored items, handler level: the data-change enqueue
+// rules, the sampling grid, resize, the deleted-node marker, and the event handler.
 #include <catch2/catch.hpp>
 
 #include "test_support.hpp"

@@ -1,4 +1,5 @@
-// Pipeline spec section 7: sequence numbers, the retransmission queue and message leases.
+// docs/pipeline.md, Retransmission queue: sequence numbers, the retransmission queue and message
+// leases.
 #include <catch2/catch.hpp>
 
 #include "subscription/retransmission_queue.hpp"
