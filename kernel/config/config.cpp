@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <fstream>
@@ -361,6 +362,13 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
                 {"max_channels", &l.max_channels, 1},
                 {"max_pending_handshakes", &l.max_pending_handshakes, 1},
                 {"handshake_timeout_ms", &l.handshake_timeout_ms, 100},
+                {"hello_timeout_ms", &l.hello_timeout_ms, 100},
+                {"max_channels_per_peer", &l.max_channels_per_peer, 1},
+                {"idle_channel_timeout_ms", &l.idle_channel_timeout_ms, 100},
+                {"send_queue_high_water_bytes", &l.send_queue_high_water_bytes, 65536},
+                {"max_send_queue_bytes", &l.max_send_queue_bytes, 65536},
+                {"max_reassembly_bytes", &l.max_reassembly_bytes, 65536},
+                {"reassembly_idle_timeout_ms", &l.reassembly_idle_timeout_ms, 100},
                 {"receive_buffer_size", &l.receive_buffer_size, 8192},
                 {"send_buffer_size", &l.send_buffer_size, 8192},
                 {"max_message_size", &l.max_message_size, 8192},
@@ -451,6 +459,14 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
                 fail(*limits, file,
                      "[server.limits] receive_buffer_size and send_buffer_size must not exceed "
                      "max_message_size");
+            // A response of max_message_size waiting for a slow reader must fit above the
+            // high-water mark, or every large response would close its connection.
+            if (l.max_send_queue_bytes != 0 &&
+                std::uint64_t{l.max_send_queue_bytes} <
+                    std::uint64_t{l.send_queue_high_water_bytes} + l.max_message_size)
+                fail(*limits, file,
+                     "[server.limits] max_send_queue_bytes must be at least "
+                     "send_queue_high_water_bytes + max_message_size");
             if (l.min_publishing_interval_ms > l.max_publishing_interval_ms)
                 fail(*limits, file,
                      "[server.limits] min_publishing_interval_ms exceeds "
@@ -465,6 +481,22 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
                 fail(*limits, file,
                      "[server.limits] min_session_timeout_ms exceeds max_session_timeout_ms");
         }
+    }
+    if (cfg.server.limits.max_reassembly_bytes == 0) {
+        // Room for the admission provider's floors (two retained-message footprints of
+        // 4 x (max_message_size + 64 KiB)) twice over, and at least 64 MiB.
+        std::uint64_t derived = std::max<std::uint64_t>(
+            std::uint64_t{64} << 20,
+            16 * (std::uint64_t{cfg.server.limits.max_message_size} + 65536));
+        cfg.server.limits.max_reassembly_bytes =
+            std::uint32_t(std::min<std::uint64_t>(derived, 0xFFFFFFFFu));
+    }
+    if (cfg.server.limits.max_send_queue_bytes == 0) {
+        std::uint64_t derived = std::max<std::uint64_t>(
+            33554432, std::uint64_t{cfg.server.limits.send_queue_high_water_bytes} +
+                          cfg.server.limits.max_message_size);
+        cfg.server.limits.max_send_queue_bytes =
+            std::uint32_t(std::min<std::uint64_t>(derived, 0xFFFFFFFFu));
     }
     expand_hostname(cfg.server.application_uri);
     cfg.server.pki_dir = resolve(cfg.server.pki_dir.string(), file, paths);

@@ -30,14 +30,26 @@ struct LogConfig {
 // Limits the server enforces; the OPC UA names they map to are in docs/configuration.md.
 struct ServerLimits {
     // Connections and secure channels (opc.tcp).
-    std::uint32_t max_channels = 1000;            // open connections
-    std::uint32_t max_pending_handshakes = 100;   // connections before OpenSecureChannel
-    std::uint32_t handshake_timeout_ms = 10000;   // silent/unfinished connection is closed
-    std::uint32_t receive_buffer_size = 65535;    // chunk size we accept (Hello negotiation)
-    std::uint32_t send_buffer_size = 65535;       // chunk size we send at most
-    std::uint32_t max_message_size = 16777216;    // assembled message, both directions
-    std::uint32_t max_chunk_count = 512;          // chunks per message, both directions
-    std::uint32_t min_token_lifetime_ms = 10000;  // revised SecureChannel token lifetime
+    std::uint32_t max_channels = 1000;              // open connections
+    std::uint32_t max_pending_handshakes = 100;     // connections before OpenSecureChannel
+    std::uint32_t handshake_timeout_ms = 10000;     // silent/unfinished connection is closed
+    std::uint32_t hello_timeout_ms = 3000;          // a connection without Hello is closed
+    std::uint32_t max_channels_per_peer = 100;      // open connections from one IP address
+    std::uint32_t idle_channel_timeout_ms = 30000;  // a channel without a session is closed
+    // Bytes queued for a connection that does not read: above the high-water mark the
+    // transport stops reading from it, above the maximum it is closed. The maximum is 0 in
+    // the struct until load: max(32 MiB, high-water mark + max_message_size).
+    std::uint32_t send_queue_high_water_bytes = 1048576;
+    std::uint32_t max_send_queue_bytes = 0;
+    // Bytes held in unfinished multi-chunk messages, server-wide; 0 in the struct until
+    // load: max(64 MiB, 16 x (max_message_size + 65536)).
+    std::uint32_t max_reassembly_bytes = 0;
+    std::uint32_t reassembly_idle_timeout_ms = 10000;  // an unfinished message stalls
+    std::uint32_t receive_buffer_size = 65535;         // chunk size we accept (Hello negotiation)
+    std::uint32_t send_buffer_size = 65535;            // chunk size we send at most
+    std::uint32_t max_message_size = 16777216;         // assembled message, both directions
+    std::uint32_t max_chunk_count = 512;               // chunks per message, both directions
+    std::uint32_t min_token_lifetime_ms = 10000;       // revised SecureChannel token lifetime
     std::uint32_t max_token_lifetime_ms = 3600000;
     // The certificate store: rejected/certs holds at most this many files and bytes (the
     // oldest go first); log lines of refused certificates per minute.

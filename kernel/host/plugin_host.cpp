@@ -310,10 +310,10 @@ void Host::make_fixed_slots(const config::ServerConfig& cfg, ScanResult& scanned
         // Reconnect, Control) come on top so that they never cost Established a worker.
         p.max_request_thread_count = cfg.server.request_threads + 3;
         p.max_message_size = l.max_message_size;
-        // The kernel does not charge reassembly yet; a budget that holds the Balanced
-        // floors (two retained-message footprints) twice over keeps the plan valid.
-        p.reassembly_budget_bytes =
-            std::max<uint64_t>(uint64_t{64} << 20, 16 * (uint64_t{l.max_message_size} + 65536));
+        // The kernel charges the intermediate chunks of unfinished messages here, to the
+        // channel's owner (its peer): max_reassembly_bytes, by default room for the Balanced
+        // floors (two retained-message footprints) twice over.
+        p.reassembly_budget_bytes = l.max_reassembly_bytes;
         inst->create(*factory, p);
         logger()->info("loaded plugin '{}' ({} {}) from {}", pc->name, kind_names(lib->kinds()),
                        lib->version(), lib->path().string());

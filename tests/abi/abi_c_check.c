@@ -58,7 +58,8 @@ int main(void) {
     if (UAPLEX_HAS_FIELD(&d, uaplex_plugin_descriptor, node_manager)) ++failures;
     if (UAPLEX_ABI_MAJOR_OF(UAPLEX_ABI_VERSION) != UAPLEX_ABI_VERSION_MAJOR) ++failures;
     if (UAPLEX_ABI_MINOR_OF(UAPLEX_ABI_VERSION) != UAPLEX_ABI_VERSION_MINOR) ++failures;
-    if (UAPLEX_ABI_VERSION_MINOR != 5u) ++failures; /* request queue wake_waiters arrived in 1.5 */
+    if (UAPLEX_ABI_VERSION_MINOR != 6u)
+        ++failures; /* transport per-peer and send-queue limits arrived in 1.6 */
     {
         /* A host built for 1.2 has a shorter table: raise_event is not there. */
         uaplex_host_api h;

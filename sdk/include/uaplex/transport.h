@@ -77,6 +77,19 @@ typedef struct uaplex_transport_params {
      * caller-owned); *out_len = the bytes the text needs. BadOutOfRange when it does not
      * fit (call again with a larger buffer). Any thread. May be NULL. */
     uaplex_status (*write_metrics)(void* user, char* out, size_t capacity, size_t* out_len);
+    /* --- appended in ABI 1.6 (connection slots and send queues) --- */
+    /* Open connections from one remote address (IPv4-mapped IPv6 counts as IPv4); more
+     * are refused like connections beyond max_connections. 0 = max_connections. */
+    uint32_t max_connections_per_peer;
+    /* A connection that has sent no Hello by then is closed; at most handshake_timeout_ms.
+     * 0 = handshake_timeout_ms. */
+    uint32_t hello_timeout_ms;
+    /* Bytes queued for sending on one connection: above the high-water mark the transport
+     * stops reading from the connection until the queue drains to half of it; above the
+     * maximum the connection is closed (Error Bad_TcpNotEnoughResources where it can still
+     * be written). 0 = the transport's default. */
+    uint32_t send_queue_high_water_bytes;
+    uint32_t max_send_queue_bytes;
 } uaplex_transport_params;
 
 /* How a request body passed to on_request is encoded. */

@@ -394,3 +394,33 @@ TEST_CASE("[server.limits] sessions before activation and failed logins: finite 
         CHECK(!error_of(std::string("[server.limits]\n") + bad + "\n").empty());
     }
 }
+
+TEST_CASE("[server.limits] connection slots, send queues and reassembly: finite defaults") {
+    auto def = parse_string("", "/etc/uaplex/test.toml", kPaths);
+    const auto& l = def.server.limits;
+    CHECK(l.hello_timeout_ms == 3000);
+    CHECK(l.max_channels_per_peer == 100);
+    CHECK(l.idle_channel_timeout_ms == 30000);
+    CHECK(l.send_queue_high_water_bytes == 1048576);
+    CHECK(l.max_send_queue_bytes == 33554432);                    // max(32 MiB, 1 MiB + 16 MiB)
+    CHECK(l.max_reassembly_bytes == 16u * (16777216u + 65536u));  // 269,484,032
+    CHECK(l.reassembly_idle_timeout_ms == 10000);
+    // Derived from max_message_size when not given.
+    auto small = parse_string("[server.limits]\nmax_message_size = 65536\n", "/t.toml", kPaths);
+    CHECK(small.server.limits.max_reassembly_bytes == 64u << 20);
+    auto big = parse_string("[server.limits]\nmax_message_size = 67108864\n", "/t.toml", kPaths);
+    CHECK(big.server.limits.max_send_queue_bytes == 67108864u + 1048576u);
+    auto set = parse_string(
+        "[server.limits]\nmax_channels_per_peer = 7\nmax_reassembly_bytes = 1048576\n"
+        "max_send_queue_bytes = 20000000\nhello_timeout_ms = 500\n",
+        "/t.toml", kPaths);
+    CHECK(set.server.limits.max_channels_per_peer == 7);
+    CHECK(set.server.limits.max_reassembly_bytes == 1048576);
+    CHECK(set.server.limits.max_send_queue_bytes == 20000000);
+    CHECK(set.server.limits.hello_timeout_ms == 500);
+    // A maximum that leaves no room for one large response above the high-water mark.
+    CHECK(error_of("[server.limits]\nmax_send_queue_bytes = 2000000\n")
+              .find("max_send_queue_bytes must be at least") != std::string::npos);
+    CHECK(error_of("[server.limits]\nmax_channels_per_peer = 0\n").find("max_channels_per_peer") !=
+          std::string::npos);
+}
