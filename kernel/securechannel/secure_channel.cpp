@@ -2,6 +2,7 @@
 
 #include <uaplex/encoding/encoding.hpp>
 
+#include <algorithm>
 #include <cstring>
 
 namespace uaplex::securechannel {
@@ -69,6 +70,7 @@ ChunkAssembler::Result ChunkAssembler::add(char chunkType, std::uint32_t request
     }
     if (chunkType == 'A') {
         active_ = false;
+        dropMessage();
         return discarding_ ? Result::Discarded : Result::Aborted;
     }
     if (discarding_) {
@@ -81,7 +83,16 @@ ChunkAssembler::Result ChunkAssembler::add(char chunkType, std::uint32_t request
     if (tooMany || tooLarge) {
         discarding_ = true;
         if (chunkType == 'F') active_ = false;
+        dropMessage();
         return Result::TooLarge;
+    }
+    // Only an intermediate chunk leaves bytes held for later; the final one completes the
+    // message, which the request queue accounts from then on.
+    if (chunkType == 'C' && budget_ && body_.size() + body.size() > charged_ &&
+        !chargeFor(body_.size() + body.size())) {
+        discarding_ = true;
+        dropMessage();
+        return Result::NoResources;
     }
     if (!body.empty()) {
         enc::BinaryWriter w(body_, std::size_t(-1));
@@ -89,14 +100,37 @@ ChunkAssembler::Result ChunkAssembler::add(char chunkType, std::uint32_t request
         if (!w.ok()) {
             discarding_ = true;
             if (chunkType == 'F') active_ = false;
+            dropMessage();
             return Result::TooLarge;
         }
     }
     if (chunkType == 'F') {
         active_ = false;
+        releaseCharge();
         return Result::Complete;
     }
     return Result::Incomplete;
+}
+
+// Charges in steps that at least double, as a growing buffer does, so that a message of
+// n chunks takes about log2(n) grants; near the end of the budget only what is needed. The
+// storage is sized to what was charged, so the buffer does not grow past it on its own.
+bool ChunkAssembler::chargeFor(std::size_t need) noexcept {
+    const std::size_t limit = maxMessageSize_ != 0 ? maxMessageSize_ : need;
+    const std::size_t step = std::max(need, std::min(2 * charged_, std::max(limit, need)));
+    if (step > need && budget_->charge(step - charged_)) {
+        charged_ = step;
+    } else if (budget_->charge(need - charged_)) {
+        charged_ = need;
+    } else {
+        return false;
+    }
+    try {
+        body_.reserve(charged_);
+    } catch (...) {
+        return false;
+    }
+    return true;
 }
 
 // --- SecureChannel -------------------------------------------------------------------------
@@ -389,12 +423,21 @@ SecureChannel::Event SecureChannel::onMessage(std::span<std::uint8_t> chunk, con
     std::uint32_t requestId = readU32(seqHeader + 4);
     std::span<const std::uint8_t> body(seqHeader + kSequenceHeaderSize,
                                        bodyLength - kSequenceHeaderSize);
-    switch (assembler_.add(char(chunk[3]), requestId, body)) {
+    const ChunkAssembler::Result result = assembler_.add(char(chunk[3]), requestId, body);
+    assemblyActivityMs_.store(result == ChunkAssembler::Result::Incomplete ? now.monotonicMs : 0,
+                              std::memory_order_relaxed);
+    switch (result) {
         case ChunkAssembler::Result::Complete:
             return Event::Message;
         case ChunkAssembler::Result::TooLarge:
             sendAbort(requestId, UAPLEX_BadRequestTooLarge,
                       "request exceeds MaxMessageSize or MaxChunkCount");
+            return Event::None;
+        case ChunkAssembler::Result::NoResources:
+            // A server-wide shortage, not this request's fault: the message is aborted and
+            // the channel stays usable (Part 6 6.7.3 abort; Bad_TcpNotEnoughResources).
+            sendAbort(requestId, UAPLEX_BadTcpNotEnoughResources,
+                      "the server's reassembly budget is spent");
             return Event::None;
         case ChunkAssembler::Result::Mismatch:
             fail(UAPLEX_BadTcpMessageTypeInvalid, "chunks of two requests interleaved");

@@ -115,16 +115,32 @@ class TokenState {
     std::uint32_t sendToken_ = 0;
 };
 
+// The server-wide account of the bytes held in unfinished messages: the intermediate chunks
+// of a message whose final chunk has not come yet (Part 6 6.7.2.2). Each connection holds
+// one partial message at most, but without a budget across connections a peer with many
+// connections holds max_message_size on each. One per channel; I/O thread of the channel.
+class ReassemblyBudget {
+  public:
+    // `bytes` more for the channel's unfinished message; false: the budget is spent.
+    virtual bool charge(std::size_t bytes) noexcept = 0;
+    // Everything the channel's message was charged goes back (done, refused, closed).
+    virtual void releaseAll() noexcept = 0;
+
+  protected:
+    ~ReassemblyBudget() = default;
+};
+
 // Reassembles MSG chunks into one message body (Part 6 6.7.2.2, 6.7.3).
 class ChunkAssembler {
   public:
     enum class Result {
-        Incomplete,  // an intermediate chunk was stored
-        Complete,    // the final chunk arrived: body() holds the message
-        Aborted,     // the client aborted the message: discard, no response
-        TooLarge,    // limits exceeded: answer BadRequestTooLarge, discard the rest
-        Discarded,   // a chunk of a message already refused
-        Mismatch,    // a chunk of another request while one is being assembled
+        Incomplete,   // an intermediate chunk was stored
+        Complete,     // the final chunk arrived: body() holds the message
+        Aborted,      // the client aborted the message: discard, no response
+        TooLarge,     // limits exceeded: answer BadRequestTooLarge, discard the rest
+        NoResources,  // the reassembly budget is spent: abort, discard the rest
+        Discarded,    // a chunk of a message already refused
+        Mismatch,     // a chunk of another request while one is being assembled
     };
     ChunkAssembler(std::uint32_t maxMessageSize, std::uint32_t maxChunkCount) noexcept
         : maxMessageSize_(maxMessageSize), maxChunkCount_(maxChunkCount) {}
@@ -135,11 +151,32 @@ class ChunkAssembler {
     // from the next message on; the body handed out by a swap takes its storage along.
     void setAllocator(enc::BufferAllocator* allocator) noexcept { allocator_ = allocator; }
     // Gives back the storage of a message left unfinished (the connection closed).
-    void releaseBody() noexcept { body_.release(); }
+    void releaseBody() noexcept {
+        releaseCharge();
+        body_.release();
+    }
+    // Intermediate chunks are charged to `budget` (null: no budget; a single-chunk message
+    // is never charged, it is complete at once). Before the first chunk.
+    void setBudget(ReassemblyBudget* budget) noexcept { budget_ = budget; }
+    // What the unfinished message holds in the budget.
+    std::size_t charged() const noexcept { return charged_; }
 
   private:
+    bool chargeFor(std::size_t need) noexcept;
+    void releaseCharge() noexcept {
+        if (charged_ != 0 && budget_) budget_->releaseAll();
+        charged_ = 0;
+    }
+    // A refused or aborted message gives its storage back too, when it was charged for it.
+    void dropMessage() noexcept {
+        if (charged_ != 0) body_.release();
+        releaseCharge();
+    }
+
     std::uint32_t maxMessageSize_, maxChunkCount_;
     enc::BufferAllocator* allocator_ = nullptr;
+    ReassemblyBudget* budget_ = nullptr;
+    std::size_t charged_ = 0;
     enc::ByteBuffer body_;
     std::uint32_t chunks_ = 0;
     std::uint32_t requestId_ = 0;
@@ -190,8 +227,18 @@ class SecureChannel {
     void setAssemblyAllocator(enc::BufferAllocator* allocator) noexcept {
         assembler_.setAllocator(allocator);
     }
-    void releaseAssembly() noexcept { assembler_.releaseBody(); }
+    void releaseAssembly() noexcept {
+        assembler_.releaseBody();
+        assemblyActivityMs_.store(0, std::memory_order_relaxed);
+    }
     std::uint32_t assembledRequestId() const noexcept { return assembler_.requestId(); }
+    // The server-wide reassembly budget (I/O thread, before the first MSG).
+    void setReassemblyBudget(ReassemblyBudget* budget) noexcept { assembler_.setBudget(budget); }
+    // When the unfinished message's last chunk came (monotonic ms); 0: no message is
+    // unfinished. Any thread: the server closes a channel whose message stalls.
+    std::int64_t assemblyActivityMs() const noexcept {
+        return assemblyActivityMs_.load(std::memory_order_relaxed);
+    }
 
     // Sends one response message body in as many MSG chunks as it needs. Bad:
     // BadResponseTooLarge (nothing sent; answer a ServiceFault instead), BadSecureChannelClosed,
@@ -233,6 +280,7 @@ class SecureChannel {
     TokenState tokens_;
     SequenceChecker received_;
     ChunkAssembler assembler_;
+    std::atomic<std::int64_t> assemblyActivityMs_{0};
     bool failed_ = false;  // I/O thread
     // Sending side.
     std::mutex sendMutex_;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cctype>
 #include <chrono>
@@ -142,20 +143,83 @@ struct Worker {
     }
 };
 
+// A request record kept for reuse keeps a heap body up to this size (a single chunk).
+constexpr std::size_t kKeptBodyBytes = 65536;
+
 // The kernel's side of one transport connection: its SecureChannel and the way out.
 class Connection final : public securechannel::ChunkOutput,
+                         public securechannel::ReassemblyBudget,
                          public std::enable_shared_from_this<Connection> {
   public:
     Connection(Server& server, TransportBinding& transport, uaplex_connection* handle,
                securechannel::ChannelLimits limits)
         : server_(server), transport_(transport), handle_(handle), channel(limits, *this) {
         requests.setDeadlineMonitor(server.deadlines_.get());
+        channel.setReassemblyBudget(this);
     }
 
     ~Connection() {
+        releaseAll();
         releaseOwners();
         releaseConnectionLease();
         if (channelOwner) server_.admission_->owner_release(server_.admissionSelf_, channelOwner);
+    }
+
+    // ReassemblyBudget (I/O thread): with an admission provider, leases at its
+    // ReassemblyBytes stage for the channel's owner (keyed by the peer, so one peer's
+    // connections share its owner limit); without one, the kernel's own budget.
+    bool charge(std::size_t bytes) noexcept override {
+        if (server_.admission_ && channelOwner) {
+            if (!reassemblyLeases_) {
+                // The first multi-chunk message of the connection: the lease slots are made
+                // once and kept (a single-chunk message is never charged).
+                reassemblyLeases_.reset(new (std::nothrow) ReassemblyLeases());
+                if (!reassemblyLeases_) return false;
+            }
+            auto& set = *reassemblyLeases_;
+            const bool full = set.count == set.leases.size();
+            // Out of slots (many small grants near the end of the budget): one lease for the
+            // whole charge replaces them, counted twice for a moment.
+            uaplex_admission_lease lease{};
+            lease.hdr = UAPLEX_HEADER_INIT(uaplex_admission_lease, UAPLEX_STYPE_ADMISSION_LEASE);
+            const std::size_t amount = full ? set.total + bytes : bytes;
+            std::uint32_t reason = 0;
+            if (server_.admission_->try_acquire(
+                    server_.admissionSelf_, UAPLEX_STAGE_REASSEMBLY_BYTES, channelOwner,
+                    std::int64_t(amount), &lease, &reason) != UAPLEX_Good)
+                return false;
+            if (full) {
+                for (std::size_t i = 0; i < set.count; ++i)
+                    server_.admission_->release(server_.admissionSelf_, &set.leases[i]);
+                set.count = 0;
+            }
+            set.leases[set.count++] = lease;
+            set.total += bytes;
+            return true;
+        }
+        auto& used = server_.reassemblyUsed_;
+        const auto limit = std::int64_t(server_.cfg_.server.limits.max_reassembly_bytes);
+        std::int64_t v = used.load(std::memory_order_relaxed);
+        do {
+            if (v + std::int64_t(bytes) > limit) return false;
+        } while (
+            !used.compare_exchange_weak(v, v + std::int64_t(bytes), std::memory_order_relaxed));
+        kernelCharged_ += bytes;
+        return true;
+    }
+    void releaseAll() noexcept override {
+        if (reassemblyLeases_) {
+            auto& set = *reassemblyLeases_;
+            for (std::size_t i = 0; i < set.count; ++i)
+                server_.admission_->release(server_.admissionSelf_, &set.leases[i]);
+            set.count = 0;
+            set.total = 0;
+        }
+        if (kernelCharged_) {
+            server_.reassemblyUsed_.fetch_sub(std::int64_t(kernelCharged_),
+                                              std::memory_order_relaxed);
+            kernelCharged_ = 0;
+        }
     }
 
     bool rent(std::uint32_t size, uaplex_buffer& out) noexcept override {
@@ -234,8 +298,9 @@ class Connection final : public securechannel::ChunkOutput,
             r->registry = nullptr;
         }
         r->session.reset();
-        // A pooled body goes back now; the assembler rents the next message's storage.
-        if (r->body.allocator()) r->body.release();
+        // A pooled body goes back now; the assembler rents the next message's storage. So
+        // does a large heap body: a record kept for reuse must not pin a multi-chunk message.
+        if (r->body.allocator() || r->body.capacity() > kKeptBodyBytes) r->body.release();
         if (r->owner) {
             server_.admission_->owner_release(server_.admissionSelf_, r->owner);
             r->owner = nullptr;
@@ -287,10 +352,25 @@ class Connection final : public securechannel::ChunkOutput,
     // the same deadline sweep; per connection, so no server-wide lock on the request path.
     session::RequestRegistry requests;
 
+    // The housekeeping sweep closed the channel (a stalled message, no session): once.
+    std::atomic<bool> swept{false};
+    // When the sweep last saw a session on the channel (monotonic ms; housekeeping thread).
+    std::int64_t sessionSeenMs = 0;
+    std::int64_t acceptedMs = 0;
+
   private:
     std::mutex transportMutex_;  // orders calls into the transport with on_closed
     bool gone_ = false;
     std::vector<PendingRequest*> free_;
+    // Charges held for the unfinished message: chargeFor doubles its steps, so a message of
+    // max_chunk_count chunks needs about log2 of that; the rest is for a budget near its end.
+    struct ReassemblyLeases {
+        std::array<uaplex_admission_lease, 16> leases{};
+        std::size_t count = 0;
+        std::size_t total = 0;  // what the leases hold together
+    };
+    std::unique_ptr<ReassemblyLeases> reassemblyLeases_;
+    std::size_t kernelCharged_ = 0;
 };
 
 // A response sent after its worker moved on (Publish): the connection and the secure id.
@@ -344,6 +424,7 @@ struct Server::Callbacks {
         try {
             auto c = std::make_shared<Connection>(s, binding, handle, limits);
             c->channel.setAssemblyAllocator(s.messageAllocator_.get());
+            c->acceptedMs = monotonicMs();
             c->peer.assign(peer.data ? peer.data : "", peer.len);
             if (binding.httpsChannelId) {
                 // No Hello on opc.https: the endpoint is the URL the connection came in on.
@@ -387,11 +468,23 @@ struct Server::Callbacks {
             newId = s.nextChannelId_.fetch_add(1);
             if (newId == 0) newId = s.nextChannelId_.fetch_add(1);
         }
-        auto ev = c.channel.onChunk({chunk.data, chunk.used},
-                                    securechannel::Clock{monotonicMs(), utcNow()}, newId);
+        const bool assembling = c.channel.assemblyActivityMs() != 0;
+        const std::int64_t now = monotonicMs();
+        auto ev =
+            c.channel.onChunk({chunk.data, chunk.used}, securechannel::Clock{now, utcNow()}, newId);
         if (ev == securechannel::SecureChannel::Event::Message) s.submit(c);
-        // An issued or renewed token expires at a time the housekeeping sweep may not wait for.
-        if (opn && c.channel.expiresAtMs() != 0) s.scheduleSweep(c.channel.expiresAtMs());
+        const auto& l = s.cfg_.server.limits;
+        // An issued or renewed token expires at a time the housekeeping sweep may not wait for,
+        // and so does a new channel that never gets a session.
+        if (opn && c.channel.expiresAtMs() != 0)
+            s.scheduleSweep(newId != 0 && c.channel.isOpen()
+                                ? std::min(c.channel.expiresAtMs(),
+                                           c.acceptedMs + std::int64_t(l.idle_channel_timeout_ms))
+                                : c.channel.expiresAtMs());
+        // A message that starts to be assembled must not stall for ever (only its first
+        // chunk wakes the sweep: single-chunk requests never get here).
+        if (!assembling && c.channel.assemblyActivityMs() != 0)
+            s.scheduleSweep(now + std::int64_t(l.reassembly_idle_timeout_ms));
         c.giveBack(chunk);
         return UAPLEX_Good;
     }
@@ -813,6 +906,10 @@ void Server::start() {
     params.on_hello = &Callbacks::onHello;
     params.on_request = &Callbacks::onRequest;
     params.write_metrics = &Callbacks::writeMetrics;
+    params.max_connections_per_peer = l.max_channels_per_peer;
+    params.hello_timeout_ms = l.hello_timeout_ms;
+    params.send_queue_high_water_bytes = l.send_queue_high_water_bytes;
+    params.max_send_queue_bytes = l.max_send_queue_bytes;
 
     std::vector<TransportBinding*> bindings;
     for (const auto& name : host_.transport_plugins()) {
@@ -1377,19 +1474,55 @@ void Server::housekeepingLoop() {
         }
         if (requestPool_->free.spares() > requestPool_->free.reserve())
             next = std::min(next, now + kRecordTrimMs);
-        std::vector<std::shared_ptr<Connection>> expired;
+        std::vector<std::shared_ptr<Connection>> expired, stalled, idle;
+        const auto& l = cfg_.server.limits;
+        const auto stallMs = std::int64_t(l.reassembly_idle_timeout_ms);
+        const auto idleMs = std::int64_t(l.idle_channel_timeout_ms);
+        sessions_->boundChannels(boundChannels_);
         {
             std::lock_guard cl(connectionsMutex_);
             for (auto& [p, c] : connections_) {
+                if (c->swept.load(std::memory_order_relaxed)) continue;
                 if (c->channel.expired(now)) {
                     expired.push_back(c);
-                } else if (std::int64_t e = c->channel.expiresAtMs(); e != 0) {
-                    next = std::min(next, e);
+                    continue;
+                }
+                if (std::int64_t e = c->channel.expiresAtMs(); e != 0) next = std::min(next, e);
+                // A message whose next chunk does not come within the timeout: its bytes
+                // would stay held in the reassembly budget.
+                if (std::int64_t a = c->channel.assemblyActivityMs(); a != 0) {
+                    if (now - a >= stallMs) {
+                        stalled.push_back(c);
+                        continue;
+                    }
+                    next = std::min(next, a + stallMs);
+                }
+                // A channel that carries no session holds a connection slot for nothing
+                // (opc.https connections have their own keep-alive timeout).
+                if (c->httpsChannelId == 0 && c->channel.isOpen()) {
+                    if (std::binary_search(boundChannels_.begin(), boundChannels_.end(),
+                                           c->channel.id())) {
+                        c->sessionSeenMs = now;
+                        next = std::min(next, now + idleMs);
+                    } else if (std::int64_t since = std::max(c->acceptedMs, c->sessionSeenMs);
+                               now - since >= idleMs) {
+                        idle.push_back(c);
+                    } else {
+                        next = std::min(next, since + idleMs);
+                    }
                 }
             }
         }
         for (auto& c : expired)
             c->fail(UAPLEX_BadSecureChannelTokenUnknown, "security token expired");
+        for (auto& c : stalled) {
+            c->swept.store(true, std::memory_order_relaxed);
+            c->fail(UAPLEX_BadTimeout, "an unfinished message got no chunk in time");
+        }
+        for (auto& c : idle) {
+            c->swept.store(true, std::memory_order_relaxed);
+            c->fail(UAPLEX_BadTimeout, "no session on the channel");
+        }
         lock.lock();
         // Sleeps until the earliest timeout or expiry: no wake-up while nothing is due.
         sweepDueMs_ = std::min(sweepDueMs_, next);

@@ -180,8 +180,12 @@ class Server {
     static constexpr std::int64_t kBurstTickMs = 200;
     static constexpr std::int64_t kHeapCheckMs = 1000;
     std::uint64_t messagesFreedSeen_ = 0;               // housekeeping thread only
+    std::vector<std::uint32_t> boundChannels_;          // housekeeping thread only
     std::int64_t recordsTrimmedMs_ = 0;                 // housekeeping thread only
     static constexpr std::int64_t kRecordTrimMs = 250;  // a burst's records go this soon after
+    // Bytes charged for unfinished messages when no admission provider is loaded
+    // (max_reassembly_bytes); with one, its ReassemblyBytes stage holds them.
+    std::atomic<std::int64_t> reassemblyUsed_{0};
     std::atomic<bool> running_{false};
     std::atomic<std::uint32_t> nextChannelId_{1};
     std::atomic<std::uint32_t> nextRequestId_{1};

@@ -477,4 +477,16 @@ std::size_t SessionManager::count() const {
     return sessions_.size();
 }
 
+void SessionManager::boundChannels(std::vector<std::uint32_t>& out) const {
+    out.clear();
+    {
+        std::shared_lock lock(mutex_);
+        out.reserve(sessions_.size());
+        for (const auto& [key, s] : sessions_)
+            if (!s->closed()) out.push_back(s->channelId());
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+}
+
 }  // namespace uaplex::session

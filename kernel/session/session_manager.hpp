@@ -21,6 +21,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "session/access_control.hpp"
 #include "session/identity.hpp"
@@ -249,6 +250,9 @@ class SessionManager {
     // Closes every session (server shutdown).
     void closeAll();
     std::size_t count() const;
+    // The secure channels live sessions are bound to (activated or not), sorted; the
+    // housekeeping sweep closes channels that carry none for idle_channel_timeout_ms.
+    void boundChannels(std::vector<std::uint32_t>& out) const;
     // CSPRNG draws made so far (one per CreateSession, one per later re-activation).
     std::uint64_t randomDraws() const noexcept {
         return randomDraws_.load(std::memory_order_relaxed);

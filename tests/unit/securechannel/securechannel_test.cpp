@@ -258,3 +258,120 @@ TEST_CASE("a channel whose token expired without renewal reports expiry") {
     CHECK_FALSE(f.ch.expired(37500));
     CHECK(f.ch.expired(57500));
 }
+
+namespace {
+
+// One server-wide budget shared by several channels, each with its own account of what its
+// unfinished message holds (as the kernel's connections keep theirs).
+struct SharedBudget {
+    std::int64_t limit;
+    std::int64_t used = 0;
+    int grants = 0;
+};
+struct ChannelBudget final : ReassemblyBudget {
+    explicit ChannelBudget(SharedBudget& s) : shared(s) {}
+    bool charge(std::size_t bytes) noexcept override {
+        if (shared.used + std::int64_t(bytes) > shared.limit) return false;
+        shared.used += std::int64_t(bytes);
+        held += bytes;
+        ++shared.grants;
+        return true;
+    }
+    void releaseAll() noexcept override {
+        shared.used -= std::int64_t(held);
+        held = 0;
+    }
+    SharedBudget& shared;
+    std::size_t held = 0;
+};
+
+}  // namespace
+
+TEST_CASE("chunk assembly: intermediate chunks are charged to the budget, released when done") {
+    SharedBudget shared{1000};
+    ChannelBudget budget(shared);
+    ChunkAssembler a(10000, 100);
+    a.setBudget(&budget);
+    std::vector<std::uint8_t> hundred(100, 3);
+    // A single-chunk message is complete at once: never charged.
+    CHECK(a.add('F', 1, hundred) == ChunkAssembler::Result::Complete);
+    CHECK(shared.grants == 0);
+    // Intermediate chunks are charged in doubling steps; the final chunk gives it all back.
+    for (int i = 0; i < 4; ++i) CHECK(a.add('C', 2, hundred) == ChunkAssembler::Result::Incomplete);
+    CHECK(budget.held >= 400);
+    CHECK(shared.grants <= 3);  // 100, 200, 400: log2 of the chunks, not one per chunk
+    CHECK(a.add('F', 2, hundred) == ChunkAssembler::Result::Complete);
+    CHECK(a.body().size() == 500);
+    CHECK(shared.used == 0);
+    CHECK(a.charged() == 0);
+    // Beyond the budget: refused once, the rest of the message discarded, nothing held.
+    for (int i = 0; i < 10; ++i)
+        CHECK(a.add('C', 3, hundred) == ChunkAssembler::Result::Incomplete);
+    CHECK(a.add('C', 3, hundred) == ChunkAssembler::Result::NoResources);
+    CHECK(shared.used == 0);
+    CHECK(a.add('C', 3, hundred) == ChunkAssembler::Result::Discarded);
+    CHECK(a.add('F', 3, hundred) == ChunkAssembler::Result::Discarded);
+    CHECK(shared.used == 0);
+    // An aborted message and a closed connection give their charge back too.
+    CHECK(a.add('C', 4, hundred) == ChunkAssembler::Result::Incomplete);
+    CHECK(shared.used > 0);
+    CHECK(a.add('A', 4, {}) == ChunkAssembler::Result::Aborted);
+    CHECK(shared.used == 0);
+    CHECK(a.add('C', 5, hundred) == ChunkAssembler::Result::Incomplete);
+    a.releaseBody();
+    CHECK(shared.used == 0);
+}
+
+TEST_CASE(
+    "reassembly budget: once spent, the next channel's partial message is aborted with "
+    "BadTcpNotEnoughResources and its channel stays open") {
+    // Each channel may hold a message of 1 MiB; the budget across channels is 200 KiB.
+    SharedBudget shared{200 * 1024};
+    constexpr int kChannels = 4;
+    std::vector<std::unique_ptr<Fixture>> f;
+    std::vector<std::unique_ptr<ChannelBudget>> budgets;
+    for (int i = 0; i < kChannels; ++i) {
+        f.push_back(std::make_unique<Fixture>(1 << 20, 64));
+        budgets.push_back(std::make_unique<ChannelBudget>(shared));
+        f.back()->ch.setReassemblyBudget(budgets.back().get());
+        f.back()->open();
+    }
+    std::vector<std::uint8_t> part(60000, 1);
+    // Channel 0 and 1 hold 120 KB and 60 KB of unfinished messages.
+    for (int i = 0; i < 2; ++i)
+        CHECK(f[0]->feed(test::msgChunk("MSGC", 42, f[0]->token, f[0]->seq++, 9, part), 1000) ==
+              SecureChannel::Event::None);
+    CHECK(f[0]->ch.assemblyActivityMs() == 1000);
+    CHECK(f[1]->feed(test::msgChunk("MSGC", 42, f[1]->token, f[1]->seq++, 9, part)) ==
+          SecureChannel::Event::None);
+    // Channel 2 gets nothing: its message is aborted, nothing held, the channel still open.
+    const std::size_t before = f[2]->out.sent.size();
+    CHECK(f[2]->feed(test::msgChunk("MSGC", 42, f[2]->token, f[2]->seq++, 9, part)) ==
+          SecureChannel::Event::None);
+    REQUIRE(f[2]->out.sent.size() == before + 1);
+    const auto& abort = f[2]->out.sent.back();
+    CHECK(std::memcmp(abort.data(), "MSGA", 4) == 0);
+    CHECK(test::get32(abort, 20) == 9);
+    CHECK(test::get32(abort, 24) == UAPLEX_BadTcpNotEnoughResources);
+    CHECK(f[2]->out.failed == UAPLEX_Good);
+    CHECK(budgets[2]->held == 0);
+    CHECK(f[2]->ch.assemblyActivityMs() == 0);
+    // Its following chunks are dropped; a single-chunk request is still served.
+    CHECK(f[2]->feed(test::msgChunk("MSGF", 42, f[2]->token, f[2]->seq++, 9, part)) ==
+          SecureChannel::Event::None);
+    CHECK(f[2]->feed(test::msgChunk("MSGF", 42, f[2]->token, f[2]->seq++, 10, part)) ==
+          SecureChannel::Event::Message);
+    CHECK(shared.used <= shared.limit);
+    // Channel 0 completes its message: the budget is back for channel 3.
+    CHECK(f[0]->feed(test::msgChunk("MSGF", 42, f[0]->token, f[0]->seq++, 9, part)) ==
+          SecureChannel::Event::Message);
+    CHECK(f[0]->ch.assembledBody().size() == 3 * part.size());
+    CHECK(budgets[0]->held == 0);
+    CHECK(f[3]->feed(test::msgChunk("MSGC", 42, f[3]->token, f[3]->seq++, 9, part)) ==
+          SecureChannel::Event::None);
+    CHECK(f[3]->feed(test::msgChunk("MSGF", 42, f[3]->token, f[3]->seq++, 9, part)) ==
+          SecureChannel::Event::Message);
+    // Closing a connection mid-message gives its share back.
+    f[1]->ch.releaseAssembly();
+    CHECK(shared.used == 0);
+}
