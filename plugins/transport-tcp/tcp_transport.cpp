@@ -175,6 +175,20 @@ struct FnTask : IoTask {
     std::function<void()> fn;
 };
 
+struct Connection;
+
+// Unfinished handshakes in deadline order, one timer for the list: before Hello (deadline
+// accept + the Hello timeout) and between Hello and the first OPN (Hello + the handshake
+// timeout). Each list is appended in the order its deadlines come, so its head expires first.
+struct PendingList {
+    PendingList(asio::io_context& io, HandlerSlot& s) : timer(io), slot(&s) {}
+    Connection* head = nullptr;
+    Connection* tail = nullptr;
+    asio::steady_timer timer;
+    bool armed = false;
+    HandlerSlot* slot;  // the timer's wait (outlives the io_context): no allocation per wait
+};
+
 struct Connection : std::enable_shared_from_this<Connection> {
     Connection(TcpTransport& t, tcp::socket s);
     TcpTransport& transport;
@@ -183,12 +197,14 @@ struct Connection : std::enable_shared_from_this<Connection> {
     ReverseTarget* reverse = nullptr;
     bool helloDone = false;
     bool pending = true;  // counted in the unfinished handshakes
-    // While pending: its place in the transport's handshake list (accept order, so also
-    // deadline order) and when its handshake times out. One timer serves the list.
+    // While pending: its place in one of the transport's handshake lists and when its
+    // handshake times out.
+    PendingList* pendingList = nullptr;
     Connection* pendingPrev = nullptr;
     Connection* pendingNext = nullptr;
     std::chrono::steady_clock::time_point handshakeDeadline{};
-    bool closed = false;  // io thread; on_closed was called
+    std::string peerHost;  // counted in the per-peer connections; empty for reverse connects
+    bool closed = false;   // io thread; on_closed was called
     bool closing = false;
     bool receiving = true;
     bool readParked = false;
@@ -216,6 +232,13 @@ struct Connection : std::enable_shared_from_this<Connection> {
     std::vector<asio::const_buffer> gather;
     bool writeActive = false;
     bool sendClosed = false;
+    // Bytes in `queued` and in `writing` (under sendMutex): above the high-water mark the
+    // connection stops being read (the peer reads nothing, so its requests must not pile up
+    // answers), below half of it reading resumes; above the maximum it is closed.
+    std::size_t queuedTotal = 0, writingTotal = 0;
+    std::atomic<bool> throttled{false};
+    // Closes a connection whose last write does not finish (a peer that reads nothing).
+    std::unique_ptr<asio::steady_timer> linger;
     std::chrono::steady_clock::time_point lastSend{};  // the last send() (under sendMutex)
     // Requests (final MSG chunks) received, by the io thread, and responses sent (under
     // sendMutex): the difference is about how many answers are still to come.
@@ -266,6 +289,8 @@ class TcpTransport final : public uaplex::sdk::Transport {
         ctx.check_known_keys({});
         ctx.api()->metric_register(ctx.raw(), uaplex::sdk::to_str("sends_queued"),
                                    UAPLEX_METRIC_COUNTER, &sendsQueued_);
+        ctx.api()->metric_register(ctx.raw(), uaplex::sdk::to_str("handshakes_evicted"),
+                                   UAPLEX_METRIC_COUNTER, &evicted_);
         limits_.receiveBufferSize = std::max(params_.receive_buffer_size, kMinBufferSize);
         limits_.sendBufferSize = std::max(params_.send_buffer_size, kMinBufferSize);
         if (UAPLEX_HAS_FIELD(&p, uaplex_transport_params, on_hello)) {
@@ -281,6 +306,17 @@ class TcpTransport final : public uaplex::sdk::Transport {
         } else {
             params_.on_hello = nullptr;
         }
+        maxPerPeer_ = maxConnections_;
+        helloTimeoutMs_ = handshakeTimeoutMs_;
+        if (UAPLEX_HAS_FIELD(&p, uaplex_transport_params, max_send_queue_bytes)) {
+            if (params_.max_connections_per_peer) maxPerPeer_ = params_.max_connections_per_peer;
+            if (params_.hello_timeout_ms) helloTimeoutMs_ = params_.hello_timeout_ms;
+            if (params_.send_queue_high_water_bytes)
+                highWater_ = params_.send_queue_high_water_bytes;
+            if (params_.max_send_queue_bytes) maxQueued_ = params_.max_send_queue_bytes;
+        }
+        helloTimeoutMs_ = std::min(helloTimeoutMs_, handshakeTimeoutMs_);
+        maxQueued_ = std::max(maxQueued_, highWater_);
     }
     ~TcpTransport() override {
         stop();
@@ -307,7 +343,8 @@ class TcpTransport final : public uaplex::sdk::Transport {
             for (auto& r : reverse_)
                 if (r->retry) r->retry->cancel();
             sweepTimer_.cancel();
-            handshakeTimer_.cancel();
+            beforeHello_.timer.cancel();
+            afterHello_.timer.cancel();
             auto conns = connections_;
             for (auto& c : conns) finalize(c, UAPLEX_BadShutdown);
             // The io_context has no lock: it is stopped from its own thread.
@@ -389,7 +426,7 @@ class TcpTransport final : public uaplex::sdk::Transport {
 
     uaplex_status send(uaplex_connection* c, uaplex_buffer* buffers, size_t count) override {
         Connection* conn = from(c);
-        bool kick = false;
+        bool kick = false, overflow = false;
         {
             std::lock_guard lock(conn->sendMutex);
             if (conn->sendClosed) {
@@ -415,6 +452,7 @@ class TcpTransport final : public uaplex::sdk::Transport {
                 uaplex_buffer& b = buffers[i];
                 std::size_t skip = i == first ? sentInFirst : 0;
                 std::size_t left = b.used - skip;
+                conn->queuedTotal += left;
                 if (left > Connection::kCopyLimit) {
                     conn->queued.push_back({b, skip, left});
                     continue;
@@ -426,8 +464,21 @@ class TcpTransport final : public uaplex::sdk::Transport {
             }
             if (conn->queued.empty()) return UAPLEX_Good;  // all written
             if (sendsQueued_) context().api()->metric_add(context().raw(), sendsQueued_, 1);
-            kick = !conn->writeActive;
-            conn->writeActive = true;
+            const std::size_t held = conn->queuedTotal + conn->writingTotal;
+            if (held > maxQueued_) {
+                // The peer has not read for so long that its answers outgrow any large
+                // response: nothing more is queued, and the io thread closes it.
+                conn->sendClosed = true;
+                overflow = true;
+            } else if (held > highWater_ && !conn->throttled.load(std::memory_order_relaxed)) {
+                conn->throttled.store(true, std::memory_order_relaxed);
+            }
+            kick = !conn->writeActive && !overflow;
+            if (kick) conn->writeActive = true;
+        }
+        if (overflow) {
+            onIo([this, self = conn->shared_from_this()] { closeOverflowed(self); });
+            return UAPLEX_Good;
         }
         if (kick) {
             conn->kickRef = conn->shared_from_this();
@@ -472,7 +523,8 @@ class TcpTransport final : public uaplex::sdk::Transport {
     uaplex_status set_receiving(uaplex_connection* c, int32_t enabled) override {
         onIo([this, self = from(c)->shared_from_this(), enabled] {
             self->receiving = enabled != 0;
-            if (self->receiving && self->readParked && !self->closed) {
+            if (self->receiving && self->readParked && !self->closed &&
+                !self->throttled.load(std::memory_order_relaxed)) {
                 self->readParked = false;
                 receive(self);
             }
@@ -535,19 +587,28 @@ class TcpTransport final : public uaplex::sdk::Transport {
     // --- io thread ---
 
     void write(const std::shared_ptr<Connection>& c) {
-        bool idle = false;
+        bool idle = false, resume = false;
         {
             std::lock_guard lock(c->sendMutex);
+            c->writingTotal = 0;  // the previous write, if any, is done
             if (c->queued.empty() || c->closed) {
                 c->writeActive = false;
                 idle = true;
             } else {
                 c->writing.swap(c->queued);
                 c->writingBytes.swap(c->queuedBytes);
+                c->writingTotal = c->queuedTotal;
+                c->queuedTotal = 0;
+            }
+            if (c->throttled.load(std::memory_order_relaxed) &&
+                c->queuedTotal + c->writingTotal <= highWater_ / 2) {
+                c->throttled.store(false, std::memory_order_relaxed);
+                resume = true;
             }
         }
         if (idle) {
             if (c->closing && !c->closed) finishClose(c);
+            if (resume) resumeReading(c);
             return;
         }
         c->wroteSinceSweep = true;
@@ -583,6 +644,39 @@ class TcpTransport final : public uaplex::sdk::Transport {
                               }
                               write(c);
                           }));
+        if (resume) resumeReading(c);
+    }
+
+    // The send queue drained below half the high-water mark: a connection parked by it
+    // reads again (unless the kernel paused it too).
+    void resumeReading(const std::shared_ptr<Connection>& c) {
+        if (!c->readParked || !c->receiving || c->closed || c->closing) return;
+        c->readParked = false;
+        receive(c);
+    }
+
+    // io thread: a connection whose queue passed max_send_queue_bytes. What is not being
+    // written yet is dropped; an ERR Bad_TcpNotEnoughResources follows the write in progress
+    // (if the peer ever reads again), and the close waits for it at most the linger time.
+    void closeOverflowed(const std::shared_ptr<Connection>& c) {
+        if (c->closed || c->closing) return;
+        context().debug("connection closed: its send queue exceeds max_send_queue_bytes");
+        bool start = false;
+        {
+            std::lock_guard lock(c->sendMutex);
+            for (auto& seg : c->queued) giveBack(seg.buffer);
+            c->queued.clear();
+            c->queuedBytes.clear();
+            std::uint8_t err[272];
+            std::size_t n = writeError(err, UAPLEX_BadTcpNotEnoughResources, "send queue full");
+            c->queuedBytes.assign(err, err + n);
+            c->queued.push_back({uaplex_buffer{}, 0, n});
+            c->queuedTotal = n;
+            start = !c->writeActive;
+            c->writeActive = true;
+        }
+        closeAfterSend(c, UAPLEX_BadTcpNotEnoughResources);
+        if (start) write(c);
     }
 
   private:
@@ -618,41 +712,68 @@ class TcpTransport final : public uaplex::sdk::Transport {
         }));
     }
 
-    // The unfinished handshakes, oldest first: a connection's deadline is its accept time plus
-    // the one timeout, so the list's head expires first and one timer waits for it (a timer
+    // The unfinished handshakes, in two lists: before Hello (deadline: accept plus the Hello
+    // timeout) and after it (Hello plus the handshake timeout). Each list gets its entries in
+    // deadline order, so its head expires first and one timer per list waits for it (a timer
     // and a wait per connection cost about 400 bytes each, the wait freed mid-life).
-    void linkPending(Connection* c) {
+    void linkPending(PendingList& list, Connection* c, std::uint32_t timeoutMs) {
         c->handshakeDeadline =
-            std::chrono::steady_clock::now() + std::chrono::milliseconds(handshakeTimeoutMs_);
-        c->pendingPrev = pendingTail_;
+            std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
+        c->pendingList = &list;
+        c->pendingPrev = list.tail;
         c->pendingNext = nullptr;
-        (pendingTail_ ? pendingTail_->pendingNext : pendingHead_) = c;
-        pendingTail_ = c;
-        if (!handshakeTimerArmed_) armHandshakeTimer();
+        (list.tail ? list.tail->pendingNext : list.head) = c;
+        list.tail = c;
+        if (!list.armed) armHandshakeTimer(list);
     }
     void unlinkPending(Connection* c) noexcept {
-        if (!c->pendingPrev && pendingHead_ != c) return;  // not listed
-        (c->pendingPrev ? c->pendingPrev->pendingNext : pendingHead_) = c->pendingNext;
-        (c->pendingNext ? c->pendingNext->pendingPrev : pendingTail_) = c->pendingPrev;
+        PendingList* list = c->pendingList;
+        if (!list) return;  // not listed
+        (c->pendingPrev ? c->pendingPrev->pendingNext : list->head) = c->pendingNext;
+        (c->pendingNext ? c->pendingNext->pendingPrev : list->tail) = c->pendingPrev;
         c->pendingPrev = c->pendingNext = nullptr;
+        c->pendingList = nullptr;
     }
-    void armHandshakeTimer() {
-        if (!pendingHead_ || stopping_) return;
-        handshakeTimerArmed_ = true;
-        handshakeTimer_.expires_at(pendingHead_->handshakeDeadline);
-        handshakeTimer_.async_wait(inSlot(handshakeSlot_, [this](boost::system::error_code ec) {
-            handshakeTimerArmed_ = false;
+    void armHandshakeTimer(PendingList& list) {
+        if (!list.head || stopping_) return;
+        list.armed = true;
+        list.timer.expires_at(list.head->handshakeDeadline);
+        list.timer.async_wait(inSlot(*list.slot, [this, &list](boost::system::error_code ec) {
+            list.armed = false;
             if (ec || stopping_) return;
             auto now = std::chrono::steady_clock::now();
-            while (pendingHead_ && pendingHead_->handshakeDeadline <= now) {
-                Connection* c = pendingHead_;
+            while (list.head && list.head->handshakeDeadline <= now) {
+                Connection* c = list.head;
                 unlinkPending(c);
                 if (!c->pending || c->closed) continue;
-                context().debug("handshake timeout");
+                context().debug(c->helloDone ? "handshake timeout" : "Hello timeout");
                 finalize(c->shared_from_this(), UAPLEX_BadTimeout);
             }
-            armHandshakeTimer();
+            armHandshakeTimer(list);
         }));
+    }
+
+    // Slots are short: the unfinished handshake nearest its deadline goes (silent
+    // connections first, their timeout is the shorter), with ERR Bad_TcpServerTooBusy, so that
+    // connections that never open a channel cannot keep a new client out.
+    bool evictPending() {
+        Connection* victim = beforeHello_.head ? beforeHello_.head : afterHello_.head;
+        if (!victim) return false;
+        auto c = victim->shared_from_this();
+        context().debug("evicting an unfinished handshake for a new connection");
+        {
+            std::lock_guard lock(c->sendMutex);
+            if (!c->writeActive && c->queued.empty()) {
+                std::uint8_t err[272];
+                std::size_t n = writeError(err, UAPLEX_BadTcpServerTooBusy,
+                                           "evicted: the handshake did not finish in time");
+                [[maybe_unused]] auto sent =
+                    ::send(c->socket.native_handle(), err, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+            }
+        }
+        if (evicted_) context().api()->metric_add(context().raw(), evicted_, 1);
+        finalize(c, UAPLEX_BadTcpServerTooBusy);
+        return true;
     }
 
     void giveBack(uaplex_buffer& b) {
@@ -677,6 +798,24 @@ class TcpTransport final : public uaplex::sdk::Transport {
 
     // A new socket (accepted or reverse-connected) becomes a connection if limits allow.
     void admit(tcp::socket s, const std::string& url, ReverseTarget* reverse) {
+        std::string host;
+        if (!reverse) {
+            boost::system::error_code ec;
+            auto address = s.remote_endpoint(ec).address();
+            // One peer, one key: an IPv4 client on a dual-stack socket counts as IPv4.
+            if (address.is_v6() && address.to_v6().is_v4_mapped())
+                address = asio::ip::make_address_v4(asio::ip::v4_mapped, address.to_v6());
+            if (!ec) host = address.to_string();
+            auto it = peers_.find(host);
+            if (it != peers_.end() && it->second >= maxPerPeer_) {
+                context().debug("connection refused: max_channels_per_peer reached");
+                refuse(std::move(s));
+                return;
+            }
+        }
+        while ((connections_.size() >= maxConnections_ || pendingCount_ >= maxPending_) &&
+               evictPending()) {
+        }
         if (connections_.size() >= maxConnections_ || pendingCount_ >= maxPending_) {
             context().debug("connection refused: limit of connections or pending handshakes");
             if (reverse) {
@@ -698,6 +837,10 @@ class TcpTransport final : public uaplex::sdk::Transport {
         c->reverse = reverse;
         connections_.insert(c);
         ++pendingCount_;
+        if (!host.empty()) {
+            ++peers_[host];
+            c->peerHost = std::move(host);
+        }
         uaplex_status st =
             params_.on_accepted(params_.user, handle(c.get()), {url.data(), url.size()},
                                 {peer.data(), peer.size()}, &c->user);
@@ -706,7 +849,7 @@ class TcpTransport final : public uaplex::sdk::Transport {
             finalize(c, st, false);
             return;
         }
-        linkPending(c.get());
+        linkPending(beforeHello_, c.get(), helloTimeoutMs_);
         if (reverse) {
             reverse->backoffMs = 0;
             uaplex_buffer b;
@@ -729,7 +872,7 @@ class TcpTransport final : public uaplex::sdk::Transport {
     void receive(const std::shared_ptr<Connection>& c, int turn = 0) {
         for (;;) {
             if (c->closed || c->closing) return;
-            if (!c->receiving) {
+            if (!c->receiving || c->throttled.load(std::memory_order_relaxed)) {
                 c->readParked = true;
                 return;
             }
@@ -844,6 +987,10 @@ class TcpTransport final : public uaplex::sdk::Transport {
         ack.used = writeAcknowledge(ack.data, n);
         c->helloDone = true;
         c->receiveLimit = n.receiveBufferSize;
+        if (c->pendingList == &beforeHello_) {
+            unlinkPending(c.get());
+            linkPending(afterHello_, c.get(), handshakeTimeoutMs_);
+        }
         send(handle(c.get()), &ack, 1);
     }
 
@@ -915,7 +1062,13 @@ class TcpTransport final : public uaplex::sdk::Transport {
             std::lock_guard lock(c->sendMutex);
             idle = !c->writeActive;
         }
-        if (idle) finishClose(c);
+        if (idle) return finishClose(c);
+        // A peer that reads nothing would keep the write, and the connection, for ever.
+        c->linger = std::make_unique<asio::steady_timer>(io_);
+        c->linger->expires_after(std::chrono::milliseconds(kCloseLingerMs));
+        c->linger->async_wait([this, c](boost::system::error_code ec) {
+            if (!ec && !c->closed) finalize(c, c->closeReason);
+        });
     }
 
     void finishClose(const std::shared_ptr<Connection>& c) { finalize(c, c->closeReason); }
@@ -934,6 +1087,12 @@ class TcpTransport final : public uaplex::sdk::Transport {
         boost::system::error_code ec;
         c->socket.shutdown(tcp::socket::shutdown_both, ec);
         c->socket.close(ec);
+        if (c->linger) c->linger->cancel();
+        if (!c->peerHost.empty()) {
+            auto it = peers_.find(c->peerHost);
+            if (it != peers_.end() && --it->second == 0) peers_.erase(it);
+            c->peerHost.clear();
+        }
         unlinkPending(c.get());
         if (c->pending) --pendingCount_;
         c->pending = false;
@@ -984,7 +1143,8 @@ class TcpTransport final : public uaplex::sdk::Transport {
     HandlerSlot inboxSlot_{256};            // outlives io_, which may still hold the wait's handler
     uaplex_metric* sendsQueued_ = nullptr;  // sends that waited for the socket (backpressure)
     HandlerSlot sweepSlot_;                 // the sweep timer's wait: no allocation per second
-    HandlerSlot handshakeSlot_;             // the handshake timer's wait
+    uaplex_metric* evicted_ = nullptr;      // unfinished handshakes evicted for new connections
+    HandlerSlot beforeHelloSlot_, afterHelloSlot_;  // the handshake timers' waits
     // One staging buffer for every connection: only the io thread reads, and a read's bytes
     // are parsed before the next read, so no connection needs its own.
     static constexpr std::size_t kStageSize = 65536;
@@ -994,11 +1154,9 @@ class TcpTransport final : public uaplex::sdk::Transport {
     IoInbox inbox_;
     asio::posix::stream_descriptor inboxFd_;  // a dup of the inbox's eventfd, watched
     asio::executor_work_guard<asio::io_context::executor_type> work_;
-    asio::steady_timer sweepTimer_{io_};      // io thread
-    asio::steady_timer handshakeTimer_{io_};  // io thread: the oldest pending handshake's deadline
-    bool handshakeTimerArmed_ = false;
-    Connection* pendingHead_ = nullptr;  // io thread: unfinished handshakes, oldest first
-    Connection* pendingTail_ = nullptr;
+    asio::steady_timer sweepTimer_{io_};              // io thread
+    PendingList beforeHello_{io_, beforeHelloSlot_};  // io thread: handshakes without Hello
+    PendingList afterHello_{io_, afterHelloSlot_};    // and those with Hello, without a channel
     std::thread thread_;
     std::vector<std::unique_ptr<tcp::acceptor>> acceptors_;
     std::vector<std::shared_ptr<ReverseTarget>> reverse_;          // io thread
@@ -1010,6 +1168,13 @@ class TcpTransport final : public uaplex::sdk::Transport {
     std::size_t maxConnections_ = 1000;
     std::size_t maxPending_ = 100;
     std::uint32_t handshakeTimeoutMs_ = 10000;
+    std::size_t maxPerPeer_ = 1000;
+    std::uint32_t helloTimeoutMs_ = 10000;
+    std::size_t highWater_ = 1u << 20;
+    std::size_t maxQueued_ = 32u << 20;
+    // A closing connection's last write (an ERR) gets this long before the socket is closed.
+    static constexpr std::uint32_t kCloseLingerMs = 2000;
+    std::unordered_map<std::string, std::uint32_t> peers_;  // io thread: connections per address
     std::string serverUri_;
 };
 
