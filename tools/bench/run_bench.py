@@ -489,7 +489,7 @@ SCALE = [
 # parallel, subscriptions, items per subscription. Each connection is a descriptor: the
 # harness raises its open-file limit to the hard limit, and the servers inherit it.
 SCALE_LIMITS = {"max_sessions": 11000, "max_channels": 11000, "max_pending_handshakes": 1100,
-                "max_subscriptions": 11000}
+                "max_subscriptions": 11000, "max_channels_per_peer": 11000}
 
 
 def scale_config(out_dir):
