@@ -11,7 +11,6 @@ constexpr std::uint16_t kNoRecord = 0xFFFF;
 constexpr std::uint32_t kBaseObjectType = 58;
 constexpr std::uint32_t kBaseDataVariableType = 63;
 constexpr std::uint32_t kBaseDataType = 24;
-constexpr std::int64_t kUnixEpochTicks = 116444736000000000LL;  // 1601 -> 1970 in 100 ns
 
 std::size_t mix(std::size_t h, std::size_t v) noexcept {
     return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2));
@@ -250,11 +249,8 @@ uaplex_status AddressSpace::addNode(const uaplex_node_spec& spec, Node** out) {
             // A value without a source timestamp is as of now (Read returns one).
             ua::DataValue initial = *spec.value;
             if (!(initial.mask & UAPLEX_DATAVALUE_SOURCE_TIMESTAMP)) {
-                auto since = std::chrono::system_clock::now().time_since_epoch();
                 initial.mask |= UAPLEX_DATAVALUE_SOURCE_TIMESTAMP;
-                initial.source_timestamp =
-                    kUnixEpochTicks +
-                    std::chrono::duration_cast<std::chrono::nanoseconds>(since).count() / 100;
+                initial.source_timestamp = ua::utcNow();
             }
             uaplex_status st = node->value.store(initial);
             if (st != UAPLEX_Good) return st;

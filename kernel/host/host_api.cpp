@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "host/logging.hpp"
+#include "uaplex/types.h"
 
 namespace uaplex::host {
 
@@ -87,12 +88,10 @@ uaplex_status api_monotonic_ns(uaplex_plugin_ctx*, uint64_t* out) {
 
 uaplex_status api_utc_now(uaplex_plugin_ctx*, int64_t* out) {
     if (!out) return UAPLEX_BadInvalidArgument;
-    // OPC UA DateTime: 100 ns ticks since 1601-01-01; the Unix epoch is 11644473600 s later.
-    constexpr int64_t kUnixEpochTicks = 116444736000000000LL;
     auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                   std::chrono::system_clock::now().time_since_epoch())
                   .count();
-    *out = kUnixEpochTicks + ns / 100;
+    *out = UAPLEX_DATETIME_UNIX_EPOCH + ns / 100;  // DateTime ticks are 100 ns
     return UAPLEX_Good;
 }
 

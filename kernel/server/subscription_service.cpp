@@ -100,11 +100,7 @@ std::int64_t SubscriptionService::SteadyClock::monoMs() const {
 }
 
 std::int64_t SubscriptionService::SteadyClock::utcNow() const {
-    constexpr std::int64_t kUnixEpoch = 116444736000000000LL;  // 1601 -> 1970 in 100 ns
-    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                  std::chrono::system_clock::now().time_since_epoch())
-                  .count();
-    return kUnixEpoch + ns / 100;
+    return ua::utcNow();
 }
 
 SubscriptionService::SubscriptionService(const config::ServerConfig& cfg,

@@ -24,8 +24,6 @@ namespace {
 
 namespace n0 = ua::ns0;
 
-constexpr std::int64_t kUnixEpochTicks = 116444736000000000LL;
-
 ua::Variant stringArray(enc::Arena& arena, const std::vector<std::string>& items) {
     auto* data = arena.allocateArray<ua::String>(items.size());
     if (data == nullptr && !items.empty()) return ua::Variant{};
@@ -71,7 +69,7 @@ void ServiceSet::Impl::buildServerObject() {
         set(id, [v](enc::Arena&, ua::Variant& out) { out = v; });
     };
     const ua::DateTime buildDate =
-        kUnixEpochTicks + std::int64_t(std::strtoll(UAPLEX_BUILD_EPOCH, nullptr, 10)) * 10000000LL;
+        ua::dateTimeFromUnixSeconds(std::strtoll(UAPLEX_BUILD_EPOCH, nullptr, 10));
     auto buildInfo = [this, buildDate] {
         ua::BuildInfo b{};
         b.productUri = ua::makeString(cfg.server.product_uri);

@@ -8,9 +8,6 @@ namespace uaplex::services {
 
 namespace {
 
-// Between 1601-01-01 and 1970-01-01, in 100 ns ticks.
-constexpr std::int64_t kUnixEpochTicks = 116444736000000000LL;
-
 std::mutex& buildMutex() {
     // Guards the address space structure while node managers build it (before seal).
     static std::mutex m;
@@ -19,64 +16,11 @@ std::mutex& buildMutex() {
 
 }  // namespace
 
-ua::DateTime utcNow() noexcept {
-    auto d = std::chrono::system_clock::now().time_since_epoch();
-    return kUnixEpochTicks + std::chrono::duration_cast<std::chrono::nanoseconds>(d).count() / 100;
-}
-
 uaplex_value_alloc arenaAlloc(enc::Arena& arena) noexcept {
     return uaplex_value_alloc{&arena, [](void* self, size_t size, size_t align) -> void* {
                                   return static_cast<enc::Arena*>(self)->allocate(
                                       size == 0 ? 1 : size, align == 0 ? 8 : align);
                               }};
-}
-
-std::size_t elementSize(std::uint8_t t) noexcept {
-    switch (t) {
-        case UAPLEX_TYPE_BOOLEAN:
-            return sizeof(bool);
-        case UAPLEX_TYPE_SBYTE:
-        case UAPLEX_TYPE_BYTE:
-            return 1;
-        case UAPLEX_TYPE_INT16:
-        case UAPLEX_TYPE_UINT16:
-            return 2;
-        case UAPLEX_TYPE_INT32:
-        case UAPLEX_TYPE_UINT32:
-        case UAPLEX_TYPE_FLOAT:
-        case UAPLEX_TYPE_STATUSCODE:
-            return 4;
-        case UAPLEX_TYPE_INT64:
-        case UAPLEX_TYPE_UINT64:
-        case UAPLEX_TYPE_DOUBLE:
-        case UAPLEX_TYPE_DATETIME:
-            return 8;
-        case UAPLEX_TYPE_STRING:
-        case UAPLEX_TYPE_XMLELEMENT:
-            return sizeof(ua::String);
-        case UAPLEX_TYPE_BYTESTRING:
-            return sizeof(ua::ByteString);
-        case UAPLEX_TYPE_GUID:
-            return sizeof(ua::Guid);
-        case UAPLEX_TYPE_NODEID:
-            return sizeof(ua::NodeId);
-        case UAPLEX_TYPE_EXPANDEDNODEID:
-            return sizeof(ua::ExpandedNodeId);
-        case UAPLEX_TYPE_QUALIFIEDNAME:
-            return sizeof(ua::QualifiedName);
-        case UAPLEX_TYPE_LOCALIZEDTEXT:
-            return sizeof(ua::LocalizedText);
-        case UAPLEX_TYPE_EXTENSIONOBJECT:
-            return sizeof(ua::ExtensionObject);
-        case UAPLEX_TYPE_DATAVALUE:
-            return sizeof(ua::DataValue);
-        case UAPLEX_TYPE_VARIANT:
-            return sizeof(ua::Variant);
-        case UAPLEX_TYPE_DIAGNOSTICINFO:
-            return sizeof(ua::DiagnosticInfo);
-        default:
-            return 0;
-    }
 }
 
 void SessionStateDeleter::operator()(SessionState* state) const noexcept {
@@ -87,7 +31,7 @@ void SessionStateDeleter::operator()(SessionState* state) const noexcept {
 
 ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
     : cfg(c), host(h), space(c.server.application_uri) {
-    startTime = utcNow();
+    startTime = ua::utcNow();
     buildServerObject();
     host.services().address_space.store(this, std::memory_order_release);
     try {
@@ -125,7 +69,7 @@ ServiceSet::Impl::~Impl() {
 }
 
 ua::DateTime ServiceSet::Impl::now() const noexcept {
-    return utcNow();
+    return ua::utcNow();
 }
 
 const NamespaceOwner* ServiceSet::Impl::ownerOf(std::uint16_t ns) const noexcept {
@@ -196,7 +140,7 @@ uaplex_status ServiceSet::Impl::value_set(uaplex_plugin_ctx*, const uaplex_nodei
     ua::DataValue dv = *value;
     if (!(dv.mask & UAPLEX_DATAVALUE_SOURCE_TIMESTAMP)) {
         dv.mask |= UAPLEX_DATAVALUE_SOURCE_TIMESTAMP;
-        dv.source_timestamp = utcNow();
+        dv.source_timestamp = ua::utcNow();
     }
     uaplex_status st = node->value.store(dv);
     if (st == UAPLEX_Good) changed(*node, dv);

@@ -221,8 +221,9 @@ T* arenaNew(enc::Arena& arena, const T& value) noexcept {
     return p;
 }
 uaplex_value_alloc arenaAlloc(enc::Arena& arena) noexcept;
-ua::DateTime utcNow() noexcept;
 // The size of one array element of a built-in type (the C struct or scalar).
-std::size_t elementSize(std::uint8_t builtinType) noexcept;
+inline std::size_t elementSize(std::uint8_t builtinType) noexcept {
+    return uaplex_builtin_size(builtinType);
+}
 
 }  // namespace uaplex::services

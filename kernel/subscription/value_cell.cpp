@@ -6,56 +6,53 @@
 namespace uaplex::subscription {
 namespace {
 
-// Element size of a numeric-like built-in type held raw, or 0.
+// Element size of a numeric-like built-in type held raw (fixed size, no pointers), or 0.
 uint32_t rawSize(uint8_t t) {
     switch (t) {
-        case 1:  // Boolean
-        case 2:
-        case 3:
-            return 1;
-        case 4:
-        case 5:
-            return 2;
-        case 6:
-        case 7:
-        case 10:  // Float
-        case 19:
-            return 4;  // StatusCode
-        case 8:
-        case 9:
-        case 11:
-        case 13:
-            return 8;  // DateTime
+        case UAPLEX_TYPE_BOOLEAN:
+        case UAPLEX_TYPE_SBYTE:
+        case UAPLEX_TYPE_BYTE:
+        case UAPLEX_TYPE_INT16:
+        case UAPLEX_TYPE_UINT16:
+        case UAPLEX_TYPE_INT32:
+        case UAPLEX_TYPE_UINT32:
+        case UAPLEX_TYPE_FLOAT:
+        case UAPLEX_TYPE_STATUSCODE:
+        case UAPLEX_TYPE_INT64:
+        case UAPLEX_TYPE_UINT64:
+        case UAPLEX_TYPE_DOUBLE:
+        case UAPLEX_TYPE_DATETIME:
+            return uint32_t(uaplex_builtin_size(t));
         default:
             return 0;
     }
 }
 
 bool inlineScalar(uint8_t t) {
-    return t == 0 || rawSize(t) != 0 || t == 14;
+    return t == UAPLEX_TYPE_NULL || rawSize(t) != 0 || t == UAPLEX_TYPE_GUID;
 }
 
 double numberAt(uint8_t t, const void* p) {
     switch (t) {
-        case 2:
+        case UAPLEX_TYPE_SBYTE:
             return *static_cast<const int8_t*>(p);
-        case 3:
+        case UAPLEX_TYPE_BYTE:
             return *static_cast<const uint8_t*>(p);
-        case 4:
+        case UAPLEX_TYPE_INT16:
             return *static_cast<const int16_t*>(p);
-        case 5:
+        case UAPLEX_TYPE_UINT16:
             return *static_cast<const uint16_t*>(p);
-        case 6:
+        case UAPLEX_TYPE_INT32:
             return *static_cast<const int32_t*>(p);
-        case 7:
+        case UAPLEX_TYPE_UINT32:
             return *static_cast<const uint32_t*>(p);
-        case 8:
+        case UAPLEX_TYPE_INT64:
             return double(*static_cast<const int64_t*>(p));
-        case 9:
+        case UAPLEX_TYPE_UINT64:
             return double(*static_cast<const uint64_t*>(p));
-        case 10:
+        case UAPLEX_TYPE_FLOAT:
             return *static_cast<const float*>(p);
-        case 11:
+        case UAPLEX_TYPE_DOUBLE:
             return *static_cast<const double*>(p);
         default:
             return 0;
@@ -71,7 +68,7 @@ const enc::DataType& variantType() {
 
 bool ValueCell::isNumeric() const {
     uint8_t t = type();
-    return t >= 2 && t <= 11 && payload != Payload::Encoded;
+    return t >= UAPLEX_TYPE_SBYTE && t <= UAPLEX_TYPE_DOUBLE && payload != Payload::Encoded;
 }
 
 double ValueCell::number(uint32_t i) const {
@@ -221,9 +218,11 @@ bool sameValue(const ValueCell& a, const ValueCell& b) {
                (a.byteCount == 0 || std::memcmp(a.bytes, b.bytes, a.byteCount) == 0) &&
                a.dv.value.array_length == b.dv.value.array_length;
     uint8_t t = a.type();
-    if (t == 10) return a.dv.value.value.float_ == b.dv.value.value.float_;  // NaN never equal
-    if (t == 11) return a.dv.value.value.double_ == b.dv.value.value.double_;
-    if (t == 14) return std::memcmp(&a.dv.value.value.guid, &b.dv.value.value.guid, 16) == 0;
+    if (t == UAPLEX_TYPE_FLOAT)
+        return a.dv.value.value.float_ == b.dv.value.value.float_;  // NaN never equal
+    if (t == UAPLEX_TYPE_DOUBLE) return a.dv.value.value.double_ == b.dv.value.value.double_;
+    if (t == UAPLEX_TYPE_GUID)
+        return std::memcmp(&a.dv.value.value.guid, &b.dv.value.value.guid, sizeof(ua::Guid)) == 0;
     uint32_t n = rawSize(t);
     return n == 0 || std::memcmp(&a.dv.value.value, &b.dv.value.value, n) == 0;
 }

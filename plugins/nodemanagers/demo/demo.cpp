@@ -22,7 +22,6 @@ constexpr uint32_t kOrganizes = 35, kHasComponent = 47, kHasProperty = 46;
 constexpr uint32_t kFolderType = 61, kPropertyType = 68, kAnalogItemType = 2368;
 constexpr uint32_t kReadWrite = 3, kReadOnly = 1;
 constexpr uint32_t kArgument = 296, kRange = 884, kEUInformation = 887;
-constexpr int64_t kUnixEpochTicks = 116444736000000000LL;
 constexpr uint32_t kBaseObjectType = 58, kBaseEventType = 2041, kAlarmConditionType = 2915;
 constexpr uint32_t kTwoStateVariableType = 8995, kHasEventSource = 36, kHasNotifier = 48;
 constexpr uint32_t kHasCondition = 9006, kServer = 2253;
@@ -149,9 +148,10 @@ std::pair<uaplex_variant, uaplex_variant> initialValues(uint8_t t, Keep& keep) {
         }
         case UAPLEX_TYPE_DATETIME: {
             // 2026-01-01T00:00:00Z
-            int64_t ticks = kUnixEpochTicks + 1767225600LL * 10000000LL;
+            constexpr int64_t kSecond = UAPLEX_DATETIME_TICKS_PER_SECOND;
+            int64_t ticks = UAPLEX_DATETIME_UNIX_EPOCH + 1767225600LL * kSecond;
             return {scalar<int64_t>(t, ticks),
-                    array(t, 3, keep.three<int64_t>(ticks, ticks + 10000000, ticks + 20000000))};
+                    array(t, 3, keep.three<int64_t>(ticks, ticks + kSecond, ticks + 2 * kSecond))};
         }
         case UAPLEX_TYPE_GUID:
             return {scalar(t, guid(1)), array(t, 3, keep.three(guid(2), guid(3), guid(4)))};

@@ -11,13 +11,15 @@
 #define UAPLEX_TYPES_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Built-in type ids (Part 6 Table 1); also the low six bits of a Variant's encoding byte. */
+/* Built-in type ids (Part 6 Table 1); also the low six bits of a Variant's encoding byte, and
+ * the numeric NodeId (ns=0;i=id) of the built-in type's DataType node. */
 enum uaplex_builtin_type {
     UAPLEX_TYPE_NULL = 0,
     UAPLEX_TYPE_BOOLEAN = 1,
@@ -47,8 +49,51 @@ enum uaplex_builtin_type {
     UAPLEX_TYPE_DIAGNOSTICINFO = 25
 };
 
+/* The highest built-in type id: larger ids are not built-in types.
+ * (since ABI 1.5; header only) */
+#define UAPLEX_TYPE_MAX UAPLEX_TYPE_DIAGNOSTICINFO
+
+/* The built-in types as one table, a row each: X(id, Name, c_type). Name is the type's name in
+ * Part 6 (and in NodeSet XML); c_type is the C representation of one value, which is also the
+ * element of an array of the type. Everything the project derives per built-in type (the C++
+ * enumeration, element sizes, names) expands this table, so it cannot disagree with the
+ * enumeration above. (since ABI 1.5; header only) */
+#define UAPLEX_BUILTIN_TYPES(X)                                             \
+    X(UAPLEX_TYPE_BOOLEAN, Boolean, bool)                                   \
+    X(UAPLEX_TYPE_SBYTE, SByte, int8_t)                                     \
+    X(UAPLEX_TYPE_BYTE, Byte, uint8_t)                                      \
+    X(UAPLEX_TYPE_INT16, Int16, int16_t)                                    \
+    X(UAPLEX_TYPE_UINT16, UInt16, uint16_t)                                 \
+    X(UAPLEX_TYPE_INT32, Int32, int32_t)                                    \
+    X(UAPLEX_TYPE_UINT32, UInt32, uint32_t)                                 \
+    X(UAPLEX_TYPE_INT64, Int64, int64_t)                                    \
+    X(UAPLEX_TYPE_UINT64, UInt64, uint64_t)                                 \
+    X(UAPLEX_TYPE_FLOAT, Float, float)                                      \
+    X(UAPLEX_TYPE_DOUBLE, Double, double)                                   \
+    X(UAPLEX_TYPE_STRING, String, uaplex_string)                            \
+    X(UAPLEX_TYPE_DATETIME, DateTime, uaplex_datetime)                      \
+    X(UAPLEX_TYPE_GUID, Guid, uaplex_guid)                                  \
+    X(UAPLEX_TYPE_BYTESTRING, ByteString, uaplex_bytestring)                \
+    X(UAPLEX_TYPE_XMLELEMENT, XmlElement, uaplex_xmlelement)                \
+    X(UAPLEX_TYPE_NODEID, NodeId, uaplex_nodeid)                            \
+    X(UAPLEX_TYPE_EXPANDEDNODEID, ExpandedNodeId, uaplex_expandednodeid)    \
+    X(UAPLEX_TYPE_STATUSCODE, StatusCode, uaplex_statuscode)                \
+    X(UAPLEX_TYPE_QUALIFIEDNAME, QualifiedName, uaplex_qualifiedname)       \
+    X(UAPLEX_TYPE_LOCALIZEDTEXT, LocalizedText, uaplex_localizedtext)       \
+    X(UAPLEX_TYPE_EXTENSIONOBJECT, ExtensionObject, uaplex_extensionobject) \
+    X(UAPLEX_TYPE_DATAVALUE, DataValue, uaplex_datavalue)                   \
+    X(UAPLEX_TYPE_VARIANT, Variant, uaplex_variant)                         \
+    X(UAPLEX_TYPE_DIAGNOSTICINFO, DiagnosticInfo, uaplex_diagnosticinfo)
+
 /* 100-nanosecond intervals since 1601-01-01 UTC (Part 6 5.2.2.5). */
 typedef int64_t uaplex_datetime;
+
+/* DateTime ticks in one second, and the DateTime of the Unix epoch (1970-01-01 00:00 UTC):
+ * a DateTime is UAPLEX_DATETIME_UNIX_EPOCH + Unix seconds * UAPLEX_DATETIME_TICKS_PER_SECOND.
+ * (since ABI 1.5; header only) */
+#define UAPLEX_DATETIME_TICKS_PER_SECOND INT64_C(10000000)
+#define UAPLEX_DATETIME_UNIX_EPOCH INT64_C(116444736000000000)
+
 /* A StatusCode value; same representation as uaplex_status in statuscodes.h. */
 typedef uint32_t uaplex_statuscode;
 
@@ -218,6 +263,37 @@ typedef struct uaplex_diagnosticinfo {
     uaplex_statuscode inner_status_code;
     struct uaplex_diagnosticinfo* inner_diagnostic_info;
 } uaplex_diagnosticinfo;
+
+/* Bytes of one value of built-in type `type` in its C representation: the stride of an array
+ * of the type (uaplex_variant.value.pointer). 0 for Null and for ids that are not built-in
+ * types. (since ABI 1.5; header only) */
+static inline size_t uaplex_builtin_size(uint32_t type) {
+    switch (type) {
+#define UAPLEX_BUILTIN_SIZE_CASE_(id, name, c_type) \
+    case id:                                        \
+        return sizeof(c_type);
+        UAPLEX_BUILTIN_TYPES(UAPLEX_BUILTIN_SIZE_CASE_)
+#undef UAPLEX_BUILTIN_SIZE_CASE_
+        default:
+            return 0;
+    }
+}
+
+/* The Part 6 name of built-in type `type` ("Boolean" ... "DiagnosticInfo"; "Null" for 0), or
+ * NULL for ids that are not built-in types. (since ABI 1.5; header only) */
+static inline const char* uaplex_builtin_name(uint32_t type) {
+    switch (type) {
+#define UAPLEX_BUILTIN_NAME_CASE_(id, name, c_type) \
+    case id:                                        \
+        return #name;
+        UAPLEX_BUILTIN_TYPES(UAPLEX_BUILTIN_NAME_CASE_)
+#undef UAPLEX_BUILTIN_NAME_CASE_
+        case UAPLEX_TYPE_NULL:
+            return "Null";
+        default:
+            return NULL;
+    }
+}
 
 #ifdef __cplusplus
 }

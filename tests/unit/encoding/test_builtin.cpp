@@ -294,3 +294,34 @@ TEST_CASE("status names come from StatusCode.csv", "[builtin]") {
     CHECK(!enc::statusDescription(UAPLEX_BadDecodingError).empty());
     CHECK(enc::statusName(0x8FFF0000u).empty());
 }
+
+TEST_CASE("the built-in type table agrees with the descriptors and the C++ enumerations",
+          "[builtin]") {
+    for (std::uint32_t id = UAPLEX_TYPE_BOOLEAN; id <= UAPLEX_TYPE_MAX; ++id) {
+        INFO("built-in type " << id);
+        const char* name = uaplex_builtin_name(id);
+        REQUIRE(name != nullptr);
+        const enc::DataType* t = enc::findDataType(name);
+        REQUIRE(t != nullptr);
+        CHECK(t->kind == enc::TypeKind::BuiltIn);
+        CHECK(t->builtinId == id);
+        CHECK(uaplex_builtin_size(id) == t->size);
+    }
+    CHECK(std::string_view(uaplex_builtin_name(UAPLEX_TYPE_NULL)) == "Null");
+    CHECK(uaplex_builtin_name(UAPLEX_TYPE_MAX + 1) == nullptr);
+    CHECK(uaplex_builtin_size(UAPLEX_TYPE_NULL) == 0);
+    CHECK(uaplex_builtin_size(UAPLEX_TYPE_MAX + 1) == 0);
+    CHECK(uaplex_builtin_size(UAPLEX_TYPE_BOOLEAN) == sizeof(bool));
+    CHECK(uaplex_builtin_size(UAPLEX_TYPE_XMLELEMENT) == sizeof(String));
+    CHECK(uaplex_builtin_size(UAPLEX_TYPE_VARIANT) == sizeof(Variant));
+    static_assert(static_cast<int>(BuiltinType::DiagnosticInfo) == UAPLEX_TYPE_DIAGNOSTICINFO);
+    static_assert(static_cast<int>(enc::FieldKind::ExpandedNodeId) == UAPLEX_TYPE_EXPANDEDNODEID);
+}
+
+TEST_CASE("DateTime counts 100 ns ticks from 1601", "[builtin]") {
+    CHECK(UAPLEX_DATETIME_UNIX_EPOCH == 11644473600LL * UAPLEX_DATETIME_TICKS_PER_SECOND);
+    CHECK(dateTimeFromUnixSeconds(0) == UAPLEX_DATETIME_UNIX_EPOCH);
+    // 2026-01-01T00:00:00Z
+    CHECK(dateTimeFromUnixSeconds(1767225600) == 134116992000000000LL);
+    CHECK(utcNow() > dateTimeFromUnixSeconds(1767225600));
+}

@@ -12,5 +12,7 @@ _Static_assert(sizeof(uaplex_variant) == 40, "uaplex_variant layout");
 _Static_assert(offsetof(uaplex_variant, value) == 24, "uaplex_variant layout");
 
 int uaplex_types_c11_check(void) {
-    return (int)sizeof(struct uaplex_datavalue);
+    /* The table's helpers are plain C too. */
+    return (int)sizeof(struct uaplex_datavalue) + (int)uaplex_builtin_size(UAPLEX_TYPE_GUID) +
+           (uaplex_builtin_name(UAPLEX_TYPE_MAX) != NULL);
 }

@@ -51,13 +51,6 @@ std::uint64_t nowNs() noexcept {
     return std::uint64_t(ts.tv_sec) * 1000000000u + std::uint64_t(ts.tv_nsec);
 }
 
-// 100 ns intervals since 1601-01-01, for request header timestamps.
-DateTime uaNow() noexcept {
-    timespec ts{};
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return DateTime(ts.tv_sec) * 10000000 + ts.tv_nsec / 100 + 116444736000000000LL;
-}
-
 double processCpuSeconds() {
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
@@ -667,7 +660,7 @@ void Connection::finishClose() {
 RequestHeader Connection::header(std::uint32_t handle) const noexcept {
     RequestHeader h{};
     h.authenticationToken = authToken_;
-    h.timestamp = uaNow();
+    h.timestamp = ua::utcNow();
     h.requestHandle = handle;
     h.returnDiagnostics = 0;
     h.auditEntryId = nullString();

@@ -4,6 +4,7 @@
 
 #include <uaplex/types.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -59,35 +60,25 @@ static_assert(std::is_standard_layout_v<NodeId> && std::is_trivially_copyable_v<
 static_assert(std::is_standard_layout_v<ExtensionObject>);
 static_assert(std::is_standard_layout_v<DiagnosticInfo>);
 
-// The variant type id of a built-in type (Part 6 Table 1).
+// The variant type id of a built-in type (Part 6 Table 1): the scoped C++ name of
+// uaplex_builtin_type, one enumerator per row of UAPLEX_BUILTIN_TYPES.
 enum class BuiltinType : std::uint8_t {
-    Null = 0,
-    Boolean,
-    SByte,
-    Byte,
-    Int16,
-    UInt16,
-    Int32,
-    UInt32,
-    Int64,
-    UInt64,
-    Float,
-    Double,
-    String,
-    DateTime,
-    Guid,
-    ByteString,
-    XmlElement,
-    NodeId,
-    ExpandedNodeId,
-    StatusCode,
-    QualifiedName,
-    LocalizedText,
-    ExtensionObject,
-    DataValue,
-    Variant,
-    DiagnosticInfo
+    Null = UAPLEX_TYPE_NULL,
+#define UAPLEX_BUILTIN_ENUMERATOR_(id, name, c_type) name = id,
+    UAPLEX_BUILTIN_TYPES(UAPLEX_BUILTIN_ENUMERATOR_)
+#undef UAPLEX_BUILTIN_ENUMERATOR_
 };
+
+// ---- DateTime (Part 6 5.2.2.5: 100 ns ticks since 1601-01-01 UTC) ----
+
+constexpr DateTime kUnixEpoch = UAPLEX_DATETIME_UNIX_EPOCH;  // 1970-01-01 00:00 UTC
+constexpr std::int64_t kTicksPerSecond = UAPLEX_DATETIME_TICKS_PER_SECOND;
+
+constexpr DateTime dateTimeFromUnixSeconds(std::int64_t seconds) noexcept {
+    return kUnixEpoch + seconds * kTicksPerSecond;
+}
+// The system clock as a DateTime.
+DateTime utcNow() noexcept;
 
 // ---- helpers: views and constructors (never allocate; strings borrow their text) ----
 

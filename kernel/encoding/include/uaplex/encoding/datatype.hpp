@@ -21,36 +21,16 @@ enum class TypeKind : std::uint8_t {
     Enumeration,
 };
 
-// What a field holds. Values 1..25 are the built-in type ids (Variant type ids).
+// What a field holds: a built-in type (its BuiltinType id, so FieldKind(BuiltinType) converts),
+// or, past the built-in ids, a described enumeration or structure.
 enum class FieldKind : std::uint8_t {
-    Boolean = 1,
-    SByte,
-    Byte,
-    Int16,
-    UInt16,
-    Int32,
-    UInt32,
-    Int64,
-    UInt64,
-    Float,
-    Double,
-    String,
-    DateTime,
-    Guid,
-    ByteString,
-    XmlElement,
-    NodeId,
-    ExpandedNodeId,
-    StatusCode,
-    QualifiedName,
-    LocalizedText,
-    ExtensionObject,
-    DataValue,
-    Variant,
-    DiagnosticInfo,
     Enumeration = 30,  // `type` describes it; stored as its underlying integer
     Structure = 31,    // `type` describes it; stored by value
+#define UAPLEX_FIELD_KIND_ENUMERATOR_(id, name, c_type) name = id,
+    UAPLEX_BUILTIN_TYPES(UAPLEX_FIELD_KIND_ENUMERATOR_)
+#undef UAPLEX_FIELD_KIND_ENUMERATOR_
 };
+static_assert(static_cast<unsigned>(FieldKind::Enumeration) > UAPLEX_TYPE_MAX);
 
 struct FieldDescriptor {
     std::string_view name;  // lowerCamelCase, as the C++ member
