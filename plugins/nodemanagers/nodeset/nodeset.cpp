@@ -441,11 +441,11 @@ class NodeSetLoader final : public StoreNodeManager {
                 definitions_[n.id.key()] = {NodeIdV::numeric(0, 123), enum_definition_body(t)};
             } else {
                 t.kind = TypeDef::Structure;
-                t.structure_type = union_ ? 2
+                t.structure_type = union_ ? TypeDef::Union
                                    : std::any_of(t.fields.begin(), t.fields.end(),
                                                  [](const FieldDef& x) { return x.optional; })
-                                       ? 1
-                                       : 0;
+                                       ? TypeDef::WithOptionalFields
+                                       : TypeDef::Plain;
                 definitions_[n.id.key()] = {NodeIdV::numeric(0, 122), structure_definition_body(t)};
             }
             types_.add(std::move(t));

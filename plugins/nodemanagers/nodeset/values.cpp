@@ -10,6 +10,7 @@ namespace uaplex::nodeset {
 namespace {
 
 constexpr int kMaxDepth = 32;
+constexpr uint32_t kStructureType = 22;  // ns=0;i=22, the Structure DataType
 
 [[noreturn]] void fail(const XmlElement* e, const std::string& what) {
     throw ValueError(e ? e->line : 0, what);
@@ -96,7 +97,7 @@ int64_t parse_datetime(const XmlElement* e, std::string_view s) {
     const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     int64_t days = int64_t(era) * 146097 + int64_t(doe) - 719468;
     int64_t unix_s = days * 86400 + h * 3600 + mi * 60 + sec - offset;
-    return (unix_s + 11644473600LL) * 10000000LL + frac;
+    return UAPLEX_DATETIME_UNIX_EPOCH + unix_s * UAPLEX_DATETIME_TICKS_PER_SECOND + frac;
 }
 
 uaplex_guid parse_guid(const XmlElement* e, std::string_view s) {
@@ -155,70 +156,40 @@ std::string base64(const XmlElement* e, std::string_view s) {
     return out;
 }
 
-constexpr std::string_view kBuiltinNames[] = {
-    "Null",          "Boolean",       "SByte",           "Byte",           "Int16",
-    "UInt16",        "Int32",         "UInt32",          "Int64",          "UInt64",
-    "Float",         "Double",        "String",          "DateTime",       "Guid",
-    "ByteString",    "XmlElement",    "NodeId",          "ExpandedNodeId", "StatusCode",
-    "QualifiedName", "LocalizedText", "ExtensionObject", "DataValue",      "Variant",
-    "DiagnosticInfo"};
-
+// The built-in type named `n` (a NodeSet value element such as <Int32>), or -1.
 int builtin_by_name(std::string_view n) {
-    for (int i = 1; i <= 25; ++i)
-        if (kBuiltinNames[i] == n) return i;
+    for (uint32_t type = UAPLEX_TYPE_BOOLEAN; type <= UAPLEX_TYPE_MAX; ++type)
+        if (n == uaplex_builtin_name(type)) return int(type);
     return -1;
 }
 
-std::size_t c_size(int b) {
-    switch (b) {
-        case 1:
-            return sizeof(bool);
-        case 2:
-        case 3:
-            return 1;
-        case 4:
-        case 5:
-            return 2;
-        case 6:
-        case 7:
-        case 10:
-        case 19:
-            return 4;
-        case 8:
-        case 9:
-        case 11:
-        case 13:
-            return 8;
-        case 12:
-        case 16:
-            return sizeof(uaplex_string);
-        case 14:
-            return sizeof(uaplex_guid);
-        case 15:
-            return sizeof(uaplex_bytestring);
-        case 17:
-            return sizeof(uaplex_nodeid);
-        case 18:
-            return sizeof(uaplex_expandednodeid);
-        case 20:
-            return sizeof(uaplex_qualifiedname);
-        case 21:
-            return sizeof(uaplex_localizedtext);
-        case 22:
-            return sizeof(uaplex_extensionobject);
-        case 23:
-            return sizeof(uaplex_datavalue);
-        case 24:
-            return sizeof(uaplex_variant);
-        case 25:
-            return sizeof(uaplex_diagnosticinfo);
+// Types whose Variant scalars are held through value.pointer (see uaplex_variant).
+bool boxed(int type) {
+    switch (type) {
+        case UAPLEX_TYPE_NODEID:
+        case UAPLEX_TYPE_EXPANDEDNODEID:
+        case UAPLEX_TYPE_QUALIFIEDNAME:
+        case UAPLEX_TYPE_LOCALIZEDTEXT:
+        case UAPLEX_TYPE_EXTENSIONOBJECT:
+        case UAPLEX_TYPE_DATAVALUE:
+        case UAPLEX_TYPE_VARIANT:
+        case UAPLEX_TYPE_DIAGNOSTICINFO:
+            return true;
+        default:
+            return false;
     }
-    return 0;
 }
 
-bool boxed(int b) {
-    return b == 17 || b == 18 || (b >= 20 && b <= 25);
-}
+// The first byte of an encoded NodeId: its form (Part 6 5.2.2.9), in the low six bits.
+enum NodeIdEncoding : uint8_t {
+    kTwoByte = 0x00,
+    kFourByte = 0x01,
+    kNumeric = 0x02,
+    kStringId = 0x03,
+    kGuidId = 0x04,
+    kByteStringId = 0x05,
+};
+constexpr uint8_t kNodeIdEncodingMask = 0x3F;
 
 uaplex_string keep_string(ValueContext& ctx, std::string s) {
     const std::string& k = ctx.store.keep(std::move(s));
@@ -246,30 +217,30 @@ struct Writer {
         switch (n.identifier_type) {
             case UAPLEX_ID_NUMERIC:
                 if (n.namespace_index == 0 && n.identifier.numeric <= 0xFF) {
-                    put<uint8_t>(0x00 | flags);
+                    put<uint8_t>(kTwoByte | flags);
                     put<uint8_t>(uint8_t(n.identifier.numeric));
                 } else if (n.namespace_index <= 0xFF && n.identifier.numeric <= 0xFFFF) {
-                    put<uint8_t>(0x01 | flags);
+                    put<uint8_t>(kFourByte | flags);
                     put<uint8_t>(uint8_t(n.namespace_index));
                     put<uint16_t>(uint16_t(n.identifier.numeric));
                 } else {
-                    put<uint8_t>(0x02 | flags);
+                    put<uint8_t>(kNumeric | flags);
                     put<uint16_t>(n.namespace_index);
                     put<uint32_t>(n.identifier.numeric);
                 }
                 break;
             case UAPLEX_ID_STRING:
-                put<uint8_t>(0x03 | flags);
+                put<uint8_t>(kStringId | flags);
                 put<uint16_t>(n.namespace_index);
                 string(n.identifier.string);
                 break;
             case UAPLEX_ID_GUID:
-                put<uint8_t>(0x04 | flags);
+                put<uint8_t>(kGuidId | flags);
                 put<uint16_t>(n.namespace_index);
                 guid(n.identifier.guid);
                 break;
             default:
-                put<uint8_t>(0x05 | flags);
+                put<uint8_t>(kByteStringId | flags);
                 put<uint16_t>(n.namespace_index);
                 string(uaplex_string{n.identifier.bytestring.length,
                                      reinterpret_cast<const char*>(n.identifier.bytestring.data)});
@@ -283,88 +254,92 @@ struct Writer {
     }
     void localized_text(const uaplex_localizedtext& t) {
         uint8_t mask = 0;
-        if (t.locale.length >= 0 && (t.mask & UAPLEX_LOCALIZEDTEXT_LOCALE)) mask |= 1;
-        if (t.text.length >= 0 && (t.mask & UAPLEX_LOCALIZEDTEXT_TEXT)) mask |= 2;
+        if (t.locale.length >= 0 && (t.mask & UAPLEX_LOCALIZEDTEXT_LOCALE))
+            mask |= UAPLEX_LOCALIZEDTEXT_LOCALE;
+        if (t.text.length >= 0 && (t.mask & UAPLEX_LOCALIZEDTEXT_TEXT))
+            mask |= UAPLEX_LOCALIZEDTEXT_TEXT;
         put(mask);
-        if (mask & 1) string(t.locale);
-        if (mask & 2) string(t.text);
+        if (mask & UAPLEX_LOCALIZEDTEXT_LOCALE) string(t.locale);
+        if (mask & UAPLEX_LOCALIZEDTEXT_TEXT) string(t.text);
     }
 };
 
-void encode_c(int b, const void* c, Writer& w, int depth);
+void encode_builtin(int type, const void* value, Writer& w, int depth);
 
 void encode_variant(const uaplex_variant& v, Writer& w, int depth) {
     if (depth > kMaxDepth) throw ValueError(0, "values nested too deeply");
-    int b = v.encoding & UAPLEX_VARIANT_TYPE_MASK;
+    int type = v.encoding & UAPLEX_VARIANT_TYPE_MASK;
     w.put<uint8_t>(uint8_t(v.encoding & (UAPLEX_VARIANT_TYPE_MASK | UAPLEX_VARIANT_ARRAY)));
-    if (b == 0) return;
+    if (type == UAPLEX_TYPE_NULL) return;
     if (v.encoding & UAPLEX_VARIANT_ARRAY) {
         w.put<int32_t>(v.array_length);
         const auto* p = static_cast<const uint8_t*>(v.value.pointer);
-        for (int32_t i = 0; i < v.array_length; ++i) encode_c(b, p + i * c_size(b), w, depth + 1);
+        for (int32_t i = 0; i < v.array_length; ++i)
+            encode_builtin(type, p + i * uaplex_builtin_size(type), w, depth + 1);
     } else {
-        encode_c(b, boxed(b) ? v.value.pointer : static_cast<const void*>(&v.value), w, depth + 1);
+        encode_builtin(type, boxed(type) ? v.value.pointer : static_cast<const void*>(&v.value), w,
+                       depth + 1);
     }
 }
 
-void encode_c(int b, const void* c, Writer& w, int depth) {
-    switch (b) {
-        case 1:
-            w.put<uint8_t>(*static_cast<const bool*>(c) ? 1 : 0);
+void encode_builtin(int type, const void* value, Writer& w, int depth) {
+    switch (type) {
+        case UAPLEX_TYPE_BOOLEAN:
+            w.put<uint8_t>(*static_cast<const bool*>(value) ? 1 : 0);
             break;
-        case 2:
-        case 3:
-            w.raw(c, 1);
+        case UAPLEX_TYPE_SBYTE:
+        case UAPLEX_TYPE_BYTE:
+            w.raw(value, 1);
             break;
-        case 4:
-        case 5:
-            w.raw(c, 2);
+        case UAPLEX_TYPE_INT16:
+        case UAPLEX_TYPE_UINT16:
+            w.raw(value, 2);
             break;
-        case 6:
-        case 7:
-        case 10:
-        case 19:
-            w.raw(c, 4);
+        case UAPLEX_TYPE_INT32:
+        case UAPLEX_TYPE_UINT32:
+        case UAPLEX_TYPE_FLOAT:
+        case UAPLEX_TYPE_STATUSCODE:
+            w.raw(value, 4);
             break;
-        case 8:
-        case 9:
-        case 11:
-        case 13:
-            w.raw(c, 8);
+        case UAPLEX_TYPE_INT64:
+        case UAPLEX_TYPE_UINT64:
+        case UAPLEX_TYPE_DOUBLE:
+        case UAPLEX_TYPE_DATETIME:
+            w.raw(value, 8);
             break;
-        case 12:
-        case 16:
-            w.string(*static_cast<const uaplex_string*>(c));
+        case UAPLEX_TYPE_STRING:
+        case UAPLEX_TYPE_XMLELEMENT:
+            w.string(*static_cast<const uaplex_string*>(value));
             break;
-        case 14:
-            w.guid(*static_cast<const uaplex_guid*>(c));
+        case UAPLEX_TYPE_GUID:
+            w.guid(*static_cast<const uaplex_guid*>(value));
             break;
-        case 15: {
-            const auto& s = *static_cast<const uaplex_bytestring*>(c);
+        case UAPLEX_TYPE_BYTESTRING: {
+            const auto& s = *static_cast<const uaplex_bytestring*>(value);
             w.string(uaplex_string{s.length, reinterpret_cast<const char*>(s.data)});
             break;
         }
-        case 17:
-            w.node_id(*static_cast<const uaplex_nodeid*>(c));
+        case UAPLEX_TYPE_NODEID:
+            w.node_id(*static_cast<const uaplex_nodeid*>(value));
             break;
-        case 18: {
-            const auto& x = *static_cast<const uaplex_expandednodeid*>(c);
+        case UAPLEX_TYPE_EXPANDEDNODEID: {
+            const auto& x = *static_cast<const uaplex_expandednodeid*>(value);
             w.node_id(x.node_id, x.mask);
             if (x.mask & UAPLEX_EXPANDEDNODEID_NAMESPACEURI) w.string(x.namespace_uri);
             if (x.mask & UAPLEX_EXPANDEDNODEID_SERVERINDEX) w.put(x.server_index);
             break;
         }
-        case 20: {
-            const auto& q = *static_cast<const uaplex_qualifiedname*>(c);
+        case UAPLEX_TYPE_QUALIFIEDNAME: {
+            const auto& q = *static_cast<const uaplex_qualifiedname*>(value);
             w.put(q.namespace_index);
             w.string(q.name);
             break;
         }
-        case 21:
-            w.localized_text(*static_cast<const uaplex_localizedtext*>(c));
+        case UAPLEX_TYPE_LOCALIZEDTEXT:
+            w.localized_text(*static_cast<const uaplex_localizedtext*>(value));
             break;
-        case 22: {
-            const auto& eo = *static_cast<const uaplex_extensionobject*>(c);
+        case UAPLEX_TYPE_EXTENSIONOBJECT: {
+            const auto& eo = *static_cast<const uaplex_extensionobject*>(value);
             w.node_id(eo.type_id);
             w.put<uint8_t>(eo.encoding);
             if (eo.encoding != 0)
@@ -372,16 +347,16 @@ void encode_c(int b, const void* c, Writer& w, int depth) {
                     uaplex_string{eo.body.length, reinterpret_cast<const char*>(eo.body.data)});
             break;
         }
-        case 23: {
-            const auto& dv = *static_cast<const uaplex_datavalue*>(c);
+        case UAPLEX_TYPE_DATAVALUE: {
+            const auto& dv = *static_cast<const uaplex_datavalue*>(value);
             w.put<uint8_t>(dv.mask & UAPLEX_DATAVALUE_VALUE);
             if (dv.mask & UAPLEX_DATAVALUE_VALUE) encode_variant(dv.value, w, depth + 1);
             break;
         }
-        case 24:
-            encode_variant(*static_cast<const uaplex_variant*>(c), w, depth + 1);
+        case UAPLEX_TYPE_VARIANT:
+            encode_variant(*static_cast<const uaplex_variant*>(value), w, depth + 1);
             break;
-        case 25:
+        case UAPLEX_TYPE_DIAGNOSTICINFO:
             w.put<uint8_t>(0);
             break;  // only empty DiagnosticInfos come from files
     }
@@ -396,58 +371,58 @@ const XmlElement* only_child(const XmlElement& e) {
 
 std::string encode_value(const NodeIdV& type, const XmlElement* e, ValueContext& ctx, int depth);
 
-void xml_to_c(int b, const XmlElement* e, void* dst, ValueContext& ctx, int depth) {
+void xml_to_builtin(int type, const XmlElement* e, void* dst, ValueContext& ctx, int depth) {
     if (depth > kMaxDepth) fail(e, "values nested too deeply");
-    std::memset(dst, 0, c_size(b));
+    std::memset(dst, 0, uaplex_builtin_size(type));
     const std::string_view text = e ? std::string_view(e->text) : std::string_view();
-    switch (b) {
-        case 1:
+    switch (type) {
+        case UAPLEX_TYPE_BOOLEAN:
             *static_cast<bool*>(dst) = e ? parse_bool(e, text) : false;
             break;
-        case 2:
+        case UAPLEX_TYPE_SBYTE:
             *static_cast<int8_t*>(dst) = e ? parse_int<int8_t>(e, text) : 0;
             break;
-        case 3:
+        case UAPLEX_TYPE_BYTE:
             *static_cast<uint8_t*>(dst) = e ? parse_int<uint8_t>(e, text) : 0;
             break;
-        case 4:
+        case UAPLEX_TYPE_INT16:
             *static_cast<int16_t*>(dst) = e ? parse_int<int16_t>(e, text) : 0;
             break;
-        case 5:
+        case UAPLEX_TYPE_UINT16:
             *static_cast<uint16_t*>(dst) = e ? parse_int<uint16_t>(e, text) : 0;
             break;
-        case 6:
+        case UAPLEX_TYPE_INT32:
             *static_cast<int32_t*>(dst) = e ? parse_int<int32_t>(e, text) : 0;
             break;
-        case 7:
+        case UAPLEX_TYPE_UINT32:
             *static_cast<uint32_t*>(dst) = e ? parse_int<uint32_t>(e, text) : 0;
             break;
-        case 8:
+        case UAPLEX_TYPE_INT64:
             *static_cast<int64_t*>(dst) = e ? parse_int<int64_t>(e, text) : 0;
             break;
-        case 9:
+        case UAPLEX_TYPE_UINT64:
             *static_cast<uint64_t*>(dst) = e ? parse_int<uint64_t>(e, text) : 0;
             break;
-        case 10:
+        case UAPLEX_TYPE_FLOAT:
             *static_cast<float*>(dst) = e ? float(parse_double(e, text)) : 0.0f;
             break;
-        case 11:
+        case UAPLEX_TYPE_DOUBLE:
             *static_cast<double*>(dst) = e ? parse_double(e, text) : 0.0;
             break;
-        case 12:
+        case UAPLEX_TYPE_STRING:
             *static_cast<uaplex_string*>(dst) =
                 e ? keep_string(ctx, std::string(text)) : uaplex_string{-1, nullptr};
             break;
-        case 13:
+        case UAPLEX_TYPE_DATETIME:
             *static_cast<int64_t*>(dst) = e ? parse_datetime(e, text) : 0;
             break;
-        case 14:
+        case UAPLEX_TYPE_GUID:
             if (e) {
                 const XmlElement* s = e->child("String");
                 *static_cast<uaplex_guid*>(dst) = parse_guid(e, s ? s->text : text);
             }
             break;
-        case 15: {
+        case UAPLEX_TYPE_BYTESTRING: {
             auto& bs = *static_cast<uaplex_bytestring*>(dst);
             bs = {-1, nullptr};
             if (e) {
@@ -456,15 +431,17 @@ void xml_to_c(int b, const XmlElement* e, void* dst, ValueContext& ctx, int dept
             }
             break;
         }
-        case 16:
+        case UAPLEX_TYPE_XMLELEMENT:
             if (e) fail(e, "XmlElement values are not supported");
             *static_cast<uaplex_string*>(dst) = {-1, nullptr};
             break;
-        case 17:
-        case 18: {
-            uaplex_nodeid* n = b == 17 ? static_cast<uaplex_nodeid*>(dst)
-                                       : &static_cast<uaplex_expandednodeid*>(dst)->node_id;
-            if (b == 18) static_cast<uaplex_expandednodeid*>(dst)->namespace_uri = {-1, nullptr};
+        case UAPLEX_TYPE_NODEID:
+        case UAPLEX_TYPE_EXPANDEDNODEID: {
+            uaplex_nodeid* n = type == UAPLEX_TYPE_NODEID
+                                   ? static_cast<uaplex_nodeid*>(dst)
+                                   : &static_cast<uaplex_expandednodeid*>(dst)->node_id;
+            if (type == UAPLEX_TYPE_EXPANDEDNODEID)
+                static_cast<uaplex_expandednodeid*>(dst)->namespace_uri = {-1, nullptr};
             const XmlElement* id = e ? e->child("Identifier") : nullptr;
             if (id) {
                 NodeIdV v;
@@ -485,12 +462,12 @@ void xml_to_c(int b, const XmlElement* e, void* dst, ValueContext& ctx, int dept
             }
             break;
         }
-        case 19: {
+        case UAPLEX_TYPE_STATUSCODE: {
             const XmlElement* code = e ? e->child("Code") : nullptr;
             *static_cast<uint32_t*>(dst) = code ? parse_int<uint32_t>(code, code->text) : 0;
             break;
         }
-        case 20: {
+        case UAPLEX_TYPE_QUALIFIEDNAME: {
             auto& q = *static_cast<uaplex_qualifiedname*>(dst);
             q.name = {-1, nullptr};
             if (!e) break;
@@ -500,7 +477,7 @@ void xml_to_c(int b, const XmlElement* e, void* dst, ValueContext& ctx, int dept
             if (name) q.name = keep_string(ctx, name->text);
             break;
         }
-        case 21: {
+        case UAPLEX_TYPE_LOCALIZEDTEXT: {
             auto& t = *static_cast<uaplex_localizedtext*>(dst);
             t.locale = t.text = {-1, nullptr};
             if (!e) break;
@@ -514,7 +491,7 @@ void xml_to_c(int b, const XmlElement* e, void* dst, ValueContext& ctx, int dept
             }
             break;
         }
-        case 22: {
+        case UAPLEX_TYPE_EXTENSIONOBJECT: {
             auto& eo = *static_cast<uaplex_extensionobject*>(dst);
             if (!e) break;
             const XmlElement* tid = e->child("TypeId");
@@ -541,17 +518,17 @@ void xml_to_c(int b, const XmlElement* e, void* dst, ValueContext& ctx, int dept
             eo.body = {kept.length, reinterpret_cast<const uint8_t*>(kept.data)};
             break;
         }
-        case 23:
+        case UAPLEX_TYPE_DATAVALUE:
             if (e) fail(e, "DataValue values are not supported");
             break;
-        case 24: {
+        case UAPLEX_TYPE_VARIANT: {
             auto& v = *static_cast<uaplex_variant*>(dst);
             v.array_length = -1;
             const XmlElement* inner = e ? e->child("Value") : nullptr;
             if (inner && !inner->children.empty()) v = xml_to_variant(*only_child(*inner), ctx);
             break;
         }
-        case 25:
+        case UAPLEX_TYPE_DIAGNOSTICINFO:
             if (e && !e->children.empty()) fail(e, "DiagnosticInfo values are not supported");
             break;
         default:
@@ -583,9 +560,10 @@ std::string encode_value(const NodeIdV& type, const XmlElement* e, ValueContext&
         XmlElement empty;
         out = encode_structure(t, e ? *e : empty, ctx, depth + 1);
     } else {
-        alignas(16) unsigned char c[sizeof(uaplex_datavalue) + 16];
-        xml_to_c(t.builtin, e, c, ctx, depth + 1);
-        encode_c(t.builtin, c, w, depth + 1);
+        // Any built-in value fits; the largest is a DataValue.
+        alignas(16) unsigned char scratch[sizeof(uaplex_datavalue) + 16];
+        xml_to_builtin(t.builtin, e, scratch, ctx, depth + 1);
+        encode_builtin(t.builtin, scratch, w, depth + 1);
     }
     return out;
 }
@@ -617,17 +595,17 @@ struct Reader {
         uint8_t f;
         if (!get(f)) return false;
         if (flags_out) *flags_out = f;
-        switch (f & 0x3F) {
-            case 0:
+        switch (f & kNodeIdEncodingMask) {
+            case kTwoByte:
                 return skip(1);
-            case 1:
+            case kFourByte:
                 return skip(3);
-            case 2:
+            case kNumeric:
                 return skip(6);
-            case 3:
-            case 5:
+            case kStringId:
+            case kByteStringId:
                 return skip(2) && string();
-            case 4:
+            case kGuidId:
                 return skip(18);
         }
         return false;
@@ -639,89 +617,93 @@ bool skip_builtin(int b, Reader& r, int depth);
 bool skip_variant(Reader& r, int depth) {
     uint8_t enc;
     if (!r.get(enc)) return false;
-    int b = enc & 0x3F;
-    if (b > 25) return false;
-    if (b == 0) return true;
-    if (enc & 0x80) {
+    int type = enc & UAPLEX_VARIANT_TYPE_MASK;
+    if (type > UAPLEX_TYPE_MAX) return false;
+    if (type == UAPLEX_TYPE_NULL) return true;
+    if (enc & UAPLEX_VARIANT_ARRAY) {
         int32_t n;
         if (!r.get(n) || n < -1 || (n > 0 && !r.need(std::size_t(n) / 8))) return false;
         for (int32_t i = 0; i < n; ++i)
-            if (!skip_builtin(b, r, depth + 1)) return false;
-        if (enc & 0x40) {
+            if (!skip_builtin(type, r, depth + 1)) return false;
+        if (enc & UAPLEX_VARIANT_ARRAY_DIMENSIONS) {
             int32_t m;
             if (!r.get(m) || m < 0 || !r.skip(std::size_t(m) * 4)) return false;
         }
         return true;
     }
-    return skip_builtin(b, r, depth + 1);
+    return skip_builtin(type, r, depth + 1);
 }
 
-bool skip_builtin(int b, Reader& r, int depth) {
+bool skip_builtin(int type, Reader& r, int depth) {
     if (depth > kMaxDepth) return false;
-    switch (b) {
-        case 1:
-        case 2:
-        case 3:
+    switch (type) {
+        case UAPLEX_TYPE_BOOLEAN:
+        case UAPLEX_TYPE_SBYTE:
+        case UAPLEX_TYPE_BYTE:
             return r.skip(1);
-        case 4:
-        case 5:
+        case UAPLEX_TYPE_INT16:
+        case UAPLEX_TYPE_UINT16:
             return r.skip(2);
-        case 6:
-        case 7:
-        case 10:
-        case 19:
+        case UAPLEX_TYPE_INT32:
+        case UAPLEX_TYPE_UINT32:
+        case UAPLEX_TYPE_FLOAT:
+        case UAPLEX_TYPE_STATUSCODE:
             return r.skip(4);
-        case 8:
-        case 9:
-        case 11:
-        case 13:
+        case UAPLEX_TYPE_INT64:
+        case UAPLEX_TYPE_UINT64:
+        case UAPLEX_TYPE_DOUBLE:
+        case UAPLEX_TYPE_DATETIME:
             return r.skip(8);
-        case 12:
-        case 15:
-        case 16:
+        case UAPLEX_TYPE_STRING:
+        case UAPLEX_TYPE_BYTESTRING:
+        case UAPLEX_TYPE_XMLELEMENT:
             return r.string();
-        case 14:
+        case UAPLEX_TYPE_GUID:
             return r.skip(16);
-        case 17:
+        case UAPLEX_TYPE_NODEID:
             return r.node_id();
-        case 18: {
+        case UAPLEX_TYPE_EXPANDEDNODEID: {
             uint8_t f = 0;
             if (!r.node_id(&f)) return false;
-            if ((f & 0x80) && !r.string()) return false;
-            return !(f & 0x40) || r.skip(4);
+            if ((f & UAPLEX_EXPANDEDNODEID_NAMESPACEURI) && !r.string()) return false;
+            return !(f & UAPLEX_EXPANDEDNODEID_SERVERINDEX) || r.skip(4);
         }
-        case 20:
+        case UAPLEX_TYPE_QUALIFIEDNAME:
             return r.skip(2) && r.string();
-        case 21: {
+        case UAPLEX_TYPE_LOCALIZEDTEXT: {
             uint8_t m;
             if (!r.get(m)) return false;
-            return (!(m & 1) || r.string()) && (!(m & 2) || r.string());
+            return (!(m & UAPLEX_LOCALIZEDTEXT_LOCALE) || r.string()) &&
+                   (!(m & UAPLEX_LOCALIZEDTEXT_TEXT) || r.string());
         }
-        case 22: {
+        case UAPLEX_TYPE_EXTENSIONOBJECT: {
             uint8_t enc;
             if (!r.node_id() || !r.get(enc)) return false;
             return enc == 0 || r.string();
         }
-        case 23: {
+        case UAPLEX_TYPE_DATAVALUE: {
             uint8_t m;
             if (!r.get(m)) return false;
-            if ((m & 1) && !skip_variant(r, depth + 1)) return false;
-            return (!(m & 2) || r.skip(4)) && (!(m & 4) || r.skip(8)) &&
-                   (!(m & 0x10) || r.skip(2)) && (!(m & 8) || r.skip(8)) &&
-                   (!(m & 0x20) || r.skip(2));
+            if ((m & UAPLEX_DATAVALUE_VALUE) && !skip_variant(r, depth + 1)) return false;
+            return (!(m & UAPLEX_DATAVALUE_STATUS) || r.skip(4)) &&
+                   (!(m & UAPLEX_DATAVALUE_SOURCE_TIMESTAMP) || r.skip(8)) &&
+                   (!(m & UAPLEX_DATAVALUE_SOURCE_PICOSECONDS) || r.skip(2)) &&
+                   (!(m & UAPLEX_DATAVALUE_SERVER_TIMESTAMP) || r.skip(8)) &&
+                   (!(m & UAPLEX_DATAVALUE_SERVER_PICOSECONDS) || r.skip(2));
         }
-        case 24:
+        case UAPLEX_TYPE_VARIANT:
             return skip_variant(r, depth + 1);
-        case 25: {
+        case UAPLEX_TYPE_DIAGNOSTICINFO: {
             uint8_t m;
             if (!r.get(m)) return false;
-            if ((m & 0x01) && !r.skip(4)) return false;
-            if ((m & 0x02) && !r.skip(4)) return false;
-            if ((m & 0x08) && !r.skip(4)) return false;
-            if ((m & 0x04) && !r.skip(4)) return false;
-            if ((m & 0x10) && !r.string()) return false;
-            if ((m & 0x20) && !r.skip(4)) return false;
-            return !(m & 0x40) || skip_builtin(25, r, depth + 1);
+            if ((m & UAPLEX_DIAGNOSTICINFO_SYMBOLIC_ID) && !r.skip(4)) return false;
+            if ((m & UAPLEX_DIAGNOSTICINFO_NAMESPACE_URI) && !r.skip(4)) return false;
+            if ((m & UAPLEX_DIAGNOSTICINFO_LOCALE) && !r.skip(4)) return false;
+            if ((m & UAPLEX_DIAGNOSTICINFO_LOCALIZED_TEXT) && !r.skip(4)) return false;
+            if ((m & UAPLEX_DIAGNOSTICINFO_ADDITIONAL_INFO) && !r.string()) return false;
+            if ((m & UAPLEX_DIAGNOSTICINFO_INNER_STATUS_CODE) && !r.skip(4)) return false;
+            return !(m & UAPLEX_DIAGNOSTICINFO_INNER_DIAGNOSTIC_INFO) ||
+                   skip_builtin(UAPLEX_TYPE_DIAGNOSTICINFO, r, depth + 1);
         }
     }
     return false;
@@ -746,7 +728,7 @@ bool skip_structure(const TypeDef& t, Reader& r, const TypeRegistry& types, int 
         }
         return skip_value(f.data_type, r, types, depth + 1, why);
     };
-    if (t.structure_type == 2) {
+    if (t.structure_type == TypeDef::Union) {
         uint32_t sw;
         if (!r.get(sw) || sw > t.fields.size()) {
             why = "bad union switch in " + t.name;
@@ -755,7 +737,7 @@ bool skip_structure(const TypeDef& t, Reader& r, const TypeRegistry& types, int 
         return sw == 0 || field(t.fields[sw - 1]);
     }
     uint32_t mask = 0;
-    if (t.structure_type == 1 && !r.get(mask)) return false;
+    if (t.structure_type == TypeDef::WithOptionalFields && !r.get(mask)) return false;
     int optional = 0;
     for (const FieldDef& f : t.fields) {
         if (f.optional && !(mask & (1u << optional++))) continue;
@@ -883,30 +865,84 @@ NodeIdV parse_node_id(std::string_view s, const std::function<uint16_t(uint32_t)
 // --- registry ----------------------------------------------------------------------------
 
 TypeRegistry::TypeRegistry() {
-    auto builtin = [&](uint32_t id, uint8_t b, std::string name) {
+    // A built-in type's DataType node is ns=0;i=<its type id>; the other namespace-0 DataType
+    // and encoding ids the registry knows (NodeIds.csv).
+    enum Ns0 : uint32_t {
+        kNumber = 26,
+        kInteger = 27,
+        kUInteger = 28,
+        kEnumeration = 29,
+        kImage = 30,
+        kIntegerId = 288,
+        kCounter = 289,
+        kDuration = 290,
+        kNumericRange = 291,
+        kTime = 292,
+        kDate = 293,
+        kUtcTime = 294,
+        kLocaleId = 295,
+        kArgument = 296,
+        kArgumentXml = 297,
+        kArgumentBinary = 298,
+        kApplicationInstanceCertificate = 311,
+        kRange = 884,
+        kRangeXml = 885,
+        kRangeBinary = 886,
+        kEUInformation = 887,
+        kEUInformationXml = 888,
+        kEUInformationBinary = 889,
+        kImageBMP = 2000,
+        kImageGIF = 2001,
+        kImageJPG = 2002,
+        kImagePNG = 2003,
+        kEnumValueType = 7594,
+        kEnumValueTypeXml = 7616,
+        kEnumValueTypeBinary = 8251,
+        kIndex = 17588,
+        kVersionTime = 20998,
+        kUriString = 23751,
+        kSemanticVersionString = 24263,
+    };
+    auto builtin = [&](uint32_t id, uint8_t type, std::string name) {
         TypeDef t;
         t.kind = TypeDef::Builtin;
-        t.builtin = b;
+        t.builtin = type;
         t.name = std::move(name);
         t.id = NodeIdV::numeric(0, id);
         add(std::move(t));
     };
-    for (int i = 1; i <= 25; ++i) builtin(uint32_t(i), uint8_t(i), std::string(kBuiltinNames[i]));
+    for (uint32_t type = UAPLEX_TYPE_BOOLEAN; type <= UAPLEX_TYPE_MAX; ++type)
+        builtin(type, uint8_t(type), uaplex_builtin_name(type));
     // Abstract number types are encoded as Variants in structures (Part 6 5.2.9).
-    builtin(26, 24, "Number");
-    builtin(27, 24, "Integer");
-    builtin(28, 24, "UInteger");
+    builtin(kNumber, UAPLEX_TYPE_VARIANT, "Number");
+    builtin(kInteger, UAPLEX_TYPE_VARIANT, "Integer");
+    builtin(kUInteger, UAPLEX_TYPE_VARIANT, "UInteger");
     // Subtypes of built-in types: encoded as their base.
     const std::pair<uint32_t, uint8_t> subtypes[] = {
-        {290, 11},  {294, 13}, {295, 12},  {288, 7},   {289, 7},    {291, 12},
-        {292, 12},  {293, 13}, {30, 15},   {2000, 15}, {2001, 15},  {2002, 15},
-        {2003, 15}, {311, 15}, {17588, 7}, {20998, 7}, {24263, 12}, {23751, 12}};
-    for (auto [id, b] : subtypes) builtin(id, b, "i=" + std::to_string(id));
+        {kDuration, UAPLEX_TYPE_DOUBLE},
+        {kUtcTime, UAPLEX_TYPE_DATETIME},
+        {kLocaleId, UAPLEX_TYPE_STRING},
+        {kIntegerId, UAPLEX_TYPE_UINT32},
+        {kCounter, UAPLEX_TYPE_UINT32},
+        {kNumericRange, UAPLEX_TYPE_STRING},
+        {kTime, UAPLEX_TYPE_STRING},
+        {kDate, UAPLEX_TYPE_DATETIME},
+        {kImage, UAPLEX_TYPE_BYTESTRING},
+        {kImageBMP, UAPLEX_TYPE_BYTESTRING},
+        {kImageGIF, UAPLEX_TYPE_BYTESTRING},
+        {kImageJPG, UAPLEX_TYPE_BYTESTRING},
+        {kImagePNG, UAPLEX_TYPE_BYTESTRING},
+        {kApplicationInstanceCertificate, UAPLEX_TYPE_BYTESTRING},
+        {kIndex, UAPLEX_TYPE_UINT32},
+        {kVersionTime, UAPLEX_TYPE_UINT32},
+        {kSemanticVersionString, UAPLEX_TYPE_STRING},
+        {kUriString, UAPLEX_TYPE_STRING}};
+    for (auto [id, type] : subtypes) builtin(id, type, "i=" + std::to_string(id));
     {
         TypeDef t;
         t.kind = TypeDef::Enumeration;
         t.name = "Enumeration";
-        t.id = NodeIdV::numeric(0, 29);
+        t.id = NodeIdV::numeric(0, kEnumeration);
         add(std::move(t));
     }
     auto field = [](std::string name, uint32_t type, int32_t rank = -1) {
@@ -922,21 +958,27 @@ TypeRegistry::TypeRegistry() {
         t.kind = TypeDef::Structure;
         t.name = std::move(name);
         t.id = NodeIdV::numeric(0, id);
-        t.base = NodeIdV::numeric(0, 22);
+        t.base = NodeIdV::numeric(0, kStructureType);
         t.xml_encoding = NodeIdV::numeric(0, xml);
         t.binary_encoding = NodeIdV::numeric(0, bin);
         t.fields = std::move(fields);
         add(std::move(t));
     };
-    structure(296, 297, 298, "Argument",
-              {field("Name", 12), field("DataType", 17), field("ValueRank", 6),
-               field("ArrayDimensions", 7, 1), field("Description", 21)});
-    structure(7594, 7616, 8251, "EnumValueType",
-              {field("Value", 8), field("DisplayName", 21), field("Description", 21)});
-    structure(884, 885, 886, "Range", {field("Low", 11), field("High", 11)});
-    structure(887, 888, 889, "EUInformation",
-              {field("NamespaceUri", 12), field("UnitId", 6), field("DisplayName", 21),
-               field("Description", 21)});
+    constexpr int32_t kOneDimension = 1;  // ValueRank
+    structure(kArgument, kArgumentXml, kArgumentBinary, "Argument",
+              {field("Name", UAPLEX_TYPE_STRING), field("DataType", UAPLEX_TYPE_NODEID),
+               field("ValueRank", UAPLEX_TYPE_INT32),
+               field("ArrayDimensions", UAPLEX_TYPE_UINT32, kOneDimension),
+               field("Description", UAPLEX_TYPE_LOCALIZEDTEXT)});
+    structure(kEnumValueType, kEnumValueTypeXml, kEnumValueTypeBinary, "EnumValueType",
+              {field("Value", UAPLEX_TYPE_INT64), field("DisplayName", UAPLEX_TYPE_LOCALIZEDTEXT),
+               field("Description", UAPLEX_TYPE_LOCALIZEDTEXT)});
+    structure(kRange, kRangeXml, kRangeBinary, "Range",
+              {field("Low", UAPLEX_TYPE_DOUBLE), field("High", UAPLEX_TYPE_DOUBLE)});
+    structure(kEUInformation, kEUInformationXml, kEUInformationBinary, "EUInformation",
+              {field("NamespaceUri", UAPLEX_TYPE_STRING), field("UnitId", UAPLEX_TYPE_INT32),
+               field("DisplayName", UAPLEX_TYPE_LOCALIZEDTEXT),
+               field("Description", UAPLEX_TYPE_LOCALIZEDTEXT)});
 }
 
 void TypeRegistry::add(TypeDef t) {
@@ -963,29 +1005,30 @@ uaplex_variant xml_to_variant(const XmlElement& typed, ValueContext& ctx) {
     v.array_length = -1;
     std::string_view name = typed.name;
     bool list = name.substr(0, 6) == "ListOf";
-    int b = builtin_by_name(list ? name.substr(6) : name);
-    if (b < 0) fail(&typed, "unsupported value element <" + typed.name + ">");
-    v.encoding = uint8_t(b);
+    int type = builtin_by_name(list ? name.substr(6) : name);
+    if (type < 0) fail(&typed, "unsupported value element <" + typed.name + ">");
+    v.encoding = uint8_t(type);
     if (!list) {
-        if (boxed(b)) {
-            void* p = ctx.store.alloc(c_size(b));
-            xml_to_c(b, &typed, p, ctx, 0);
+        if (boxed(type)) {
+            void* p = ctx.store.alloc(uaplex_builtin_size(type));
+            xml_to_builtin(type, &typed, p, ctx, 0);
             v.value.pointer = p;
         } else {
-            alignas(16) unsigned char c[32];
-            xml_to_c(b, &typed, c, ctx, 0);
-            std::memcpy(&v.value, c, c_size(b));
+            alignas(16) unsigned char scratch[sizeof(v.value)];  // an inline scalar
+            xml_to_builtin(type, &typed, scratch, ctx, 0);
+            std::memcpy(&v.value, scratch, uaplex_builtin_size(type));
         }
         return v;
     }
     v.encoding |= UAPLEX_VARIANT_ARRAY;
     v.array_length = int32_t(typed.children.size());
-    auto* p = static_cast<uint8_t*>(ctx.store.alloc(c_size(b) * (typed.children.size() + 1)));
+    auto* p = static_cast<uint8_t*>(
+        ctx.store.alloc(uaplex_builtin_size(type) * (typed.children.size() + 1)));
     for (std::size_t i = 0; i < typed.children.size(); ++i) {
-        if (typed.children[i].name != kBuiltinNames[b])
+        if (typed.children[i].name != uaplex_builtin_name(uint32_t(type)))
             fail(&typed.children[i],
                  "<" + typed.children[i].name + "> inside <" + typed.name + ">");
-        xml_to_c(b, &typed.children[i], p + i * c_size(b), ctx, 0);
+        xml_to_builtin(type, &typed.children[i], p + i * uaplex_builtin_size(type), ctx, 0);
     }
     v.value.pointer = p;
     return v;
@@ -1009,7 +1052,7 @@ std::string encode_structure(const TypeDef& t, const XmlElement& body, ValueCont
         }
         out += encode_value(f.data_type, e, ctx, depth + 1);
     };
-    if (t.structure_type == 2) {
+    if (t.structure_type == TypeDef::Union) {
         for (std::size_t i = 0; i < t.fields.size(); ++i) {
             if (const XmlElement* e = body.child(t.fields[i].name)) {
                 w.put<uint32_t>(uint32_t(i + 1));
@@ -1020,7 +1063,7 @@ std::string encode_structure(const TypeDef& t, const XmlElement& body, ValueCont
         w.put<uint32_t>(0);
         return out;
     }
-    if (t.structure_type == 1) {
+    if (t.structure_type == TypeDef::WithOptionalFields) {
         uint32_t mask = 0;
         int bit = 0;
         for (const FieldDef& f : t.fields)
@@ -1056,7 +1099,7 @@ std::string structure_definition_body(const TypeDef& t) {
     std::string out;
     Writer w{out};
     w.node_id(t.binary_encoding.raw());
-    w.node_id(t.base.null() ? NodeIdV::numeric(0, 22).raw() : t.base.raw());
+    w.node_id(t.base.null() ? NodeIdV::numeric(0, kStructureType).raw() : t.base.raw());
     w.put<int32_t>(t.structure_type);
     w.put<int32_t>(int32_t(t.fields.size()));
     for (const FieldDef& f : t.fields) {

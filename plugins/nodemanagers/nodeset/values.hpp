@@ -64,8 +64,10 @@ struct FieldDef {
 
 struct TypeDef {
     enum Kind { Builtin, Enumeration, Structure } kind = Builtin;
-    std::uint8_t builtin = 0;         // Builtin: the built-in type id
-    std::int32_t structure_type = 0;  // 0 Structure, 1 StructureWithOptionalFields, 2 Union
+    std::uint8_t builtin = 0;  // Builtin: the built-in type id
+    // StructureDefinition.structureType (Part 3 8.48), as encoded.
+    enum StructureType : std::int32_t { Plain = 0, WithOptionalFields = 1, Union = 2 };
+    std::int32_t structure_type = Plain;
     std::string name;
     NodeIdV id, base, binary_encoding, xml_encoding;
     std::vector<FieldDef> fields;
