@@ -12,7 +12,9 @@
 
 namespace uaplex::plugins {
 
-template <typename T>
+// CellAlignment: 64 gives every cell its own cache line (no false sharing between a producer
+// and a consumer of neighbouring cells, for twice the memory at least).
+template <typename T, std::size_t CellAlignment = alignof(std::atomic<uint64_t>)>
 class MpmcRing {
     static_assert(std::is_pointer_v<T>);
 
@@ -24,13 +26,26 @@ class MpmcRing {
     }
     // False when the ring is full.
     bool push(T value) {
+        return push(value, [](uint64_t) {});
+    }
+    // As push(value), and `placed(ticket)` runs after the value took its place and before a
+    // consumer can see it. The ticket counts pushes (it names this push: pop returns it), so
+    // `placed` can record in the value what a consumer should find there.
+    //
+    // The position is taken with a seq_cst CAS: a thread that sets a flag and then checks
+    // empty() (both seq_cst), and a pusher that checks the flag after its push, cannot both
+    // miss each other. On x86 a CAS costs the same in any order.
+    template <typename Placed>
+    bool push(T value, Placed&& placed) {
         uint64_t pos = tail_.load(std::memory_order_relaxed);
         for (;;) {
             Cell& c = cells_[pos & mask_];
             uint64_t seq = c.seq.load(std::memory_order_acquire);
             auto diff = static_cast<int64_t>(seq - pos);
             if (diff == 0) {
-                if (tail_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+                if (tail_.compare_exchange_weak(pos, pos + 1, std::memory_order_seq_cst,
+                                                std::memory_order_relaxed)) {
+                    placed(pos);
                     c.value = value;
                     c.seq.store(pos + 1, std::memory_order_release);
                     return true;
@@ -42,8 +57,9 @@ class MpmcRing {
             }
         }
     }
-    // Null when the ring is empty (or a push is not yet published).
-    T pop() {
+    // Null when the ring is empty (or a push is not yet published). `ticket`, when given,
+    // receives the ticket of the push that stored the value.
+    T pop(uint64_t* ticket = nullptr) {
         uint64_t pos = head_.load(std::memory_order_relaxed);
         for (;;) {
             Cell& c = cells_[pos & mask_];
@@ -53,6 +69,7 @@ class MpmcRing {
                 if (head_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
                     T value = c.value;
                     c.seq.store(pos + mask_ + 1, std::memory_order_release);
+                    if (ticket) *ticket = pos;
                     return value;
                 }
             } else if (diff < 0) {
@@ -69,9 +86,13 @@ class MpmcRing {
                                       head_.load(std::memory_order_relaxed));
         return n > 0 ? static_cast<std::size_t>(n) : 0;
     }
+    // True when every push that took a place has been popped (seq_cst reads; see push).
+    bool empty() const noexcept {
+        return head_.load(std::memory_order_seq_cst) == tail_.load(std::memory_order_seq_cst);
+    }
 
   private:
-    struct Cell {
+    struct alignas(CellAlignment) Cell {
         std::atomic<uint64_t> seq{0};
         T value = nullptr;
     };

@@ -1,7 +1,7 @@
 // queues/fifo: the bounded first-in first-out request queue (docs/pipeline.md, Request
-// queue), without a lock. Entries travel through a bounded multi-producer multi-consumer
-// ring (a sequence number per cell); each entry's queue_private words carry its state, so a
-// cancel or stop and a dequeue decide by one CAS who completes it.
+// queue), without a lock. Entries travel through the plugins' shared bounded multi-producer
+// multi-consumer ring (plugins/common/mpmc_ring.hpp); each entry's queue_private words carry
+// its state, so a cancel or stop and a dequeue decide by one CAS who completes it.
 #include <atomic>
 #include <bit>
 #include <chrono>
@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "mpmc_ring.hpp"
 #include "uaplex/cpp/kinds.hpp"
 
 namespace {
@@ -22,22 +23,11 @@ using uaplex::sdk::Context;
 class FifoQueue final : public uaplex::sdk::RequestQueue {
   public:
     FifoQueue(Context ctx, const uaplex_request_queue_params& params)
-        : RequestQueue(ctx, params), capacity_(params.max_queued) {
-        ctx.check_known_keys({"max_queued"});
-        if (auto v = ctx.config_int("max_queued")) {
-            if (*v <= 0 || *v > kMaxCapacity)
-                throw uaplex::sdk::StatusError(UAPLEX_BadConfigurationError,
-                                               "max_queued must be between 1 and 1048576");
-            capacity_ = static_cast<uint32_t>(*v);
-        }
-        if (capacity_ == 0)
-            throw uaplex::sdk::StatusError(UAPLEX_BadConfigurationError, "capacity is 0");
-        capacity_ = std::min<uint32_t>(capacity_, kMaxCapacity);
-        // Twice the capacity: cells of cancelled entries stay until a consumer passes them,
-        // so that many cancels between two dequeues do not refuse live requests early.
-        ring_size_ = std::bit_ceil(uint64_t{capacity_} * 2);
-        cells_ = std::make_unique<Cell[]>(ring_size_);
-        for (uint64_t i = 0; i < ring_size_; ++i) cells_[i].seq.store(i, std::memory_order_relaxed);
+        : RequestQueue(ctx, params),
+          capacity_(checkedCapacity(ctx, params.max_queued)),
+          // Twice the capacity: cells of cancelled entries stay until a consumer passes them,
+          // so that many cancels between two dequeues do not refuse live requests early.
+          ring_(std::bit_ceil(uint64_t{capacity_} * 2)) {
         auto api = ctx.api();
         api->metric_register(ctx.raw(), uaplex::sdk::to_str("enqueued"), UAPLEX_METRIC_COUNTER,
                              &enqueued_);
@@ -66,8 +56,7 @@ class FifoQueue final : public uaplex::sdk::RequestQueue {
                 }
                 continue;
             }
-            if (head_.load(std::memory_order_seq_cst) == tail_.load(std::memory_order_seq_cst))
-                break;
+            if (ring_.empty()) break;
             std::this_thread::yield();
         }
         wake_.release(kWakeAll);  // every waiting dequeue returns BadServerHalted
@@ -167,6 +156,20 @@ class FifoQueue final : public uaplex::sdk::RequestQueue {
     }
 
   private:
+    // The configured bound (max_queued), validated.
+    static uint32_t checkedCapacity(Context& ctx, uint32_t capacity) {
+        ctx.check_known_keys({"max_queued"});
+        if (auto v = ctx.config_int("max_queued")) {
+            if (*v <= 0 || *v > kMaxCapacity)
+                throw uaplex::sdk::StatusError(UAPLEX_BadConfigurationError,
+                                               "max_queued must be between 1 and 1048576");
+            capacity = static_cast<uint32_t>(*v);
+        }
+        if (capacity == 0)
+            throw uaplex::sdk::StatusError(UAPLEX_BadConfigurationError, "capacity is 0");
+        return std::min<uint32_t>(capacity, kMaxCapacity);
+    }
+
     static constexpr int64_t kMaxCapacity = 1 << 20;  // the ring takes 128 bytes per place
     static constexpr std::ptrdiff_t kWakeAll = 1 << 16;
 
@@ -180,70 +183,37 @@ class FifoQueue final : public uaplex::sdk::RequestQueue {
     }
     // queue_private[1]: the queue the entry was queued in (cancel of another queue's entry).
 
-    struct alignas(64) Cell {
-        std::atomic<uint64_t> seq;
-        uaplex_request_entry* entry = nullptr;
-    };
     struct Claimed {
         bool popped = false;
         uaplex_request_entry* entry = nullptr;  // null: the cell's entry was cancelled
         explicit operator bool() const { return popped; }
     };
 
-    // One place in the ring (Vyukov's bounded MPMC queue): a producer owns a cell whose
-    // sequence equals its ticket, a consumer one whose sequence is ticket + 1.
+    // A producer records its ticket in the entry's state before the entry is visible.
+    // stop() relies on the ring's seq_cst place and empty(): either it sees this place
+    // taken, or this producer sees the stop.
     bool push(uaplex_request_entry* e) {
-        uint64_t pos = tail_.load(std::memory_order_relaxed);
-        for (;;) {
-            Cell& c = cells_[pos & (ring_size_ - 1)];
-            uint64_t seq = c.seq.load(std::memory_order_acquire);
-            auto diff = static_cast<int64_t>(seq - pos);
-            if (diff == 0) {
-                // seq_cst: either stop sees this place taken, or this producer sees the stop.
-                if (tail_.compare_exchange_weak(pos, pos + 1, std::memory_order_seq_cst,
-                                                std::memory_order_relaxed)) {
-                    e->queue_private[1] = this;
-                    state(e).store((pos << 2) | kQueued, std::memory_order_release);
-                    c.entry = e;
-                    c.seq.store(pos + 1, std::memory_order_release);
-                    return true;
-                }
-            } else if (diff < 0) {
-                return false;
-            } else {
-                pos = tail_.load(std::memory_order_relaxed);
-            }
-        }
+        return ring_.push(e, [&](uint64_t ticket) {
+            e->queue_private[1] = this;
+            state(e).store((ticket << 2) | kQueued, std::memory_order_release);
+        });
     }
 
-    // Pops the oldest cell and claims its entry; an entry cancelled meanwhile leaves an
-    // empty claim (its canceller completed it).
+    // Pops the oldest entry and claims it; an entry cancelled meanwhile leaves an empty
+    // claim (its canceller completed it).
     Claimed pop() {
-        uint64_t pos = head_.load(std::memory_order_relaxed);
-        for (;;) {
-            Cell& c = cells_[pos & (ring_size_ - 1)];
-            uint64_t seq = c.seq.load(std::memory_order_acquire);
-            auto diff = static_cast<int64_t>(seq - (pos + 1));
-            if (diff == 0) {
-                if (head_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
-                    uaplex_request_entry* e = c.entry;
-                    c.seq.store(pos + ring_size_, std::memory_order_release);
-                    uint64_t expected = (pos << 2) | kQueued;
-                    Claimed r;
-                    r.popped = true;
-                    if (state(e).compare_exchange_strong(expected, (pos << 2) | kTaken,
-                                                         std::memory_order_acq_rel)) {
-                        count_.fetch_sub(1, std::memory_order_acq_rel);
-                        r.entry = e;
-                    }
-                    return r;
-                }
-            } else if (diff < 0) {
-                return {};
-            } else {
-                pos = head_.load(std::memory_order_relaxed);
-            }
+        uint64_t ticket = 0;
+        uaplex_request_entry* e = ring_.pop(&ticket);
+        if (!e) return {};
+        Claimed r;
+        r.popped = true;
+        uint64_t expected = (ticket << 2) | kQueued;
+        if (state(e).compare_exchange_strong(expected, (ticket << 2) | kTaken,
+                                             std::memory_order_acq_rel)) {
+            count_.fetch_sub(1, std::memory_order_acq_rel);
+            r.entry = e;
         }
+        return r;
     }
 
     // Takes a queued entry out of the queue (cancel; enqueue racing stop). Its ring cell
@@ -285,10 +255,8 @@ class FifoQueue final : public uaplex::sdk::RequestQueue {
     }
 
     uint32_t capacity_;
-    uint64_t ring_size_ = 0;
-    std::unique_ptr<Cell[]> cells_;
-    alignas(64) std::atomic<uint64_t> head_{0};
-    alignas(64) std::atomic<uint64_t> tail_{0};
+    // A cache line per cell: producers and consumers work on neighbouring cells.
+    uaplex::plugins::MpmcRing<uaplex_request_entry*, 64> ring_;
     alignas(64) std::atomic<uint64_t> count_{0};
     std::atomic<bool> stopped_{false};
     // Wakes waiting workers; a futex-backed counter, not a lock. It may run ahead of the
