@@ -2,6 +2,7 @@
 // one kind through the C ABI, with a TOML settings table, as the host does.
 #pragma once
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <memory>
@@ -11,6 +12,21 @@
 #include "host/plugin_host.hpp"
 
 namespace uaplex::conformance {
+
+// A cancellation token that the test flips (no callbacks).
+struct CancelToken {
+    std::atomic<uaplex_status> status{UAPLEX_Good};
+    uaplex_cancel_token token{};
+    CancelToken() {
+        token.hdr = UAPLEX_HEADER_INIT(uaplex_cancel_token, UAPLEX_STYPE_CANCEL_TOKEN);
+        token.self = this;
+        token.is_cancelled = [](void* s) -> uaplex_status {
+            return static_cast<CancelToken*>(s)->status.load();
+        };
+    }
+    CancelToken(const CancelToken&) = delete;
+    CancelToken& operator=(const CancelToken&) = delete;
+};
 
 inline std::shared_ptr<host::PluginLibrary> library_from_env(const char* var) {
     const char* path = std::getenv(var);

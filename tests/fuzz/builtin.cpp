@@ -3,45 +3,17 @@
 // with its top bit, tight decode limits; the rest is the encoded value.
 #include "fuzz_common.hpp"
 
-#include <array>
-
 using namespace uaplex;
 using uaplex::fuzz::violated;
-
-namespace {
-
-constexpr std::array<const char*, 25> kTypes = {
-    "Boolean",       "SByte",           "Byte",           "Int16",      "UInt16",
-    "Int32",         "UInt32",          "Int64",          "UInt64",     "Float",
-    "Double",        "String",          "DateTime",       "Guid",       "ByteString",
-    "XmlElement",    "NodeId",          "ExpandedNodeId", "StatusCode", "QualifiedName",
-    "LocalizedText", "ExtensionObject", "DataValue",      "Variant",    "DiagnosticInfo"};
-
-enc::DecodeLimits tightLimits() {
-    enc::DecodeLimits l;
-    l.maxStringLength = 64;
-    l.maxByteStringLength = 64;
-    l.maxArrayLength = 16;
-    l.maxNestingDepth = 4;
-    l.maxArenaBytes = 64u << 10;
-    return l;
-}
-
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size < 1) return 0;
     static const enc::DecodeLimits defaults;
-    static const enc::DecodeLimits tight = tightLimits();
-    static const enc::DataType* types[25] = {};
-    const std::size_t index = (data[0] & 0x1F) % kTypes.size();
-    if (types[index] == nullptr) {
-        types[index] = enc::findDataType(kTypes[index]);
-        if (types[index] == nullptr || types[index]->kind != enc::TypeKind::BuiltIn ||
-            types[index]->builtinId != index + 1)
-            violated("built-in descriptor missing or wrong");
-    }
-    const enc::DataType& type = *types[index];
+    static const enc::DecodeLimits tight = fuzz::tightLimits(4);
+    const std::uint32_t id = (data[0] & 0x1F) % UAPLEX_TYPE_MAX + 1;
+    static const enc::DataType* types[UAPLEX_TYPE_MAX + 1] = {};
+    if (types[id] == nullptr) types[id] = &fuzz::builtinDataType(id);
+    const enc::DataType& type = *types[id];
     const enc::DecodeLimits& limits = (data[0] & 0x80) ? tight : defaults;
     std::span<const std::uint8_t> input(data + 1, size - 1);
 

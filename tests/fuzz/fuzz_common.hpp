@@ -15,6 +15,25 @@ namespace uaplex::fuzz {
     std::abort();
 }
 
+// Limits small enough that a short input reaches every one of them.
+inline enc::DecodeLimits tightLimits(std::uint32_t maxNestingDepth) {
+    enc::DecodeLimits l;
+    l.maxStringLength = 64;
+    l.maxByteStringLength = 64;
+    l.maxArrayLength = 16;
+    l.maxNestingDepth = maxNestingDepth;
+    l.maxArenaBytes = 64u << 10;
+    return l;
+}
+
+// The descriptor of built-in type `id` (1..UAPLEX_TYPE_MAX).
+inline const enc::DataType& builtinDataType(std::uint32_t id) {
+    const enc::DataType* t = enc::findDataType(uaplex_builtin_name(id));
+    if (t == nullptr || t->kind != enc::TypeKind::BuiltIn || t->builtinId != id)
+        violated("built-in descriptor missing or wrong");
+    return *t;
+}
+
 inline bool sameBytes(const enc::ByteBuffer& a, const enc::ByteBuffer& b) {
     return a.size() == b.size() &&
            (a.size() == 0 || std::memcmp(a.data(), b.data(), a.size()) == 0);

@@ -3,37 +3,15 @@
 // reads it) and, with bit 6, tight decode limits; the rest is the JSON text.
 #include "fuzz_common.hpp"
 
-#include <array>
-
 using namespace uaplex;
 using uaplex::fuzz::violated;
-
-namespace {
-
-constexpr std::array<const char*, 25> kTypes = {
-    "Boolean",       "SByte",           "Byte",           "Int16",      "UInt16",
-    "Int32",         "UInt32",          "Int64",          "UInt64",     "Float",
-    "Double",        "String",          "DateTime",       "Guid",       "ByteString",
-    "XmlElement",    "NodeId",          "ExpandedNodeId", "StatusCode", "QualifiedName",
-    "LocalizedText", "ExtensionObject", "DataValue",      "Variant",    "DiagnosticInfo"};
-
-enc::DecodeLimits tightLimits() {
-    enc::DecodeLimits l;
-    l.maxStringLength = 64;
-    l.maxByteStringLength = 64;
-    l.maxArrayLength = 16;
-    l.maxNestingDepth = 6;
-    l.maxArenaBytes = 64u << 10;
-    return l;
-}
-
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size < 1) return 0;
     static const enc::DecodeLimits defaults;
-    static const enc::DecodeLimits tight = tightLimits();
-    const std::size_t index = (data[0] & 0x1F) % 26;
+    static const enc::DecodeLimits tight = fuzz::tightLimits(6);
+    // Below UAPLEX_TYPE_MAX: the built-in type with id index + 1; UAPLEX_TYPE_MAX: a message.
+    const std::uint32_t index = (data[0] & 0x1F) % (UAPLEX_TYPE_MAX + 1);
     const enc::DecodeLimits& limits = (data[0] & 0x40) ? tight : defaults;
     std::span<const std::uint8_t> input(data + 1, size - 1);
 
@@ -41,14 +19,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const enc::DataType* type = nullptr;
     void* value = nullptr;
     uaplex_status st;
-    if (index == 25) {
+    if (index == UAPLEX_TYPE_MAX) {
         enc::DecodedMessage m = enc::decodeJsonMessage(input, arena, limits);
         st = m.status;
         type = m.type;
         value = m.object;
     } else {
-        type = enc::findDataType(kTypes[index]);
-        if (type == nullptr) violated("built-in descriptor missing");
+        type = &fuzz::builtinDataType(index + 1);
         st = enc::decodeJson(input, arena, limits, *type, &value);
     }
     fuzz::checkArenaBound(arena, size);
@@ -70,8 +47,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     st = enc::decodeJson(once.span(), arena2, defaults, *type, &again);
     if (st != UAPLEX_Good) violated("a re-encoded value does not decode", st);
     enc::ByteBuffer twice;
-    if (enc::encodeJson(twice, *type, again) != UAPLEX_Good)
-        violated("the second encoding failed");
+    if (enc::encodeJson(twice, *type, again) != UAPLEX_Good) violated("the second encoding failed");
     if (!fuzz::sameBytes(once, twice))
         violated("encodeJson(decodeJson(encodeJson(decodeJson(x)))) differs");
     return 0;

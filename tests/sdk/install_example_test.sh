@@ -5,6 +5,7 @@
 # configuration plus the example, and lets node-opcua's client browse, read, write and
 # subscribe (tests/interop/client/sdk/vendor-device.test.js).
 set -euo pipefail
+source "$(dirname "$0")/node_client.sh"
 cmake=$1 build=$2 src=$3 port=$4
 client="$src/tests/interop/client"
 work="$build/sdk-install-test"
@@ -50,19 +51,4 @@ sed -e "s#^endpoints = .*#endpoints = [\"opc.tcp://127.0.0.1:$port\"]#" \
 printf '\n[plugins.vendor-device]\nperiod_ms = 50\ndevice_name = "Pump7"\n' >>"$cfg"
 grep -q "$work/vendor-build" "$cfg" || { echo "could not add the example's directory"; exit 1; }
 
-if [ ! -f "$client/node_modules/.package-lock.json" ] ||
-   [ "$client/package-lock.json" -nt "$client/node_modules/.package-lock.json" ]; then
-  (cd "$client" && npm ci --silent --no-audit --no-fund)
-fi
-"$prefix/bin/uaplex" --config "$cfg" &
-server_pid=$!
-for _ in $(seq 100); do
-  (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-  kill -0 "$server_pid" 2>/dev/null || { echo "server exited"; cat "$work/uaplex.log"; exit 1; }
-  sleep 0.1
-done
-status=0
-(cd "$client" && UAPLEX_ENDPOINT="opc.tcp://127.0.0.1:$port" \
-  timeout 120 node --test --test-concurrency=1 --test-reporter=spec sdk/vendor-device.test.js) || status=$?
-if [ $status -ne 0 ]; then echo "--- server log"; cat "$work/uaplex.log" || true; fi
-exit $status
+serve_and_run_client "$prefix/bin/uaplex" "$cfg" "$port" "$work/uaplex.log" sdk/vendor-device.test.js

@@ -5,6 +5,7 @@
 #  2. DI, Machinery and the test model load; node-opcua's client browses and reads them
 #     (tests/interop/client/sdk/nodeset.test.js).
 set -euo pipefail
+source "$(dirname "$0")/node_client.sh"
 uaplex=$1 plugins=$2 src=$3 port=$4
 client="$src/tests/interop/client"
 companion="$src/schema/companion"
@@ -91,19 +92,4 @@ if [ $failures -ne 0 ]; then exit 1; fi
 
 command -v node >/dev/null && command -v npm >/dev/null || { echo "node/npm missing: skipped"; exit 77; }
 config "$di" "$mach" "$testmodel" >"$work/good.toml"
-if [ ! -f "$client/node_modules/.package-lock.json" ] ||
-   [ "$client/package-lock.json" -nt "$client/node_modules/.package-lock.json" ]; then
-  (cd "$client" && npm ci --silent --no-audit --no-fund)
-fi
-"$uaplex" --config "$work/good.toml" &
-server_pid=$!
-for _ in $(seq 100); do
-  (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-  kill -0 "$server_pid" 2>/dev/null || { echo "server exited"; cat "$work/uaplex.log"; exit 1; }
-  sleep 0.1
-done
-status=0
-(cd "$client" && UAPLEX_ENDPOINT="opc.tcp://127.0.0.1:$port" \
-  timeout 120 node --test --test-concurrency=1 --test-reporter=spec sdk/nodeset.test.js) || status=$?
-if [ $status -ne 0 ]; then echo "--- server log"; cat "$work/uaplex.log" || true; fi
-exit $status
+serve_and_run_client "$uaplex" "$work/good.toml" "$port" "$work/uaplex.log" sdk/nodeset.test.js

@@ -64,18 +64,7 @@ struct Pool : Loaded {
     }
 };
 
-// A cancellation token that the test flips.
-struct Token {
-    std::atomic<uaplex_status> status{UAPLEX_Good};
-    uaplex_cancel_token token{};
-    Token() {
-        token.hdr = UAPLEX_HEADER_INIT(uaplex_cancel_token, UAPLEX_STYPE_CANCEL_TOKEN);
-        token.self = this;
-        token.is_cancelled = [](void* s) -> uaplex_status {
-            return static_cast<Token*>(s)->status.load();
-        };
-    }
-};
+using Token = uaplex::conformance::CancelToken;
 
 }  // namespace
 

@@ -12,6 +12,7 @@
 
 #include "config/config.hpp"
 #include "host/plugin_host.hpp"
+#include "plugin_fixture.hpp"
 
 namespace {
 
@@ -35,18 +36,7 @@ struct Completions {
     }
 };
 
-// A cancellation token that the test flips.
-struct Token {
-    std::atomic<uaplex_status> status{UAPLEX_Good};
-    uaplex_cancel_token token{};
-    Token() {
-        token.hdr = UAPLEX_HEADER_INIT(uaplex_cancel_token, UAPLEX_STYPE_CANCEL_TOKEN);
-        token.self = this;
-        token.is_cancelled = [](void* s) -> uaplex_status {
-            return static_cast<Token*>(s)->status.load();
-        };
-    }
-};
+using Token = uaplex::conformance::CancelToken;
 
 struct Queue {
     uaplex::host::Services services;

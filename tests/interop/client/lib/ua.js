@@ -172,6 +172,16 @@ function canon(v) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+/** Waits up to `ms` for `fn()` to hold, looking every 20 ms; fails naming `what`. */
+async function until(what, ms, fn) {
+    const end = Date.now() + ms;
+    while (Date.now() < end) {
+        if (fn()) return;
+        await sleep(20);
+    }
+    assert.fail(`timed out waiting for ${what}`);
+}
+
 module.exports = {
     ua,
     assert,
@@ -195,4 +205,5 @@ module.exports = {
     assertGood,
     canon,
     sleep,
+    until,
 };

@@ -5,7 +5,7 @@
 "use strict";
 
 const { test, before, after } = require("node:test");
-const { ua, assert, T_LONG, T_SHORT, connect, disconnect, readNamespaceArray, assertGood, assertStatus, sleep } =
+const { ua, assert, T_LONG, T_SHORT, connect, disconnect, readNamespaceArray, assertGood, assertStatus, until } =
     require("../lib/ua");
 const { AttributeIds, DataType, ClientSubscription, TimestampsToReturn, BrowseDirection } = ua;
 
@@ -25,15 +25,6 @@ after(async () => {
 }, { timeout: T_SHORT });
 
 const id = (s) => `ns=${S.ns};s=${s}`;
-
-async function until(what, ms, fn) {
-    const end = Date.now() + ms;
-    while (Date.now() < end) {
-        if (fn()) return;
-        await sleep(20);
-    }
-    assert.fail(`timed out waiting for ${what}`);
-}
 
 test("the device browses under Objects with its four registers", { timeout: T_SHORT }, async () => {
     const objects = await S.session.browse({

@@ -3,7 +3,7 @@
 "use strict";
 
 const { test, before, after } = require("node:test");
-const { ua, assert, T_LONG, T_SHORT, sharedSession, assertGood, sleep } = require("../lib/ua");
+const { ua, assert, T_LONG, T_SHORT, sharedSession, assertGood, until } = require("../lib/ua");
 const { AttributeIds, DataType, ClientSubscription, ClientMonitoredItem, TimestampsToReturn } = ua;
 
 const S = sharedSession();
@@ -38,15 +38,6 @@ async function monitor(sub, nodeId) {
     );
     item.on("changed", (dv) => values.push(dv));
     return { item, values };
-}
-
-async function until(what, ms, fn) {
-    const end = Date.now() + ms;
-    while (Date.now() < end) {
-        if (fn()) return;
-        await sleep(20);
-    }
-    assert.fail(`timed out waiting for ${what}`);
 }
 
 test("the demo Counter reports its changes", { timeout: T_LONG }, async () => {

@@ -5,7 +5,7 @@
 "use strict";
 
 const { test, before, after } = require("node:test");
-const { ua, assert, T_LONG, T_SHORT, sharedSession, assertGood, assertStatus, sleep } = require("../lib/ua");
+const { ua, assert, T_LONG, T_SHORT, sharedSession, assertGood, assertStatus, until } = require("../lib/ua");
 const {
     AttributeIds,
     DataType,
@@ -93,15 +93,6 @@ async function monitorEvents(sub, nodeId, filter) {
     );
     item.on("changed", (fields) => events.push(fields));
     return { item, events };
-}
-
-async function until(what, ms, fn) {
-    const end = Date.now() + ms;
-    while (Date.now() < end) {
-        if (fn()) return;
-        await sleep(20);
-    }
-    assert.fail(`timed out waiting for ${what}`);
 }
 
 function isDemoTick(fields) {
