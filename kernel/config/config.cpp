@@ -411,9 +411,11 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
                 {"max_monitored_items_per_call", &l.max_monitored_items_per_call, 0},
                 {"max_subscriptions", &l.max_subscriptions, 1},
                 {"max_subscriptions_per_session", &l.max_subscriptions_per_session, 0},
-                {"max_monitored_items", &l.max_monitored_items, 0},
+                // Monitored items: no "no limit" value (the hardening work made them finite).
+                {"max_monitored_items", &l.max_monitored_items, 1},
+                {"max_monitored_items_per_session", &l.max_monitored_items_per_session, 1},
                 {"max_monitored_items_per_subscription", &l.max_monitored_items_per_subscription,
-                 0},
+                 1},
                 {"max_monitored_item_queue_size", &l.max_monitored_item_queue_size, 1},
                 {"max_event_queue_size", &l.max_event_queue_size, 1},
                 {"max_publish_requests_per_session", &l.max_publish_requests_per_session, 1},

@@ -96,13 +96,17 @@ struct ServerLimits {
     std::uint32_t max_monitored_items_per_call = 10000;  // MaxMonitoredItemsPerCall
     // Subscriptions (Part 4 5.13; ServerCapabilities, Part 5 6.3.2); 0 means no limit where
     // the comment says so.
-    std::uint32_t max_subscriptions = 1000;                  // server-wide
-    std::uint32_t max_subscriptions_per_session = 100;       // 0 = no limit
-    std::uint32_t max_monitored_items = 0;                   // server-wide; 0 = no limit
-    std::uint32_t max_monitored_items_per_subscription = 0;  // 0 = no limit
-    std::uint32_t max_monitored_item_queue_size = 100;       // data items' revised queueSize
-    std::uint32_t max_event_queue_size = 10000;              // event items' revised queueSize
-    std::uint32_t max_publish_requests_per_session = 20;     // queued Publish requests
+    std::uint32_t max_subscriptions = 1000;             // server-wide
+    std::uint32_t max_subscriptions_per_session = 100;  // 0 = no limit
+    // Monitored items: finite so that one client cannot take the server's memory (an item
+    // is a few hundred bytes plus its queue; 100,000 items measured 25 MB); scale deployments
+    // raise them.
+    std::uint32_t max_monitored_items = 100000;                  // server-wide
+    std::uint32_t max_monitored_items_per_session = 50000;       // over its subscriptions
+    std::uint32_t max_monitored_items_per_subscription = 10000;  // one full CreateMonitoredItems
+    std::uint32_t max_monitored_item_queue_size = 100;           // data items' revised queueSize
+    std::uint32_t max_event_queue_size = 10000;                  // event items' revised queueSize
+    std::uint32_t max_publish_requests_per_session = 20;         // queued Publish requests
     std::uint32_t max_notifications_per_publish = 1000;  // per NotificationMessage; 0 = no limit
     std::uint32_t min_publishing_interval_ms = 50;
     std::uint32_t max_publishing_interval_ms = 3600000;

@@ -80,6 +80,7 @@ subscription::SubscriptionLimits subscriptionLimitsOf(const config::ServerConfig
     l.maxSubscriptionsPerSession = c.max_subscriptions_per_session;
     l.maxMonitoredItemCount = c.max_monitored_items;
     l.maxMonitoredItemsPerSubscription = c.max_monitored_items_per_subscription;
+    l.maxMonitoredItemsPerSession = c.max_monitored_items_per_session;
     l.maxMonitoredItemsPerCall = c.max_monitored_items_per_call;
     l.maxNotificationQueueSize = c.max_monitored_item_queue_size;
     l.maxEventQueueSize = c.max_event_queue_size;

@@ -34,6 +34,7 @@ struct SubscriptionLimits {
     uint32_t maxMonitoredItemCount = 0;             // 0 = unlimited
     uint32_t maxSubscriptionsPerSession = 0;        // 0 = unlimited
     uint32_t maxMonitoredItemsPerSubscription = 0;  // 0 = unlimited
+    uint32_t maxMonitoredItemsPerSession = 0;       // over its subscriptions; 0 = unlimited
     uint32_t maxMonitoredItemsPerCall = 0;          // 0 = unlimited (OperationLimits)
     double minSamplingInterval = 0;
     double maxSamplingInterval = 3600000;

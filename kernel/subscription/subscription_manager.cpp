@@ -519,11 +519,16 @@ uaplex_status SubscriptionManager::applyParameters(Subscription& s, MonitoredIte
 
 uaplex_status SubscriptionManager::createItem(Subscription& s, ua::TimestampsToReturn ts,
                                               const ua::MonitoredItemCreateRequest& r,
-                                              ua::MonitoredItemCreateResult& out, void*& block) {
-    if (ctx_.limits.maxMonitoredItemCount && itemCount_ >= ctx_.limits.maxMonitoredItemCount)
+                                              ua::MonitoredItemCreateResult& out, void*& block,
+                                              size_t& sessionItems) {
+    // Admission before anything is taken: server-wide, per session, per subscription.
+    const auto& lim = ctx_.limits;
+    if (lim.maxMonitoredItemCount && itemCount_ >= lim.maxMonitoredItemCount)
         return UAPLEX_BadTooManyMonitoredItems;
-    if (ctx_.limits.maxMonitoredItemsPerSubscription &&
-        s.itemCount() >= ctx_.limits.maxMonitoredItemsPerSubscription)
+    if (lim.maxMonitoredItemsPerSession && sessionItems >= lim.maxMonitoredItemsPerSession)
+        return UAPLEX_BadTooManyMonitoredItems;
+    if (lim.maxMonitoredItemsPerSubscription &&
+        s.itemCount() >= lim.maxMonitoredItemsPerSubscription)
         return UAPLEX_BadTooManyMonitoredItems;
     if (int32_t(r.monitoringMode) < 0 || int32_t(r.monitoringMode) > 2)
         return UAPLEX_BadMonitoringModeInvalid;
@@ -545,6 +550,7 @@ uaplex_status SubscriptionManager::createItem(Subscription& s, ua::TimestampsToR
     it->setMode(r.monitoringMode, ctx_.clock.monoMs());
     indexItem(it);
     ++itemCount_;
+    ++sessionItems;
     sampleInitial(*it);
     out.monitoredItemId = it->id();
     out.revisedSamplingInterval = si;
@@ -603,12 +609,17 @@ uaplex_status SubscriptionManager::createMonitoredItems(uint64_t sessionId,
             blockOf[byNode[k].second] = uint32_t(k);
         }
     }
+    // The session's items over its subscriptions (at most MaxSubscriptionsPerSession).
+    size_t sessionItems = 0;
+    if (const Session* ses = session(sessionId))
+        for (uint32_t id : ses->subs)
+            if (const SubState* other = state(id)) sessionItems += other->sub->itemCount();
     for (size_t i = 0; i < n; ++i) {
         filterOut_ = &resp.results[i].filterResult;
         void* unplaced = nullptr;
         resp.results[i].statusCode =
             createItem(*st->sub, req.timestampsToReturn, req.itemsToCreate[i], resp.results[i],
-                       blocks.empty() ? unplaced : blocks[blockOf[i]]);
+                       blocks.empty() ? unplaced : blocks[blockOf[i]], sessionItems);
     }
     for (void* b : blocks) ctx_.itemSlab.release(b);  // items refused before they took one
     filterOut_ = nullptr;

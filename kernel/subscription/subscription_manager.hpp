@@ -237,9 +237,11 @@ class SubscriptionManager {
     void unindexItem(MonitoredItem* it);
     void dropItemsOf(Subscription& s);
     // `block`: a slab block for the item (null: one is allocated); nulled when taken.
+    // `sessionItems`: the owning session's items, counted up when one is created.
     uaplex_status createItem(Subscription& s, ua::TimestampsToReturn ts,
                              const ua::MonitoredItemCreateRequest& r,
-                             ua::MonitoredItemCreateResult& out, void*& block);
+                             ua::MonitoredItemCreateResult& out, void*& block,
+                             size_t& sessionItems);
     uaplex_status applyParameters(Subscription& s, MonitoredItem& it,
                                   const ua::MonitoringParameters& p, bool creating,
                                   double* revisedInterval, uint32_t* revisedQueue);

@@ -36,6 +36,10 @@ test::ServerProcess startServer() {
              << "[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR "\"]\n"
              << "[server]\nendpoints = [\"opc.tcp://127.0.0.1:" << port << "\"]\n"
              << "request_threads = 2\n"
+             // 200,000 items in one subscription: above the finite defaults, on purpose.
+             << "[server.limits]\nmax_monitored_items = 250000\n"
+             << "max_monitored_items_per_session = 250000\n"
+             << "max_monitored_items_per_subscription = 250000\n"
              << "[slots]\nrequest_queue = \"fifo\"\n"
              << "[plugins.fifo]\n[plugins.transport-tcp]\n[plugins.benchmark]\n";
         return toml.str();

@@ -486,10 +486,14 @@ SCALE = [
      2, 5),
 ]
 # The limits a scale test needs raised (both servers): sessions, connections, handshakes in
-# parallel, subscriptions, items per subscription. Each connection is a descriptor: the
-# harness raises its open-file limit to the hard limit, and the servers inherit it.
+# parallel, subscriptions, items (the 1M-item scenario is one session with one subscription;
+# the defaults stop at 100,000 server-wide and 10,000 per subscription). Each connection is a
+# descriptor: the harness raises its open-file limit to the hard limit, and the servers
+# inherit it.
 SCALE_LIMITS = {"max_sessions": 11000, "max_channels": 11000, "max_pending_handshakes": 1100,
-                "max_subscriptions": 11000, "max_channels_per_peer": 11000}
+                "max_subscriptions": 11000, "max_channels_per_peer": 11000,
+                "max_monitored_items": 2000000, "max_monitored_items_per_session": 1000000,
+                "max_monitored_items_per_subscription": 1000000}
 
 
 def scale_config(out_dir):

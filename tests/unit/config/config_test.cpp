@@ -170,12 +170,16 @@ TEST_CASE("[server.limits] subscription limits: defaults and overrides") {
     const auto& d = def.server.limits;
     CHECK(d.max_subscriptions == 1000);
     CHECK(d.max_subscriptions_per_session == 100);
-    CHECK(d.max_monitored_items == 0);
+    // Finite by default (the hardening work): no client takes the server's memory by items.
+    CHECK(d.max_monitored_items == 100000);
+    CHECK(d.max_monitored_items_per_session == 50000);
+    CHECK(d.max_monitored_items_per_subscription == 10000);
     CHECK(d.max_monitored_items_per_call == 10000);
     CHECK(d.min_publishing_interval_ms == 50);
     auto cfg = parse_string(
         "[server.limits]\nmax_subscriptions = 5\nmax_subscriptions_per_session = 2\n"
         "max_monitored_items = 9\nmax_monitored_items_per_subscription = 3\n"
+        "max_monitored_items_per_session = 7\n"
         "max_monitored_items_per_call = 4\nmax_monitored_item_queue_size = 8\n"
         "max_event_queue_size = 16\nmax_publish_requests_per_session = 6\n"
         "max_notifications_per_publish = 0\n"
@@ -188,6 +192,11 @@ TEST_CASE("[server.limits] subscription limits: defaults and overrides") {
     CHECK(l.max_subscriptions_per_session == 2);
     CHECK(l.max_monitored_items == 9);
     CHECK(l.max_monitored_items_per_subscription == 3);
+    CHECK(l.max_monitored_items_per_session == 7);
+    for (const char* key : {"max_monitored_items", "max_monitored_items_per_session",
+                            "max_monitored_items_per_subscription"})
+        CHECK(error_of(std::string("[server.limits]\n") + key + " = 0\n")
+                  .find(std::string(key) + " must be an integer from 1") != std::string::npos);
     CHECK(l.max_monitored_items_per_call == 4);
     CHECK(l.max_monitored_item_queue_size == 8);
     CHECK(l.max_event_queue_size == 16);

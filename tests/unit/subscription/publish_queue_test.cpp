@@ -684,6 +684,49 @@ TEST_CASE("services: limits per session, per subscription and per call") {
     CHECK(s.mgr->setMonitoringMode(1, sm, smr, s.arena) == UAPLEX_BadTooManyOperations);
 }
 
+// The (limit+1)th item is refused with BadTooManyMonitoredItems, whichever limit it hits:
+// per subscription, per session over its subscriptions, server-wide over every session.
+TEST_CASE("services: monitored items are limited per subscription, per session and server-wide") {
+    SubscriptionLimits l;
+    l.maxMonitoredItemsPerSubscription = 3;
+    l.maxMonitoredItemsPerSession = 5;
+    l.maxMonitoredItemCount = 8;
+    Server s(l);
+    auto create = [&](uint64_t session, uint32_t sub, uint32_t n) {
+        std::vector<ua::MonitoredItemCreateRequest> items(n);
+        for (uint32_t i = 0; i < n; ++i) {
+            items[i].itemToMonitor.nodeId = ua::numericNodeId(1, 10 + i);
+            items[i].itemToMonitor.attributeId = 13;
+            items[i].monitoringMode = ua::MonitoringMode::Reporting;
+        }
+        ua::CreateMonitoredItemsRequest req{};
+        req.subscriptionId = sub;
+        req.timestampsToReturn = ua::TimestampsToReturn::Both;
+        req.itemsToCreate = {int32_t(n), items.data()};
+        ua::CreateMonitoredItemsResponse resp{};
+        REQUIRE(s.mgr->createMonitoredItems(session, req, resp, s.arena) == UAPLEX_Good);
+        std::vector<uaplex_status> out;
+        for (uint32_t i = 0; i < n; ++i) out.push_back(resp.results[i].statusCode);
+        return out;
+    };
+    const uaplex_status G = UAPLEX_Good, T = UAPLEX_BadTooManyMonitoredItems;
+    uint32_t a1 = s.subscribe(1), a2 = s.subscribe(1), a3 = s.subscribe(1);
+    CHECK(create(1, a1, 4) == std::vector<uaplex_status>{G, G, G, T});  // per subscription
+    CHECK(create(1, a2, 3) == std::vector<uaplex_status>{G, G, T});     // per session: 5
+    CHECK(create(1, a3, 1) == std::vector<uaplex_status>{T});
+    uint32_t b1 = s.subscribe(2), b2 = s.subscribe(2);
+    CHECK(create(2, b1, 3) == std::vector<uaplex_status>{G, G, G});
+    CHECK(create(2, b2, 2) == std::vector<uaplex_status>{T, T});  // server-wide: 8
+    CHECK(s.mgr->monitoredItemCount() == 8);
+    // Deleting frees the session's and the server's share.
+    ua::DeleteSubscriptionsRequest del{};
+    del.subscriptionIds = {1, &a1};
+    ua::DeleteSubscriptionsResponse dr{};
+    REQUIRE(s.mgr->deleteSubscriptions(1, del, dr, s.arena) == UAPLEX_Good);
+    CHECK(create(2, b2, 3) == std::vector<uaplex_status>{G, G, T});  // session 2 at 5
+    CHECK(create(1, a3, 3) == std::vector<uaplex_status>{G, T, T});  // server-wide: 8 again
+}
+
 TEST_CASE("services: GetMonitoredItems gives the calling session's handles") {
     Server s;
     uint32_t sub = s.subscribe(1);
