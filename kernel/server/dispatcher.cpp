@@ -668,6 +668,9 @@ uaplex_status Dispatcher::finishActivation(const ua::ActivateSessionRequest& req
                             std::move(identity), std::move(access), nowMs, &activated,
                             call.origin(), &call.nonce, &nonce);
     if (st != UAPLEX_Good) return st;
+    // The session's subscriptions filter events by its (possibly new) permissions.
+    if (subscriptions_ && activated)
+        subscriptions_->setAccess(sessionKey(*activated), activated->access());
     auto* resp = make<ua::ActivateSessionResponse>(arena);
     if (!resp) return UAPLEX_BadOutOfMemory;
     resp->serverNonce = copyBytes(arena, nonce.data(), nonce.size());

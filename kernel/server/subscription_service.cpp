@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "config/config.hpp"
+#include "session/access_control.hpp"
 
 namespace uaplex::server {
 
@@ -107,7 +108,18 @@ std::int64_t SubscriptionService::SteadyClock::utcNow() const {
 SubscriptionService::SubscriptionService(const config::ServerConfig& cfg,
                                          subscription::NodeValueSource& source)
     : resolutionMs_(subscriptionLimitsOf(cfg).publishingResolution),
-      manager_(clock_, subscriptionLimitsOf(cfg), source, *this) {}
+      manager_(clock_, subscriptionLimitsOf(cfg), source, *this) {
+    manager_.context().mayReceiveEvent = session::receivesEventsFrom;
+}
+
+void SubscriptionService::setAccess(std::uint64_t session,
+                                    const session::AccessView* access) noexcept {
+    std::lock_guard lock(mutex_);
+    try {
+        manager_.setAccess(session, access);
+    } catch (...) {  // the map's node: the session's new subscriptions then receive no events
+    }
+}
 
 SubscriptionService::~SubscriptionService() {
     stop();

@@ -21,6 +21,9 @@
 namespace uaplex::config {
 struct ServerConfig;
 }
+namespace uaplex::session {
+class AccessView;
+}
 
 namespace uaplex::server {
 
@@ -75,6 +78,9 @@ class SubscriptionService final : public subscription::PublishSink {
     // Cancel: parked Publish requests of `session` with `requestHandle`; how many.
     std::uint32_t cancel(std::uint64_t session, std::uint32_t requestHandle) noexcept;
 
+    // The session's access view after each ActivateSession: events reach its items only
+    // from sources it has ReceiveEvents on. The view outlives the session (AccessPolicy).
+    void setAccess(std::uint64_t session, const session::AccessView* access) noexcept;
     void closeSession(std::uint64_t session, bool deleteSubscriptions) noexcept;
     void stop() noexcept;
     // `full`: every subscription and session (the loop's resolution grid); otherwise only the

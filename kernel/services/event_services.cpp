@@ -80,6 +80,7 @@ uaplex_status ServiceSet::Impl::raise_event(uaplex_plugin_ctx*,
         subscription::EventView view;
         view.eventType = *spec->event_type;
         view.conditionId = spec->condition_id;
+        view.sourceNode = spec->source_node;  // what each receiver's ReceiveEvents is checked on
         view.fields = s.fields;
         std::size_t extra = 0;
         auto missing = [&](const ua::QualifiedName& q, const ua::Variant& v) {

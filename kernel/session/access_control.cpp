@@ -60,6 +60,11 @@ std::uint32_t AccessView::permissions(const ua::NodeId& node) const noexcept {
                                                      : defaultPermissions_;
 }
 
+bool receivesEventsFrom(const void* view, const ua::NodeId& source) noexcept {
+    if (!view) return true;
+    return (static_cast<const AccessView*>(view)->permissions(source) & kPermReceiveEvents) != 0;
+}
+
 AccessPolicy::AccessPolicy(const config::AccessSection& cfg,
                            const std::vector<std::string>& namespaceUris)
     : defaultPermissions_(cfg.default_permissions) {

@@ -73,6 +73,11 @@ class AccessView {
     std::vector<Override> overrides_;  // sorted by key
 };
 
+// The subscription engine's event check (EngineContext::mayReceiveEvent) over an
+// AccessView: ReceiveEvents on `source`. A null view (no access policy) receives everything,
+// as the services then check nothing either.
+bool receivesEventsFrom(const void* view, const ua::NodeId& source) noexcept;
+
 // Permissions per well-known role.
 using RolePermissionTable = std::array<std::uint32_t, config::kRoleCount>;
 

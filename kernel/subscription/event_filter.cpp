@@ -833,6 +833,8 @@ void OwnedEvent::assign(const EventView& v) {
     type_ = copyNodeId(arena_, v.eventType);
     hasCondition_ = v.conditionId != nullptr;
     if (hasCondition_) condition_ = copyNodeId(arena_, *v.conditionId);
+    hasSource_ = v.sourceNode != nullptr;
+    if (hasSource_) source_ = copyNodeId(arena_, *v.sourceNode);
     for (const auto& f : v.fields) {
         auto* path = arena_.allocateArray<ua::QualifiedName>(f.path.size());
         for (size_t i = 0; i < f.path.size(); ++i) {
@@ -862,6 +864,7 @@ EventView OwnedEvent::view() const {
     EventView v;
     v.eventType = type_;
     v.conditionId = hasCondition_ ? &condition_ : nullptr;
+    v.sourceNode = hasSource_ ? &source_ : nullptr;
     v.fields = fields_;
     return v;
 }

@@ -34,6 +34,10 @@ struct EventFieldRef {
 struct EventView {
     ua::NodeId eventType{};
     const ua::NodeId* conditionId = nullptr;  // ConditionType events: the condition's NodeId
+    // The node the kernel checked as the event's source (not a plugin-supplied SourceNode
+    // field): ReceiveEvents is checked on it per receiving session. Null: the server's own
+    // events (refresh markers, queue overflow), offered to every item.
+    const ua::NodeId* sourceNode = nullptr;
     std::span<const EventFieldRef> fields;
     // The field at `path` (namespace and name compared), or nullptr.
     const ua::Variant* find(std::span<const ua::QualifiedName> path) const noexcept;
@@ -109,7 +113,9 @@ class OwnedEvent {
     enc::Arena arena_{std::size_t(-1), 1024};
     ua::NodeId type_{};
     ua::NodeId condition_{};
+    ua::NodeId source_{};
     bool hasCondition_ = false;
+    bool hasSource_ = false;
     std::vector<EventFieldRef> fields_;
 };
 

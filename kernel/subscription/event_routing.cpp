@@ -1,6 +1,7 @@
 // Events into event items (Part 4 5.12.1.4; Part 9 5.5.7 ConditionRefresh): an event visits
-// only the items on its notifiers (O(items watching)); retained conditions are kept for a
-// later ConditionRefresh.
+// only the items on its notifiers (O(items watching)), and only those whose session has
+// ReceiveEvents on the event's source; retained conditions are kept for a later
+// ConditionRefresh, which applies the same check.
 #include "subscription/subscription_manager.hpp"
 
 namespace uaplex::subscription {
@@ -19,6 +20,7 @@ void SubscriptionManager::raiseEvent(std::span<const uint64_t> notifiers, const 
         auto found = byNotifier_.find(n);
         if (found == byNotifier_.end()) continue;
         for (MonitoredItem* it : found->second) {
+            if (!mayReceive(*it, event)) continue;  // the Server object's items included
             scratch_.reset();
             it->offerEvent(event, handle, scratch_);
         }
@@ -61,7 +63,8 @@ uaplex_status SubscriptionManager::conditionRefresh(uint64_t session, uint32_t s
         it.offerEvent(start->view(), nextEventHandle_++, scratch_, false);
         for (const RetainedCondition& r : retained_) {
             if (std::find(r.notifiers.begin(), r.notifiers.end(), it.nodeHandle()) ==
-                r.notifiers.end())
+                    r.notifiers.end() ||
+                !mayReceive(it, r.event->view()))
                 continue;
             scratch_.reset();
             it.offerEvent(r.event->view(), nextEventHandle_++, scratch_);

@@ -56,6 +56,10 @@ RevisedSettings reviseSettings(const SubscriptionLimits& limits, double publishi
 struct EngineContext {
     const Clock& clock;
     SubscriptionLimits limits;
+    // Whether a session with access view `access` (Subscription::access) may receive an
+    // event from `source`: ReceiveEvents on the source (Part 3 8.55), whatever notifier the
+    // item is on. Null: every event goes to every item on its notifiers.
+    bool (*mayReceiveEvent)(const void* access, const ua::NodeId& source) noexcept = nullptr;
     ValuePool values;
     MessagePool messages;
     const EventTypeModel* eventTypes = nullptr;  // the address space, for event filters
@@ -106,6 +110,10 @@ class Subscription {
     uint32_t id() const { return id_; }
     uint64_t sessionId() const { return sessionId_; }
     void setSession(uint64_t s) { sessionId_ = s; }
+    // The owning session's access view (opaque here; EngineContext::mayReceiveEvent reads it).
+    // Kept when the session closes without deleting the subscription, replaced on transfer.
+    const void* access() const { return access_; }
+    void setAccess(const void* a) { access_ = a; }
     bool sessionAttached() const { return sessionId_ != 0; }
     uint8_t priority() const { return priority_; }
     const RevisedSettings& settings() const { return settings_; }
@@ -212,6 +220,7 @@ class Subscription {
     EngineContext& ctx_;
     uint32_t id_;
     uint64_t sessionId_;
+    const void* access_ = nullptr;
     RevisedSettings settings_;
     uint8_t priority_;
     bool publishingEnabled_;

@@ -85,6 +85,7 @@ uaplex_status SubscriptionManager::createSubscription(uint64_t sessionId,
     scheduleTick(*st.sub);
     sessions_[sessionId].subs.push_back(id);  // the session's Publish queue starts here
     if (auto idn = identities_.find(sessionId); idn != identities_.end()) st.owner = idn->second;
+    st.sub->setAccess(accessOf(sessionId));
     resp.subscriptionId = id;
     resp.revisedPublishingInterval = r.publishingInterval;
     resp.revisedLifetimeCount = r.lifetimeCount;
@@ -323,6 +324,8 @@ uaplex_status SubscriptionManager::transferSubscriptions(
             sub.setSession(sessionId);
             sessions_[sessionId].subs.push_back(sub.id());
         }
+        // Events are filtered by the receiving session's permissions from now on.
+        sub.setAccess(accessOf(sessionId));
         if (req.sendInitialValues) sub.forEachItem([](MonitoredItem& it) { it.requestResend(); });
         auto seqs = sub.availableSequenceNumbers();
         r.availableSequenceNumbers = arrayOf<ua::UInt32>(arena, seqs.size());
@@ -776,7 +779,17 @@ void SubscriptionManager::setIdentity(uint64_t sessionId, std::string_view key) 
         it->second.assign(key);
 }
 
+void SubscriptionManager::setAccess(uint64_t sessionId, const void* access) {
+    auto [it, added] = accessViews_.try_emplace(sessionId, access);
+    if (!added && it->second == access) return;
+    it->second = access;
+    if (Session* s = session(sessionId))  // a re-activation with another user
+        for (uint32_t id : s->subs)
+            if (SubState* st = state(id)) st->sub->setAccess(access);
+}
+
 void SubscriptionManager::closeSession(uint64_t sessionId, bool deleteSubscriptions) {
+    accessViews_.erase(sessionId);  // abandoned subscriptions keep the view they had
     Session* s = session(sessionId);
     if (!s) return;
     while (!s->requests.empty()) {

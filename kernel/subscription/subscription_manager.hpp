@@ -125,6 +125,9 @@ class SubscriptionManager {
     // The user identity of `session` (Session::identityKey); subscriptions it creates carry
     // it, and TransferSubscriptions moves only to a session with the same one.
     void setIdentity(uint64_t session, std::string_view key);
+    // The access view of `session` (ActivateSession): its subscriptions, and those it creates
+    // or takes over, filter events by it (EngineContext::mayReceiveEvent).
+    void setAccess(uint64_t session, const void* access);
     // Queued Publish requests get BadSessionClosed; subscriptions are deleted or abandoned.
     void closeSession(uint64_t session, bool deleteSubscriptions);
     // Every queued Publish request gets BadServerHalted.
@@ -254,6 +257,20 @@ class SubscriptionManager {
     // The group's items take the node's latest version as their sample for the publishing
     // interval ending at `slot`; true when some item still waits for its sampling interval.
     bool sampleGroup(NodeState& ns, NodeState::Group& g, int64_t slot, int64_t now);
+    // ReceiveEvents of the item's session on the event's source (no source: the server's own).
+    // A subscription whose session's view never arrived (setAccess failed) receives none.
+    bool mayReceive(const MonitoredItem& it, const EventView& event) const noexcept {
+        if (!ctx_.mayReceiveEvent || !event.sourceNode) return true;
+        const void* access = it.subscription().access();
+        return access != &kNoAccessView && ctx_.mayReceiveEvent(access, *event.sourceNode);
+    }
+    // The view of a session setAccess was never called for, when mayReceiveEvent is set.
+    const void* accessOf(uint64_t session) const {
+        auto av = accessViews_.find(session);
+        if (av != accessViews_.end()) return av->second;
+        return ctx_.mayReceiveEvent ? &kNoAccessView : nullptr;
+    }
+    static constexpr char kNoAccessView = 0;
     // Validates an item's EventFilter; the EventFilterResult goes to filterOut_ (if set).
     uaplex_status applyEventFilter(const ua::EventFilter& f, std::unique_ptr<EventFilterSpec>& out);
 
@@ -267,6 +284,7 @@ class SubscriptionManager {
     std::unordered_map<uint32_t, SubState> subs_;
     std::unordered_map<uint64_t, Session> sessions_;
     std::unordered_map<uint64_t, std::string> identities_;
+    std::unordered_map<uint64_t, const void*> accessViews_;  // by session
     std::unordered_map<uint64_t, std::vector<MonitoredItem*>> byNode_;
     std::unordered_map<uint64_t, NodeState> nodeStates_;
     std::vector<uint64_t> dirtyNodes_;  // nodes written since their grid items last sampled

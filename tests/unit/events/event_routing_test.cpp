@@ -3,9 +3,12 @@
 // event's fields, and ConditionRefresh with retained conditions.
 #include <catch2/catch.hpp>
 
+#include <set>
+
 #include "engine_support.hpp"
 #include "fake_model.hpp"
 #include "filter_builder.hpp"
+#include "session/access_control.hpp"
 #include "subscription/subscription_manager.hpp"
 
 using namespace uaplex;
@@ -116,7 +119,8 @@ struct Harness {
         return resp.results[0];
     }
     void raise(std::vector<uint64_t> notifiers, uint16_t severity, uint32_t type = 2041,
-               const ua::NodeId* condition = nullptr, bool retain = true) {
+               const ua::NodeId* condition = nullptr, bool retain = true,
+               const ua::NodeId* source = nullptr) {
         TestEvent e(type);
         e.set("EventType", b.nodeId(type))
             .set("Severity", Builder::scalar(ua::BuiltinType::UInt16, severity))
@@ -125,6 +129,10 @@ struct Harness {
         if (condition) {
             e.condition = *condition;
             e.isCondition = true;
+        }
+        if (source) {
+            e.source = *source;
+            e.hasSource = true;
         }
         mgr->raiseEvent(notifiers, e.view());
     }
@@ -303,4 +311,94 @@ TEST_CASE("with discardOldest false the overflow event goes last and new events 
     CHECK(got[0].second[1].value.uint16 == 1);
     CHECK(got[1].second[1].value.uint16 == 2);
     CHECK(Harness::typeOf(got[2].second) == kEventQueueOverflowEventType);
+}
+
+namespace {
+// The [access] of the events tests: on namespace 1 Anonymous may only Browse, an Operator do
+// everything; namespace 2 and ns0 keep the defaults (everything). Session 1 is anonymous,
+// session 2 an Operator.
+struct AccessFixture {
+    session::AccessPolicy policy;
+    std::shared_ptr<const session::AccessView> anonymous, operatorView;
+    static config::AccessSection rules() {
+        config::AccessSection a;
+        config::AccessRule r;
+        r.namespace_uri = "urn:test:restricted";
+        r.roles = {"Anonymous"};
+        r.permissions = session::kPermBrowse;
+        a.rules.push_back(r);
+        r.roles = {"Operator"};
+        r.permissions = config::kAllPermissions;
+        a.rules.push_back(r);
+        return a;
+    }
+    AccessFixture()
+        : policy(rules(), {"http://opcfoundation.org/UA/", "urn:test:restricted", "urn:test:open"}),
+          anonymous(policy.view(session::kAnonymousRole)),
+          operatorView(policy.view(session::roleMask({"Operator"}))) {}
+    void attach(Harness& h) {
+        h.mgr->context().mayReceiveEvent = session::receivesEventsFrom;
+        h.mgr->setAccess(1, anonymous.get());
+        h.mgr->setAccess(2, operatorView.get());
+    }
+};
+}  // namespace
+
+TEST_CASE(
+    "an event reaches an item only if its session has ReceiveEvents on the source, "
+    "whatever the notifier") {
+    Harness h;
+    AccessFixture access;
+    access.attach(h);
+    REQUIRE((access.anonymous->permissions(ua::numericNodeId(1, 7)) &
+             session::kPermReceiveEvents) == 0);
+    uint32_t anonSub = h.subscribe(1), opSub = h.subscribe(2);
+    // Both on the Server object (ns0: ReceiveEvents for everyone) and on a notifier.
+    REQUIRE(h.create(anonSub, 2253, h.eventFilter(), 10, 12, true, 1).statusCode == UAPLEX_Good);
+    REQUIRE(h.create(anonSub, kNotifier, h.eventFilter(), 10, 12, true, 1).statusCode ==
+            UAPLEX_Good);
+    REQUIRE(h.create(opSub, 2253, h.eventFilter(), 10, 12, true, 2).statusCode == UAPLEX_Good);
+
+    const ua::NodeId restricted = ua::numericNodeId(1, 7), open = ua::numericNodeId(2, 7);
+    h.raise({kNotifier, 2253}, 100, 2041, nullptr, true, &restricted);
+    h.raise({kNotifier, 2253}, 200, 2041, nullptr, true, &open);
+    h.raise({kNotifier, 2253}, 300);  // no source: the server's own, offered to all
+
+    auto anon = h.publish(1);
+    std::multiset<uint16_t> severities;
+    for (auto& [handle, f] : anon) severities.insert(f[1].value.uint16);
+    CHECK(severities == std::multiset<uint16_t>{200, 200, 300, 300});  // never 100
+    auto op = h.publish(2);
+    severities.clear();
+    for (auto& [handle, f] : op) severities.insert(f[1].value.uint16);
+    CHECK(severities == std::multiset<uint16_t>{100, 200, 300});
+
+    // A re-activation as another user moves the session's items to its view.
+    h.mgr->setAccess(1, access.operatorView.get());
+    h.raise({2253}, 400, 2041, nullptr, true, &restricted);
+    REQUIRE(h.publish(1).size() == 1);
+}
+
+TEST_CASE("ConditionRefresh replays only the conditions the session has ReceiveEvents on") {
+    Harness h;
+    AccessFixture access;
+    access.attach(h);
+    const ua::NodeId restricted = ua::numericNodeId(1, 70), open = ua::numericNodeId(2, 70);
+    ua::NodeId hiddenAlarm = ua::numericNodeId(1, 71), openAlarm = ua::numericNodeId(2, 71);
+    h.raise({2253}, 500, 2915, &hiddenAlarm, true, &restricted);
+    h.raise({2253}, 600, 2915, &openAlarm, true, &open);
+    uint32_t anonSub = h.subscribe(1), opSub = h.subscribe(2);
+    h.create(anonSub, 2253, h.eventFilter(), 10, 12, true, 1);
+    h.create(opSub, 2253, h.eventFilter(), 10, 12, true, 2);
+
+    REQUIRE(h.mgr->conditionRefresh(1, anonSub, 0) == UAPLEX_Good);
+    auto got = h.publish(1);
+    REQUIRE(got.size() == 3);  // start, the open namespace's condition, end
+    CHECK(Harness::typeOf(got[0].second) == kRefreshStartEventType);
+    CHECK(got[1].second[1].value.uint16 == 600);
+    CHECK(Harness::typeOf(got[2].second) == kRefreshEndEventType);
+
+    REQUIRE(h.mgr->conditionRefresh(2, opSub, 0) == UAPLEX_Good);
+    got = h.publish(2);
+    REQUIRE(got.size() == 4);  // the Operator sees both
 }

@@ -96,6 +96,8 @@ struct TestEvent {
     std::vector<EventFieldRef> refs;
     ua::NodeId condition{};
     bool isCondition = false;
+    ua::NodeId source{};  // EventView::sourceNode when hasSource
+    bool hasSource = false;
 
     explicit TestEvent(uint32_t t = 2041) : type(ua::numericNodeId(0, t)) {}
     TestEvent& set(std::string_view path, const ua::Variant& v) {
@@ -118,6 +120,7 @@ struct TestEvent {
         EventView v;
         v.eventType = type;
         v.conditionId = isCondition ? &condition : nullptr;
+        v.sourceNode = hasSource ? &source : nullptr;
         v.fields = refs;
         return v;
     }
