@@ -22,6 +22,13 @@ uaplex_status createMonitoredItemsChecked(SubscriptionService& subscriptions, st
         std::uint32_t need = monitoringPermission(item.attributeId);
         return (access.permissions(item.nodeId) & need) == need;
     };
+    // As Read answers: a node the session may not Browse is unknown to it.
+    auto deniedStatus = [&](std::size_t i) {
+        const ua::ReadValueId& item = request.itemsToCreate[i].itemToMonitor;
+        return (access.permissions(item.nodeId) & session::kPermBrowse)
+                   ? UAPLEX_BadUserAccessDenied
+                   : UAPLEX_BadNodeIdUnknown;
+    };
     std::size_t denied = 0;
     for (std::size_t i = 0; i < n; ++i) denied += !allowed(i);
     if (denied == 0)
@@ -55,7 +62,7 @@ uaplex_status createMonitoredItemsChecked(SubscriptionService& subscriptions, st
             continue;
         }
         results[i] = ua::MonitoredItemCreateResult{};
-        results[i].statusCode = UAPLEX_BadUserAccessDenied;
+        results[i].statusCode = deniedStatus(i);
     }
     resp->results = {std::int32_t(n), results};
     resp->diagnosticInfos = {-1, nullptr};

@@ -16,8 +16,9 @@ namespace uaplex::server {
 // The permission an item on `attributeId` of a node needs.
 std::uint32_t monitoringPermission(std::uint32_t attributeId) noexcept;
 
-// CreateMonitoredItems with the items `access` denies answered BadUserAccessDenied and the
-// others created by `subscriptions`, results in request order.
+// CreateMonitoredItems with the items `access` denies answered BadUserAccessDenied (or
+// BadNodeIdUnknown when the session may not even Browse the node) and the others created
+// by `subscriptions`, results in request order.
 uaplex_status createMonitoredItemsChecked(SubscriptionService& subscriptions, std::uint64_t session,
                                           std::string_view identity,
                                           const session::AccessView& access,

@@ -436,6 +436,9 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, st
     if (!node) {
         const NamespaceOwner* owner = ownerOf(id.namespace_index);
         if (owner == nullptr || owner->ops->read == nullptr) return fail(UAPLEX_BadNodeIdUnknown);
+        // The permission before the owner's read: a read may be device I/O, and a session
+        // without Read must not cause it (nor learn whether the node exists).
+        if (!permitted) return fail(deniedStatus(perms));
         uaplex_read_item item{};
         item.hdr = UAPLEX_HEADER_INIT(uaplex_read_item, UAPLEX_STYPE_NODE_MANAGER_READ_ITEM);
         item.attribute_id = attr;
@@ -450,7 +453,6 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, st
         if (st != UAPLEX_Good && status == UAPLEX_Good) status = st;
         if (status == UAPLEX_BadNotSupported) status = UAPLEX_BadNodeIdUnknown;
         if (status != UAPLEX_Good) return fail(status);
-        if (!permitted) return fail(UAPLEX_BadUserAccessDenied);
         if (attr == kAttrUserAccessLevel &&
             (out.value.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_BYTE &&
             !ua::isArray(out.value))
@@ -462,6 +464,9 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, st
         if (timestamps == 0 || timestamps == 3) out.mask &= ~UAPLEX_DATAVALUE_SERVER_TIMESTAMP;
         return;
     }
+    // Without Browse the node is unknown to the session: before the attribute checks, whose
+    // answers depend on the NodeClass.
+    if (!(perms & session::kPermBrowse)) return fail(UAPLEX_BadNodeIdUnknown);
     std::uint8_t nc = node.nodeClass();
     if (attr == 0 || attr > kAttrAccessLevelEx || !(attributesOf(nc) & (1u << attr)))
         return fail(UAPLEX_BadAttributeIdInvalid);
@@ -771,13 +776,12 @@ uaplex_status ServiceSet::Impl::writeOne(enc::Arena& arena, const ua::WriteValue
     const std::uint32_t need = wv.attributeId == kAttrValue
                                    ? std::uint32_t(session::kPermWrite)
                                    : std::uint32_t(session::kPermWriteAttribute);
-    const bool permitted = !access || (access->permissions(wv.nodeId) & need) != 0;
+    const std::uint32_t perms = access ? access->permissions(wv.nodeId) : config::kAllPermissions;
+    const bool permitted = (perms & need) != 0;
     if (!node) {
-        if (!permitted) {
-            const NamespaceOwner* owner = ownerOf(wv.nodeId.namespace_index);
-            return owner ? UAPLEX_BadUserAccessDenied : UAPLEX_BadNodeIdUnknown;
-        }
+        // The permission before the owner's write runs.
         const NamespaceOwner* owner = ownerOf(wv.nodeId.namespace_index);
+        if (!permitted) return owner ? deniedStatus(perms) : UAPLEX_BadNodeIdUnknown;
         if (owner == nullptr || owner->ops->write == nullptr) return UAPLEX_BadNodeIdUnknown;
         uaplex_write_item item{};
         item.hdr = UAPLEX_HEADER_INIT(uaplex_write_item, UAPLEX_STYPE_NODE_MANAGER_WRITE_ITEM);
@@ -791,6 +795,7 @@ uaplex_status ServiceSet::Impl::writeOne(enc::Arena& arena, const ua::WriteValue
         if (st != UAPLEX_Good && status == UAPLEX_Good) status = st;
         return status == UAPLEX_BadNotSupported ? UAPLEX_BadNodeIdUnknown : status;
     }
+    if (!(perms & session::kPermBrowse)) return UAPLEX_BadNodeIdUnknown;  // as for Read
     std::uint8_t nc = node.nodeClass();
     std::uint32_t attr = wv.attributeId;
     if (attr == 0 || attr > kAttrAccessLevelEx || !(attributesOf(nc) & (1u << attr)))

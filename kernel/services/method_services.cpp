@@ -97,10 +97,10 @@ uaplex_status ServiceSet::Impl::callMethods(ServiceCall& call) noexcept {
                 r.statusCode = UAPLEX_BadNodeIdUnknown;
                 continue;
             }
-            // Call on the Object and on the Method (Part 3 8.55).
-            if (!(permissionsOf(call, m.objectId) & permissionsOf(call, m.methodId) &
-                  session::kPermCall)) {
-                r.statusCode = UAPLEX_BadUserAccessDenied;
+            // Call on the Object and on the Method (Part 3 8.55), before the owner runs.
+            const std::uint32_t objectPerms = permissionsOf(call, m.objectId);
+            if (!(objectPerms & permissionsOf(call, m.methodId) & session::kPermCall)) {
+                r.statusCode = deniedStatus(objectPerms);
                 continue;
             }
             auto* inputResults = arena.allocateArray<uaplex_status>(given);
@@ -111,6 +111,10 @@ uaplex_status ServiceSet::Impl::callMethods(ServiceCall& call) noexcept {
                                  m.inputArguments.data, &alloc, inputResults, &outCount, &outputs);
             r.inputArgumentResults = {std::int32_t(given), inputResults};
             r.outputArguments = {std::int32_t(outputs ? outCount : 0), outputs};
+            continue;
+        }
+        if (!(permissionsOf(call, m.objectId) & session::kPermBrowse)) {
+            r.statusCode = UAPLEX_BadNodeIdUnknown;  // an Object the session cannot see
             continue;
         }
         if (object.nodeClass() != addressspace::kObject &&

@@ -153,6 +153,13 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
     static std::uint32_t permissionsOf(const ServiceCall& call, const ua::NodeId& id) noexcept {
         return call.access ? call.access->permissions(id) : config::kAllPermissions;
     }
+    // What a session that may not do an operation on a node is told (Part 4 7.38 allows
+    // either): BadUserAccessDenied when it may Browse the node, else BadNodeIdUnknown, the
+    // same as for a node that does not exist, so that existence does not leak.
+    static uaplex_status deniedStatus(std::uint32_t perms) noexcept {
+        return (perms & session::kPermBrowse) ? UAPLEX_BadUserAccessDenied
+                                              : UAPLEX_BadNodeIdUnknown;
+    }
     // The Value attribute of a Variable/VariableType node (without IndexRange).
     uaplex_status readValue(enc::Arena& arena, const NodeRef& node, ua::DataValue& out) noexcept;
     uaplex_status writeOne(enc::Arena& arena, const ua::WriteValue& wv,

@@ -97,7 +97,7 @@ void ServiceSet::Impl::browseOne(enc::Arena& arena, SessionState* session, Conti
         return !access || (access->permissions(id) & session::kPermBrowse) != 0;
     };
     if (!visible(nodeId)) {
-        result.statusCode = UAPLEX_BadUserAccessDenied;
+        result.statusCode = UAPLEX_BadNodeIdUnknown;  // as if it did not exist (no oracle)
         return;
     }
     // Reused per worker thread: browsing allocates only while the vector grows.
@@ -361,7 +361,7 @@ uaplex_status ServiceSet::Impl::translate(ServiceCall& call) noexcept {
             }
         }
         if (!(permissionsOf(call, path.startingNode) & session::kPermBrowse)) {
-            r.statusCode = UAPLEX_BadUserAccessDenied;
+            r.statusCode = UAPLEX_BadNodeIdUnknown;  // as if it did not exist (no oracle)
             continue;
         }
         bool badType = false;

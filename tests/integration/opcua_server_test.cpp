@@ -1408,7 +1408,7 @@ TEST_CASE("access: anonymous reads but may not write, call, see or monitor Opera
     CHECK(writeInt32(c, int32, 7) == UAPLEX_BadUserAccessDenied);
     CHECK(readOne(c, int32, 17).value.value.byte == 3);  // AccessLevel
     CHECK(readOne(c, int32, 18).value.value.byte == 1);  // UserAccessLevel: CurrentRead
-    CHECK(readOne(c, counter).status == UAPLEX_BadUserAccessDenied);
+    CHECK(readOne(c, counter).status == UAPLEX_BadNodeIdUnknown);  // hidden: no Browse
 
     ua::CallMethodRequest call{};
     call.objectId = ua::stringNodeId(d, "Demo");
@@ -1463,7 +1463,7 @@ TEST_CASE("access: anonymous reads but may not write, call, see or monitor Opera
     REQUIRE(results.size() == 3);
     CHECK(results[0].statusCode == UAPLEX_Good);
     CHECK(results[0].monitoredItemId != 0);
-    CHECK(results[1].statusCode == UAPLEX_BadUserAccessDenied);  // Value without Read
+    CHECK(results[1].statusCode == UAPLEX_BadNodeIdUnknown);     // hidden: no Browse
     CHECK(results[2].statusCode == UAPLEX_BadUserAccessDenied);  // events without ReceiveEvents
 }
 

@@ -1,7 +1,9 @@
 // A node manager for the service tests: the paths the shipped plugins do not take. Store
 // nodes with read/write callbacks, a UserAccessLevel narrower than AccessLevel, status and
 // timestamp writes, a method without arguments; and an owned namespace answered by the
-// plugin itself (read, write, browse, call).
+// plugin itself (read, write, browse, call). "Owned.Calls" counts the owned read, write and
+// call callbacks and the Callback node's read callbacks (itself excluded), so that tests see
+// whether the kernel ran one for a session without the permission.
 #include <atomic>
 #include <cstring>
 
@@ -84,6 +86,12 @@ class Probe : public StoreNodeManager {
                        uaplex_datavalue* const* results, uaplex_status* statuses) override {
         for (size_t i = 0; i < count; ++i) {
             const uaplex_read_item& item = items[i];
+            if (isOwned(item.node_id, owned_, "Owned.Calls")) {
+                statuses[i] = item.attribute_id == 13 ? UAPLEX_Good : UAPLEX_BadAttributeIdInvalid;
+                *results[i] = data_value(scalar<int32_t>(UAPLEX_TYPE_INT32, calls_.load()));
+                continue;
+            }
+            ++calls_;
             bool object = isOwned(item.node_id, owned_, "Owned");
             bool variable = isOwned(item.node_id, owned_, "Owned.Value");
             if (!object && !variable) {
@@ -129,6 +137,7 @@ class Probe : public StoreNodeManager {
 
     uaplex_status write(size_t count, const uaplex_write_item* items,
                         uaplex_status* statuses) override {
+        calls_ += int32_t(count);
         for (size_t i = 0; i < count; ++i) {
             bool ok = isOwned(items[i].node_id, owned_, "Owned.Value") &&
                       items[i].attribute_id == 13 &&
@@ -154,6 +163,7 @@ class Probe : public StoreNodeManager {
     uaplex_status call(const uaplex_nodeid* object, const uaplex_nodeid*, size_t count,
                        const uaplex_variant*, const uaplex_value_alloc*, uaplex_status* results,
                        size_t* out_count, uaplex_variant** out) override {
+        ++calls_;
         if (!isOwned(object, owned_, "Owned")) return UAPLEX_BadNodeIdUnknown;
         for (size_t i = 0; i < count; ++i) results[i] = UAPLEX_Good;
         *out_count = 0;
@@ -164,12 +174,14 @@ class Probe : public StoreNodeManager {
   private:
     static uaplex_status readValue(void* user, const uaplex_nodeid*, const uaplex_value_alloc*,
                                    uaplex_datavalue* out) {
+        ++static_cast<Probe*>(user)->calls_;
         *out = data_value(
             scalar<double>(UAPLEX_TYPE_DOUBLE, static_cast<Probe*>(user)->callback_value_.load()));
         return UAPLEX_Good;
     }
     static uaplex_status writeValue(void* user, const uaplex_nodeid*,
                                     const uaplex_datavalue* value) {
+        ++static_cast<Probe*>(user)->calls_;
         if (value->value.value.double_ < 0) return UAPLEX_BadOutOfRange;
         static_cast<Probe*>(user)->callback_value_ = value->value.value.double_;
         return UAPLEX_Good;
@@ -190,6 +202,7 @@ class Probe : public StoreNodeManager {
     uint16_t ns_ = 0, owned_ = 0;
     std::atomic<double> callback_value_{1.5};
     std::atomic<int32_t> owned_value_{7};
+    std::atomic<int32_t> calls_{0};
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Access control in the services: a session's AccessView (from [access] rules) refuses Read,
-// Write and Call with BadUserAccessDenied, hides nodes without Browse, and shapes the
+// Write and Call with BadUserAccessDenied (BadNodeIdUnknown, as for a node that does not
+// exist, when it may not even Browse the node), hides nodes without Browse, and shapes the
 // UserAccessLevel, UserExecutable, RolePermissions and UserRolePermissions attributes.
 #include <catch2/catch.hpp>
 
@@ -68,8 +69,12 @@ TEST_CASE("access: Read, Write and Call are refused without the permission") {
     CHECK(s.write(int32, five) == UAPLEX_Good);
     CHECK(s.read(int32, 18).value.value.byte == 3);
     s.access = nobody.get();  // a role no rule names: nothing in the demo namespace
-    CHECK(s.read(int32).status == UAPLEX_BadUserAccessDenied);
-    CHECK(s.read(int32, 3).status == UAPLEX_BadUserAccessDenied);     // BrowseName needs Browse
+    // Without Browse the node is unknown to the session, whatever the attribute (no oracle).
+    CHECK(s.read(int32).status == UAPLEX_BadNodeIdUnknown);
+    CHECK(s.read(int32, 3).status == UAPLEX_BadNodeIdUnknown);   // BrowseName
+    CHECK(s.read(int32, 99).status == UAPLEX_BadNodeIdUnknown);  // not BadAttributeIdInvalid
+    CHECK(s.read(ua::stringNodeId(d, "Demo.NoSuchNode")).status == UAPLEX_BadNodeIdUnknown);
+    CHECK(s.write(int32, five) == UAPLEX_BadNodeIdUnknown);
     CHECK(s.read(ua::numericNodeId(0, 2259)).status == UAPLEX_Good);  // ns0 has no rules
 
     // Call needs Call on the object and the method; UserExecutable follows.
@@ -107,8 +112,9 @@ TEST_CASE("access: nodes without Browse are left out of Browse and TranslateBrow
     auto seen = browseNames(s, demo);
     CHECK(std::count(seen.begin(), seen.end(), "Counter") == 0);
     CHECK(seen.size() == all.size() - 1);
-    // Browsing from a hidden node is refused.
-    CHECK(s.browse(ua::stringNodeId(d, "Demo.Counter")).statusCode == UAPLEX_BadUserAccessDenied);
+    // Browsing from a hidden node is refused as if it did not exist.
+    CHECK(s.browse(ua::stringNodeId(d, "Demo.Counter")).statusCode == UAPLEX_BadNodeIdUnknown);
+    CHECK(s.browse(ua::stringNodeId(d, "Demo.NoSuchNode")).statusCode == UAPLEX_BadNodeIdUnknown);
 
     ua::RelativePathElement e{};
     e.referenceTypeId = ua::numericNodeId(0, 33);
@@ -155,7 +161,10 @@ TEST_CASE("access: RolePermissions lists every role's rules, UserRolePermissions
     // Without ReadRolePermissions the RolePermissions attribute is refused.
     auto anonymousOperator = policy.view(role("Engineer"));
     s.access = anonymousOperator.get();
-    CHECK(s.read(int32, 24).status == UAPLEX_BadUserAccessDenied);
+    CHECK(s.read(int32, 24).status == UAPLEX_BadNodeIdUnknown);  // no Browse either
+    auto counterOnly = policy.view(role("Operator"));            // Browse+Read on Demo.Counter only
+    s.access = counterOnly.get();
+    CHECK(s.read(ua::stringNodeId(d, "Demo.Counter"), 24).status == UAPLEX_BadUserAccessDenied);
     s.services->setAccessPolicy(nullptr);
 }
 
@@ -170,4 +179,81 @@ TEST_CASE("access: the well-known roles the rules name are in namespace 0's Role
     auto refs = s.browse(ua::numericNodeId(0, 15606));  // Server.ServerCapabilities.RoleSet
     REQUIRE(refs.statusCode == UAPLEX_Good);
     CHECK(refs.references.size() >= config::kRoleCount);
+}
+
+// The probe plugin's "Owned.Calls" counts its read, write and call callbacks (owned
+// namespace) and the read/write callbacks of its "Callback" store node.
+TEST_CASE("access: a node manager's read, write and call run only after the permission check") {
+    test::Server s("",
+                   std::string("[plugins.svc-probe]\nlibrary = \"") + UAPLEX_PROBE_PLUGIN + "\"\n");
+    const std::uint16_t owned = s.namespaceIndex("urn:uaplex:probe-owned");
+    const std::uint16_t probe = s.namespaceIndex("urn:uaplex:probe");
+    REQUIRE(owned != 0xFFFF);
+    REQUIRE(probe != 0xFFFF);
+    // Operators do everything on both namespaces; Observers may only Browse them; other roles
+    // nothing.
+    config::AccessSection a;
+    for (const char* uri : {"urn:uaplex:probe-owned", "urn:uaplex:probe"}) {
+        config::AccessRule r;
+        r.namespace_uri = uri;
+        r.roles = {"Operator"};
+        r.permissions = config::kAllPermissions;
+        a.rules.push_back(r);
+        r.roles = {"Observer"};
+        r.permissions = session::kPermBrowse;
+        a.rules.push_back(r);
+    }
+    session::AccessPolicy policy(a, s.services->namespaceUris());
+    auto operatorView = policy.view(role("Operator"));
+    auto browseOnly = policy.view(role("Observer"));
+    auto nobody = policy.view(role("Engineer"));
+    const ua::NodeId value = ua::stringNodeId(owned, "Owned.Value");
+    const ua::NodeId missing = ua::stringNodeId(owned, "Missing");
+    const ua::NodeId callback = ua::stringNodeId(probe, "Callback");
+    auto calls = [&] {
+        const session::AccessView* keep = s.access;
+        s.access = nullptr;
+        ua::DataValue dv = s.read(ua::stringNodeId(owned, "Owned.Calls"));
+        s.access = keep;
+        REQUIRE(dv.status == UAPLEX_Good);
+        return dv.value.value.int32;
+    };
+    ua::CallMethodRequest m{};
+    m.objectId = ua::stringNodeId(owned, "Owned");
+    m.methodId = ua::stringNodeId(owned, "Owned.Do");
+    m.inputArguments = {0, nullptr};
+    ua::CallRequest req{};
+    req.methodsToCall = {1, &m};
+    ua::CallResponse* resp = nullptr;
+
+    const std::int32_t before = calls();
+    // No permission at all: no callback runs, and denied looks exactly like unknown.
+    s.access = nobody.get();
+    CHECK(s.read(value).status == UAPLEX_BadNodeIdUnknown);
+    CHECK(s.read(missing).status == UAPLEX_BadNodeIdUnknown);
+    CHECK(s.read(value, 3).status == UAPLEX_BadNodeIdUnknown);
+    CHECK(s.read(callback).status == UAPLEX_BadNodeIdUnknown);
+    CHECK(s.write(value, ua::variantInt32(3)) == UAPLEX_BadNodeIdUnknown);
+    CHECK(s.write(missing, ua::variantInt32(3)) == UAPLEX_BadNodeIdUnknown);
+    CHECK(s.write(callback, ua::variantDouble(3)) == UAPLEX_BadNodeIdUnknown);
+    REQUIRE(s.call(req, resp) == UAPLEX_Good);
+    CHECK(resp->results[0].statusCode == UAPLEX_BadNodeIdUnknown);
+    CHECK(calls() == before);
+    // Browse only: the session may know the nodes, so it is told it is denied; still no
+    // callback.
+    s.access = browseOnly.get();
+    CHECK(s.read(value).status == UAPLEX_BadUserAccessDenied);
+    CHECK(s.read(callback).status == UAPLEX_BadUserAccessDenied);
+    CHECK(s.write(value, ua::variantInt32(3)) == UAPLEX_BadUserAccessDenied);
+    REQUIRE(s.call(req, resp) == UAPLEX_Good);
+    CHECK(resp->results[0].statusCode == UAPLEX_BadUserAccessDenied);
+    CHECK(calls() == before);
+    // Permitted: each runs once.
+    s.access = operatorView.get();
+    CHECK(s.read(value).status == UAPLEX_Good);
+    CHECK(s.read(callback).status == UAPLEX_Good);
+    CHECK(s.write(value, ua::variantInt32(3)) == UAPLEX_Good);
+    REQUIRE(s.call(req, resp) == UAPLEX_Good);
+    CHECK(resp->results[0].statusCode == UAPLEX_Good);
+    CHECK(calls() == before + 4);
 }
