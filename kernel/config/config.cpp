@@ -179,7 +179,8 @@ void build_access(const toml::table& access, const fs::path& file, const PathCon
                   ServerConfig& cfg) {
     check_keys(access,
                {"anonymous", "anonymous_roles", "users_file", "username_security_policy",
-                "certificate_security_policy", "default_permissions", "certificates", "rules"},
+                "certificate_security_policy", "default_permissions", "anonymous_permissions",
+                "certificates", "rules"},
                "access", file, cfg);
     AccessSection& a = cfg.access;
     if (const toml::node* n = access.get("anonymous")) {
@@ -199,6 +200,8 @@ void build_access(const toml::table& access, const fs::path& file, const PathCon
                                                a.certificate_security_policy, "access", file);
     a.default_permissions =
         get_permissions(access, "default_permissions", a.default_permissions, "access", file);
+    a.anonymous_permissions =
+        get_permissions(access, "anonymous_permissions", a.anonymous_permissions, "access", file);
     auto tables = [&](std::string_view key, auto&& each) {
         const toml::node* n = access.get(key);
         if (!n) return;
@@ -260,6 +263,38 @@ void build_access(const toml::table& access, const fs::path& file, const PathCon
     });
 }
 
+// [server] security_profile = "strict": what it implies, and a ConfigError naming the key
+// for a setting that contradicts it (nothing is silently overridden).
+void apply_strict(const toml::table& root, const fs::path& file, ServerConfig& cfg) {
+    const std::string why = " contradicts [server] security_profile = \"strict\"";
+    auto at = [&](std::string_view path) -> const toml::node& {
+        const toml::node* n = root.at_path(path).node();
+        return n ? *n : static_cast<const toml::node&>(root);
+    };
+    bool secure = false;
+    for (const auto& o : cfg.server.security) {
+        if (o.policy == "Basic128Rsa15" || o.policy == "Basic256")
+            fail(at("server.security"), file,
+                 "[server] security: the legacy policy " + o.policy + why +
+                     " (Basic256Sha256, Aes128_Sha256_RsaOaep, Aes256_Sha256_RsaPss only)");
+        secure = secure || o.policy != "None";
+    }
+    if (!secure)
+        fail(at("server.security"), file,
+             "[server] security must offer a policy other than None under security_profile = "
+             "\"strict\" (None serves discovery only)");
+    if (root.at_path("access.anonymous").node() && cfg.access.anonymous)
+        fail(at("access.anonymous"), file, "[access] anonymous = true" + why);
+    cfg.access.anonymous = false;
+    static constexpr std::string_view kNone = "http://opcfoundation.org/UA/SecurityPolicy#None";
+    if (cfg.access.username_security_policy == kNone)
+        fail(at("access.username_security_policy"), file,
+             "[access] username_security_policy = None (passwords in clear)" + why);
+    if (cfg.access.certificate_security_policy == kNone)
+        fail(at("access.certificate_security_policy"), file,
+             "[access] certificate_security_policy = None" + why);
+}
+
 ServerConfig build(const toml::table& root, const fs::path& file, const PathContext& paths) {
     ServerConfig cfg;
     cfg.file = file;
@@ -296,7 +331,7 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
         check_keys(*server,
                    {"application_name", "application_uri", "product_uri", "manufacturer_name",
                     "product_name", "endpoints", "reverse_connect", "request_threads", "security",
-                    "pki_dir", "limits"},
+                    "pki_dir", "security_profile", "limits"},
                    "server", file, cfg);
         ServerSection& s = cfg.server;
         s.application_name =
@@ -315,6 +350,11 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
         if (s.endpoints.empty())
             fail(*server->get("endpoints"), file, "[server] endpoints must name at least one URL");
         s.pki_dir = get_string(*server, "pki_dir", s.pki_dir.string(), "server", file);
+        s.security_profile =
+            get_string(*server, "security_profile", s.security_profile, "server", file);
+        if (s.security_profile != "default" && s.security_profile != "strict")
+            fail(*server->get("security_profile"), file,
+                 "[server] security_profile must be \"default\" or \"strict\"");
         if (const toml::node* node = server->get("security")) {
             static const std::set<std::string> policies{
                 "None",          "Basic256Sha256", "Aes128_Sha256_RsaOaep", "Aes256_Sha256_RsaPss",
@@ -502,6 +542,7 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
     }
     expand_hostname(cfg.server.application_uri);
     cfg.server.pki_dir = resolve(cfg.server.pki_dir.string(), file, paths);
+    if (cfg.server.strict()) apply_strict(root, file, cfg);
 
     if (const toml::table* slots = sub_table(root, "slots", file)) {
         check_keys(*slots, {"request_queue", "admission", "buffer_pool", "monitored_item_queue"},

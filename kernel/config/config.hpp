@@ -135,6 +135,11 @@ struct ServerSection {
     std::vector<SecurityOffer> security{{"None", {}}};
     // The certificate store (own certificate, trust lists); used when a policy is not None.
     std::filesystem::path pki_dir = "pki";
+    // "default", or "strict": the production posture (docs/security.md). Under strict a None
+    // offer serves discovery only (CreateSession/ActivateSession over None are refused),
+    // Anonymous is off, legacy policies and passwords in clear are configuration errors.
+    std::string security_profile = "default";
+    bool strict() const noexcept { return security_profile == "strict"; }
     ServerLimits limits;
 };
 
@@ -191,6 +196,11 @@ struct AccessSection {
     std::vector<CertificateUser> certificates;  // none: no Certificate token policy
     // Permissions of every role on namespaces and nodes no rule names.
     std::uint32_t default_permissions = (1u << 17) - 1;
+    // What the Anonymous role keeps of default_permissions there, outside namespace 0 (whose
+    // only writable parts are the methods on the caller's own subscriptions): by default
+    // Browse, ReadRolePermissions, Read, ReadHistory and ReceiveEvents, not Write or Call.
+    std::uint32_t anonymous_permissions =
+        (1u << 0) | (1u << 1) | (1u << 5) | (1u << 7) | (1u << 11);
     std::vector<AccessRule> rules;
 };
 

@@ -25,9 +25,8 @@ uaplex_status createMonitoredItemsChecked(SubscriptionService& subscriptions, st
     // As Read answers: a node the session may not Browse is unknown to it.
     auto deniedStatus = [&](std::size_t i) {
         const ua::ReadValueId& item = request.itemsToCreate[i].itemToMonitor;
-        return (access.permissions(item.nodeId) & session::kPermBrowse)
-                   ? UAPLEX_BadUserAccessDenied
-                   : UAPLEX_BadNodeIdUnknown;
+        return (access.permissions(item.nodeId) & session::kPermBrowse) ? UAPLEX_BadUserAccessDenied
+                                                                        : UAPLEX_BadNodeIdUnknown;
     };
     std::size_t denied = 0;
     for (std::size_t i = 0; i < n; ++i) denied += !allowed(i);

@@ -47,7 +47,8 @@ Discovery::Discovery(const config::ServerSection& server, const security::Certif
     for (const auto& o : server.security) {
         const security::PolicyInfo* p = security::findPolicy(o.policy);
         if (!p) {
-            offers_.push_back({nullptr, ua::MessageSecurityMode::None_, 0});
+            // Strict: None serves GetEndpoints and FindServers only; no session endpoint.
+            if (!server.strict()) offers_.push_back({nullptr, ua::MessageSecurityMode::None_, 0});
             continue;
         }
         // securityLevel: the policy's strength; encryption ranks above signing only.

@@ -155,6 +155,7 @@ Dispatcher::Dispatcher(const config::ServerConfig& cfg, session::SessionManager&
       discovery_(discovery),
       throttle_(loginLimitsOf(cfg.server.limits)),
       loginPool_(cfg.server.limits.password_hash_threads, cfg.server.limits.password_hash_queue) {
+    strict_ = cfg.server.strict();
     const auto& l = cfg.server.limits;
     limits_.maxMessageSize = l.max_message_size;
     // 0 in the configuration is no limit (as in ServerCapabilities): the message size bounds it.
@@ -339,6 +340,7 @@ uaplex_status Dispatcher::dispatch(const enc::DataType* type, const void* reques
 
     // --- session services ---
     if (is<ua::CreateSessionRequest>(type)) {
+        if (refusesSessionsOn(ctx)) return UAPLEX_BadSecurityModeInsufficient;
         const auto& req = *static_cast<const ua::CreateSessionRequest*>(request);
         ua::SignatureData serverSignature{ua::nullString(), ua::nullByteString()};
         if (ctx.channelSecurity) {
@@ -412,9 +414,11 @@ uaplex_status Dispatcher::dispatch(const enc::DataType* type, const void* reques
         response = resp;
         return UAPLEX_Good;
     }
-    if (is<ua::ActivateSessionRequest>(type))
+    if (is<ua::ActivateSessionRequest>(type)) {
+        if (refusesSessionsOn(ctx)) return UAPLEX_BadSecurityModeInsufficient;
         return activateSession(*static_cast<const ua::ActivateSessionRequest*>(request), raw, ctx,
                                arena, responseType, response, deferred);
+    }
     if (is<ua::CloseSessionRequest>(type)) {
         // The session's closed hook deletes its subscriptions, or with deleteSubscriptions =
         // false leaves them to their lifetime for a TransferSubscriptions.

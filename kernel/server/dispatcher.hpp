@@ -108,6 +108,12 @@ class Dispatcher {
                                    std::int64_t nowMs, enc::Arena& arena,
                                    const enc::DataType*& responseType, void*& response) noexcept;
     void runLogin(const LoginCall& call) noexcept;
+    // Under security_profile = "strict": SecurityPolicy None serves discovery only, so
+    // CreateSession and ActivateSession on a None channel are refused (opc.https is secured
+    // by its TLS connection and keeps its sessions).
+    bool refusesSessionsOn(const RequestContext& ctx) const noexcept {
+        return strict_ && !ctx.channelSecurity && ctx.endpointUrl.rfind("opc.https:", 0) != 0;
+    }
     void conditionRefresh(std::uint64_t session, const ua::CallRequest& req,
                           ua::CallResponse& resp) noexcept;
     uaplex_status dispatch(const enc::DataType* type, const void* request,
@@ -119,6 +125,7 @@ class Dispatcher {
     ServiceHandler& services_;
     const Discovery& discovery_;
     enc::DecodeLimits limits_;
+    bool strict_ = false;  // [server] security_profile = "strict"
     std::uint32_t maxMessageSize_;
     session::QueuedCanceller canceller_;
     SubscriptionService* subscriptions_ = nullptr;

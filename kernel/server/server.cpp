@@ -27,6 +27,7 @@
 #include "server/dispatcher.hpp"
 #include "server/json_decode_pool.hpp"
 #include "server/pki_identity_crypto.hpp"
+#include "server/security_posture.hpp"
 #include "server/subscription_service.hpp"
 #include "services/service_set.hpp"
 #include "session/access_control.hpp"
@@ -743,6 +744,9 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
     }
     accessPolicy_ = std::make_unique<session::AccessPolicy>(cfg_.access, services_.namespaceUris());
     for (const auto& w : accessPolicy_->warnings()) logger()->warn("{}", w);
+    // One line per insecure setting in force (the strict profile leaves none).
+    for (const auto& w : insecureSettings(cfg_, pki_ && pki_->own(), *accessPolicy_))
+        logger()->warn("{}", w);
     discovery_->setTokenPolicies(identity_->policies());
     dispatcher_ = std::make_unique<Dispatcher>(cfg_, *sessions_, services_, *discovery_);
     dispatcher_->setPki(pki_.get());

@@ -60,6 +60,14 @@ std::uint32_t AccessView::permissions(const ua::NodeId& node) const noexcept {
                                                      : defaultPermissions_;
 }
 
+std::uint32_t AccessView::grantedOutsideNamespace0() const noexcept {
+    std::uint32_t p = defaultPermissions_;
+    for (std::size_t i = 1; i < namespaces_.size(); ++i) p |= namespaces_[i];
+    for (const Override& o : overrides_)
+        if (o.key.ns != 0) p |= o.permissions;
+    return p;
+}
+
 bool receivesEventsFrom(const void* view, const ua::NodeId& source) noexcept {
     if (!view) return true;
     return (static_cast<const AccessView*>(view)->permissions(source) & kPermReceiveEvents) != 0;
@@ -67,12 +75,15 @@ bool receivesEventsFrom(const void* view, const ua::NodeId& source) noexcept {
 
 AccessPolicy::AccessPolicy(const config::AccessSection& cfg,
                            const std::vector<std::string>& namespaceUris)
-    : defaultPermissions_(cfg.default_permissions) {
+    : defaultPermissions_(cfg.default_permissions),
+      anonymousDefaults_(cfg.default_permissions & cfg.anonymous_permissions) {
     RolePermissionTable everyRole;
     everyRole.fill(defaultPermissions_);
     ns_.assign(namespaceUris.size(), everyRole);
+    for (std::size_t i = 1; i < ns_.size(); ++i) ns_[i][0] = anonymousDefaults_;  // Anonymous
     nsHasRules_.assign(namespaceUris.size(), false);
-    restricts_ = defaultPermissions_ != config::kAllPermissions;
+    restricts_ = defaultPermissions_ != config::kAllPermissions ||
+                 anonymousDefaults_ != config::kAllPermissions;
     auto indexOf = [&](const std::string& uri) -> int {
         for (std::size_t i = 0; i < namespaceUris.size(); ++i)
             if (namespaceUris[i] == uri) return int(i);
@@ -112,22 +123,29 @@ AccessPolicy::AccessPolicy(const config::AccessSection& cfg,
               [](const NodeRules& a, const NodeRules& b) { return compareKeys(a.key, b.key) < 0; });
 }
 
+std::uint32_t AccessPolicy::defaultsFor(RoleMask roles, std::size_t ns) const noexcept {
+    // A session without roles still gets the defaults.
+    if (roles == 0) return defaultPermissions_;
+    std::uint32_t p = (roles & ~kAnonymousRole) ? defaultPermissions_ : 0;
+    if (roles & kAnonymousRole) p |= ns == 0 ? defaultPermissions_ : anonymousDefaults_;
+    return p;
+}
+
 std::shared_ptr<const AccessView> AccessPolicy::view(RoleMask roles) const {
     std::lock_guard lock(cacheMutex_);
     auto& cached = cache_[roles];
     if (cached) return cached;
     auto v = std::make_shared<AccessView>();
     v->roles_ = roles;
-    v->defaultPermissions_ = defaultPermissions_;
+    v->defaultPermissions_ = defaultsFor(roles, 1);  // namespaces added later are not ns0
     auto unite = [&](const RolePermissionTable& t) {
         std::uint32_t p = 0;
         for (std::size_t i = 0; i < config::kRoleCount; ++i)
             if (roles & (1u << i)) p |= t[i];
         return p;
     };
-    // A session without roles still gets the defaults on namespaces without rules.
     for (std::size_t i = 0; i < ns_.size(); ++i)
-        v->namespaces_.push_back(nsHasRules_[i] ? unite(ns_[i]) : defaultPermissions_);
+        v->namespaces_.push_back(nsHasRules_[i] ? unite(ns_[i]) : defaultsFor(roles, i));
     for (const NodeRules& n : nodes_) v->overrides_.push_back({n.key, unite(n.perRole)});
     cached = std::move(v);
     return cached;

@@ -2,8 +2,9 @@
 // namespace table, and the per-session view the services check on every operation.
 //
 // A node's permissions for one role come from the rules that name the node, else from the
-// rules of its namespace, else from [access] default_permissions. A session's permissions
-// are the union over its roles. The view is built once per role set (at ActivateSession) and
+// rules of its namespace, else from [access] default_permissions (for the Anonymous role
+// outside namespace 0: narrowed by anonymous_permissions). A session's permissions are the
+// union over its roles. The view is built once per role set (at ActivateSession) and
 // answers with a table index per namespace, plus a binary search only when node rules exist:
 // nothing on the request path allocates or locks.
 #pragma once
@@ -60,6 +61,8 @@ class AccessView {
   public:
     std::uint32_t permissions(const ua::NodeId& node) const noexcept;
     RoleMask roles() const noexcept { return roles_; }
+    // Every permission the view grants on some node outside namespace 0 (start-up checks).
+    std::uint32_t grantedOutsideNamespace0() const noexcept;
 
   private:
     friend class AccessPolicy;
@@ -101,7 +104,10 @@ class AccessPolicy {
         NodeKey key;
         RolePermissionTable perRole{};
     };
+    // The permissions of `roles` where no rule applies, on namespace `ns`.
+    std::uint32_t defaultsFor(RoleMask roles, std::size_t ns) const noexcept;
     std::uint32_t defaultPermissions_;
+    std::uint32_t anonymousDefaults_;  // default_permissions & anonymous_permissions
     std::vector<bool> nsHasRules_;
     std::vector<RolePermissionTable> ns_;  // by namespace index
     std::vector<NodeRules> nodes_;         // sorted by key

@@ -59,6 +59,9 @@ class Server:
         cfg = cfg.replace('endpoints = ["opc.tcp://0.0.0.0:4840"]',
                           'endpoints = ["opc.tcp://127.0.0.1:%d", "opc.https://127.0.0.1:%d/UA"]'
                           % (self.tcp, self.port))
+        # The clients write and call as Anonymous: granted explicitly (the built-in defaults
+        # give Anonymous no Write or Call).
+        cfg += '\n[access]\nanonymous_permissions = ["All"]\n'
         cfg += "\n[plugins.transport-https]\nenabled = true\n" + extra
         path = os.path.join(d, "uaplex-%d.toml" % self.port)
         with open(path, "w") as f:

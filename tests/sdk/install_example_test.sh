@@ -49,6 +49,8 @@ sed -e "s#^endpoints = .*#endpoints = [\"opc.tcp://127.0.0.1:$port\"]#" \
     "$prefix/etc/uaplex/uaplex.toml" >"$cfg"
 # The relative paths of the installed file resolve against its directory, as they would there.
 printf '\n[plugins.vendor-device]\nperiod_ms = 50\ndevice_name = "Pump7"\n' >>"$cfg"
+# The example's client writes the Setpoint as Anonymous: granted explicitly.
+printf '\n[access]\nanonymous_permissions = ["All"]\n' >>"$cfg"
 grep -q "$work/vendor-build" "$cfg" || { echo "could not add the example's directory"; exit 1; }
 
 serve_and_run_client "$prefix/bin/uaplex" "$cfg" "$port" "$work/uaplex.log" sdk/vendor-device.test.js

@@ -36,6 +36,8 @@ request_queue = "fifo"
 [plugins.transport-tcp]
 [plugins.nodeset]
 files = [$list]
+[access]
+anonymous_permissions = ["All"]   # the client writes as Anonymous
 TOML
 }
 

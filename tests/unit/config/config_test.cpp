@@ -226,6 +226,12 @@ TEST_CASE("[access]: defaults, rules, certificates and errors with positions") {
     CHECK(def.access.anonymous_roles == std::vector<std::string>{"Anonymous"});
     CHECK(def.access.users_file.empty());
     CHECK(def.access.default_permissions == uaplex::config::kAllPermissions);
+    // Anonymous keeps Browse, ReadRolePermissions, Read, ReadHistory and ReceiveEvents: no
+    // Write and no Call unless the configuration grants them.
+    CHECK(def.access.anonymous_permissions == (1u | 2u | 32u | 128u | 2048u));
+    CHECK(parse_string("[access]\nanonymous_permissions = [\"All\"]\n", "/etc/uaplex/test.toml",
+                       kPaths)
+              .access.anonymous_permissions == uaplex::config::kAllPermissions);
     CHECK(def.access.rules.empty());
 
     auto cfg = parse_string(
@@ -432,4 +438,38 @@ TEST_CASE("[server.limits] connection slots, send queues and reassembly: finite 
               .find("max_send_queue_bytes must be at least") != std::string::npos);
     CHECK(error_of("[server.limits]\nmax_channels_per_peer = 0\n").find("max_channels_per_peer") !=
           std::string::npos);
+}
+
+TEST_CASE("[server] security_profile: strict turns Anonymous off and refuses what contradicts it") {
+    const std::string secure =
+        "[server]\nsecurity_profile = \"strict\"\n"
+        "security = [{policy = \"None\"}, {policy = \"Basic256Sha256\"}]\n";
+    CHECK(parse_string("", "/etc/uaplex/test.toml", kPaths).server.security_profile == "default");
+    auto strict = parse_string(secure, "/etc/uaplex/test.toml", kPaths);
+    CHECK(strict.server.strict());
+    CHECK_FALSE(strict.access.anonymous);  // implied
+    CHECK(strict.server.security.size() == 2);  // None stays, for discovery
+    // Each contradiction is an error naming the key, at its position.
+    std::string e = error_of(secure + "[access]\nanonymous = true\n");
+    CHECK(e.find("[access] anonymous = true contradicts [server] security_profile = "
+                 "\"strict\"") != std::string::npos);
+    CHECK(e.find("test.toml:5:") != std::string::npos);
+    e = error_of(
+        "[server]\nsecurity_profile = \"strict\"\nsecurity = [{policy = \"Basic256Sha256\"}, "
+        "{policy = \"Basic128Rsa15\"}]\n");
+    CHECK(e.find("[server] security: the legacy policy Basic128Rsa15 contradicts") !=
+          std::string::npos);
+    e = error_of("[server]\nsecurity_profile = \"strict\"\nsecurity = [{policy = \"None\"}]\n");
+    CHECK(e.find("[server] security must offer a policy other than None") != std::string::npos);
+    CHECK(error_of("[server]\nsecurity_profile = \"strict\"\n")
+              .find("[server] security must offer") != std::string::npos);  // default: None
+    e = error_of(secure +
+                 "[access]\nusername_security_policy = "
+                 "\"http://opcfoundation.org/UA/SecurityPolicy#None\"\n");
+    CHECK(e.find("[access] username_security_policy = None (passwords in clear) contradicts") !=
+          std::string::npos);
+    CHECK(error_of("[server]\nsecurity_profile = \"paranoid\"\n")
+              .find("security_profile must be \"default\" or \"strict\"") != std::string::npos);
+    // anonymous = false is consistent with strict.
+    CHECK_NOTHROW(parse_string(secure + "[access]\nanonymous = false\n", "t.toml", kPaths));
 }

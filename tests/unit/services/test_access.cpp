@@ -257,3 +257,51 @@ TEST_CASE("access: a node manager's read, write and call run only after the perm
     CHECK(resp->results[0].statusCode == UAPLEX_Good);
     CHECK(calls() == before + 4);
 }
+
+TEST_CASE("access: without rules Anonymous may Browse, Read and receive events, not Write or Call") {
+    Server s;
+    session::AccessPolicy policy(config::AccessSection{}, s.services->namespaceUris());
+    std::uint16_t d = s.namespaceIndex("urn:uaplex:demo");
+    ua::NodeId int32 = ua::stringNodeId(d, "Demo.Scalars.Int32");
+    auto anonymous = policy.view(session::kAnonymousRole);
+    auto user = policy.view(role("AuthenticatedUser"));
+    ua::Variant five = ua::makeVariant(ua::BuiltinType::Int32);
+    five.value.int32 = 5;
+    ua::Variant args[2] = {ua::variantDouble(2), ua::variantDouble(3)};
+    ua::CallMethodRequest m{};
+    m.objectId = ua::stringNodeId(d, "Demo");
+    m.methodId = ua::stringNodeId(d, "Demo.Multiply");
+    m.inputArguments = {2, args};
+    ua::CallRequest req{};
+    req.methodsToCall = {1, &m};
+    ua::CallResponse* resp = nullptr;
+
+    s.access = anonymous.get();
+    CHECK(s.read(int32).status == UAPLEX_Good);
+    CHECK(s.write(int32, five) == UAPLEX_BadUserAccessDenied);
+    CHECK(s.read(int32, 18).value.value.byte == 1);  // UserAccessLevel: CurrentRead
+    REQUIRE(s.call(req, resp) == UAPLEX_Good);
+    CHECK(resp->results[0].statusCode == UAPLEX_BadUserAccessDenied);
+    CHECK((anonymous->permissions(int32) & session::kPermReceiveEvents) != 0);
+    // Namespace 0 keeps the defaults: its methods (GetMonitoredItems, ConditionRefresh) act
+    // on the caller's own subscriptions.
+    CHECK((anonymous->permissions(ua::numericNodeId(0, 11492)) & session::kPermCall) != 0);
+    CHECK((anonymous->grantedOutsideNamespace0() &
+           (session::kPermWrite | session::kPermCall)) == 0);
+
+    // Authenticated users keep default_permissions.
+    s.access = user.get();
+    CHECK(s.write(int32, five) == UAPLEX_Good);
+    REQUIRE(s.call(req, resp) == UAPLEX_Good);
+    CHECK(resp->results[0].statusCode == UAPLEX_Good);
+
+    // Granted explicitly, Anonymous writes and calls again.
+    config::AccessSection open;
+    open.anonymous_permissions = config::kAllPermissions;
+    session::AccessPolicy openPolicy(open, s.services->namespaceUris());
+    auto openAnonymous = openPolicy.view(session::kAnonymousRole);
+    s.access = openAnonymous.get();
+    CHECK(s.write(int32, five) == UAPLEX_Good);
+    REQUIRE(s.call(req, resp) == UAPLEX_Good);
+    CHECK(resp->results[0].statusCode == UAPLEX_Good);
+}

@@ -215,9 +215,25 @@ TEST_CASE("permissions: node rules over namespace rules over defaults, united ov
     CHECK(t[std::size_t(config::roleIndex("Observer"))] == 0);
     CHECK_FALSE(p.rolePermissions(ua::numericNodeId(2, 1), t));
 
-    AccessPolicy open(config::AccessSection{}, {"http://opcfoundation.org/UA/"});
+    // Without rules: Anonymous keeps anonymous_permissions outside namespace 0, the other
+    // roles (and a session without roles) default_permissions.
+    AccessPolicy defaults(config::AccessSection{}, {"http://opcfoundation.org/UA/", "urn:a"});
+    CHECK(defaults.restricts());
+    CHECK(defaults.view(0)->permissions(plain) == config::kAllPermissions);
+    CHECK(defaults.view(role("Operator"))->permissions(plain) == config::kAllPermissions);
+    CHECK(defaults.view(kAnonymousRole)->permissions(plain) ==
+          config::AccessSection{}.anonymous_permissions);
+    CHECK(defaults.view(kAnonymousRole)->permissions(ua::numericNodeId(0, 85)) ==
+          config::kAllPermissions);
+    CHECK(defaults.view(kAnonymousRole)->permissions(ua::numericNodeId(9, 1)) ==
+          config::AccessSection{}.anonymous_permissions);  // a namespace added later
+    CHECK(defaults.view(kAnonymousRole | role("Operator"))->permissions(plain) ==
+          config::kAllPermissions);
+    config::AccessSection all;
+    all.anonymous_permissions = config::kAllPermissions;
+    AccessPolicy open(all, {"http://opcfoundation.org/UA/"});
     CHECK_FALSE(open.restricts());
-    CHECK(open.view(0)->permissions(plain) == config::kAllPermissions);
+    CHECK(open.view(kAnonymousRole)->permissions(plain) == config::kAllPermissions);
 }
 
 TEST_CASE("identity: policies offered, anonymous switched off, policyId checked") {
