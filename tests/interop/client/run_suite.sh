@@ -129,9 +129,12 @@ LIMITS
 
 # The main and the limits server's clients write and call as Anonymous (04-, 05-, 14-, ...):
 # granted here explicitly, since the built-in defaults give Anonymous no Write or Call. The
-# access servers keep their own [access] tables.
+# access servers keep their own [access] tables. The users file lets 10- and 14- transfer
+# subscriptions between two sessions of user operator (Part 4 5.13.7: the same user; two
+# anonymous sessions on None channels may not).
 for cfg in interop limits; do
-  printf '[access]\nanonymous_permissions = ["All"]\n' >>"$work/$cfg.toml"
+  printf '[access]\nanonymous_permissions = ["All"]\nusers_file = "%s"\n' "$work/users.toml" \
+    >>"$work/$cfg.toml"
 done
 
 pids=()

@@ -4,7 +4,7 @@
 "use strict";
 
 const { test, before, after } = require("node:test");
-const { ua, assert, T_LONG, T_SHORT, sharedSession, connect, disconnect, assertGood } = require("../lib/ua");
+const { ua, assert, PEER, T_LONG, T_SHORT, sharedSession, connect, disconnect, assertGood } = require("../lib/ua");
 const { AttributeIds, DataType, TimestampsToReturn, MonitoringMode, DataChangeFilter, DataChangeTrigger, DeadbandType } =
     ua;
 
@@ -152,11 +152,21 @@ test("Republish returns a message whose Publish response was not acknowledged", 
     await drop(S.session, sub);
 });
 
-test("TransferSubscriptions moves a subscription to another session; GetMonitoredItems", { timeout: T_LONG }, async () => {
+// Part 4 5.13.7: a transfer needs the same user identity (for Anonymous: the same
+// ApplicationUri over a Sign or SignAndEncrypt channel). run_suite.sh gives the server a users
+// file with user operator, so the subscription moves between two operator sessions, and the
+// anonymous session on a None channel is refused. PEER: node-opcua's server has no such user;
+// there both sessions stay anonymous and the refusal is not checked.
+const operator = { type: ua.UserTokenType.UserName, userName: "operator", password: "op-secret" };
+const transferIdentity = PEER ? undefined : operator;
+
+test("TransferSubscriptions moves a subscription to another session of the same user; GetMonitoredItems", { timeout: T_LONG }, async () => {
     await write(S.session, 4);
-    const client = await connect();
+    const clientA = await connect();
+    const clientB = await connect();
     try {
-        const a = await client.createSession();
+        const a = await clientA.createSession(transferIdentity);
+        const b = await clientB.createSession(transferIdentity);
         const sub = await createSubscription(a);
         const item = await monitorAnalog(a, sub, 77);
         assert.deepEqual(await publishUntil(a, (v) => v.length >= 1), [4]);
@@ -166,22 +176,29 @@ test("TransferSubscriptions moves a subscription to another session; GetMonitore
         assert.deepEqual(Array.from(gm.clientHandles), [77]);
         // Another session may not read them.
         await assert.rejects(S.session.getMonitoredItems(sub), /BadUserAccessDenied/);
+        if (!PEER) {
+            // An anonymous session on a None channel may not take an operator's subscription.
+            const denied = await S.session.transferSubscriptions({ subscriptionIds: [sub], sendInitialValues: true });
+            assert.equal(denied.results[0].statusCode.name, "BadUserAccessDenied");
+        }
 
-        const t = await S.session.transferSubscriptions({ subscriptionIds: [sub], sendInitialValues: true });
+        const t = await b.transferSubscriptions({ subscriptionIds: [sub], sendInitialValues: true });
         assertGood(t.results[0].statusCode, "TransferSubscriptions");
-        const bad = await S.session.transferSubscriptions({ subscriptionIds: [0x7ffffff0], sendInitialValues: false });
+        const bad = await b.transferSubscriptions({ subscriptionIds: [0x7ffffff0], sendInitialValues: false });
         assert.equal(bad.results[0].statusCode.name, "BadSubscriptionIdInvalid");
 
         // The old session is told; the new one gets the initial value again.
         const old = await a.publish({ subscriptionAcknowledgements: [] });
         const note = old.notificationMessage.notificationData[0];
         assert.equal(note.status.name, "GoodSubscriptionTransferred");
-        assert.deepEqual(await publishUntil(S.session, (v) => v.length >= 1), [4]);
-        const mine = await S.session.getMonitoredItems(sub);
+        assert.deepEqual(await publishUntil(b, (v) => v.length >= 1), [4]);
+        const mine = await b.getMonitoredItems(sub);
         assert.deepEqual(Array.from(mine.clientHandles), [77]);
         await a.close();
-        await drop(S.session, sub);
+        await drop(b, sub);
+        await b.close();
     } finally {
-        await disconnect(client);
+        await disconnect(clientA);
+        await disconnect(clientB);
     }
 });

@@ -58,12 +58,13 @@ async function eventually(what, fn, tries = 50) {
     }
 }
 
-// One client, `n` sessions; fn(sessions, client); everything closed afterwards.
-async function withSessions(n, fn, extra) {
+// One client, `n` sessions (of `identity`, anonymous by default); fn(sessions, client);
+// everything closed afterwards.
+async function withSessions(n, fn, extra, identity) {
     const client = await eventually("connect", () => connect(extra));
     const sessions = [];
     try {
-        for (let i = 0; i < n; i++) sessions.push(await client.createSession());
+        for (let i = 0; i < n; i++) sessions.push(await client.createSession(identity));
         return await fn(sessions, client);
     } finally {
         for (const s of sessions) {
@@ -226,6 +227,10 @@ test("CreateSubscription beyond MaxSubscriptionsPerSession and MaxSubscriptions 
     });
 });
 
+// Part 4 5.13.7: only the same user may take a subscription over, so both sessions log in as
+// run_suite.sh's user operator; two anonymous sessions on a None channel are refused.
+const operator = { type: ua.UserTokenType.UserName, userName: "operator", password: "op-secret" };
+
 test("TransferSubscriptions to a session at MaxSubscriptionsPerSession: per-item BadTooManySubscriptions", { skip, timeout: T_LONG }, async () => {
     await withSessions(2, async ([a, b]) => {
         const mine = [];
@@ -238,6 +243,18 @@ test("TransferSubscriptions to a session at MaxSubscriptionsPerSession: per-item
         await a.deleteSubscriptions({ subscriptionIds: [mine[0]] });
         r = await transfer();
         assertGood(r.response.results[0].statusCode, "transfer after a delete");
+    }, undefined, operator);
+});
+
+test("TransferSubscriptions between anonymous sessions on a None channel is BadUserAccessDenied", { skip, timeout: T_LONG }, async () => {
+    await withSessions(2, async ([a, b]) => {
+        const theirs = await subscribe(b);
+        const r = await transact(a, new ua.TransferSubscriptionsRequest({ subscriptionIds: [theirs], sendInitialValues: false }));
+        assertGood(r.status, "TransferSubscriptions service result");
+        assertStatus(r.response.results[0].statusCode, StatusCodes.BadUserAccessDenied, "anonymous transfer on None");
+        // The subscription stayed with its session.
+        const del = await b.deleteSubscriptions({ subscriptionIds: [theirs] });
+        assertGood(del.results[0], "DeleteSubscriptions by the owner");
     });
 });
 
