@@ -321,7 +321,7 @@ uaplex_status api_value_set(uaplex_plugin_ctx* ctx, const uaplex_nodeid* node_id
 
 uaplex_status api_raise_event(uaplex_plugin_ctx* ctx, const uaplex_event_spec* spec) {
     auto* h = hooks(ctx);
-    if (!spec || spec->hdr.struct_size < sizeof(uaplex_event_spec) || !spec->event_type ||
+    if (!spec || !UAPLEX_HAS_FIELD(spec, uaplex_event_spec, fields) || !spec->event_type ||
         !spec->source_node || (spec->field_count && !spec->fields))
         return UAPLEX_BadInvalidArgument;
     return h ? h->raise_event(ctx, spec) : UAPLEX_BadInvalidState;

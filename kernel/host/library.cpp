@@ -19,15 +19,16 @@ std::string abi_string(uint32_t major, uint32_t minor) {
 }
 
 // Checks one optional factory: present factories must carry an ops table with the
-// lifecycle entries and a create entry.
+// lifecycle entries and a create entry. Every check asks for the fields of the struct's first
+// release only (UAPLEX_HAS_FIELD), so a plugin built before a later append still loads.
 template <typename F>
 void check_factory(const F* f, const char* kind, const fs::path& path, uint32_t bit,
                    uint32_t& kinds) {
     if (!f) return;
-    if (f->hdr.struct_size < sizeof(F) || !f->ops || !f->create)
+    if (!UAPLEX_HAS_FIELD(f, F, create) || !f->ops || !f->create)
         throw HostError("plugin library " + path.string() + ": malformed " + kind + " factory");
     const auto* life = reinterpret_cast<const uaplex_lifecycle_ops*>(f->ops);
-    if (life->hdr.struct_size < sizeof(uaplex_lifecycle_ops) || !life->start || !life->stop ||
+    if (!UAPLEX_HAS_FIELD(life, uaplex_lifecycle_ops, destroy) || !life->start || !life->stop ||
         !life->destroy)
         throw HostError("plugin library " + path.string() + ": " + kind +
                         " ops lack start/stop/destroy");
@@ -121,17 +122,19 @@ std::shared_ptr<PluginLibrary> load_library(const fs::path& path) {
         std::snprintf(hex, sizeof hex, "0x%08X", st);
         throw HostError("plugin library " + path.string() + ": entry failed with status " + hex);
     }
-    if (d->hdr.struct_size < offsetof(uaplex_plugin_descriptor, abi_minor) + sizeof(uint32_t))
+    // The version fields first: a descriptor of another major may have any later layout.
+    if (!UAPLEX_HAS_FIELD(d, uaplex_plugin_descriptor, abi_minor))
         throw HostError("plugin library " + path.string() + ": malformed descriptor");
-    if (d->abi_major != UAPLEX_ABI_VERSION_MAJOR)
-        throw HostError(
-            "plugin library " + path.string() + ": ABI major mismatch: plugin '" +
-            std::string(d->hdr.struct_size >= sizeof(uaplex_plugin_descriptor) && d->name ? d->name
-                                                                                          : "?") +
-            "' is built for ABI " + abi_string(d->abi_major, d->abi_minor) +
-            ", this host provides ABI " +
-            abi_string(UAPLEX_ABI_VERSION_MAJOR, UAPLEX_ABI_VERSION_MINOR));
-    if (d->hdr.struct_size < sizeof(uaplex_plugin_descriptor) || !d->name || !*d->name)
+    if (d->abi_major != UAPLEX_ABI_VERSION_MAJOR) {
+        const char* name = UAPLEX_FIELD_OR(d, uaplex_plugin_descriptor, name, nullptr);
+        throw HostError("plugin library " + path.string() + ": ABI major mismatch: plugin '" +
+                        std::string(name ? name : "?") + "' is built for ABI " +
+                        abi_string(d->abi_major, d->abi_minor) + ", this host provides ABI " +
+                        abi_string(UAPLEX_ABI_VERSION_MAJOR, UAPLEX_ABI_VERSION_MINOR));
+    }
+    // Every 1.0 descriptor lists all six kinds; a kind appended later is read with
+    // UAPLEX_FIELD_OR.
+    if (!UAPLEX_HAS_FIELD(d, uaplex_plugin_descriptor, node_manager) || !d->name || !*d->name)
         throw HostError("plugin library " + path.string() + ": malformed descriptor");
     auto out = std::make_shared<PluginLibrary>(path, std::move(lib), d);
     out->device_ = std::uint64_t(file.st_dev);

@@ -115,8 +115,8 @@ uaplex_request_queue_params RequestQueueSlot::params(uint32_t max_queued) {
 void RequestQueueSlot::dispose(PluginInstance* from, uaplex_request_entry* entry) noexcept {
     if (!from) return;
     const auto* ops = from->ops<uaplex_request_queue_ops>();
-    if (UAPLEX_HAS_FIELD(ops, uaplex_request_queue_ops, dispose) && ops->dispose)
-        ops->dispose(from->self(), entry);
+    if (auto fn = UAPLEX_FIELD_OR(ops, uaplex_request_queue_ops, dispose, nullptr))
+        fn(from->self(), entry);
     from->dispatched.fetch_sub(1, std::memory_order_release);
 }
 
@@ -176,8 +176,8 @@ std::string RequestQueueSlot::plugin_name() const {
 // A queue that returns its waiting dequeues on request (probed once, with none waiting).
 static bool probe_wake_waiters(PluginInstance& queue) noexcept {
     const auto* ops = queue.ops<uaplex_request_queue_ops>();
-    return UAPLEX_HAS_FIELD(ops, uaplex_request_queue_ops, wake_waiters) && ops->wake_waiters &&
-           ops->wake_waiters(queue.self()) == UAPLEX_Good;
+    auto fn = UAPLEX_FIELD_OR(ops, uaplex_request_queue_ops, wake_waiters, nullptr);
+    return fn && fn(queue.self()) == UAPLEX_Good;
 }
 
 std::shared_ptr<PluginInstance> RequestQueueSlot::exchange(std::shared_ptr<PluginInstance> next) {
@@ -195,8 +195,8 @@ std::shared_ptr<PluginInstance> RequestQueueSlot::exchange(std::shared_ptr<Plugi
     size_t moved = 0;
     while (old_ops->try_dequeue(old->self(), &e) == UAPLEX_Good && e) {
         // The old queue's leases go back before the new queue charges its own.
-        if (UAPLEX_HAS_FIELD(old_ops, uaplex_request_queue_ops, dispose) && old_ops->dispose)
-            old_ops->dispose(old->self(), e);
+        if (auto fn = UAPLEX_FIELD_OR(old_ops, uaplex_request_queue_ops, dispose, nullptr))
+            fn(old->self(), e);
         uaplex_status st = UAPLEX_BadServerHalted;
         if (next) st = next->ops<uaplex_request_queue_ops>()->enqueue(next->self(), e);
         if (st != UAPLEX_Good) on_complete(this, e, st);
@@ -248,6 +248,8 @@ std::shared_ptr<PluginInstance> Host::make_request_queue(const config::PluginCon
     if (!factory)
         throw HostError("plugin '" + pc.name + "' is not a request_queue (it provides " +
                         kind_names(lib->kinds()) + ")");
+    // Each kind's ops table must hold the entries of its first release (1.0 here); entries
+    // appended later are read with UAPLEX_FIELD_OR where they are called.
     const auto* ops = factory->ops;
     if (!UAPLEX_HAS_FIELD(ops, uaplex_request_queue_ops, dispose) || !ops->enqueue ||
         !ops->try_dequeue || !ops->cancel || !ops->count)
@@ -274,7 +276,7 @@ void Host::make_fixed_slots(const config::ServerConfig& cfg, ScanResult& scanned
         auto lib = resolve(*pc, scanned);
         const auto* factory = lib->descriptor().buffer_pool;
         if (!factory || !factory->ops || !factory->create ||
-            factory->ops->hdr.struct_size < sizeof(uaplex_buffer_pool_ops))
+            !UAPLEX_HAS_FIELD(factory->ops, uaplex_buffer_pool_ops, stats))
             throw HostError("plugin '" + pc->name + "' is not a buffer_pool (it provides " +
                             kind_names(lib->kinds()) + ")");
         auto inst = std::make_shared<PluginInstance>(lib, UAPLEX_KIND_BUFFER_POOL, *pc, *services_);
@@ -291,7 +293,7 @@ void Host::make_fixed_slots(const config::ServerConfig& cfg, ScanResult& scanned
         auto lib = resolve(*pc, scanned);
         const auto* factory = lib->descriptor().admission;
         if (!factory || !factory->ops || !factory->create ||
-            factory->ops->hdr.struct_size < offsetof(uaplex_admission_ops, tracked_owners))
+            !UAPLEX_HAS_FIELD(factory->ops, uaplex_admission_ops, owner_info))
             throw HostError("plugin '" + pc->name + "' is not an admission provider (it provides " +
                             kind_names(lib->kinds()) + ")");
         auto inst = std::make_shared<PluginInstance>(lib, UAPLEX_KIND_ADMISSION, *pc, *services_);
@@ -432,7 +434,7 @@ const std::vector<std::shared_ptr<PluginInstance>>& Host::create_node_managers(
         for (const auto& [lib, pc] : node_manager_libraries_) {
             const auto* factory = lib->descriptor().node_manager;
             if (!factory || !factory->ops || !factory->create ||
-                factory->ops->hdr.struct_size < offsetof(uaplex_node_manager_ops, read))
+                !UAPLEX_HAS_FIELD(factory->ops, uaplex_node_manager_ops, monitor))
                 throw HostError("plugin '" + pc.name + "': node_manager factory is incomplete");
             auto inst =
                 std::make_shared<PluginInstance>(lib, UAPLEX_KIND_NODE_MANAGER, pc, *services_);
@@ -486,7 +488,7 @@ void Host::reload(const config::ServerConfig& cfg) {
         mi_lib = resolve(*mi_new, scanned);
         const auto* factory = mi_lib->descriptor().monitored_item_queue;
         if (!factory || !factory->ops ||
-            factory->ops->hdr.struct_size < sizeof(uaplex_mi_queue_factory_ops))
+            !UAPLEX_HAS_FIELD(factory->ops, uaplex_mi_queue_factory_ops, create_event_queue))
             throw HostError("plugin '" + mi_after + "' is not a monitored_item_queue factory");
     }
 
@@ -577,8 +579,8 @@ std::shared_ptr<PluginInstance> Host::create_transport(const std::string& name,
         const auto* factory = lib->descriptor().transport;
         if (!factory || lib->name() != name) continue;
         const auto* ops = factory->ops;
-        if (ops->hdr.struct_size < offsetof(uaplex_transport_ops, secure_channel_opened) ||
-            !ops->scheme || !ops->listen || !ops->send || !ops->close)
+        if (!UAPLEX_HAS_FIELD(ops, uaplex_transport_ops, set_receiving) || !ops->scheme ||
+            !ops->listen || !ops->send || !ops->close)
             throw HostError("plugin '" + name + "': transport ops lack scheme/listen/send/close");
         const config::PluginConfig* pc = config_.plugin(name);
         if (!pc) break;
@@ -599,7 +601,7 @@ std::shared_ptr<PluginInstance> Host::create_mi_queue_factory(
         if (lib->name() != name) continue;
         const auto* factory = lib->descriptor().monitored_item_queue;
         if (!factory || !factory->ops ||
-            factory->ops->hdr.struct_size < sizeof(uaplex_mi_queue_factory_ops))
+            !UAPLEX_HAS_FIELD(factory->ops, uaplex_mi_queue_factory_ops, create_event_queue))
             throw HostError("plugin '" + name + "' is not a monitored_item_queue factory");
         const config::PluginConfig* pc = config_.plugin(name);
         if (!pc) break;

@@ -265,11 +265,10 @@ class Connection final : public securechannel::ChunkOutput,
     }
     void opened() noexcept override {
         std::lock_guard lock(transportMutex_);
-        if (!gone_ &&
-            transport_.ops->hdr.struct_size >
-                offsetof(uaplex_transport_ops, secure_channel_opened) &&
-            transport_.ops->secure_channel_opened)
-            transport_.ops->secure_channel_opened(transport_.self, handle_);
+        if (gone_) return;
+        if (auto fn = UAPLEX_FIELD_OR(transport_.ops, uaplex_transport_ops, secure_channel_opened,
+                                      nullptr))
+            fn(transport_.self, handle_);
     }
     // The SecureChannel the requests of this connection belong to.
     std::uint32_t channelId() const noexcept {
@@ -954,12 +953,13 @@ void Server::start() {
     }
     for (const auto& client : cfg_.server.reverse_connect) {
         auto* b = transportFor(client);
-        if (!b || b->ops->hdr.struct_size <= offsetof(uaplex_transport_ops, reverse_connect) ||
-            !b->ops->reverse_connect)
+        const auto reverse =
+            b ? UAPLEX_FIELD_OR(b->ops, uaplex_transport_ops, reverse_connect, nullptr) : nullptr;
+        if (!reverse)
             throw std::runtime_error("reverse_connect " + client + ": no transport supports it");
         std::string endpoint = discovery_->substituteHost(cfg_.server.endpoints.front(), "");
-        uaplex_status st = b->ops->reverse_connect(b->self, {client.data(), client.size()},
-                                                   {endpoint.data(), endpoint.size()});
+        uaplex_status st =
+            reverse(b->self, {client.data(), client.size()}, {endpoint.data(), endpoint.size()});
         if (st != UAPLEX_Good)
             throw std::runtime_error("reverse_connect " + client + ": " +
                                      std::string(enc::statusName(st)));

@@ -92,8 +92,11 @@ uaplex_status ServiceSet::Impl::callMethods(ServiceCall& call) noexcept {
         NodeRef object = space.find(m.objectId);
         if (!object) {
             const NamespaceOwner* owner = ownerOf(m.objectId.namespace_index);
-            if (owner == nullptr || owner->ops->call == nullptr ||
-                owner->ops->hdr.struct_size < sizeof(uaplex_node_manager_ops)) {
+            // `call` is a 1.1 entry: a 1.0 table ends before it.
+            const auto invoke =
+                owner ? UAPLEX_FIELD_OR(owner->ops, uaplex_node_manager_ops, call, nullptr)
+                      : nullptr;
+            if (invoke == nullptr) {
                 r.statusCode = UAPLEX_BadNodeIdUnknown;
                 continue;
             }
@@ -106,9 +109,8 @@ uaplex_status ServiceSet::Impl::callMethods(ServiceCall& call) noexcept {
             auto* inputResults = arena.allocateArray<uaplex_status>(given);
             size_t outCount = 0;
             ua::Variant* outputs = nullptr;
-            r.statusCode =
-                owner->ops->call(owner->self, &m.objectId, &m.methodId, given,
-                                 m.inputArguments.data, &alloc, inputResults, &outCount, &outputs);
+            r.statusCode = invoke(owner->self, &m.objectId, &m.methodId, given,
+                                  m.inputArguments.data, &alloc, inputResults, &outCount, &outputs);
             r.inputArgumentResults = {std::int32_t(given), inputResults};
             r.outputArguments = {std::int32_t(outputs ? outCount : 0), outputs};
             continue;

@@ -103,8 +103,7 @@ uaplex_status ServiceSet::Impl::namespace_register(uaplex_plugin_ctx*, uaplex_st
 uaplex_status ServiceSet::Impl::node_add(uaplex_plugin_ctx*,
                                          const uaplex_node_spec* spec) noexcept {
     // The 1.1 layout is the smallest accepted; later fields are read only when present.
-    if (spec->hdr.struct_size < offsetof(uaplex_node_spec, is_abstract))
-        return UAPLEX_BadInvalidArgument;
+    if (!UAPLEX_HAS_FIELD(spec, uaplex_node_spec, reserved1)) return UAPLEX_BadInvalidArgument;
     std::lock_guard lock(buildMutex());
     try {
         return space.addNode(*spec);

@@ -17,6 +17,13 @@ ua::Array<T> arrayOf(enc::Arena& arena, size_t n) {
     return {int32_t(n), n ? arena.allocateArray<T>(n) : nullptr};
 }
 
+// A queue whose table lacks an entry of its first release is not used: it is destroyed at
+// once (destroy is the table's first entry) and the item goes on without it.
+template <typename Ops>
+void discardQueue(void* queue, const Ops* ops) noexcept {
+    if (auto destroy = ops ? UAPLEX_FIELD_OR(ops, Ops, destroy, nullptr) : nullptr) destroy(queue);
+}
+
 }  // namespace
 
 SubscriptionManager::SubscriptionManager(const Clock& clock, SubscriptionLimits limits,
@@ -497,6 +504,10 @@ uaplex_status SubscriptionManager::applyParameters(Subscription& s, MonitoredIte
             if (!factoryOps_ ||
                 factoryOps_->create_event_queue(factory_, 0, it.id(), &q, &ops) != UAPLEX_Good)
                 return UAPLEX_BadInternalError;
+            if (!ops || !UAPLEX_HAS_FIELD(ops, uaplex_event_queue_ops, items_in_queue)) {
+                discardQueue(q, ops);
+                return UAPLEX_BadInternalError;
+            }
             eq = std::make_unique<EventQueueHandler>(q, ops);
             eq->factory = factoryKeep_;
         }
@@ -508,10 +519,13 @@ uaplex_status SubscriptionManager::applyParameters(Subscription& s, MonitoredIte
             void* q = nullptr;
             const uaplex_data_change_queue_ops* ops = nullptr;
             if (factoryOps_ && factoryOps_->create_data_change_queue(factory_, 0, it.id(), &q,
-                                                                     &ops) == UAPLEX_Good)
-                dq = std::make_unique<DataChangeQueueHandler>(q, ops, ctx_.values);
-            else
-                size = 1;  // without a factory an item keeps its last value only
+                                                                     &ops) == UAPLEX_Good) {
+                if (ops && UAPLEX_HAS_FIELD(ops, uaplex_data_change_queue_ops, queue_size))
+                    dq = std::make_unique<DataChangeQueueHandler>(q, ops, ctx_.values);
+                else
+                    discardQueue(q, ops);
+            }
+            if (!dq) size = 1;  // without a factory an item keeps its last value only
         }
         if (dq) dq->factory = factoryKeep_;
         it.setQueue(size, p.discardOldest, std::move(dq), nullptr);

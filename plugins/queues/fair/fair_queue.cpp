@@ -511,12 +511,14 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
 
     uint64_t group_of(uaplex_request_entry* e) {
         uint64_t g = reinterpret_cast<uintptr_t>(e->owner);
-        if (adm_ && e->owner &&
-            adm_->hdr.struct_size >=
-                offsetof(uaplex_admission_ops, owner_group) + sizeof(adm_->owner_group) &&
-            adm_->owner_group) {
+        // owner_group was appended after the first 1.0 headers; absent: each owner is its own
+        // group.
+        const auto group = adm_ && e->owner
+                               ? UAPLEX_FIELD_OR(adm_, uaplex_admission_ops, owner_group, nullptr)
+                               : nullptr;
+        if (group) {
             uint64_t id = 0;
-            if (adm_->owner_group(adm_self_, e->owner, &id) == UAPLEX_Good) g = id;
+            if (group(adm_self_, e->owner, &id) == UAPLEX_Good) g = id;
         }
         return g;
     }

@@ -4,9 +4,18 @@
  * - Plain C11. No C++ type, exception or STL object crosses the boundary.
  * - Every struct that crosses starts with uaplex_header {struct_size, type}. A reader
  *   touches only fields that lie below struct_size; structs only grow at the end; no field
- *   is ever conditional. UAPLEX_HAS_FIELD() is the check for a field added after 1.0.
+ *   is ever conditional. UAPLEX_HAS_FIELD() is the check for a field added after 1.0, and
+ *   UAPLEX_FIELD_OR() reads such a field with its value for "absent".
  * - Function tables are append-only. A NULL entry means "not supported". Each entry
  *   takes an opaque `void* self` first and returns a uaplex_status.
+ * - A field or entry appended after a struct's first release sits below a line
+ *   `--- since 1.N ---` (the minor version whose headers first had it); everything above
+ *   the first such line is the struct's first release, which a reader may require.
+ *   `since 1.0, appended` marks fields added after the first 1.0 headers but before 1.1:
+ *   a plugin built against the first 1.0 headers lacks them, so they are optional too.
+ * - An entry marked "reserved: not called by the kernel yet" is part of the ABI (it keeps
+ *   its place) but no kernel of this major version calls it so far; implementing it has no
+ *   effect.
  * - Ownership is stated on every entry: "borrowed" inputs are valid for the call only;
  *   memory is freed by the side that allocated it; buffers go back to the pool that lent
  *   them.
@@ -92,9 +101,16 @@ typedef struct uaplex_header {
 #define UAPLEX_HEADER_INIT(T, tag) \
     { (uint32_t)sizeof(T), (uint32_t)(tag) }
 
-/* True when the struct pointed to by `p` (of type T) is large enough to hold `field`. */
+/* True when the struct or function table pointed to by `p` (of type T, as the reader was
+ * compiled) holds `field`, judged by the size its writer gave it (hdr.struct_size). This is
+ * the one presence check on both sides of the ABI: a reader never compares struct_size with
+ * its own sizeof(T), which grows with every append and would refuse older writers. */
 #define UAPLEX_HAS_FIELD(p, T, field) \
     ((p)->hdr.struct_size >= offsetof(T, field) + sizeof(((T*)0)->field))
+
+/* The value of `field` when UAPLEX_HAS_FIELD holds, else `absent` (NULL for an entry, the
+ * documented default for a value): how a reader treats a field its writer did not have. */
+#define UAPLEX_FIELD_OR(p, T, field, absent) (UAPLEX_HAS_FIELD(p, T, field) ? (p)->field : (absent))
 
 /* A borrowed string: not NUL-terminated in general; valid for as long as the owner says. */
 typedef struct uaplex_str {

@@ -117,7 +117,8 @@ typedef struct uaplex_admission_ops {
     /* Returns a lease; a second release is a no-op. Raises capacity_available after the
      * counters changed. Any thread; must not block. */
     uaplex_status (*release)(void* self, uaplex_admission_lease* lease);
-    /* Current total usage of `stage`. Any thread; must not block. */
+    /* Current total usage of `stage`. Any thread; must not block. Reserved: not called by
+     * the kernel yet. */
     uaplex_status (*usage)(void* self, uint32_t stage, int64_t* out_usage);
     /* Owner reference counting. Any thread; must not block. */
     uaplex_status (*owner_retain)(void* self, uaplex_admission_owner* owner);
@@ -125,12 +126,13 @@ typedef struct uaplex_admission_ops {
     /* The owner's class and weight (>= 1), for schedulers. Any thread; must not block. */
     uaplex_status (*owner_info)(void* self, uaplex_admission_owner* owner, uint32_t* out_class,
                                 uint32_t* out_weight);
-    /* --- appended in 1.0 before release --- */
+    /* --- since 1.0, appended --- */
     /* Number of owner keys that currently hold at least one lease (the owner table's
-     * entries). Any thread; must not block. May be NULL. */
+     * entries). Any thread; must not block. May be NULL. Reserved: not called by the kernel
+     * yet. */
     uaplex_status (*tracked_owners)(void* self, uint64_t* out_count);
     /* What `owner`'s key currently uses at `stage`. Any thread; must not block. May be
-     * NULL. */
+     * NULL. Reserved: not called by the kernel yet. */
     uaplex_status (*owner_usage)(void* self, uaplex_admission_owner* owner, uint32_t stage,
                                  int64_t* out_usage);
     /* *out_group is equal for owners that share accounting (the same key) while any of them

@@ -48,13 +48,16 @@ typedef struct uaplex_buffer_pool_ops {
     /* Creates a manager (name borrowed for the call). Any thread. */
     uaplex_status (*manager_create)(void* self, uaplex_str name, uint32_t max_buffer_size,
                                     uaplex_buffer_manager** out_manager);
-    /* Destroys a manager with no buffer outstanding (else BadInvalidState). Any thread. */
+    /* Destroys a manager with no buffer outstanding (else BadInvalidState). Any thread.
+     * Reserved: not called by the kernel yet (its managers live as long as the pool). */
     uaplex_status (*manager_destroy)(void* self, uaplex_buffer_manager* manager);
     /* Size to ask for so that a rent fills its bucket exactly; BadOutOfRange when size > the
-     * manager's MaxBufferSize. Any thread; must not block. */
+     * manager's MaxBufferSize. Any thread; must not block. Reserved: not called by the
+     * kernel yet. */
     uaplex_status (*suggested_size)(void* self, uaplex_buffer_manager* manager, uint32_t size,
                                     uint32_t* out_size);
-    /* Upper bound of the next rent's length for `size`. Any thread; must not block. */
+    /* Upper bound of the next rent's length for `size`. Any thread; must not block.
+     * Reserved: not called by the kernel yet. */
     uaplex_status (*expected_size)(void* self, uaplex_buffer_manager* manager, uint32_t size,
                                    uint32_t* out_size);
     /* Rents at least `size` bytes into *out (caller storage). `owner` tags the holder for
@@ -65,17 +68,20 @@ typedef struct uaplex_buffer_pool_ops {
      * Otherwise any thread, lock-free. */
     uaplex_status (*take)(void* self, uaplex_buffer_manager* manager, uint32_t size,
                           const void* owner, const uaplex_cancel_token* cancel, uaplex_buffer* out);
-    /* Passes holding of `buffer` to `owner`. Any thread; must not block. */
+    /* Passes holding of `buffer` to `owner`. Any thread; must not block. Reserved: not
+     * called by the kernel yet. */
     uaplex_status (*transfer)(void* self, uaplex_buffer* buffer, const void* owner);
     /* Marks the buffer in use by an outstanding operation (checking builds: a locked buffer
-     * cannot be given back). Double lock or unlock gives BadInvalidState. */
+     * cannot be given back). Double lock or unlock gives BadInvalidState. Reserved: not
+     * called by the kernel yet. */
     uaplex_status (*lock)(void* self, uaplex_buffer* buffer);
     uaplex_status (*unlock)(void* self, uaplex_buffer* buffer);
     /* Returns the bytes to the pool that lent them; a buffer with data == NULL is a no-op.
      * Foreign or double returns give BadInvalidState and change nothing. Any thread;
      * must not block; lock-free. */
     uaplex_status (*give_back)(void* self, uaplex_buffer* buffer, const void* owner);
-    /* Bytes retained by the pool and outstanding to holders. Any thread. */
+    /* Bytes retained by the pool and outstanding to holders. Any thread. Reserved: not
+     * called by the kernel yet. */
     uaplex_status (*stats)(void* self, uint64_t* out_retained, uint64_t* out_outstanding);
 } uaplex_buffer_pool_ops;
 

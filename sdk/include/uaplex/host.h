@@ -1,7 +1,7 @@
 /* The host API table: everything a plugin may ask of the kernel. Plugins link to nothing
  * in the kernel; logging, clocks, timers, metrics, allocation and configuration come
- * through this table. It is append-only: address-space access arrived in minor version 1, events
- * in 3.
+ * through this table. It is append-only: each group of entries added after 1.0 sits below
+ * its `since 1.N` line (address space since 1.1, events since 1.3).
  *
  * Every entry takes the plugin context the host handed to the plugin's factory `create`
  * (it identifies the plugin: its name goes into each log line, its TOML table is the
@@ -119,7 +119,7 @@ typedef struct uaplex_host_api {
      * plugin, the key and the file position. Any thread. */
     uaplex_status (*config_unknown_key)(uaplex_plugin_ctx* ctx, uaplex_str key);
 
-    /* --- address space (minor version 1) ---
+    /* --- since 1.1: address space ---
      * Nodes are added while node managers start (create or start, host main thread); once
      * the server runs the structure is frozen (BadInvalidState) and only values change. */
     /* *out_index = the namespace index of `uri` (borrowed for the call), registering it in
@@ -139,7 +139,7 @@ typedef struct uaplex_host_api {
     uaplex_status (*value_set)(uaplex_plugin_ctx* ctx, const struct uaplex_nodeid* node_id,
                                const struct uaplex_datavalue* value);
 
-    /* --- events (minor version 3) --- */
+    /* --- since 1.3: events --- */
     /* Raises an event (see uaplex_event_spec; borrowed for the call). It reaches the event
      * items on its source node, on the source's notifiers (inverse HasEventSource and
      * HasNotifier, transitively) and on the Server object. BadNodeIdUnknown for an unknown

@@ -56,6 +56,7 @@ typedef struct uaplex_data_change_queue_ops {
     uaplex_status (*peek_newest)(void* self, struct uaplex_datavalue** out_value,
                                  uaplex_status* out_error);
     uaplex_status (*items_in_queue)(void* self, uint32_t* out_count);
+    /* Reserved: not called by the kernel yet (it keeps the size it set). */
     uaplex_status (*queue_size)(void* self, uint32_t* out_size);
 } uaplex_data_change_queue_ops;
 
@@ -85,7 +86,8 @@ typedef struct uaplex_mi_queue_factory_ops {
     uaplex_status (*stop)(void* self);
     uaplex_status (*destroy)(void* self);
 
-    /* *out = 1 when durable queues (durable subscriptions) are served. Any thread. */
+    /* *out = 1 when durable queues (durable subscriptions) are served. Any thread.
+     * Reserved: not called by the kernel yet (it creates non-durable queues only). */
     uaplex_status (*supports_durable)(void* self, int32_t* out_supported);
     /* A new empty queue for monitored item `item_id`: *out_queue owned by the caller until
      * its destroy, *out_ops static. durable without support: BadInvalidArgument. Any

@@ -47,8 +47,8 @@ typedef uaplex_status (*uaplex_method_fn)(void* user, const struct uaplex_nodeid
                                           const uaplex_value_alloc* alloc, size_t* out_output_count,
                                           struct uaplex_variant** out_outputs);
 
-/* A node to add to the kernel's store (host API node_add); everything borrowed for the call
- * (the kernel copies). Unused fields are zero. */
+/* A node to add to the kernel's store (host API node_add, since 1.1); everything borrowed for
+ * the call (the kernel copies). Unused fields are zero. */
 typedef struct uaplex_node_spec {
     uaplex_header hdr;   /* UAPLEX_STYPE_NODE_SPEC */
     uint32_t node_class; /* 1 Object, 2 Variable, 4 Method */
@@ -82,12 +82,12 @@ typedef struct uaplex_node_spec {
     uint32_t method_flags; /* UAPLEX_METHOD_NOT_EXECUTABLE: Executable false (BadNotExecutable) */
     uint32_t reserved1;
 
-    /* --- minor version 2: type nodes ---
+    /* --- since 1.2: type nodes ---
      * node_class may also be 8 ObjectType, 16 VariableType (value, data_type, value_rank,
      * array_dimensions as for Variables), 32 ReferenceType or 64 DataType; type nodes get no
      * HasTypeDefinition. The kernel reads these fields only when struct_size covers them. */
-    int32_t is_abstract; /* IsAbstract of type nodes (non-zero: true) */
-    int32_t symmetric;   /* Symmetric of ReferenceTypes */
+    int32_t is_abstract;                             /* IsAbstract of type nodes (non-zero: true) */
+    int32_t symmetric;                               /* Symmetric of ReferenceTypes */
     const struct uaplex_localizedtext* inverse_name; /* ReferenceTypes; NULL: none */
     /* DataTypes: the DataTypeDefinition attribute, an ExtensionObject with a binary body
      * (StructureDefinition, encoding i=122, or EnumDefinition, i=123); NULL: none. */
@@ -100,7 +100,7 @@ typedef struct uaplex_node_spec {
  * the object's events. */
 #define UAPLEX_EVENT_NOTIFIER_SUBSCRIBE 0x1u
 
-/* One field of an event (host API raise_event, minor version 3): its browse path relative to
+/* One field of an event (host API raise_event, since 1.3): its browse path relative to
  * the event type ("Severity", or "EnabledState" then "Id") and its value; borrowed. */
 typedef struct uaplex_event_field {
     const struct uaplex_qualifiedname* browse_path;
@@ -109,8 +109,8 @@ typedef struct uaplex_event_field {
     const struct uaplex_variant* value;
 } uaplex_event_field;
 
-/* An event to raise; everything borrowed for the call (the kernel copies what it queues).
- * The kernel adds EventId (16 random bytes), Time and ReceiveTime (now) when absent, and
+/* An event to raise (since 1.3); everything borrowed for the call (the kernel copies what it
+ * queues). The kernel adds EventId (16 random bytes), Time and ReceiveTime (now) when absent, and
  * EventType and SourceNode from the fields below when absent. */
 typedef struct uaplex_event_spec {
     uaplex_header hdr; /* UAPLEX_STYPE_EVENT_SPEC */
@@ -131,7 +131,8 @@ typedef struct uaplex_read_item {
     const struct uaplex_nodeid* node_id;
     uaplex_str index_range; /* empty when none */
     double max_age_ms;
-    /* Memory for boxed values, strings and arrays of the result (minor version 1). */
+    /* --- since 1.1 --- */
+    /* Memory for boxed values, strings and arrays of the result. */
     const uaplex_value_alloc* alloc;
 } uaplex_read_item;
 
@@ -165,6 +166,7 @@ typedef uaplex_status (*uaplex_value_change_sink)(void* user, const struct uaple
 typedef struct uaplex_node_manager_params {
     uaplex_header hdr; /* UAPLEX_STYPE_NODE_MANAGER_PARAMS */
     uint32_t reserved0;
+    /* Reserved: the kernel leaves it NULL yet (see ops->monitor). */
     uaplex_value_change_sink value_changed;
     void* user;
 } uaplex_node_manager_params;
@@ -194,9 +196,11 @@ typedef struct uaplex_node_manager_ops {
                             uaplex_reference_sink sink, void* sink_user);
     /* Starts or stops reporting changes of a node's attribute through
      * params->value_changed (for event-driven items instead of sampling). NULL: the kernel
-     * samples with read. Any thread. */
+     * samples with read. Any thread. Reserved: not called by the kernel yet (it samples
+     * every item with read). */
     uaplex_status (*monitor)(void* self, const struct uaplex_nodeid* node_id, uint32_t attribute_id,
                              int32_t enabled);
+    /* --- since 1.1 --- */
     /* Calls a Method of an owned namespace; outputs from `alloc`, input_results[i] per input
      * (kernel-owned, input_count entries). NULL: BadNotImplemented. Worker threads. */
     uaplex_status (*call)(void* self, const struct uaplex_nodeid* object_id,

@@ -61,7 +61,7 @@ typedef struct uaplex_request_queue_params {
      * Borrowed until destroy. */
     void* admission_self;
     const struct uaplex_admission_ops* admission;
-    /* --- appended in 1.0 before release --- */
+    /* --- since 1.0, appended --- */
     uint32_t flags; /* uaplex_request_queue_flags */
     uint32_t reserved1;
     /* Bytes charged at RequestQueueBytes per request (MaxMessageSize); a queue that charges
@@ -95,12 +95,14 @@ typedef struct uaplex_request_queue_ops {
     /* Number of queued entries. Any thread; must not block. */
     uaplex_status (*count)(void* self, uint64_t* out_count);
     /* Releases the execution lease of a running entry at its park point. NULL when the
-     * queue does not charge execution. Any thread; must not block. */
+     * queue does not charge execution. Any thread; must not block. Reserved: not called by
+     * the kernel yet. */
     uaplex_status (*release_execution)(void* self, uaplex_request_entry* entry);
     /* The kernel is done with a dispatched entry: returns its remaining leases (idempotent).
      * NULL when the queue holds no per-entry state after dequeue. Any thread. */
     uaplex_status (*dispose)(void* self, uaplex_request_entry* entry);
-    /* (appended) Every dequeue waiting now returns soon with BadTimeout; nothing else
+    /* --- since 1.5 --- */
+    /* Every dequeue waiting now returns soon with BadTimeout; nothing else
      * changes, and a dequeue called later may wait again. The host calls it (repeatedly)
      * while it retires a queue that workers wait on without a timeout; it calls it once
      * after create too, to learn whether the queue supports it. NULL or BadNotSupported:

@@ -14,7 +14,7 @@ UAPLEX_BEGIN_DECLS
 typedef struct uaplex_connection uaplex_connection;
 
 /* What a UACP Hello/Acknowledge exchange settled for one connection (Part 6 7.1.2.3), as
- * seen from the server. Borrowed for the on_hello call. */
+ * seen from the server. Borrowed for the on_hello call. Since 1.0, appended. */
 typedef struct uaplex_transport_negotiated {
     uaplex_header hdr;            /* UAPLEX_STYPE_TRANSPORT_NEGOTIATED */
     uint32_t protocol_version;    /* the client's ProtocolVersion */
@@ -51,7 +51,7 @@ typedef struct uaplex_transport_params {
     /* The connection is gone (status says why). No callback for it follows. */
     uaplex_status (*on_closed)(void* user, void* connection_user, uaplex_status reason);
     void* user;
-    /* --- appended in 1.0 development (struct_size tells whether present) --- */
+    /* --- since 1.0, appended --- */
     uint32_t max_message_size;       /* MaxMessageSize in Acknowledge; 0 = no limit */
     uint32_t max_chunk_count;        /* MaxChunkCount in Acknowledge; 0 = no limit */
     uint32_t max_connections;        /* open connections; more are closed at accept */
@@ -64,7 +64,7 @@ typedef struct uaplex_transport_params {
      * closes the connection with an Error message carrying it. May be NULL. */
     uaplex_status (*on_hello)(void* user, void* connection_user,
                               const uaplex_transport_negotiated* negotiated);
-    /* --- appended in ABI 1.4 (transports without UASC: opc.https) --- */
+    /* --- since 1.4: transports without UASC (opc.https) --- */
     /* One whole request message arrived (an HTTP POST body; Part 6 7.4): `encoding` says
      * how (uaplex_transport_body). The body is `count` buffers in order; their ownership
      * passes to the kernel. The kernel answers every request with exactly one send() whose
@@ -120,9 +120,10 @@ typedef struct uaplex_transport_ops {
     /* Closes after pending sends; on_closed follows, never from inside this call (nor from
      * inside send). Any thread; must not block. */
     uaplex_status (*close)(void* self, uaplex_connection* connection, uaplex_status reason);
-    /* Pauses or resumes reading from a connection (back-pressure). Any thread. */
+    /* Pauses or resumes reading from a connection (back-pressure). Any thread.
+     * Reserved: not called by the kernel yet. */
     uaplex_status (*set_receiving)(void* self, uaplex_connection* connection, int32_t enabled);
-    /* --- appended in 1.0 development --- */
+    /* --- since 1.0, appended --- */
     /* The kernel opened a secure channel on the connection: it no longer counts as a pending
      * handshake and the handshake timeout no longer applies. Any thread; must not block. */
     uaplex_status (*secure_channel_opened)(void* self, uaplex_connection* connection);

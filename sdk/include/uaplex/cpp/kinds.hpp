@@ -10,7 +10,9 @@
 namespace uaplex::sdk {
 namespace detail {
 
-// Copies an ABI struct written by a peer that may be older (shorter) than this header.
+// Copies an ABI struct written by a peer that may be older (shorter) than this header. Fields
+// the peer did not have stay zero (absent), and the copy keeps the peer's struct_size, so
+// UAPLEX_HAS_FIELD on the copy answers as on the original.
 template <typename T>
 T copy_sized(const T& src) noexcept {
     T dst{};
