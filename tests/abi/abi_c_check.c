@@ -45,6 +45,13 @@ UAPLEX_PIN_FACTORY(uaplex_buffer_pool_factory);
 UAPLEX_PIN_FACTORY(uaplex_mi_queue_factory);
 UAPLEX_PIN_FACTORY(uaplex_node_manager_factory);
 
+static uaplex_status fake_reverse_connect(void* self, uaplex_str client, uaplex_str endpoint) {
+    (void)self;
+    (void)client;
+    (void)endpoint;
+    return UAPLEX_Good;
+}
+
 int main(void) {
     /* A reader compiled against a newer header must see an older, shorter struct as
      * lacking the appended field. */
@@ -68,6 +75,26 @@ int main(void) {
         if (UAPLEX_HAS_FIELD(&h, uaplex_host_api, raise_event)) ++failures;
         h.hdr.struct_size = (uint32_t)sizeof h;
         if (!UAPLEX_HAS_FIELD(&h, uaplex_host_api, raise_event)) ++failures;
+    }
+    {
+        /* A 1.0 transport's tables read by this host: the later entry and fields are absent,
+         * and UAPLEX_FIELD_OR gives NULL or the default for them. */
+        uaplex_transport_ops t;
+        uaplex_transport_params p;
+        memset(&t, 0, sizeof t);
+        memset(&p, 0, sizeof p);
+        t.reverse_connect = fake_reverse_connect;
+        t.hdr.struct_size = (uint32_t)offsetof(uaplex_transport_ops, secure_channel_opened);
+        if (UAPLEX_FIELD_OR(&t, uaplex_transport_ops, reverse_connect, NULL) != NULL) ++failures;
+        t.hdr.struct_size = (uint32_t)sizeof t;
+        if (UAPLEX_FIELD_OR(&t, uaplex_transport_ops, reverse_connect, NULL) !=
+            fake_reverse_connect)
+            ++failures;
+        p.max_connections = 7;
+        p.hdr.struct_size = (uint32_t)offsetof(uaplex_transport_params, max_message_size);
+        if (UAPLEX_FIELD_OR(&p, uaplex_transport_params, max_connections, 100u) != 100u) ++failures;
+        p.hdr.struct_size = (uint32_t)sizeof p;
+        if (UAPLEX_FIELD_OR(&p, uaplex_transport_params, max_connections, 100u) != 7u) ++failures;
     }
     if (!UAPLEX_STATUS_IS_BAD(UAPLEX_BadInternalError)) ++failures;
     if (failures) fprintf(stderr, "abi_c_check: %d failures\n", failures);

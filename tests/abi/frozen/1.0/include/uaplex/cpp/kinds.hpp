@@ -1,0 +1,309 @@
+// One base class per plugin kind, and the factory adapters that UAPLEX_PLUGIN takes.
+// A plugin overrides the entries it supports; the defaults answer BadNotSupported.
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+
+#include "uaplex/cpp/plugin.hpp"
+
+namespace uaplex::sdk {
+namespace detail {
+
+// Copies an ABI struct written by a peer that may be older (shorter) than this header.
+template <typename T>
+T copy_sized(const T& src) noexcept {
+    T dst{};
+    std::memcpy(&dst, &src, std::min<size_t>(sizeof(T), src.hdr.struct_size));
+    return dst;
+}
+
+// A noexcept C trampoline for a member function M of the kind's base class, dispatched to T.
+template <auto M>
+struct Call;
+template <typename C, typename... A, uaplex_status (C::*M)(A...)>
+struct Call<M> {
+    template <typename T>
+    static uaplex_status fn(void* self, A... a) noexcept {
+        auto* o = static_cast<T*>(self);
+        return guard(&o->context(), "plugin entry", [&] { return (o->*M)(a...); });
+    }
+};
+
+}  // namespace detail
+
+// --- request queue ---------------------------------------------------------------------
+class RequestQueue : public Instance {
+  public:
+    RequestQueue(Context ctx, const uaplex_request_queue_params& params)
+        : Instance(ctx), params_(detail::copy_sized(params)) {}
+    virtual uaplex_status enqueue(uaplex_request_entry* entry) = 0;
+    virtual uaplex_status try_dequeue(uaplex_request_entry** out_entry) = 0;
+    virtual uaplex_status dequeue(uint32_t timeout_ms, uaplex_request_entry** out_entry) = 0;
+    virtual uaplex_status cancel(uaplex_request_entry* entry, uaplex_status status) = 0;
+    virtual uaplex_status count(uint64_t* out_count) = 0;
+    virtual uaplex_status release_execution(uaplex_request_entry*) {
+        return UAPLEX_BadNotSupported;
+    }
+    virtual uaplex_status dispose(uaplex_request_entry*) { return UAPLEX_Good; }
+
+  protected:
+    // Completes an entry this queue unlinked itself (cancel, stop).
+    uaplex_status complete(uaplex_request_entry* entry, uaplex_status status) noexcept {
+        return params_.complete ? params_.complete(params_.user, entry, status)
+                                : UAPLEX_BadInternalError;
+    }
+    uaplex_request_queue_params params_;
+};
+
+template <typename T>
+struct RequestQueueFactory {
+    using B = RequestQueue;
+    static constexpr uaplex_request_queue_ops ops{
+        .hdr = UAPLEX_HEADER_INIT(uaplex_request_queue_ops, UAPLEX_STYPE_REQUEST_QUEUE_OPS),
+        .start = &detail::Lifecycle<T>::start,
+        .stop = &detail::Lifecycle<T>::stop,
+        .destroy = &detail::Lifecycle<T>::destroy,
+        .enqueue = &detail::Call<&B::enqueue>::template fn<T>,
+        .try_dequeue = &detail::Call<&B::try_dequeue>::template fn<T>,
+        .dequeue = &detail::Call<&B::dequeue>::template fn<T>,
+        .cancel = &detail::Call<&B::cancel>::template fn<T>,
+        .count = &detail::Call<&B::count>::template fn<T>,
+        .release_execution = &detail::Call<&B::release_execution>::template fn<T>,
+        .dispose = &detail::Call<&B::dispose>::template fn<T>,
+    };
+    static constexpr uaplex_request_queue_factory factory{
+        .hdr = UAPLEX_HEADER_INIT(uaplex_request_queue_factory, UAPLEX_STYPE_REQUEST_QUEUE_FACTORY),
+        .ops = &ops,
+        .create = &detail::create<T, uaplex_request_queue_params>,
+    };
+    static void describe(uaplex_plugin_descriptor& d) noexcept { d.request_queue = &factory; }
+};
+
+// --- admission provider ----------------------------------------------------------------
+class AdmissionProvider : public Instance {
+  public:
+    AdmissionProvider(Context ctx, const uaplex_admission_params& params)
+        : Instance(ctx), params_(detail::copy_sized(params)) {}
+    virtual uaplex_status use_fair_scheduling(int32_t* out) = 0;
+    virtual uaplex_status classify_connection(const uaplex_admission_request_info* info,
+                                              uaplex_admission_owner** out) = 0;
+    virtual uaplex_status classify(const uaplex_admission_request_info* info,
+                                   uaplex_admission_owner** out) = 0;
+    virtual uaplex_status revalidate(uaplex_admission_owner* owner,
+                                     const uaplex_admission_request_info* info) = 0;
+    virtual uaplex_status try_acquire(uint32_t stage, uaplex_admission_owner* owner, int64_t amount,
+                                      uaplex_admission_lease* lease, uint32_t* out_reason) = 0;
+    virtual uaplex_status release(uaplex_admission_lease* lease) = 0;
+    virtual uaplex_status usage(uint32_t stage, int64_t* out) = 0;
+    virtual uaplex_status owner_retain(uaplex_admission_owner* owner) = 0;
+    virtual uaplex_status owner_release(uaplex_admission_owner* owner) = 0;
+    virtual uaplex_status owner_info(uaplex_admission_owner* owner, uint32_t* out_class,
+                                     uint32_t* out_weight) = 0;
+
+  protected:
+    uaplex_admission_params params_;
+};
+
+template <typename T>
+struct AdmissionFactory {
+    using B = AdmissionProvider;
+    static constexpr uaplex_admission_ops ops{
+        .hdr = UAPLEX_HEADER_INIT(uaplex_admission_ops, UAPLEX_STYPE_ADMISSION_OPS),
+        .start = &detail::Lifecycle<T>::start,
+        .stop = &detail::Lifecycle<T>::stop,
+        .destroy = &detail::Lifecycle<T>::destroy,
+        .use_fair_scheduling = &detail::Call<&B::use_fair_scheduling>::template fn<T>,
+        .classify_connection = &detail::Call<&B::classify_connection>::template fn<T>,
+        .classify = &detail::Call<&B::classify>::template fn<T>,
+        .revalidate = &detail::Call<&B::revalidate>::template fn<T>,
+        .try_acquire = &detail::Call<&B::try_acquire>::template fn<T>,
+        .release = &detail::Call<&B::release>::template fn<T>,
+        .usage = &detail::Call<&B::usage>::template fn<T>,
+        .owner_retain = &detail::Call<&B::owner_retain>::template fn<T>,
+        .owner_release = &detail::Call<&B::owner_release>::template fn<T>,
+        .owner_info = &detail::Call<&B::owner_info>::template fn<T>,
+    };
+    static constexpr uaplex_admission_factory factory{
+        .hdr = UAPLEX_HEADER_INIT(uaplex_admission_factory, UAPLEX_STYPE_ADMISSION_FACTORY),
+        .ops = &ops,
+        .create = &detail::create<T, uaplex_admission_params>,
+    };
+    static void describe(uaplex_plugin_descriptor& d) noexcept { d.admission = &factory; }
+};
+
+// --- buffer pool -------------------------------------------------------------------------
+class BufferPool : public Instance {
+  public:
+    BufferPool(Context ctx, const uaplex_buffer_pool_params& params)
+        : Instance(ctx), params_(detail::copy_sized(params)) {}
+    virtual uaplex_status manager_create(uaplex_str name, uint32_t max_buffer_size,
+                                         uaplex_buffer_manager** out) = 0;
+    virtual uaplex_status manager_destroy(uaplex_buffer_manager* manager) = 0;
+    virtual uaplex_status suggested_size(uaplex_buffer_manager* m, uint32_t size,
+                                         uint32_t* out) = 0;
+    virtual uaplex_status expected_size(uaplex_buffer_manager* m, uint32_t size, uint32_t* out) = 0;
+    virtual uaplex_status take(uaplex_buffer_manager* m, uint32_t size, const void* owner,
+                               const uaplex_cancel_token* cancel, uaplex_buffer* out) = 0;
+    virtual uaplex_status transfer(uaplex_buffer*, const void*) { return UAPLEX_Good; }
+    virtual uaplex_status lock(uaplex_buffer*) { return UAPLEX_Good; }
+    virtual uaplex_status unlock(uaplex_buffer*) { return UAPLEX_Good; }
+    virtual uaplex_status give_back(uaplex_buffer* buffer, const void* owner) = 0;
+    virtual uaplex_status stats(uint64_t*, uint64_t*) { return UAPLEX_BadNotSupported; }
+
+  protected:
+    uaplex_buffer_pool_params params_;
+};
+
+template <typename T>
+struct BufferPoolFactory {
+    using B = BufferPool;
+    static constexpr uaplex_buffer_pool_ops ops{
+        .hdr = UAPLEX_HEADER_INIT(uaplex_buffer_pool_ops, UAPLEX_STYPE_BUFFER_POOL_OPS),
+        .start = &detail::Lifecycle<T>::start,
+        .stop = &detail::Lifecycle<T>::stop,
+        .destroy = &detail::Lifecycle<T>::destroy,
+        .manager_create = &detail::Call<&B::manager_create>::template fn<T>,
+        .manager_destroy = &detail::Call<&B::manager_destroy>::template fn<T>,
+        .suggested_size = &detail::Call<&B::suggested_size>::template fn<T>,
+        .expected_size = &detail::Call<&B::expected_size>::template fn<T>,
+        .take = &detail::Call<&B::take>::template fn<T>,
+        .transfer = &detail::Call<&B::transfer>::template fn<T>,
+        .lock = &detail::Call<&B::lock>::template fn<T>,
+        .unlock = &detail::Call<&B::unlock>::template fn<T>,
+        .give_back = &detail::Call<&B::give_back>::template fn<T>,
+        .stats = &detail::Call<&B::stats>::template fn<T>,
+    };
+    static constexpr uaplex_buffer_pool_factory factory{
+        .hdr = UAPLEX_HEADER_INIT(uaplex_buffer_pool_factory, UAPLEX_STYPE_BUFFER_POOL_FACTORY),
+        .ops = &ops,
+        .create = &detail::create<T, uaplex_buffer_pool_params>,
+    };
+    static void describe(uaplex_plugin_descriptor& d) noexcept { d.buffer_pool = &factory; }
+};
+
+// --- transport ---------------------------------------------------------------------------
+class Transport : public Instance {
+  public:
+    Transport(Context ctx, const uaplex_transport_params& params)
+        : Instance(ctx), params_(detail::copy_sized(params)) {}
+    virtual uaplex_status scheme(uaplex_str* out) = 0;
+    virtual uaplex_status listen(uaplex_str endpoint_url) = 0;
+    virtual uaplex_status send(uaplex_connection* c, uaplex_buffer* buffers, size_t count) = 0;
+    virtual uaplex_status close(uaplex_connection* c, uaplex_status reason) = 0;
+    virtual uaplex_status set_receiving(uaplex_connection*, int32_t) {
+        return UAPLEX_BadNotSupported;
+    }
+
+  protected:
+    uaplex_transport_params params_;
+};
+
+template <typename T>
+struct TransportFactory {
+    using B = Transport;
+    static constexpr uaplex_transport_ops ops{
+        .hdr = UAPLEX_HEADER_INIT(uaplex_transport_ops, UAPLEX_STYPE_TRANSPORT_OPS),
+        .start = &detail::Lifecycle<T>::start,
+        .stop = &detail::Lifecycle<T>::stop,
+        .destroy = &detail::Lifecycle<T>::destroy,
+        .scheme = &detail::Call<&B::scheme>::template fn<T>,
+        .listen = &detail::Call<&B::listen>::template fn<T>,
+        .send = &detail::Call<&B::send>::template fn<T>,
+        .close = &detail::Call<&B::close>::template fn<T>,
+        .set_receiving = &detail::Call<&B::set_receiving>::template fn<T>,
+    };
+    static constexpr uaplex_transport_factory factory{
+        .hdr = UAPLEX_HEADER_INIT(uaplex_transport_factory, UAPLEX_STYPE_TRANSPORT_FACTORY),
+        .ops = &ops,
+        .create = &detail::create<T, uaplex_transport_params>,
+    };
+    static void describe(uaplex_plugin_descriptor& d) noexcept { d.transport = &factory; }
+};
+
+// --- monitored-item queue factory ------------------------------------------------------
+// The queues themselves are C objects with static ops tables (one per queue type).
+class MonitoredItemQueueFactory : public Instance {
+  public:
+    MonitoredItemQueueFactory(Context ctx, const uaplex_mi_queue_params& params)
+        : Instance(ctx), params_(detail::copy_sized(params)) {}
+    virtual uaplex_status supports_durable(int32_t* out) = 0;
+    virtual uaplex_status create_data_change_queue(int32_t durable, uint32_t item_id,
+                                                   void** out_queue,
+                                                   const uaplex_data_change_queue_ops** ops) = 0;
+    virtual uaplex_status create_event_queue(int32_t durable, uint32_t item_id, void** out_queue,
+                                             const uaplex_event_queue_ops** ops) = 0;
+
+  protected:
+    uaplex_mi_queue_params params_;
+};
+
+template <typename T>
+struct MonitoredItemQueueFactoryOf {
+    using B = MonitoredItemQueueFactory;
+    static constexpr uaplex_mi_queue_factory_ops ops{
+        .hdr = UAPLEX_HEADER_INIT(uaplex_mi_queue_factory_ops, UAPLEX_STYPE_MI_QUEUE_FACTORY_OPS),
+        .start = &detail::Lifecycle<T>::start,
+        .stop = &detail::Lifecycle<T>::stop,
+        .destroy = &detail::Lifecycle<T>::destroy,
+        .supports_durable = &detail::Call<&B::supports_durable>::template fn<T>,
+        .create_data_change_queue = &detail::Call<&B::create_data_change_queue>::template fn<T>,
+        .create_event_queue = &detail::Call<&B::create_event_queue>::template fn<T>,
+    };
+    static constexpr uaplex_mi_queue_factory factory{
+        .hdr = UAPLEX_HEADER_INIT(uaplex_mi_queue_factory, UAPLEX_STYPE_MI_QUEUE_FACTORY),
+        .ops = &ops,
+        .create = &detail::create<T, uaplex_mi_queue_params>,
+    };
+    static void describe(uaplex_plugin_descriptor& d) noexcept {
+        d.monitored_item_queue = &factory;
+    }
+};
+
+// --- node manager ------------------------------------------------------------------------
+class NodeManager : public Instance {
+  public:
+    NodeManager(Context ctx, const uaplex_node_manager_params& params)
+        : Instance(ctx), params_(detail::copy_sized(params)) {}
+    virtual uaplex_status namespace_count(size_t* out) = 0;
+    virtual uaplex_status namespace_uri(size_t index, uaplex_str* out) = 0;
+    virtual uaplex_status read(size_t count, const uaplex_read_item* items,
+                               uaplex_datavalue* const* results, uaplex_status* statuses) = 0;
+    virtual uaplex_status write(size_t, const uaplex_write_item*, uaplex_status*) {
+        return UAPLEX_BadNotSupported;
+    }
+    virtual uaplex_status browse(const uaplex_nodeid* node, uint32_t direction,
+                                 const uaplex_nodeid* reference_type, int32_t include_subtypes,
+                                 uaplex_reference_sink sink, void* sink_user) = 0;
+    virtual uaplex_status monitor(const uaplex_nodeid*, uint32_t, int32_t) {
+        return UAPLEX_BadNotSupported;
+    }
+
+  protected:
+    uaplex_node_manager_params params_;
+};
+
+template <typename T>
+struct NodeManagerFactory {
+    using B = NodeManager;
+    static constexpr uaplex_node_manager_ops ops{
+        .hdr = UAPLEX_HEADER_INIT(uaplex_node_manager_ops, UAPLEX_STYPE_NODE_MANAGER_OPS),
+        .start = &detail::Lifecycle<T>::start,
+        .stop = &detail::Lifecycle<T>::stop,
+        .destroy = &detail::Lifecycle<T>::destroy,
+        .namespace_count = &detail::Call<&B::namespace_count>::template fn<T>,
+        .namespace_uri = &detail::Call<&B::namespace_uri>::template fn<T>,
+        .read = &detail::Call<&B::read>::template fn<T>,
+        .write = &detail::Call<&B::write>::template fn<T>,
+        .browse = &detail::Call<&B::browse>::template fn<T>,
+        .monitor = &detail::Call<&B::monitor>::template fn<T>,
+    };
+    static constexpr uaplex_node_manager_factory factory{
+        .hdr = UAPLEX_HEADER_INIT(uaplex_node_manager_factory, UAPLEX_STYPE_NODE_MANAGER_FACTORY),
+        .ops = &ops,
+        .create = &detail::create<T, uaplex_node_manager_params>,
+    };
+    static void describe(uaplex_plugin_descriptor& d) noexcept { d.node_manager = &factory; }
+};
+
+}  // namespace uaplex::sdk

@@ -1,0 +1,122 @@
+/* The host API table: everything a plugin may ask of the kernel. Plugins link to nothing
+ * in the kernel; logging, clocks, timers, metrics, allocation and configuration come
+ * through this table. It is append-only: address-space access arrives in a later minor
+ * version, after the last entry below.
+ *
+ * Every entry takes the plugin context the host handed to the plugin's factory `create`
+ * (it identifies the plugin: its name goes into each log line, its TOML table is the
+ * configuration view). The context stays valid until the instance's destroy returns.
+ */
+#ifndef UAPLEX_HOST_H
+#define UAPLEX_HOST_H
+
+#include "uaplex/abi.h"
+
+UAPLEX_BEGIN_DECLS
+
+/* Opaque, owned by the host: one per plugin instance. */
+typedef struct uaplex_plugin_ctx uaplex_plugin_ctx;
+/* Opaque host objects; handles are owned by the host and freed by the matching entry. */
+typedef struct uaplex_timer uaplex_timer;
+typedef struct uaplex_metric uaplex_metric;
+
+typedef enum uaplex_log_level {
+    UAPLEX_LOG_TRACE = 0,
+    UAPLEX_LOG_DEBUG = 1,
+    UAPLEX_LOG_INFO = 2,
+    UAPLEX_LOG_WARN = 3,
+    UAPLEX_LOG_ERROR = 4,
+    UAPLEX_LOG_CRITICAL = 5,
+    UAPLEX_LOG_OFF = 6
+} uaplex_log_level;
+
+typedef enum uaplex_metric_kind {
+    UAPLEX_METRIC_COUNTER = 1, /* monotonically increasing; add only */
+    UAPLEX_METRIC_GAUGE = 2    /* set or add (may go down) */
+} uaplex_metric_kind;
+
+typedef enum uaplex_config_type {
+    UAPLEX_CONFIG_NONE = 0,
+    UAPLEX_CONFIG_BOOL = 1,
+    UAPLEX_CONFIG_INTEGER = 2,
+    UAPLEX_CONFIG_FLOAT = 3,
+    UAPLEX_CONFIG_STRING = 4,
+    UAPLEX_CONFIG_ARRAY = 5,
+    UAPLEX_CONFIG_TABLE = 6
+} uaplex_config_type;
+
+/* Timer callback: runs on the host's timer thread; must not block. */
+typedef void (*uaplex_timer_fn)(void* user);
+
+typedef struct uaplex_host_api {
+    uaplex_header hdr;    /* UAPLEX_STYPE_HOST_API */
+    uint32_t abi_version; /* UAPLEX_ABI_VERSION of the host */
+    uint32_t reserved0;
+
+    /* --- logging --- */
+    /* Logs `message` (borrowed for the call) at `level`; the plugin's name is added by the
+     * host. Any thread; does not block on I/O for stdout/stderr sinks. */
+    uaplex_status (*log)(uaplex_plugin_ctx* ctx, uint32_t level, uaplex_str message);
+    /* *out_level = the lowest level that is currently logged, so callers can skip
+     * formatting. Any thread; must not block. */
+    uaplex_status (*log_level)(uaplex_plugin_ctx* ctx, uint32_t* out_level);
+
+    /* --- clocks --- */
+    /* Monotonic time in nanoseconds since an arbitrary origin. Any thread; must not block. */
+    uaplex_status (*monotonic_ns)(uaplex_plugin_ctx* ctx, uint64_t* out_ns);
+    /* UTC as an OPC UA DateTime: 100 ns intervals since 1601-01-01. Tests may substitute a
+     * fake clock here, so plugins read time only through these two entries. */
+    uaplex_status (*utc_now)(uaplex_plugin_ctx* ctx, int64_t* out_datetime);
+
+    /* --- timers --- */
+    /* Runs fn(user) after `delay_ms`, then every `period_ms` if period_ms > 0. The handle is
+     * owned by the host until timer_cancel. Any thread. */
+    uaplex_status (*timer_start)(uaplex_plugin_ctx* ctx, uint64_t delay_ms, uint64_t period_ms,
+                                 uaplex_timer_fn fn, void* user, uaplex_timer** out_timer);
+    /* Cancels and frees the timer. When it returns the callback is not running and never
+     * runs again. Any thread except the timer's own callback. Every timer of a plugin must
+     * be cancelled before its destroy returns. */
+    uaplex_status (*timer_cancel)(uaplex_plugin_ctx* ctx, uaplex_timer* timer);
+
+    /* --- metrics --- */
+    /* Registers (or finds) the metric "<plugin>.<name>" (name borrowed for the call). The
+     * handle lives as long as the host; updating it is lock-free. Any thread. */
+    uaplex_status (*metric_register)(uaplex_plugin_ctx* ctx, uaplex_str name, uint32_t kind,
+                                     uaplex_metric** out_metric);
+    /* Adds delta (counters: delta >= 0). Any thread; must not block; lock-free. */
+    uaplex_status (*metric_add)(uaplex_plugin_ctx* ctx, uaplex_metric* metric, int64_t delta);
+    /* Sets a gauge. Any thread; must not block; lock-free. */
+    uaplex_status (*metric_set)(uaplex_plugin_ctx* ctx, uaplex_metric* metric, int64_t value);
+
+    /* --- allocation --- */
+    /* Allocates `size` bytes aligned to `alignment` (a power of two, or 0 for the default).
+     * Owned by the caller; free only with mem_free. Any thread. */
+    uaplex_status (*mem_alloc)(uaplex_plugin_ctx* ctx, size_t size, size_t alignment,
+                               void** out_ptr);
+    /* Frees memory from mem_alloc; NULL is a no-op. Any thread. */
+    uaplex_status (*mem_free)(uaplex_plugin_ctx* ctx, void* ptr);
+
+    /* --- configuration: read-only view of the plugin's TOML table --- */
+    /* Keys are dotted paths relative to the plugin's table ("limits.max_queued"), borrowed
+     * for the call. A missing key gives BadNotFound, a value of another type
+     * BadTypeMismatch. Integers that do not fit give BadOutOfRange. Any thread. */
+    uaplex_status (*config_type)(uaplex_plugin_ctx* ctx, uaplex_str key, uint32_t* out_type);
+    uaplex_status (*config_bool)(uaplex_plugin_ctx* ctx, uaplex_str key, int32_t* out_value);
+    uaplex_status (*config_int)(uaplex_plugin_ctx* ctx, uaplex_str key, int64_t* out_value);
+    uaplex_status (*config_float)(uaplex_plugin_ctx* ctx, uaplex_str key, double* out_value);
+    /* *out_value is borrowed from the host and stays valid until the instance is destroyed. */
+    uaplex_status (*config_string)(uaplex_plugin_ctx* ctx, uaplex_str key, uaplex_str* out_value);
+    /* Enumerates the top-level keys of the plugin's table (sorted by name): *out_count, then
+     * key i (borrowed until destroy); index past the end gives BadOutOfRange. */
+    uaplex_status (*config_key_count)(uaplex_plugin_ctx* ctx, size_t* out_count);
+    uaplex_status (*config_key_at)(uaplex_plugin_ctx* ctx, size_t index, uaplex_str* out_key);
+    /* The plugin declares that it does not know `key`; the host warns once, naming the
+     * plugin, the key and the file position. Any thread. */
+    uaplex_status (*config_unknown_key)(uaplex_plugin_ctx* ctx, uaplex_str key);
+
+    /* --- appended in later minor versions (address space access, ...) --- */
+} uaplex_host_api;
+
+UAPLEX_END_DECLS
+
+#endif /* UAPLEX_HOST_H */
