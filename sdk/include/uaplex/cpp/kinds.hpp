@@ -207,6 +207,7 @@ class Transport : public Instance {
     virtual uaplex_status listen(uaplex_str endpoint_url) = 0;
     virtual uaplex_status send(uaplex_connection* c, uaplex_buffer* buffers, size_t count) = 0;
     virtual uaplex_status close(uaplex_connection* c, uaplex_status reason) = 0;
+    // Reserved: not called by the kernel yet (transport.h).
     virtual uaplex_status set_receiving(uaplex_connection*, int32_t) {
         return UAPLEX_BadNotSupported;
     }
@@ -302,6 +303,7 @@ class NodeManager : public Instance {
                                  uaplex_reference_sink, void*) {
         return UAPLEX_BadNotSupported;
     }
+    // Reserved: not called by the kernel yet (node_manager.h); the kernel samples with read.
     virtual uaplex_status monitor(const uaplex_nodeid*, uint32_t, int32_t) {
         return UAPLEX_BadNotSupported;
     }
