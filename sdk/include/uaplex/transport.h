@@ -77,7 +77,7 @@ typedef struct uaplex_transport_params {
      * caller-owned); *out_len = the bytes the text needs. BadOutOfRange when it does not
      * fit (call again with a larger buffer). Any thread. May be NULL. */
     uaplex_status (*write_metrics)(void* user, char* out, size_t capacity, size_t* out_len);
-    /* --- appended in ABI 1.6 (connection slots and send queues) --- */
+    /* --- since 1.6: connection slots and send queues --- */
     /* Open connections from one remote address (IPv4-mapped IPv6 counts as IPv4); more
      * are refused like connections beyond max_connections. 0 = max_connections. */
     uint32_t max_connections_per_peer;

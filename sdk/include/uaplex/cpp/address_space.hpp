@@ -1,5 +1,5 @@
 // C++ helpers for node managers that add their nodes to the kernel's store through the host
-// API (uaplex/host.h, minor version 1): NodeId and value builders, node specs, and a small
+// API (uaplex/host.h, since 1.1): NodeId and value builders, node specs, and a small
 // binary writer for the structure values plugins commonly need (Range, EUInformation,
 // Argument). Header-only; nothing here links to the kernel.
 #pragma once
@@ -159,7 +159,7 @@ class AddressSpace {
   public:
     explicit AddressSpace(const Context& ctx) noexcept : ctx_(ctx) {}
 
-    // False when the host is older than minor version 1.
+    // False when the host is older than 1.1.
     bool available() const noexcept {
         const auto* api = ctx_.api();
         return api && UAPLEX_HAS_FIELD(api, uaplex_host_api, value_set) && api->node_add;

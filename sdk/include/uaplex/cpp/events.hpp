@@ -1,4 +1,4 @@
-// C++ helper for raising events from a node manager (host API raise_event, minor version 3):
+// C++ helper for raising events from a node manager (host API raise_event, since 1.3):
 // collect fields by browse path, then raise. Header-only; nothing here links to the kernel.
 #pragma once
 
@@ -43,7 +43,7 @@ class Event {
         return *this;
     }
 
-    // BadNotSupported when the host is older than minor version 3.
+    // BadNotSupported when the host is older than 1.3.
     uaplex_status raise(const Context& ctx) const {
         const auto* api = ctx.api();
         if (!api || !UAPLEX_HAS_FIELD(api, uaplex_host_api, raise_event) || !api->raise_event)
