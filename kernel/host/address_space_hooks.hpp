@@ -1,4 +1,4 @@
-// What the address-space entries of the host API table (uaplex/host.h, minor version 1)
+// What the address-space entries of the host API table (uaplex/host.h, since 1.1)
 // forward to. The services install an implementation while they own the address space; with
 // none installed the entries answer BadInvalidState.
 #pragma once
@@ -20,7 +20,7 @@ class AddressSpaceHooks {
                                         const uaplex_nodeid* target) noexcept = 0;
     virtual uaplex_status value_set(uaplex_plugin_ctx* ctx, const uaplex_nodeid* node_id,
                                     const uaplex_datavalue* value) noexcept = 0;
-    // Host API minor version 3.
+    // Host API, since 1.3.
     virtual uaplex_status raise_event(uaplex_plugin_ctx* ctx,
                                       const uaplex_event_spec* spec) noexcept = 0;
 };

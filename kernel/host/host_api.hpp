@@ -40,7 +40,7 @@ class Metrics {
 struct Services {
     Metrics metrics;
     TimerService timers;
-    // Set by the services while they own the address space (host API minor version 1).
+    // Set by the services while they own the address space (host API, since 1.1).
     std::atomic<AddressSpaceHooks*> address_space{nullptr};
 };
 
