@@ -66,7 +66,7 @@ std::string upperHex(const security::Certificate& c) {
     return h;
 }
 
-// The audit's configuration: Anonymous may only browse the demo namespace, a `subject`
+// A plant configuration: Anonymous may only browse the demo namespace, a `subject`
 // mapping makes operator-1 an Operator, two pinned certificates (one expired).
 test::ServerProcess& identityServer() {
     static test::ServerProcess s("hostile-identity", [](std::uint16_t port,
