@@ -1,6 +1,7 @@
 // Codecs of the structured built-in types (Part 6 5.2.2.7-5.2.2.17).
 #include <uaplex/encoding/datatype.hpp>
 
+#include <array>
 #include <cstring>
 
 namespace uaplex::enc {
@@ -238,83 +239,15 @@ void encodeBoxed(BinaryWriter& w, const Variant& v) noexcept {
     encode(w, *static_cast<const T*>(v.value.pointer));
 }
 
+// Arrays hold the type's C representation (UAPLEX_BUILTIN_TYPES): a case per row.
 void decodeVariantArray(BinaryReader& r, std::uint8_t type, std::int32_t n, void*& out) noexcept {
     switch (type) {
-        case 1:
-            decodeArrayInto<bool>(r, n, out);
-            break;
-        case 2:
-            decodeArrayInto<std::int8_t>(r, n, out);
-            break;
-        case 3:
-            decodeArrayInto<std::uint8_t>(r, n, out);
-            break;
-        case 4:
-            decodeArrayInto<std::int16_t>(r, n, out);
-            break;
-        case 5:
-            decodeArrayInto<std::uint16_t>(r, n, out);
-            break;
-        case 6:
-            decodeArrayInto<std::int32_t>(r, n, out);
-            break;
-        case 7:
-            decodeArrayInto<std::uint32_t>(r, n, out);
-            break;
-        case 8:
-            decodeArrayInto<std::int64_t>(r, n, out);
-            break;
-        case 9:
-            decodeArrayInto<std::uint64_t>(r, n, out);
-            break;
-        case 10:
-            decodeArrayInto<float>(r, n, out);
-            break;
-        case 11:
-            decodeArrayInto<double>(r, n, out);
-            break;
-        case 12:
-            decodeArrayInto<String>(r, n, out);
-            break;
-        case 13:
-            decodeArrayInto<DateTime>(r, n, out);
-            break;
-        case 14:
-            decodeArrayInto<Guid>(r, n, out);
-            break;
-        case 15:
-            decodeArrayInto<ByteString>(r, n, out);
-            break;
-        case 16:
-            decodeArrayInto<XmlElement>(r, n, out);
-            break;
-        case 17:
-            decodeArrayInto<NodeId>(r, n, out);
-            break;
-        case 18:
-            decodeArrayInto<ExpandedNodeId>(r, n, out);
-            break;
-        case 19:
-            decodeArrayInto<StatusCode>(r, n, out);
-            break;
-        case 20:
-            decodeArrayInto<QualifiedName>(r, n, out);
-            break;
-        case 21:
-            decodeArrayInto<LocalizedText>(r, n, out);
-            break;
-        case 22:
-            decodeArrayInto<ExtensionObject>(r, n, out);
-            break;
-        case 23:
-            decodeArrayInto<DataValue>(r, n, out);
-            break;
-        case 24:
-            decodeArrayInto<Variant>(r, n, out);
-            break;
-        case 25:
-            decodeArrayInto<DiagnosticInfo>(r, n, out);
-            break;
+#define UAPLEX_DECODE_ARRAY_CASE_(id, name, c_type) \
+    case id:                                        \
+        decodeArrayInto<c_type>(r, n, out);         \
+        break;
+        UAPLEX_BUILTIN_TYPES(UAPLEX_DECODE_ARRAY_CASE_)
+#undef UAPLEX_DECODE_ARRAY_CASE_
         default:
             r.fail(UAPLEX_BadDecodingError);
             break;
@@ -328,81 +261,12 @@ void encodeVariantArray(BinaryWriter& w, std::uint8_t type, std::int32_t n,
         return;
     }
     switch (type) {
-        case 1:
-            encodeElements<bool>(w, n, p);
-            break;
-        case 2:
-            encodeElements<std::int8_t>(w, n, p);
-            break;
-        case 3:
-            encodeElements<std::uint8_t>(w, n, p);
-            break;
-        case 4:
-            encodeElements<std::int16_t>(w, n, p);
-            break;
-        case 5:
-            encodeElements<std::uint16_t>(w, n, p);
-            break;
-        case 6:
-            encodeElements<std::int32_t>(w, n, p);
-            break;
-        case 7:
-            encodeElements<std::uint32_t>(w, n, p);
-            break;
-        case 8:
-            encodeElements<std::int64_t>(w, n, p);
-            break;
-        case 9:
-            encodeElements<std::uint64_t>(w, n, p);
-            break;
-        case 10:
-            encodeElements<float>(w, n, p);
-            break;
-        case 11:
-            encodeElements<double>(w, n, p);
-            break;
-        case 12:
-            encodeElements<String>(w, n, p);
-            break;
-        case 13:
-            encodeElements<DateTime>(w, n, p);
-            break;
-        case 14:
-            encodeElements<Guid>(w, n, p);
-            break;
-        case 15:
-            encodeElements<ByteString>(w, n, p);
-            break;
-        case 16:
-            encodeElements<XmlElement>(w, n, p);
-            break;
-        case 17:
-            encodeElements<NodeId>(w, n, p);
-            break;
-        case 18:
-            encodeElements<ExpandedNodeId>(w, n, p);
-            break;
-        case 19:
-            encodeElements<StatusCode>(w, n, p);
-            break;
-        case 20:
-            encodeElements<QualifiedName>(w, n, p);
-            break;
-        case 21:
-            encodeElements<LocalizedText>(w, n, p);
-            break;
-        case 22:
-            encodeElements<ExtensionObject>(w, n, p);
-            break;
-        case 23:
-            encodeElements<DataValue>(w, n, p);
-            break;
-        case 24:
-            encodeElements<Variant>(w, n, p);
-            break;
-        case 25:
-            encodeElements<DiagnosticInfo>(w, n, p);
-            break;
+#define UAPLEX_ENCODE_ARRAY_CASE_(id, name, c_type) \
+    case id:                                        \
+        encodeElements<c_type>(w, n, p);            \
+        break;
+        UAPLEX_BUILTIN_TYPES(UAPLEX_ENCODE_ARRAY_CASE_)
+#undef UAPLEX_ENCODE_ARRAY_CASE_
         default:
             w.fail(UAPLEX_BadEncodingError);
             break;
@@ -425,7 +289,7 @@ void decode(BinaryReader& r, Variant& v) noexcept {
     std::uint8_t type = enc & UAPLEX_VARIANT_TYPE_MASK;
     v.encoding = enc;
     v.dimensions_length = -1;
-    if (type == 0) {
+    if (type == UAPLEX_TYPE_NULL) {
         // The null Variant carries nothing; flags on it have no meaning.
         if (enc != 0) r.fail(UAPLEX_BadDecodingError);
         return;
@@ -460,79 +324,79 @@ void decode(BinaryReader& r, Variant& v) noexcept {
         }
     } else {
         switch (type) {
-            case 1:
+            case UAPLEX_TYPE_BOOLEAN:
                 decode(r, v.value.boolean);
                 break;
-            case 2:
+            case UAPLEX_TYPE_SBYTE:
                 decode(r, v.value.sbyte);
                 break;
-            case 3:
+            case UAPLEX_TYPE_BYTE:
                 decode(r, v.value.byte);
                 break;
-            case 4:
+            case UAPLEX_TYPE_INT16:
                 decode(r, v.value.int16);
                 break;
-            case 5:
+            case UAPLEX_TYPE_UINT16:
                 decode(r, v.value.uint16);
                 break;
-            case 6:
+            case UAPLEX_TYPE_INT32:
                 decode(r, v.value.int32);
                 break;
-            case 7:
+            case UAPLEX_TYPE_UINT32:
                 decode(r, v.value.uint32);
                 break;
-            case 8:
+            case UAPLEX_TYPE_INT64:
                 decode(r, v.value.int64);
                 break;
-            case 9:
+            case UAPLEX_TYPE_UINT64:
                 decode(r, v.value.uint64);
                 break;
-            case 10:
+            case UAPLEX_TYPE_FLOAT:
                 decode(r, v.value.float_);
                 break;
-            case 11:
+            case UAPLEX_TYPE_DOUBLE:
                 decode(r, v.value.double_);
                 break;
-            case 12:
+            case UAPLEX_TYPE_STRING:
                 decode(r, v.value.string);
                 break;
-            case 13:
+            case UAPLEX_TYPE_DATETIME:
                 decode(r, v.value.datetime);
                 break;
-            case 14:
+            case UAPLEX_TYPE_GUID:
                 decode(r, v.value.guid);
                 break;
-            case 15:
+            case UAPLEX_TYPE_BYTESTRING:
                 decode(r, v.value.bytestring);
                 break;
-            case 16:
+            case UAPLEX_TYPE_XMLELEMENT:
                 decode(r, v.value.xmlelement);
                 break;
-            case 17:
+            case UAPLEX_TYPE_NODEID:
                 decodeBoxed<NodeId>(r, v);
                 break;
-            case 18:
+            case UAPLEX_TYPE_EXPANDEDNODEID:
                 decodeBoxed<ExpandedNodeId>(r, v);
                 break;
-            case 19:
+            case UAPLEX_TYPE_STATUSCODE:
                 decode(r, v.value.statuscode);
                 break;
-            case 20:
+            case UAPLEX_TYPE_QUALIFIEDNAME:
                 decodeBoxed<QualifiedName>(r, v);
                 break;
-            case 21:
+            case UAPLEX_TYPE_LOCALIZEDTEXT:
                 decodeBoxed<LocalizedText>(r, v);
                 break;
-            case 22:
+            case UAPLEX_TYPE_EXTENSIONOBJECT:
                 decodeBoxed<ExtensionObject>(r, v);
                 break;
-            case 23:
+            case UAPLEX_TYPE_DATAVALUE:
                 decodeBoxed<DataValue>(r, v);
                 break;
-            case 24:
+            case UAPLEX_TYPE_VARIANT:
                 decodeBoxed<Variant>(r, v);
                 break;
-            case 25:
+            case UAPLEX_TYPE_DIAGNOSTICINFO:
                 decodeBoxed<DiagnosticInfo>(r, v);
                 break;
         }
@@ -544,7 +408,7 @@ void encode(BinaryWriter& w, const Variant& v) noexcept {
     std::uint8_t enc = v.encoding;
     std::uint8_t type = enc & UAPLEX_VARIANT_TYPE_MASK;
     w.writeRaw(enc);
-    if (type == 0) return;
+    if (type == UAPLEX_TYPE_NULL) return;
     if (enc & UAPLEX_VARIANT_ARRAY) {
         std::int32_t n = v.array_length < 0 ? -1 : v.array_length;
         w.writeRaw(n);
@@ -556,79 +420,79 @@ void encode(BinaryWriter& w, const Variant& v) noexcept {
         return;
     }
     switch (type) {
-        case 1:
+        case UAPLEX_TYPE_BOOLEAN:
             encode(w, v.value.boolean);
             break;
-        case 2:
+        case UAPLEX_TYPE_SBYTE:
             encode(w, v.value.sbyte);
             break;
-        case 3:
+        case UAPLEX_TYPE_BYTE:
             encode(w, v.value.byte);
             break;
-        case 4:
+        case UAPLEX_TYPE_INT16:
             encode(w, v.value.int16);
             break;
-        case 5:
+        case UAPLEX_TYPE_UINT16:
             encode(w, v.value.uint16);
             break;
-        case 6:
+        case UAPLEX_TYPE_INT32:
             encode(w, v.value.int32);
             break;
-        case 7:
+        case UAPLEX_TYPE_UINT32:
             encode(w, v.value.uint32);
             break;
-        case 8:
+        case UAPLEX_TYPE_INT64:
             encode(w, v.value.int64);
             break;
-        case 9:
+        case UAPLEX_TYPE_UINT64:
             encode(w, v.value.uint64);
             break;
-        case 10:
+        case UAPLEX_TYPE_FLOAT:
             encode(w, v.value.float_);
             break;
-        case 11:
+        case UAPLEX_TYPE_DOUBLE:
             encode(w, v.value.double_);
             break;
-        case 12:
+        case UAPLEX_TYPE_STRING:
             encode(w, v.value.string);
             break;
-        case 13:
+        case UAPLEX_TYPE_DATETIME:
             encode(w, v.value.datetime);
             break;
-        case 14:
+        case UAPLEX_TYPE_GUID:
             encode(w, v.value.guid);
             break;
-        case 15:
+        case UAPLEX_TYPE_BYTESTRING:
             encode(w, v.value.bytestring);
             break;
-        case 16:
+        case UAPLEX_TYPE_XMLELEMENT:
             encode(w, v.value.xmlelement);
             break;
-        case 17:
+        case UAPLEX_TYPE_NODEID:
             encodeBoxed<NodeId>(w, v);
             break;
-        case 18:
+        case UAPLEX_TYPE_EXPANDEDNODEID:
             encodeBoxed<ExpandedNodeId>(w, v);
             break;
-        case 19:
+        case UAPLEX_TYPE_STATUSCODE:
             encode(w, v.value.statuscode);
             break;
-        case 20:
+        case UAPLEX_TYPE_QUALIFIEDNAME:
             encodeBoxed<QualifiedName>(w, v);
             break;
-        case 21:
+        case UAPLEX_TYPE_LOCALIZEDTEXT:
             encodeBoxed<LocalizedText>(w, v);
             break;
-        case 22:
+        case UAPLEX_TYPE_EXTENSIONOBJECT:
             encodeBoxed<ExtensionObject>(w, v);
             break;
-        case 23:
+        case UAPLEX_TYPE_DATAVALUE:
             encodeBoxed<DataValue>(w, v);
             break;
-        case 24:
+        case UAPLEX_TYPE_VARIANT:
             encodeBoxed<Variant>(w, v);
             break;
-        case 25:
+        case UAPLEX_TYPE_DIAGNOSTICINFO:
             encodeBoxed<DiagnosticInfo>(w, v);
             break;
         default:
@@ -658,15 +522,23 @@ void decode(BinaryReader& r, DataValue& v) noexcept {
 namespace {
 // Encoded bytes of a scalar of the fixed-size builtin types (0: not fixed-size); Boolean,
 // the integers, Float, Double, DateTime and StatusCode.
-constexpr std::uint8_t kFixedScalarSize[26] = {0, 1, 1, 1, 2, 2, 4, 4, 8, 8, 4, 8, 0,
-                                               8, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0};
+constexpr auto kFixedScalarSize = [] {
+    std::array<std::uint8_t, UAPLEX_TYPE_MAX + 1> size{};
+    size[UAPLEX_TYPE_BOOLEAN] = size[UAPLEX_TYPE_SBYTE] = size[UAPLEX_TYPE_BYTE] = 1;
+    size[UAPLEX_TYPE_INT16] = size[UAPLEX_TYPE_UINT16] = 2;
+    size[UAPLEX_TYPE_INT32] = size[UAPLEX_TYPE_UINT32] = size[UAPLEX_TYPE_FLOAT] = 4;
+    size[UAPLEX_TYPE_STATUSCODE] = 4;
+    size[UAPLEX_TYPE_INT64] = size[UAPLEX_TYPE_UINT64] = size[UAPLEX_TYPE_DOUBLE] = 8;
+    size[UAPLEX_TYPE_DATETIME] = 8;
+    return size;
+}();
 }  // namespace
 
 void encode(BinaryWriter& w, const DataValue& v) noexcept {
     // The common DataValue (a fixed-size scalar, status, timestamps) in one reservation:
     // notifications are encoded a million times a second.
     const std::uint8_t m = v.mask, enc = v.value.encoding, type = enc & UAPLEX_VARIANT_TYPE_MASK;
-    const std::size_t valueSize = type < 26 ? kFixedScalarSize[type] : 0;
+    const std::size_t valueSize = type <= UAPLEX_TYPE_MAX ? kFixedScalarSize[type] : 0;
     if (!(m & UAPLEX_DATAVALUE_VALUE) || (!(enc & UAPLEX_VARIANT_ARRAY) && valueSize)) {
         std::size_t n = 1 + ((m & UAPLEX_DATAVALUE_VALUE) ? 1 + valueSize : 0) +
                         ((m & UAPLEX_DATAVALUE_STATUS) ? 4 : 0) +
@@ -682,8 +554,9 @@ void encode(BinaryWriter& w, const DataValue& v) noexcept {
             // Constant sizes, so that each copy is one move rather than a call to memcpy.
             switch (valueSize) {
                 case 1:
-                    *p = type == 1 ? (v.value.value.boolean ? 1 : 0)
-                                   : *reinterpret_cast<const std::uint8_t*>(&v.value.value);
+                    *p = type == UAPLEX_TYPE_BOOLEAN
+                             ? (v.value.value.boolean ? 1 : 0)
+                             : *reinterpret_cast<const std::uint8_t*>(&v.value.value);
                     break;
                 case 2:
                     std::memcpy(p, &v.value.value, 2);

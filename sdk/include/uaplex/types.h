@@ -50,14 +50,14 @@ enum uaplex_builtin_type {
 };
 
 /* The highest built-in type id: larger ids are not built-in types.
- * (since ABI 1.5; header only) */
+ * (since 1.6, header only) */
 #define UAPLEX_TYPE_MAX UAPLEX_TYPE_DIAGNOSTICINFO
 
 /* The built-in types as one table, a row each: X(id, Name, c_type). Name is the type's name in
  * Part 6 (and in NodeSet XML); c_type is the C representation of one value, which is also the
  * element of an array of the type. Everything the project derives per built-in type (the C++
  * enumeration, element sizes, names) expands this table, so it cannot disagree with the
- * enumeration above. (since ABI 1.5; header only) */
+ * enumeration above. (since 1.6, header only) */
 #define UAPLEX_BUILTIN_TYPES(X)                                             \
     X(UAPLEX_TYPE_BOOLEAN, Boolean, bool)                                   \
     X(UAPLEX_TYPE_SBYTE, SByte, int8_t)                                     \
@@ -90,7 +90,7 @@ typedef int64_t uaplex_datetime;
 
 /* DateTime ticks in one second, and the DateTime of the Unix epoch (1970-01-01 00:00 UTC):
  * a DateTime is UAPLEX_DATETIME_UNIX_EPOCH + Unix seconds * UAPLEX_DATETIME_TICKS_PER_SECOND.
- * (since ABI 1.5; header only) */
+ * (since 1.6, header only) */
 #define UAPLEX_DATETIME_TICKS_PER_SECOND INT64_C(10000000)
 #define UAPLEX_DATETIME_UNIX_EPOCH INT64_C(116444736000000000)
 
@@ -266,7 +266,7 @@ typedef struct uaplex_diagnosticinfo {
 
 /* Bytes of one value of built-in type `type` in its C representation: the stride of an array
  * of the type (uaplex_variant.value.pointer). 0 for Null and for ids that are not built-in
- * types. (since ABI 1.5; header only) */
+ * types. (since 1.6, header only) */
 static inline size_t uaplex_builtin_size(uint32_t type) {
     switch (type) {
 #define UAPLEX_BUILTIN_SIZE_CASE_(id, name, c_type) \
@@ -280,7 +280,7 @@ static inline size_t uaplex_builtin_size(uint32_t type) {
 }
 
 /* The Part 6 name of built-in type `type` ("Boolean" ... "DiagnosticInfo"; "Null" for 0), or
- * NULL for ids that are not built-in types. (since ABI 1.5; header only) */
+ * NULL for ids that are not built-in types. (since 1.6, header only) */
 static inline const char* uaplex_builtin_name(uint32_t type) {
     switch (type) {
 #define UAPLEX_BUILTIN_NAME_CASE_(id, name, c_type) \
