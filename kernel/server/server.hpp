@@ -45,7 +45,17 @@ class IdentityCrypto;
 class AccessPolicy;
 }  // namespace uaplex::session
 
+namespace uaplex::pipeline {
+struct PendingRequest;
+struct RequestPool;
+struct Worker;
+}  // namespace uaplex::pipeline
+
 namespace uaplex::server {
+
+using pipeline::PendingRequest;
+using pipeline::RequestPool;
+using pipeline::Worker;
 
 class Connection;
 class Dispatcher;
@@ -53,9 +63,6 @@ class SubscriptionService;
 class Discovery;
 class KernelBufferPool;
 class PoolBufferAllocator;
-struct Worker;
-struct PendingRequest;
-struct RequestPool;
 struct RequestPrefix;
 struct TransportBinding;
 class JsonDecodePool;

@@ -515,8 +515,15 @@ class TcpTransport final : public uaplex::sdk::Transport {
         sentInFirst = first < count ? sent : 0;
     }
 
+    // A Bad reason (the kernel failed the channel) reaches the peer as a UACP Error with it,
+    // written after the pending sends: UACP framing is this transport's, not the kernel's.
     uaplex_status close(uaplex_connection* c, uaplex_status reason) override {
-        onIo([this, self = from(c)->shared_from_this(), reason] { closeAfterSend(self, reason); });
+        onIo([this, self = from(c)->shared_from_this(), reason] {
+            if ((reason & 0x80000000u) && !self->closed && !self->closing)
+                fail(self, reason, {});
+            else
+                closeAfterSend(self, reason);
+        });
         return UAPLEX_Good;
     }
 

@@ -32,8 +32,8 @@
 #include <string>
 #include <vector>
 
-#include "mpmc_ring.hpp"
 #include "uaplex/cpp/kinds.hpp"
+#include "uaplex/cpp/mpmc_ring.hpp"
 
 // The opaque ABI handle; a manager is this struct.
 struct uaplex_buffer_manager {
@@ -59,7 +59,7 @@ uint64_t pow2ceil(uint64_t n) {
     return n <= kMinBucket ? kMinBucket : std::bit_ceil(n);
 }
 
-using BoundedRing = uaplex::plugins::MpmcRing<uint8_t*>;
+using BoundedRing = uaplex::sdk::MpmcRing<uint8_t*>;
 
 uint64_t page_size() {
     static const uint64_t size = [] {

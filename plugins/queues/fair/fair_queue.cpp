@@ -32,9 +32,9 @@
 #include <thread>
 #include <vector>
 
-#include "mpmc_ring.hpp"
-#include "spare_pool.hpp"
 #include "uaplex/cpp/kinds.hpp"
+#include "uaplex/cpp/mpmc_ring.hpp"
+#include "uaplex/cpp/spare_pool.hpp"
 
 namespace {
 
@@ -84,7 +84,7 @@ struct OwnerFifo {
 
 // A ring of groups that waits for a place: a ring holds every group at most once, so it
 // fills only past its size in distinct active groups.
-class OwnerRing : public uaplex::plugins::MpmcRing<OwnerFifo*> {
+class OwnerRing : public uaplex::sdk::MpmcRing<OwnerFifo*> {
   public:
     using MpmcRing::MpmcRing;
     void push_wait(OwnerFifo* f) {
@@ -857,7 +857,7 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
     std::atomic<uint32_t> wake_calls_{0};  // wake_waiters calls: a dequeue that saw one returns
     OwnerFifo global_;
     Bucket buckets_[1 << kBucketBits];
-    using SlotPool = uaplex::plugins::SparePool<Slot>;
+    using SlotPool = uaplex::sdk::SparePool<Slot>;
     static constexpr size_t kSlotReserve = 64;
     static constexpr int64_t kSlotTrimMs = 250;
     std::unique_ptr<SlotPool> free_slots_;

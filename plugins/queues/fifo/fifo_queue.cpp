@@ -1,6 +1,6 @@
 // queues/fifo: the bounded first-in first-out request queue (docs/pipeline.md, Request
-// queue), without a lock. Entries travel through the plugins' shared bounded multi-producer
-// multi-consumer ring (plugins/common/mpmc_ring.hpp); each entry's queue_private words carry
+// queue), without a lock. Entries travel through the SDK's bounded multi-producer
+// multi-consumer ring (uaplex/cpp/mpmc_ring.hpp); each entry's queue_private words carry
 // its state, so a cancel or stop and a dequeue decide by one CAS who completes it.
 #include <atomic>
 #include <bit>
@@ -13,8 +13,8 @@
 #include <string>
 #include <thread>
 
-#include "mpmc_ring.hpp"
 #include "uaplex/cpp/kinds.hpp"
+#include "uaplex/cpp/mpmc_ring.hpp"
 
 namespace {
 
@@ -256,7 +256,7 @@ class FifoQueue final : public uaplex::sdk::RequestQueue {
 
     uint32_t capacity_;
     // A cache line per cell: producers and consumers work on neighbouring cells.
-    uaplex::plugins::MpmcRing<uaplex_request_entry*, 64> ring_;
+    uaplex::sdk::MpmcRing<uaplex_request_entry*, 64> ring_;
     alignas(64) std::atomic<uint64_t> count_{0};
     std::atomic<bool> stopped_{false};
     // Wakes waiting workers; a futex-backed counter, not a lock. It may run ahead of the

@@ -118,7 +118,8 @@ typedef struct uaplex_transport_ops {
     uaplex_status (*send)(void* self, uaplex_connection* connection, uaplex_buffer* buffers,
                           size_t count);
     /* Closes after pending sends; on_closed follows, never from inside this call (nor from
-     * inside send). Any thread; must not block. */
+     * inside send). A Bad `reason` is told to the peer where the protocol can carry it
+     * (opc.tcp: a UACP Error message with it as the error). Any thread; must not block. */
     uaplex_status (*close)(void* self, uaplex_connection* connection, uaplex_status reason);
     /* Pauses or resumes reading from a connection (back-pressure). Any thread.
      * Reserved: not called by the kernel yet. */

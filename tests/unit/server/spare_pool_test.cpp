@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "spare_pool.hpp"
+#include "uaplex/cpp/spare_pool.hpp"
 
 namespace {
 
@@ -15,7 +15,7 @@ struct Record {
     char payload[200];
 };
 
-Record* takeOrMake(uaplex::plugins::SparePool<Record>& pool, int& made) {
+Record* takeOrMake(uaplex::sdk::SparePool<Record>& pool, int& made) {
     if (Record* r = pool.take()) return r;
     ++made;
     return pool.make();
@@ -25,7 +25,7 @@ Record* takeOrMake(uaplex::plugins::SparePool<Record>& pool, int& made) {
 
 TEST_CASE("spare pool: a burst's spares go back after a trim period nobody needed them") {
     {
-        uaplex::plugins::SparePool<Record> pool(1024, 4);
+        uaplex::sdk::SparePool<Record> pool(1024, 4);
         int made = 0;
         std::vector<Record*> burst;
         for (int i = 0; i < 100; ++i) burst.push_back(takeOrMake(pool, made));
@@ -45,7 +45,7 @@ TEST_CASE("spare pool: a burst's spares go back after a trim period nobody neede
 }
 
 TEST_CASE("spare pool: steady reuse keeps what it cycles through and makes nothing new") {
-    uaplex::plugins::SparePool<Record> pool(1024, 4);
+    uaplex::sdk::SparePool<Record> pool(1024, 4);
     int made = 0;
     std::vector<Record*> inFlight;
     for (int period = 0; period < 10; ++period) {
@@ -61,7 +61,7 @@ TEST_CASE("spare pool: steady reuse keeps what it cycles through and makes nothi
 }
 
 TEST_CASE("spare pool: a full ring deletes what it cannot keep") {
-    uaplex::plugins::SparePool<Record> pool(8, 2);
+    uaplex::sdk::SparePool<Record> pool(8, 2);
     std::vector<Record*> many;
     for (int i = 0; i < 12; ++i) many.push_back(pool.make());
     for (auto* r : many) pool.put(r);
@@ -70,7 +70,7 @@ TEST_CASE("spare pool: a full ring deletes what it cannot keep") {
 }
 
 TEST_CASE("spare pool: a trimmed burst gives its mappings back; the reserve stays in the lowest") {
-    using Pool = uaplex::plugins::SparePool<Record>;
+    using Pool = uaplex::sdk::SparePool<Record>;
     const std::size_t chunksBefore = Pool::chunks();
     {
         Pool pool(4096, 8);

@@ -20,9 +20,9 @@
 #include <utility>
 #include <vector>
 
-#include "mpmc_ring.hpp"
+#include "uaplex/cpp/mpmc_ring.hpp"
 
-namespace uaplex::plugins {
+namespace uaplex::sdk {
 
 // Fixed-size blocks carved from aligned 64 KiB mappings. A block is taken from the mapping
 // with the lowest address that has one free, and a mapping none of whose blocks is in use
@@ -177,4 +177,4 @@ class SparePool {
     std::atomic<std::size_t> lowWater_{kNone};
 };
 
-}  // namespace uaplex::plugins
+}  // namespace uaplex::sdk

@@ -10,7 +10,7 @@
 #include <memory>
 #include <type_traits>
 
-namespace uaplex::plugins {
+namespace uaplex::sdk {
 
 // CellAlignment: 64 gives every cell its own cache line (no false sharing between a producer
 // and a consumer of neighbouring cells, for twice the memory at least).
@@ -102,4 +102,4 @@ class MpmcRing {
     alignas(64) std::atomic<uint64_t> tail_{0};
 };
 
-}  // namespace uaplex::plugins
+}  // namespace uaplex::sdk

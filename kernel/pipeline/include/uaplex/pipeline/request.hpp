@@ -1,0 +1,88 @@
+// The request pipeline's records (docs/pipeline.md): a request between the I/O thread that
+// assembled it and the worker that answers it, the pool of released records every
+// connection shares, and a worker's scratch.
+#pragma once
+
+#include <uaplex/admission.h>
+#include <uaplex/buffer_pool.h>
+#include <uaplex/request_queue.h>
+#include <uaplex/cpp/spare_pool.hpp>
+#include <uaplex/encoding/encoding.hpp>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "session/request_registry.hpp"
+#include "session/session_manager.hpp"
+
+namespace uaplex::server {
+class Connection;
+}  // namespace uaplex::server
+
+namespace uaplex::pipeline {
+
+// The request records that exist in the process (in flight or kept for reuse); tests.
+std::size_t pendingRequestObjects() noexcept;
+
+// A decoded-to-be request between the I/O thread and a worker. The entry comes first so the
+// queue's entry pointer is the request's. Recycled through the RequestPool: no allocation
+// per request.
+struct PendingRequest {
+    uaplex_request_entry entry{};
+    std::shared_ptr<server::Connection> connection;
+    enc::ByteBuffer body;
+    std::uint32_t secureRequestId = 0;
+    // The session the request names, when it resolves on arrival: the request is in its
+    // registry (findable by Cancel) until it is released.
+    std::shared_ptr<session::Session> session;
+    session::TrackedRequest tracked;
+    // Where `tracked` is registered: the session's registry, or the connection's for a
+    // request without a usable session (GetEndpoints, CreateSession...); null if neither.
+    session::RequestRegistry* registry = nullptr;
+    // Admission: the owner the request is charged to (retained), the classification flags
+    // and whether it was classified with a session binding (revalidated before dispatch).
+    uaplex_admission_owner* owner = nullptr;
+    std::uint32_t admissionFlags = 0;
+    bool bound = false;
+
+    PendingRequest();
+    ~PendingRequest();
+    PendingRequest(const PendingRequest&) = delete;
+    PendingRequest& operator=(const PendingRequest&) = delete;
+};
+
+// A request record kept for reuse keeps a heap body up to this size (a single chunk).
+inline constexpr std::size_t kKeptBodyBytes = 65536;
+
+// The requests no connection uses right now, for any connection (a lock-free ring): what is
+// kept follows the requests in flight at once, not each connection's peak (two Publish sent
+// together made every connection keep two for good, most of them idle).
+struct RequestPool {
+    RequestPool(std::size_t capacity, std::size_t reserve) : free(capacity, reserve) {}
+    PendingRequest* acquire() {
+        if (PendingRequest* r = free.take()) return r;
+        return free.make();
+    }
+    void release(PendingRequest* r) noexcept { free.put(r); }
+    sdk::SparePool<PendingRequest> free;
+};
+
+// Per-worker scratch reused for every request: arena, encode buffer, chunk buffer list.
+struct Worker {
+    enc::Arena arena{64u << 20, 64 * 1024};
+    enc::ByteBuffer out{64 * 1024};
+    std::vector<uaplex_buffer> chunks;
+    std::uint32_t heapTrims = 0;  // heapTrimCount() when the arena was last shrunk
+    // Sized before the first request: the queue may hand any idle worker a request, so a
+    // worker's first request is no warm-up.
+    Worker() {
+        arena.allocate(1, 1);
+        arena.reset();
+        chunks.reserve(8);
+    }
+};
+
+}  // namespace uaplex::pipeline
