@@ -5,6 +5,10 @@
 
 #include <unistd.h>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -715,7 +719,7 @@ void Server::workerLoop(Worker& w) {
     }
 }
 
-// After a bulk deletion gave the heap back (subscription_service.cpp), the worker's arena
+// After a bulk deletion gave the heap back (trimHeap), the worker's arena
 // drops the blocks its largest request made it grow; otherwise one relaxed load.
 static void shrinkAfterHeapTrim(Worker& w) noexcept {
     std::uint32_t n = heapTrimCount();
@@ -844,6 +848,37 @@ void Server::deadlineLoop() {
         if (n) logger()->debug("{} request(s) past their TimeoutHint", n);
         std::this_thread::sleep_for(std::chrono::milliseconds(session::DeadlineMonitor::kPeriodMs));
     }
+}
+
+// --- memory policy (housekeeping) ------------------------------------------------------------
+
+namespace {
+std::atomic<std::uint32_t> heapTrims{0};
+}  // namespace
+
+void trimHeap() noexcept {
+#if defined(__GLIBC__)
+    ::malloc_trim(0);
+#endif
+    heapTrims.fetch_add(1, std::memory_order_relaxed);
+}
+
+std::uint32_t heapTrimCount() noexcept {
+    return heapTrims.load(std::memory_order_relaxed);
+}
+
+bool trimHeapAfterMessageBurst() noexcept {
+    // Process-wide like the pools' count (two servers in one process share them).
+    static std::atomic<std::uint64_t> seen{0}, trimmedAt{0};
+    std::uint64_t freed = subscription::MessagePool::freedBytes();
+    if (seen.exchange(freed, std::memory_order_relaxed) != freed)
+        return false;  // still freeing: wait for a quiet tick
+    std::uint64_t at = trimmedAt.load(std::memory_order_relaxed);
+    if (freed - at < (std::uint64_t{256} << 10) ||
+        !trimmedAt.compare_exchange_strong(at, freed, std::memory_order_relaxed))
+        return false;
+    trimHeap();
+    return true;
 }
 
 void Server::scheduleSweep(std::int64_t dueMs) {

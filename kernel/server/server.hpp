@@ -67,6 +67,19 @@ struct RequestPrefix;
 struct TransportBinding;
 class JsonDecodePool;
 
+// The heap-trim policy, in one place (housekeeping, server.cpp). After a bulk deletion (many
+// monitored items or subscriptions freed) the C allocator keeps the freed pages: trimHeap
+// gives them back, outside any engine lock.
+void trimHeap() noexcept;
+// How often the heap was given back: a request worker that sees it change drops the arena
+// blocks a large request made it grow.
+std::uint32_t heapTrimCount() noexcept;
+// Housekeeping (one thread), every tick: once the engine freed at least 256 KiB of
+// NotificationMessages (e.g. the first messages of a thousand new subscriptions, all
+// acknowledged) and then a tick passed without more, the heap gives its free pages back;
+// true when it trimmed. A steady churn of messages is never quiet, so it costs no trims.
+bool trimHeapAfterMessageBurst() noexcept;
+
 class Server {
   public:
     // `services` must outlive the server.

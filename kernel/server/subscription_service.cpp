@@ -1,8 +1,5 @@
 #include "server/subscription_service.hpp"
-
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
+#include "server/server.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -38,36 +35,7 @@ uaplex_status run(std::mutex& m, enc::Arena& arena, const enc::DataType*& respon
     return UAPLEX_Good;
 }
 
-// After a bulk deletion (many items freed) the C allocator keeps the freed pages; they go
-// back to the kernel here, outside the engine's lock.
-std::atomic<std::uint32_t> heapTrims{0};
-
-void trimHeap() noexcept {
-#if defined(__GLIBC__)
-    ::malloc_trim(0);
-#endif
-    heapTrims.fetch_add(1, std::memory_order_relaxed);
-}
-
 }  // namespace
-
-std::uint32_t heapTrimCount() noexcept {
-    return heapTrims.load(std::memory_order_relaxed);
-}
-
-bool trimHeapAfterMessageBurst() noexcept {
-    // Process-wide like the pools' count (two servers in one process share them).
-    static std::atomic<std::uint64_t> seen{0}, trimmedAt{0};
-    std::uint64_t freed = subscription::MessagePool::freedBytes();
-    if (seen.exchange(freed, std::memory_order_relaxed) != freed)
-        return false;  // still freeing: wait for a quiet tick
-    std::uint64_t at = trimmedAt.load(std::memory_order_relaxed);
-    if (freed - at < (std::uint64_t{256} << 10) ||
-        !trimmedAt.compare_exchange_strong(at, freed, std::memory_order_relaxed))
-        return false;
-    trimHeap();
-    return true;
-}
 
 subscription::SubscriptionLimits subscriptionLimitsOf(const config::ServerConfig& cfg) {
     const auto& c = cfg.server.limits;

@@ -40,16 +40,6 @@ class ResponseRoute {
 // The engine's limits from [server.limits].
 subscription::SubscriptionLimits subscriptionLimitsOf(const config::ServerConfig& cfg);
 
-// How often a bulk deletion has given the heap back: a request worker that sees it change
-// drops the arena blocks a large request made it grow.
-std::uint32_t heapTrimCount() noexcept;
-
-// Housekeeping (one thread), every tick: once the engine freed at least 256 KiB of
-// NotificationMessages (e.g. the first messages of a thousand new subscriptions, all
-// acknowledged) and then a tick passed without more, the heap gives its free pages back;
-// true when it trimmed. A steady churn of messages is never quiet, so it costs no trims.
-bool trimHeapAfterMessageBurst() noexcept;
-
 class SubscriptionService final : public subscription::PublishSink {
   public:
     SubscriptionService(const config::ServerConfig& cfg, subscription::NodeValueSource& source);

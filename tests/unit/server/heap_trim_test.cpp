@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "server/subscription_service.hpp"
+#include "server/server.hpp"
 #include "subscription/retransmission_queue.hpp"
 
 using namespace uaplex;
