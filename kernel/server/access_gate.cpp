@@ -15,7 +15,6 @@ uaplex_status createMonitoredItemsChecked(SubscriptionService& subscriptions, st
                                           const ua::CreateMonitoredItemsRequest& request,
                                           enc::Arena& arena, const enc::DataType*& responseType,
                                           void*& response) noexcept {
-    const auto* type = enc::dataTypeOf<ua::CreateMonitoredItemsRequest>();
     const std::size_t n = request.itemsToCreate.size();
     auto allowed = [&](std::size_t i) {
         const ua::ReadValueId& item = request.itemsToCreate[i].itemToMonitor;
@@ -31,7 +30,8 @@ uaplex_status createMonitoredItemsChecked(SubscriptionService& subscriptions, st
     std::size_t denied = 0;
     for (std::size_t i = 0; i < n; ++i) denied += !allowed(i);
     if (denied == 0)
-        return subscriptions.call(session, identity, type, &request, arena, responseType, response);
+        return subscriptions.createMonitoredItems(session, identity, request, arena, responseType,
+                                                  response);
 
     // The permitted items go to the engine; its results are spread back into place.
     ua::CreateMonitoredItemsResponse* inner = nullptr;
@@ -45,8 +45,8 @@ uaplex_status createMonitoredItemsChecked(SubscriptionService& subscriptions, st
         part.itemsToCreate = {std::int32_t(k), items};
         const enc::DataType* innerType = nullptr;
         void* innerResponse = nullptr;
-        uaplex_status st =
-            subscriptions.call(session, identity, type, &part, arena, innerType, innerResponse);
+        uaplex_status st = subscriptions.createMonitoredItems(session, identity, part, arena,
+                                                              innerType, innerResponse);
         if (st != UAPLEX_Good) return st;
         inner = static_cast<ua::CreateMonitoredItemsResponse*>(innerResponse);
         if (!inner || inner->results.size() != k) return UAPLEX_BadInternalError;

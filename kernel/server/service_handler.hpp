@@ -1,6 +1,6 @@
-// What the dispatch hands session-bound services to: the kernel's ServiceSet in the server,
-// a fake in tests. Kept abstract so that the protocol stack builds and is tested without the
-// address space.
+// What the service table hands the address-space services to: the kernel's ServiceSet in the
+// server, a fake in tests. Kept abstract so that the protocol stack builds and is tested without
+// the address space.
 #pragma once
 
 #include <uaplex/statuscodes.h>
@@ -49,6 +49,27 @@ using GetMonitoredItemsFn = uaplex_status (*)(void* user, std::uint64_t session,
 using EventRaisedFn = void (*)(void* user, std::span<const std::uint64_t> notifiers,
                                const subscription::EventView& event);
 
+// One address-space service: Good with the response set (allocated in `arena`, its
+// ResponseHeader left for the caller), or a Bad status answered as a ServiceFault. `access` is
+// what the session may do (null: everything). Any worker thread; never throws.
+using NodeServiceFn = uaplex_status (*)(void* self, enc::Arena& arena, void* sessionState,
+                                        const session::AccessView* access, const void* request,
+                                        const enc::DataType*& responseType,
+                                        void*& response) noexcept;
+
+// The address-space services of a ServiceHandler; a null entry is not served.
+struct NodeServices {
+    void* self = nullptr;
+    NodeServiceFn read = nullptr;
+    NodeServiceFn write = nullptr;
+    NodeServiceFn browse = nullptr;
+    NodeServiceFn browseNext = nullptr;
+    NodeServiceFn translateBrowsePaths = nullptr;
+    NodeServiceFn registerNodes = nullptr;
+    NodeServiceFn unregisterNodes = nullptr;
+    NodeServiceFn call = nullptr;
+};
+
 class ServiceHandler {
   public:
     virtual ~ServiceHandler() = default;
@@ -56,13 +77,9 @@ class ServiceHandler {
     virtual void* createSessionState() = 0;
     virtual void destroySessionState(void* state) noexcept = 0;
     // Read, Write, Browse, BrowseNext, TranslateBrowsePathsToNodeIds, RegisterNodes,
-    // UnregisterNodes, Call: Good with the response set (allocated in `arena`, its
-    // ResponseHeader left for the caller), or a Bad status answered as a ServiceFault.
-    // `access` is what the session may do (null: everything). Any worker thread; never throws.
-    virtual uaplex_status call(enc::Arena& arena, void* sessionState,
-                               const session::AccessView* access, const enc::DataType* requestType,
-                               const void* request, const enc::DataType*& responseType,
-                               void*& response) noexcept = 0;
+    // UnregisterNodes, Call as plain functions, asked for once: the service table calls them.
+    // None by default (those services answer BadServiceUnsupported).
+    virtual NodeServices nodeServices() noexcept { return {}; }
     // The namespace table (NamespaceArray), for compiling the access rules.
     virtual std::vector<std::string> namespaceUris() const { return {}; }
     // The access rules, for the RolePermissions attributes (null: none); outlives its use.

@@ -7,22 +7,41 @@ namespace uaplex::server {
 namespace {
 
 class ServiceSetHandler final : public ServiceHandler {
+    // One ServiceSet service as a NodeServiceFn: a direct call, no type test.
+    template <class Req,
+              uaplex_status (services::ServiceSet::*Service)(services::ServiceCall&) noexcept>
+    static uaplex_status thunk(void* self, enc::Arena& arena, void* sessionState,
+                               const session::AccessView* access, const void* request,
+                               const enc::DataType*& responseType, void*& response) noexcept {
+        services::ServiceCall c{arena, static_cast<services::SessionState*>(sessionState),
+                                enc::dataTypeOf<Req>(), request};
+        c.access = access;
+        uaplex_status st = (static_cast<services::ServiceSet*>(self)->*Service)(c);
+        responseType = c.responseType;
+        response = c.response;
+        return st;
+    }
+
   public:
     ServiceSetHandler(const config::ServerConfig& cfg, host::Host& host) : set_(cfg, host) {}
     void* createSessionState() override { return set_.createSessionState().release(); }
     void destroySessionState(void* state) noexcept override {
         services::SessionStateDeleter{}(static_cast<services::SessionState*>(state));
     }
-    uaplex_status call(enc::Arena& arena, void* sessionState, const session::AccessView* access,
-                       const enc::DataType* requestType, const void* request,
-                       const enc::DataType*& responseType, void*& response) noexcept override {
-        services::ServiceCall c{arena, static_cast<services::SessionState*>(sessionState),
-                                requestType, request};
-        c.access = access;
-        uaplex_status st = set_.call(c);
-        responseType = c.responseType;
-        response = c.response;
-        return st;
+    NodeServices nodeServices() noexcept override {
+        using S = services::ServiceSet;
+        NodeServices n;
+        n.self = &set_;
+        n.read = &thunk<ua::ReadRequest, &S::read>;
+        n.write = &thunk<ua::WriteRequest, &S::write>;
+        n.browse = &thunk<ua::BrowseRequest, &S::browse>;
+        n.browseNext = &thunk<ua::BrowseNextRequest, &S::browseNext>;
+        n.translateBrowsePaths =
+            &thunk<ua::TranslateBrowsePathsToNodeIdsRequest, &S::translateBrowsePaths>;
+        n.registerNodes = &thunk<ua::RegisterNodesRequest, &S::registerNodes>;
+        n.unregisterNodes = &thunk<ua::UnregisterNodesRequest, &S::unregisterNodes>;
+        n.call = &thunk<ua::CallRequest, &S::callMethods>;
+        return n;
     }
     services::ServerCounters& counters() noexcept override { return set_.counters(); }
     std::vector<std::string> namespaceUris() const override { return set_.namespaceUris(); }

@@ -11,32 +11,6 @@
 
 namespace uaplex::server {
 
-namespace {
-
-template <class T>
-bool is(const enc::DataType* t) noexcept {
-    return t == enc::dataTypeOf<T>();
-}
-
-// Runs one manager service: allocates the response in the arena, calls `fn` under the lock.
-template <class Resp, class Fn>
-uaplex_status run(std::mutex& m, enc::Arena& arena, const enc::DataType*& responseType,
-                  void*& response, Fn&& fn) noexcept {
-    auto* resp = arena.allocateArray<Resp>(1);
-    if (!resp) return UAPLEX_BadOutOfMemory;
-    uaplex_status st;
-    {
-        std::lock_guard lock(m);
-        st = fn(*resp);
-    }
-    if (st != UAPLEX_Good) return st;
-    responseType = enc::dataTypeOf<Resp>();
-    response = resp;
-    return UAPLEX_Good;
-}
-
-}  // namespace
-
 subscription::SubscriptionLimits subscriptionLimitsOf(const config::ServerConfig& cfg) {
     const auto& c = cfg.server.limits;
     subscription::SubscriptionLimits l;
@@ -93,83 +67,26 @@ SubscriptionService::~SubscriptionService() {
     stop();
 }
 
-bool SubscriptionService::serves(const enc::DataType* t) noexcept {
-    return is<ua::CreateSubscriptionRequest>(t) || is<ua::ModifySubscriptionRequest>(t) ||
-           is<ua::SetPublishingModeRequest>(t) || is<ua::DeleteSubscriptionsRequest>(t) ||
-           is<ua::TransferSubscriptionsRequest>(t) || is<ua::CreateMonitoredItemsRequest>(t) ||
-           is<ua::ModifyMonitoredItemsRequest>(t) || is<ua::SetMonitoringModeRequest>(t) ||
-           is<ua::SetTriggeringRequest>(t) || is<ua::DeleteMonitoredItemsRequest>(t);
-}
-
-uaplex_status SubscriptionService::call(std::uint64_t session, std::string_view identity,
-                                        const enc::DataType* t, const void* request,
-                                        enc::Arena& arena, const enc::DataType*& rt,
-                                        void*& response) noexcept {
-    auto& m = manager_;
+uaplex_status SubscriptionService::run(std::uint64_t session, std::string_view identity,
+                                       bool claimsIdentity, ManagerOp op, const void* request,
+                                       void* response, enc::Arena& arena) noexcept {
     uaplex_status st = UAPLEX_BadServiceUnsupported;
     std::vector<Done> done;
     bool trim = false;
     try {
-        if (is<ua::CreateSubscriptionRequest>(t) || is<ua::TransferSubscriptionsRequest>(t)) {
+        if (claimsIdentity) {
             std::lock_guard lock(mutex_);
-            m.setIdentity(session, identity);  // no copy while it stays the same
+            manager_.setIdentity(session, identity);  // no copy while it stays the same
         }
-        if (is<ua::CreateSubscriptionRequest>(t)) {
-            const auto& req = *static_cast<const ua::CreateSubscriptionRequest*>(request);
-            st = run<ua::CreateSubscriptionResponse>(mutex_, arena, rt, response, [&](auto& r) {
-                return m.createSubscription(session, req, r);
-            });
-        } else if (is<ua::ModifySubscriptionRequest>(t)) {
-            const auto& req = *static_cast<const ua::ModifySubscriptionRequest*>(request);
-            st = run<ua::ModifySubscriptionResponse>(mutex_, arena, rt, response, [&](auto& r) {
-                return m.modifySubscription(session, req, r);
-            });
-        } else if (is<ua::SetPublishingModeRequest>(t)) {
-            const auto& req = *static_cast<const ua::SetPublishingModeRequest*>(request);
-            st = run<ua::SetPublishingModeResponse>(mutex_, arena, rt, response, [&](auto& r) {
-                return m.setPublishingMode(session, req, r, arena);
-            });
-        } else if (is<ua::DeleteSubscriptionsRequest>(t)) {
-            const auto& req = *static_cast<const ua::DeleteSubscriptionsRequest*>(request);
-            st = run<ua::DeleteSubscriptionsResponse>(mutex_, arena, rt, response, [&](auto& r) {
-                return m.deleteSubscriptions(session, req, r, arena);
-            });
-        } else if (is<ua::TransferSubscriptionsRequest>(t)) {
-            const auto& req = *static_cast<const ua::TransferSubscriptionsRequest*>(request);
-            st = run<ua::TransferSubscriptionsResponse>(mutex_, arena, rt, response, [&](auto& r) {
-                return m.transferSubscriptions(session, req, r, arena);
-            });
-        } else if (is<ua::CreateMonitoredItemsRequest>(t)) {
-            const auto& req = *static_cast<const ua::CreateMonitoredItemsRequest*>(request);
-            st = run<ua::CreateMonitoredItemsResponse>(mutex_, arena, rt, response, [&](auto& r) {
-                return m.createMonitoredItems(session, req, r, arena);
-            });
-        } else if (is<ua::ModifyMonitoredItemsRequest>(t)) {
-            const auto& req = *static_cast<const ua::ModifyMonitoredItemsRequest*>(request);
-            st = run<ua::ModifyMonitoredItemsResponse>(mutex_, arena, rt, response, [&](auto& r) {
-                return m.modifyMonitoredItems(session, req, r, arena);
-            });
-        } else if (is<ua::SetMonitoringModeRequest>(t)) {
-            const auto& req = *static_cast<const ua::SetMonitoringModeRequest*>(request);
-            st = run<ua::SetMonitoringModeResponse>(mutex_, arena, rt, response, [&](auto& r) {
-                return m.setMonitoringMode(session, req, r, arena);
-            });
-        } else if (is<ua::SetTriggeringRequest>(t)) {
-            const auto& req = *static_cast<const ua::SetTriggeringRequest*>(request);
-            st = run<ua::SetTriggeringResponse>(mutex_, arena, rt, response, [&](auto& r) {
-                return m.setTriggering(session, req, r, arena);
-            });
-        } else if (is<ua::DeleteMonitoredItemsRequest>(t)) {
-            const auto& req = *static_cast<const ua::DeleteMonitoredItemsRequest*>(request);
-            st = run<ua::DeleteMonitoredItemsResponse>(mutex_, arena, rt, response, [&](auto& r) {
-                return m.deleteMonitoredItems(session, req, r, arena);
-            });
+        {
+            std::lock_guard lock(mutex_);
+            st = op(manager_, session, request, response, arena);
         }
         // Deleting or transferring subscriptions may answer queued Publish requests.
         {
             std::lock_guard lock(mutex_);
             done.swap(done_);
-            trim = m.takeTrimDue();
+            trim = manager_.takeTrimDue();
         }
     } catch (...) {
         st = UAPLEX_BadOutOfMemory;
@@ -177,6 +94,19 @@ uaplex_status SubscriptionService::call(std::uint64_t session, std::string_view 
     flush(done);
     if (trim) trimHeap();  // before the response: the client sees the memory back
     return st;
+}
+
+uaplex_status SubscriptionService::createMonitoredItems(
+    std::uint64_t session, std::string_view identity,
+    const ua::CreateMonitoredItemsRequest& request, enc::Arena& arena,
+    const enc::DataType*& responseType, void*& response) noexcept {
+    auto op = [](subscription::SubscriptionManager& m, std::uint64_t s, const void* req, void* resp,
+                 enc::Arena& a) {
+        return m.createMonitoredItems(s, *static_cast<const ua::CreateMonitoredItemsRequest*>(req),
+                                      *static_cast<ua::CreateMonitoredItemsResponse*>(resp), a);
+    };
+    return call<ua::CreateMonitoredItemsResponse>(session, identity, false, op, &request, arena,
+                                                  responseType, response);
 }
 
 void SubscriptionService::publish(std::uint64_t session, std::shared_ptr<ResponseRoute> route,

@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "session/response_route.hpp"
 #include "subscription/subscription_manager.hpp"
 
 namespace uaplex::config {
@@ -27,15 +28,7 @@ class AccessView;
 
 namespace uaplex::server {
 
-// Where a response that is sent later goes: the connection and the request's secure id.
-class ResponseRoute {
-  public:
-    virtual ~ResponseRoute() = default;
-    virtual void send(std::span<const std::uint8_t> body) noexcept = 0;
-    virtual std::uint32_t channelId() const noexcept = 0;
-    // False once the connection is gone: a parked Publish on it is dropped, not answered.
-    virtual bool open() const noexcept { return true; }
-};
+using ResponseRoute = session::ResponseRoute;
 
 // The engine's limits from [server.limits].
 subscription::SubscriptionLimits subscriptionLimitsOf(const config::ServerConfig& cfg);
@@ -45,13 +38,31 @@ class SubscriptionService final : public subscription::PublishSink {
     SubscriptionService(const config::ServerConfig& cfg, subscription::NodeValueSource& source);
     ~SubscriptionService() override;
 
-    static bool serves(const enc::DataType* requestType) noexcept;
-    // Every subscription service but Publish and Republish: Good with the response set (in
-    // `arena`), or a ServiceFault status.
-    // `identity` is the session's identity key (TransferSubscriptions compares them).
-    uaplex_status call(std::uint64_t session, std::string_view identity,
-                       const enc::DataType* requestType, const void* request, enc::Arena& arena,
-                       const enc::DataType*& responseType, void*& response) noexcept;
+    // One engine service (CreateSubscription ... DeleteMonitoredItems; the service table
+    // names which): fills a `responseSize`-byte response allocated in `arena` under the
+    // engine's lock. Good with the response set, or a ServiceFault status.
+    // `identity` is the session's identity key; `claimsIdentity`: the engine records it first
+    // (CreateSubscription, TransferSubscriptions compare them).
+    using ManagerOp = uaplex_status (*)(subscription::SubscriptionManager& manager,
+                                        std::uint64_t session, const void* request, void* response,
+                                        enc::Arena& arena);
+    template <class Resp>
+    uaplex_status call(std::uint64_t session, std::string_view identity, bool claimsIdentity,
+                       ManagerOp op, const void* request, enc::Arena& arena,
+                       const enc::DataType*& responseType, void*& response) noexcept {
+        auto* resp = arena.allocateArray<Resp>(1);
+        if (!resp) return UAPLEX_BadOutOfMemory;
+        uaplex_status st = run(session, identity, claimsIdentity, op, request, resp, arena);
+        if (st != UAPLEX_Good) return st;
+        responseType = enc::dataTypeOf<Resp>();
+        response = resp;
+        return UAPLEX_Good;
+    }
+    // CreateMonitoredItems (the access gate calls it with the items the session may monitor).
+    uaplex_status createMonitoredItems(std::uint64_t session, std::string_view identity,
+                                       const ua::CreateMonitoredItemsRequest& request,
+                                       enc::Arena& arena, const enc::DataType*& responseType,
+                                       void*& response) noexcept;
     // Server.GetMonitoredItems for `session`.
     uaplex_status getMonitoredItems(std::uint64_t session, std::uint32_t subscriptionId,
                                     enc::Arena& arena, ua::Array<ua::UInt32>& serverHandles,
@@ -117,6 +128,9 @@ class SubscriptionService final : public subscription::PublishSink {
         subscription::AckResults acks;
         bool republish = false;
     };
+    uaplex_status run(std::uint64_t session, std::string_view identity, bool claimsIdentity,
+                      ManagerOp op, const void* request, void* response,
+                      enc::Arena& arena) noexcept;
     // Sends what completed while the lock was held; call after releasing it.
     void flush(std::vector<Done>& done) noexcept;
     void send(Done& d) noexcept;

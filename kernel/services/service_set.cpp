@@ -178,23 +178,39 @@ SessionStatePtr ServiceSet::createSessionState() {
     return SessionStatePtr(new SessionState());
 }
 
-uaplex_status ServiceSet::call(ServiceCall& c) noexcept {
+uaplex_status ServiceSet::guarded(ServiceCall& c,
+                                  uaplex_status (Impl::*service)(ServiceCall&)) noexcept {
     try {
-        const enc::DataType* t = c.requestType;
-        if (t == nullptr || c.request == nullptr) return UAPLEX_BadInvalidArgument;
-        if (t == enc::dataTypeOf<ua::ReadRequest>()) return impl_->read(c);
-        if (t == enc::dataTypeOf<ua::WriteRequest>()) return impl_->write(c);
-        if (t == enc::dataTypeOf<ua::BrowseRequest>()) return impl_->browse(c);
-        if (t == enc::dataTypeOf<ua::BrowseNextRequest>()) return impl_->browseNext(c);
-        if (t == enc::dataTypeOf<ua::TranslateBrowsePathsToNodeIdsRequest>())
-            return impl_->translate(c);
-        if (t == enc::dataTypeOf<ua::RegisterNodesRequest>()) return impl_->registerNodes(c);
-        if (t == enc::dataTypeOf<ua::UnregisterNodesRequest>()) return impl_->unregisterNodes(c);
-        if (t == enc::dataTypeOf<ua::CallRequest>()) return impl_->callMethods(c);
-        return UAPLEX_BadServiceUnsupported;
+        if (c.request == nullptr) return UAPLEX_BadInvalidArgument;
+        return (impl_.get()->*service)(c);
     } catch (...) {
         return UAPLEX_BadInternalError;
     }
+}
+
+uaplex_status ServiceSet::read(ServiceCall& c) noexcept {
+    return guarded(c, &Impl::read);
+}
+uaplex_status ServiceSet::write(ServiceCall& c) noexcept {
+    return guarded(c, &Impl::write);
+}
+uaplex_status ServiceSet::browse(ServiceCall& c) noexcept {
+    return guarded(c, &Impl::browse);
+}
+uaplex_status ServiceSet::browseNext(ServiceCall& c) noexcept {
+    return guarded(c, &Impl::browseNext);
+}
+uaplex_status ServiceSet::translateBrowsePaths(ServiceCall& c) noexcept {
+    return guarded(c, &Impl::translate);
+}
+uaplex_status ServiceSet::registerNodes(ServiceCall& c) noexcept {
+    return guarded(c, &Impl::registerNodes);
+}
+uaplex_status ServiceSet::unregisterNodes(ServiceCall& c) noexcept {
+    return guarded(c, &Impl::unregisterNodes);
+}
+uaplex_status ServiceSet::callMethods(ServiceCall& c) noexcept {
+    return guarded(c, &Impl::callMethods);
 }
 
 std::vector<std::string> ServiceSet::namespaceUris() const {

@@ -1,6 +1,6 @@
-// The attribute, view, method and discovery-free services of the kernel, behind one call.
-// The secure-channel/session layer decodes a request, resolves its session and calls
-// ServiceSet::call; everything it needs to answer is in the ServiceCall.
+// The attribute, view and method services of the kernel over the address space. The server's
+// service table decodes a request, resolves its session and calls the service's function
+// here; everything it needs to answer is in the ServiceCall.
 #pragma once
 
 #include <uaplex/encoding/encoding.hpp>
@@ -102,10 +102,17 @@ class ServiceSet {
 
     SessionStatePtr createSessionState();
 
-    // Good with call.response set, or a Bad status for a ServiceFault (BadServiceUnsupported
-    // for a request this set does not serve, BadTooManyOperations, BadNothingToDo, ...).
-    // Any worker thread; never throws.
-    uaplex_status call(ServiceCall& call) noexcept;
+    // The services, one function each (the server's service table names them): Good with
+    // call.response set, or a Bad status for a ServiceFault (BadTooManyOperations,
+    // BadNothingToDo, ...). Any worker thread; never throw.
+    uaplex_status read(ServiceCall& call) noexcept;
+    uaplex_status write(ServiceCall& call) noexcept;
+    uaplex_status browse(ServiceCall& call) noexcept;
+    uaplex_status browseNext(ServiceCall& call) noexcept;
+    uaplex_status translateBrowsePaths(ServiceCall& call) noexcept;
+    uaplex_status registerNodes(ServiceCall& call) noexcept;
+    uaplex_status unregisterNodes(ServiceCall& call) noexcept;
+    uaplex_status callMethods(ServiceCall& call) noexcept;
 
     ServerCounters& counters() noexcept;
     // The namespace table (NamespaceArray order).
@@ -128,6 +135,7 @@ class ServiceSet {
 
   private:
     struct Impl;
+    uaplex_status guarded(ServiceCall& call, uaplex_status (Impl::*service)(ServiceCall&)) noexcept;
     std::unique_ptr<Impl> impl_;
 };
 

@@ -1,11 +1,15 @@
 // Dispatch: discovery without a session, session services, the statuses of requests without
-// a usable session, routing to the services, unsupported and undecodable requests.
+// a usable session, routing to the services, unsupported and undecodable requests, the
+// service table's rows and counters.
 #include <catch2/catch.hpp>
 
+#include <set>
 #include <string>
+#include <string_view>
 
 #include "config/config.hpp"
 #include "server/dispatcher.hpp"
+#include "server/service_table.hpp"
 #include "services/service_set.hpp"
 
 using namespace uaplex;
@@ -20,12 +24,11 @@ struct FakeServices final : ServiceHandler {
     services::ServerCounters c;
     void* createSessionState() override { return &++states; }
     void destroySessionState(void*) noexcept override { --states; }
-    uaplex_status call(enc::Arena& arena, void* state, const session::AccessView*,
-                       const enc::DataType* type, const void* req, const enc::DataType*& rtype,
-                       void*& resp) noexcept override {
-        ++calls;
+    static uaplex_status read(void* self, enc::Arena& arena, void* state,
+                              const session::AccessView*, const void* req,
+                              const enc::DataType*& rtype, void*& resp) noexcept {
+        ++static_cast<FakeServices*>(self)->calls;
         if (state == nullptr) return UAPLEX_BadInternalError;
-        if (type != enc::dataTypeOf<ua::ReadRequest>()) return UAPLEX_BadServiceUnsupported;
         auto& r = *static_cast<const ua::ReadRequest*>(req);
         auto* out = arena.allocateArray<ua::ReadResponse>(1);
         auto* values = arena.allocateArray<ua::DataValue>(r.nodesToRead.size());
@@ -37,6 +40,12 @@ struct FakeServices final : ServiceHandler {
         rtype = enc::dataTypeOf<ua::ReadResponse>();
         resp = out;
         return UAPLEX_Good;
+    }
+    NodeServices nodeServices() noexcept override {
+        NodeServices n;
+        n.self = this;
+        n.read = &read;
+        return n;
     }
     services::ServerCounters& counters() noexcept override { return c; }
 };
@@ -272,4 +281,73 @@ TEST_CASE("CreateSession: unactivated sessions per channel are capped and close 
     CHECK(Fixture::result(f.call(cs, 2)) == UAPLEX_Good);  // another channel
     CHECK(f.sessions.channelClosed(1) == 8);
     CHECK(f.sessions.count() == 1);
+}
+
+TEST_CASE("service table: one row per service, sorted by its request's encoding id") {
+    std::set<std::uint32_t> ids;
+    std::set<std::string_view> names;
+    std::set<const enc::DataType*> requests, responses;
+    std::uint32_t previous = 0;
+    for (const ServiceDescriptor& row : serviceTable()) {
+        INFO(row.name);
+        CHECK(row.requestEncodingId > previous);
+        previous = row.requestEncodingId;
+        CHECK(ids.insert(row.requestEncodingId).second);
+        CHECK(names.insert(row.name).second);
+        REQUIRE(row.requestType() != nullptr);
+        REQUIRE(row.responseType() != nullptr);
+        CHECK(requests.insert(row.requestType()).second);
+        CHECK(responses.insert(row.responseType()).second);
+        // The key is the request type's own binary encoding id, its name the type's.
+        CHECK(row.requestType()->binaryEncodingId == row.requestEncodingId);
+        CHECK(std::string(row.requestType()->name) == std::string(row.name) + "Request");
+        CHECK(std::string(row.responseType()->name) == std::string(row.name) + "Response");
+        CHECK(row.handler != nullptr);
+        CHECK(findService(row.requestEncodingId) == &row);
+        CHECK(&serviceTable()[serviceIndex(row)] == &row);
+    }
+    CHECK(ids.size() == kServiceCount);
+    CHECK(findService(0) == nullptr);
+    CHECK(findService(enc::dataTypeOf<ua::HistoryReadRequest>()->binaryEncodingId) == nullptr);
+    // Discovery needs no session; the session services find theirs; the rest need one.
+    CHECK(findService(ua::ns0::GetEndpointsRequest_Encoding_DefaultBinary)->session ==
+          SessionUse::None);
+    CHECK(findService(ua::ns0::ActivateSessionRequest_Encoding_DefaultBinary)->session ==
+          SessionUse::Own);
+    CHECK(findService(ua::ns0::ActivateSessionRequest_Encoding_DefaultBinary)->completesLater);
+    CHECK(findService(ua::ns0::PublishRequest_Encoding_DefaultBinary)->completesLater);
+    CHECK(findService(ua::ns0::ReadRequest_Encoding_DefaultBinary)->session ==
+          SessionUse::Activated);
+    CHECK(findService(ua::ns0::ReadRequest_Encoding_DefaultBinary)->permission ==
+          session::kPermRead);
+}
+
+TEST_CASE("service table: a request without a row is BadServiceUnsupported; rows count") {
+    Fixture f;
+    ua::HistoryReadRequest history{};
+    // Without a session it learns nothing about which services exist.
+    CHECK(Fixture::result(f.call(history)) == UAPLEX_BadSessionIdInvalid);
+    f.openSession();
+    ua::ActivateSessionRequest as{};
+    REQUIRE(Fixture::result(f.call(as)) == UAPLEX_Good);
+    CHECK(Fixture::result(f.call(history)) == UAPLEX_BadServiceUnsupported);
+
+    const auto& counters = f.dispatcher.serviceCounters();
+    auto countOf = [&](std::uint32_t id) -> const ServiceCounters& {
+        return counters[serviceIndex(*findService(id))];
+    };
+    const auto& read = countOf(ua::ns0::ReadRequest_Encoding_DefaultBinary);
+    auto r = readOne();
+    REQUIRE(Fixture::result(f.call(r)) == UAPLEX_Good);
+    CHECK(read.requests == 1);
+    CHECK(read.errors == 0);
+    CHECK(Fixture::result(f.call(r, 2)) == UAPLEX_BadSecureChannelIdInvalid);
+    CHECK(read.requests == 2);
+    CHECK(read.errors == 1);
+    CHECK(countOf(ua::ns0::CreateSessionRequest_Encoding_DefaultBinary).requests == 1);
+    CHECK(countOf(ua::ns0::ActivateSessionRequest_Encoding_DefaultBinary).requests == 1);
+    // Without a subscription engine the subscription rows answer BadServiceUnsupported.
+    ua::CreateSubscriptionRequest sub{};
+    CHECK(Fixture::result(f.call(sub)) == UAPLEX_BadServiceUnsupported);
+    CHECK(countOf(ua::ns0::CreateSubscriptionRequest_Encoding_DefaultBinary).errors == 1);
 }

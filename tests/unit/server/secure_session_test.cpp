@@ -22,10 +22,6 @@ struct NoServices final : ServiceHandler {
     services::ServerCounters c;
     void* createSessionState() override { return this; }
     void destroySessionState(void*) noexcept override {}
-    uaplex_status call(enc::Arena&, void*, const session::AccessView*, const enc::DataType*,
-                       const void*, const enc::DataType*&, void*&) noexcept override {
-        return UAPLEX_BadServiceUnsupported;
-    }
     services::ServerCounters& counters() noexcept override { return c; }
 };
 

@@ -1,11 +1,12 @@
 // A ServiceSet over a configuration string, with the test's plugins, and helpers that build
-// requests in C++ and call ServiceSet::call directly.
+// requests in C++ and call the ServiceSet's services directly.
 #pragma once
 
 #include <uaplex/encoding/encoding.hpp>
 
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "config/config.hpp"
@@ -23,6 +24,30 @@ inline std::string nodeManagerPlugins() {
 
 inline std::string benchmarkPlugin() {
     return std::string("[plugins.benchmark]\nlibrary = \"") + UAPLEX_BENCHMARK_PLUGIN + "\"\n";
+}
+
+// The ServiceSet function that answers Req.
+template <class Req>
+constexpr auto serviceFor() {
+    using S = services::ServiceSet;
+    if constexpr (std::is_same_v<Req, ua::ReadRequest>)
+        return &S::read;
+    else if constexpr (std::is_same_v<Req, ua::WriteRequest>)
+        return &S::write;
+    else if constexpr (std::is_same_v<Req, ua::BrowseRequest>)
+        return &S::browse;
+    else if constexpr (std::is_same_v<Req, ua::BrowseNextRequest>)
+        return &S::browseNext;
+    else if constexpr (std::is_same_v<Req, ua::TranslateBrowsePathsToNodeIdsRequest>)
+        return &S::translateBrowsePaths;
+    else if constexpr (std::is_same_v<Req, ua::RegisterNodesRequest>)
+        return &S::registerNodes;
+    else if constexpr (std::is_same_v<Req, ua::UnregisterNodesRequest>)
+        return &S::unregisterNodes;
+    else {
+        static_assert(std::is_same_v<Req, ua::CallRequest>, "not a service of the ServiceSet");
+        return &S::callMethods;
+    }
 }
 
 struct Server {
@@ -56,7 +81,7 @@ struct Server {
     uaplex_status call(const Req& request, Resp*& out) {
         services::ServiceCall c{arena, session.get(), enc::dataTypeOf<Req>(), &request};
         c.access = access;
-        uaplex_status st = services->call(c);
+        uaplex_status st = (services.get()->*serviceFor<Req>())(c);
         out = nullptr;
         if (st == UAPLEX_Good) {
             REQUIRE(c.responseType == enc::dataTypeOf<Resp>());

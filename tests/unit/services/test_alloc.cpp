@@ -34,10 +34,10 @@ TEST_CASE("steady-state scalar Read and Write do not touch the heap") {
         wv.value.value = ua::variantInt32(value);
         services::ServiceCall w{arena, s.session.get(), enc::dataTypeOf<ua::WriteRequest>(),
                                 &write};
-        if (s.services->call(w) != UAPLEX_Good) return false;
+        if (s.services->write(w) != UAPLEX_Good) return false;
         if (static_cast<ua::WriteResponse*>(w.response)->results[0] != UAPLEX_Good) return false;
         services::ServiceCall r{arena, s.session.get(), enc::dataTypeOf<ua::ReadRequest>(), &read};
-        if (s.services->call(r) != UAPLEX_Good) return false;
+        if (s.services->read(r) != UAPLEX_Good) return false;
         const ua::DataValue& dv = static_cast<ua::ReadResponse*>(r.response)->results[0];
         return dv.status == UAPLEX_Good && dv.value.value.int32 == value;
     };

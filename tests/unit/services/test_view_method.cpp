@@ -468,7 +468,7 @@ TEST_CASE("etc/uaplex.toml loads without warnings and serves both layouts") {
         ua::ReadRequest req{};
         req.nodesToRead = {2, items};
         services::ServiceCall c{arena, nullptr, enc::dataTypeOf<ua::ReadRequest>(), &req};
-        REQUIRE(set.call(c) == UAPLEX_Good);
+        REQUIRE(set.read(c) == UAPLEX_Good);
         auto* resp = static_cast<ua::ReadResponse*>(c.response);
         CHECK(resp->results[0].status == UAPLEX_Good);
         CHECK(resp->results[1].value.array_length == 3);  // ns0, the application, the demo

@@ -1,0 +1,329 @@
+#include "server/service_table.hpp"
+
+#include <algorithm>
+#include <array>
+
+#include "server/access_gate.hpp"
+#include "server/discovery.hpp"
+#include "server/subscription_service.hpp"
+
+namespace uaplex::server {
+
+std::uint64_t sessionKey(const session::Session& s) noexcept {
+    // The services' state when there is one, so that Server.GetMonitoredItems (called with
+    // that state) names the same session; both live exactly as long as the session.
+    return s.state() ? reinterpret_cast<std::uintptr_t>(s.state())
+                     : reinterpret_cast<std::uintptr_t>(&s);
+}
+
+namespace {
+
+namespace ns0 = ua::ns0;
+using session::Permission;
+using SubscriptionManager = subscription::SubscriptionManager;
+
+template <class T>
+const T& requestOf(const ServiceRequest& c) noexcept {
+    return *static_cast<const T*>(c.request);
+}
+
+template <class T>
+T* make(enc::Arena& arena) noexcept {
+    return arena.allocateArray<T>(1);
+}
+
+// --- discovery (Part 4 5.4): no session ---------------------------------------------------------
+
+uaplex_status getEndpoints(ServiceRequest& c) noexcept {
+    const auto& req = requestOf<ua::GetEndpointsRequest>(c);
+    auto* resp = make<ua::GetEndpointsResponse>(c.arena);
+    if (!resp) return UAPLEX_BadOutOfMemory;
+    std::string_view url =
+        req.endpointUrl.length > 0 ? ua::view(req.endpointUrl) : c.ctx.endpointUrl;
+    resp->endpoints = c.discovery.endpoints(c.arena, url, req.profileUris);
+    c.responseType = enc::dataTypeOf<ua::GetEndpointsResponse>();
+    c.response = resp;
+    return UAPLEX_Good;
+}
+
+uaplex_status findServers(ServiceRequest& c) noexcept {
+    const auto& req = requestOf<ua::FindServersRequest>(c);
+    auto* resp = make<ua::FindServersResponse>(c.arena);
+    if (!resp) return UAPLEX_BadOutOfMemory;
+    std::string_view url =
+        req.endpointUrl.length > 0 ? ua::view(req.endpointUrl) : c.ctx.endpointUrl;
+    resp->servers = c.discovery.servers(c.arena, url, req.serverUris);
+    c.responseType = enc::dataTypeOf<ua::FindServersResponse>();
+    c.response = resp;
+    return UAPLEX_Good;
+}
+
+// --- session services (Part 4 5.6): session/session_services.cpp --------------------------------
+
+uaplex_status createSession(ServiceRequest& c) noexcept {
+    return c.sessionServices.createSession(requestOf<ua::CreateSessionRequest>(c), c.ctx, c.arena,
+                                           c.responseType, c.response);
+}
+
+uaplex_status activateSession(ServiceRequest& c) noexcept {
+    return c.sessionServices.activateSession(requestOf<ua::ActivateSessionRequest>(c), c.raw, c.ctx,
+                                             c.arena, c.responseType, c.response, c.deferred);
+}
+
+uaplex_status closeSession(ServiceRequest& c) noexcept {
+    return c.sessionServices.closeSession(requestOf<ua::CloseSessionRequest>(c), c.ctx, c.arena,
+                                          c.responseType, c.response);
+}
+
+uaplex_status cancel(ServiceRequest& c) noexcept {
+    return c.sessionServices.cancel(*c.session, requestOf<ua::CancelRequest>(c), c.arena,
+                                    c.responseType, c.response);
+}
+
+// --- attribute, view and method services: the ServiceHandler's NodeServices ---------------------
+
+template <NodeServiceFn NodeServices::*Fn>
+uaplex_status nodeService(ServiceRequest& c) noexcept {
+    NodeServiceFn fn = c.nodeServices.*Fn;
+    if (fn == nullptr) return UAPLEX_BadServiceUnsupported;
+    return fn(c.nodeServices.self, c.arena, c.session->state(), c.session->access(), c.request,
+              c.responseType, c.response);
+}
+
+// ConditionRefresh (i=3875) and ConditionRefresh2 (i=12912) of ConditionType (Part 9 5.5.7):
+// the services checked the object, method and inputs and left them unimplemented; they act
+// on the session's subscriptions, which the subscription engine holds.
+void conditionRefresh(SubscriptionService& subscriptions, std::uint64_t session,
+                      const ua::CallRequest& req, ua::CallResponse& resp) noexcept {
+    for (std::size_t i = 0; i < req.methodsToCall.size() && i < resp.results.size(); ++i) {
+        const auto& m = req.methodsToCall[i];
+        auto& r = resp.results[i];
+        if (r.statusCode != UAPLEX_BadNotImplemented || m.methodId.namespace_index != 0 ||
+            m.methodId.identifier_type != UAPLEX_ID_NUMERIC)
+            continue;
+        std::uint32_t method = m.methodId.identifier.numeric;
+        std::size_t want = method == 3875 ? 1 : method == 12912 ? 2 : 0;
+        if (want == 0 || m.inputArguments.size() != want) continue;
+        std::uint32_t ids[2] = {0, 0};
+        for (std::size_t k = 0; k < want; ++k)
+            ids[k] = m.inputArguments[k].value.uint32;  // UInt32 (IntegerId), checked already
+        r.statusCode = want == 2 && ids[1] == 0
+                           ? UAPLEX_BadMonitoredItemIdInvalid
+                           : subscriptions.conditionRefresh(session, ids[0], ids[1]);
+        r.outputArguments = {0, nullptr};
+    }
+}
+
+uaplex_status callMethods(ServiceRequest& c) noexcept {
+    uaplex_status st = nodeService<&NodeServices::call>(c);
+    if (st == UAPLEX_Good && c.subscriptions)
+        conditionRefresh(*c.subscriptions, sessionKey(*c.session), requestOf<ua::CallRequest>(c),
+                         *static_cast<ua::CallResponse*>(c.response));
+    return st;
+}
+
+// --- subscription services (Part 4 5.12, 5.13): the subscription engine --------------------------
+
+template <class Req, class Resp,
+          uaplex_status (SubscriptionManager::*Op)(std::uint64_t, const Req&, Resp&, enc::Arena&),
+          bool ClaimsIdentity = false>
+uaplex_status engineService(ServiceRequest& c) noexcept {
+    if (c.subscriptions == nullptr) return UAPLEX_BadServiceUnsupported;
+    auto op = [](SubscriptionManager& m, std::uint64_t session, const void* request, void* response,
+                 enc::Arena& arena) {
+        return (m.*Op)(session, *static_cast<const Req*>(request), *static_cast<Resp*>(response),
+                       arena);
+    };
+    return c.subscriptions->call<Resp>(sessionKey(*c.session), c.session->transferKey(),
+                                       ClaimsIdentity, op, c.request, c.arena, c.responseType,
+                                       c.response);
+}
+
+// The engine's services that take no arena.
+template <class Req, class Resp,
+          uaplex_status (SubscriptionManager::*Op)(std::uint64_t, const Req&, Resp&),
+          bool ClaimsIdentity = false>
+uaplex_status engineServiceNoArena(ServiceRequest& c) noexcept {
+    if (c.subscriptions == nullptr) return UAPLEX_BadServiceUnsupported;
+    auto op = [](SubscriptionManager& m, std::uint64_t session, const void* request, void* response,
+                 enc::Arena&) {
+        return (m.*Op)(session, *static_cast<const Req*>(request), *static_cast<Resp*>(response));
+    };
+    return c.subscriptions->call<Resp>(sessionKey(*c.session), c.session->transferKey(),
+                                       ClaimsIdentity, op, c.request, c.arena, c.responseType,
+                                       c.response);
+}
+
+uaplex_status createMonitoredItems(ServiceRequest& c) noexcept {
+    if (c.subscriptions == nullptr) return UAPLEX_BadServiceUnsupported;
+    // The engine does not see the session's permissions: the gate answers the items it denies.
+    if (const session::AccessView* access = c.session->access())
+        return createMonitoredItemsChecked(
+            *c.subscriptions, sessionKey(*c.session), c.session->transferKey(), *access,
+            requestOf<ua::CreateMonitoredItemsRequest>(c), c.arena, c.responseType, c.response);
+    return c.subscriptions->createMonitoredItems(sessionKey(*c.session), c.session->transferKey(),
+                                                 requestOf<ua::CreateMonitoredItemsRequest>(c),
+                                                 c.arena, c.responseType, c.response);
+}
+
+// Publish and Republish answer through a route to the request's channel, now or later: they
+// never hold a worker.
+uaplex_status publish(ServiceRequest& c) noexcept {
+    if (c.subscriptions == nullptr || !c.ctx.makeRoute) return UAPLEX_BadServiceUnsupported;
+    std::shared_ptr<ResponseRoute> route = c.ctx.makeRoute(c.ctx.routeUser);
+    if (!route) return UAPLEX_BadOutOfMemory;
+    c.deferred = true;
+    std::int64_t deadline =
+        c.header.timeoutHint ? c.ctx.nowMs + std::int64_t(c.header.timeoutHint) : 0;
+    c.subscriptions->publish(sessionKey(*c.session), std::move(route),
+                             requestOf<ua::PublishRequest>(c), deadline);
+    return UAPLEX_Good;
+}
+
+uaplex_status republish(ServiceRequest& c) noexcept {
+    if (c.subscriptions == nullptr || !c.ctx.makeRoute) return UAPLEX_BadServiceUnsupported;
+    std::shared_ptr<ResponseRoute> route = c.ctx.makeRoute(c.ctx.routeUser);
+    if (!route) return UAPLEX_BadOutOfMemory;
+    c.deferred = true;
+    c.subscriptions->republish(sessionKey(*c.session), std::move(route),
+                               requestOf<ua::RepublishRequest>(c));
+    return UAPLEX_Good;
+}
+
+// --- the table --------------------------------------------------------------------------------
+
+template <class Req, class Resp>
+constexpr ServiceDescriptor row(std::uint32_t encodingId, std::string_view name, SessionUse use,
+                                std::uint32_t permission, bool completesLater,
+                                ServiceFn handler) noexcept {
+    return {encodingId, name,       &enc::dataTypeOf<Req>, &enc::dataTypeOf<Resp>,
+            use,        permission, completesLater,        handler};
+}
+
+constexpr auto None = SessionUse::None;
+constexpr auto Own = SessionUse::Own;
+constexpr auto Activated = SessionUse::Activated;
+constexpr bool Later = true;
+constexpr bool Now = false;
+
+using SM = SubscriptionManager;
+
+// Sorted by the request's binary encoding id (checked below).
+constexpr std::array<ServiceDescriptor, kServiceCount> kServices{{
+    row<ua::FindServersRequest, ua::FindServersResponse>(
+        ns0::FindServersRequest_Encoding_DefaultBinary, "FindServers", None, 0, Now, &findServers),
+    row<ua::GetEndpointsRequest, ua::GetEndpointsResponse>(
+        ns0::GetEndpointsRequest_Encoding_DefaultBinary, "GetEndpoints", None, 0, Now,
+        &getEndpoints),
+    row<ua::CreateSessionRequest, ua::CreateSessionResponse>(
+        ns0::CreateSessionRequest_Encoding_DefaultBinary, "CreateSession", Own, 0, Now,
+        &createSession),
+    row<ua::ActivateSessionRequest, ua::ActivateSessionResponse>(
+        ns0::ActivateSessionRequest_Encoding_DefaultBinary, "ActivateSession", Own, 0, Later,
+        &activateSession),
+    row<ua::CloseSessionRequest, ua::CloseSessionResponse>(
+        ns0::CloseSessionRequest_Encoding_DefaultBinary, "CloseSession", Own, 0, Now,
+        &closeSession),
+    row<ua::CancelRequest, ua::CancelResponse>(ns0::CancelRequest_Encoding_DefaultBinary, "Cancel",
+                                               Activated, 0, Now, &cancel),
+    row<ua::BrowseRequest, ua::BrowseResponse>(ns0::BrowseRequest_Encoding_DefaultBinary, "Browse",
+                                               Activated, Permission::kPermBrowse, Now,
+                                               &nodeService<&NodeServices::browse>),
+    row<ua::BrowseNextRequest, ua::BrowseNextResponse>(
+        ns0::BrowseNextRequest_Encoding_DefaultBinary, "BrowseNext", Activated,
+        Permission::kPermBrowse, Now, &nodeService<&NodeServices::browseNext>),
+    row<ua::TranslateBrowsePathsToNodeIdsRequest, ua::TranslateBrowsePathsToNodeIdsResponse>(
+        ns0::TranslateBrowsePathsToNodeIdsRequest_Encoding_DefaultBinary,
+        "TranslateBrowsePathsToNodeIds", Activated, Permission::kPermBrowse, Now,
+        &nodeService<&NodeServices::translateBrowsePaths>),
+    row<ua::RegisterNodesRequest, ua::RegisterNodesResponse>(
+        ns0::RegisterNodesRequest_Encoding_DefaultBinary, "RegisterNodes", Activated, 0, Now,
+        &nodeService<&NodeServices::registerNodes>),
+    row<ua::UnregisterNodesRequest, ua::UnregisterNodesResponse>(
+        ns0::UnregisterNodesRequest_Encoding_DefaultBinary, "UnregisterNodes", Activated, 0, Now,
+        &nodeService<&NodeServices::unregisterNodes>),
+    row<ua::ReadRequest, ua::ReadResponse>(ns0::ReadRequest_Encoding_DefaultBinary, "Read",
+                                           Activated, Permission::kPermRead, Now,
+                                           &nodeService<&NodeServices::read>),
+    row<ua::WriteRequest, ua::WriteResponse>(ns0::WriteRequest_Encoding_DefaultBinary, "Write",
+                                             Activated, Permission::kPermWrite, Now,
+                                             &nodeService<&NodeServices::write>),
+    row<ua::CallRequest, ua::CallResponse>(ns0::CallRequest_Encoding_DefaultBinary, "Call",
+                                           Activated, Permission::kPermCall, Now, &callMethods),
+    row<ua::CreateMonitoredItemsRequest, ua::CreateMonitoredItemsResponse>(
+        ns0::CreateMonitoredItemsRequest_Encoding_DefaultBinary, "CreateMonitoredItems", Activated,
+        Permission::kPermRead | Permission::kPermReceiveEvents, Now, &createMonitoredItems),
+    row<ua::ModifyMonitoredItemsRequest, ua::ModifyMonitoredItemsResponse>(
+        ns0::ModifyMonitoredItemsRequest_Encoding_DefaultBinary, "ModifyMonitoredItems", Activated,
+        0, Now,
+        &engineService<ua::ModifyMonitoredItemsRequest, ua::ModifyMonitoredItemsResponse,
+                       &SM::modifyMonitoredItems>),
+    row<ua::SetMonitoringModeRequest, ua::SetMonitoringModeResponse>(
+        ns0::SetMonitoringModeRequest_Encoding_DefaultBinary, "SetMonitoringMode", Activated, 0,
+        Now,
+        &engineService<ua::SetMonitoringModeRequest, ua::SetMonitoringModeResponse,
+                       &SM::setMonitoringMode>),
+    row<ua::SetTriggeringRequest, ua::SetTriggeringResponse>(
+        ns0::SetTriggeringRequest_Encoding_DefaultBinary, "SetTriggering", Activated, 0, Now,
+        &engineService<ua::SetTriggeringRequest, ua::SetTriggeringResponse, &SM::setTriggering>),
+    row<ua::DeleteMonitoredItemsRequest, ua::DeleteMonitoredItemsResponse>(
+        ns0::DeleteMonitoredItemsRequest_Encoding_DefaultBinary, "DeleteMonitoredItems", Activated,
+        0, Now,
+        &engineService<ua::DeleteMonitoredItemsRequest, ua::DeleteMonitoredItemsResponse,
+                       &SM::deleteMonitoredItems>),
+    row<ua::CreateSubscriptionRequest, ua::CreateSubscriptionResponse>(
+        ns0::CreateSubscriptionRequest_Encoding_DefaultBinary, "CreateSubscription", Activated, 0,
+        Now,
+        &engineServiceNoArena<ua::CreateSubscriptionRequest, ua::CreateSubscriptionResponse,
+                              &SM::createSubscription, true>),
+    row<ua::ModifySubscriptionRequest, ua::ModifySubscriptionResponse>(
+        ns0::ModifySubscriptionRequest_Encoding_DefaultBinary, "ModifySubscription", Activated, 0,
+        Now,
+        &engineServiceNoArena<ua::ModifySubscriptionRequest, ua::ModifySubscriptionResponse,
+                              &SM::modifySubscription>),
+    row<ua::SetPublishingModeRequest, ua::SetPublishingModeResponse>(
+        ns0::SetPublishingModeRequest_Encoding_DefaultBinary, "SetPublishingMode", Activated, 0,
+        Now,
+        &engineService<ua::SetPublishingModeRequest, ua::SetPublishingModeResponse,
+                       &SM::setPublishingMode>),
+    row<ua::PublishRequest, ua::PublishResponse>(ns0::PublishRequest_Encoding_DefaultBinary,
+                                                 "Publish", Activated, 0, Later, &publish),
+    row<ua::RepublishRequest, ua::RepublishResponse>(ns0::RepublishRequest_Encoding_DefaultBinary,
+                                                     "Republish", Activated, 0, Later, &republish),
+    row<ua::TransferSubscriptionsRequest, ua::TransferSubscriptionsResponse>(
+        ns0::TransferSubscriptionsRequest_Encoding_DefaultBinary, "TransferSubscriptions",
+        Activated, 0, Now,
+        &engineService<ua::TransferSubscriptionsRequest, ua::TransferSubscriptionsResponse,
+                       &SM::transferSubscriptions, true>),
+    row<ua::DeleteSubscriptionsRequest, ua::DeleteSubscriptionsResponse>(
+        ns0::DeleteSubscriptionsRequest_Encoding_DefaultBinary, "DeleteSubscriptions", Activated, 0,
+        Now,
+        &engineService<ua::DeleteSubscriptionsRequest, ua::DeleteSubscriptionsResponse,
+                       &SM::deleteSubscriptions>),
+}};
+
+constexpr bool sortedAndUnique() noexcept {
+    for (std::size_t i = 1; i < kServices.size(); ++i)
+        if (kServices[i - 1].requestEncodingId >= kServices[i].requestEncodingId) return false;
+    return true;
+}
+static_assert(sortedAndUnique(), "kServices: sort the rows by request encoding id, one each");
+
+}  // namespace
+
+std::span<const ServiceDescriptor, kServiceCount> serviceTable() noexcept {
+    return kServices;
+}
+
+const ServiceDescriptor* findService(std::uint32_t requestEncodingId) noexcept {
+    auto it = std::lower_bound(
+        kServices.begin(), kServices.end(), requestEncodingId,
+        [](const ServiceDescriptor& d, std::uint32_t id) { return d.requestEncodingId < id; });
+    return it != kServices.end() && it->requestEncodingId == requestEncodingId ? &*it : nullptr;
+}
+
+std::size_t serviceIndex(const ServiceDescriptor& row) noexcept {
+    return std::size_t(&row - kServices.data());
+}
+
+}  // namespace uaplex::server
