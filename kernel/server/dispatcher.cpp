@@ -62,7 +62,8 @@ Dispatcher::Dispatcher(const config::ServerConfig& cfg, session::SessionManager&
       nodeServices_(services.nodeServices()),
       discovery_(discovery),
       limits_(session::decodeLimitsOf(cfg)),
-      sessionServices_(cfg, sessions) {
+      sessionServices_(cfg, sessions),
+      counters_(std::make_unique<ServiceCounters[]>(serviceTable().size())) {
     sessionServices_.setEndpoints(
         [](void* user, enc::Arena& arena, std::string_view url) {
             return static_cast<const Discovery*>(user)->endpoints(arena, url, {-1, nullptr});

@@ -5,7 +5,6 @@
 
 #include <uaplex/encoding/encoding.hpp>
 
-#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -80,8 +79,8 @@ class Dispatcher {
     void stopLogins() noexcept { sessionServices_.stopLogins(); }
     session::LoginThrottle& loginThrottle() noexcept { return sessionServices_.loginThrottle(); }
     // Per row of serviceTable(): requests and ServiceFault answers.
-    const std::array<ServiceCounters, kServiceCount>& serviceCounters() const noexcept {
-        return counters_;
+    std::span<const ServiceCounters> serviceCounters() const noexcept {
+        return {counters_.get(), serviceTable().size()};
     }
 
   private:
@@ -94,7 +93,8 @@ class Dispatcher {
     enc::DecodeLimits limits_;
     SubscriptionService* subscriptions_ = nullptr;
     session::SessionServices sessionServices_;
-    std::array<ServiceCounters, kServiceCount> counters_{};
+    // One per row, made with the dispatcher: counting allocates nothing.
+    std::unique_ptr<ServiceCounters[]> counters_;
 };
 
 }  // namespace uaplex::server

@@ -33,6 +33,7 @@
 #include "server/json_decode_pool.hpp"
 #include "server/pki_identity_crypto.hpp"
 #include "server/security_posture.hpp"
+#include "server/service_table.hpp"
 #include "server/subscription_service.hpp"
 #include "services/service_set.hpp"
 #include "session/access_control.hpp"
@@ -515,7 +516,8 @@ void Server::submit(Connection& c) {
 
 void Server::submit(Connection& c, enc::ByteBuffer& body, std::uint32_t secureRequestId) {
     RequestPrefix prefix = Dispatcher::peekPrefix(body.span());
-    if (prefix.ok && prefix.encodingId == enc::dataTypeOf<ua::CancelRequest>()->binaryEncodingId) {
+    const ServiceDescriptor* service = prefix.ok ? findService(prefix.encodingId) : nullptr;
+    if (service && service->onIoThread) {
         executeInline(c, body.span(), secureRequestId, prefix.requestHandle);
         return;
     }
@@ -570,16 +572,6 @@ void Server::completeRefused(PendingRequest& r, std::uint32_t status) noexcept {
 
 namespace {
 
-bool isSessionEstablishment(std::uint32_t encodingId) noexcept {
-    return encodingId == enc::dataTypeOf<ua::CreateSessionRequest>()->binaryEncodingId ||
-           encodingId == enc::dataTypeOf<ua::ActivateSessionRequest>()->binaryEncodingId;
-}
-
-bool isControl(std::uint32_t encodingId) noexcept {
-    return encodingId == enc::dataTypeOf<ua::CloseSessionRequest>()->binaryEncodingId ||
-           encodingId == enc::dataTypeOf<ua::CancelRequest>()->binaryEncodingId;
-}
-
 // What the provider sees of a request bound to `s` (or of the bare channel). The binding
 // and, for anonymous sessions, the user id are the session's random Guid: each session is
 // its own owner (the provider keys by verified user, docs/pipeline.md, Admission; an
@@ -605,9 +597,11 @@ uaplex_admission_request_info admissionInfo(std::uint32_t channelId, std::uint32
 }  // namespace
 
 void Server::classify(Connection& c, PendingRequest& r, const RequestPrefix& prefix) noexcept {
-    unsigned kind = isControl(prefix.encodingId)                ? 2
-                    : isSessionEstablishment(prefix.encodingId) ? 1
-                                                                : 0;
+    const ServiceDescriptor* service = findService(prefix.encodingId);
+    const AdmissionClass admission = service ? service->admission : AdmissionClass::Request;
+    unsigned kind = admission == AdmissionClass::Control                ? 2
+                    : admission == AdmissionClass::SessionEstablishment ? 1
+                                                                        : 0;
     std::uint32_t flags = kind == 2   ? UAPLEX_ADMISSION_CONTROL
                           : kind == 1 ? UAPLEX_ADMISSION_SESSION_ESTABLISHMENT
                                       : 0;

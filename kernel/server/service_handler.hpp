@@ -96,8 +96,8 @@ class ServiceHandler {
     virtual void shutdown() noexcept {}
 };
 
-// The handler the `uaplex` executable uses: the kernel's ServiceSet when the services are
-// built in, otherwise one that answers BadServiceUnsupported. Construct after host.start().
+// The handler the `uaplex` executable uses: the kernel's ServiceSet (uaplex_server_services).
+// Construct after host.start().
 std::unique_ptr<ServiceHandler> makeServiceHandler(const config::ServerConfig& cfg,
                                                    host::Host& host);
 

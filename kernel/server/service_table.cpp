@@ -1,7 +1,7 @@
 #include "server/service_table.hpp"
 
 #include <algorithm>
-#include <array>
+#include <iterator>
 
 #include "server/access_gate.hpp"
 #include "server/discovery.hpp"
@@ -194,10 +194,12 @@ uaplex_status republish(ServiceRequest& c) noexcept {
 
 template <class Req, class Resp>
 constexpr ServiceDescriptor row(std::uint32_t encodingId, std::string_view name, SessionUse use,
-                                std::uint32_t permission, bool completesLater,
-                                ServiceFn handler) noexcept {
+                                std::uint32_t permission, bool completesLater, ServiceFn handler,
+                                AdmissionClass admission = AdmissionClass::Request,
+                                bool onIoThread = false) noexcept {
     return {encodingId, name,       &enc::dataTypeOf<Req>, &enc::dataTypeOf<Resp>,
-            use,        permission, completesLater,        handler};
+            use,        permission, completesLater,        admission,
+            onIoThread, handler};
 }
 
 constexpr auto None = SessionUse::None;
@@ -209,7 +211,7 @@ constexpr bool Now = false;
 using SM = SubscriptionManager;
 
 // Sorted by the request's binary encoding id (checked below).
-constexpr std::array<ServiceDescriptor, kServiceCount> kServices{{
+constexpr ServiceDescriptor kServices[] = {
     row<ua::FindServersRequest, ua::FindServersResponse>(
         ns0::FindServersRequest_Encoding_DefaultBinary, "FindServers", None, 0, Now, &findServers),
     row<ua::GetEndpointsRequest, ua::GetEndpointsResponse>(
@@ -217,15 +219,16 @@ constexpr std::array<ServiceDescriptor, kServiceCount> kServices{{
         &getEndpoints),
     row<ua::CreateSessionRequest, ua::CreateSessionResponse>(
         ns0::CreateSessionRequest_Encoding_DefaultBinary, "CreateSession", Own, 0, Now,
-        &createSession),
+        &createSession, AdmissionClass::SessionEstablishment),
     row<ua::ActivateSessionRequest, ua::ActivateSessionResponse>(
         ns0::ActivateSessionRequest_Encoding_DefaultBinary, "ActivateSession", Own, 0, Later,
-        &activateSession),
+        &activateSession, AdmissionClass::SessionEstablishment),
     row<ua::CloseSessionRequest, ua::CloseSessionResponse>(
-        ns0::CloseSessionRequest_Encoding_DefaultBinary, "CloseSession", Own, 0, Now,
-        &closeSession),
+        ns0::CloseSessionRequest_Encoding_DefaultBinary, "CloseSession", Own, 0, Now, &closeSession,
+        AdmissionClass::Control),
     row<ua::CancelRequest, ua::CancelResponse>(ns0::CancelRequest_Encoding_DefaultBinary, "Cancel",
-                                               Activated, 0, Now, &cancel),
+                                               Activated, 0, Now, &cancel, AdmissionClass::Control,
+                                               true),
     row<ua::BrowseRequest, ua::BrowseResponse>(ns0::BrowseRequest_Encoding_DefaultBinary, "Browse",
                                                Activated, Permission::kPermBrowse, Now,
                                                &nodeService<&NodeServices::browse>),
@@ -300,10 +303,10 @@ constexpr std::array<ServiceDescriptor, kServiceCount> kServices{{
         Now,
         &engineService<ua::DeleteSubscriptionsRequest, ua::DeleteSubscriptionsResponse,
                        &SM::deleteSubscriptions>),
-}};
+};
 
 constexpr bool sortedAndUnique() noexcept {
-    for (std::size_t i = 1; i < kServices.size(); ++i)
+    for (std::size_t i = 1; i < std::size(kServices); ++i)
         if (kServices[i - 1].requestEncodingId >= kServices[i].requestEncodingId) return false;
     return true;
 }
@@ -311,19 +314,19 @@ static_assert(sortedAndUnique(), "kServices: sort the rows by request encoding i
 
 }  // namespace
 
-std::span<const ServiceDescriptor, kServiceCount> serviceTable() noexcept {
+std::span<const ServiceDescriptor> serviceTable() noexcept {
     return kServices;
 }
 
 const ServiceDescriptor* findService(std::uint32_t requestEncodingId) noexcept {
     auto it = std::lower_bound(
-        kServices.begin(), kServices.end(), requestEncodingId,
+        std::begin(kServices), std::end(kServices), requestEncodingId,
         [](const ServiceDescriptor& d, std::uint32_t id) { return d.requestEncodingId < id; });
-    return it != kServices.end() && it->requestEncodingId == requestEncodingId ? &*it : nullptr;
+    return it != std::end(kServices) && it->requestEncodingId == requestEncodingId ? it : nullptr;
 }
 
 std::size_t serviceIndex(const ServiceDescriptor& row) noexcept {
-    return std::size_t(&row - kServices.data());
+    return std::size_t(&row - kServices);
 }
 
 }  // namespace uaplex::server

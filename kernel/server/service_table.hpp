@@ -30,6 +30,13 @@ enum class SessionUse : std::uint8_t {
     Activated,  // an activated session on this channel, resolved by the dispatcher
 };
 
+// How the admission stage classifies a row's requests (sdk/include/uaplex/admission.h).
+enum class AdmissionClass : std::uint8_t {
+    Request,               // ordinary: charged to its session's owner
+    SessionEstablishment,  // UAPLEX_ADMISSION_SESSION_ESTABLISHMENT (Create/ActivateSession)
+    Control,               // UAPLEX_ADMISSION_CONTROL (CloseSession, Cancel): never starved
+};
+
 // One request on its way through its row's handler.
 struct ServiceRequest {
     const session::RequestContext& ctx;
@@ -64,6 +71,10 @@ struct ServiceDescriptor {
     std::uint32_t permission;
     // May answer after the handler returned (Publish, Republish, a login in the login pool).
     bool completesLater;
+    AdmissionClass admission;
+    // Runs on the I/O thread as it arrives, never queued (Cancel: it must reach the requests
+    // waiting behind busy workers).
+    bool onIoThread;
     ServiceFn handler;
 };
 
@@ -74,10 +85,8 @@ struct ServiceCounters {
     std::atomic<std::uint64_t> errors{0};
 };
 
-inline constexpr std::size_t kServiceCount = 26;
-
 // The rows, sorted by requestEncodingId.
-std::span<const ServiceDescriptor, kServiceCount> serviceTable() noexcept;
+std::span<const ServiceDescriptor> serviceTable() noexcept;
 // The row of a request's binary encoding id, null when the server does not serve it. A binary
 // search over the rows: no allocation.
 const ServiceDescriptor* findService(std::uint32_t requestEncodingId) noexcept;

@@ -306,7 +306,7 @@ TEST_CASE("service table: one row per service, sorted by its request's encoding 
         CHECK(findService(row.requestEncodingId) == &row);
         CHECK(&serviceTable()[serviceIndex(row)] == &row);
     }
-    CHECK(ids.size() == kServiceCount);
+    CHECK(ids.size() == serviceTable().size());
     CHECK(findService(0) == nullptr);
     CHECK(findService(enc::dataTypeOf<ua::HistoryReadRequest>()->binaryEncodingId) == nullptr);
     // Discovery needs no session; the session services find theirs; the rest need one.
@@ -320,6 +320,17 @@ TEST_CASE("service table: one row per service, sorted by its request's encoding 
           SessionUse::Activated);
     CHECK(findService(ua::ns0::ReadRequest_Encoding_DefaultBinary)->permission ==
           session::kPermRead);
+    // The admission classes; only Cancel bypasses the request queue.
+    CHECK(findService(ua::ns0::CreateSessionRequest_Encoding_DefaultBinary)->admission ==
+          AdmissionClass::SessionEstablishment);
+    CHECK(findService(ua::ns0::CloseSessionRequest_Encoding_DefaultBinary)->admission ==
+          AdmissionClass::Control);
+    CHECK(findService(ua::ns0::PublishRequest_Encoding_DefaultBinary)->admission ==
+          AdmissionClass::Request);
+    std::size_t inline_ = 0;
+    for (const ServiceDescriptor& row : serviceTable()) inline_ += row.onIoThread;
+    CHECK(inline_ == 1);
+    CHECK(findService(ua::ns0::CancelRequest_Encoding_DefaultBinary)->onIoThread);
 }
 
 TEST_CASE("service table: a request without a row is BadServiceUnsupported; rows count") {

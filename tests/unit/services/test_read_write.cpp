@@ -1,4 +1,4 @@
-// Read and Write through ServiceSet::call: attributes per NodeClass, IndexRange, timestamps,
+// Read and Write through the ServiceSet: attributes per NodeClass, IndexRange, timestamps,
 // service-level checks, type/rank/access checks; the Server object.
 #include <catch2/catch.hpp>
 
