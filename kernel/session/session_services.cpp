@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <chrono>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -415,14 +414,7 @@ void SessionServices::runLogin(const LoginCall& call) noexcept {
     try {
         enc::Arena arena(limits_.maxArenaBytes, 4096);
         enc::ByteBuffer out(512);
-        std::int64_t utc = 0;
-        {
-            // OPC UA DateTime: 100 ns since 1601.
-            auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
-            utc = 116444736000000000LL + ns / 100;
-        }
+        const std::int64_t utc = ua::utcNow();
         enc::DecodedMessage m = enc::decodeMessage(call.raw, arena, limits_);
         uaplex_status st = m.status;
         const enc::DataType* responseType = nullptr;
