@@ -406,7 +406,9 @@ TEST_CASE("[server.limits] sessions before activation and failed logins: finite 
           "password_hash_threads = 0", "password_hash_threads = 65", "password_hash_queue = 0",
           "max_pending_logins_per_peer = 0"}) {
         INFO(bad);
-        CHECK(!error_of(std::string("[server.limits]\n") + bad + "\n").empty());
+        const std::string key = std::string(bad).substr(0, std::string(bad).find(' '));
+        CHECK(error_of(std::string("[server.limits]\n") + bad + "\n").find(key) !=
+              std::string::npos);
     }
 }
 
