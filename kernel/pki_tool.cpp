@@ -20,6 +20,8 @@
 
 namespace fs = std::filesystem;
 using namespace uaplex::security;
+// Every file the tool writes goes through replaceFile (security/safe_file.hpp): nothing
+// planted at the path is followed, and the mode holds from creation on.
 
 namespace {
 
@@ -49,13 +51,6 @@ std::string notAfter(const Certificate& c) {
     char buf[32];
     std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
     return buf;
-}
-
-// Every file the tool writes replaces its target without following what is planted there
-// (security/safe_file.hpp); `mode` holds from creation on.
-bool writeFile(const fs::path& p, const void* data, std::size_t n, mode_t mode,
-               std::string& error) {
-    return replaceFile(p, data, n, mode, error);
 }
 
 // --out-dir: a missing directory is created 0700 (its parents with the usual mode). An
@@ -112,8 +107,8 @@ int move(Pki& pki, const std::string& what, const char* from, const char* to) {
         auto c = readCertificate(what);
         if (!c) return error(what + " is not a certificate (DER or PEM)");
         std::string err;
-        if (!writeFile(target / (c->thumbprintHex() + ".der"), c->der.data(), c->der.size(),
-                       kPublicFileMode, err))
+        if (!replaceFile(target / (c->thumbprintHex() + ".der"), c->der.data(), c->der.size(),
+                         kPublicFileMode, err))
             return error(err);
         // A certificate trusted is no longer rejected, and the other way round.
         if (auto old = findByThumbprint(pki.root() / from, c->thumbprintHex()); !old.empty())
@@ -211,12 +206,12 @@ int runPkiTool(int argc, char** argv, const fs::path& exeDir) {
                 keyFile = outDir / "key.pem";
             }
             // The key is 0600 from its creation; the certificates are public.
-            if (!writeFile(keyFile, keyPem.data(), keyPem.size(), kPrivateFileMode, err) ||
-                !writeFile(certFile, der.data(), der.size(), kPublicFileMode, err))
+            if (!replaceFile(keyFile, keyPem.data(), keyPem.size(), kPrivateFileMode, err) ||
+                !replaceFile(certFile, der.data(), der.size(), kPublicFileMode, err))
                 return error(err);
             if (!outDir.empty()) {
                 std::string pem = derToPem(der);
-                if (!writeFile(outDir / "cert.pem", pem.data(), pem.size(), kPublicFileMode, err))
+                if (!replaceFile(outDir / "cert.pem", pem.data(), pem.size(), kPublicFileMode, err))
                     return error(err);
             }
             OPENSSL_cleanse(keyPem.data(), keyPem.size());
@@ -248,7 +243,7 @@ int runPkiTool(int argc, char** argv, const fs::path& exeDir) {
             pki.ensureLayout();
             fs::path target = pki.trustedUsersDirectory() / (c->thumbprintHex() + ".der");
             std::string err;
-            if (!writeFile(target, c->der.data(), c->der.size(), kPublicFileMode, err))
+            if (!replaceFile(target, c->der.data(), c->der.size(), kPublicFileMode, err))
                 return error(err);
             std::printf("%s -> %s\n", c->thumbprintHex().c_str(), target.string().c_str());
             return 0;
