@@ -554,7 +554,7 @@ void Server::submit(Connection& c, enc::ByteBuffer& body, std::uint32_t secureRe
         r->registry = &c.requests;
     }
     r->registry->add(r->tracked, prefix.requestHandle, deadline);
-    if (admission_) classify(c, *r, prefix);
+    if (admission_) classify(c, *r, prefix, service);
     uaplex_status st = host_.request_queue().enqueue(&e);
     if (st != UAPLEX_Good) completeRefused(*r, st);
 }
@@ -596,8 +596,8 @@ uaplex_admission_request_info admissionInfo(std::uint32_t channelId, std::uint32
 
 }  // namespace
 
-void Server::classify(Connection& c, PendingRequest& r, const RequestPrefix& prefix) noexcept {
-    const ServiceDescriptor* service = findService(prefix.encodingId);
+void Server::classify(Connection& c, PendingRequest& r, const RequestPrefix& prefix,
+                      const ServiceDescriptor* service) noexcept {
     const AdmissionClass admission = service ? service->admission : AdmissionClass::Request;
     unsigned kind = admission == AdmissionClass::Control                ? 2
                     : admission == AdmissionClass::SessionEstablishment ? 1

@@ -64,6 +64,7 @@ class Discovery;
 class KernelBufferPool;
 class PoolBufferAllocator;
 struct RequestPrefix;
+struct ServiceDescriptor;
 struct TransportBinding;
 class JsonDecodePool;
 
@@ -127,8 +128,10 @@ class Server {
     // registered request has a deadline, asleep otherwise.
     void deadlineLoop();
     void execute(PendingRequest& request, Worker& worker, host::PluginInstance* queue) noexcept;
-    // Classifies a request for the admission provider (owner cached per connection).
-    void classify(Connection& c, PendingRequest& r, const RequestPrefix& prefix) noexcept;
+    // Classifies a request for the admission provider (owner cached per connection);
+    // `service` is submit's row of the request (null: none).
+    void classify(Connection& c, PendingRequest& r, const RequestPrefix& prefix,
+                  const ServiceDescriptor* service) noexcept;
     // Classifies a new connection (its channel owner) and charges its Connection lease.
     uaplex_status admitConnection(Connection& c) noexcept;
     // The request queue's check before dispatch (docs/pipeline.md, Admission: revalidation).
