@@ -35,7 +35,6 @@ struct RequestPrefix {
 };
 
 using RequestContext = session::RequestContext;
-using session::peerHost;
 
 class Dispatcher {
   public:
@@ -77,7 +76,6 @@ class Dispatcher {
     // Drops the logins waiting for the password pool and joins its threads (server stop,
     // before the transports go).
     void stopLogins() noexcept { sessionServices_.stopLogins(); }
-    session::LoginThrottle& loginThrottle() noexcept { return sessionServices_.loginThrottle(); }
     // Per row of serviceTable(): requests and ServiceFault answers.
     std::span<const ServiceCounters> serviceCounters() const noexcept {
         return {counters_.get(), serviceTable().size()};

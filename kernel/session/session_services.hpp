@@ -120,7 +120,6 @@ class SessionServices {
     // Drops the logins waiting for the password pool and joins its threads (server stop,
     // before the transports go).
     void stopLogins() noexcept { loginPool_.stop(); }
-    LoginThrottle& loginThrottle() noexcept { return throttle_; }
 
   private:
     struct LoginCall;
