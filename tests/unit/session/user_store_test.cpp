@@ -128,6 +128,17 @@ TEST_CASE("users file: refused when the group or others may access it, a symlink
     CHECK(readUsersFile(dir.path / "missing.toml").empty());
 }
 
+TEST_CASE("users file: one larger than 16 MiB is refused before it is read") {
+    TempDir dir;
+    fs::path file = dir.path / "users.toml";
+    writeUsersFile(file, one("alice"));
+    // Sparse: the size is what is checked, so the test needs no 17 MiB of disk.
+    REQUIRE(::truncate(file.c_str(), (17 << 20)) == 0);
+    CHECK(refusal(file).find("larger than 16 MiB") != std::string::npos);
+    REQUIRE(::truncate(file.c_str(), (16 << 20)) == 0);
+    CHECK(refusal(file).find("larger than") == std::string::npos);
+}
+
 TEST_CASE("users file: a reload of a readable file throws and keeps the users") {
     TempDir dir;
     fs::path file = dir.path / "users.toml";
