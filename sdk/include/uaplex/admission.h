@@ -1,5 +1,5 @@
-/* Admission providers (plugin: isolation): fail-fast, server-wide accounting per stage
- * with owner ceilings and protected class floors. A provider never waits and never
+/* Admission providers (plugins/admission: leases): fail-fast, server-wide accounting per
+ * stage with owner ceilings and protected class floors. A provider never waits and never
  * revokes; leases are released by their holder.
  */
 #ifndef UAPLEX_ADMISSION_H

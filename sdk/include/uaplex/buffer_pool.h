@@ -1,5 +1,5 @@
-/* Buffer pools (plugin: bufferpool): rent and return the byte arrays that carry UASC
- * chunks, keep retained memory bounded, and optionally cap the bytes outstanding per
+/* Buffer pools (plugins/buffer-pool: bounded): rent and return the byte arrays that carry
+ * UASC chunks, keep retained memory bounded, and optionally cap the bytes outstanding per
  * process. A pool serves buffer managers; each manager has a name and a MaxBufferSize.
  */
 #ifndef UAPLEX_BUFFER_POOL_H

@@ -1,9 +1,9 @@
-/* Monitored-item queue factories (plugins: default, ring event queue): the queues that hold
- * a monitored item's pending data changes or events. Values are OPC UA types defined in
- * uaplex/types.h and only pointed to here. Ownership of an enqueued value passes to the
- * queue; it comes back to the kernel on dequeue, or through params->release_* when the
- * queue drops it (overflow, reset, overwrite, destroy). Queues are not thread-safe: the
- * owning monitored item serialises every call. Enqueue is O(1).
+/* Monitored-item queue factories (plugins/monitored-item-queue: mi-default, mi-ring): the
+ * queues that hold a monitored item's pending data changes or events. Values are OPC UA
+ * types defined in uaplex/types.h and only pointed to here. Ownership of an enqueued value
+ * passes to the queue; it comes back to the kernel on dequeue, or through params->release_*
+ * when the queue drops it (overflow, reset, overwrite, destroy). Queues are not thread-safe:
+ * the owning monitored item serialises every call. Enqueue is O(1).
  */
 #ifndef UAPLEX_MONITORED_ITEM_QUEUE_H
 #define UAPLEX_MONITORED_ITEM_QUEUE_H

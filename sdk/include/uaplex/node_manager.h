@@ -1,5 +1,5 @@
-/* Node managers (demo, benchmark layout, NodeSet2 loader, vendor ones): serve the nodes of
- * one or more namespaces. OPC UA values are the types of uaplex/types.h.
+/* Node managers (plugins/node-manager: demo, benchmark, nodeset; vendor ones): serve the
+ * nodes of one or more namespaces. OPC UA values are the types of uaplex/types.h.
  *
  * Two ways to serve nodes, freely mixed:
  *  - add them to the kernel's store through the host API (namespace_register, node_add,

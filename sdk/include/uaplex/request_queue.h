@@ -1,4 +1,4 @@
-/* Request queue plugins (queues/fifo, queues/fair): bounded admission of decoded requests,
+/* Request queues (plugins/request-queue: fifo, fair): bounded admission of decoded requests,
  * ordering across owners, and hand-off to the kernel's workers. The kernel owns the request
  * entries; the queue links them through the entry's queue_private words, so queueing never
  * allocates.

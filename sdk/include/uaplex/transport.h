@@ -1,6 +1,6 @@
-/* Transports (plugins: transport-tcp, transport-https): own sockets and move bytes. The
- * kernel does chunk assembly and security; a transport only frames what its scheme needs,
- * delivers received bytes in pool buffers and sends buffers it is handed.
+/* Transports (plugins/transport: transport-tcp, transport-https): own sockets and move
+ * bytes. The kernel does chunk assembly and security; a transport only frames what its
+ * scheme needs, delivers received bytes in pool buffers and sends buffers it is handed.
  */
 #ifndef UAPLEX_TRANSPORT_H
 #define UAPLEX_TRANSPORT_H

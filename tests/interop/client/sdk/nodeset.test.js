@@ -1,4 +1,4 @@
-// The NodeSet2 loader (plugins/nodemanagers/nodeset) with the OPC Foundation's DI and
+// The NodeSet2 loader (plugins/node-manager/nodeset) with the OPC Foundation's DI and
 // Machinery companion specifications plus tests/sdk/data/Uaplex.Test.NodeSet2.xml, seen
 // through node-opcua's client (tests/sdk/nodeset_test.sh starts the server): namespaces,
 // DI's DeviceSet and DeviceType, Machinery's Machines folder, values from the files,

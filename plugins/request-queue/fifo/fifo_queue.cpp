@@ -1,4 +1,4 @@
-// queues/fifo: the bounded first-in first-out request queue (docs/pipeline.md, Request
+// request-queue/fifo: the bounded first-in first-out request queue (docs/pipeline.md, Request
 // queue), without a lock. Entries travel through the SDK's bounded multi-producer
 // multi-consumer ring (uaplex/cpp/mpmc_ring.hpp); each entry's queue_private words carry
 // its state, so a cancel or stop and a dequeue decide by one CAS who completes it.

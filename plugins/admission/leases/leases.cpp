@@ -1,4 +1,4 @@
-// isolation/leases: the admission provider (docs/pipeline.md, Admission).
+// admission/leases: the admission provider (docs/pipeline.md, Admission).
 //
 // Fail-fast accounting per stage. A plan gives each stage a total T, protected floors for
 // the Bootstrap, Reconnect and Control classes (never lent to another class) and the shared

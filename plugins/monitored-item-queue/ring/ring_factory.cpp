@@ -1,8 +1,8 @@
-// queues/mi-ring: the ring-buffer event queue (O(1) enqueue at a full queue: nothing shifts)
-// with parity to the default's FIFO, except that the duplicate check scans the NEWEST 1000
-// entries (the interface's documented window). The handles in that window are counted in a
-// small open-addressing table, so the duplicate check is O(1) too instead of a 1000-entry
-// scan per delivered event. Data changes use the shared ring.
+// monitored-item-queue/ring (plugin mi-ring): the ring-buffer event queue (O(1) enqueue at a
+// full queue: nothing shifts) with parity to the default's FIFO, except that the duplicate
+// check scans the NEWEST 1000 entries (the interface's documented window). The handles in
+// that window are counted in a small open-addressing table, so the duplicate check is O(1)
+// too instead of a 1000-entry scan per delivered event. Data changes use the shared ring.
 #include <memory>
 
 #include "data_change_ring.hpp"

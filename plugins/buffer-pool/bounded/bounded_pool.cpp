@@ -1,4 +1,4 @@
-// bufferpool/bounded: the bounded transport buffer pool (docs/pipeline.md, Buffer pool).
+// buffer-pool/bounded: the bounded transport buffer pool (docs/pipeline.md, Buffer pool).
 //
 // Arrays come in power-of-two buckets 16 ... L, where L is the bucket of a manager's
 // MaxBufferSize plus its metadata bytes. Each bucket keeps at most C arrays in a bounded

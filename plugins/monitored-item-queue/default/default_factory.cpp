@@ -1,6 +1,7 @@
-// queues/mi-default: the reference monitored-item queues (docs/pipeline.md). Data
-// changes go to a ring; events to a FIFO whose duplicate check scans the OLDEST 1000 entries,
-// as the reference server does (a kept divergence; the ring plugin scans the newest).
+// monitored-item-queue/default (plugin mi-default): the reference monitored-item queues
+// (docs/pipeline.md). Data changes go to a ring; events to a FIFO whose duplicate check scans
+// the OLDEST 1000 entries, as the reference server does (a kept divergence; the ring plugin
+// scans the newest).
 // Durable queues are not served.
 #include <deque>
 

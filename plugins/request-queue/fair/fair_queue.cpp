@@ -1,4 +1,4 @@
-// queues/fair: the fair request queue (docs/pipeline.md, Request queue).
+// request-queue/fair: the fair request queue (docs/pipeline.md, Request queue).
 //
 // With an admission provider every request holds leases: RequestQueue (1) and
 // RequestQueueBytes (request_cost) from admission, ParkedRequest (1) for a parkable request
