@@ -14,9 +14,9 @@
 #include <memory>
 #include <string>
 
-#include "config/config.hpp"
-#include "host/logging.hpp"
-#include "host/plugin_host.hpp"
+#include <uaplex/config/config.hpp>
+#include <uaplex/host/logging.hpp>
+#include <uaplex/host/plugin_host.hpp>
 #include "pki_tool.hpp"
 #include "server/server.hpp"
 #include "server/service_handler.hpp"

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "config/config.hpp"
-#include "security/pki.hpp"
-#include "security/safe_file.hpp"
+#include <uaplex/config/config.hpp>
+#include <uaplex/security/pki.hpp>
+#include <uaplex/security/safe_file.hpp>
 
 namespace fs = std::filesystem;
 using namespace uaplex::security;

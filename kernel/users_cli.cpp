@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "config/access_names.hpp"
-#include "config/config.hpp"
+#include <uaplex/config/access_names.hpp>
+#include <uaplex/config/config.hpp>
 #include "session/user_store.hpp"
 
 namespace uaplex::cli {

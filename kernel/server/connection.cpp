@@ -7,9 +7,9 @@
 #include <climits>
 #include <cstring>
 
-#include "host/logging.hpp"
-#include "host/plugin_host.hpp"
-#include "security/channel_security.hpp"
+#include <uaplex/host/logging.hpp>
+#include <uaplex/host/plugin_host.hpp>
+#include <uaplex/security/channel_security.hpp>
 #include "server/buffer_pool.hpp"
 #include "server/dispatcher.hpp"
 #include "server/json_decode_pool.hpp"

@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "securechannel/secure_channel.hpp"
+#include <uaplex/securechannel/secure_channel.hpp>
 #include "server/server.hpp"
 #include "server/subscription_service.hpp"
 #include "session/request_registry.hpp"

@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "securechannel/security_policy.hpp"
+#include <uaplex/securechannel/security_policy.hpp>
 #include "session/session_manager.hpp"
 
 namespace uaplex::server {

@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "config/config.hpp"
-#include "security/crypto.hpp"
+#include <uaplex/config/config.hpp>
+#include <uaplex/security/crypto.hpp>
 
 namespace uaplex::server {
 

@@ -10,8 +10,8 @@
 #include <span>
 #include <string_view>
 
-#include "securechannel/security_policy.hpp"
-#include "security/pki.hpp"
+#include <uaplex/securechannel/security_policy.hpp>
+#include <uaplex/security/pki.hpp>
 #include "server/discovery.hpp"
 #include "server/service_handler.hpp"
 #include "server/service_table.hpp"

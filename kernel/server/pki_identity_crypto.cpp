@@ -1,6 +1,6 @@
 #include "server/pki_identity_crypto.hpp"
 
-#include "security/identity.hpp"
+#include <uaplex/security/identity.hpp>
 
 namespace uaplex::server {
 

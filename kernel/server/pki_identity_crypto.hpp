@@ -4,7 +4,7 @@
 
 #include <functional>
 
-#include "security/pki.hpp"
+#include <uaplex/security/pki.hpp>
 #include "session/identity.hpp"
 
 namespace uaplex::server {

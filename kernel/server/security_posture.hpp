@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "config/config.hpp"
+#include <uaplex/config/config.hpp>
 #include "session/access_control.hpp"
 
 namespace uaplex::server {

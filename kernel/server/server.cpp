@@ -20,12 +20,12 @@
 #include <limits>
 #include <stdexcept>
 
-#include "host/logging.hpp"
-#include "host/plugin_host.hpp"
-#include "securechannel/secure_channel.hpp"
-#include "security/channel_security.hpp"
-#include "security/crypto.hpp"
-#include "security/identity.hpp"
+#include <uaplex/host/logging.hpp>
+#include <uaplex/host/plugin_host.hpp>
+#include <uaplex/securechannel/secure_channel.hpp>
+#include <uaplex/security/channel_security.hpp>
+#include <uaplex/security/crypto.hpp>
+#include <uaplex/security/identity.hpp>
 #include "server/buffer_pool.hpp"
 #include "server/connection.hpp"
 #include "server/discovery.hpp"

@@ -21,7 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "config/config.hpp"
+#include <uaplex/config/config.hpp>
 #include "server/service_handler.hpp"
 
 namespace uaplex::enc {

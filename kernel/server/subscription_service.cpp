@@ -6,7 +6,7 @@
 #include <chrono>
 #include <limits>
 
-#include "config/config.hpp"
+#include <uaplex/config/config.hpp>
 #include "session/access_control.hpp"
 
 namespace uaplex::server {

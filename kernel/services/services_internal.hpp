@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "addressspace/address_space.hpp"
-#include "config/config.hpp"
-#include "host/address_space_hooks.hpp"
-#include "host/plugin_host.hpp"
+#include <uaplex/addressspace/address_space.hpp>
+#include <uaplex/config/config.hpp>
+#include <uaplex/host/address_space_hooks.hpp>
+#include <uaplex/host/plugin_host.hpp>
 #include "services/service_set.hpp"
 #include "session/access_control.hpp"
 #include "subscription/event_filter.hpp"

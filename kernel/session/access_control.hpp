@@ -20,8 +20,8 @@
 #include <string_view>
 #include <vector>
 
-#include "config/access_names.hpp"
-#include "config/config.hpp"
+#include <uaplex/config/access_names.hpp>
+#include <uaplex/config/config.hpp>
 
 namespace uaplex::session {
 

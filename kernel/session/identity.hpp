@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "config/config.hpp"
+#include <uaplex/config/config.hpp>
 #include "session/access_control.hpp"
 #include "session/user_store.hpp"
 

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "config/config.hpp"
-#include "security/crypto.hpp"
-#include "security/identity.hpp"
+#include <uaplex/config/config.hpp>
+#include <uaplex/security/crypto.hpp>
+#include <uaplex/security/identity.hpp>
 
 namespace uaplex::session {
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <string_view>
 
-#include "securechannel/security_policy.hpp"
-#include "security/pki.hpp"
+#include <uaplex/securechannel/security_policy.hpp>
+#include <uaplex/security/pki.hpp>
 #include "session/access_control.hpp"
 #include "session/identity.hpp"
 #include "session/login_guard.hpp"

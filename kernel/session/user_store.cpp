@@ -16,8 +16,8 @@
 
 #include <toml++/toml.h>
 
-#include "config/access_names.hpp"
-#include "security/safe_file.hpp"
+#include <uaplex/config/access_names.hpp>
+#include <uaplex/security/safe_file.hpp>
 
 namespace uaplex::session {
 

@@ -8,8 +8,8 @@
 #include <cstddef>
 #include <string>
 
-#include "config/config.hpp"
-#include "host/plugin_host.hpp"
+#include <uaplex/config/config.hpp>
+#include <uaplex/host/plugin_host.hpp>
 
 using namespace uaplex;
 

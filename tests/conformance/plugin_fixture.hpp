@@ -8,8 +8,8 @@
 #include <memory>
 #include <string>
 
-#include "config/config.hpp"
-#include "host/plugin_host.hpp"
+#include <uaplex/config/config.hpp>
+#include <uaplex/host/plugin_host.hpp>
 
 namespace uaplex::conformance {
 

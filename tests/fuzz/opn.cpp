@@ -48,12 +48,12 @@
 #include <string>
 #include <vector>
 
+#include <uaplex/securechannel/secure_channel.hpp>
+#include <uaplex/security/channel_security.hpp>
+#include <uaplex/security/crypto.hpp>
+#include <uaplex/security/pki.hpp>
+#include <uaplex/security/safe_file.hpp>
 #include "fuzz_common.hpp"
-#include "securechannel/secure_channel.hpp"
-#include "security/channel_security.hpp"
-#include "security/crypto.hpp"
-#include "security/pki.hpp"
-#include "security/safe_file.hpp"
 
 using namespace uaplex;
 using uaplex::fuzz::violated;

@@ -7,9 +7,9 @@
 #include <sstream>
 #include <string>
 
-#include "config/config.hpp"
-#include "host/logging.hpp"
-#include "host/plugin_host.hpp"
+#include <uaplex/config/config.hpp>
+#include <uaplex/host/logging.hpp>
+#include <uaplex/host/plugin_host.hpp>
 
 namespace {
 

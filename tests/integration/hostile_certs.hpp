@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "security/channel_security.hpp"
-#include "security/crypto.hpp"
-#include "security/pki.hpp"
+#include <uaplex/security/channel_security.hpp>
+#include <uaplex/security/crypto.hpp>
+#include <uaplex/security/pki.hpp>
 
 namespace uaplex::test {
 

@@ -6,8 +6,8 @@
 
 #include <sstream>
 
+#include <uaplex/security/crypto.hpp>
 #include "hostile_certs.hpp"
-#include "security/crypto.hpp"
 #include "server_process.hpp"
 
 using namespace uaplex;

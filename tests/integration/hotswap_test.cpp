@@ -13,9 +13,9 @@
 #include <thread>
 #include <vector>
 
-#include "config/config.hpp"
-#include "host/logging.hpp"
-#include "host/plugin_host.hpp"
+#include <uaplex/config/config.hpp>
+#include <uaplex/host/logging.hpp>
+#include <uaplex/host/plugin_host.hpp>
 
 namespace {
 

@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
-#include "config/config.hpp"
-#include "host/plugin_host.hpp"
+#include <uaplex/config/config.hpp>
+#include <uaplex/host/plugin_host.hpp>
 #include "server/server.hpp"
 #include "server/service_handler.hpp"
 #include "server_process.hpp"

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "config/config.hpp"
-#include "host/plugin_host.hpp"
+#include <uaplex/config/config.hpp>
+#include <uaplex/host/plugin_host.hpp>
 #include "subscription/subscription_manager.hpp"
 
 using namespace uaplex;

@@ -8,8 +8,8 @@
 #include <chrono>
 #include <thread>
 
-#include "config/config.hpp"
-#include "host/plugin_host.hpp"
+#include <uaplex/config/config.hpp>
+#include <uaplex/host/plugin_host.hpp>
 #include "in_process_server.hpp"
 #include "opcua_client.hpp"
 #include "server/server.hpp"

@@ -19,8 +19,8 @@
 #include <map>
 #include <string>
 
-#include "config/config.hpp"
-#include "host/plugin_host.hpp"
+#include <uaplex/config/config.hpp>
+#include <uaplex/host/plugin_host.hpp>
 #include "in_process_server.hpp"
 #include "opcua_client.hpp"
 #include "server/server.hpp"

@@ -10,8 +10,8 @@
 #include <thread>
 #include <vector>
 
-#include "config/config.hpp"
-#include "host/plugin_host.hpp"
+#include <uaplex/config/config.hpp>
+#include <uaplex/host/plugin_host.hpp>
 #include "plugin_fixture.hpp"
 
 namespace {

@@ -8,7 +8,7 @@
 #include <set>
 #include <string>
 
-#include "addressspace/address_space.hpp"
+#include <uaplex/addressspace/address_space.hpp>
 
 using namespace uaplex;
 using namespace uaplex::addressspace;

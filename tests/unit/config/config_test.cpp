@@ -2,8 +2,8 @@
 // for keys the server does not know.
 #include <catch2/catch.hpp>
 
-#include "config/access_names.hpp"
-#include "config/config.hpp"
+#include <uaplex/config/access_names.hpp>
+#include <uaplex/config/config.hpp>
 
 using uaplex::config::ConfigError;
 using uaplex::config::parse_string;

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <thread>
 
-#include "host/host_api.hpp"
+#include <uaplex/host/host_api.hpp>
 #include "uaplex/node_manager.h"
 #include "uaplex/types.h"
 

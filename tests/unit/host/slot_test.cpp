@@ -5,7 +5,7 @@
 #include <thread>
 #include <vector>
 
-#include "host/slot.hpp"
+#include <uaplex/host/slot.hpp>
 
 namespace {
 struct Counter {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "securechannel/secure_channel.hpp"
+#include <uaplex/securechannel/secure_channel.hpp>
 
 namespace uaplex::test {
 

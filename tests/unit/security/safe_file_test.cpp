@@ -10,8 +10,8 @@
 #include <set>
 #include <string>
 
-#include "security/pki.hpp"
-#include "security/safe_file.hpp"
+#include <uaplex/security/pki.hpp>
+#include <uaplex/security/safe_file.hpp>
 
 using namespace uaplex::security;
 namespace fs = std::filesystem;

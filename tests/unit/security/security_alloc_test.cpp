@@ -10,9 +10,9 @@
 #include <cstring>
 #include <vector>
 
+#include <uaplex/security/channel_security.hpp>
+#include <uaplex/security/pki.hpp>
 #include "../encoding/counting_new.hpp"
-#include "security/channel_security.hpp"
-#include "security/pki.hpp"
 
 using namespace uaplex;
 using namespace uaplex::security;

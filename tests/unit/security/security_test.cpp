@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
+#include <uaplex/security/channel_security.hpp>
+#include <uaplex/security/identity.hpp>
+#include <uaplex/security/pki.hpp>
 #include "../securechannel/fake_channel.hpp"
-#include "security/channel_security.hpp"
-#include "security/identity.hpp"
-#include "security/pki.hpp"
 
 #include <openssl/x509v3.h>
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "config/config.hpp"
+#include <uaplex/config/config.hpp>
 #include "server/dispatcher.hpp"
 #include "server/service_table.hpp"
 #include "services/service_set.hpp"

@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-#include "config/config.hpp"
+#include <uaplex/config/config.hpp>
 #include "server/dispatcher.hpp"
 #include "services/service_set.hpp"
 #include "session/user_store.hpp"

@@ -7,8 +7,8 @@
 
 #include <filesystem>
 
-#include "config/config.hpp"
-#include "security/pki.hpp"
+#include <uaplex/config/config.hpp>
+#include <uaplex/security/pki.hpp>
 #include "server/dispatcher.hpp"
 #include "services/service_set.hpp"
 

@@ -7,8 +7,8 @@
 
 #include <filesystem>
 
+#include <uaplex/config/access_names.hpp>
 #include "../../integration/hostile_certs.hpp"
-#include "config/access_names.hpp"
 #include "server/pki_identity_crypto.hpp"
 
 using namespace uaplex;

@@ -9,8 +9,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "config/config.hpp"
-#include "host/plugin_host.hpp"
+#include <uaplex/config/config.hpp>
+#include <uaplex/host/plugin_host.hpp>
 #include "services/service_set.hpp"
 #include "session/access_control.hpp"
 

@@ -3,8 +3,8 @@
 // namespace answered by the plugin itself.
 #include <catch2/catch.hpp>
 
+#include <uaplex/host/host_api.hpp>
 #include "fixture.hpp"
-#include "host/host_api.hpp"
 
 using namespace uaplex;
 

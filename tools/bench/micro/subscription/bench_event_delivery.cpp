@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "host/host_api.hpp"
-#include "host/plugin_host.hpp"
+#include <uaplex/host/host_api.hpp>
+#include <uaplex/host/plugin_host.hpp>
 #include "subscription/queue_handlers.hpp"
 #include "subscription/subscription.hpp"
 

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "securechannel/security_policy.hpp"
-#include "security/crypto.hpp"
-#include "security/pki.hpp"
+#include <uaplex/securechannel/security_policy.hpp>
+#include <uaplex/security/crypto.hpp>
+#include <uaplex/security/pki.hpp>
 
 namespace uaplex::security {
 

@@ -1,4 +1,4 @@
-#include "host/library.hpp"
+#include <uaplex/host/library.hpp>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -6,8 +6,8 @@
 
 #include <algorithm>
 
-#include "host/host_api.hpp"
-#include "host/logging.hpp"
+#include <uaplex/host/host_api.hpp>
+#include <uaplex/host/logging.hpp>
 
 namespace uaplex::host {
 namespace fs = std::filesystem;

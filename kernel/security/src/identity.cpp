@@ -1,11 +1,11 @@
-#include "security/identity.hpp"
+#include <uaplex/security/identity.hpp>
 
 #include <array>
 #include <cstring>
 #include <mutex>
 #include <vector>
 
-#include "security/channel_security.hpp"
+#include <uaplex/security/channel_security.hpp>
 
 namespace uaplex::security {
 

@@ -1,10 +1,10 @@
-#include "host/host_api.hpp"
+#include <uaplex/host/host_api.hpp>
 
 #include <chrono>
 #include <cstdlib>
 #include <string_view>
 
-#include "host/logging.hpp"
+#include <uaplex/host/logging.hpp>
 #include "uaplex/types.h"
 
 namespace uaplex::host {

@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#include "securechannel/security_policy.hpp"
+#include <uaplex/securechannel/security_policy.hpp>
 
 namespace uaplex::securechannel {
 

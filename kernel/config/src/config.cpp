@@ -1,6 +1,6 @@
-#include "config/config.hpp"
+#include <uaplex/config/config.hpp>
 
-#include "config/access_names.hpp"
+#include <uaplex/config/access_names.hpp>
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "securechannel/secure_channel.hpp"
+#include <uaplex/securechannel/secure_channel.hpp>
 
 #include <uaplex/encoding/encoding.hpp>
 

@@ -1,4 +1,4 @@
-#include "host/timers.hpp"
+#include <uaplex/host/timers.hpp>
 
 namespace uaplex::host {
 

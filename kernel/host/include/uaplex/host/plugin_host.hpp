@@ -11,10 +11,10 @@
 
 #include <uaplex/monitored_item_queue.h>
 
-#include "config/config.hpp"
-#include "host/host_api.hpp"
-#include "host/library.hpp"
-#include "host/slot.hpp"
+#include <uaplex/config/config.hpp>
+#include <uaplex/host/host_api.hpp>
+#include <uaplex/host/library.hpp>
+#include <uaplex/host/slot.hpp>
 
 namespace uaplex::host {
 

@@ -1,4 +1,4 @@
-#include "addressspace/address_space.hpp"
+#include <uaplex/addressspace/address_space.hpp>
 
 #include <chrono>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "security/channel_security.hpp"
+#include <uaplex/security/channel_security.hpp>
 
 #include <openssl/crypto.h>
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "security/crypto.hpp"
+#include <uaplex/security/crypto.hpp>
 
 namespace uaplex::security {
 

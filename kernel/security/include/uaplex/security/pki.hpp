@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "security/crypto.hpp"
+#include <uaplex/security/crypto.hpp>
 
 namespace uaplex::security {
 

@@ -1,6 +1,6 @@
 // The keyed-state HMAC below uses the low-level SHA API (deprecated, still supported).
 #define OPENSSL_SUPPRESS_DEPRECATED
-#include "security/crypto.hpp"
+#include <uaplex/security/crypto.hpp>
 
 #include <openssl/sha.h>
 

@@ -1,11 +1,11 @@
-#include "host/plugin_host.hpp"
+#include <uaplex/host/plugin_host.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <thread>
 
-#include "host/logging.hpp"
+#include <uaplex/host/logging.hpp>
 
 namespace uaplex::host {
 

@@ -1,4 +1,4 @@
-#include "host/logging.hpp"
+#include <uaplex/host/logging.hpp>
 
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>

@@ -1,4 +1,4 @@
-#include "addressspace/value_slot.hpp"
+#include <uaplex/addressspace/value_slot.hpp>
 
 #include <cstring>
 #include <thread>

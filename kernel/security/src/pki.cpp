@@ -1,4 +1,4 @@
-#include "security/pki.hpp"
+#include <uaplex/security/pki.hpp>
 
 #include <openssl/bio.h>
 #include <openssl/crypto.h>
@@ -19,7 +19,7 @@
 #include <system_error>
 #include <tuple>
 
-#include "security/safe_file.hpp"
+#include <uaplex/security/safe_file.hpp>
 
 namespace uaplex::security {
 

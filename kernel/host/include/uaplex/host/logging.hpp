@@ -7,7 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "config/config.hpp"
+#include <uaplex/config/config.hpp>
 
 namespace uaplex::host {
 

@@ -19,8 +19,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include "addressspace/ns0_image.h"
-#include "addressspace/value_slot.hpp"
+#include <uaplex/addressspace/ns0_image.h>
+#include <uaplex/addressspace/value_slot.hpp>
 #include "uaplex/node_manager.h"
 
 namespace uaplex::addressspace {

@@ -13,8 +13,8 @@
 
 #include <toml++/toml.h>
 
-#include "host/address_space_hooks.hpp"
-#include "host/timers.hpp"
+#include <uaplex/host/address_space_hooks.hpp>
+#include <uaplex/host/timers.hpp>
 #include "uaplex/host.h"
 
 namespace uaplex::host {
