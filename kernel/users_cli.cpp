@@ -14,7 +14,7 @@
 
 #include <uaplex/config/access_names.hpp>
 #include <uaplex/config/config.hpp>
-#include "session/user_store.hpp"
+#include <uaplex/session/user_store.hpp>
 
 namespace uaplex::cli {
 

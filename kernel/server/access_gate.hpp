@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include <uaplex/session/access_control.hpp>
 #include "server/subscription_service.hpp"
-#include "session/access_control.hpp"
 
 namespace uaplex::server {
 

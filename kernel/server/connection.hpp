@@ -18,10 +18,10 @@
 #include <vector>
 
 #include <uaplex/securechannel/secure_channel.hpp>
+#include <uaplex/session/request_registry.hpp>
+#include <uaplex/session/session_manager.hpp>
 #include "server/server.hpp"
 #include "server/subscription_service.hpp"
-#include "session/request_registry.hpp"
-#include "session/session_manager.hpp"
 
 namespace uaplex::server {
 

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include <uaplex/securechannel/security_policy.hpp>
-#include "session/session_manager.hpp"
+#include <uaplex/session/session_manager.hpp>
 
 namespace uaplex::server {
 

@@ -12,15 +12,15 @@
 
 #include <uaplex/securechannel/security_policy.hpp>
 #include <uaplex/security/pki.hpp>
+#include <uaplex/session/access_control.hpp>
+#include <uaplex/session/identity.hpp>
+#include <uaplex/session/login_guard.hpp>
+#include <uaplex/session/session_manager.hpp>
+#include <uaplex/session/session_services.hpp>
 #include "server/discovery.hpp"
 #include "server/service_handler.hpp"
 #include "server/service_table.hpp"
 #include "server/subscription_service.hpp"
-#include "session/access_control.hpp"
-#include "session/identity.hpp"
-#include "session/login_guard.hpp"
-#include "session/session_manager.hpp"
-#include "session/session_services.hpp"
 
 namespace uaplex::server {
 

@@ -5,7 +5,7 @@
 #include <functional>
 
 #include <uaplex/security/pki.hpp>
-#include "session/identity.hpp"
+#include <uaplex/session/identity.hpp>
 
 namespace uaplex::server {
 

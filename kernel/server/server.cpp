@@ -26,6 +26,11 @@
 #include <uaplex/security/channel_security.hpp>
 #include <uaplex/security/crypto.hpp>
 #include <uaplex/security/identity.hpp>
+#include <uaplex/session/access_control.hpp>
+#include <uaplex/session/identity.hpp>
+#include <uaplex/session/server_counters.hpp>
+#include <uaplex/session/session_manager.hpp>
+#include <uaplex/subscription/retransmission_queue.hpp>
 #include "server/buffer_pool.hpp"
 #include "server/connection.hpp"
 #include "server/discovery.hpp"
@@ -35,11 +40,6 @@
 #include "server/security_posture.hpp"
 #include "server/service_table.hpp"
 #include "server/subscription_service.hpp"
-#include "services/service_set.hpp"
-#include "session/access_control.hpp"
-#include "session/identity.hpp"
-#include "session/session_manager.hpp"
-#include "subscription/retransmission_queue.hpp"
 
 namespace uaplex::server {
 

@@ -16,9 +16,6 @@ namespace uaplex::enc {
 class Arena;
 struct DataType;
 }  // namespace uaplex::enc
-namespace uaplex::services {
-struct ServerCounters;
-}
 namespace uaplex::config {
 struct ServerConfig;
 }
@@ -33,6 +30,7 @@ struct EventView;
 namespace uaplex::session {
 class AccessView;
 class AccessPolicy;
+struct ServerCounters;
 }  // namespace uaplex::session
 
 namespace uaplex::server {
@@ -85,7 +83,7 @@ class ServiceHandler {
     // The access rules, for the RolePermissions attributes (null: none); outlives its use.
     virtual void setAccessPolicy(const session::AccessPolicy*) noexcept {}
     // The ServerDiagnosticsSummary counters the session layer updates (never null).
-    virtual services::ServerCounters& counters() noexcept = 0;
+    virtual session::ServerCounters& counters() noexcept = 0;
     // The node values monitored items read, or null when subscriptions are not served.
     virtual subscription::NodeValueSource* valueSource() noexcept { return nullptr; }
     virtual void setValueChanged(ValueChangedFn, void*) noexcept {}

@@ -15,8 +15,8 @@
 #include <span>
 #include <string_view>
 
+#include <uaplex/session/session_services.hpp>
 #include "server/service_handler.hpp"
-#include "session/session_services.hpp"
 
 namespace uaplex::server {
 

@@ -1,6 +1,6 @@
 // The kernel's ServiceSet behind the dispatch's ServiceHandler interface.
+#include <uaplex/services/service_set.hpp>
 #include "server/service_handler.hpp"
-#include "services/service_set.hpp"
 
 namespace uaplex::server {
 
@@ -43,7 +43,7 @@ class ServiceSetHandler final : public ServiceHandler {
         n.call = &thunk<ua::CallRequest, &S::callMethods>;
         return n;
     }
-    services::ServerCounters& counters() noexcept override { return set_.counters(); }
+    session::ServerCounters& counters() noexcept override { return set_.counters(); }
     std::vector<std::string> namespaceUris() const override { return set_.namespaceUris(); }
     void setAccessPolicy(const session::AccessPolicy* policy) noexcept override {
         set_.setAccessPolicy(policy);

@@ -7,7 +7,7 @@
 #include <limits>
 
 #include <uaplex/config/config.hpp>
-#include "session/access_control.hpp"
+#include <uaplex/session/access_control.hpp>
 
 namespace uaplex::server {
 

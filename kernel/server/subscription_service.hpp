@@ -16,8 +16,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "session/response_route.hpp"
-#include "subscription/subscription_manager.hpp"
+#include <uaplex/session/response_route.hpp>
+#include <uaplex/subscription/subscription_manager.hpp>
 
 namespace uaplex::config {
 struct ServerConfig;

@@ -11,7 +11,7 @@
 
 #include <uaplex/config/config.hpp>
 #include <uaplex/host/plugin_host.hpp>
-#include "subscription/subscription_manager.hpp"
+#include <uaplex/subscription/subscription_manager.hpp>
 
 using namespace uaplex;
 using namespace uaplex::subscription;

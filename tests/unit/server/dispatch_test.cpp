@@ -8,9 +8,9 @@
 #include <string_view>
 
 #include <uaplex/config/config.hpp>
+#include <uaplex/session/server_counters.hpp>
 #include "server/dispatcher.hpp"
 #include "server/service_table.hpp"
-#include "services/service_set.hpp"
 
 using namespace uaplex;
 using namespace uaplex::server;
@@ -21,7 +21,7 @@ namespace {
 struct FakeServices final : ServiceHandler {
     int calls = 0;
     int states = 0;
-    services::ServerCounters c;
+    session::ServerCounters c;
     void* createSessionState() override { return &++states; }
     void destroySessionState(void*) noexcept override { --states; }
     static uaplex_status read(void* self, enc::Arena& arena, void* state,
@@ -47,7 +47,7 @@ struct FakeServices final : ServiceHandler {
         n.read = &read;
         return n;
     }
-    services::ServerCounters& counters() noexcept override { return c; }
+    session::ServerCounters& counters() noexcept override { return c; }
 };
 
 struct Fixture {

@@ -4,8 +4,8 @@
 
 #include <vector>
 
+#include <uaplex/subscription/retransmission_queue.hpp>
 #include "server/server.hpp"
-#include "subscription/retransmission_queue.hpp"
 
 using namespace uaplex;
 

@@ -14,9 +14,9 @@
 #include <thread>
 
 #include <uaplex/config/config.hpp>
+#include <uaplex/session/server_counters.hpp>
+#include <uaplex/session/user_store.hpp>
 #include "server/dispatcher.hpp"
-#include "services/service_set.hpp"
-#include "session/user_store.hpp"
 
 using namespace uaplex;
 using namespace uaplex::server;
@@ -25,10 +25,10 @@ namespace fs = std::filesystem;
 namespace {
 
 struct NoServices final : ServiceHandler {
-    services::ServerCounters c;
+    session::ServerCounters c;
     void* createSessionState() override { return this; }
     void destroySessionState(void*) noexcept override {}
-    services::ServerCounters& counters() noexcept override { return c; }
+    session::ServerCounters& counters() noexcept override { return c; }
 };
 
 // Collects what the dispatcher sends later.

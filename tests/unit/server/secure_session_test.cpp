@@ -9,8 +9,8 @@
 
 #include <uaplex/config/config.hpp>
 #include <uaplex/security/pki.hpp>
+#include <uaplex/session/server_counters.hpp>
 #include "server/dispatcher.hpp"
-#include "services/service_set.hpp"
 
 using namespace uaplex;
 using namespace uaplex::server;
@@ -19,10 +19,10 @@ namespace fs = std::filesystem;
 namespace {
 
 struct NoServices final : ServiceHandler {
-    services::ServerCounters c;
+    session::ServerCounters c;
     void* createSessionState() override { return this; }
     void destroySessionState(void*) noexcept override {}
-    services::ServerCounters& counters() noexcept override { return c; }
+    session::ServerCounters& counters() noexcept override { return c; }
 };
 
 // What the dispatcher reads of a secured channel: its policy and the client certificate.

@@ -4,8 +4,8 @@
 // UserAccessLevel, UserExecutable, RolePermissions and UserRolePermissions attributes.
 #include <catch2/catch.hpp>
 
+#include <uaplex/session/access_control.hpp>
 #include "fixture.hpp"
-#include "session/access_control.hpp"
 
 using namespace uaplex;
 using test::Server;

@@ -11,8 +11,8 @@
 
 #include <uaplex/config/config.hpp>
 #include <uaplex/host/plugin_host.hpp>
-#include "services/service_set.hpp"
-#include "session/access_control.hpp"
+#include <uaplex/services/service_set.hpp>
+#include <uaplex/session/access_control.hpp>
 
 namespace uaplex::test {
 

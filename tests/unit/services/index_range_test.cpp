@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "services/services_internal.hpp"
+#include "services_internal.hpp"
 
 using namespace uaplex;
 using services::IndexRange;

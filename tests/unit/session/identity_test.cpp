@@ -10,9 +10,9 @@
 #include <fstream>
 #include <set>
 
-#include "session/access_control.hpp"
-#include "session/identity.hpp"
-#include "session/user_store.hpp"
+#include <uaplex/session/access_control.hpp>
+#include <uaplex/session/identity.hpp>
+#include <uaplex/session/user_store.hpp>
 
 using namespace uaplex;
 using namespace uaplex::session;

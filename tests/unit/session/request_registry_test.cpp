@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "session/request_registry.hpp"
+#include <uaplex/session/request_registry.hpp>
 
 using uaplex::session::QueuedCanceller;
 using uaplex::session::RequestRegistry;

@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "services/service_set.hpp"
-#include "session/login_guard.hpp"
-#include "session/session_manager.hpp"
+#include <uaplex/session/login_guard.hpp>
+#include <uaplex/session/server_counters.hpp>
+#include <uaplex/session/session_manager.hpp>
 
 using namespace uaplex;
 using namespace uaplex::session;
@@ -62,7 +62,7 @@ struct FakeLeases {
 }  // namespace
 
 TEST_CASE("unactivated sessions are capped per channel and per peer with BadTooManySessions") {
-    services::ServerCounters counters;
+    session::ServerCounters counters;
     SessionManager m(small(), &counters);
     std::vector<std::shared_ptr<Session>> kept;
     // 1000 CreateSessions on one channel: only the cap is kept.

@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "services/service_set.hpp"
-#include "session/session_manager.hpp"
+#include <uaplex/session/server_counters.hpp>
+#include <uaplex/session/session_manager.hpp>
 
 using namespace uaplex;
 using namespace uaplex::session;
@@ -19,7 +19,7 @@ const UserIdentity kAlice{IdentityKind::UserName, "user:alice", "alice", kAuthen
 }  // namespace
 
 TEST_CASE("create revises the timeout and makes distinct unguessable tokens") {
-    services::ServerCounters counters;
+    session::ServerCounters counters;
     SessionManager m({10, 10000, 60000}, &counters);
     auto a = m.create(1, 5, "a", 0, 0);
     auto b = m.create(1, 1e12, "", 0, 0);
@@ -39,7 +39,7 @@ TEST_CASE("create revises the timeout and makes distinct unguessable tokens") {
 }
 
 TEST_CASE("max_sessions answers BadTooManySessions") {
-    services::ServerCounters counters;
+    session::ServerCounters counters;
     SessionManager m({2, 10000, 60000}, &counters);
     CHECK(m.create(1, 0, "", 0, 0).status == UAPLEX_Good);
     CHECK(m.create(1, 0, "", 0, 0).status == UAPLEX_Good);
@@ -93,7 +93,7 @@ TEST_CASE("an activated session transfers to a new channel and leaves the old on
 }
 
 TEST_CASE("close ends the session and releases its services state") {
-    services::ServerCounters counters;
+    session::ServerCounters counters;
     int created = 0, destroyed = 0;
     SessionStateHooks hooks{[&] {
                                 ++created;
@@ -114,7 +114,7 @@ TEST_CASE("close ends the session and releases its services state") {
 }
 
 TEST_CASE("sessions without requests within their timeout are closed") {
-    services::ServerCounters counters;
+    session::ServerCounters counters;
     SessionManager m({10, 10000, 60000}, &counters);
     auto a = m.create(1, 10000, "", 0, 0).session->authenticationToken();
     auto b = m.create(1, 20000, "", 0, 0).session->authenticationToken();

@@ -12,7 +12,7 @@
 #include <set>
 #include <string>
 
-#include "session/user_store.hpp"
+#include <uaplex/session/user_store.hpp>
 
 using namespace uaplex::session;
 namespace fs = std::filesystem;

@@ -6,8 +6,8 @@
 #include <memory>
 #include <vector>
 
+#include <uaplex/subscription/subscription.hpp>
 #include "data_change_ring.hpp"
-#include "subscription/subscription.hpp"
 
 namespace uaplex::subscription::test {
 

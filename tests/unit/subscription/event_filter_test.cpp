@@ -3,10 +3,10 @@
 // select clauses (7.22.3).
 #include <catch2/catch.hpp>
 
+#include <uaplex/subscription/queue_handlers.hpp>
+#include <uaplex/subscription/value_cell.hpp>
 #include "fake_model.hpp"
 #include "filter_builder.hpp"
-#include "subscription/queue_handlers.hpp"
-#include "subscription/value_cell.hpp"
 
 using namespace uaplex;
 using namespace uaplex::subscription;

@@ -5,11 +5,11 @@
 
 #include <set>
 
+#include <uaplex/session/access_control.hpp>
+#include <uaplex/subscription/subscription_manager.hpp>
 #include "engine_support.hpp"
 #include "fake_model.hpp"
 #include "filter_builder.hpp"
-#include "session/access_control.hpp"
-#include "subscription/subscription_manager.hpp"
 
 using namespace uaplex;
 using namespace uaplex::subscription;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "subscription/event_filter.hpp"
+#include <uaplex/subscription/event_filter.hpp>
 
 namespace uaplex::subscription::test {
 

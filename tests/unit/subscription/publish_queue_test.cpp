@@ -7,9 +7,9 @@
 #include <set>
 #include <utility>
 
+#include <uaplex/subscription/subscription_manager.hpp>
 #include "counting_new.hpp"  // this executable's operator new counts allocations
 #include "engine_support.hpp"
-#include "subscription/subscription_manager.hpp"
 
 using namespace uaplex;
 using namespace uaplex::subscription;

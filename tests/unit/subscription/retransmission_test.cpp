@@ -2,7 +2,7 @@
 // leases.
 #include <catch2/catch.hpp>
 
-#include "subscription/retransmission_queue.hpp"
+#include <uaplex/subscription/retransmission_queue.hpp>
 
 using namespace uaplex;
 using namespace uaplex::subscription;

@@ -6,8 +6,8 @@
 #include <vector>
 
 #define UAPLEX_COUNTING_NEW_SCOPES_ONLY  // publish_queue_test.cpp defines operator new
+#include <uaplex/subscription/ring_queue.hpp>
 #include "counting_new.hpp"
-#include "subscription/ring_queue.hpp"
 
 using uaplex::subscription::RingQueue;
 

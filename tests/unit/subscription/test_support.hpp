@@ -3,8 +3,8 @@
 
 #include <vector>
 
+#include <uaplex/subscription/queue_handlers.hpp>
 #include "data_change_ring.hpp"
-#include "subscription/queue_handlers.hpp"
 
 namespace uaplex::subscription::test {
 

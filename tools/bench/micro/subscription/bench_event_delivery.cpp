@@ -24,8 +24,8 @@
 
 #include <uaplex/host/host_api.hpp>
 #include <uaplex/host/plugin_host.hpp>
-#include "subscription/queue_handlers.hpp"
-#include "subscription/subscription.hpp"
+#include <uaplex/subscription/queue_handlers.hpp>
+#include <uaplex/subscription/subscription.hpp>
 
 namespace {
 

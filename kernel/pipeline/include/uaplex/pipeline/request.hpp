@@ -15,8 +15,8 @@
 #include <memory>
 #include <vector>
 
-#include "session/request_registry.hpp"
-#include "session/session_manager.hpp"
+#include <uaplex/session/request_registry.hpp>
+#include <uaplex/session/session_manager.hpp>
 
 namespace uaplex::server {
 class Connection;

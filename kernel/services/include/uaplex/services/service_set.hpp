@@ -1,0 +1,129 @@
+// The attribute, view and method services of the kernel over the address space. The server's
+// service table decodes a request, resolves its session and calls the service's function
+// here; everything it needs to answer is in the ServiceCall.
+#pragma once
+
+#include <uaplex/encoding/encoding.hpp>
+#include <uaplex/session/server_counters.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace uaplex::config {
+struct ServerConfig;
+}
+namespace uaplex::host {
+class Host;
+}
+
+namespace uaplex::subscription {
+class NodeValueSource;
+struct EventView;
+}  // namespace uaplex::subscription
+namespace uaplex::session {
+class AccessView;
+class AccessPolicy;
+}  // namespace uaplex::session
+
+namespace uaplex::services {
+
+// What the services keep per session: browse continuation points, registered nodes. Created
+// when the session is created, destroyed when it closes (releasing its continuation points).
+class SessionState;
+struct SessionStateDeleter {
+    void operator()(SessionState* state) const noexcept;
+};
+using SessionStatePtr = std::unique_ptr<SessionState, SessionStateDeleter>;
+
+// The counters live with the session table, which counts sessions without the services.
+using session::ServerCounters;
+
+// Server.GetMonitoredItems (Part 5 9.1) for the session whose state is `session`: the handles
+// go into `arena`. BadSubscriptionIdInvalid, BadUserAccessDenied.
+using GetMonitoredItemsFn = uaplex_status (*)(void* user, std::uint64_t session,
+                                              std::uint32_t subscriptionId, enc::Arena& arena,
+                                              ua::Array<ua::UInt32>& serverHandles,
+                                              ua::Array<ua::UInt32>& clientHandles);
+
+// ServerState (Part 5 12.6).
+enum class ServerState : std::int32_t {
+    Running = 0,
+    Failed = 1,
+    NoConfiguration = 2,
+    Suspended = 3,
+    Shutdown = 4,
+    Test = 5,
+    CommunicationFault = 6,
+    Unknown = 7,
+};
+
+// One service invocation on a worker thread. The response is allocated in `arena` and must
+// stay valid until the caller has encoded it; its ResponseHeader is left zeroed for the caller
+// (requestHandle, timestamp, serviceResult) to fill.
+struct ServiceCall {
+    enc::Arena& arena;
+    SessionState* session = nullptr;  // the activated session's state
+    const enc::DataType* requestType = nullptr;
+    const void* request = nullptr;
+    const enc::DataType* responseType = nullptr;  // out
+    void* response = nullptr;                     // out
+    // What the session may do (Part 3 8.55 bits per node); null: everything.
+    const session::AccessView* access = nullptr;
+};
+
+// Owns the address space (namespace 0, the Server object, the node-manager plugins' nodes)
+// and answers Read, Write, Browse, BrowseNext, TranslateBrowsePathsToNodeIds, RegisterNodes,
+// UnregisterNodes and Call.
+class ServiceSet {
+  public:
+    // Builds namespace 0 and the Server object from the configuration; creates and starts the
+    // node-manager plugins the host loaded. Throws std::runtime_error with a one-line message.
+    ServiceSet(const config::ServerConfig& cfg, host::Host& host);
+    ~ServiceSet();
+    ServiceSet(const ServiceSet&) = delete;
+    ServiceSet& operator=(const ServiceSet&) = delete;
+
+    SessionStatePtr createSessionState();
+
+    // The services, one function each (the server's service table names them): Good with
+    // call.response set, or a Bad status for a ServiceFault (BadTooManyOperations,
+    // BadNothingToDo, ...). Any worker thread; never throw.
+    uaplex_status read(ServiceCall& call) noexcept;
+    uaplex_status write(ServiceCall& call) noexcept;
+    uaplex_status browse(ServiceCall& call) noexcept;
+    uaplex_status browseNext(ServiceCall& call) noexcept;
+    uaplex_status translateBrowsePaths(ServiceCall& call) noexcept;
+    uaplex_status registerNodes(ServiceCall& call) noexcept;
+    uaplex_status unregisterNodes(ServiceCall& call) noexcept;
+    uaplex_status callMethods(ServiceCall& call) noexcept;
+
+    ServerCounters& counters() noexcept;
+    // The namespace table (NamespaceArray order).
+    std::vector<std::string> namespaceUris() const;
+    // The [access] rules the RolePermissions attributes show; null: none. Must outlive use.
+    void setAccessPolicy(const session::AccessPolicy* policy) noexcept;
+    // Node values for monitored items: stored values report their changes through `fn`
+    // (Write, value_set), every other node attribute is polled.
+    subscription::NodeValueSource& valueSource();
+    void setValueChanged(void (*fn)(void*, std::uint64_t, const ua::DataValue&),
+                         void* user) noexcept;
+    // `session` in the callback is the SessionState's address.
+    void setGetMonitoredItems(GetMonitoredItemsFn fn, void* user) noexcept;
+    // Events node managers raise (host API raise_event) go to `fn` with the notifier handles
+    // of their source; null stops them.
+    using EventRaisedFn = void (*)(void*, std::span<const std::uint64_t>,
+                                   const subscription::EventView&);
+    void setEventRaised(EventRaisedFn fn, void* user) noexcept;
+    void setState(ServerState state) noexcept;
+
+  private:
+    struct Impl;
+    uaplex_status guarded(ServiceCall& call, uaplex_status (Impl::*service)(ServiceCall&)) noexcept;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace uaplex::services

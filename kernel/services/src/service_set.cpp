@@ -1,0 +1,232 @@
+#include <uaplex/services/service_set.hpp>
+
+#include <chrono>
+
+#include "services_internal.hpp"
+
+namespace uaplex::services {
+
+namespace {
+
+std::mutex& buildMutex() {
+    // Guards the address space structure while node managers build it (before seal).
+    static std::mutex m;
+    return m;
+}
+
+}  // namespace
+
+uaplex_value_alloc arenaAlloc(enc::Arena& arena) noexcept {
+    return uaplex_value_alloc{&arena, [](void* self, size_t size, size_t align) -> void* {
+                                  return static_cast<enc::Arena*>(self)->allocate(
+                                      size == 0 ? 1 : size, align == 0 ? 8 : align);
+                              }};
+}
+
+void SessionStateDeleter::operator()(SessionState* state) const noexcept {
+    delete state;
+}
+
+// --- Impl ---------------------------------------------------------------------------------
+
+ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
+    : cfg(c), host(h), space(c.server.application_uri) {
+    startTime = ua::utcNow();
+    buildServerObject();
+    host.services().address_space.store(this, std::memory_order_release);
+    try {
+        uaplex_node_manager_params params{};
+        params.hdr =
+            UAPLEX_HEADER_INIT(uaplex_node_manager_params, UAPLEX_STYPE_NODE_MANAGER_PARAMS);
+        const auto& managers = host.create_node_managers(params);
+        for (const auto& inst : managers) {
+            const auto* ops = inst->ops<uaplex_node_manager_ops>();
+            size_t count = 0;
+            if (ops->namespace_count == nullptr || ops->namespace_uri == nullptr ||
+                ops->namespace_count(inst->self(), &count) != UAPLEX_Good)
+                count = 0;
+            for (size_t i = 0; i < count; ++i) {
+                uaplex_str uri{};
+                if (ops->namespace_uri(inst->self(), i, &uri) != UAPLEX_Good || uri.data == nullptr)
+                    throw std::runtime_error("node manager '" + inst->name() +
+                                             "': namespace_uri failed");
+                std::uint16_t index = space.registerNamespace(std::string_view(uri.data, uri.len));
+                owners.push_back(NamespaceOwner{index, ops, inst->self()});
+            }
+        }
+        host.start_node_managers();
+    } catch (...) {
+        host.destroy_node_managers();
+        host.services().address_space.store(nullptr, std::memory_order_release);
+        throw;
+    }
+    space.seal();
+}
+
+ServiceSet::Impl::~Impl() {
+    host.destroy_node_managers();
+    host.services().address_space.store(nullptr, std::memory_order_release);
+}
+
+ua::DateTime ServiceSet::Impl::now() const noexcept {
+    return ua::utcNow();
+}
+
+const NamespaceOwner* ServiceSet::Impl::ownerOf(std::uint16_t ns) const noexcept {
+    for (const NamespaceOwner& o : owners)
+        if (o.namespaceIndex == ns) return &o;
+    return nullptr;
+}
+
+uaplex_status ServiceSet::Impl::namespace_register(uaplex_plugin_ctx*, uaplex_str uri,
+                                                   uint16_t* out) noexcept {
+    std::lock_guard lock(buildMutex());
+    std::string_view u(uri.data, uri.len);
+    if (space.sealed()) {
+        // Known namespaces may still be looked up once the server runs.
+        const auto& ns = space.namespaces();
+        for (std::size_t i = 0; i < ns.size(); ++i)
+            if (ns[i] == u) {
+                *out = static_cast<uint16_t>(i);
+                return UAPLEX_Good;
+            }
+        return UAPLEX_BadInvalidState;
+    }
+    try {
+        *out = space.registerNamespace(u);
+    } catch (...) {
+        return UAPLEX_BadOutOfMemory;
+    }
+    return UAPLEX_Good;
+}
+
+uaplex_status ServiceSet::Impl::node_add(uaplex_plugin_ctx*,
+                                         const uaplex_node_spec* spec) noexcept {
+    // The 1.1 layout is the smallest accepted; later fields are read only when present.
+    if (!UAPLEX_HAS_FIELD(spec, uaplex_node_spec, reserved1)) return UAPLEX_BadInvalidArgument;
+    std::lock_guard lock(buildMutex());
+    try {
+        return space.addNode(*spec);
+    } catch (...) {
+        return UAPLEX_BadOutOfMemory;
+    }
+}
+
+uaplex_status ServiceSet::Impl::reference_add(uaplex_plugin_ctx*, const uaplex_nodeid* source,
+                                              const uaplex_nodeid* type,
+                                              const uaplex_nodeid* target) noexcept {
+    if (type->namespace_index != 0 || type->identifier_type != UAPLEX_ID_NUMERIC)
+        return UAPLEX_BadReferenceTypeIdInvalid;
+    NodeRef t = space.find(*type);
+    if (!t || t.nodeClass() != addressspace::kReferenceType)
+        return UAPLEX_BadReferenceTypeIdInvalid;
+    std::lock_guard lock(buildMutex());
+    try {
+        return space.addReference(*source, type->identifier.numeric, *target, true);
+    } catch (...) {
+        return UAPLEX_BadOutOfMemory;
+    }
+}
+
+uaplex_status ServiceSet::Impl::value_set(uaplex_plugin_ctx*, const uaplex_nodeid* nodeId,
+                                          const uaplex_datavalue* value) noexcept {
+    // Before seal other plugins may still be adding nodes (the map may rehash).
+    std::unique_lock<std::mutex> lock;
+    if (!space.sealed()) lock = std::unique_lock(buildMutex());
+    Node* node = space.mutableNode(*nodeId);
+    if (node == nullptr) return UAPLEX_BadNodeIdUnknown;
+    if (node->nodeClass != addressspace::kVariable) return UAPLEX_BadNodeClassInvalid;
+    ua::DataValue dv = *value;
+    if (!(dv.mask & UAPLEX_DATAVALUE_SOURCE_TIMESTAMP)) {
+        dv.mask |= UAPLEX_DATAVALUE_SOURCE_TIMESTAMP;
+        dv.source_timestamp = ua::utcNow();
+    }
+    uaplex_status st = node->value.store(dv);
+    if (st == UAPLEX_Good) changed(*node, dv);
+    return st;
+}
+
+// --- ServiceSet ---------------------------------------------------------------------------
+
+ServiceSet::ServiceSet(const config::ServerConfig& cfg, host::Host& host)
+    : impl_(std::make_unique<Impl>(cfg, host)) {}
+
+ServiceSet::~ServiceSet() = default;
+
+subscription::NodeValueSource& ServiceSet::valueSource() {
+    if (!impl_->values) impl_->values = impl_->makeValueSource();
+    return *impl_->values;
+}
+
+void ServiceSet::setGetMonitoredItems(GetMonitoredItemsFn fn, void* user) noexcept {
+    if (user) impl_->getMonitoredItemsUser = user;
+    impl_->getMonitoredItems.store(fn, std::memory_order_release);
+}
+
+void ServiceSet::setValueChanged(void (*fn)(void*, std::uint64_t, const ua::DataValue&),
+                                 void* user) noexcept {
+    if (user) impl_->valueChangedUser = user;
+    impl_->valueChanged.store(fn, std::memory_order_release);
+}
+
+void ServiceSet::setEventRaised(EventRaisedFn fn, void* user) noexcept {
+    if (user) impl_->eventRaisedUser = user;
+    impl_->eventRaised.store(fn, std::memory_order_release);
+}
+
+SessionStatePtr ServiceSet::createSessionState() {
+    return SessionStatePtr(new SessionState());
+}
+
+uaplex_status ServiceSet::guarded(ServiceCall& c,
+                                  uaplex_status (Impl::*service)(ServiceCall&)) noexcept {
+    try {
+        if (c.request == nullptr) return UAPLEX_BadInvalidArgument;
+        return (impl_.get()->*service)(c);
+    } catch (...) {
+        return UAPLEX_BadInternalError;
+    }
+}
+
+uaplex_status ServiceSet::read(ServiceCall& c) noexcept {
+    return guarded(c, &Impl::read);
+}
+uaplex_status ServiceSet::write(ServiceCall& c) noexcept {
+    return guarded(c, &Impl::write);
+}
+uaplex_status ServiceSet::browse(ServiceCall& c) noexcept {
+    return guarded(c, &Impl::browse);
+}
+uaplex_status ServiceSet::browseNext(ServiceCall& c) noexcept {
+    return guarded(c, &Impl::browseNext);
+}
+uaplex_status ServiceSet::translateBrowsePaths(ServiceCall& c) noexcept {
+    return guarded(c, &Impl::translate);
+}
+uaplex_status ServiceSet::registerNodes(ServiceCall& c) noexcept {
+    return guarded(c, &Impl::registerNodes);
+}
+uaplex_status ServiceSet::unregisterNodes(ServiceCall& c) noexcept {
+    return guarded(c, &Impl::unregisterNodes);
+}
+uaplex_status ServiceSet::callMethods(ServiceCall& c) noexcept {
+    return guarded(c, &Impl::callMethods);
+}
+
+std::vector<std::string> ServiceSet::namespaceUris() const {
+    return impl_->space.namespaces();
+}
+
+void ServiceSet::setAccessPolicy(const session::AccessPolicy* policy) noexcept {
+    impl_->accessPolicy.store(policy, std::memory_order_release);
+}
+
+ServerCounters& ServiceSet::counters() noexcept {
+    return impl_->counters;
+}
+
+void ServiceSet::setState(ServerState state) noexcept {
+    impl_->state.store(static_cast<std::int32_t>(state), std::memory_order_relaxed);
+}
+
+}  // namespace uaplex::services

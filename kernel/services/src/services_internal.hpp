@@ -1,0 +1,236 @@
+// Shared by the service implementations of kernel/services (not part of the contract).
+#pragma once
+
+#include <uaplex/encoding/encoding.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <uaplex/addressspace/address_space.hpp>
+#include <uaplex/config/config.hpp>
+#include <uaplex/host/address_space_hooks.hpp>
+#include <uaplex/host/plugin_host.hpp>
+#include <uaplex/services/service_set.hpp>
+#include <uaplex/session/access_control.hpp>
+#include <uaplex/subscription/event_filter.hpp>
+#include <uaplex/subscription/subscription_manager.hpp>
+
+namespace uaplex::services {
+
+using addressspace::AddressSpace;
+using addressspace::Node;
+using addressspace::NodeRef;
+namespace ns0 = addressspace::ns0;
+
+// Attribute ids (Part 6 A.1).
+enum AttributeId : std::uint32_t {
+    kAttrNodeId = 1,
+    kAttrNodeClass,
+    kAttrBrowseName,
+    kAttrDisplayName,
+    kAttrDescription,
+    kAttrWriteMask,
+    kAttrUserWriteMask,
+    kAttrIsAbstract,
+    kAttrSymmetric,
+    kAttrInverseName,
+    kAttrContainsNoLoops,
+    kAttrEventNotifier,
+    kAttrValue,
+    kAttrDataType,
+    kAttrValueRank,
+    kAttrArrayDimensions,
+    kAttrAccessLevel,
+    kAttrUserAccessLevel,
+    kAttrMinimumSamplingInterval,
+    kAttrHistorizing,
+    kAttrExecutable,
+    kAttrUserExecutable,
+    kAttrDataTypeDefinition,
+    kAttrRolePermissions,
+    kAttrUserRolePermissions,
+    kAttrAccessRestrictions,
+    kAttrAccessLevelEx,
+};
+
+// A parsed NumericRange (Part 4 7.27): up to 4 dimensions of [first, last].
+struct IndexRange {
+    struct Dim {
+        std::uint32_t first;
+        std::uint32_t last;
+    };
+    Dim dims[4];
+    std::uint32_t count = 0;  // 0: no range
+};
+// Good, or BadIndexRangeInvalid for a malformed range.
+uaplex_status parseIndexRange(const ua::String& text, IndexRange& out) noexcept;
+// Read: narrows `v` to the elements `range` selects: arrays and matrices (one range
+// dimension per ArrayDimensions entry, the result keeps the shape of the selection), and one
+// more dimension into String/ByteString elements; a substring of a String/ByteString scalar.
+// BadIndexRangeNoData when nothing is selected or the range does not fit the value.
+uaplex_status readIndexRange(enc::Arena& arena, const IndexRange& range, ua::Variant& v) noexcept;
+// Write: replaces in `cur` (copied into the arena) the elements `range` selects with `in`,
+// which must have exactly the shape of the range (BadIndexRangeInvalid otherwise); a range
+// reaching past `cur` is BadIndexRangeNoData.
+uaplex_status writeIndexRange(enc::Arena& arena, const IndexRange& range, ua::Variant& cur,
+                              const ua::Variant& in) noexcept;
+
+// A browse continuation point kept in the session (Part 4 7.9).
+struct ContinuationPoint {
+    std::uint64_t id = 0;
+    std::string nodeKey;  // the browsed NodeId, binary encoded
+    std::int32_t direction = 0;
+    ua::NodeId referenceType{};  // ns0 numeric or null
+    bool includeSubtypes = false;
+    std::uint32_t nodeClassMask = 0;
+    std::uint32_t resultMask = 0;
+    std::uint32_t maxReferences = 0;
+    std::uint32_t offset = 0;  // references already returned
+};
+
+}  // namespace uaplex::services
+
+// Per-session state: continuation points and registered nodes. Guarded by its own mutex (a
+// session may have several requests in flight); never shared between sessions.
+class uaplex::services::SessionState {
+  public:
+    std::mutex mutex;
+    std::vector<ContinuationPoint> continuationPoints;
+    std::uint64_t nextContinuationId = 1;
+};
+
+namespace uaplex::services {
+
+// A node-manager plugin that owns namespaces and answers for nodes not in the store.
+struct NamespaceOwner {
+    std::uint16_t namespaceIndex;
+    const uaplex_node_manager_ops* ops;
+    void* self;
+};
+
+struct ServiceSet::Impl final : host::AddressSpaceHooks {
+    Impl(const config::ServerConfig& cfg, host::Host& host);
+    ~Impl() override;
+
+    // host API (address space part)
+    uaplex_status namespace_register(uaplex_plugin_ctx*, uaplex_str uri,
+                                     uint16_t* out) noexcept override;
+    uaplex_status node_add(uaplex_plugin_ctx*, const uaplex_node_spec* spec) noexcept override;
+    uaplex_status reference_add(uaplex_plugin_ctx*, const uaplex_nodeid* source,
+                                const uaplex_nodeid* type,
+                                const uaplex_nodeid* target) noexcept override;
+    uaplex_status value_set(uaplex_plugin_ctx*, const uaplex_nodeid* node,
+                            const uaplex_datavalue* value) noexcept override;
+
+    // The Server object (server_object.cpp).
+    void buildServerObject();
+
+    // Services; each fills call.response / call.responseType or returns a service fault.
+    uaplex_status read(ServiceCall& call) noexcept;
+    uaplex_status write(ServiceCall& call) noexcept;
+    uaplex_status browse(ServiceCall& call) noexcept;
+    uaplex_status browseNext(ServiceCall& call) noexcept;
+    uaplex_status translate(ServiceCall& call) noexcept;
+    uaplex_status registerNodes(ServiceCall& call) noexcept;
+    uaplex_status unregisterNodes(ServiceCall& call) noexcept;
+    uaplex_status callMethods(ServiceCall& call) noexcept;
+
+    // Reads one attribute into `out` (status included); `access` null: no access checks
+    // (the kernel's own reads).
+    void readAttribute(enc::Arena& arena, const ua::NodeId& id, std::uint32_t attributeId,
+                       const ua::String& indexRange, std::int32_t timestamps, ua::DataValue& out,
+                       const session::AccessView* access = nullptr) noexcept;
+    // RolePermissions from the [access] rules, restricted to the roles in `only`; false when
+    // no rule covers the node.
+    bool rolePermissionsOf(enc::Arena& arena, const ua::NodeId& id, session::RoleMask only,
+                           ua::Variant& out) noexcept;
+    // The permissions of the call's session on `id` (every bit without access control).
+    static std::uint32_t permissionsOf(const ServiceCall& call, const ua::NodeId& id) noexcept {
+        return call.access ? call.access->permissions(id) : config::kAllPermissions;
+    }
+    // What a session that may not do an operation on a node is told (Part 4 7.38 allows
+    // either): BadUserAccessDenied when it may Browse the node, else BadNodeIdUnknown, the
+    // same as for a node that does not exist, so that existence does not leak.
+    static uaplex_status deniedStatus(std::uint32_t perms) noexcept {
+        return (perms & session::kPermBrowse) ? UAPLEX_BadUserAccessDenied
+                                              : UAPLEX_BadNodeIdUnknown;
+    }
+    // The Value attribute of a Variable/VariableType node (without IndexRange).
+    uaplex_status readValue(enc::Arena& arena, const NodeRef& node, ua::DataValue& out) noexcept;
+    uaplex_status writeOne(enc::Arena& arena, const ua::WriteValue& wv,
+                           const session::AccessView* access = nullptr) noexcept;
+    // True if `value` may be written to a variable of `dataType` and `valueRank`.
+    bool typeMatches(const ua::NodeId& dataType, const ua::Variant& value) const noexcept;
+    static bool rankMatches(std::int32_t valueRank, const ua::Variant& value) noexcept;
+    const NamespaceOwner* ownerOf(std::uint16_t ns) const noexcept;
+    // Reads an attribute of a node in an owned namespace through its plugin; false if none.
+    bool ownedAttribute(enc::Arena& arena, const ua::NodeId& id, std::uint32_t attributeId,
+                        ua::Variant& out) noexcept;
+    // Browses one node into `result`, starting at cp.offset; creates or updates `cp` in the
+    // session when references remain.
+    // Nodes the session may not Browse (`access`) are left out.
+    void browseOne(enc::Arena& arena, SessionState* session, ContinuationPoint& cp,
+                   const ua::NodeId& nodeId, bool isNewBrowse, ua::BrowseResult& result,
+                   const session::AccessView* access = nullptr) noexcept;
+
+    ua::DateTime now() const noexcept;
+
+    config::ServerConfig cfg;
+    host::Host& host;
+    AddressSpace space;
+    ServerCounters counters;
+    std::atomic<std::int32_t> state{static_cast<std::int32_t>(ServerState::Running)};
+    ua::DateTime startTime = 0;
+    std::vector<NamespaceOwner> owners;
+    // The [access] rules (RolePermissions attributes); set by the server, cleared before it
+    // goes.
+    std::atomic<const session::AccessPolicy*> accessPolicy{nullptr};
+    // Monitored items: the value source (made on first use) and who hears of stored changes.
+    class ValueSource;  // value_source.cpp
+    std::unique_ptr<subscription::NodeValueSource> makeValueSource();
+    std::unique_ptr<subscription::NodeValueSource> values;
+    // Atomic: the server clears it at stop while workers and node managers may still write.
+    // Server.GetMonitoredItems, answered by the subscription engine (null: not served).
+    std::atomic<GetMonitoredItemsFn> getMonitoredItems{nullptr};
+    void* getMonitoredItemsUser = nullptr;  // set before the fn, never cleared
+    using ValueChangedFn = void (*)(void*, std::uint64_t, const ua::DataValue&);
+    std::atomic<ValueChangedFn> valueChanged{nullptr};
+    void* valueChangedUser = nullptr;  // set before the first fn, never cleared
+    // Events (host API raise_event): the subscription engine hears of them through `eventFn`
+    // with the notifier handles of the source (itself, its notifier ancestors, the Server).
+    using EventRaisedFn = void (*)(void*, std::span<const std::uint64_t>,
+                                   const subscription::EventView&);
+    std::atomic<EventRaisedFn> eventRaised{nullptr};
+    void* eventRaisedUser = nullptr;  // set before the first fn, never cleared
+    uaplex_status raise_event(uaplex_plugin_ctx*, const uaplex_event_spec* spec) noexcept override;
+    // The handle an event item on notifier `n` has (ns0 records odd, stored nodes by address).
+    static std::uint64_t notifierKey(const NodeRef& n) noexcept {
+        return n.rec ? (std::uint64_t(n.rec->id) << 1) | 1
+                     : std::uint64_t(reinterpret_cast<std::uintptr_t>(n.dyn));
+    }
+    // After a stored value changed: tells the subscription engine (handle = the Node).
+    void changed(const Node& n, const ua::DataValue& v) noexcept {
+        if (auto fn = valueChanged.load(std::memory_order_acquire))
+            fn(valueChangedUser, reinterpret_cast<std::uintptr_t>(&n), v);
+    }
+};
+
+// Arena helpers.
+template <class T>
+T* arenaNew(enc::Arena& arena, const T& value) noexcept {
+    T* p = static_cast<T*>(arena.allocate(sizeof(T), alignof(T)));
+    if (p != nullptr) *p = value;
+    return p;
+}
+uaplex_value_alloc arenaAlloc(enc::Arena& arena) noexcept;
+// The size of one array element of a built-in type (the C struct or scalar).
+inline std::size_t elementSize(std::uint8_t builtinType) noexcept {
+    return uaplex_builtin_size(builtinType);
+}
+
+}  // namespace uaplex::services

@@ -1,0 +1,466 @@
+// Browse, BrowseNext, TranslateBrowsePathsToNodeIds, RegisterNodes, UnregisterNodes
+// (Part 4 5.8).
+#include <cstring>
+
+#include "services_internal.hpp"
+
+namespace uaplex::services {
+
+namespace {
+
+constexpr std::uint32_t kMaskReferenceType = 1, kMaskIsForward = 2, kMaskNodeClass = 4,
+                        kMaskBrowseName = 8, kMaskDisplayName = 16, kMaskTypeDefinition = 32;
+
+bool isNull(const ua::NodeId& id) noexcept {
+    if (id.namespace_index != 0) return false;
+    switch (id.identifier_type) {
+        case UAPLEX_ID_NUMERIC:
+            return id.identifier.numeric == 0;
+        case UAPLEX_ID_STRING:
+            return id.identifier.string.length <= 0;
+        case UAPLEX_ID_BYTESTRING:
+            return id.identifier.bytestring.length <= 0;
+        default: {
+            static const ua::Guid zero{};
+            return std::memcmp(&id.identifier.guid, &zero, sizeof(zero)) == 0;
+        }
+    }
+}
+
+// One matching reference, before paging.
+struct Hit {
+    std::uint32_t referenceType;
+    bool isForward;
+    ua::NodeId target;
+    std::uint8_t nodeClass;  // 0 when the target is not in the address space
+};
+
+std::string encodeNodeId(const ua::NodeId& id) {
+    enc::ByteBuffer buf;
+    enc::BinaryWriter w(buf);
+    enc::encode(w, id);
+    return std::string(reinterpret_cast<const char*>(buf.data()), buf.size());
+}
+
+bool decodeNodeId(const std::string& bytes, enc::Arena& arena, ua::NodeId& out) {
+    enc::BinaryReader r(std::span<const std::uint8_t>(
+                            reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()),
+                        arena, enc::DecodeLimits{});
+    enc::decode(r, out);
+    return r.ok();
+}
+
+ua::ByteString continuationBytes(enc::Arena& arena, std::uint64_t id) {
+    auto* p = static_cast<std::uint8_t*>(arena.allocate(8, 8));
+    if (p == nullptr) return ua::nullByteString();
+    std::memcpy(p, &id, 8);
+    return ua::ByteString{8, p};
+}
+
+struct SinkState {
+    std::vector<Hit>* hits;
+    enc::Arena* arena;
+};
+
+// Copies what a node-manager plugin reports (borrowed for the call) into the arena.
+uaplex_status collectPluginReference(void* user, const uaplex_reference* ref) {
+    auto* s = static_cast<SinkState*>(user);
+    if (ref == nullptr || ref->target_id == nullptr) return UAPLEX_BadInvalidArgument;
+    ua::NodeId target = *ref->target_id;
+    if (target.identifier_type == UAPLEX_ID_STRING && target.identifier.string.length > 0) {
+        auto* text =
+            static_cast<char*>(s->arena->allocate(std::size_t(target.identifier.string.length), 1));
+        if (text == nullptr) return UAPLEX_BadOutOfMemory;
+        std::memcpy(text, target.identifier.string.data,
+                    std::size_t(target.identifier.string.length));
+        target.identifier.string.data = text;
+    }
+    std::uint32_t type = 0;
+    if (ref->reference_type_id != nullptr && ref->reference_type_id->namespace_index == 0 &&
+        ref->reference_type_id->identifier_type == UAPLEX_ID_NUMERIC)
+        type = ref->reference_type_id->identifier.numeric;
+    s->hits->push_back(Hit{type, ref->is_forward != 0, target, std::uint8_t(ref->node_class)});
+    return UAPLEX_Good;
+}
+
+}  // namespace
+
+void ServiceSet::Impl::browseOne(enc::Arena& arena, SessionState* session, ContinuationPoint& cp,
+                                 const ua::NodeId& nodeId, bool isNewBrowse,
+                                 ua::BrowseResult& result,
+                                 const session::AccessView* access) noexcept {
+    result = ua::BrowseResult{};
+    result.continuationPoint = ua::nullByteString();
+    result.references = {0, nullptr};
+    // Nodes without Browse are not shown; browsing from one is refused.
+    auto visible = [&](const ua::NodeId& id) {
+        return !access || (access->permissions(id) & session::kPermBrowse) != 0;
+    };
+    if (!visible(nodeId)) {
+        result.statusCode = UAPLEX_BadNodeIdUnknown;  // as if it did not exist (no oracle)
+        return;
+    }
+    // Reused per worker thread: browsing allocates only while the vector grows.
+    thread_local std::vector<Hit> hits;
+    hits.clear();
+    bool hasType = !isNull(cp.referenceType);
+    std::uint32_t wantType = hasType ? cp.referenceType.identifier.numeric : 0;
+    auto matches = [&](std::uint32_t type, bool forward) {
+        if (cp.direction == 0 && !forward) return false;
+        if (cp.direction == 1 && forward) return false;
+        if (!hasType) return true;
+        return cp.includeSubtypes ? space.isSubtypeOf(type, wantType) : type == wantType;
+    };
+    NodeRef node = space.find(nodeId);
+    try {
+        if (node) {
+            space.forEachReference(node,
+                                   [&](std::uint32_t type, bool forward, const ua::NodeId& target) {
+                                       if (!matches(type, forward)) return;
+                                       NodeRef t = space.find(target);
+                                       std::uint8_t nc = t ? t.nodeClass() : 0;
+                                       if (cp.nodeClassMask != 0 && !(cp.nodeClassMask & nc))
+                                           return;
+                                       if (!visible(target)) return;
+                                       hits.push_back(Hit{type, forward, target, nc});
+                                   });
+        } else {
+            const NamespaceOwner* owner = ownerOf(nodeId.namespace_index);
+            if (owner == nullptr || owner->ops->browse == nullptr) {
+                result.statusCode = UAPLEX_BadNodeIdUnknown;
+                return;
+            }
+            SinkState sink{&hits, &arena};
+            uaplex_status st =
+                owner->ops->browse(owner->self, &nodeId, std::uint32_t(cp.direction),
+                                   hasType ? &cp.referenceType : nullptr, cp.includeSubtypes,
+                                   &collectPluginReference, &sink);
+            if (st != UAPLEX_Good) {
+                result.statusCode = st == UAPLEX_BadNotSupported ? UAPLEX_BadNodeIdUnknown : st;
+                return;
+            }
+            std::erase_if(hits, [&](const Hit& h) {
+                return (h.referenceType != 0 && !matches(h.referenceType, h.isForward)) ||
+                       (cp.nodeClassMask != 0 && !(cp.nodeClassMask & h.nodeClass)) ||
+                       !visible(h.target);
+            });
+        }
+    } catch (...) {
+        result.statusCode = UAPLEX_BadOutOfMemory;
+        return;
+    }
+
+    std::size_t total = hits.size();
+    std::size_t start = std::min<std::size_t>(cp.offset, total);
+    std::size_t count = total - start;
+    if (cp.maxReferences != 0 && count > cp.maxReferences) count = cp.maxReferences;
+    bool more = start + count < total;
+    if (more && isNewBrowse) {
+        std::uint32_t limit = cfg.server.limits.max_browse_continuation_points;
+        if (session == nullptr) {
+            result.statusCode = UAPLEX_BadNoContinuationPoints;
+            return;
+        }
+        std::lock_guard lock(session->mutex);
+        if (session->continuationPoints.size() >= limit) {
+            result.statusCode = UAPLEX_BadNoContinuationPoints;
+            return;
+        }
+        cp.id = session->nextContinuationId++;
+        cp.offset = std::uint32_t(start + count);
+        try {
+            cp.nodeKey = encodeNodeId(nodeId);
+            session->continuationPoints.push_back(cp);
+        } catch (...) {
+            result.statusCode = UAPLEX_BadOutOfMemory;
+            return;
+        }
+    } else {
+        cp.offset = std::uint32_t(start + count);
+    }
+    if (more) result.continuationPoint = continuationBytes(arena, cp.id);
+
+    auto* refs = arena.allocateArray<ua::ReferenceDescription>(count);
+    if (count != 0 && refs == nullptr) {
+        result.statusCode = UAPLEX_BadOutOfMemory;
+        return;
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+        const Hit& h = hits[start + i];
+        ua::ReferenceDescription& r = refs[i];
+        r.nodeId.node_id = h.target;
+        r.nodeId.namespace_uri = ua::nullString();
+        r.browseName.name = ua::nullString();
+        r.displayName = ua::LocalizedText{0, ua::nullString(), ua::nullString()};
+        r.typeDefinition.namespace_uri = ua::nullString();
+        if (cp.resultMask & kMaskReferenceType)
+            r.referenceTypeId = ua::numericNodeId(0, h.referenceType);
+        if (cp.resultMask & kMaskIsForward) r.isForward = h.isForward;
+        NodeRef t = space.find(h.target);
+        if (cp.resultMask & kMaskNodeClass) r.nodeClass = static_cast<ua::NodeClass>(h.nodeClass);
+        if (!t) {
+            // A node of an owned namespace: its plugin knows the names.
+            ua::Variant v{};
+            if ((cp.resultMask & kMaskBrowseName) && ownedAttribute(arena, h.target, 3, v) &&
+                (v.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_QUALIFIEDNAME)
+                r.browseName = *static_cast<const ua::QualifiedName*>(v.value.pointer);
+            if ((cp.resultMask & kMaskDisplayName) && ownedAttribute(arena, h.target, 4, v) &&
+                (v.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_LOCALIZEDTEXT)
+                r.displayName = *static_cast<const ua::LocalizedText*>(v.value.pointer);
+            continue;
+        }
+        if (cp.resultMask & kMaskBrowseName) r.browseName = space.browseNameOf(t);
+        if (cp.resultMask & kMaskDisplayName) r.displayName = space.displayNameOf(t);
+        if ((cp.resultMask & kMaskTypeDefinition) &&
+            (h.nodeClass == addressspace::kObject || h.nodeClass == addressspace::kVariable))
+            r.typeDefinition.node_id = space.typeDefinitionOf(t);
+    }
+    result.references = {std::int32_t(count), refs};
+}
+
+uaplex_status ServiceSet::Impl::browse(ServiceCall& call) noexcept {
+    const auto& req = *static_cast<const ua::BrowseRequest*>(call.request);
+    if (!isNull(req.view.viewId)) return UAPLEX_BadViewIdUnknown;
+    if (req.nodesToBrowse.size() == 0) return UAPLEX_BadNothingToDo;
+    const auto& limits = cfg.server.limits;
+    if (limits.max_nodes_per_browse != 0 && req.nodesToBrowse.size() > limits.max_nodes_per_browse)
+        return UAPLEX_BadTooManyOperations;
+    std::uint32_t maxRefs = req.requestedMaxReferencesPerNode;
+    if (limits.max_references_per_node != 0 &&
+        (maxRefs == 0 || maxRefs > limits.max_references_per_node))
+        maxRefs = limits.max_references_per_node;
+
+    auto* resp = call.arena.allocateArray<ua::BrowseResponse>(1);
+    auto* results = call.arena.allocateArray<ua::BrowseResult>(req.nodesToBrowse.size());
+    if (resp == nullptr || results == nullptr) return UAPLEX_BadOutOfMemory;
+    resp->results = {req.nodesToBrowse.length, results};
+    resp->diagnosticInfos = {-1, nullptr};
+    for (std::size_t i = 0; i < req.nodesToBrowse.size(); ++i) {
+        const ua::BrowseDescription& d = req.nodesToBrowse[i];
+        ua::BrowseResult& r = results[i];
+        r.continuationPoint = ua::nullByteString();
+        r.references = {-1, nullptr};
+        auto direction = static_cast<std::int32_t>(d.browseDirection);
+        if (direction < 0 || direction > 2) {
+            r.statusCode = UAPLEX_BadBrowseDirectionInvalid;
+            continue;
+        }
+        if (!isNull(d.referenceTypeId)) {
+            NodeRef t = space.find(d.referenceTypeId);
+            if (!t || t.nodeClass() != addressspace::kReferenceType) {
+                r.statusCode = UAPLEX_BadReferenceTypeIdInvalid;
+                continue;
+            }
+        }
+        ContinuationPoint cp;
+        cp.direction = direction;
+        cp.referenceType = isNull(d.referenceTypeId) ? ua::NodeId{} : d.referenceTypeId;
+        cp.includeSubtypes = d.includeSubtypes;
+        cp.nodeClassMask = d.nodeClassMask;
+        cp.resultMask = d.resultMask;
+        cp.maxReferences = maxRefs;
+        browseOne(call.arena, call.session, cp, d.nodeId, true, r, call.access);
+    }
+    call.responseType = enc::dataTypeOf<ua::BrowseResponse>();
+    call.response = resp;
+    return UAPLEX_Good;
+}
+
+uaplex_status ServiceSet::Impl::browseNext(ServiceCall& call) noexcept {
+    const auto& req = *static_cast<const ua::BrowseNextRequest*>(call.request);
+    if (req.continuationPoints.size() == 0) return UAPLEX_BadNothingToDo;
+    const auto limit = cfg.server.limits.max_nodes_per_browse;
+    if (limit != 0 && req.continuationPoints.size() > limit) return UAPLEX_BadTooManyOperations;
+    auto* resp = call.arena.allocateArray<ua::BrowseNextResponse>(1);
+    auto* results = call.arena.allocateArray<ua::BrowseResult>(req.continuationPoints.size());
+    if (resp == nullptr || results == nullptr) return UAPLEX_BadOutOfMemory;
+    resp->results = {req.continuationPoints.length, results};
+    resp->diagnosticInfos = {-1, nullptr};
+    SessionState* session = call.session;
+    for (std::size_t i = 0; i < req.continuationPoints.size(); ++i) {
+        ua::BrowseResult& r = results[i];
+        r.continuationPoint = ua::nullByteString();
+        r.references = {-1, nullptr};
+        const ua::ByteString& bytes = req.continuationPoints[i];
+        std::uint64_t id = 0;
+        bool wellFormed = bytes.length == 8;
+        if (wellFormed) std::memcpy(&id, bytes.data, 8);
+        ContinuationPoint cp;
+        bool found = false;
+        if (session != nullptr && wellFormed) {
+            std::lock_guard lock(session->mutex);
+            auto& cps = session->continuationPoints;
+            for (auto it = cps.begin(); it != cps.end(); ++it) {
+                if (it->id != id) continue;
+                found = true;
+                cp = *it;
+                // Taken out now; put back below if references remain.
+                cps.erase(it);
+                break;
+            }
+        }
+        if (!found) {
+            r.statusCode = UAPLEX_BadContinuationPointInvalid;
+            continue;
+        }
+        if (req.releaseContinuationPoints) {
+            r.references = {0, nullptr};
+            continue;
+        }
+        ua::NodeId nodeId{};
+        if (!decodeNodeId(cp.nodeKey, call.arena, nodeId)) {
+            r.statusCode = UAPLEX_BadContinuationPointInvalid;
+            continue;
+        }
+        browseOne(call.arena, session, cp, nodeId, false, r, call.access);
+        if (r.continuationPoint.length > 0) {
+            std::lock_guard lock(session->mutex);
+            try {
+                session->continuationPoints.push_back(cp);
+            } catch (...) {
+                r.statusCode = UAPLEX_BadOutOfMemory;
+            }
+        }
+    }
+    call.responseType = enc::dataTypeOf<ua::BrowseNextResponse>();
+    call.response = resp;
+    return UAPLEX_Good;
+}
+
+uaplex_status ServiceSet::Impl::translate(ServiceCall& call) noexcept {
+    const auto& req = *static_cast<const ua::TranslateBrowsePathsToNodeIdsRequest*>(call.request);
+    if (req.browsePaths.size() == 0) return UAPLEX_BadNothingToDo;
+    const auto limit = cfg.server.limits.max_nodes_per_translate;
+    if (limit != 0 && req.browsePaths.size() > limit) return UAPLEX_BadTooManyOperations;
+    auto* resp = call.arena.allocateArray<ua::TranslateBrowsePathsToNodeIdsResponse>(1);
+    auto* results = call.arena.allocateArray<ua::BrowsePathResult>(req.browsePaths.size());
+    if (resp == nullptr || results == nullptr) return UAPLEX_BadOutOfMemory;
+    resp->results = {req.browsePaths.length, results};
+    resp->diagnosticInfos = {-1, nullptr};
+    std::vector<ua::NodeId> current, next;
+    for (std::size_t i = 0; i < req.browsePaths.size(); ++i) {
+        const ua::BrowsePath& path = req.browsePaths[i];
+        ua::BrowsePathResult& r = results[i];
+        r.targets = {0, nullptr};
+        const auto& elements = path.relativePath.elements;
+        if (elements.size() == 0) {
+            r.statusCode = UAPLEX_BadNothingToDo;
+            continue;
+        }
+        bool badName = false;
+        for (const auto& e : elements) badName = badName || e.targetName.name.length <= 0;
+        if (badName) {
+            r.statusCode = UAPLEX_BadBrowseNameInvalid;
+            continue;
+        }
+        if (!space.find(path.startingNode)) {
+            ua::Variant v{};
+            if (!ownedAttribute(call.arena, path.startingNode, 1, v)) {
+                r.statusCode = UAPLEX_BadNodeIdUnknown;
+                continue;
+            }
+        }
+        if (!(permissionsOf(call, path.startingNode) & session::kPermBrowse)) {
+            r.statusCode = UAPLEX_BadNodeIdUnknown;  // as if it did not exist (no oracle)
+            continue;
+        }
+        bool badType = false;
+        current.assign(1, path.startingNode);
+        for (const auto& e : elements) {
+            bool anyType = isNull(e.referenceTypeId);
+            NodeRef rt = anyType ? NodeRef{} : space.find(e.referenceTypeId);
+            if (!anyType && (!rt || rt.nodeClass() != addressspace::kReferenceType)) {
+                badType = true;
+                break;
+            }
+            std::uint32_t want = anyType ? 0 : e.referenceTypeId.identifier.numeric;
+            next.clear();
+            auto consider = [&](std::uint32_t type, bool forward, const ua::NodeId& target) {
+                if (forward == e.isInverse) return;
+                if (!(permissionsOf(call, target) & session::kPermBrowse)) return;  // hidden
+                if (!anyType && !(e.includeSubtypes ? space.isSubtypeOf(type, want) : type == want))
+                    return;
+                ua::QualifiedName bn{};
+                if (NodeRef t = space.find(target)) {
+                    bn = space.browseNameOf(t);
+                } else {
+                    ua::Variant v{};
+                    if (!ownedAttribute(call.arena, target, 3, v) ||
+                        (v.encoding & UAPLEX_VARIANT_TYPE_MASK) != UAPLEX_TYPE_QUALIFIEDNAME)
+                        return;
+                    bn = *static_cast<const ua::QualifiedName*>(v.value.pointer);
+                }
+                if (bn.namespace_index != e.targetName.namespace_index ||
+                    ua::view(bn.name) != ua::view(e.targetName.name))
+                    return;
+                for (const auto& n : next)
+                    if (ua::equal(n, target)) return;
+                next.push_back(target);
+            };
+            for (const ua::NodeId& from : current) {
+                if (NodeRef node = space.find(from)) {
+                    space.forEachReference(node, consider);
+                    continue;
+                }
+                // A node of an owned namespace: its plugin lists the references.
+                const NamespaceOwner* owner = ownerOf(from.namespace_index);
+                if (owner == nullptr || owner->ops->browse == nullptr) continue;
+                std::vector<Hit> hits;
+                SinkState sink{&hits, &call.arena};
+                owner->ops->browse(owner->self, &from, e.isInverse ? 1 : 0,
+                                   anyType ? nullptr : &e.referenceTypeId, e.includeSubtypes,
+                                   &collectPluginReference, &sink);
+                for (const Hit& h : hits) consider(h.referenceType, h.isForward, h.target);
+            }
+            current.swap(next);
+            if (current.empty()) break;
+        }
+        if (badType) {
+            r.statusCode = UAPLEX_BadReferenceTypeIdInvalid;
+            continue;
+        }
+        if (current.empty()) {
+            r.statusCode = UAPLEX_BadNoMatch;
+            continue;
+        }
+        auto* targets = call.arena.allocateArray<ua::BrowsePathTarget>(current.size());
+        if (targets == nullptr) return UAPLEX_BadOutOfMemory;
+        for (std::size_t k = 0; k < current.size(); ++k) {
+            targets[k].targetId.node_id = current[k];
+            targets[k].targetId.namespace_uri = ua::nullString();
+            targets[k].remainingPathIndex = 0xFFFFFFFFu;
+        }
+        r.targets = {std::int32_t(current.size()), targets};
+    }
+    call.responseType = enc::dataTypeOf<ua::TranslateBrowsePathsToNodeIdsResponse>();
+    call.response = resp;
+    return UAPLEX_Good;
+}
+
+uaplex_status ServiceSet::Impl::registerNodes(ServiceCall& call) noexcept {
+    const auto& req = *static_cast<const ua::RegisterNodesRequest*>(call.request);
+    if (req.nodesToRegister.size() == 0) return UAPLEX_BadNothingToDo;
+    const auto limit = cfg.server.limits.max_nodes_per_register_nodes;
+    if (limit != 0 && req.nodesToRegister.size() > limit) return UAPLEX_BadTooManyOperations;
+    auto* resp = call.arena.allocateArray<ua::RegisterNodesResponse>(1);
+    if (resp == nullptr) return UAPLEX_BadOutOfMemory;
+    // Lookups are already direct, so the registered id is the id itself (Part 4 5.8.5 allows).
+    resp->registeredNodeIds = req.nodesToRegister;
+    call.responseType = enc::dataTypeOf<ua::RegisterNodesResponse>();
+    call.response = resp;
+    return UAPLEX_Good;
+}
+
+uaplex_status ServiceSet::Impl::unregisterNodes(ServiceCall& call) noexcept {
+    const auto& req = *static_cast<const ua::UnregisterNodesRequest*>(call.request);
+    if (req.nodesToUnregister.size() == 0) return UAPLEX_BadNothingToDo;
+    const auto limit = cfg.server.limits.max_nodes_per_register_nodes;
+    if (limit != 0 && req.nodesToUnregister.size() > limit) return UAPLEX_BadTooManyOperations;
+    auto* resp = call.arena.allocateArray<ua::UnregisterNodesResponse>(1);
+    if (resp == nullptr) return UAPLEX_BadOutOfMemory;
+    call.responseType = enc::dataTypeOf<ua::UnregisterNodesResponse>();
+    call.response = resp;
+    return UAPLEX_Good;
+}
+
+}  // namespace uaplex::services

@@ -1,0 +1,326 @@
+// The subscription services (Part 4 5.12, 5.13) over the publish engine, and the per-session
+// Publish queue (docs/pipeline.md, Publish queue). The dispatcher calls these under one lock
+// (the manager is not thread-safe); Publish completes asynchronously through a PublishSink.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <queue>
+#include <random>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <uaplex/subscription/inline_vector.hpp>
+#include <uaplex/subscription/ring_queue.hpp>
+#include <uaplex/subscription/subscription.hpp>
+#include "uaplex/monitored_item_queue.h"
+
+namespace uaplex::subscription {
+
+// Node values as the services layer provides them.
+class NodeValueSource {
+  public:
+    virtual ~NodeValueSource() = default;
+    // A handle for the node attribute; BadNodeIdUnknown, BadAttributeIdInvalid, ...
+    virtual uaplex_status resolve(const ua::ReadValueId& id, uint64_t* handle) = 0;
+    // The current value; out-of-line parts in `arena`.
+    virtual uaplex_status read(uint64_t handle, enc::Arena& arena, ua::DataValue& out) = 0;
+    // EURange of an analog item (Percent deadband); an error when it has none.
+    virtual uaplex_status euRange(uint64_t, double*, double*) {
+        return UAPLEX_BadMonitoredItemFilterUnsupported;
+    }
+    // True when changes of this node arrive through SubscriptionManager::valueChanged; the
+    // others are polled on their sampling interval.
+    virtual bool reportsChanges(uint64_t) { return true; }
+    // The type model event filters are checked against; null: no event items.
+    virtual const EventTypeModel* eventTypes() { return nullptr; }
+};
+
+// Acknowledgement results of one Publish: up to 8 (one per subscription of a typical
+// session) without an allocation.
+using AckResults = InlineVector<uaplex_status, 8>;
+
+// Where a Publish ends. Implemented by the dispatcher.
+class PublishSink {
+  public:
+    virtual ~PublishSink() = default;
+    // The request is parked: release its worker.
+    virtual void parked(uint64_t requestId) = 0;
+    // The response (status Good) or a ServiceFault status; exactly once per request.
+    virtual void complete(uint64_t requestId, uaplex_status status, PublishOutcome&& outcome,
+                          AckResults&& ackResults) = 0;
+    // False when the request's secure channel is gone or no longer the session's: the
+    // request is then dropped before a message is taken for it, so nothing is lost.
+    virtual bool channelValid(uint64_t /*requestId*/, uint64_t /*session*/, uint32_t) {
+        return true;
+    }
+};
+
+struct PublishRequestRef {
+    uint64_t requestId;
+    uint32_t channelId;
+    int64_t deadlineMs;  // monoMs; 0 = none
+};
+
+class SubscriptionManager {
+  public:
+    SubscriptionManager(const Clock& clock, SubscriptionLimits limits, NodeValueSource& source,
+                        PublishSink& sink);
+    ~SubscriptionManager();
+
+    // The params a monitored-item queue factory is created with (values go back to our pool),
+    // and the factory instance new items use (a swap applies to items created afterwards).
+    const uaplex_mi_queue_params& queueParams() const { return queueParams_; }
+    // `keep` (optional) is held by every queue the factory makes, so that the instance and
+    // its library outlive the last of them after a swap.
+    void setQueueFactory(const uaplex_mi_queue_factory_ops* ops, void* self,
+                         std::shared_ptr<void> keep = {}) {
+        factoryOps_ = ops;
+        factory_ = self;
+        factoryKeep_ = std::move(keep);
+    }
+
+    // --- Subscription services ---
+    uaplex_status createSubscription(uint64_t session, const ua::CreateSubscriptionRequest& req,
+                                     ua::CreateSubscriptionResponse& resp);
+    uaplex_status modifySubscription(uint64_t session, const ua::ModifySubscriptionRequest& req,
+                                     ua::ModifySubscriptionResponse& resp);
+    uaplex_status setPublishingMode(uint64_t session, const ua::SetPublishingModeRequest& req,
+                                    ua::SetPublishingModeResponse& resp, enc::Arena& arena);
+    // Completes now or later through the sink.
+    void publish(uint64_t session, const PublishRequestRef& ref, const ua::PublishRequest& req);
+    // Good with outcome.message set, or the fault status.
+    uaplex_status republish(uint64_t session, const ua::RepublishRequest& req,
+                            PublishOutcome& outcome);
+    uaplex_status deleteSubscriptions(uint64_t session, const ua::DeleteSubscriptionsRequest& req,
+                                      ua::DeleteSubscriptionsResponse& resp, enc::Arena& arena);
+    uaplex_status transferSubscriptions(uint64_t session,
+                                        const ua::TransferSubscriptionsRequest& req,
+                                        ua::TransferSubscriptionsResponse& resp, enc::Arena& arena);
+    // --- MonitoredItem services ---
+    uaplex_status createMonitoredItems(uint64_t session, const ua::CreateMonitoredItemsRequest& req,
+                                       ua::CreateMonitoredItemsResponse& resp, enc::Arena& arena);
+    uaplex_status modifyMonitoredItems(uint64_t session, const ua::ModifyMonitoredItemsRequest& req,
+                                       ua::ModifyMonitoredItemsResponse& resp, enc::Arena& arena);
+    uaplex_status setMonitoringMode(uint64_t session, const ua::SetMonitoringModeRequest& req,
+                                    ua::SetMonitoringModeResponse& resp, enc::Arena& arena);
+    uaplex_status setTriggering(uint64_t session, const ua::SetTriggeringRequest& req,
+                                ua::SetTriggeringResponse& resp, enc::Arena& arena);
+    uaplex_status deleteMonitoredItems(uint64_t session, const ua::DeleteMonitoredItemsRequest& req,
+                                       ua::DeleteMonitoredItemsResponse& resp, enc::Arena& arena);
+
+    // Server.GetMonitoredItems (Part 5 9.1): the items' server and client handles, in the
+    // arena; BadSubscriptionIdInvalid, or BadUserAccessDenied for another session's.
+    uaplex_status getMonitoredItems(uint64_t session, uint32_t subscriptionId, enc::Arena& arena,
+                                    ua::Array<ua::UInt32>& serverHandles,
+                                    ua::Array<ua::UInt32>& clientHandles);
+
+    // --- Session and server events ---
+    // The user identity of `session` (Session::identityKey); subscriptions it creates carry
+    // it, and TransferSubscriptions moves only to a session with the same one.
+    void setIdentity(uint64_t session, std::string_view key);
+    // The access view of `session` (ActivateSession): its subscriptions, and those it creates
+    // or takes over, filter events by it (EngineContext::mayReceiveEvent).
+    void setAccess(uint64_t session, const void* access);
+    // Queued Publish requests get BadSessionClosed; subscriptions are deleted or abandoned.
+    void closeSession(uint64_t session, bool deleteSubscriptions);
+    // Every queued Publish request gets BadServerHalted.
+    void stop();
+    // Ends a parked request (Cancel, the request registry's deadline sweep).
+    bool cancelPublish(uint64_t requestId, uaplex_status status);
+    // Sampling of polled items, subscription ticks, assignment. `full` (every
+    // PublishingResolution ms): every subscription and session is examined (keep-alive and
+    // lifetime counting, the parked requests' deadline backstop); otherwise only the
+    // subscriptions whose publishing timer expired and their sessions: O(due), so that waking
+    // at each subscription's own expiry costs nothing for the thousands that are not due.
+    void timerTick(bool full = true);
+    // When timerTick has work next: the earliest publishing timer expiry of a subscription or
+    // due polled sampling group (INT64_MAX: none). Waking then, rather than on the next tick of
+    // a coarser loop, publishes each subscription at its own grid point and spreads the
+    // subscriptions' bursts over their phases.
+    int64_t nextTickAt();
+
+    // --- The change hook (report on change) ---
+    void valueChanged(uint64_t nodeHandle, const ua::DataValue& value);
+    void nodeDeleted(uint64_t nodeHandle);
+
+    // --- Events (event_routing.cpp) ---
+    // An event for the items on `notifiers` (the notifier handles resolve() gives for
+    // EventNotifier: the source, its notifier ancestors, the Server object).
+    void raiseEvent(std::span<const uint64_t> notifiers, const EventView& event);
+    // ConditionRefresh (monitoredItemId 0) and ConditionRefresh2 (Part 9 5.5.7).
+    uaplex_status conditionRefresh(uint64_t session, uint32_t subscriptionId,
+                                   uint32_t monitoredItemId);
+
+    // Items the last timerTick visited to sample pushed values: O(items of changed nodes).
+    size_t itemsVisitedLastTick() const { return visitedLastTick_; }
+    // Subscriptions the last timerTick examined: every one on a full pass, else the due ones.
+    size_t subscriptionsVisitedLastTick() const { return subsVisitedLastTick_; }
+    // Entries in the heap of publishing timer expiries, stale ones included (tests).
+    size_t dueEntries() const { return due_.size(); }
+    // True (once) when deletions freed many items since the last time (at least
+    // kTrimAfterItems, and as many as remain): the caller then hands the C allocator's free
+    // pages back to the kernel, outside the engine's lock.
+    bool takeTrimDue();
+    static constexpr size_t kTrimAfterItems = 10000;
+
+    size_t subscriptionCount() const { return subs_.size(); }
+    size_t monitoredItemCount() const { return itemCount_; }
+    Subscription* find(uint32_t id) const;
+    EngineContext& context() { return ctx_; }
+
+  private:
+    struct SubState {
+        std::unique_ptr<Subscription> sub;
+        std::string owner;  // the creating session's identity key
+        bool ready = false, publishing = false;
+        int64_t readyAt = 0;
+    };
+    struct Parked {
+        PublishRequestRef ref;
+        AckResults acks;
+    };
+    // Rings, not deques: an idle session holds no queue storage, and two queued Publish
+    // requests take one 2-entry allocation.
+    struct Session {
+        RingQueue<Parked, 2> requests;
+        std::vector<uint32_t> subs;
+        RingQueue<PublishOutcome, 1> statusMessages;
+    };
+    struct SamplingGroup {
+        int64_t next = 0;
+        std::vector<MonitoredItem*> items;
+    };
+    // A written node with pushed items: its latest value for the items sampled on their
+    // publishing grid, those items grouped by subscription (a tick visits only the groups
+    // whose subscription fires), and the count of the others. Rebuilt from byNode_ when
+    // itemGeneration moved (items created, deleted or re-timed), so no pointer is stale.
+    struct NodeState {
+        ValueCell* latest = nullptr;  // the newest value written (pooled)
+        uint32_t version = 0;         // of `latest`; 0: never written
+        struct Group {
+            Subscription* sub;
+            uint32_t begin, end;   // in gridItems
+            uint32_t doneVersion;  // every item of the group took this version
+            // The group's view of the node: `base` (owned) is the version its items last all
+            // took, so one comparison with the latest holds for all of them even while the
+            // groups of other phases have not caught up; `latest` is borrowed from the node.
+            NodeSample sample;
+            // No item of the group may sample before this (the earliest of their next sampling
+            // times; INT64_MIN: not known yet): a Write checks it without visiting the items.
+            int64_t earliestNext = std::numeric_limits<int64_t>::min();
+        };
+        std::vector<MonitoredItem*> gridItems;
+        std::vector<Group> groups;
+        uint64_t generation = ~uint64_t(0);
+        int64_t changedAt = 0;  // when `latest` was written (monotonic ms)
+        uint32_t pushedItems = 0;
+        bool dirty = false;  // in dirtyNodes_: a version not yet taken by every grid item
+    };
+
+    // An item array longer than OperationLimits.MaxMonitoredItemsPerCall.
+    bool tooManyOperations(size_t n) const {
+        return ctx_.limits.maxMonitoredItemsPerCall && n > ctx_.limits.maxMonitoredItemsPerCall;
+    }
+    SubState* state(uint32_t id);
+    SubState* owned(uint64_t sessionId, uint32_t id);
+    Session* session(uint64_t id);
+    SubState* chooseReady(Session& s);
+    void assign(uint64_t sessionId, Session& s);
+    void complete(Parked& p, uaplex_status status, PublishOutcome&& o = {});
+    void removeSubscription(uint32_t id, bool failQueuedIfEmpty);
+    void deliverStatus(uint64_t sessionId, PublishOutcome&& status, bool newest);
+    void indexItem(MonitoredItem* it);
+    void unindexItem(MonitoredItem* it);
+    void dropItemsOf(Subscription& s);
+    // `block`: a slab block for the item (null: one is allocated); nulled when taken.
+    // `sessionItems`: the owning session's items, counted up when one is created.
+    uaplex_status createItem(Subscription& s, ua::TimestampsToReturn ts,
+                             const ua::MonitoredItemCreateRequest& r,
+                             ua::MonitoredItemCreateResult& out, void*& block,
+                             size_t& sessionItems);
+    uaplex_status applyParameters(Subscription& s, MonitoredItem& it,
+                                  const ua::MonitoringParameters& p, bool creating,
+                                  double* revisedInterval, uint32_t* revisedQueue);
+    void sampleInitial(MonitoredItem& it);
+    void spreadPhase(Subscription& s);
+    void countItems(NodeState& ns, const std::vector<MonitoredItem*>& items);
+    void releaseNode(NodeState& ns);
+    void releaseGroups(NodeState& ns);
+    void sampleChangedNodes(int64_t now, bool firing);
+    // The group's items take the node's latest version as their sample for the publishing
+    // interval ending at `slot`; true when some item still waits for its sampling interval.
+    bool sampleGroup(NodeState& ns, NodeState::Group& g, int64_t slot, int64_t now);
+    // ReceiveEvents of the item's session on the event's source (no source: the server's own).
+    // A subscription whose session's view never arrived (setAccess failed) receives none.
+    bool mayReceive(const MonitoredItem& it, const EventView& event) const noexcept {
+        if (!ctx_.mayReceiveEvent || !event.sourceNode) return true;
+        const void* access = it.subscription().access();
+        return access != &kNoAccessView && ctx_.mayReceiveEvent(access, *event.sourceNode);
+    }
+    // The view of a session setAccess was never called for, when mayReceiveEvent is set.
+    const void* accessOf(uint64_t session) const {
+        auto av = accessViews_.find(session);
+        if (av != accessViews_.end()) return av->second;
+        return ctx_.mayReceiveEvent ? &kNoAccessView : nullptr;
+    }
+    static constexpr char kNoAccessView = 0;
+    // Validates an item's EventFilter; the EventFilterResult goes to filterOut_ (if set).
+    uaplex_status applyEventFilter(const ua::EventFilter& f, std::unique_ptr<EventFilterSpec>& out);
+
+    EngineContext ctx_;
+    NodeValueSource& source_;
+    PublishSink& sink_;
+    uaplex_mi_queue_params queueParams_{};
+    const uaplex_mi_queue_factory_ops* factoryOps_ = nullptr;
+    void* factory_ = nullptr;
+    std::shared_ptr<void> factoryKeep_;
+    std::unordered_map<uint32_t, SubState> subs_;
+    std::unordered_map<uint64_t, Session> sessions_;
+    std::unordered_map<uint64_t, std::string> identities_;
+    std::unordered_map<uint64_t, const void*> accessViews_;  // by session
+    std::unordered_map<uint64_t, std::vector<MonitoredItem*>> byNode_;
+    std::unordered_map<uint64_t, NodeState> nodeStates_;
+    std::vector<uint64_t> dirtyNodes_;  // nodes written since their grid items last sampled
+    // (first clock reading at which a subscription's tick fires, its id): one valid entry per
+    // subscription, pushed when its timer moves; entries whose time no longer matches are
+    // dropped when they surface.
+    using Due = std::pair<int64_t, uint32_t>;
+    std::priority_queue<Due, std::vector<Due>, std::greater<Due>> due_;
+    std::vector<uint32_t> dueNow_;  // the subscriptions the current tick fires
+    struct PhaseTurn {
+        int64_t origin;  // the first subscription's phase (ms within the interval)
+        uint64_t next;   // the slot the next one takes, modulo the slot count
+    };
+    std::unordered_map<int64_t, PhaseTurn> phases_;  // by publishing interval
+    // Stale entries (deleted or re-timed subscriptions) are bounded: past twice the live
+    // subscriptions the heap is rebuilt from them (a client re-timing in a loop grows nothing).
+    void scheduleTick(const Subscription& s) {
+        if (due_.size() >= 2 * subs_.size() + 64) rebuildDue();
+        due_.push({s.timerExpiry() + 1, s.id()});
+    }
+    void rebuildDue();
+    bool validDue(const Due& d) const {
+        auto it = subs_.find(d.second);
+        return it != subs_.end() && it->second.sub->timerExpiry() + 1 == d.first;
+    }
+    size_t visitedLastTick_ = 0, subsVisitedLastTick_ = 0;
+    std::map<int64_t, SamplingGroup> groups_;  // polled items by sampling interval
+    std::unordered_map<uint64_t, std::vector<MonitoredItem*>> byNotifier_;  // event items
+    std::vector<RetainedCondition> retained_;
+    uint64_t nextEventHandle_ = 1;
+    ua::ExtensionObject* filterOut_ = nullptr;  // the result being filled (its request's arena)
+    enc::Arena* filterArena_ = nullptr;
+    enc::Arena scratch_;
+    std::random_device idSource_;  // subscription ids: the OS's random source
+    size_t itemCount_ = 0;
+    size_t freedSinceTrim_ = 0;
+};
+
+}  // namespace uaplex::subscription

@@ -1,0 +1,79 @@
+// Events into event items (Part 4 5.12.1.4; Part 9 5.5.7 ConditionRefresh): an event visits
+// only the items on its notifiers (O(items watching)), and only those whose session has
+// ReceiveEvents on the event's source; retained conditions are kept for a later
+// ConditionRefresh, which applies the same check.
+#include <uaplex/subscription/subscription_manager.hpp>
+
+namespace uaplex::subscription {
+
+namespace {
+bool retainOf(const EventView& e) {
+    const ua::Variant* r = e.find("Retain");
+    return r && (r->encoding & UAPLEX_VARIANT_TYPE_MASK) == uint8_t(ua::BuiltinType::Boolean) &&
+           !(r->encoding & UAPLEX_VARIANT_ARRAY) && r->value.boolean;
+}
+}  // namespace
+
+void SubscriptionManager::raiseEvent(std::span<const uint64_t> notifiers, const EventView& event) {
+    uint64_t handle = nextEventHandle_++;
+    for (uint64_t n : notifiers) {
+        auto found = byNotifier_.find(n);
+        if (found == byNotifier_.end()) continue;
+        for (MonitoredItem* it : found->second) {
+            if (!mayReceive(*it, event)) continue;  // the Server object's items included
+            scratch_.reset();
+            it->offerEvent(event, handle, scratch_);
+        }
+    }
+    if (!event.conditionId) return;
+    // The condition's latest state, while Retain is true, for ConditionRefresh.
+    auto same = [&](const RetainedCondition& r) {
+        EventView v = r.event->view();
+        return v.conditionId && ua::equal(*v.conditionId, *event.conditionId);
+    };
+    auto pos = std::find_if(retained_.begin(), retained_.end(), same);
+    if (!retainOf(event)) {
+        if (pos != retained_.end()) retained_.erase(pos);
+        return;
+    }
+    if (pos == retained_.end()) {
+        retained_.push_back({});
+        pos = retained_.end() - 1;
+        pos->event = std::make_unique<OwnedEvent>();
+    }
+    pos->notifiers.assign(notifiers.begin(), notifiers.end());
+    pos->event->assign(event);
+}
+
+uaplex_status SubscriptionManager::conditionRefresh(uint64_t session, uint32_t subscriptionId,
+                                                    uint32_t monitoredItemId) {
+    SubState* st = owned(session, subscriptionId);
+    if (!st) return UAPLEX_BadSubscriptionIdInvalid;
+    if (monitoredItemId != 0) {
+        MonitoredItem* it = st->sub->item(monitoredItemId);
+        if (!it || !it->isEventItem()) return UAPLEX_BadMonitoredItemIdInvalid;
+    }
+    int64_t now = ctx_.clock.utcNow();
+    auto start = makeRefreshEvent(kRefreshStartEventType, now);
+    auto end = makeRefreshEvent(kRefreshEndEventType, now);
+    auto refresh = [&](MonitoredItem& it) {
+        if (!it.isEventItem() || (monitoredItemId && it.id() != monitoredItemId)) return;
+        // The markers frame the refresh whatever the where clause says.
+        scratch_.reset();
+        it.offerEvent(start->view(), nextEventHandle_++, scratch_, false);
+        for (const RetainedCondition& r : retained_) {
+            if (std::find(r.notifiers.begin(), r.notifiers.end(), it.nodeHandle()) ==
+                    r.notifiers.end() ||
+                !mayReceive(it, r.event->view()))
+                continue;
+            scratch_.reset();
+            it.offerEvent(r.event->view(), nextEventHandle_++, scratch_);
+        }
+        scratch_.reset();
+        it.offerEvent(end->view(), nextEventHandle_++, scratch_, false);
+    };
+    st->sub->forEachItem(refresh);
+    return UAPLEX_Good;
+}
+
+}  // namespace uaplex::subscription
