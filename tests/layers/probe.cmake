@@ -1,0 +1,17 @@
+# Builds layers_probe_allowed (must compile) and layers_probe_upward (must fail, and on the
+# include of HEADER, not on anything else). Sequential, so the two builds do not race.
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${BUILD_DIR} --target layers_probe_allowed
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "the probe does not compile against the layer that owns ${HEADER}:\n${out}")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${BUILD_DIR} --target layers_probe_upward
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+if(rc EQUAL 0)
+  message(FATAL_ERROR "${HEADER} compiled against a lower layer's include path")
+endif()
+string(REPLACE "." "\\." pattern "${HEADER}")
+if(NOT out MATCHES "${pattern}: No such file or directory")
+  message(FATAL_ERROR "the upward probe failed for another reason than ${HEADER}:\n${out}")
+endif()
+message(STATUS "${HEADER} is out of the lower layer's reach")
