@@ -17,6 +17,7 @@
 #include <uaplex/config/config.hpp>
 #include <uaplex/host/logging.hpp>
 #include <uaplex/host/plugin_host.hpp>
+#include <uaplex/version.hpp>
 #include "pki_tool.hpp"
 #include "server/server.hpp"
 #include "server/service_handler.hpp"
@@ -28,8 +29,6 @@ using uaplex::host::HostError;
 using uaplex::host::logger;
 
 namespace {
-
-constexpr const char* kVersion = "0.1.0";
 
 // Descriptors the server needs besides one per connection: listeners, eventfds, epoll,
 // plugin libraries, log and PKI files.
@@ -99,7 +98,8 @@ int main(int argc, char** argv) {
         } else if (a.rfind("--config=", 0) == 0) {
             config_file = a.substr(9);
         } else if (a == "--version") {
-            std::printf("uaplex %s (plugin ABI %u.%u)\n", kVersion, UAPLEX_ABI_VERSION_MAJOR,
+            std::printf("uaplex %.*s (plugin ABI %u.%u)\n", int(uaplex::kVersion.size()),
+                        uaplex::kVersion.data(), UAPLEX_ABI_VERSION_MAJOR,
                         UAPLEX_ABI_VERSION_MINOR);
             return 0;
         } else if (a == "--help" || a == "-h") {
@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
         return fail(e.what(), false, "");
     }
     log_config_warnings(cfg);
-    logger()->info("uaplex {} starting (plugin ABI {}.{}), configuration {}", kVersion,
+    logger()->info("uaplex {} starting (plugin ABI {}.{}), configuration {}", uaplex::kVersion,
                    UAPLEX_ABI_VERSION_MAJOR, UAPLEX_ABI_VERSION_MINOR, cfg.file.string());
     for (const auto& d : cfg.plugin_dirs) logger()->info("plugin directory {}", d.string());
     raiseOpenFileLimit(cfg.server.limits.max_channels);

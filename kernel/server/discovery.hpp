@@ -2,7 +2,7 @@
 // from [server] for GetEndpoints, FindServers and CreateSession.
 #pragma once
 
-#include <uaplex/session/identity.hpp>
+#include <uaplex/session/identity_verifier.hpp>
 
 #include <uaplex/encoding/encoding.hpp>
 

@@ -13,7 +13,7 @@
 #include <uaplex/securechannel/security_policy.hpp>
 #include <uaplex/security/pki.hpp>
 #include <uaplex/session/access_control.hpp>
-#include <uaplex/session/identity.hpp>
+#include <uaplex/session/identity_verifier.hpp>
 #include <uaplex/session/login_guard.hpp>
 #include <uaplex/session/session_manager.hpp>
 #include <uaplex/session/session_services.hpp>

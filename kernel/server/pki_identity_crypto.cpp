@@ -1,6 +1,6 @@
 #include "server/pki_identity_crypto.hpp"
 
-#include <uaplex/security/identity.hpp>
+#include <uaplex/security/user_token_crypto.hpp>
 
 namespace uaplex::server {
 

@@ -5,7 +5,7 @@
 #include <functional>
 
 #include <uaplex/security/pki.hpp>
-#include <uaplex/session/identity.hpp>
+#include <uaplex/session/identity_verifier.hpp>
 
 namespace uaplex::server {
 

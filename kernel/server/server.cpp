@@ -25,9 +25,9 @@
 #include <uaplex/securechannel/secure_channel.hpp>
 #include <uaplex/security/channel_security.hpp>
 #include <uaplex/security/crypto.hpp>
-#include <uaplex/security/identity.hpp>
+#include <uaplex/security/user_token_crypto.hpp>
 #include <uaplex/session/access_control.hpp>
-#include <uaplex/session/identity.hpp>
+#include <uaplex/session/identity_verifier.hpp>
 #include <uaplex/session/server_counters.hpp>
 #include <uaplex/session/session_manager.hpp>
 #include <uaplex/subscription/retransmission_queue.hpp>

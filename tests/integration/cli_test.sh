@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The uaplex executable: error exits with one clear line, start and clean stop on SIGINT,
 # SIGHUP reload swapping the request queue, and a bad reload that keeps the old setup;
-# `uaplex users` editing a users file (hashes only).
+# `uaplex users` editing a users file (hashes only); --version is the project's version.
 set -u
 uaplex="$1"
 plugin_root="$(cd "$2" && pwd)"
+project_version="$3"
 plugin_dir="$(cd "$(dirname "$uaplex")/../plugins" && pwd)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -14,6 +15,10 @@ check() {  # check <description> <command...>
     local what="$1"; shift
     if "$@"; then echo "ok: $what"; else echo "FAIL: $what"; failures=$((failures + 1)); fi
 }
+
+# The version is PROJECT_VERSION of the top CMakeLists.txt, not a second copy.
+"$uaplex" --version > "$work/out" 2>&1
+check "--version prints the project version" grep -q "^uaplex $project_version (plugin ABI " "$work/out"
 
 # Bad TOML: exit 1, one line with line:column.
 printf '[log]\nlevel = \n' > "$work/bad.toml"

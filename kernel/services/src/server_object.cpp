@@ -1,6 +1,7 @@
 // The Server object (Part 5 6.3.1): its variables are namespace-0 nodes of the image whose
 // values are computed when read (status, time, capabilities, diagnostics).
 #include <uaplex/encoding/generated/ns0.hpp>
+#include <uaplex/version.hpp>
 
 #include <algorithm>
 #include <cstdlib>
@@ -8,9 +9,6 @@
 
 #include "services_internal.hpp"
 
-#ifndef UAPLEX_VERSION
-#define UAPLEX_VERSION "0.0.0"
-#endif
 #ifndef UAPLEX_BUILD_NUMBER
 #define UAPLEX_BUILD_NUMBER "0"
 #endif
@@ -75,7 +73,7 @@ void ServiceSet::Impl::buildServerObject() {
         b.productUri = ua::makeString(cfg.server.product_uri);
         b.manufacturerName = ua::makeString(cfg.server.manufacturer_name);
         b.productName = ua::makeString(cfg.server.product_name);
-        b.softwareVersion = ua::makeString(UAPLEX_VERSION);
+        b.softwareVersion = ua::makeString(kVersion);
         b.buildNumber = ua::makeString(UAPLEX_BUILD_NUMBER);
         b.buildDate = buildDate;
         return b;
@@ -110,7 +108,7 @@ void ServiceSet::Impl::buildServerObject() {
     constant(n0::Server_ServerStatus_BuildInfo_ManufacturerName,
              ua::variantString(s.manufacturer_name));
     constant(n0::Server_ServerStatus_BuildInfo_ProductName, ua::variantString(s.product_name));
-    constant(n0::Server_ServerStatus_BuildInfo_SoftwareVersion, ua::variantString(UAPLEX_VERSION));
+    constant(n0::Server_ServerStatus_BuildInfo_SoftwareVersion, ua::variantString(kVersion));
     constant(n0::Server_ServerStatus_BuildInfo_BuildNumber, ua::variantString(UAPLEX_BUILD_NUMBER));
     {
         ua::Variant v = ua::makeVariant(ua::BuiltinType::DateTime);

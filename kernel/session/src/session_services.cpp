@@ -9,7 +9,7 @@
 
 #include <uaplex/config/config.hpp>
 #include <uaplex/security/crypto.hpp>
-#include <uaplex/security/identity.hpp>
+#include <uaplex/security/user_token_crypto.hpp>
 
 namespace uaplex::session {
 

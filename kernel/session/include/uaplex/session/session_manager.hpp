@@ -24,7 +24,7 @@
 #include <vector>
 
 #include <uaplex/session/access_control.hpp>
-#include <uaplex/session/identity.hpp>
+#include <uaplex/session/identity_verifier.hpp>
 #include <uaplex/session/request_registry.hpp>
 #include <uaplex/session/server_counters.hpp>
 

@@ -1,4 +1,4 @@
-#include <uaplex/security/identity.hpp>
+#include <uaplex/security/user_token_crypto.hpp>
 
 #include <array>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include <uaplex/session/identity.hpp>
+#include <uaplex/session/identity_verifier.hpp>
 
 #include <openssl/evp.h>
 #include <openssl/x509.h>
