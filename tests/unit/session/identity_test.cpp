@@ -11,7 +11,7 @@
 #include <set>
 
 #include <uaplex/session/access_control.hpp>
-#include <uaplex/session/identity.hpp>
+#include <uaplex/session/identity_verifier.hpp>
 #include <uaplex/session/user_store.hpp>
 
 using namespace uaplex;
