@@ -12,6 +12,7 @@
 // count, so the decoding pass reads the text once: nested content is not re-scanned once per
 // level (a skip to count, a skip past a deferred member, then the decode). Only values
 // shorter than kIndexedBytes are scanned again, which bounds the rescans per byte.
+#include <uaplex/encoding/hex.hpp>
 #include <uaplex/encoding/json.hpp>
 
 #include <algorithm>
@@ -148,8 +149,8 @@ class JsonWriter {
                     raw("\\f");
                     break;
                 default: {
-                    static constexpr char hex[] = "0123456789ABCDEF";
-                    char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+                    constexpr auto up = HexCase::Upper;
+                    char u[6] = {'\\', 'u', '0', '0', hexDigit(c >> 4, up), hexDigit(c, up)};
                     raw(std::string_view(u, 6));
                 }
             }

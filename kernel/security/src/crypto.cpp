@@ -9,6 +9,7 @@
 #include <openssl/rand.h>
 #include <openssl/rsa.h>
 #include <openssl/x509v3.h>
+#include <uaplex/encoding/hex.hpp>
 
 #include <atomic>
 #include <cstring>
@@ -222,19 +223,8 @@ std::string Certificate::applicationUri() const {
     return uri;
 }
 
-std::string toHex(std::span<const std::uint8_t> bytes) {
-    static constexpr char kDigits[] = "0123456789abcdef";
-    std::string s;
-    s.reserve(bytes.size() * 2);
-    for (auto b : bytes) {
-        s += kDigits[b >> 4];
-        s += kDigits[b & 15];
-    }
-    return s;
-}
-
 std::string Certificate::thumbprintHex() const {
-    return toHex(thumbprint);
+    return enc::toHex(thumbprint);
 }
 
 std::size_t rsaKeyBytes(EVP_PKEY* key) noexcept {

@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 #include <openssl/x509.h>
+#include <uaplex/encoding/hex.hpp>
 
 namespace uaplex::session {
 
@@ -29,12 +30,8 @@ bool certificateIdentity(std::span<const std::uint8_t> der, std::string& thumbpr
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int n = 0;
     bool ok = EVP_Digest(der.data(), std::size_t(p - der.data()), md, &n, EVP_sha1(), nullptr) == 1;
-    static constexpr char digits[] = "0123456789ABCDEF";
     thumbprint.clear();
-    for (unsigned i = 0; ok && i < n; ++i) {
-        thumbprint += digits[md[i] >> 4];
-        thumbprint += digits[md[i] & 15];
-    }
+    if (ok) enc::appendHex(thumbprint, {md, n}, enc::HexCase::Upper);
     subject.clear();
     if (ok) {
         BIO* bio = BIO_new(BIO_s_mem());

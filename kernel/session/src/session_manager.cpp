@@ -3,6 +3,7 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
+#include <uaplex/encoding/hex.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -38,17 +39,6 @@ std::string_view truncateUtf8(std::string_view s, std::size_t max) noexcept {
 std::array<std::uint8_t, 32> sha256(std::span<const std::uint8_t> data) noexcept {
     std::array<std::uint8_t, 32> out{};
     SHA256(data.data(), data.size(), out.data());
-    return out;
-}
-
-std::string hex(std::span<const std::uint8_t> b) {
-    static constexpr char kDigits[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(b.size() * 2);
-    for (std::uint8_t x : b) {
-        out += kDigits[x >> 4];
-        out += kDigits[x & 15];
-    }
     return out;
 }
 
@@ -90,9 +80,9 @@ std::string Session::transferKey() const {
     if (identity_.kind != IdentityKind::Anonymous) return identity_.key;
     // Part 4 5.13.7: for Anonymous the same ApplicationUri, and only over Sign or
     // SignAndEncrypt (where the certificate vouches for the URI).
-    if (mode_ != ChannelMode::None) return "anonymous:app:" + hex(applicationUriHash_);
+    if (mode_ != ChannelMode::None) return "anonymous:app:" + enc::toHex(applicationUriHash_);
     return "anonymous:session:" +
-           hex({reinterpret_cast<const std::uint8_t*>(&guid_), sizeof guid_});
+           enc::toHex({reinterpret_cast<const std::uint8_t*>(&guid_), sizeof guid_});
 }
 
 ua::NodeId Session::sessionId() const noexcept {

@@ -7,6 +7,7 @@
 #include <openssl/rand.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <uaplex/encoding/hex.hpp>
 
 #include <cerrno>
 #include <cstdio>
@@ -28,16 +29,6 @@ constexpr std::size_t kSaltSize = 16;
 constexpr std::size_t kKeySize = 32;
 constexpr std::uint32_t kMinIterations = 1000;
 constexpr std::uint32_t kMaxIterations = 10000000;
-
-std::string toHex(const std::uint8_t* p, std::size_t n) {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string s(2 * n, '0');
-    for (std::size_t i = 0; i < n; ++i) {
-        s[2 * i] = digits[p[i] >> 4];
-        s[2 * i + 1] = digits[p[i] & 15];
-    }
-    return s;
-}
 
 bool fromHex(std::string_view s, std::uint8_t* out, std::size_t n) noexcept {
     if (s.size() != 2 * n) return false;
@@ -151,8 +142,8 @@ std::string hashPassword(std::string_view password, std::uint32_t iterations) {
     if (RAND_bytes(salt, int(kSaltSize)) != 1) throw UserStoreError("RAND_bytes failed");
     if (!derive(password, salt, iterations, key)) throw UserStoreError("PBKDF2 failed");
     std::string s(kScheme);
-    s += '$' + std::to_string(iterations) + '$' + toHex(salt, kSaltSize) + '$' +
-         toHex(key, kKeySize);
+    s += '$' + std::to_string(iterations) + '$' + enc::toHex({salt, kSaltSize}) + '$' +
+         enc::toHex({key, kKeySize});
     OPENSSL_cleanse(key, sizeof key);
     return s;
 }

@@ -2,6 +2,7 @@
 #include "test_util.hpp"
 
 #include <catch2/catch.hpp>
+#include <uaplex/encoding/hex.hpp>
 
 #include <cstring>
 
@@ -324,4 +325,15 @@ TEST_CASE("DateTime counts 100 ns ticks from 1601", "[builtin]") {
     // 2026-01-01T00:00:00Z
     CHECK(dateTimeFromUnixSeconds(1767225600) == 134116992000000000LL);
     CHECK(utcNow() > dateTimeFromUnixSeconds(1767225600));
+}
+
+TEST_CASE("hex: two digits per byte, high nibble first, in the case asked") {
+    const std::uint8_t b[] = {0x00, 0x0f, 0xa5, 0xff};
+    CHECK(enc::toHex(b) == "000fa5ff");
+    CHECK(enc::toHex(b, enc::HexCase::Upper) == "000FA5FF");
+    CHECK(enc::toHex({}).empty());
+    std::string s = "x.";
+    enc::appendHex(s, std::span<const std::uint8_t>(b, 2));
+    CHECK(s == "x.000f");
+    CHECK(enc::hexDigit(0x1b) == 'b');  // only the low nibble counts
 }

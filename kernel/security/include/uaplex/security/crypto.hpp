@@ -105,8 +105,6 @@ struct Certificate {
     std::string thumbprintHex() const;
 };
 
-std::string toHex(std::span<const std::uint8_t> bytes);
-
 // RSA modulus size in bytes.
 std::size_t rsaKeyBytes(EVP_PKEY* key) noexcept;
 // Plaintext bytes per RSA block for `encryption` and a key of keyBytes.

@@ -15,6 +15,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <uaplex/encoding/hex.hpp>
 
 #include <cerrno>
 #include <cstdint>
@@ -44,12 +45,8 @@ class ReplacementFile {
         for (int attempt = 0; attempt < 8; ++attempt) {
             std::uint8_t r[8];
             if (::getrandom(r, sizeof r, 0) != ssize_t(sizeof r)) return fail("getrandom");
-            static constexpr char digits[] = "0123456789abcdef";
             std::string suffix(".", 1);
-            for (std::uint8_t b : r) {
-                suffix += digits[b >> 4];
-                suffix += digits[b & 15];
-            }
+            enc::appendHex(suffix, r);
             std::filesystem::path name = target;
             name += suffix + ".tmp";
             fd_ = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
