@@ -4,6 +4,7 @@
 
 #include <uaplex/admission.h>
 #include <uaplex/transport.h>
+#include <uaplex/cpp/clock.hpp>
 #include <uaplex/pipeline/request.hpp>
 
 #include <array>
@@ -25,10 +26,9 @@
 
 namespace uaplex::server {
 
+// The server's name for the clock the session layer and the plugins read as well.
 inline std::int64_t monotonicMs() noexcept {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
+    return sdk::monotonic_ms();
 }
 
 // A transport instance as the callbacks see it (the params' `user`).

@@ -1,6 +1,8 @@
 #include "server/subscription_service.hpp"
 #include "server/server.hpp"
 
+#include <uaplex/cpp/clock.hpp>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -38,9 +40,7 @@ subscription::SubscriptionLimits subscriptionLimitsOf(const config::ServerConfig
 }
 
 std::int64_t SubscriptionService::SteadyClock::monoMs() const {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
+    return sdk::monotonic_ms();
 }
 
 std::int64_t SubscriptionService::SteadyClock::utcNow() const {

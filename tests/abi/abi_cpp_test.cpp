@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "uaplex/cpp/clock.hpp"
 #include "uaplex/cpp/kinds.hpp"
+#include "uaplex/cpp/peer_address.hpp"
 #include "uaplex/uaplex.h"
 
 #if defined(__LP64__)
@@ -107,4 +109,24 @@ TEST_CASE("the export macro builds a descriptor and the trampolines never throw"
     CHECK(ops->start(self) == UAPLEX_Good);
     CHECK(ops->stop(self) == UAPLEX_Good);
     CHECK(ops->destroy(self) == UAPLEX_Good);
+}
+
+TEST_CASE("peer_host: one key per peer address, whatever the transport wrote") {
+    using uaplex::sdk::peer_host;
+    CHECK(peer_host("192.0.2.7:4840") == "192.0.2.7");
+    CHECK(peer_host("192.0.2.7") == "192.0.2.7");
+    CHECK(peer_host("[2001:DB8::1]:4840") == "2001:db8::1");
+    CHECK(peer_host("2001:db8::1") == "2001:db8::1");  // bare IPv6: several colons, no port
+    CHECK(peer_host("[::ffff:192.0.2.7]:4840") == "192.0.2.7");
+    CHECK(peer_host("[::1") == "::1");  // no closing bracket: the rest
+    CHECK(peer_host("").empty());
+    // A transport's address is not trusted to be short: the key is bounded.
+    CHECK(peer_host(std::string(1000, 'a')).size() == uaplex::sdk::kMaxPeerHost);
+    CHECK(peer_host("[" + std::string(1000, 'b') + "]:1").size() == uaplex::sdk::kMaxPeerHost);
+}
+
+TEST_CASE("monotonic_ms never goes back") {
+    std::int64_t a = uaplex::sdk::monotonic_ms();
+    std::int64_t b = uaplex::sdk::monotonic_ms();
+    CHECK(b >= a);
 }

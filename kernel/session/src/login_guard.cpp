@@ -5,12 +5,6 @@
 
 namespace uaplex::session {
 
-std::int64_t loginClockMs() noexcept {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-
 std::uint32_t LoginThrottle::countOf(Table& t, std::string_view key, std::int64_t nowMs) {
     if (key.empty()) return 0;
     auto it = t.find(key);
@@ -132,7 +126,7 @@ void LoginPool::run() {
             continue;
         }
         auto first = jobs_.begin();
-        const std::int64_t now = loginClockMs();
+        const std::int64_t now = sdk::monotonic_ms();
         if (first->first.first > now) {
             // The earliest is a delayed answer: wait for its time (or an earlier job).
             wake_.wait_for(lock, std::chrono::milliseconds(first->first.first - now));

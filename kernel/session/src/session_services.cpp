@@ -1,5 +1,8 @@
 #include <uaplex/session/session_services.hpp>
 
+#include <uaplex/cpp/clock.hpp>
+#include <uaplex/cpp/peer_address.hpp>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -51,20 +54,6 @@ bool isPassword(const ua::ExtensionObject& token) noexcept {
 }
 
 }  // namespace
-
-std::string peerHost(std::string_view a) {
-    std::string_view host = a;
-    if (!a.empty() && a.front() == '[') {
-        std::size_t end = a.find(']');
-        host = a.substr(1, end == std::string_view::npos ? a.size() - 1 : end - 1);
-    } else if (std::count(a.begin(), a.end(), ':') == 1) {
-        host = a.substr(0, a.find(':'));
-    }
-    std::string h(host.substr(0, 64));
-    std::transform(h.begin(), h.end(), h.begin(), [](unsigned char c) { return std::tolower(c); });
-    if (h.rfind("::ffff:", 0) == 0 && h.find('.') != std::string::npos) h = h.substr(7);
-    return h;
-}
 
 void encodeFault(std::uint32_t requestHandle, uaplex_status status, std::int64_t utc,
                  enc::ByteBuffer& out) noexcept {
@@ -141,7 +130,7 @@ uaplex_status SessionServices::createSession(const ua::CreateSessionRequest& req
             serverSignature.algorithm = ua::makeString(policy->signatureUri);
             serverSignature.signature = ua::ByteString{std::int32_t(sigSize), sig};
         }
-        std::string peer = peerHost(ctx.peer);
+        std::string peer = sdk::peer_host(ctx.peer);
         ChannelOrigin origin;
         origin.peer = peer;
         origin.ownChannel = !ctx.sharedChannel;
@@ -273,7 +262,7 @@ uaplex_status SessionServices::activateSession(const ua::ActivateSessionRequest&
         call->services = this;
         call->channelId = ctx.channelId;
         call->requestHandle = header.requestHandle;
-        call->peer = peerHost(ctx.peer);
+        call->peer = sdk::peer_host(ctx.peer);
         call->ownChannel = !ctx.sharedChannel;
         call->mode = ChannelMode(ctx.securityMode);
         if (ctx.channelSecurity) {
@@ -342,7 +331,7 @@ uaplex_status SessionServices::activateSession(const ua::ActivateSessionRequest&
         call->raw.assign(raw.begin(), raw.end());
         call->route = ctx.makeRoute(ctx.routeUser);
         if (!call->route) return UAPLEX_BadOutOfMemory;
-        if (!loginPool_.submit(loginClockMs() + decision.delayMs,
+        if (!loginPool_.submit(sdk::monotonic_ms() + decision.delayMs,
                                [this, call] { runLogin(*call); }))
             return UAPLEX_BadTooManyOperations;
         deferred = true;
@@ -421,7 +410,7 @@ void SessionServices::runLogin(const LoginCall& call) noexcept {
         void* response = nullptr;
         if (st == UAPLEX_Good && m.type == enc::dataTypeOf<ua::ActivateSessionRequest>())
             st = finishActivation(*static_cast<const ua::ActivateSessionRequest*>(m.object), call,
-                                  loginClockMs(), arena, responseType, response);
+                                  sdk::monotonic_ms(), arena, responseType, response);
         else if (st == UAPLEX_Good)
             st = UAPLEX_BadInternalError;
         if (st == UAPLEX_Good && response && responseType) {

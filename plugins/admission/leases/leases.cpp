@@ -24,6 +24,7 @@
 
 #include "siphash.hpp"
 #include "uaplex/cpp/kinds.hpp"
+#include "uaplex/cpp/peer_address.hpp"
 
 #ifndef UAPLEX_LEASES_INJECT_OFF_BY_ONE
 #define UAPLEX_LEASES_INJECT_OFF_BY_ONE 0
@@ -94,21 +95,6 @@ struct OwnerKey {
 
 OwnerKey hashed(OwnerKey::Kind kind, const void* data, size_t len) {
     return OwnerKey{kind, uaplex::leases::siphash24_128(hash_key(), data, len)};
-}
-
-// "ip:port", "[v6]:port" or a bare address -> the address, with IPv4-mapped IPv6 addresses
-// normalised to IPv4 so one peer has one key.
-std::string peer_host(std::string_view a) {
-    std::string_view host = a;
-    if (!a.empty() && a.front() == '[') {
-        host = a.substr(1, a.find(']') == std::string_view::npos ? a.size() - 1 : a.find(']') - 1);
-    } else if (std::count(a.begin(), a.end(), ':') == 1) {
-        host = a.substr(0, a.find(':'));
-    }
-    std::string h(host);
-    std::transform(h.begin(), h.end(), h.begin(), [](unsigned char c) { return std::tolower(c); });
-    if (h.rfind("::ffff:", 0) == 0 && h.find('.') != std::string::npos) h = h.substr(7);
-    return h;
 }
 
 // The accounting of one owner key, shared by every owner object classified to that key.
@@ -431,7 +417,7 @@ class Leases final : public uaplex::sdk::AdmissionProvider {
         return UAPLEX_CLASS_ESTABLISHED;  // includes requests with an unknown token
     }
     static OwnerKey hashed_peer(uaplex_str address) {
-        std::string h = peer_host(uaplex::sdk::to_view(address));
+        std::string h = uaplex::sdk::peer_host(uaplex::sdk::to_view(address));
         return hashed(OwnerKey::kPeer, h.data(), h.size());
     }
     static OwnerKey key_of(const uaplex_admission_request_info* info, bool bound) {

@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "uaplex/cpp/clock.hpp"
 #include "uaplex/cpp/kinds.hpp"
 #include "uaplex/cpp/mpmc_ring.hpp"
 #include "uaplex/cpp/spare_pool.hpp"
@@ -486,9 +487,7 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
     // A worker that finds nothing queued: at most every kSlotTrimMs, the slots a burst left
     // unused since the last look go back (their mappings with them).
     void trim_slots_when_idle() {
-        int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::steady_clock::now().time_since_epoch())
-                          .count();
+        int64_t now = uaplex::sdk::monotonic_ms();
         int64_t last = slots_trimmed_ms_.load(std::memory_order_relaxed);
         if (now - last < kSlotTrimMs ||
             !slots_trimmed_ms_.compare_exchange_strong(last, now, std::memory_order_relaxed))

@@ -334,29 +334,29 @@ TEST_CASE("login pool: a finite queue, delayed jobs run at their time, stop drop
     std::atomic<int> ran{0};
     std::atomic<bool> release{false};
     // The one thread is held by a job; three more fill the queue; the next is refused.
-    REQUIRE(pool.submit(loginClockMs(), [&] {
+    REQUIRE(pool.submit(sdk::monotonic_ms(), [&] {
         while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
         ++ran;
     }));
     while (pool.queued() != 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    for (int i = 0; i < 3; ++i) REQUIRE(pool.submit(loginClockMs(), [&] { ++ran; }));
-    CHECK_FALSE(pool.submit(loginClockMs(), [&] { ++ran; }));
+    for (int i = 0; i < 3; ++i) REQUIRE(pool.submit(sdk::monotonic_ms(), [&] { ++ran; }));
+    CHECK_FALSE(pool.submit(sdk::monotonic_ms(), [&] { ++ran; }));
     release = true;
     while (ran < 4) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     // A delayed job does not run before its due time, and holds no thread while it waits.
-    const std::int64_t due = loginClockMs() + 200;
+    const std::int64_t due = sdk::monotonic_ms() + 200;
     std::atomic<std::int64_t> ranAt{0};
-    REQUIRE(pool.submit(due, [&] { ranAt = loginClockMs(); }));
-    REQUIRE(pool.submit(loginClockMs(), [&] { ++ran; }));  // an earlier one passes it
+    REQUIRE(pool.submit(due, [&] { ranAt = sdk::monotonic_ms(); }));
+    REQUIRE(pool.submit(sdk::monotonic_ms(), [&] { ++ran; }));  // an earlier one passes it
     while (ranAt == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     CHECK(ranAt >= due);
     CHECK(ran == 5);
     // Dropped on stop: never run, and what they hold is released.
     auto held = std::make_shared<int>(0);
-    REQUIRE(pool.submit(loginClockMs() + 60000, [&, held] { ++ran; }));
+    REQUIRE(pool.submit(sdk::monotonic_ms() + 60000, [&, held] { ++ran; }));
     CHECK(held.use_count() == 2);
     pool.stop();
     CHECK(held.use_count() == 1);
     CHECK(ran == 5);
-    CHECK_FALSE(pool.submit(loginClockMs(), [&] { ++ran; }));
+    CHECK_FALSE(pool.submit(sdk::monotonic_ms(), [&] { ++ran; }));
 }

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <uaplex/statuscodes.h>
+#include <uaplex/cpp/clock.hpp>
 
 #include <condition_variable>
 #include <cstdint>
@@ -87,7 +88,7 @@ class LoginPool {
     LoginPool(const LoginPool&) = delete;
     LoginPool& operator=(const LoginPool&) = delete;
 
-    // Queues `job` to run at `dueMs` (monotonic ms) or later. False when the queue is full
+    // Queues `job` to run at `dueMs` (sdk::monotonic_ms) or later. False when the queue is full
     // or the pool stopped (the caller answers BadTooManyOperations).
     bool submit(std::int64_t dueMs, std::function<void()> job);
     // Drops the jobs not started (destroyed without running: a job releases what it holds
@@ -106,8 +107,5 @@ class LoginPool {
     bool stopped_ = false;
     std::vector<std::thread> threads_;  // started with the first job
 };
-
-// The monotonic clock of the pool's due times (ms).
-std::int64_t loginClockMs() noexcept;
 
 }  // namespace uaplex::session

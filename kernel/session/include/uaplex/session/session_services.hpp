@@ -50,10 +50,6 @@ struct RequestContext {
     void* admissionOwner = nullptr;
 };
 
-// The remote IP address of a transport's "ip:port" / "[ipv6]:port" (IPv4-mapped IPv6 as
-// IPv4), the key of the per-peer limits.
-std::string peerHost(std::string_view peer);
-
 // A ServiceFault with `status` for `requestHandle`, replacing what `out` held.
 void encodeFault(std::uint32_t requestHandle, uaplex_status status, std::int64_t utc,
                  enc::ByteBuffer& out) noexcept;
