@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
 #include <iterator>
 #include <stdexcept>
 #include <system_error>
@@ -32,9 +31,15 @@ const char* const kDirs[] = {"own/certs",           "own/private",         "trus
                              "rejected/certs",      "trusted-users/certs", "trusted-users/crl",
                              "issuers-users/certs", "issuers-users/crl"};
 
+// A certificate or key is a few kB, a CA's CRL can reach megabytes: anything larger, and a
+// FIFO or device planted in a store, is skipped rather than read (or waited on).
+constexpr std::uintmax_t kMaxPkiFileBytes = 16u << 20;
+
+// Trust lists may be symlinks an administrator made; the own private key is not followed.
 std::vector<std::uint8_t> readFile(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), {}};
+    std::string text;
+    if (readWholeFile(p, {kMaxPkiFileBytes, true}, text) != ReadStatus::Ok) return {};
+    return {text.begin(), text.end()};
 }
 
 bool addExtension(X509* cert, X509V3_CTX* ctx, int nid, const char* value) {
@@ -319,14 +324,16 @@ std::string privateKeyPem(EVP_PKEY* key) {
 }
 
 PkeyPtr readPrivateKey(const fs::path& file) {
-    auto bytes = readFile(file);
+    std::string bytes;
+    if (readWholeFile(file, {kMaxPkiFileBytes, false}, bytes) != ReadStatus::Ok) return nullptr;
     BIO* bio = BIO_new_mem_buf(bytes.data(), int(bytes.size()));
     PkeyPtr key(bio ? PEM_read_bio_PrivateKey(bio, nullptr, nullptr, nullptr) : nullptr);
     BIO_free(bio);
     if (!key) {
-        const unsigned char* p = bytes.data();
+        const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
         key.reset(d2i_AutoPrivateKey(nullptr, &p, long(bytes.size())));
     }
+    OPENSSL_cleanse(bytes.data(), bytes.size());
     ERR_clear_error();
     return key;
 }
@@ -420,16 +427,10 @@ bool Pki::reject(const Certificate& certificate) {
     }
     if (count + 1 > limits.maxCertificates || bytes + size > limits.maxBytes) return false;
     // O_EXCL | O_NOFOLLOW: never through a link, never over a file that appeared meanwhile.
-    int fd = ::open(target.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    int fd = ::open(target.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                    kPublicFileMode);
     if (fd < 0) return false;
-    const std::uint8_t* p = certificate.der.data();
-    std::size_t left = certificate.der.size();
-    while (left > 0) {
-        ssize_t w = ::write(fd, p, left);
-        if (w <= 0) break;
-        p += w;
-        left -= std::size_t(w);
-    }
+    const bool written = writeAll(fd, certificate.der.data(), certificate.der.size());
     // Eviction goes by modification time: two records within one clock tick get distinct,
     // increasing times so the order stays first in, first out.
     struct timespec now {};
@@ -440,7 +441,7 @@ bool Pki::reject(const Certificate& certificate) {
     struct timespec times[2] = {{0, UTIME_OMIT}, {time_t(ns / 1000000000), long(ns % 1000000000)}};
     ::futimens(fd, times);
     ::close(fd);
-    if (left != 0) {
+    if (!written) {
         fs::remove(target, ec);
         return false;
     }

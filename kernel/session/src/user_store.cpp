@@ -82,48 +82,35 @@ bool parseHash(std::string_view encoded, Parsed& p) noexcept {
 // and without blocking on a FIFO, then checked on that descriptor (no race with a rename).
 std::string readPrivateText(const std::filesystem::path& file, bool& missing) {
     missing = false;
-    int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno == ENOENT) {
+    std::string text;
+    struct stat st {};
+    switch (security::readWholeFile(file, {kMaxUsersFileSize, false, 077}, text, &st)) {
+        case security::ReadStatus::Ok:
+            return text;
+        case security::ReadStatus::Missing:
             missing = true;
             return {};
-        }
-        if (errno == ELOOP)
+        case security::ReadStatus::Link:
             throw UserStoreError(file.string() +
                                  ": is a symbolic link; users_file must name the file itself");
-        throw UserStoreError(file.string() +
-                             ": cannot open the users file: " + std::strerror(errno));
+        case security::ReadStatus::NotRegular:
+            throw UserStoreError(file.string() + ": is not a regular file");
+        case security::ReadStatus::Exposed: {
+            char mode[8];
+            std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
+            throw UserStoreError(file.string() + ": mode " + mode +
+                                 " lets the group or others read the password hashes; "
+                                 "`chmod 600` it (refused)");
+        }
+        case security::ReadStatus::TooLarge:
+            throw UserStoreError(file.string() + ": larger than " +
+                                 std::to_string(kMaxUsersFileSize >> 20) + " MiB");
+        case security::ReadStatus::OpenFailed:
+            break;
+        case security::ReadStatus::ReadFailed:
+            throw UserStoreError(file.string() + ": cannot read: " + std::strerror(errno));
     }
-    struct Closer {
-        int fd;
-        ~Closer() { ::close(fd); }
-    } closer{fd};
-    struct stat st {};
-    if (::fstat(fd, &st) != 0)
-        throw UserStoreError(file.string() +
-                             ": cannot open the users file: " + std::strerror(errno));
-    if (!S_ISREG(st.st_mode)) throw UserStoreError(file.string() + ": is not a regular file");
-    if (st.st_mode & 077) {
-        char mode[8];
-        std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
-        throw UserStoreError(file.string() + ": mode " + mode +
-                             " lets the group or others read the password hashes; "
-                             "`chmod 600` it (refused)");
-    }
-    if (std::uintmax_t(st.st_size) > kMaxUsersFileSize)
-        throw UserStoreError(file.string() + ": larger than " +
-                             std::to_string(kMaxUsersFileSize >> 20) + " MiB");
-    std::string text(std::size_t(st.st_size), '\0');
-    std::size_t got = 0;
-    while (got < text.size()) {
-        ssize_t n = ::read(fd, text.data() + got, text.size() - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) throw UserStoreError(file.string() + ": cannot read: " + std::strerror(errno));
-        if (n == 0) break;  // shrunk meanwhile: parse what is there
-        got += std::size_t(n);
-    }
-    text.resize(got);
-    return text;
+    throw UserStoreError(file.string() + ": cannot open the users file: " + std::strerror(errno));
 }
 
 }  // namespace

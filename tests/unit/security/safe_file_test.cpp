@@ -2,13 +2,20 @@
 // mode from creation, never following or reusing what is planted at the path.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <set>
 #include <string>
+#include <thread>
 
 #include <uaplex/security/pki.hpp>
 #include <uaplex/security/safe_file.hpp>
@@ -133,4 +140,118 @@ TEST_CASE("safe file: the own key of a new PKI is written 0600 and not through a
     CHECK((st.st_mode & 07777) == 0600);
     REQUIRE(::stat(pki.ownCertificateFile().c_str(), &st) == 0);
     CHECK((st.st_mode & 07777) == 0644);
+}
+
+namespace {
+std::atomic<int> interruptions{0};
+extern "C" void countInterruption(int) {
+    interruptions.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace
+
+TEST_CASE("safe file: writeAll goes on through EINTR and short writes") {
+    // A pipe that the reader drains slowly, and a signal without SA_RESTART sent to the writer
+    // again and again: its write() calls return early (short) or fail with EINTR.
+    struct sigaction sa {
+    }, old{};
+    sa.sa_handler = countInterruption;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0;
+    REQUIRE(::sigaction(SIGUSR1, &sa, &old) == 0);
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    std::string data(1 << 20, '\0');
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] = char(i * 7);
+    std::atomic<bool> done{false};
+    bool ok = false;
+    interruptions = 0;
+    std::thread writer([&] {
+        ok = writeAll(fds[1], data.data(), data.size());
+        ::close(fds[1]);
+        done = true;
+    });
+    std::string got;
+    char buf[4096];
+    for (;;) {
+        if (!done) ::pthread_kill(writer.native_handle(), SIGUSR1);
+        ssize_t n = ::read(fds[0], buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got.append(buf, std::size_t(n));
+        if (got.size() % (64 * 1024) == 0)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    writer.join();
+    ::close(fds[0]);
+    ::sigaction(SIGUSR1, &old, nullptr);
+    CHECK(interruptions > 0);
+    CHECK(ok);
+    CHECK(got == data);
+}
+
+TEST_CASE(
+    "safe file: readWholeFile never blocks on a FIFO, bounds the size, follows links only "
+    "when asked") {
+    TempDir dir;
+    std::string out;
+    fs::path file = dir.path / "file";
+    std::ofstream(file) << "0123456789";
+    CHECK(readWholeFile(file, {10}, out) == ReadStatus::Ok);
+    CHECK(out == "0123456789");
+    CHECK(readWholeFile(file, {9}, out) == ReadStatus::TooLarge);
+    CHECK(out.empty());
+    CHECK(readWholeFile(dir.path / "missing", {10}, out) == ReadStatus::Missing);
+    fs::path fifo = dir.path / "fifo";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    CHECK(readWholeFile(fifo, {10}, out) == ReadStatus::NotRegular);  // returns, no writer needed
+    CHECK(readWholeFile(dir.path, {10}, out) == ReadStatus::NotRegular);
+    fs::path link = dir.path / "link";
+    fs::create_symlink(file, link);
+    CHECK(readWholeFile(link, {10}, out) == ReadStatus::Link);
+    CHECK(readWholeFile(link, {10, true}, out) == ReadStatus::Ok);
+    CHECK(out == "0123456789");
+    ::chmod(file.c_str(), 0640);
+    struct stat st {};
+    CHECK(readWholeFile(file, {10, false, 077}, out, &st) == ReadStatus::Exposed);
+    CHECK((st.st_mode & 07777) == 0640);
+    ::chmod(file.c_str(), 0600);
+    CHECK(readWholeFile(file, {10, false, 077}, out) == ReadStatus::Ok);
+}
+
+TEST_CASE("safe file: the PKI reads no FIFO at its own certificate and no symlinked own key") {
+    TempDir dir;
+    CertificateRequest r;
+    r.applicationUri = "urn:safe-file:test";
+    r.dnsNames = {"localhost"};
+    {
+        Pki pki(dir.path / "pki");
+        pki.loadOrCreateOwn(r);
+    }
+    Pki pki(dir.path / "pki");
+    // A symlink to the real key: a secret is read only from the file itself.
+    fs::path moved = dir.path / "moved.pem";
+    fs::rename(pki.ownKeyFile(), moved);
+    fs::create_symlink(moved, pki.ownKeyFile());
+    CHECK_THROWS_WITH(pki.loadOrCreateOwn(r), Catch::Contains("cannot read"));
+    fs::remove(pki.ownKeyFile());
+    fs::rename(moved, pki.ownKeyFile());
+    pki.loadOrCreateOwn(r);  // the file itself is fine
+    // A FIFO at the certificate's path would block a blocking open until a writer came.
+    fs::remove(pki.ownCertificateFile());
+    REQUIRE(::mkfifo(pki.ownCertificateFile().c_str(), 0644) == 0);
+    auto load = std::async(std::launch::async, [&] {
+        try {
+            pki.loadOrCreateOwn(r);
+            return std::string("loaded");
+        } catch (const std::exception& e) {
+            return std::string(e.what());
+        }
+    });
+    bool returned = load.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+    if (!returned) {  // unblock the reader so that the test ends
+        int fd = ::open(pki.ownCertificateFile().c_str(), O_WRONLY | O_NONBLOCK);
+        if (fd >= 0) ::close(fd);
+    }
+    CHECK(returned);
+    CHECK_THAT(load.get(), Catch::Contains("cannot read"));
 }

@@ -8,6 +8,8 @@
 //     at the target is replaced, never followed, and a file someone else created there keeps
 //     its own inode and contents and never receives ours;
 //   - the directory is fsynced so that the rename survives a crash.
+// Reading such files (and those a peer may have planted) goes through one descriptor opened
+// without blocking, checked on that descriptor, and bounded in size (readWholeFile).
 // Header-only: the security, session and CLI code all use it, without a library between them.
 #pragma once
 
@@ -28,6 +30,81 @@ namespace uaplex::security {
 
 inline constexpr mode_t kPrivateFileMode = 0600;  // keys, users file
 inline constexpr mode_t kPublicFileMode = 0644;   // certificates
+
+// Writes all `size` bytes to `fd`, through short writes and EINTR. False: errno says why.
+inline bool writeAll(int fd, const void* data, std::size_t size) noexcept {
+    const char* p = static_cast<const char*>(data);
+    while (size > 0) {
+        ssize_t n = ::write(fd, p, size);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return false;
+        if (n == 0) {  // nothing taken and no error: do not spin
+            errno = EIO;
+            return false;
+        }
+        p += n;
+        size -= std::size_t(n);
+    }
+    return true;
+}
+
+struct ReadOptions {
+    std::uintmax_t maxBytes;     // larger files are refused before a byte is read
+    bool followLinks = false;    // false: a symlink at the path is refused (ELOOP)
+    mode_t refusedModeBits = 0;  // a file with any of these mode bits is refused (077: private)
+};
+
+enum class ReadStatus : std::uint8_t {
+    Ok,
+    Missing,     // no such file
+    Link,        // a symlink, and followLinks is false
+    NotRegular,  // a FIFO, directory, device or socket
+    Exposed,     // has one of refusedModeBits
+    TooLarge,    // above maxBytes
+    OpenFailed,  // open or fstat failed: errno says why
+    ReadFailed,  // read failed: errno says why
+};
+
+// The whole file at `path` into `out`, read through one descriptor: opened with O_NONBLOCK
+// (a FIFO planted at the path cannot block the caller) and, unless followLinks, O_NOFOLLOW;
+// the type and size are checked on that descriptor, so a rename meanwhile cannot swap them.
+// `info` (optional) receives its fstat (the mode of an Exposed file). A file that shrinks while it
+// is read gives what is there.
+inline ReadStatus readWholeFile(const std::filesystem::path& path, const ReadOptions& options,
+                                std::string& out, struct stat* info = nullptr) {
+    out.clear();
+    int flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | (options.followLinks ? 0 : O_NOFOLLOW);
+    int fd = ::open(path.c_str(), flags);
+    if (fd < 0) {
+        if (errno == ENOENT) return ReadStatus::Missing;
+        if (errno == ELOOP && !options.followLinks) return ReadStatus::Link;
+        return ReadStatus::OpenFailed;
+    }
+    struct Closer {
+        int fd;
+        ~Closer() { ::close(fd); }
+    } closer{fd};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return ReadStatus::OpenFailed;
+    if (info) *info = st;
+    if (!S_ISREG(st.st_mode)) return ReadStatus::NotRegular;
+    if (st.st_mode & options.refusedModeBits) return ReadStatus::Exposed;
+    if (std::uintmax_t(st.st_size) > options.maxBytes) return ReadStatus::TooLarge;
+    out.resize(std::size_t(st.st_size));
+    std::size_t got = 0;
+    while (got < out.size()) {
+        ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            out.clear();
+            return ReadStatus::ReadFailed;
+        }
+        if (n == 0) break;  // shrunk meanwhile
+        got += std::size_t(n);
+    }
+    out.resize(got);
+    return ReadStatus::Ok;
+}
 
 // One replacement of `target`: create(), write(), commit(). Until commit() succeeds, the
 // destructor removes the temporary file and the target is untouched.
@@ -64,14 +141,7 @@ class ReplacementFile {
 
     bool write(const void* data, std::size_t size) {
         if (fd_ < 0) return false;
-        const char* p = static_cast<const char*>(data);
-        while (size > 0) {
-            ssize_t n = ::write(fd_, p, size);
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) return fail("cannot write " + temp_.string());
-            p += n;
-            size -= std::size_t(n);
-        }
+        if (!writeAll(fd_, data, size)) return fail("cannot write " + temp_.string());
         return true;
     }
 
