@@ -19,7 +19,6 @@ std::uint64_t sessionKey(const session::Session& s) noexcept {
 namespace {
 
 namespace ns0 = ua::ns0;
-using session::Permission;
 using SubscriptionManager = subscription::SubscriptionManager;
 
 template <class T>
@@ -194,113 +193,100 @@ uaplex_status republish(ServiceRequest& c) noexcept {
 
 template <class Req, class Resp>
 constexpr ServiceDescriptor row(std::uint32_t encodingId, std::string_view name, SessionUse use,
-                                std::uint32_t permission, bool completesLater, ServiceFn handler,
+                                ServiceFn handler,
                                 AdmissionClass admission = AdmissionClass::Request,
                                 bool onIoThread = false) noexcept {
-    return {encodingId, name,       &enc::dataTypeOf<Req>, &enc::dataTypeOf<Resp>,
-            use,        permission, completesLater,        admission,
+    return {encodingId, name,   &enc::dataTypeOf<Req>, &enc::dataTypeOf<Resp>, use, admission,
             onIoThread, handler};
 }
 
 constexpr auto None = SessionUse::None;
 constexpr auto Own = SessionUse::Own;
 constexpr auto Activated = SessionUse::Activated;
-constexpr bool Later = true;
-constexpr bool Now = false;
 
 using SM = SubscriptionManager;
 
 // Sorted by the request's binary encoding id (checked below).
 constexpr ServiceDescriptor kServices[] = {
     row<ua::FindServersRequest, ua::FindServersResponse>(
-        ns0::FindServersRequest_Encoding_DefaultBinary, "FindServers", None, 0, Now, &findServers),
+        ns0::FindServersRequest_Encoding_DefaultBinary, "FindServers", None, &findServers),
     row<ua::GetEndpointsRequest, ua::GetEndpointsResponse>(
-        ns0::GetEndpointsRequest_Encoding_DefaultBinary, "GetEndpoints", None, 0, Now,
-        &getEndpoints),
+        ns0::GetEndpointsRequest_Encoding_DefaultBinary, "GetEndpoints", None, &getEndpoints),
     row<ua::CreateSessionRequest, ua::CreateSessionResponse>(
-        ns0::CreateSessionRequest_Encoding_DefaultBinary, "CreateSession", Own, 0, Now,
-        &createSession, AdmissionClass::SessionEstablishment),
+        ns0::CreateSessionRequest_Encoding_DefaultBinary, "CreateSession", Own, &createSession,
+        AdmissionClass::SessionEstablishment),
     row<ua::ActivateSessionRequest, ua::ActivateSessionResponse>(
-        ns0::ActivateSessionRequest_Encoding_DefaultBinary, "ActivateSession", Own, 0, Later,
+        ns0::ActivateSessionRequest_Encoding_DefaultBinary, "ActivateSession", Own,
         &activateSession, AdmissionClass::SessionEstablishment),
     row<ua::CloseSessionRequest, ua::CloseSessionResponse>(
-        ns0::CloseSessionRequest_Encoding_DefaultBinary, "CloseSession", Own, 0, Now, &closeSession,
+        ns0::CloseSessionRequest_Encoding_DefaultBinary, "CloseSession", Own, &closeSession,
         AdmissionClass::Control),
     row<ua::CancelRequest, ua::CancelResponse>(ns0::CancelRequest_Encoding_DefaultBinary, "Cancel",
-                                               Activated, 0, Now, &cancel, AdmissionClass::Control,
-                                               true),
+                                               Activated, &cancel, AdmissionClass::Control, true),
     row<ua::BrowseRequest, ua::BrowseResponse>(ns0::BrowseRequest_Encoding_DefaultBinary, "Browse",
-                                               Activated, Permission::kPermBrowse, Now,
-                                               &nodeService<&NodeServices::browse>),
+                                               Activated, &nodeService<&NodeServices::browse>),
     row<ua::BrowseNextRequest, ua::BrowseNextResponse>(
         ns0::BrowseNextRequest_Encoding_DefaultBinary, "BrowseNext", Activated,
-        Permission::kPermBrowse, Now, &nodeService<&NodeServices::browseNext>),
+        &nodeService<&NodeServices::browseNext>),
     row<ua::TranslateBrowsePathsToNodeIdsRequest, ua::TranslateBrowsePathsToNodeIdsResponse>(
         ns0::TranslateBrowsePathsToNodeIdsRequest_Encoding_DefaultBinary,
-        "TranslateBrowsePathsToNodeIds", Activated, Permission::kPermBrowse, Now,
+        "TranslateBrowsePathsToNodeIds", Activated,
         &nodeService<&NodeServices::translateBrowsePaths>),
     row<ua::RegisterNodesRequest, ua::RegisterNodesResponse>(
-        ns0::RegisterNodesRequest_Encoding_DefaultBinary, "RegisterNodes", Activated, 0, Now,
+        ns0::RegisterNodesRequest_Encoding_DefaultBinary, "RegisterNodes", Activated,
         &nodeService<&NodeServices::registerNodes>),
     row<ua::UnregisterNodesRequest, ua::UnregisterNodesResponse>(
-        ns0::UnregisterNodesRequest_Encoding_DefaultBinary, "UnregisterNodes", Activated, 0, Now,
+        ns0::UnregisterNodesRequest_Encoding_DefaultBinary, "UnregisterNodes", Activated,
         &nodeService<&NodeServices::unregisterNodes>),
     row<ua::ReadRequest, ua::ReadResponse>(ns0::ReadRequest_Encoding_DefaultBinary, "Read",
-                                           Activated, Permission::kPermRead, Now,
-                                           &nodeService<&NodeServices::read>),
+                                           Activated, &nodeService<&NodeServices::read>),
     row<ua::WriteRequest, ua::WriteResponse>(ns0::WriteRequest_Encoding_DefaultBinary, "Write",
-                                             Activated, Permission::kPermWrite, Now,
-                                             &nodeService<&NodeServices::write>),
+                                             Activated, &nodeService<&NodeServices::write>),
     row<ua::CallRequest, ua::CallResponse>(ns0::CallRequest_Encoding_DefaultBinary, "Call",
-                                           Activated, Permission::kPermCall, Now, &callMethods),
+                                           Activated, &callMethods),
     row<ua::CreateMonitoredItemsRequest, ua::CreateMonitoredItemsResponse>(
         ns0::CreateMonitoredItemsRequest_Encoding_DefaultBinary, "CreateMonitoredItems", Activated,
-        Permission::kPermRead | Permission::kPermReceiveEvents, Now, &createMonitoredItems),
+        &createMonitoredItems),
     row<ua::ModifyMonitoredItemsRequest, ua::ModifyMonitoredItemsResponse>(
         ns0::ModifyMonitoredItemsRequest_Encoding_DefaultBinary, "ModifyMonitoredItems", Activated,
-        0, Now,
+
         &engineService<ua::ModifyMonitoredItemsRequest, ua::ModifyMonitoredItemsResponse,
                        &SM::modifyMonitoredItems>),
     row<ua::SetMonitoringModeRequest, ua::SetMonitoringModeResponse>(
-        ns0::SetMonitoringModeRequest_Encoding_DefaultBinary, "SetMonitoringMode", Activated, 0,
-        Now,
+        ns0::SetMonitoringModeRequest_Encoding_DefaultBinary, "SetMonitoringMode", Activated,
         &engineService<ua::SetMonitoringModeRequest, ua::SetMonitoringModeResponse,
                        &SM::setMonitoringMode>),
     row<ua::SetTriggeringRequest, ua::SetTriggeringResponse>(
-        ns0::SetTriggeringRequest_Encoding_DefaultBinary, "SetTriggering", Activated, 0, Now,
+        ns0::SetTriggeringRequest_Encoding_DefaultBinary, "SetTriggering", Activated,
         &engineService<ua::SetTriggeringRequest, ua::SetTriggeringResponse, &SM::setTriggering>),
     row<ua::DeleteMonitoredItemsRequest, ua::DeleteMonitoredItemsResponse>(
         ns0::DeleteMonitoredItemsRequest_Encoding_DefaultBinary, "DeleteMonitoredItems", Activated,
-        0, Now,
+
         &engineService<ua::DeleteMonitoredItemsRequest, ua::DeleteMonitoredItemsResponse,
                        &SM::deleteMonitoredItems>),
     row<ua::CreateSubscriptionRequest, ua::CreateSubscriptionResponse>(
-        ns0::CreateSubscriptionRequest_Encoding_DefaultBinary, "CreateSubscription", Activated, 0,
-        Now,
+        ns0::CreateSubscriptionRequest_Encoding_DefaultBinary, "CreateSubscription", Activated,
         &engineServiceNoArena<ua::CreateSubscriptionRequest, ua::CreateSubscriptionResponse,
                               &SM::createSubscription, true>),
     row<ua::ModifySubscriptionRequest, ua::ModifySubscriptionResponse>(
-        ns0::ModifySubscriptionRequest_Encoding_DefaultBinary, "ModifySubscription", Activated, 0,
-        Now,
+        ns0::ModifySubscriptionRequest_Encoding_DefaultBinary, "ModifySubscription", Activated,
         &engineServiceNoArena<ua::ModifySubscriptionRequest, ua::ModifySubscriptionResponse,
                               &SM::modifySubscription>),
     row<ua::SetPublishingModeRequest, ua::SetPublishingModeResponse>(
-        ns0::SetPublishingModeRequest_Encoding_DefaultBinary, "SetPublishingMode", Activated, 0,
-        Now,
+        ns0::SetPublishingModeRequest_Encoding_DefaultBinary, "SetPublishingMode", Activated,
         &engineService<ua::SetPublishingModeRequest, ua::SetPublishingModeResponse,
                        &SM::setPublishingMode>),
     row<ua::PublishRequest, ua::PublishResponse>(ns0::PublishRequest_Encoding_DefaultBinary,
-                                                 "Publish", Activated, 0, Later, &publish),
+                                                 "Publish", Activated, &publish),
     row<ua::RepublishRequest, ua::RepublishResponse>(ns0::RepublishRequest_Encoding_DefaultBinary,
-                                                     "Republish", Activated, 0, Later, &republish),
+                                                     "Republish", Activated, &republish),
     row<ua::TransferSubscriptionsRequest, ua::TransferSubscriptionsResponse>(
         ns0::TransferSubscriptionsRequest_Encoding_DefaultBinary, "TransferSubscriptions",
-        Activated, 0, Now,
+        Activated,
         &engineService<ua::TransferSubscriptionsRequest, ua::TransferSubscriptionsResponse,
                        &SM::transferSubscriptions, true>),
     row<ua::DeleteSubscriptionsRequest, ua::DeleteSubscriptionsResponse>(
-        ns0::DeleteSubscriptionsRequest_Encoding_DefaultBinary, "DeleteSubscriptions", Activated, 0,
-        Now,
+        ns0::DeleteSubscriptionsRequest_Encoding_DefaultBinary, "DeleteSubscriptions", Activated,
         &engineService<ua::DeleteSubscriptionsRequest, ua::DeleteSubscriptionsResponse,
                        &SM::deleteSubscriptions>),
 };

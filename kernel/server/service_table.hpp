@@ -1,7 +1,7 @@
 // The service table: every service the server answers is one row (request and response type,
-// what session it needs, the permission its operations are checked against, its handler,
-// whether it may answer later). The dispatcher looks a request up by its binary encoding id
-// and calls the row's handler; a request without a row is BadServiceUnsupported.
+// what session it needs, how admission classifies it, where it runs, its handler). The dispatcher
+// looks a request up by its binary encoding id and calls the row's handler; a request without a row
+// is BadServiceUnsupported.
 //
 // Adding a service: one row in service_table.cpp and one handler (docs/architecture.md,
 // "Adding a service").
@@ -66,11 +66,6 @@ struct ServiceDescriptor {
     const enc::DataType* (*requestType)() noexcept;
     const enc::DataType* (*responseType)() noexcept;
     SessionUse session;
-    // PermissionType bits (Part 3 8.55, session::Permission) each operation of the service is
-    // checked against, per node, by its handler; 0: none.
-    std::uint32_t permission;
-    // May answer after the handler returned (Publish, Republish, a login in the login pool).
-    bool completesLater;
     AdmissionClass admission;
     // Runs on the I/O thread as it arrives, never queued (Cancel: it must reach the requests
     // waiting behind busy workers).

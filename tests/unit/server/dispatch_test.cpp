@@ -314,12 +314,8 @@ TEST_CASE("service table: one row per service, sorted by its request's encoding 
           SessionUse::None);
     CHECK(findService(ua::ns0::ActivateSessionRequest_Encoding_DefaultBinary)->session ==
           SessionUse::Own);
-    CHECK(findService(ua::ns0::ActivateSessionRequest_Encoding_DefaultBinary)->completesLater);
-    CHECK(findService(ua::ns0::PublishRequest_Encoding_DefaultBinary)->completesLater);
     CHECK(findService(ua::ns0::ReadRequest_Encoding_DefaultBinary)->session ==
           SessionUse::Activated);
-    CHECK(findService(ua::ns0::ReadRequest_Encoding_DefaultBinary)->permission ==
-          session::kPermRead);
     // The admission classes; only Cancel bypasses the request queue.
     CHECK(findService(ua::ns0::CreateSessionRequest_Encoding_DefaultBinary)->admission ==
           AdmissionClass::SessionEstablishment);
