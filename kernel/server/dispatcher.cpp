@@ -63,7 +63,7 @@ Dispatcher::Dispatcher(const config::ServerConfig& cfg, session::SessionManager&
       discovery_(discovery),
       limits_(session::decodeLimitsOf(cfg)),
       sessionServices_(cfg, sessions),
-      counters_(std::make_unique<ServiceCounters[]>(serviceTable().size())) {
+      counters_(std::make_unique<ServiceCounters>()) {
     sessionServices_.setEndpoints(
         [](void* user, enc::Arena& arena, std::string_view url) {
             return static_cast<const Discovery*>(user)->endpoints(arena, url, {-1, nullptr});
@@ -216,8 +216,8 @@ std::uint32_t Dispatcher::handle(std::span<const std::uint8_t> request, const Re
 
 uaplex_status Dispatcher::dispatch(ServiceRequest& call, const enc::DataType* type) noexcept {
     const ServiceDescriptor* row = findService(type->binaryEncodingId);
-    ServiceCounters* counters = row ? &counters_[serviceIndex(*row)] : nullptr;
-    if (counters) counters->requests.fetch_add(1, std::memory_order_relaxed);
+    const std::size_t index = row ? serviceIndex(*row) : 0;
+    if (row) counters_->countRequest(index);
     // A request without a row is treated as one that needs a session: a client without one
     // learns nothing about which services exist.
     std::shared_ptr<session::Session> s;
@@ -229,7 +229,7 @@ uaplex_status Dispatcher::dispatch(ServiceRequest& call, const enc::DataType* ty
         call.session = s.get();
     }
     if (st == UAPLEX_Good) st = row ? row->handler(call) : UAPLEX_BadServiceUnsupported;
-    if (counters && st != UAPLEX_Good) counters->errors.fetch_add(1, std::memory_order_relaxed);
+    if (row && st != UAPLEX_Good) counters_->countError(index);
     return st;
 }
 

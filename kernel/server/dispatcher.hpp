@@ -76,9 +76,9 @@ class Dispatcher {
     // Drops the logins waiting for the password pool and joins its threads (server stop,
     // before the transports go).
     void stopLogins() noexcept { sessionServices_.stopLogins(); }
-    // Per row of serviceTable(): requests and ServiceFault answers.
-    std::span<const ServiceCounters> serviceCounters() const noexcept {
-        return {counters_.get(), serviceTable().size()};
+    // A row's requests and ServiceFault answers so far.
+    ServiceCounts serviceCounts(const ServiceDescriptor& row) const noexcept {
+        return counters_->read(serviceIndex(row));
     }
 
   private:
@@ -91,8 +91,8 @@ class Dispatcher {
     enc::DecodeLimits limits_;
     SubscriptionService* subscriptions_ = nullptr;
     session::SessionServices sessionServices_;
-    // One per row, made with the dispatcher: counting allocates nothing.
-    std::unique_ptr<ServiceCounters[]> counters_;
+    // Made with the dispatcher: counting allocates nothing.
+    std::unique_ptr<ServiceCounters> counters_;
 };
 
 }  // namespace uaplex::server

@@ -297,6 +297,7 @@ constexpr bool sortedAndUnique() noexcept {
     return true;
 }
 static_assert(sortedAndUnique(), "kServices: sort the rows by request encoding id, one each");
+static_assert(std::size(kServices) <= kMaxServiceRows, "ServiceCounters: raise kMaxServiceRows");
 
 }  // namespace
 

@@ -9,6 +9,7 @@
 
 #include <uaplex/encoding/encoding.hpp>
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -73,11 +74,54 @@ struct ServiceDescriptor {
     ServiceFn handler;
 };
 
-// How often a row was called and how often it answered a ServiceFault (any thread, relaxed:
-// no lock, no allocation). A deferred answer counts when the handler hands it over.
-struct ServiceCounters {
-    std::atomic<std::uint64_t> requests{0};
-    std::atomic<std::uint64_t> errors{0};
+// How often a row was called and how often it answered a ServiceFault. A deferred answer
+// counts when the handler hands it over.
+struct ServiceCounts {
+    std::uint64_t requests = 0;
+    std::uint64_t errors = 0;
+};
+
+// Rows the counters have room for (service_table.cpp checks the table against it).
+inline constexpr std::size_t kMaxServiceRows = 64;
+
+// The counts of every row. Every worker counts every request, so each thread counts in one
+// of kShards copies of the table, each on cache lines of its own: threads do not pass a line
+// back and forth, neither for one busy row (Read) nor for neighbouring rows. A read sums the
+// copies. Any thread, relaxed atomics: no lock, no allocation.
+class ServiceCounters {
+  public:
+    static constexpr std::size_t kShards = 16;
+
+    void countRequest(std::size_t row) noexcept {
+        mine().cells[row].requests.fetch_add(1, std::memory_order_relaxed);
+    }
+    void countError(std::size_t row) noexcept {
+        mine().cells[row].errors.fetch_add(1, std::memory_order_relaxed);
+    }
+    ServiceCounts read(std::size_t row) const noexcept {
+        ServiceCounts sum;
+        for (const Shard& s : shards_) {
+            sum.requests += s.cells[row].requests.load(std::memory_order_relaxed);
+            sum.errors += s.cells[row].errors.load(std::memory_order_relaxed);
+        }
+        return sum;
+    }
+
+  private:
+    struct Cell {
+        std::atomic<std::uint64_t> requests{0};
+        std::atomic<std::uint64_t> errors{0};
+    };
+    struct alignas(64) Shard {
+        std::array<Cell, kMaxServiceRows> cells;
+    };
+    // Threads take the shards in turn, once each.
+    Shard& mine() noexcept {
+        static std::atomic<std::size_t> next{0};
+        thread_local const std::size_t index = next.fetch_add(1, std::memory_order_relaxed);
+        return shards_[index % kShards];
+    }
+    std::array<Shard, kShards> shards_;
 };
 
 // The rows, sorted by requestEncodingId.

@@ -3,9 +3,12 @@
 // service table's rows and counters.
 #include <catch2/catch.hpp>
 
+#include <memory>
 #include <set>
 #include <string>
 #include <string_view>
+#include <thread>
+#include <vector>
 
 #include <uaplex/config/config.hpp>
 #include <uaplex/session/server_counters.hpp>
@@ -339,22 +342,44 @@ TEST_CASE("service table: a request without a row is BadServiceUnsupported; rows
     REQUIRE(Fixture::result(f.call(as)) == UAPLEX_Good);
     CHECK(Fixture::result(f.call(history)) == UAPLEX_BadServiceUnsupported);
 
-    const auto& counters = f.dispatcher.serviceCounters();
-    auto countOf = [&](std::uint32_t id) -> const ServiceCounters& {
-        return counters[serviceIndex(*findService(id))];
-    };
-    const auto& read = countOf(ua::ns0::ReadRequest_Encoding_DefaultBinary);
+    auto countOf = [&](std::uint32_t id) { return f.dispatcher.serviceCounts(*findService(id)); };
+    const std::uint32_t read = ua::ns0::ReadRequest_Encoding_DefaultBinary;
     auto r = readOne();
     REQUIRE(Fixture::result(f.call(r)) == UAPLEX_Good);
-    CHECK(read.requests == 1);
-    CHECK(read.errors == 0);
+    CHECK(countOf(read).requests == 1);
+    CHECK(countOf(read).errors == 0);
     CHECK(Fixture::result(f.call(r, 2)) == UAPLEX_BadSecureChannelIdInvalid);
-    CHECK(read.requests == 2);
-    CHECK(read.errors == 1);
+    CHECK(countOf(read).requests == 2);
+    CHECK(countOf(read).errors == 1);
     CHECK(countOf(ua::ns0::CreateSessionRequest_Encoding_DefaultBinary).requests == 1);
     CHECK(countOf(ua::ns0::ActivateSessionRequest_Encoding_DefaultBinary).requests == 1);
     // Without a subscription engine the subscription rows answer BadServiceUnsupported.
     ua::CreateSubscriptionRequest sub{};
     CHECK(Fixture::result(f.call(sub)) == UAPLEX_BadServiceUnsupported);
     CHECK(countOf(ua::ns0::CreateSubscriptionRequest_Encoding_DefaultBinary).errors == 1);
+}
+
+TEST_CASE("service table: counts from many threads add up, each thread on lines of its own") {
+    // Every worker counts every request: a thread that shared a cache line with another
+    // would pass it back and forth on each one.
+    static_assert(alignof(ServiceCounters) >= 64);
+    static_assert(sizeof(ServiceCounters) >= ServiceCounters::kShards * 64);
+    auto counters = std::make_unique<ServiceCounters>();
+    constexpr int kThreads = 2 * int(ServiceCounters::kShards) + 3;  // shards are reused
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+        threads.emplace_back([&counters, t] {
+            for (int i = 0; i < 1000; ++i) {
+                counters->countRequest(3);
+                if (i % 10 == 0) counters->countError(3);
+                counters->countRequest(std::size_t(t) % kMaxServiceRows);
+            }
+        });
+    for (auto& t : threads) t.join();
+    std::uint64_t row3 = 0;
+    for (int t = 0; t < kThreads; ++t) row3 += std::size_t(t) % kMaxServiceRows == 3 ? 1000 : 0;
+    CHECK(counters->read(3).requests == kThreads * 1000 + row3);
+    CHECK(counters->read(3).errors == kThreads * 100);
+    CHECK(counters->read(0).requests == 1000);
+    CHECK(counters->read(kMaxServiceRows - 1).errors == 0);
 }
