@@ -124,33 +124,57 @@ uaplex_status callMethods(ServiceRequest& c) noexcept {
 // --- subscription services (Part 4 5.12, 5.13): the subscription engine --------------------------
 
 template <class Req, class Resp,
-          uaplex_status (SubscriptionManager::*Op)(std::uint64_t, const Req&, Resp&, enc::Arena&),
-          bool ClaimsIdentity = false>
+          uaplex_status (SubscriptionManager::*Op)(std::uint64_t, const Req&, Resp&, enc::Arena&)>
 uaplex_status engineService(ServiceRequest& c) noexcept {
     if (c.subscriptions == nullptr) return UAPLEX_BadServiceUnsupported;
-    auto op = [](SubscriptionManager& m, std::uint64_t session, const void* request, void* response,
-                 enc::Arena& arena) {
+    auto op = [](SubscriptionManager& m, std::uint64_t session, const void*, const void* request,
+                 void* response, enc::Arena& arena) {
         return (m.*Op)(session, *static_cast<const Req*>(request), *static_cast<Resp*>(response),
                        arena);
     };
-    return c.subscriptions->call<Resp>(sessionKey(*c.session), c.session->transferKey(),
-                                       ClaimsIdentity, op, c.request, c.arena, c.responseType,
-                                       c.response);
+    return c.subscriptions->call<Resp>(sessionKey(*c.session), c.session->transferKey(), false,
+                                       nullptr, op, c.request, c.arena, c.responseType, c.response);
 }
 
 // The engine's services that take no arena.
 template <class Req, class Resp,
-          uaplex_status (SubscriptionManager::*Op)(std::uint64_t, const Req&, Resp&),
-          bool ClaimsIdentity = false>
+          uaplex_status (SubscriptionManager::*Op)(std::uint64_t, const Req&, Resp&)>
 uaplex_status engineServiceNoArena(ServiceRequest& c) noexcept {
     if (c.subscriptions == nullptr) return UAPLEX_BadServiceUnsupported;
-    auto op = [](SubscriptionManager& m, std::uint64_t session, const void* request, void* response,
-                 enc::Arena&) {
+    auto op = [](SubscriptionManager& m, std::uint64_t session, const void*, const void* request,
+                 void* response, enc::Arena&) {
         return (m.*Op)(session, *static_cast<const Req*>(request), *static_cast<Resp*>(response));
     };
-    return c.subscriptions->call<Resp>(sessionKey(*c.session), c.session->transferKey(),
-                                       ClaimsIdentity, op, c.request, c.arena, c.responseType,
-                                       c.response);
+    return c.subscriptions->call<Resp>(sessionKey(*c.session), c.session->transferKey(), false,
+                                       nullptr, op, c.request, c.arena, c.responseType, c.response);
+}
+
+// CreateSubscription and TransferSubscriptions attach subscriptions to the calling session:
+// the engine records its identity first and hands the session's access view to them.
+uaplex_status createSubscription(ServiceRequest& c) noexcept {
+    if (c.subscriptions == nullptr) return UAPLEX_BadServiceUnsupported;
+    auto op = [](SubscriptionManager& m, std::uint64_t session, const void* access,
+                 const void* request, void* response, enc::Arena&) {
+        return m.createSubscription(session, access,
+                                    *static_cast<const ua::CreateSubscriptionRequest*>(request),
+                                    *static_cast<ua::CreateSubscriptionResponse*>(response));
+    };
+    return c.subscriptions->call<ua::CreateSubscriptionResponse>(
+        sessionKey(*c.session), c.session->transferKey(), true, c.session->access(), op, c.request,
+        c.arena, c.responseType, c.response);
+}
+
+uaplex_status transferSubscriptions(ServiceRequest& c) noexcept {
+    if (c.subscriptions == nullptr) return UAPLEX_BadServiceUnsupported;
+    auto op = [](SubscriptionManager& m, std::uint64_t session, const void* access,
+                 const void* request, void* response, enc::Arena& arena) {
+        return m.transferSubscriptions(
+            session, access, *static_cast<const ua::TransferSubscriptionsRequest*>(request),
+            *static_cast<ua::TransferSubscriptionsResponse*>(response), arena);
+    };
+    return c.subscriptions->call<ua::TransferSubscriptionsResponse>(
+        sessionKey(*c.session), c.session->transferKey(), true, c.session->access(), op, c.request,
+        c.arena, c.responseType, c.response);
 }
 
 uaplex_status createMonitoredItems(ServiceRequest& c) noexcept {
@@ -266,8 +290,7 @@ constexpr ServiceDescriptor kServices[] = {
                        &SM::deleteMonitoredItems>),
     row<ua::CreateSubscriptionRequest, ua::CreateSubscriptionResponse>(
         ns0::CreateSubscriptionRequest_Encoding_DefaultBinary, "CreateSubscription", Activated,
-        &engineServiceNoArena<ua::CreateSubscriptionRequest, ua::CreateSubscriptionResponse,
-                              &SM::createSubscription, true>),
+        &createSubscription),
     row<ua::ModifySubscriptionRequest, ua::ModifySubscriptionResponse>(
         ns0::ModifySubscriptionRequest_Encoding_DefaultBinary, "ModifySubscription", Activated,
         &engineServiceNoArena<ua::ModifySubscriptionRequest, ua::ModifySubscriptionResponse,
@@ -282,9 +305,7 @@ constexpr ServiceDescriptor kServices[] = {
                                                      "Republish", Activated, &republish),
     row<ua::TransferSubscriptionsRequest, ua::TransferSubscriptionsResponse>(
         ns0::TransferSubscriptionsRequest_Encoding_DefaultBinary, "TransferSubscriptions",
-        Activated,
-        &engineService<ua::TransferSubscriptionsRequest, ua::TransferSubscriptionsResponse,
-                       &SM::transferSubscriptions, true>),
+        Activated, &transferSubscriptions),
     row<ua::DeleteSubscriptionsRequest, ua::DeleteSubscriptionsResponse>(
         ns0::DeleteSubscriptionsRequest_Encoding_DefaultBinary, "DeleteSubscriptions", Activated,
         &engineService<ua::DeleteSubscriptionsRequest, ua::DeleteSubscriptionsResponse,

@@ -57,10 +57,7 @@ SubscriptionService::SubscriptionService(const config::ServerConfig& cfg,
 void SubscriptionService::setAccess(std::uint64_t session,
                                     const session::AccessView* access) noexcept {
     std::lock_guard lock(mutex_);
-    try {
-        manager_.setAccess(session, access);
-    } catch (...) {  // the map's node: the session's new subscriptions then receive no events
-    }
+    manager_.setAccess(session, access);  // updates the session's subscriptions, allocates nothing
 }
 
 SubscriptionService::~SubscriptionService() {
@@ -68,8 +65,9 @@ SubscriptionService::~SubscriptionService() {
 }
 
 uaplex_status SubscriptionService::run(std::uint64_t session, std::string_view identity,
-                                       bool claimsIdentity, ManagerOp op, const void* request,
-                                       void* response, enc::Arena& arena) noexcept {
+                                       bool claimsIdentity, const session::AccessView* access,
+                                       ManagerOp op, const void* request, void* response,
+                                       enc::Arena& arena) noexcept {
     uaplex_status st = UAPLEX_BadServiceUnsupported;
     std::vector<Done> done;
     bool trim = false;
@@ -80,7 +78,7 @@ uaplex_status SubscriptionService::run(std::uint64_t session, std::string_view i
         }
         {
             std::lock_guard lock(mutex_);
-            st = op(manager_, session, request, response, arena);
+            st = op(manager_, session, access, request, response, arena);
         }
         // Deleting or transferring subscriptions may answer queued Publish requests.
         {
@@ -100,13 +98,13 @@ uaplex_status SubscriptionService::createMonitoredItems(
     std::uint64_t session, std::string_view identity,
     const ua::CreateMonitoredItemsRequest& request, enc::Arena& arena,
     const enc::DataType*& responseType, void*& response) noexcept {
-    auto op = [](subscription::SubscriptionManager& m, std::uint64_t s, const void* req, void* resp,
-                 enc::Arena& a) {
+    auto op = [](subscription::SubscriptionManager& m, std::uint64_t s, const void*,
+                 const void* req, void* resp, enc::Arena& a) {
         return m.createMonitoredItems(s, *static_cast<const ua::CreateMonitoredItemsRequest*>(req),
                                       *static_cast<ua::CreateMonitoredItemsResponse*>(resp), a);
     };
-    return call<ua::CreateMonitoredItemsResponse>(session, identity, false, op, &request, arena,
-                                                  responseType, response);
+    return call<ua::CreateMonitoredItemsResponse>(session, identity, false, nullptr, op, &request,
+                                                  arena, responseType, response);
 }
 
 void SubscriptionService::publish(std::uint64_t session, std::shared_ptr<ResponseRoute> route,

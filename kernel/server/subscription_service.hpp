@@ -42,17 +42,19 @@ class SubscriptionService final : public subscription::PublishSink {
     // names which): fills a `responseSize`-byte response allocated in `arena` under the
     // engine's lock. Good with the response set, or a ServiceFault status.
     // `identity` is the session's identity key; `claimsIdentity`: the engine records it first
-    // (CreateSubscription, TransferSubscriptions compare them).
+    // (CreateSubscription, TransferSubscriptions compare them). `access` is the session's
+    // access view (null: no access policy), handed to the op for the subscriptions it attaches.
     using ManagerOp = uaplex_status (*)(subscription::SubscriptionManager& manager,
-                                        std::uint64_t session, const void* request, void* response,
-                                        enc::Arena& arena);
+                                        std::uint64_t session, const void* access,
+                                        const void* request, void* response, enc::Arena& arena);
     template <class Resp>
     uaplex_status call(std::uint64_t session, std::string_view identity, bool claimsIdentity,
-                       ManagerOp op, const void* request, enc::Arena& arena,
-                       const enc::DataType*& responseType, void*& response) noexcept {
+                       const session::AccessView* access, ManagerOp op, const void* request,
+                       enc::Arena& arena, const enc::DataType*& responseType,
+                       void*& response) noexcept {
         auto* resp = arena.allocateArray<Resp>(1);
         if (!resp) return UAPLEX_BadOutOfMemory;
-        uaplex_status st = run(session, identity, claimsIdentity, op, request, resp, arena);
+        uaplex_status st = run(session, identity, claimsIdentity, access, op, request, resp, arena);
         if (st != UAPLEX_Good) return st;
         responseType = enc::dataTypeOf<Resp>();
         response = resp;
@@ -79,8 +81,9 @@ class SubscriptionService final : public subscription::PublishSink {
     // Cancel: parked Publish requests of `session` with `requestHandle`; how many.
     std::uint32_t cancel(std::uint64_t session, std::uint32_t requestHandle) noexcept;
 
-    // The session's access view after each ActivateSession: events reach its items only
-    // from sources it has ReceiveEvents on. The view outlives the session (AccessPolicy).
+    // The session's access view after each ActivateSession: events reach the items of its
+    // subscriptions only from sources it has ReceiveEvents on. The view outlives the session
+    // (AccessPolicy); the engine keeps no copy per session, only its subscriptions point to it.
     void setAccess(std::uint64_t session, const session::AccessView* access) noexcept;
     void closeSession(std::uint64_t session, bool deleteSubscriptions) noexcept;
     void stop() noexcept;
@@ -129,8 +132,8 @@ class SubscriptionService final : public subscription::PublishSink {
         bool republish = false;
     };
     uaplex_status run(std::uint64_t session, std::string_view identity, bool claimsIdentity,
-                      ManagerOp op, const void* request, void* response,
-                      enc::Arena& arena) noexcept;
+                      const session::AccessView* access, ManagerOp op, const void* request,
+                      void* response, enc::Arena& arena) noexcept;
     // Sends what completed while the lock was held; call after releasing it.
     void flush(std::vector<Done>& done) noexcept;
     void send(Done& d) noexcept;

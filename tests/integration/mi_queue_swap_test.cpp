@@ -103,7 +103,7 @@ TEST_CASE("a reloaded monitored_item_queue factory serves new items; the old one
         cs.requestedLifetimeCount = 300;
         cs.publishingEnabled = true;
         ua::CreateSubscriptionResponse csr{};
-        REQUIRE(m.createSubscription(1, cs, csr) == UAPLEX_Good);
+        REQUIRE(m.createSubscription(1, nullptr, cs, csr) == UAPLEX_Good);
         const uint32_t sub = csr.subscriptionId;
         std::vector<uint32_t> old = monitor(m, sub, 10, 3, arena);
 

@@ -16,11 +16,13 @@ bool retainOf(const EventView& e) {
 
 void SubscriptionManager::raiseEvent(std::span<const uint64_t> notifiers, const EventView& event) {
     uint64_t handle = nextEventHandle_++;
+    ReceiveCheck mayReceive(ctx_, event);
     for (uint64_t n : notifiers) {
         auto found = byNotifier_.find(n);
         if (found == byNotifier_.end()) continue;
         for (MonitoredItem* it : found->second) {
-            if (!mayReceive(*it, event)) continue;  // the Server object's items included
+            // The Server object's items included.
+            if (!mayReceive(it->subscription().access())) continue;
             scratch_.reset();
             it->offerEvent(event, handle, scratch_);
         }
@@ -56,15 +58,20 @@ uaplex_status SubscriptionManager::conditionRefresh(uint64_t session, uint32_t s
     int64_t now = ctx_.clock.utcNow();
     auto start = makeRefreshEvent(kRefreshStartEventType, now);
     auto end = makeRefreshEvent(kRefreshEndEventType, now);
+    // Every item here has the subscription's view: each condition is checked once.
+    std::vector<bool> visible;
+    visible.reserve(retained_.size());
+    for (const RetainedCondition& r : retained_)
+        visible.push_back(ReceiveCheck(ctx_, r.event->view())(st->sub->access()));
     auto refresh = [&](MonitoredItem& it) {
         if (!it.isEventItem() || (monitoredItemId && it.id() != monitoredItemId)) return;
         // The markers frame the refresh whatever the where clause says.
         scratch_.reset();
         it.offerEvent(start->view(), nextEventHandle_++, scratch_, false);
-        for (const RetainedCondition& r : retained_) {
-            if (std::find(r.notifiers.begin(), r.notifiers.end(), it.nodeHandle()) ==
-                    r.notifiers.end() ||
-                !mayReceive(it, r.event->view()))
+        for (std::size_t i = 0; i < retained_.size(); ++i) {
+            const RetainedCondition& r = retained_[i];
+            if (!visible[i] || std::find(r.notifiers.begin(), r.notifiers.end(), it.nodeHandle()) ==
+                                   r.notifiers.end())
                 continue;
             scratch_.reset();
             it.offerEvent(r.event->view(), nextEventHandle_++, scratch_);

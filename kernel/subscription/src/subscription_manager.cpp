@@ -70,7 +70,7 @@ SubscriptionManager::Session* SubscriptionManager::session(uint64_t id) {
 
 // --- Subscription services -------------------------------------------------------------
 
-uaplex_status SubscriptionManager::createSubscription(uint64_t sessionId,
+uaplex_status SubscriptionManager::createSubscription(uint64_t sessionId, const void* access,
                                                       const ua::CreateSubscriptionRequest& req,
                                                       ua::CreateSubscriptionResponse& resp) {
     if (subs_.size() >= ctx_.limits.maxSubscriptionCount) return UAPLEX_BadTooManySubscriptions;
@@ -92,7 +92,7 @@ uaplex_status SubscriptionManager::createSubscription(uint64_t sessionId,
     scheduleTick(*st.sub);
     sessions_[sessionId].subs.push_back(id);  // the session's Publish queue starts here
     if (auto idn = identities_.find(sessionId); idn != identities_.end()) st.owner = idn->second;
-    st.sub->setAccess(accessOf(sessionId));
+    st.sub->setAccess(access);
     resp.subscriptionId = id;
     resp.revisedPublishingInterval = r.publishingInterval;
     resp.revisedLifetimeCount = r.lifetimeCount;
@@ -297,7 +297,7 @@ void SubscriptionManager::deliverStatus(uint64_t sessionId, PublishOutcome&& sta
 }
 
 uaplex_status SubscriptionManager::transferSubscriptions(
-    uint64_t sessionId, const ua::TransferSubscriptionsRequest& req,
+    uint64_t sessionId, const void* access, const ua::TransferSubscriptionsRequest& req,
     ua::TransferSubscriptionsResponse& resp, enc::Arena& arena) {
     if (req.subscriptionIds.size() == 0) return UAPLEX_BadNothingToDo;
     resp.results = arrayOf<ua::TransferResult>(arena, req.subscriptionIds.size());
@@ -332,7 +332,7 @@ uaplex_status SubscriptionManager::transferSubscriptions(
             sessions_[sessionId].subs.push_back(sub.id());
         }
         // Events are filtered by the receiving session's permissions from now on.
-        sub.setAccess(accessOf(sessionId));
+        sub.setAccess(access);
         if (req.sendInitialValues) sub.forEachItem([](MonitoredItem& it) { it.requestResend(); });
         auto seqs = sub.availableSequenceNumbers();
         r.availableSequenceNumbers = arrayOf<ua::UInt32>(arena, seqs.size());
@@ -794,16 +794,12 @@ void SubscriptionManager::setIdentity(uint64_t sessionId, std::string_view key) 
 }
 
 void SubscriptionManager::setAccess(uint64_t sessionId, const void* access) {
-    auto [it, added] = accessViews_.try_emplace(sessionId, access);
-    if (!added && it->second == access) return;
-    it->second = access;
-    if (Session* s = session(sessionId))  // a re-activation with another user
+    if (Session* s = session(sessionId))
         for (uint32_t id : s->subs)
             if (SubState* st = state(id)) st->sub->setAccess(access);
 }
 
 void SubscriptionManager::closeSession(uint64_t sessionId, bool deleteSubscriptions) {
-    accessViews_.erase(sessionId);  // abandoned subscriptions keep the view they had
     Session* s = session(sessionId);
     if (!s) return;
     while (!s->requests.empty()) {

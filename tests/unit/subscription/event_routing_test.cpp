@@ -3,6 +3,8 @@
 // event's fields, and ConditionRefresh with retained conditions.
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <map>
 #include <set>
 
 #include <uaplex/session/access_control.hpp>
@@ -82,7 +84,8 @@ struct Harness {
         select = {b.operand("EventType"), b.operand("Severity"), b.operand("SourceName"),
                   b.operand("", 2782, 1)};
     }
-    ~Harness() { sink.done.clear(); }  // the leases go back to the manager's pool
+    ~Harness() { sink.done.clear(); }       // the leases go back to the manager's pool
+    std::map<uint64_t, const void*> views;  // the sessions' access views (none: null)
     uint32_t subscribe(uint64_t session = 1) {
         ua::CreateSubscriptionRequest req{};
         req.requestedPublishingInterval = 100;
@@ -90,7 +93,9 @@ struct Harness {
         req.requestedLifetimeCount = 100;
         req.publishingEnabled = true;
         ua::CreateSubscriptionResponse resp{};
-        REQUIRE(mgr->createSubscription(session, req, resp) == UAPLEX_Good);
+        auto view = views.find(session);
+        REQUIRE(mgr->createSubscription(session, view == views.end() ? nullptr : view->second, req,
+                                        resp) == UAPLEX_Good);
         return resp.subscriptionId;
     }
     ua::ExtensionObject eventFilter(const ua::ContentFilter& where = {}) {
@@ -338,8 +343,8 @@ struct AccessFixture {
           operatorView(policy.view(session::roleMask({"Operator"}))) {}
     void attach(Harness& h) {
         h.mgr->context().mayReceiveEvent = session::receivesEventsFrom;
-        h.mgr->setAccess(1, anonymous.get());
-        h.mgr->setAccess(2, operatorView.get());
+        h.views[1] = anonymous.get();
+        h.views[2] = operatorView.get();
     }
 };
 }  // namespace
@@ -401,4 +406,42 @@ TEST_CASE("ConditionRefresh replays only the conditions the session has ReceiveE
     REQUIRE(h.mgr->conditionRefresh(2, opSub, 0) == UAPLEX_Good);
     got = h.publish(2);
     REQUIRE(got.size() == 4);  // the Operator sees both
+}
+
+namespace {
+std::atomic<int> receiveLookups{0};
+bool countingReceives(const void* view, const ua::NodeId& source) noexcept {
+    receiveLookups.fetch_add(1, std::memory_order_relaxed);
+    return session::receivesEventsFrom(view, source);
+}
+}  // namespace
+
+TEST_CASE("an event's ReceiveEvents is looked up once per run of items with the same view") {
+    Harness h;
+    AccessFixture access;
+    access.attach(h);
+    h.mgr->context().mayReceiveEvent = countingReceives;
+    uint32_t anonSub = h.subscribe(1), opSub = h.subscribe(2);
+    for (int i = 0; i < 5; ++i)
+        REQUIRE(h.create(anonSub, kNotifier, h.eventFilter(), 10, 12, true, 1).statusCode ==
+                UAPLEX_Good);
+    for (int i = 0; i < 5; ++i)
+        REQUIRE(h.create(opSub, kNotifier, h.eventFilter(), 10, 12, true, 2).statusCode ==
+                UAPLEX_Good);
+    const ua::NodeId restricted = ua::numericNodeId(1, 7);
+    receiveLookups = 0;
+    h.raise({kNotifier}, 100, 2041, nullptr, true, &restricted);
+    // Ten items, two views, in two runs: two lookups, not ten.
+    CHECK(receiveLookups == 2);
+    CHECK(h.publish(1).empty());
+    CHECK(h.publish(2).size() == 5);
+
+    // A ConditionRefresh checks each retained condition once for the subscription.
+    ua::NodeId alarm = ua::numericNodeId(1, 71);
+    h.raise({kNotifier}, 500, 2915, &alarm, true, &restricted);
+    h.publish(2);
+    receiveLookups = 0;
+    REQUIRE(h.mgr->conditionRefresh(2, opSub, 0) == UAPLEX_Good);
+    CHECK(receiveLookups == 1);
+    CHECK(h.publish(2).size() == 15);  // start, the condition, end for each of the five items
 }

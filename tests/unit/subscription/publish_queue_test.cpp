@@ -121,7 +121,7 @@ struct Server {
         req.publishingEnabled = true;
         req.priority = priority;
         ua::CreateSubscriptionResponse resp{};
-        REQUIRE(mgr->createSubscription(session, req, resp) == UAPLEX_Good);
+        REQUIRE(mgr->createSubscription(session, nullptr, req, resp) == UAPLEX_Good);
         return resp.subscriptionId;
     }
     // A Value item on node `node` (client handle `handle`, or the node's number when 0).
@@ -570,7 +570,7 @@ TEST_CASE("services: TransferSubscriptions tells the old session's newest Publis
     ua::TransferSubscriptionsRequest req{};
     req.subscriptionIds = {1, &sub};
     ua::TransferSubscriptionsResponse resp{};
-    REQUIRE(s.mgr->transferSubscriptions(2, req, resp, s.arena) == UAPLEX_Good);
+    REQUIRE(s.mgr->transferSubscriptions(2, nullptr, req, resp, s.arena) == UAPLEX_Good);
     CHECK(resp.results[0].statusCode == UAPLEX_Good);
     REQUIRE(s.sink.find(newer));
     auto& eo = s.sink.find(newer)->outcome.message.message().notificationData[0];
@@ -595,7 +595,7 @@ TEST_CASE("services: TransferSubscriptions only to a session of the same user id
     uint32_t ids[] = {sub, sub ^ 0x40000000u};
     req.subscriptionIds = {2, ids};
     ua::TransferSubscriptionsResponse resp{};
-    REQUIRE(s.mgr->transferSubscriptions(2, req, resp, s.arena) == UAPLEX_Good);
+    REQUIRE(s.mgr->transferSubscriptions(2, nullptr, req, resp, s.arena) == UAPLEX_Good);
     CHECK(resp.results[0].statusCode == UAPLEX_BadUserAccessDenied);
     CHECK(resp.results[1].statusCode == UAPLEX_BadSubscriptionIdInvalid);
     CHECK(s.mgr->find(sub)->sessionId() == 1);
@@ -604,7 +604,7 @@ TEST_CASE("services: TransferSubscriptions only to a session of the same user id
     REQUIRE(s.mgr->find(sub));
     CHECK(s.mgr->find(sub)->sessionId() == 0);
     req.subscriptionIds = {1, ids};
-    REQUIRE(s.mgr->transferSubscriptions(3, req, resp, s.arena) == UAPLEX_Good);
+    REQUIRE(s.mgr->transferSubscriptions(3, nullptr, req, resp, s.arena) == UAPLEX_Good);
     CHECK(resp.results[0].statusCode == UAPLEX_Good);
     CHECK(s.mgr->find(sub)->sessionId() == 3);
 }
@@ -618,14 +618,14 @@ TEST_CASE("services: TransferSubscriptions to a session at MaxSubscriptionsPerSe
     ua::TransferSubscriptionsRequest req{};
     req.subscriptionIds = {1, &sub};
     ua::TransferSubscriptionsResponse resp{};
-    REQUIRE(s.mgr->transferSubscriptions(2, req, resp, s.arena) == UAPLEX_Good);
+    REQUIRE(s.mgr->transferSubscriptions(2, nullptr, req, resp, s.arena) == UAPLEX_Good);
     CHECK(resp.results[0].statusCode == UAPLEX_BadTooManySubscriptions);
     CHECK(s.mgr->find(sub)->sessionId() == 1);
     ua::DeleteSubscriptionsRequest del{};
     del.subscriptionIds = {1, &full};
     ua::DeleteSubscriptionsResponse delResp{};
     REQUIRE(s.mgr->deleteSubscriptions(2, del, delResp, s.arena) == UAPLEX_Good);
-    REQUIRE(s.mgr->transferSubscriptions(2, req, resp, s.arena) == UAPLEX_Good);
+    REQUIRE(s.mgr->transferSubscriptions(2, nullptr, req, resp, s.arena) == UAPLEX_Good);
     CHECK(resp.results[0].statusCode == UAPLEX_Good);
     CHECK(s.mgr->find(sub)->sessionId() == 2);
 }
@@ -652,8 +652,8 @@ TEST_CASE("services: limits per session, per subscription and per call") {
     s.subscribe(1);
     ua::CreateSubscriptionRequest cs{};
     ua::CreateSubscriptionResponse csr{};
-    CHECK(s.mgr->createSubscription(1, cs, csr) == UAPLEX_BadTooManySubscriptions);
-    CHECK(s.mgr->createSubscription(2, cs, csr) == UAPLEX_Good);  // another session's own
+    CHECK(s.mgr->createSubscription(1, nullptr, cs, csr) == UAPLEX_BadTooManySubscriptions);
+    CHECK(s.mgr->createSubscription(2, nullptr, cs, csr) == UAPLEX_Good);  // another session's own
     std::vector<ua::MonitoredItemCreateRequest> items(4);
     for (size_t i = 0; i < items.size(); ++i) {
         items[i].itemToMonitor.nodeId = ua::numericNodeId(1, uint32_t(10 + i));
@@ -755,7 +755,7 @@ TEST_CASE("services: TransferSubscriptions with sendInitialValues resends a queu
     req.subscriptionIds = {1, &sub};
     req.sendInitialValues = true;
     ua::TransferSubscriptionsResponse resp{};
-    REQUIRE(s.mgr->transferSubscriptions(2, req, resp, s.arena) == UAPLEX_Good);
+    REQUIRE(s.mgr->transferSubscriptions(2, nullptr, req, resp, s.arena) == UAPLEX_Good);
     REQUIRE(resp.results[0].statusCode == UAPLEX_Good);
     uint64_t r = s.publish(2);
     s.tickTo(201);

@@ -110,8 +110,10 @@ class Subscription {
     uint32_t id() const { return id_; }
     uint64_t sessionId() const { return sessionId_; }
     void setSession(uint64_t s) { sessionId_ = s; }
-    // The owning session's access view (opaque here; EngineContext::mayReceiveEvent reads it).
-    // Kept when the session closes without deleting the subscription, replaced on transfer.
+    // The owning session's access view (opaque here; EngineContext::mayReceiveEvent reads it),
+    // borrowed from the session: the access policy keeps every view it made while the server
+    // runs, so it stays valid when the session closes without deleting the subscription (an
+    // abandoned one keeps it). Replaced on transfer and re-activation.
     const void* access() const { return access_; }
     void setAccess(const void* a) { access_ = a; }
     bool sessionAttached() const { return sessionId_ != 0; }

@@ -87,7 +87,10 @@ class SubscriptionManager {
     }
 
     // --- Subscription services ---
-    uaplex_status createSubscription(uint64_t session, const ua::CreateSubscriptionRequest& req,
+    // `access` is the calling session's access view (Subscription::access): the view is the
+    // session's, the engine keeps no copy of its own.
+    uaplex_status createSubscription(uint64_t session, const void* access,
+                                     const ua::CreateSubscriptionRequest& req,
                                      ua::CreateSubscriptionResponse& resp);
     uaplex_status modifySubscription(uint64_t session, const ua::ModifySubscriptionRequest& req,
                                      ua::ModifySubscriptionResponse& resp);
@@ -100,7 +103,8 @@ class SubscriptionManager {
                             PublishOutcome& outcome);
     uaplex_status deleteSubscriptions(uint64_t session, const ua::DeleteSubscriptionsRequest& req,
                                       ua::DeleteSubscriptionsResponse& resp, enc::Arena& arena);
-    uaplex_status transferSubscriptions(uint64_t session,
+    // The subscriptions taken over filter events by `access`, the calling session's view.
+    uaplex_status transferSubscriptions(uint64_t session, const void* access,
                                         const ua::TransferSubscriptionsRequest& req,
                                         ua::TransferSubscriptionsResponse& resp, enc::Arena& arena);
     // --- MonitoredItem services ---
@@ -125,8 +129,8 @@ class SubscriptionManager {
     // The user identity of `session` (Session::identityKey); subscriptions it creates carry
     // it, and TransferSubscriptions moves only to a session with the same one.
     void setIdentity(uint64_t session, std::string_view key);
-    // The access view of `session` (ActivateSession): its subscriptions, and those it creates
-    // or takes over, filter events by it (EngineContext::mayReceiveEvent).
+    // The access view of `session` after a re-activation (ActivateSession with another user):
+    // its subscriptions filter events by it from now on (EngineContext::mayReceiveEvent).
     void setAccess(uint64_t session, const void* access);
     // Queued Publish requests get BadSessionClosed; subscriptions are deleted or abandoned.
     void closeSession(uint64_t session, bool deleteSubscriptions);
@@ -257,20 +261,30 @@ class SubscriptionManager {
     // The group's items take the node's latest version as their sample for the publishing
     // interval ending at `slot`; true when some item still waits for its sampling interval.
     bool sampleGroup(NodeState& ns, NodeState::Group& g, int64_t slot, int64_t now);
-    // ReceiveEvents of the item's session on the event's source (no source: the server's own).
-    // A subscription whose session's view never arrived (setAccess failed) receives none.
-    bool mayReceive(const MonitoredItem& it, const EventView& event) const noexcept {
-        if (!ctx_.mayReceiveEvent || !event.sourceNode) return true;
-        const void* access = it.subscription().access();
-        return access != &kNoAccessView && ctx_.mayReceiveEvent(access, *event.sourceNode);
-    }
-    // The view of a session setAccess was never called for, when mayReceiveEvent is set.
-    const void* accessOf(uint64_t session) const {
-        auto av = accessViews_.find(session);
-        if (av != accessViews_.end()) return av->second;
-        return ctx_.mayReceiveEvent ? &kNoAccessView : nullptr;
-    }
-    static constexpr char kNoAccessView = 0;
+    // ReceiveEvents on one event's source (no source: the server's own) for the views of the
+    // items it is offered to, looked up once per run of items with the same view: the items
+    // of a subscription, and of every session with the same roles, share one.
+    class ReceiveCheck {
+      public:
+        ReceiveCheck(const EngineContext& ctx, const EventView& event) noexcept
+            : check_(event.sourceNode ? ctx.mayReceiveEvent : nullptr), source_(event.sourceNode) {}
+        bool operator()(const void* access) noexcept {
+            if (!check_) return true;
+            if (!known_ || access != view_) {
+                view_ = access;
+                allowed_ = check_(access, *source_);
+                known_ = true;
+            }
+            return allowed_;
+        }
+
+      private:
+        bool (*check_)(const void*, const ua::NodeId&) noexcept;
+        const ua::NodeId* source_;
+        const void* view_ = nullptr;
+        bool allowed_ = true;
+        bool known_ = false;
+    };
     // Validates an item's EventFilter; the EventFilterResult goes to filterOut_ (if set).
     uaplex_status applyEventFilter(const ua::EventFilter& f, std::unique_ptr<EventFilterSpec>& out);
 
@@ -284,7 +298,6 @@ class SubscriptionManager {
     std::unordered_map<uint32_t, SubState> subs_;
     std::unordered_map<uint64_t, Session> sessions_;
     std::unordered_map<uint64_t, std::string> identities_;
-    std::unordered_map<uint64_t, const void*> accessViews_;  // by session
     std::unordered_map<uint64_t, std::vector<MonitoredItem*>> byNode_;
     std::unordered_map<uint64_t, NodeState> nodeStates_;
     std::vector<uint64_t> dirtyNodes_;  // nodes written since their grid items last sampled
