@@ -64,13 +64,13 @@ void usage() {
         "  --version        print the version and exit\n");
 }
 
-fs::path exe_dir() {
+fs::path exeDir() {
     std::error_code ec;
     fs::path self = fs::read_symlink("/proc/self/exe", ec);
     return ec ? fs::current_path() : self.parent_path();
 }
 
-void log_config_warnings(const uaplex::config::ServerConfig& cfg) {
+void logConfigWarnings(const uaplex::config::ServerConfig& cfg) {
     for (const auto& w : cfg.warnings) logger()->warn("{}", w);
 }
 
@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
         return uaplex::cli::usersCommand(argc - 1, argv + 1, "etc/uaplex.toml");
     fs::path config_file = "etc/uaplex.toml";
     if (argc > 1 && std::strcmp(argv[1], "pki") == 0)
-        return runPkiTool(argc - 2, argv + 2, exe_dir());
+        return runPkiTool(argc - 2, argv + 2, exeDir());
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         if (a == "--config" && i + 1 < argc) {
@@ -130,15 +130,15 @@ int main(int argc, char** argv) {
     sigaddset(&signals, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-    const uaplex::config::PathContext paths{exe_dir()};
+    const uaplex::config::PathContext paths{exeDir()};
     uaplex::config::ServerConfig cfg;
     try {
-        cfg = uaplex::config::load_file(config_file, paths);
-        uaplex::host::setup_logging(cfg.log);
+        cfg = uaplex::config::loadFile(config_file, paths);
+        uaplex::host::setupLogging(cfg.log);
     } catch (const ConfigError& e) {
         return fail(e.what(), false, "");
     }
-    log_config_warnings(cfg);
+    logConfigWarnings(cfg);
     logger()->info("uaplex {} starting (plugin ABI {}.{}), configuration {}", uaplex::kVersion,
                    UAPLEX_ABI_VERSION_MAJOR, UAPLEX_ABI_VERSION_MINOR, cfg.file.string());
     for (const auto& d : cfg.plugin_dirs) logger()->info("plugin directory {}", d.string());
@@ -176,13 +176,13 @@ int main(int argc, char** argv) {
         if (sig == SIGHUP) {
             logger()->info("SIGHUP: reloading {}", cfg.file.string());
             try {
-                auto next = uaplex::config::load_file(config_file, paths);
+                auto next = uaplex::config::loadFile(config_file, paths);
                 host.reload(next);
-                if (host.take_mi_queue_change()) server->reloadMonitoredItemQueues();
+                if (host.takeMiQueueChange()) server->reloadMonitoredItemQueues();
                 if (next.log.level != cfg.log.level || next.log.sink != cfg.log.sink ||
                     next.log.file != cfg.log.file)
-                    uaplex::host::setup_logging(next.log);
-                log_config_warnings(next);
+                    uaplex::host::setupLogging(next.log);
+                logConfigWarnings(next);
                 cfg = std::move(next);
                 logger()->info("configuration reloaded");
             } catch (const std::exception& e) {

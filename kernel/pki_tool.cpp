@@ -152,7 +152,7 @@ int runPkiTool(int argc, char** argv, const fs::path& exeDir) {
     try {
         if (configFile.empty() && pkiDir.empty() && fs::exists("etc/uaplex.toml"))
             configFile = "etc/uaplex.toml";
-        if (!configFile.empty()) cfg = uaplex::config::load_file(configFile, {exeDir});
+        if (!configFile.empty()) cfg = uaplex::config::loadFile(configFile, {exeDir});
     } catch (const std::exception& e) {
         return error(e.what());
     }

@@ -159,7 +159,7 @@ int usersCommand(int argc, char** argv, const char* defaultConfig) {
     fs::path file = usersFile;
     if (file.empty()) {
         try {
-            auto cfg = config::load_file(configFile, {fs::current_path()});
+            auto cfg = config::loadFile(configFile, {fs::current_path()});
             file = cfg.access.users_file;
         } catch (const std::exception& e) {
             return error(e.what());

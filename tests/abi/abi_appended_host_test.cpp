@@ -23,7 +23,7 @@ const char* const kLibraries[] = {UAPLEX_APPENDED_TEST_LIBRARIES};
 config::ServerConfig configFor(const std::string& plugins) {
     std::string text =
         "[log]\nlevel = \"warn\"\n[server]\napplication_uri = \"urn:test:uaplex\"\n" + plugins;
-    return config::parse_string(text, "test.toml", config::PathContext{});
+    return config::parseString(text, "test.toml", config::PathContext{});
 }
 
 std::string table(const std::string& name, const char* path) {
@@ -66,7 +66,7 @@ TEST_CASE("every plugin built before the appended field loads") {
     for (const char* path : kLibraries) {
         INFO(path);
         std::shared_ptr<host::PluginLibrary> lib;
-        CHECK_NOTHROW(lib = host::load_library(path));
+        CHECK_NOTHROW(lib = host::loadLibrary(path));
         if (lib) CHECK(lib->kinds() != 0);
     }
 }
@@ -97,8 +97,8 @@ TEST_CASE("1.0 plugins of every kind run in the host with the appended field") {
     REQUIRE(h.create_mi_queue_factory(mp) != nullptr);
     uaplex_node_manager_params np{};
     np.hdr = UAPLEX_HEADER_INIT(uaplex_node_manager_params, UAPLEX_STYPE_NODE_MANAGER_PARAMS);
-    CHECK(h.create_node_managers(np).size() == 1);
-    h.start_node_managers();
+    CHECK(h.createNodeManagers(np).size() == 1);
+    h.startNodeManagers();
     h.shutdown();
 }
 
@@ -125,6 +125,6 @@ TEST_CASE("today's plugins run in the host with the appended field") {
     // The 1.1 node manager is created (its start adds nodes, which needs the address space).
     uaplex_node_manager_params np{};
     np.hdr = UAPLEX_HEADER_INIT(uaplex_node_manager_params, UAPLEX_STYPE_NODE_MANAGER_PARAMS);
-    CHECK(h.create_node_managers(np).size() == 1);
+    CHECK(h.createNodeManagers(np).size() == 1);
     h.shutdown();
 }

@@ -38,7 +38,7 @@ TEST_CASE("a plugin of every kind built against the 1.0 headers loads into its s
     s.host.start();
     REQUIRE(s.host.buffer_pool() != nullptr);
     REQUIRE(s.host.admission() != nullptr);
-    CHECK(s.host.request_queue().plugin_name() == "abi-frozen-1-0-request-queue");
+    CHECK(s.host.request_queue().pluginName() == "abi-frozen-1-0-request-queue");
 
     // The request queue: the slot probed it for wake_waiters (1.5), which it does not have.
     host::RequestQueueSlot& queue = s.host.request_queue();

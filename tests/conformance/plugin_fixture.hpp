@@ -32,7 +32,7 @@ inline std::shared_ptr<host::PluginLibrary> library_from_env(const char* var) {
     const char* path = std::getenv(var);
     INFO("environment variable " << var);
     REQUIRE(path != nullptr);
-    return host::load_library(path);
+    return host::loadLibrary(path);
 }
 
 // One instance made by `factory` with `params`, driven through the ABI lifecycle as the

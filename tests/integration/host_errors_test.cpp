@@ -23,14 +23,14 @@ struct LogCapture {
         auto l = std::make_shared<spdlog::logger>("uaplex", sink);
         l->set_pattern("%l %v");
         l->set_level(spdlog::level::trace);
-        uaplex::host::set_logger(l);
+        uaplex::host::setLogger(l);
     }
-    ~LogCapture() { uaplex::host::set_logger(nullptr); }
+    ~LogCapture() { uaplex::host::setLogger(nullptr); }
     std::string text() const { return out.str(); }
 };
 
 uaplex::config::ServerConfig parse(const std::string& toml) {
-    return uaplex::config::parse_string(toml, "test.toml", {});
+    return uaplex::config::parseString(toml, "test.toml", {});
 }
 
 // Loads and starts a configuration; returns the error line, or "" when it started.
@@ -140,7 +140,7 @@ TEST_CASE("the fifo plugin loads, logs with its name and warns about unknown key
     uaplex::host::Host host;
     host.load(cfg);
     host.start();
-    CHECK(host.request_queue().plugin_name() == "fifo");
+    CHECK(host.request_queue().pluginName() == "fifo");
     std::string text = log.text();
     CHECK_THAT(text, Catch::Contains("loaded plugin 'fifo' (request_queue 1.0.0) from "));
     CHECK_THAT(text, Catch::Contains("info [fifo] bounded FIFO, max_queued 5"));

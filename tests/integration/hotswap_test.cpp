@@ -44,7 +44,7 @@ struct Counts {
 }  // namespace
 
 TEST_CASE("request-queue slot swaps under load without losing a call") {
-    uaplex::host::set_logger(nullptr);  // a fresh default logger (warnings to stderr)
+    uaplex::host::setLogger(nullptr);  // a fresh default logger (warnings to stderr)
     uaplex::host::logger()->set_level(spdlog::level::warn);
     uaplex::host::Host host;
     std::atomic<uint64_t> completed{0};
@@ -52,7 +52,7 @@ TEST_CASE("request-queue slot swaps under load without losing a call") {
         if (st == UAPLEX_Good) completed.fetch_add(1, std::memory_order_relaxed);
         e->kernel_private = reinterpret_cast<void*>(uintptr_t{1});
     });
-    host.load(uaplex::config::parse_string(config_for("test-swap-a"), "swap.toml", {}));
+    host.load(uaplex::config::parseString(config_for("test-swap-a"), "swap.toml", {}));
     host.start();
     REQUIRE(loaded("test-swap-a"));
     REQUIRE_FALSE(loaded("test-swap-b"));
@@ -101,8 +101,8 @@ TEST_CASE("request-queue slot swaps under load without losing a call") {
         auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
         while (progress() < before + 500 && std::chrono::steady_clock::now() < deadline)
             std::this_thread::yield();
-        host.reload(uaplex::config::parse_string(config_for(to_b ? "test-swap-b" : "test-swap-a"),
-                                                 "swap.toml", {}));
+        host.reload(uaplex::config::parseString(config_for(to_b ? "test-swap-b" : "test-swap-a"),
+                                                "swap.toml", {}));
         // The old library is gone for real; the new one is in.
         if (loaded(to_b ? "test-swap-a" : "test-swap-b")) ++unload_failures;
         if (!loaded(to_b ? "test-swap-b" : "test-swap-a")) ++unload_failures;
@@ -139,11 +139,11 @@ TEST_CASE("request-queue slot swaps under load without losing a call") {
 }
 
 TEST_CASE("a reload moves queued requests to the new queue, in order, and loses none") {
-    uaplex::host::set_logger(nullptr);
+    uaplex::host::setLogger(nullptr);
     uaplex::host::logger()->set_level(spdlog::level::warn);
     const std::string dir = UAPLEX_PLUGIN_DIR;
     auto config = [&](int max_queued) {
-        return uaplex::config::parse_string(
+        return uaplex::config::parseString(
             "[host]\nplugin_dirs = [\"" + dir + "\"]\n[slots]\nrequest_queue = \"fifo\"\n" +
                 "[plugins.fifo]\nmax_queued = " + std::to_string(max_queued) + "\n",
             "reload.toml", {});
@@ -196,14 +196,14 @@ TEST_CASE("a reload moves queued requests to the new queue, in order, and loses 
 }
 
 TEST_CASE("a reload retires a queue that a worker waits on without a timeout") {
-    uaplex::host::set_logger(nullptr);
+    uaplex::host::setLogger(nullptr);
     uaplex::host::logger()->set_level(spdlog::level::warn);
     const std::string dir = UAPLEX_PLUGIN_DIR;
     auto config = [&](const char* queue) {
-        return uaplex::config::parse_string(std::string("[host]\nplugin_dirs = [\"") + dir +
-                                                "\"]\n[slots]\nrequest_queue = \"" + queue +
-                                                "\"\n[plugins.fifo]\n[plugins.fair]\n",
-                                            "wait.toml", {});
+        return uaplex::config::parseString(std::string("[host]\nplugin_dirs = [\"") + dir +
+                                               "\"]\n[slots]\nrequest_queue = \"" + queue +
+                                               "\"\n[plugins.fifo]\n[plugins.fair]\n",
+                                           "wait.toml", {});
     };
     uaplex::host::Host host;
     host.request_queue().set_completion([](uaplex_request_entry*, uaplex_status) {});
@@ -232,7 +232,7 @@ TEST_CASE("a reload retires a queue that a worker waits on without a timeout") {
     });
     // The swap returns although the worker waits in the old queue without a timeout.
     host.reload(config("fair"));
-    CHECK(host.request_queue().plugin_name() == "fair");
+    CHECK(host.request_queue().pluginName() == "fair");
     CHECK(host.request_queue().current()->wakes_waiters);
     REQUIRE(host.request_queue().enqueue(&entry) == UAPLEX_Good);
     worker.join();

@@ -19,7 +19,7 @@ class InProcessServer {
     // `tables`: the TOML after [server], e.g. "[slots]\nrequest_queue =
     // \"fifo\"\n[plugins.fifo]\n".
     explicit InProcessServer(const std::string& tables, const char* name = "test.toml")
-        : port(freePort()), cfg(config::parse_string(toml(port, tables), name, {})) {
+        : port(freePort()), cfg(config::parseString(toml(port, tables), name, {})) {
         host.load(cfg);
         host.start();
         services = server::makeServiceHandler(cfg, host);

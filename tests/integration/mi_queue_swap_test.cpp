@@ -26,7 +26,7 @@ bool loaded(const std::string& name) {
 }
 
 config::ServerConfig configWith(const std::string& factory) {
-    return config::parse_string(
+    return config::parseString(
         "[log]\nlevel = \"warn\"\n[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR
         "\"]\n[slots]\nmonitored_item_queue = \"" +
             factory + "\"\n[plugins." + factory + "]\n",
@@ -108,8 +108,8 @@ TEST_CASE("a reloaded monitored_item_queue factory serves new items; the old one
         std::vector<uint32_t> old = monitor(m, sub, 10, 3, arena);
 
         host.reload(configWith("mi-ring"));
-        REQUIRE(host.take_mi_queue_change());
-        CHECK_FALSE(host.take_mi_queue_change());
+        REQUIRE(host.takeMiQueueChange());
+        CHECK_FALSE(host.takeMiQueueChange());
         std::shared_ptr<host::PluginInstance> second =
             host.create_mi_queue_factory(m.queueParams());
         REQUIRE(second);

@@ -16,36 +16,36 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string file_label(const fs::path& file) {
+std::string fileLabel(const fs::path& file) {
     return file.empty() ? "<config>" : file.string();
 }
 
 [[noreturn]] void fail(const toml::node& node, const fs::path& file, const std::string& what) {
-    throw ConfigError(position_of(node, file) + ": " + what);
+    throw ConfigError(positionOf(node, file) + ": " + what);
 }
 
 // Warns about keys of a server table that the server does not know.
-void check_keys(const toml::table& table, std::initializer_list<std::string_view> known,
-                const std::string& table_name, const fs::path& file, ServerConfig& out) {
+void checkKeys(const toml::table& table, std::initializer_list<std::string_view> known,
+               const std::string& table_name, const fs::path& file, ServerConfig& out) {
     for (auto&& [key, node] : table) {
         bool found = false;
         for (auto k : known) found = found || k == key.str();
         if (!found) {
-            out.warnings.push_back(position_of(node, file) + ": unknown key '" +
+            out.warnings.push_back(positionOf(node, file) + ": unknown key '" +
                                    std::string(key.str()) + "' in [" + table_name + "]");
         }
     }
 }
 
-const toml::table* sub_table(const toml::table& root, std::string_view name, const fs::path& file) {
+const toml::table* subTable(const toml::table& root, std::string_view name, const fs::path& file) {
     const toml::node* node = root.get(name);
     if (!node) return nullptr;
     if (!node->is_table()) fail(*node, file, "'" + std::string(name) + "' must be a table");
     return node->as_table();
 }
 
-std::string get_string(const toml::table& t, std::string_view key, const std::string& def,
-                       const std::string& table_name, const fs::path& file) {
+std::string getString(const toml::table& t, std::string_view key, const std::string& def,
+                      const std::string& table_name, const fs::path& file) {
     const toml::node* node = t.get(key);
     if (!node) return def;
     if (!node->is_string())
@@ -53,9 +53,9 @@ std::string get_string(const toml::table& t, std::string_view key, const std::st
     return node->as_string()->get();
 }
 
-std::vector<std::string> get_strings(const toml::table& t, std::string_view key,
-                                     std::vector<std::string> def, const std::string& table_name,
-                                     const fs::path& file) {
+std::vector<std::string> getStrings(const toml::table& t, std::string_view key,
+                                    std::vector<std::string> def, const std::string& table_name,
+                                    const fs::path& file) {
     const toml::node* node = t.get(key);
     if (!node) return def;
     const toml::array* arr = node->as_array();
@@ -69,9 +69,9 @@ std::vector<std::string> get_strings(const toml::table& t, std::string_view key,
     return out;
 }
 
-std::uint32_t get_uint(const toml::table& t, std::string_view key, std::uint32_t def,
-                       std::uint32_t min, std::uint32_t max, const std::string& table_name,
-                       const fs::path& file) {
+std::uint32_t getUint(const toml::table& t, std::string_view key, std::uint32_t def,
+                      std::uint32_t min, std::uint32_t max, const std::string& table_name,
+                      const fs::path& file) {
     const toml::node* node = t.get(key);
     if (!node) return def;
     const auto* v = node->as_integer();
@@ -83,7 +83,7 @@ std::uint32_t get_uint(const toml::table& t, std::string_view key, std::uint32_t
 }
 
 // "{hostname}" in the ApplicationUri becomes this machine's host name.
-void expand_hostname(std::string& uri) {
+void expandHostname(std::string& uri) {
     const std::string token = "{hostname}";
     auto pos = uri.find(token);
     if (pos == std::string::npos) return;
@@ -107,7 +107,7 @@ fs::path resolve(const std::string& raw, const fs::path& file, const PathContext
     return p.lexically_normal();
 }
 
-bool valid_plugin_name(std::string_view name) {
+bool validPluginName(std::string_view name) {
     if (name.empty()) return false;
     for (char c : name) {
         bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
@@ -116,9 +116,9 @@ bool valid_plugin_name(std::string_view name) {
     return true;
 }
 
-std::vector<std::string> get_roles(const toml::table& t, const std::string& table_name,
-                                   const fs::path& file, std::vector<std::string> def = {}) {
-    auto roles = get_strings(t, "roles", std::move(def), table_name, file);
+std::vector<std::string> getRoles(const toml::table& t, const std::string& table_name,
+                                  const fs::path& file, std::vector<std::string> def = {}) {
+    auto roles = getStrings(t, "roles", std::move(def), table_name, file);
     for (const auto& r : roles)
         if (roleIndex(r) < 0)
             fail(*t.get("roles"), file,
@@ -128,11 +128,11 @@ std::vector<std::string> get_roles(const toml::table& t, const std::string& tabl
     return roles;
 }
 
-std::uint32_t get_permissions(const toml::table& t, std::string_view key, std::uint32_t def,
-                              const std::string& table_name, const fs::path& file) {
+std::uint32_t getPermissions(const toml::table& t, std::string_view key, std::uint32_t def,
+                             const std::string& table_name, const fs::path& file) {
     if (!t.get(key)) return def;
     std::uint32_t bits = 0;
-    for (const auto& p : get_strings(t, key, {}, table_name, file)) {
+    for (const auto& p : getStrings(t, key, {}, table_name, file)) {
         std::uint32_t b = permissionBit(p);
         if (b == 0)
             fail(*t.get(key), file,
@@ -144,7 +144,7 @@ std::uint32_t get_permissions(const toml::table& t, std::string_view key, std::u
 }
 
 // "ns=<n>;i=<n>", "ns=<n>;s=<text>", or the same without "ns=<n>;".
-bool parse_node(std::string_view text, AccessRule& r) {
+bool parseNode(std::string_view text, AccessRule& r) {
     if (text.rfind("ns=", 0) == 0) {
         auto semi = text.find(';');
         if (semi == std::string_view::npos || semi == 3) return false;
@@ -175,33 +175,33 @@ bool parse_node(std::string_view text, AccessRule& r) {
     return false;
 }
 
-void build_access(const toml::table& access, const fs::path& file, const PathContext& paths,
-                  ServerConfig& cfg) {
-    check_keys(access,
-               {"anonymous", "anonymous_roles", "users_file", "username_security_policy",
-                "certificate_security_policy", "default_permissions", "anonymous_permissions",
-                "certificates", "rules"},
-               "access", file, cfg);
+void buildAccess(const toml::table& access, const fs::path& file, const PathContext& paths,
+                 ServerConfig& cfg) {
+    checkKeys(access,
+              {"anonymous", "anonymous_roles", "users_file", "username_security_policy",
+               "certificate_security_policy", "default_permissions", "anonymous_permissions",
+               "certificates", "rules"},
+              "access", file, cfg);
     AccessSection& a = cfg.access;
     if (const toml::node* n = access.get("anonymous")) {
         if (!n->is_boolean()) fail(*n, file, "[access] anonymous must be a boolean");
         a.anonymous = n->as_boolean()->get();
     }
-    a.anonymous_roles = get_strings(access, "anonymous_roles", a.anonymous_roles, "access", file);
+    a.anonymous_roles = getStrings(access, "anonymous_roles", a.anonymous_roles, "access", file);
     for (const auto& r : a.anonymous_roles)
         if (roleIndex(r) < 0)
             fail(*access.get("anonymous_roles"), file,
                  "[access] anonymous_roles: '" + r + "' is not a well-known role");
-    std::string users = get_string(access, "users_file", "", "access", file);
+    std::string users = getString(access, "users_file", "", "access", file);
     if (!users.empty()) a.users_file = resolve(users, file, paths);
     a.username_security_policy =
-        get_string(access, "username_security_policy", a.username_security_policy, "access", file);
-    a.certificate_security_policy = get_string(access, "certificate_security_policy",
-                                               a.certificate_security_policy, "access", file);
+        getString(access, "username_security_policy", a.username_security_policy, "access", file);
+    a.certificate_security_policy = getString(access, "certificate_security_policy",
+                                              a.certificate_security_policy, "access", file);
     a.default_permissions =
-        get_permissions(access, "default_permissions", a.default_permissions, "access", file);
+        getPermissions(access, "default_permissions", a.default_permissions, "access", file);
     a.anonymous_permissions =
-        get_permissions(access, "anonymous_permissions", a.anonymous_permissions, "access", file);
+        getPermissions(access, "anonymous_permissions", a.anonymous_permissions, "access", file);
     auto tables = [&](std::string_view key, auto&& each) {
         const toml::node* n = access.get(key);
         if (!n) return;
@@ -216,9 +216,9 @@ void build_access(const toml::table& access, const fs::path& file, const PathCon
         }
     };
     tables("certificates", [&](const toml::table& t, const toml::node& node) {
-        check_keys(t, {"thumbprint", "subject", "roles"}, "access.certificates", file, cfg);
+        checkKeys(t, {"thumbprint", "subject", "roles"}, "access.certificates", file, cfg);
         CertificateUser u;
-        u.thumbprint = get_string(t, "thumbprint", "", "access.certificates", file);
+        u.thumbprint = getString(t, "thumbprint", "", "access.certificates", file);
         std::string hex;
         for (char c : u.thumbprint) {
             if (c == ':' || c == ' ') continue;
@@ -229,21 +229,21 @@ void build_access(const toml::table& access, const fs::path& file, const PathCon
         if (!hex.empty() && hex.size() != 40)
             fail(node, file, "[[access.certificates]] thumbprint must be a SHA-1 (40 hex digits)");
         u.thumbprint = hex;
-        u.subject = get_string(t, "subject", "", "access.certificates", file);
+        u.subject = getString(t, "subject", "", "access.certificates", file);
         if (u.thumbprint.empty() == u.subject.empty())
             fail(node, file, "[[access.certificates]] needs exactly one of thumbprint, subject");
-        u.roles = get_roles(t, "access.certificates", file);
+        u.roles = getRoles(t, "access.certificates", file);
         a.certificates.push_back(std::move(u));
     });
     tables("rules", [&](const toml::table& t, const toml::node& node) {
-        check_keys(t, {"namespace", "node", "roles", "permissions"}, "access.rules", file, cfg);
+        checkKeys(t, {"namespace", "node", "roles", "permissions"}, "access.rules", file, cfg);
         AccessRule r;
-        r.position = position_of(node, file);
-        r.namespace_uri = get_string(t, "namespace", "", "access.rules", file);
-        std::string nodeText = get_string(t, "node", "", "access.rules", file);
+        r.position = positionOf(node, file);
+        r.namespace_uri = getString(t, "namespace", "", "access.rules", file);
+        std::string nodeText = getString(t, "node", "", "access.rules", file);
         if (!nodeText.empty()) {
             r.has_node = true;
-            if (!parse_node(nodeText, r))
+            if (!parseNode(nodeText, r))
                 fail(*t.get("node"), file,
                      "[[access.rules]] node must be \"ns=<n>;i=<n>\" or \"ns=<n>;s=<text>\" "
                      "(ns= may be left out when namespace is given)");
@@ -254,18 +254,18 @@ void build_access(const toml::table& access, const fs::path& file, const PathCon
         } else if (r.namespace_uri.empty()) {
             fail(node, file, "[[access.rules]] needs namespace, node or both");
         }
-        r.roles = get_roles(t, "access.rules", file);
+        r.roles = getRoles(t, "access.rules", file);
         if (r.roles.empty()) fail(node, file, "[[access.rules]] roles must name at least one role");
         if (!t.get("permissions"))
             fail(node, file, "[[access.rules]] permissions is required (it may be [])");
-        r.permissions = get_permissions(t, "permissions", 0, "access.rules", file);
+        r.permissions = getPermissions(t, "permissions", 0, "access.rules", file);
         a.rules.push_back(std::move(r));
     });
 }
 
 // [server] security_profile = "strict": what it implies, and a ConfigError naming the key
 // for a setting that contradicts it (nothing is silently overridden).
-void apply_strict(const toml::table& root, const fs::path& file, ServerConfig& cfg) {
+void applyStrict(const toml::table& root, const fs::path& file, ServerConfig& cfg) {
     const std::string why = " contradicts [server] security_profile = \"strict\"";
     auto at = [&](std::string_view path) -> const toml::node& {
         const toml::node* n = root.at_path(path).node();
@@ -298,60 +298,60 @@ void apply_strict(const toml::table& root, const fs::path& file, ServerConfig& c
 ServerConfig build(const toml::table& root, const fs::path& file, const PathContext& paths) {
     ServerConfig cfg;
     cfg.file = file;
-    check_keys(root, {"log", "host", "server", "access", "slots", "plugins"}, "top level", file,
-               cfg);
-    if (const toml::table* access = sub_table(root, "access", file))
-        build_access(*access, file, paths, cfg);
+    checkKeys(root, {"log", "host", "server", "access", "slots", "plugins"}, "top level", file,
+              cfg);
+    if (const toml::table* access = subTable(root, "access", file))
+        buildAccess(*access, file, paths, cfg);
 
-    if (const toml::table* log = sub_table(root, "log", file)) {
-        check_keys(*log, {"level", "sink", "file"}, "log", file, cfg);
-        cfg.log.level = get_string(*log, "level", cfg.log.level, "log", file);
+    if (const toml::table* log = subTable(root, "log", file)) {
+        checkKeys(*log, {"level", "sink", "file"}, "log", file, cfg);
+        cfg.log.level = getString(*log, "level", cfg.log.level, "log", file);
         static const std::set<std::string> levels{"trace", "debug",    "info", "warn",
                                                   "error", "critical", "off"};
         if (!levels.count(cfg.log.level))
             fail(*log->get("level"), file,
                  "[log] level must be one of trace, debug, info, warn, error, critical, off");
-        cfg.log.sink = get_string(*log, "sink", cfg.log.sink, "log", file);
+        cfg.log.sink = getString(*log, "sink", cfg.log.sink, "log", file);
         if (cfg.log.sink != "stdout" && cfg.log.sink != "stderr" && cfg.log.sink != "file")
             fail(*log->get("sink"), file, "[log] sink must be one of stdout, stderr, file");
         cfg.log.file =
-            resolve(get_string(*log, "file", cfg.log.file.string(), "log", file), file, paths);
+            resolve(getString(*log, "file", cfg.log.file.string(), "log", file), file, paths);
     } else {
         cfg.log.file = resolve(cfg.log.file.string(), file, paths);
     }
 
     std::vector<std::string> dirs{"{exe_dir}/../plugins"};
-    if (const toml::table* host = sub_table(root, "host", file)) {
-        check_keys(*host, {"plugin_dirs"}, "host", file, cfg);
-        dirs = get_strings(*host, "plugin_dirs", dirs, "host", file);
+    if (const toml::table* host = subTable(root, "host", file)) {
+        checkKeys(*host, {"plugin_dirs"}, "host", file, cfg);
+        dirs = getStrings(*host, "plugin_dirs", dirs, "host", file);
     }
     for (const auto& d : dirs) cfg.plugin_dirs.push_back(resolve(d, file, paths));
 
-    if (const toml::table* server = sub_table(root, "server", file)) {
-        check_keys(*server,
-                   {"application_name", "application_uri", "product_uri", "manufacturer_name",
-                    "product_name", "endpoints", "reverse_connect", "request_threads", "security",
-                    "pki_dir", "security_profile", "limits"},
-                   "server", file, cfg);
+    if (const toml::table* server = subTable(root, "server", file)) {
+        checkKeys(*server,
+                  {"application_name", "application_uri", "product_uri", "manufacturer_name",
+                   "product_name", "endpoints", "reverse_connect", "request_threads", "security",
+                   "pki_dir", "security_profile", "limits"},
+                  "server", file, cfg);
         ServerSection& s = cfg.server;
         s.application_name =
-            get_string(*server, "application_name", s.application_name, "server", file);
+            getString(*server, "application_name", s.application_name, "server", file);
         s.application_uri =
-            get_string(*server, "application_uri", s.application_uri, "server", file);
-        s.product_uri = get_string(*server, "product_uri", s.product_uri, "server", file);
+            getString(*server, "application_uri", s.application_uri, "server", file);
+        s.product_uri = getString(*server, "product_uri", s.product_uri, "server", file);
         s.manufacturer_name =
-            get_string(*server, "manufacturer_name", s.manufacturer_name, "server", file);
-        s.product_name = get_string(*server, "product_name", s.product_name, "server", file);
-        s.endpoints = get_strings(*server, "endpoints", s.endpoints, "server", file);
+            getString(*server, "manufacturer_name", s.manufacturer_name, "server", file);
+        s.product_name = getString(*server, "product_name", s.product_name, "server", file);
+        s.endpoints = getStrings(*server, "endpoints", s.endpoints, "server", file);
         s.reverse_connect =
-            get_strings(*server, "reverse_connect", s.reverse_connect, "server", file);
+            getStrings(*server, "reverse_connect", s.reverse_connect, "server", file);
         s.request_threads =
-            get_uint(*server, "request_threads", s.request_threads, 1, 1024, "server", file);
+            getUint(*server, "request_threads", s.request_threads, 1, 1024, "server", file);
         if (s.endpoints.empty())
             fail(*server->get("endpoints"), file, "[server] endpoints must name at least one URL");
-        s.pki_dir = get_string(*server, "pki_dir", s.pki_dir.string(), "server", file);
+        s.pki_dir = getString(*server, "pki_dir", s.pki_dir.string(), "server", file);
         s.security_profile =
-            get_string(*server, "security_profile", s.security_profile, "server", file);
+            getString(*server, "security_profile", s.security_profile, "server", file);
         if (s.security_profile != "default" && s.security_profile != "strict")
             fail(*server->get("security_profile"), file,
                  "[server] security_profile must be \"default\" or \"strict\"");
@@ -366,17 +366,17 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
             for (const toml::node& item : *arr) {
                 const toml::table* t = item.as_table();
                 if (!t) fail(item, file, "[server] security entries are tables {policy, modes}");
-                check_keys(*t, {"policy", "modes"}, "server.security", file, cfg);
+                checkKeys(*t, {"policy", "modes"}, "server.security", file, cfg);
                 SecurityOffer o;
-                o.policy = get_string(*t, "policy", "", "server.security", file);
+                o.policy = getString(*t, "policy", "", "server.security", file);
                 if (!policies.count(o.policy))
                     fail(item, file,
                          "[server] security: unknown policy '" + o.policy +
                              "' (None, Basic256Sha256, Aes128_Sha256_RsaOaep, "
                              "Aes256_Sha256_RsaPss, Basic128Rsa15, Basic256)");
                 if (o.policy != "None") {
-                    o.modes = get_strings(*t, "modes", {"Sign", "SignAndEncrypt"},
-                                          "server.security", file);
+                    o.modes = getStrings(*t, "modes", {"Sign", "SignAndEncrypt"}, "server.security",
+                                         file);
                     if (o.modes.empty())
                         fail(item, file, "[server] security: modes must not be empty");
                     for (const auto& m : o.modes)
@@ -390,7 +390,7 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
                 s.security.push_back(std::move(o));
             }
         }
-        if (const toml::table* limits = sub_table(*server, "limits", file)) {
+        if (const toml::table* limits = subTable(*server, "limits", file)) {
             ServerLimits& l = s.limits;
             struct Key {
                 const char* name;
@@ -480,11 +480,11 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
                 bool found = false;
                 for (auto k : known) found = found || k == key.str();
                 if (!found)
-                    cfg.warnings.push_back(position_of(node, file) + ": unknown key '" +
+                    cfg.warnings.push_back(positionOf(node, file) + ": unknown key '" +
                                            std::string(key.str()) + "' in [server.limits]");
             }
             for (const Key& k : keys)
-                *k.value = get_uint(*limits, k.name, *k.value, k.min, k.max, "server.limits", file);
+                *k.value = getUint(*limits, k.name, *k.value, k.min, k.max, "server.limits", file);
             for (const Key& k : signed_keys) {
                 const toml::node* node = limits->get(k.name);
                 if (!node) continue;
@@ -540,31 +540,31 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
         cfg.server.limits.max_send_queue_bytes =
             std::uint32_t(std::min<std::uint64_t>(derived, 0xFFFFFFFFu));
     }
-    expand_hostname(cfg.server.application_uri);
+    expandHostname(cfg.server.application_uri);
     cfg.server.pki_dir = resolve(cfg.server.pki_dir.string(), file, paths);
-    if (cfg.server.strict()) apply_strict(root, file, cfg);
+    if (cfg.server.strict()) applyStrict(root, file, cfg);
 
-    if (const toml::table* slots = sub_table(root, "slots", file)) {
-        check_keys(*slots, {"request_queue", "admission", "buffer_pool", "monitored_item_queue"},
-                   "slots", file, cfg);
-        cfg.slots.request_queue = get_string(*slots, "request_queue", "", "slots", file);
-        cfg.slots.admission = get_string(*slots, "admission", "", "slots", file);
-        cfg.slots.buffer_pool = get_string(*slots, "buffer_pool", "", "slots", file);
+    if (const toml::table* slots = subTable(root, "slots", file)) {
+        checkKeys(*slots, {"request_queue", "admission", "buffer_pool", "monitored_item_queue"},
+                  "slots", file, cfg);
+        cfg.slots.request_queue = getString(*slots, "request_queue", "", "slots", file);
+        cfg.slots.admission = getString(*slots, "admission", "", "slots", file);
+        cfg.slots.buffer_pool = getString(*slots, "buffer_pool", "", "slots", file);
         cfg.slots.monitored_item_queue =
-            get_string(*slots, "monitored_item_queue", "", "slots", file);
+            getString(*slots, "monitored_item_queue", "", "slots", file);
     }
 
-    if (const toml::table* plugins = sub_table(root, "plugins", file)) {
+    if (const toml::table* plugins = subTable(root, "plugins", file)) {
         for (auto&& [key, node] : *plugins) {
             std::string name(key.str());
             const toml::table* t = node.as_table();
             if (!t)
                 fail(node, file, "[plugins] " + name + " must be a table ([plugins." + name + "])");
-            if (!valid_plugin_name(name))
+            if (!validPluginName(name))
                 fail(node, file, "plugin name '" + name + "' may use only a-z, 0-9, '-' and '_'");
             PluginConfig pc;
             pc.name = name;
-            pc.position = position_of(node, file);
+            pc.position = positionOf(node, file);
             for (auto&& [k, v] : *t) {
                 if (k.str() == "enabled") {
                     if (!v.is_boolean())
@@ -576,7 +576,7 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
                     pc.library = resolve(v.as_string()->get(), file, paths);
                 } else {
                     pc.settings.insert(k, v);
-                    pc.key_positions.emplace(std::string(k.str()), position_of(v, file));
+                    pc.key_positions.emplace(std::string(k.str()), positionOf(v, file));
                 }
             }
             cfg.plugins.push_back(std::move(pc));
@@ -584,7 +584,7 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
     }
 
     // A slot names a plugin that must be configured and enabled.
-    auto check_slot = [&](const std::string& slot, const std::string& name) {
+    auto checkSlot = [&](const std::string& slot, const std::string& name) {
         if (name.empty()) return;
         const PluginConfig* pc = cfg.plugin(name);
         const toml::node* node = root.at_path("slots." + slot).node();
@@ -594,10 +594,10 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
         if (!pc->enabled)
             fail(*node, file, "[slots] " + slot + " = \"" + name + "\": plugin is disabled");
     };
-    check_slot("request_queue", cfg.slots.request_queue);
-    check_slot("admission", cfg.slots.admission);
-    check_slot("buffer_pool", cfg.slots.buffer_pool);
-    check_slot("monitored_item_queue", cfg.slots.monitored_item_queue);
+    checkSlot("request_queue", cfg.slots.request_queue);
+    checkSlot("admission", cfg.slots.admission);
+    checkSlot("buffer_pool", cfg.slots.buffer_pool);
+    checkSlot("monitored_item_queue", cfg.slots.monitored_item_queue);
     return cfg;
 }
 
@@ -609,34 +609,34 @@ const PluginConfig* ServerConfig::plugin(std::string_view name) const {
     return nullptr;
 }
 
-std::string position_of(const toml::node& node, const fs::path& file) {
+std::string positionOf(const toml::node& node, const fs::path& file) {
     const auto& src = node.source();
     std::ostringstream s;
-    s << file_label(file);
+    s << fileLabel(file);
     if (src.begin.line) s << ':' << src.begin.line << ':' << src.begin.column;
     return s.str();
 }
 
-ServerConfig parse_string(std::string_view text, const fs::path& source_name,
-                          const PathContext& paths) {
+ServerConfig parseString(std::string_view text, const fs::path& source_name,
+                         const PathContext& paths) {
     toml::table root;
     try {
         root = toml::parse(text, source_name.string());
     } catch (const toml::parse_error& e) {
         const auto& b = e.source().begin;
-        throw ConfigError(file_label(source_name) + ":" + std::to_string(b.line) + ":" +
+        throw ConfigError(fileLabel(source_name) + ":" + std::to_string(b.line) + ":" +
                           std::to_string(b.column) + ": " + std::string(e.description()));
     }
     return build(root, source_name, paths);
 }
 
-ServerConfig load_file(const fs::path& file, const PathContext& paths) {
+ServerConfig loadFile(const fs::path& file, const PathContext& paths) {
     std::ifstream in(file, std::ios::binary);
     if (!in) throw ConfigError(file.string() + ": cannot open configuration file");
     std::stringstream buf;
     buf << in.rdbuf();
     fs::path absolute = fs::absolute(file).lexically_normal();
-    ServerConfig cfg = parse_string(buf.str(), absolute, paths);
+    ServerConfig cfg = parseString(buf.str(), absolute, paths);
     return cfg;
 }
 

@@ -9,7 +9,7 @@
 
 namespace uaplex::host {
 
-Metric* Metrics::get_or_create(const std::string& name, uint32_t kind) {
+Metric* Metrics::getOrCreate(const std::string& name, uint32_t kind) {
     std::lock_guard lock(mutex_);
     auto& slot = metrics_[name];
     if (!slot) {
@@ -37,16 +37,16 @@ std::vector<std::pair<std::string, int64_t>> Metrics::snapshot() const {
 namespace {
 
 // uaplex_log_level values are spdlog's level numbers, so levels pass through unchanged.
-constexpr bool same_level(int ours, spdlog::level::level_enum theirs) {
+constexpr bool sameLevel(int ours, spdlog::level::level_enum theirs) {
     return ours == static_cast<int>(theirs);
 }
-static_assert(same_level(UAPLEX_LOG_TRACE, spdlog::level::trace) &&
-              same_level(UAPLEX_LOG_DEBUG, spdlog::level::debug) &&
-              same_level(UAPLEX_LOG_INFO, spdlog::level::info) &&
-              same_level(UAPLEX_LOG_WARN, spdlog::level::warn) &&
-              same_level(UAPLEX_LOG_ERROR, spdlog::level::err) &&
-              same_level(UAPLEX_LOG_CRITICAL, spdlog::level::critical) &&
-              same_level(UAPLEX_LOG_OFF, spdlog::level::off));
+static_assert(sameLevel(UAPLEX_LOG_TRACE, spdlog::level::trace) &&
+              sameLevel(UAPLEX_LOG_DEBUG, spdlog::level::debug) &&
+              sameLevel(UAPLEX_LOG_INFO, spdlog::level::info) &&
+              sameLevel(UAPLEX_LOG_WARN, spdlog::level::warn) &&
+              sameLevel(UAPLEX_LOG_ERROR, spdlog::level::err) &&
+              sameLevel(UAPLEX_LOG_CRITICAL, spdlog::level::critical) &&
+              sameLevel(UAPLEX_LOG_OFF, spdlog::level::off));
 
 std::string_view view(uaplex_str s) {
     return s.data ? std::string_view(s.data, s.len) : "";
@@ -130,7 +130,7 @@ uaplex_status api_metric_register(uaplex_plugin_ctx* ctx, uaplex_str name, uint3
         return UAPLEX_BadInvalidArgument;
     return guarded([&] {
         Metric* m =
-            ctx->services->metrics.get_or_create(ctx->name + "." + std::string(view(name)), kind);
+            ctx->services->metrics.getOrCreate(ctx->name + "." + std::string(view(name)), kind);
         *out = reinterpret_cast<uaplex_metric*>(m);
         return UAPLEX_Good;
     });
@@ -296,27 +296,27 @@ AddressSpaceHooks* hooks(uaplex_plugin_ctx* ctx) {
 uaplex_status api_namespace_register(uaplex_plugin_ctx* ctx, uaplex_str uri, uint16_t* out) {
     auto* h = hooks(ctx);
     if (!out || !uri.data) return UAPLEX_BadInvalidArgument;
-    return h ? h->namespace_register(ctx, uri, out) : UAPLEX_BadInvalidState;
+    return h ? h->namespaceRegister(ctx, uri, out) : UAPLEX_BadInvalidState;
 }
 
 uaplex_status api_node_add(uaplex_plugin_ctx* ctx, const uaplex_node_spec* spec) {
     auto* h = hooks(ctx);
     if (!spec) return UAPLEX_BadInvalidArgument;
-    return h ? h->node_add(ctx, spec) : UAPLEX_BadInvalidState;
+    return h ? h->nodeAdd(ctx, spec) : UAPLEX_BadInvalidState;
 }
 
 uaplex_status api_reference_add(uaplex_plugin_ctx* ctx, const uaplex_nodeid* source,
                                 const uaplex_nodeid* reference_type, const uaplex_nodeid* target) {
     auto* h = hooks(ctx);
     if (!source || !reference_type || !target) return UAPLEX_BadInvalidArgument;
-    return h ? h->reference_add(ctx, source, reference_type, target) : UAPLEX_BadInvalidState;
+    return h ? h->referenceAdd(ctx, source, reference_type, target) : UAPLEX_BadInvalidState;
 }
 
 uaplex_status api_value_set(uaplex_plugin_ctx* ctx, const uaplex_nodeid* node_id,
                             const uaplex_datavalue* value) {
     auto* h = hooks(ctx);
     if (!node_id || !value) return UAPLEX_BadInvalidArgument;
-    return h ? h->value_set(ctx, node_id, value) : UAPLEX_BadInvalidState;
+    return h ? h->valueSet(ctx, node_id, value) : UAPLEX_BadInvalidState;
 }
 
 uaplex_status api_raise_event(uaplex_plugin_ctx* ctx, const uaplex_event_spec* spec) {
@@ -324,7 +324,7 @@ uaplex_status api_raise_event(uaplex_plugin_ctx* ctx, const uaplex_event_spec* s
     if (!spec || !UAPLEX_HAS_FIELD(spec, uaplex_event_spec, fields) || !spec->event_type ||
         !spec->source_node || (spec->field_count && !spec->fields))
         return UAPLEX_BadInvalidArgument;
-    return h ? h->raise_event(ctx, spec) : UAPLEX_BadInvalidState;
+    return h ? h->raiseEvent(ctx, spec) : UAPLEX_BadInvalidState;
 }
 
 const uaplex_host_api kTable = {
@@ -359,7 +359,7 @@ const uaplex_host_api kTable = {
 
 }  // namespace
 
-const uaplex_host_api* host_api_table() {
+const uaplex_host_api* hostApiTable() {
     return &kTable;
 }
 

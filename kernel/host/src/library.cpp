@@ -14,7 +14,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string abi_string(uint32_t major, uint32_t minor) {
+std::string abiString(uint32_t major, uint32_t minor) {
     return std::to_string(major) + "." + std::to_string(minor);
 }
 
@@ -22,8 +22,8 @@ std::string abi_string(uint32_t major, uint32_t minor) {
 // lifecycle entries and a create entry. Every check asks for the fields of the struct's first
 // release only (UAPLEX_HAS_FIELD), so a plugin built before a later append still loads.
 template <typename F>
-void check_factory(const F* f, const char* kind, const fs::path& path, uint32_t bit,
-                   uint32_t& kinds) {
+void checkFactory(const F* f, const char* kind, const fs::path& path, uint32_t bit,
+                  uint32_t& kinds) {
     if (!f) return;
     if (!UAPLEX_HAS_FIELD(f, F, create) || !f->ops || !f->create)
         throw HostError("plugin library " + path.string() + ": malformed " + kind + " factory");
@@ -40,13 +40,13 @@ void check_factory(const F* f, const char* kind, const fs::path& path, uint32_t 
 PluginLibrary::PluginLibrary(fs::path path, boost::dll::shared_library lib,
                              const uaplex_plugin_descriptor* d)
     : path_(std::move(path)), lib_(std::move(lib)), descriptor_(d) {
-    check_factory(d->transport, "transport", path_, UAPLEX_KIND_TRANSPORT, kinds_);
-    check_factory(d->admission, "admission", path_, UAPLEX_KIND_ADMISSION, kinds_);
-    check_factory(d->request_queue, "request_queue", path_, UAPLEX_KIND_REQUEST_QUEUE, kinds_);
-    check_factory(d->buffer_pool, "buffer_pool", path_, UAPLEX_KIND_BUFFER_POOL, kinds_);
-    check_factory(d->monitored_item_queue, "monitored_item_queue", path_,
-                  UAPLEX_KIND_MONITORED_ITEM_QUEUE, kinds_);
-    check_factory(d->node_manager, "node_manager", path_, UAPLEX_KIND_NODE_MANAGER, kinds_);
+    checkFactory(d->transport, "transport", path_, UAPLEX_KIND_TRANSPORT, kinds_);
+    checkFactory(d->admission, "admission", path_, UAPLEX_KIND_ADMISSION, kinds_);
+    checkFactory(d->request_queue, "request_queue", path_, UAPLEX_KIND_REQUEST_QUEUE, kinds_);
+    checkFactory(d->buffer_pool, "buffer_pool", path_, UAPLEX_KIND_BUFFER_POOL, kinds_);
+    checkFactory(d->monitored_item_queue, "monitored_item_queue", path_,
+                 UAPLEX_KIND_MONITORED_ITEM_QUEUE, kinds_);
+    checkFactory(d->node_manager, "node_manager", path_, UAPLEX_KIND_NODE_MANAGER, kinds_);
     if (kinds_ == 0)
         throw HostError("plugin library " + path_.string() + ": provides no plugin kind");
 }
@@ -56,7 +56,7 @@ PluginLibrary::~PluginLibrary() {
     lib_.unload();
 }
 
-std::string kind_names(uint32_t kinds) {
+std::string kindNames(uint32_t kinds) {
     static const std::pair<uint32_t, const char*> names[] = {
         {UAPLEX_KIND_TRANSPORT, "transport"},
         {UAPLEX_KIND_ADMISSION, "admission"},
@@ -74,13 +74,13 @@ std::string kind_names(uint32_t kinds) {
     return out;
 }
 
-bool PluginLibrary::replaced_on_disk() const {
+bool PluginLibrary::replacedOnDisk() const {
     struct stat st {};
     if (::stat(path_.c_str(), &st) != 0) return false;  // gone: nothing to load instead
     return std::uint64_t(st.st_dev) != device_ || std::uint64_t(st.st_ino) != inode_;
 }
 
-std::shared_ptr<PluginLibrary> load_library(const fs::path& path) {
+std::shared_ptr<PluginLibrary> loadLibrary(const fs::path& path) {
     std::error_code ec;
     if (!fs::exists(path, ec)) throw HostError("plugin library " + path.string() + " not found");
     // The loader returns an already loaded library whose name matches, even when another file
@@ -116,7 +116,7 @@ std::shared_ptr<PluginLibrary> load_library(const fs::path& path) {
     auto& entry =
         lib.get<std::remove_pointer_t<uaplex_plugin_entry_fn>>(UAPLEX_PLUGIN_ENTRY_SYMBOL);
     const uaplex_plugin_descriptor* d = nullptr;
-    uaplex_status st = entry(UAPLEX_ABI_VERSION, host_api_table(), &d);
+    uaplex_status st = entry(UAPLEX_ABI_VERSION, hostApiTable(), &d);
     if (st != UAPLEX_Good || !d) {
         char hex[16];
         std::snprintf(hex, sizeof hex, "0x%08X", st);
@@ -129,8 +129,8 @@ std::shared_ptr<PluginLibrary> load_library(const fs::path& path) {
         const char* name = UAPLEX_FIELD_OR(d, uaplex_plugin_descriptor, name, nullptr);
         throw HostError("plugin library " + path.string() + ": ABI major mismatch: plugin '" +
                         std::string(name ? name : "?") + "' is built for ABI " +
-                        abi_string(d->abi_major, d->abi_minor) + ", this host provides ABI " +
-                        abi_string(UAPLEX_ABI_VERSION_MAJOR, UAPLEX_ABI_VERSION_MINOR));
+                        abiString(d->abi_major, d->abi_minor) + ", this host provides ABI " +
+                        abiString(UAPLEX_ABI_VERSION_MAJOR, UAPLEX_ABI_VERSION_MINOR));
     }
     // Every 1.0 descriptor lists all six kinds; a kind appended later is read with
     // UAPLEX_FIELD_OR.
@@ -160,7 +160,7 @@ ScanResult scan(const std::vector<fs::path>& dirs) {
         std::sort(files.begin(), files.end());
         for (const auto& file : files) {
             try {
-                auto lib = load_library(file);
+                auto lib = loadLibrary(file);
                 auto [it, inserted] = out.plugins.emplace(lib->name(), lib);
                 if (!inserted && it->second->path() != lib->path()) {
                     out.duplicates.emplace(lib->name(), "duplicate plugin name '" + lib->name() +

@@ -12,11 +12,11 @@ std::shared_ptr<spdlog::logger> g_logger;
 constexpr const char* kPattern = "%Y-%m-%d %H:%M:%S.%e %-5l %v";
 }  // namespace
 
-spdlog::level::level_enum parse_level(std::string_view level) {
+spdlog::level::level_enum parseLevel(std::string_view level) {
     return spdlog::level::from_str(std::string(level));
 }
 
-void setup_logging(const config::LogConfig& log) {
+void setupLogging(const config::LogConfig& log) {
     std::shared_ptr<spdlog::logger> l;
     try {
         if (log.sink == "file") {
@@ -33,14 +33,14 @@ void setup_logging(const config::LogConfig& log) {
         throw config::ConfigError("[log] file " + log.file.string() + ": " + e.what());
     }
     l->set_pattern(kPattern);
-    l->set_level(parse_level(log.level));
+    l->set_level(parseLevel(log.level));
     // Warnings and errors must reach the file or terminal before a crash or exit.
     l->flush_on(spdlog::level::warn);
     std::lock_guard lock(g_mutex);
     g_logger = std::move(l);
 }
 
-void set_logger(std::shared_ptr<spdlog::logger> l) {
+void setLogger(std::shared_ptr<spdlog::logger> l) {
     std::lock_guard lock(g_mutex);
     g_logger = std::move(l);
 }

@@ -11,13 +11,13 @@ namespace uaplex::host {
 
 namespace {
 
-std::string hex_status(uaplex_status st) {
+std::string hexStatus(uaplex_status st) {
     char buf[16];
     std::snprintf(buf, sizeof buf, "0x%08X", st);
     return buf;
 }
 
-std::string dir_list(const std::vector<std::filesystem::path>& dirs) {
+std::string dirList(const std::vector<std::filesystem::path>& dirs) {
     std::string out;
     for (const auto& d : dirs) out += (out.empty() ? "" : ", ") + d.string();
     return out.empty() ? "(no plugin directories)" : out;
@@ -43,7 +43,7 @@ void PluginInstance::create(const Factory& factory, const Params& params) {
     void* self = nullptr;
     uaplex_status st = factory.create(ctx_.get(), &params, &self);
     if (st != UAPLEX_Good || !self)
-        throw HostError("plugin '" + ctx_->name + "': create failed with status " + hex_status(st));
+        throw HostError("plugin '" + ctx_->name + "': create failed with status " + hexStatus(st));
     self_ = self;
     ops_ = factory.ops;
     lifecycle_ = reinterpret_cast<const uaplex_lifecycle_ops*>(factory.ops);
@@ -52,7 +52,7 @@ void PluginInstance::create(const Factory& factory, const Params& params) {
 void PluginInstance::start() {
     uaplex_status st = lifecycle_->start(self_);
     if (st != UAPLEX_Good)
-        throw HostError("plugin '" + ctx_->name + "': start failed with status " + hex_status(st));
+        throw HostError("plugin '" + ctx_->name + "': start failed with status " + hexStatus(st));
     started_ = true;
 }
 
@@ -61,7 +61,7 @@ void PluginInstance::stop() noexcept {
     started_ = false;
     uaplex_status st = lifecycle_->stop(self_);
     if (st != UAPLEX_Good)
-        logger()->warn("plugin '{}': stop returned {}", ctx_->name, hex_status(st));
+        logger()->warn("plugin '{}': stop returned {}", ctx_->name, hexStatus(st));
 }
 
 PluginInstance::~PluginInstance() {
@@ -69,7 +69,7 @@ PluginInstance::~PluginInstance() {
         stop();
         uaplex_status st = lifecycle_->destroy(self_);
         if (st != UAPLEX_Good)
-            logger()->warn("plugin '{}': destroy returned {}", ctx_->name, hex_status(st));
+            logger()->warn("plugin '{}': destroy returned {}", ctx_->name, hexStatus(st));
         std::vector<uint64_t> leaked(ctx_->timers.begin(), ctx_->timers.end());
         for (uint64_t id : leaked) ctx_->services->timers.cancel(id);
         if (!leaked.empty())
@@ -82,14 +82,14 @@ PluginInstance::~PluginInstance() {
 
 // --- RequestQueueSlot ----------------------------------------------------------------------
 
-uaplex_status RequestQueueSlot::on_complete(void* user, uaplex_request_entry* e, uaplex_status st) {
+uaplex_status RequestQueueSlot::onComplete(void* user, uaplex_request_entry* e, uaplex_status st) {
     auto* slot = static_cast<RequestQueueSlot*>(user);
     try {
         if (slot->complete_) {
             slot->complete_(e, st);
         } else {
             logger()->warn("request {} completed with {} but no pipeline is attached",
-                           e ? e->request_id : 0, hex_status(st));
+                           e ? e->request_id : 0, hexStatus(st));
         }
         return UAPLEX_Good;
     } catch (...) {
@@ -97,7 +97,7 @@ uaplex_status RequestQueueSlot::on_complete(void* user, uaplex_request_entry* e,
     }
 }
 
-uaplex_status RequestQueueSlot::on_revalidate(void* user, uaplex_request_entry* e) {
+uaplex_status RequestQueueSlot::onRevalidate(void* user, uaplex_request_entry* e) {
     auto* slot = static_cast<RequestQueueSlot*>(user);
     return slot->revalidate_ ? slot->revalidate_(slot->revalidate_user_, e) : UAPLEX_Good;
 }
@@ -106,8 +106,8 @@ uaplex_request_queue_params RequestQueueSlot::params(uint32_t max_queued) {
     uaplex_request_queue_params p{};
     p.hdr = UAPLEX_HEADER_INIT(uaplex_request_queue_params, UAPLEX_STYPE_REQUEST_QUEUE_PARAMS);
     p.max_queued = max_queued;
-    p.complete = &RequestQueueSlot::on_complete;
-    p.revalidate = &RequestQueueSlot::on_revalidate;
+    p.complete = &RequestQueueSlot::onComplete;
+    p.revalidate = &RequestQueueSlot::onRevalidate;
     p.user = this;
     return p;
 }
@@ -168,20 +168,20 @@ uaplex_status RequestQueueSlot::count(uint64_t* out) noexcept {
     return ref->ops<uaplex_request_queue_ops>()->count(ref->self(), out);
 }
 
-std::string RequestQueueSlot::plugin_name() const {
+std::string RequestQueueSlot::pluginName() const {
     auto cur = slot_.current();
     return cur ? cur->name() : std::string();
 }
 
 // A queue that returns its waiting dequeues on request (probed once, with none waiting).
-static bool probe_wake_waiters(PluginInstance& queue) noexcept {
+static bool probeWakeWaiters(PluginInstance& queue) noexcept {
     const auto* ops = queue.ops<uaplex_request_queue_ops>();
     auto fn = UAPLEX_FIELD_OR(ops, uaplex_request_queue_ops, wake_waiters, nullptr);
     return fn && fn(queue.self()) == UAPLEX_Good;
 }
 
 std::shared_ptr<PluginInstance> RequestQueueSlot::exchange(std::shared_ptr<PluginInstance> next) {
-    if (next) next->wakes_waiters = probe_wake_waiters(*next);
+    if (next) next->wakes_waiters = probeWakeWaiters(*next);
     // Workers may wait without a timeout (in the old queue, or already in the new one while
     // the swap still drains): their dequeues return until no call holds the swap.
     auto old = slot_.exchange(next, [](PluginInstance* queue) {
@@ -199,7 +199,7 @@ std::shared_ptr<PluginInstance> RequestQueueSlot::exchange(std::shared_ptr<Plugi
             fn(old->self(), e);
         uaplex_status st = UAPLEX_BadServerHalted;
         if (next) st = next->ops<uaplex_request_queue_ops>()->enqueue(next->self(), e);
-        if (st != UAPLEX_Good) on_complete(this, e, st);
+        if (st != UAPLEX_Good) onComplete(this, e, st);
         ++moved;
     }
     if (moved) logger()->info("request_queue: moved {} queued request(s) to the new queue", moved);
@@ -223,7 +223,7 @@ std::shared_ptr<PluginLibrary> Host::resolve(const config::PluginConfig& pc, Sca
     if (pc.library) {
         std::shared_ptr<PluginLibrary> lib;
         try {
-            lib = load_library(*pc.library);
+            lib = loadLibrary(*pc.library);
         } catch (const HostError& e) {
             throw HostError("plugin '" + pc.name + "': " + e.what());
         }
@@ -238,16 +238,16 @@ std::shared_ptr<PluginLibrary> Host::resolve(const config::PluginConfig& pc, Sca
     if (auto b = scanned.broken.find("uaplex-" + pc.name); b != scanned.broken.end())
         throw HostError("plugin '" + pc.name + "': " + b->second);
     throw HostError("unknown plugin '" + pc.name + "' (" + pc.position + "): no library in " +
-                    dir_list(config_.plugin_dirs) + " provides it");
+                    dirList(config_.plugin_dirs) + " provides it");
 }
 
-std::shared_ptr<PluginInstance> Host::make_request_queue(const config::PluginConfig& pc,
-                                                         ScanResult& scanned) {
+std::shared_ptr<PluginInstance> Host::makeRequestQueue(const config::PluginConfig& pc,
+                                                       ScanResult& scanned) {
     auto lib = resolve(pc, scanned);
     const auto* factory = lib->descriptor().request_queue;
     if (!factory)
         throw HostError("plugin '" + pc.name + "' is not a request_queue (it provides " +
-                        kind_names(lib->kinds()) + ")");
+                        kindNames(lib->kinds()) + ")");
     // Each kind's ops table must hold the entries of its first release (1.0 here); entries
     // appended later are read with UAPLEX_FIELD_OR where they are called.
     const auto* ops = factory->ops;
@@ -266,26 +266,26 @@ std::shared_ptr<PluginInstance> Host::make_request_queue(const config::PluginCon
         inst->request_queue_params.request_cost = config_.server.limits.max_message_size;
     }
     inst->create(*factory, inst->request_queue_params);
-    logger()->info("loaded plugin '{}' ({} {}) from {}", pc.name, kind_names(lib->kinds()),
+    logger()->info("loaded plugin '{}' ({} {}) from {}", pc.name, kindNames(lib->kinds()),
                    lib->version(), lib->path().string());
     return inst;
 }
 
-void Host::make_fixed_slots(const config::ServerConfig& cfg, ScanResult& scanned) {
+void Host::makeFixedSlots(const config::ServerConfig& cfg, ScanResult& scanned) {
     if (const auto* pc = cfg.plugin(cfg.slots.buffer_pool); pc && pc->enabled) {
         auto lib = resolve(*pc, scanned);
         const auto* factory = lib->descriptor().buffer_pool;
         if (!factory || !factory->ops || !factory->create ||
             !UAPLEX_HAS_FIELD(factory->ops, uaplex_buffer_pool_ops, stats))
             throw HostError("plugin '" + pc->name + "' is not a buffer_pool (it provides " +
-                            kind_names(lib->kinds()) + ")");
+                            kindNames(lib->kinds()) + ")");
         auto inst = std::make_shared<PluginInstance>(lib, UAPLEX_KIND_BUFFER_POOL, *pc, *services_);
         auto& p = inst->buffer_pool_params;
         p.hdr = UAPLEX_HEADER_INIT(uaplex_buffer_pool_params, UAPLEX_STYPE_BUFFER_POOL_PARAMS);
         p.check = UAPLEX_BUFFER_CHECK_AUTO;
         p.max_outstanding_bytes = 0;  // a budget would block I/O threads (buffer_pool.h)
         inst->create(*factory, p);
-        logger()->info("loaded plugin '{}' ({} {}) from {}", pc->name, kind_names(lib->kinds()),
+        logger()->info("loaded plugin '{}' ({} {}) from {}", pc->name, kindNames(lib->kinds()),
                        lib->version(), lib->path().string());
         buffer_pool_ = std::move(inst);
     }
@@ -295,7 +295,7 @@ void Host::make_fixed_slots(const config::ServerConfig& cfg, ScanResult& scanned
         if (!factory || !factory->ops || !factory->create ||
             !UAPLEX_HAS_FIELD(factory->ops, uaplex_admission_ops, owner_info))
             throw HostError("plugin '" + pc->name + "' is not an admission provider (it provides " +
-                            kind_names(lib->kinds()) + ")");
+                            kindNames(lib->kinds()) + ")");
         auto inst = std::make_shared<PluginInstance>(lib, UAPLEX_KIND_ADMISSION, *pc, *services_);
         const auto& l = cfg.server.limits;
         auto& p = inst->admission_params;
@@ -317,7 +317,7 @@ void Host::make_fixed_slots(const config::ServerConfig& cfg, ScanResult& scanned
         // floors (two retained-message footprints) twice over.
         p.reassembly_budget_bytes = l.max_reassembly_bytes;
         inst->create(*factory, p);
-        logger()->info("loaded plugin '{}' ({} {}) from {}", pc->name, kind_names(lib->kinds()),
+        logger()->info("loaded plugin '{}' ({} {}) from {}", pc->name, kindNames(lib->kinds()),
                        lib->version(), lib->path().string());
         admission_ = std::move(inst);
     }
@@ -337,12 +337,12 @@ void Host::load(const config::ServerConfig& cfg) {
             if (!enabled) logger()->warn("ignoring {}", why);
         }
         // The request queue borrows the admission provider: create the fixed slots first.
-        make_fixed_slots(cfg, scanned);
+        makeFixedSlots(cfg, scanned);
         for (const auto& pc : cfg.plugins) {
             if (!pc.enabled) continue;
             if (pc.name == cfg.slots.buffer_pool || pc.name == cfg.slots.admission) continue;
             if (pc.name == cfg.slots.request_queue) {
-                pending_request_queue_ = make_request_queue(pc, scanned);
+                pending_request_queue_ = makeRequestQueue(pc, scanned);
                 continue;
             }
             auto lib = resolve(pc, scanned);
@@ -356,15 +356,15 @@ void Host::load(const config::ServerConfig& cfg) {
             }
             if (lib->kinds() & UAPLEX_KIND_NODE_MANAGER) {
                 logger()->info("loaded plugin '{}' ({} {}) from {}", pc.name,
-                               kind_names(lib->kinds()), lib->version(), lib->path().string());
+                               kindNames(lib->kinds()), lib->version(), lib->path().string());
                 node_manager_libraries_.emplace_back(std::move(lib), pc);
                 continue;
             }
             // Transports are created by the server for its endpoints; other kinds wait for
             // the slot that will use them.
             const bool transport = (lib->kinds() & UAPLEX_KIND_TRANSPORT) != 0;
-            logger()->info("loaded plugin '{}' ({} {}) from {}{}", pc.name,
-                           kind_names(lib->kinds()), lib->version(), lib->path().string(),
+            logger()->info("loaded plugin '{}' ({} {}) from {}{}", pc.name, kindNames(lib->kinds()),
+                           lib->version(), lib->path().string(),
                            transport || pc.name == cfg.slots.monitored_item_queue
                                ? ""
                                : "; not assigned to a slot this kernel serves yet");
@@ -399,7 +399,7 @@ void Host::start() {
             throw;
         }
         request_queue_.exchange(std::move(pending_request_queue_));
-        logger()->info("request_queue slot: plugin '{}'", request_queue_.plugin_name());
+        logger()->info("request_queue slot: plugin '{}'", request_queue_.pluginName());
     }
     started_ = true;
 }
@@ -415,7 +415,7 @@ void Host::shutdown() noexcept {
         // server's transports are gone by now).
         admission_.reset();
         buffer_pool_.reset();
-        destroy_node_managers();
+        destroyNodeManagers();
         node_manager_libraries_.clear();
         idle_libraries_.clear();
     } catch (const std::exception& e) {
@@ -427,7 +427,7 @@ void Host::shutdown() noexcept {
 
 // --- node managers ---------------------------------------------------------------------
 
-const std::vector<std::shared_ptr<PluginInstance>>& Host::create_node_managers(
+const std::vector<std::shared_ptr<PluginInstance>>& Host::createNodeManagers(
     const uaplex_node_manager_params& params) {
     if (!node_managers_.empty()) throw HostError("node managers already created");
     try {
@@ -443,25 +443,25 @@ const std::vector<std::shared_ptr<PluginInstance>>& Host::create_node_managers(
             node_managers_.push_back(std::move(inst));
         }
     } catch (...) {
-        destroy_node_managers();
+        destroyNodeManagers();
         throw;
     }
     return node_managers_;
 }
 
-void Host::start_node_managers() {
+void Host::startNodeManagers() {
     try {
         for (auto& inst : node_managers_) {
             inst->start();
             logger()->info("node manager '{}' started", inst->name());
         }
     } catch (...) {
-        destroy_node_managers();
+        destroyNodeManagers();
         throw;
     }
 }
 
-void Host::destroy_node_managers() noexcept {
+void Host::destroyNodeManagers() noexcept {
     // Reverse load order: stop all first, then destroy, so none sees a half-gone peer.
     for (auto it = node_managers_.rbegin(); it != node_managers_.rend(); ++it) (*it)->stop();
     while (!node_managers_.empty()) node_managers_.pop_back();
@@ -470,7 +470,7 @@ void Host::destroy_node_managers() noexcept {
 void Host::reload(const config::ServerConfig& cfg) {
     // The monitored-item queue factory: its new library is resolved first, so that a failure
     // leaves everything as it was; the server creates the new factory for items created
-    // afterwards (take_mi_queue_change), existing queues keep the old instance and library.
+    // afterwards (takeMiQueueChange), existing queues keep the old instance and library.
     const std::string& mi_before = config_.slots.monitored_item_queue;
     const std::string& mi_after = cfg.slots.monitored_item_queue;
     const config::PluginConfig* mi_old = config_.plugin(mi_before);
@@ -501,7 +501,7 @@ void Host::reload(const config::ServerConfig& cfg) {
         changed = old_pc->settings != new_pc->settings || old_pc->library != new_pc->library;
     // The same plugin, but its library file was replaced (rebuilt): load the new one.
     if (!changed && new_pc)
-        if (auto cur = request_queue_.current(); cur && cur->library().replaced_on_disk()) {
+        if (auto cur = request_queue_.current(); cur && cur->library().replacedOnDisk()) {
             logger()->info("request_queue '{}': library {} was replaced on disk", after,
                            cur->library().path().string());
             changed = true;
@@ -515,7 +515,7 @@ void Host::reload(const config::ServerConfig& cfg) {
             config::ServerConfig saved = config_;
             config_.plugin_dirs = cfg.plugin_dirs;  // for messages naming the directories
             try {
-                next = make_request_queue(*new_pc, scanned);
+                next = makeRequestQueue(*new_pc, scanned);
                 next->start();
             } catch (...) {
                 config_ = std::move(saved);
@@ -619,7 +619,7 @@ std::vector<LoadedPluginInfo> Host::plugins() const {
     std::vector<LoadedPluginInfo> out;
     auto add = [&](const PluginLibrary& lib, bool inst) {
         out.push_back(
-            {lib.name(), kind_names(lib.kinds()), lib.version(), lib.path().string(), inst});
+            {lib.name(), kindNames(lib.kinds()), lib.version(), lib.path().string(), inst});
     };
     if (auto cur = request_queue_.current()) add(cur->library(), true);
     if (buffer_pool_) add(buffer_pool_->library(), true);

@@ -29,8 +29,8 @@ struct EventScratch {
 };
 }  // namespace
 
-uaplex_status ServiceSet::Impl::raise_event(uaplex_plugin_ctx*,
-                                            const uaplex_event_spec* spec) noexcept {
+uaplex_status ServiceSet::Impl::raiseEvent(uaplex_plugin_ctx*,
+                                           const uaplex_event_spec* spec) noexcept {
     try {
         if (!space.sealed()) return UAPLEX_BadInvalidState;
         NodeRef source = space.find(*spec->source_node);

@@ -38,7 +38,7 @@ ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
         uaplex_node_manager_params params{};
         params.hdr =
             UAPLEX_HEADER_INIT(uaplex_node_manager_params, UAPLEX_STYPE_NODE_MANAGER_PARAMS);
-        const auto& managers = host.create_node_managers(params);
+        const auto& managers = host.createNodeManagers(params);
         for (const auto& inst : managers) {
             const auto* ops = inst->ops<uaplex_node_manager_ops>();
             size_t count = 0;
@@ -54,9 +54,9 @@ ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
                 owners.push_back(NamespaceOwner{index, ops, inst->self()});
             }
         }
-        host.start_node_managers();
+        host.startNodeManagers();
     } catch (...) {
-        host.destroy_node_managers();
+        host.destroyNodeManagers();
         host.services().address_space.store(nullptr, std::memory_order_release);
         throw;
     }
@@ -64,7 +64,7 @@ ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
 }
 
 ServiceSet::Impl::~Impl() {
-    host.destroy_node_managers();
+    host.destroyNodeManagers();
     host.services().address_space.store(nullptr, std::memory_order_release);
 }
 
@@ -78,8 +78,8 @@ const NamespaceOwner* ServiceSet::Impl::ownerOf(std::uint16_t ns) const noexcept
     return nullptr;
 }
 
-uaplex_status ServiceSet::Impl::namespace_register(uaplex_plugin_ctx*, uaplex_str uri,
-                                                   uint16_t* out) noexcept {
+uaplex_status ServiceSet::Impl::namespaceRegister(uaplex_plugin_ctx*, uaplex_str uri,
+                                                  uint16_t* out) noexcept {
     std::lock_guard lock(buildMutex());
     std::string_view u(uri.data, uri.len);
     if (space.sealed()) {
@@ -100,8 +100,7 @@ uaplex_status ServiceSet::Impl::namespace_register(uaplex_plugin_ctx*, uaplex_st
     return UAPLEX_Good;
 }
 
-uaplex_status ServiceSet::Impl::node_add(uaplex_plugin_ctx*,
-                                         const uaplex_node_spec* spec) noexcept {
+uaplex_status ServiceSet::Impl::nodeAdd(uaplex_plugin_ctx*, const uaplex_node_spec* spec) noexcept {
     // The 1.1 layout is the smallest accepted; later fields are read only when present.
     if (!UAPLEX_HAS_FIELD(spec, uaplex_node_spec, reserved1)) return UAPLEX_BadInvalidArgument;
     std::lock_guard lock(buildMutex());
@@ -112,9 +111,9 @@ uaplex_status ServiceSet::Impl::node_add(uaplex_plugin_ctx*,
     }
 }
 
-uaplex_status ServiceSet::Impl::reference_add(uaplex_plugin_ctx*, const uaplex_nodeid* source,
-                                              const uaplex_nodeid* type,
-                                              const uaplex_nodeid* target) noexcept {
+uaplex_status ServiceSet::Impl::referenceAdd(uaplex_plugin_ctx*, const uaplex_nodeid* source,
+                                             const uaplex_nodeid* type,
+                                             const uaplex_nodeid* target) noexcept {
     if (type->namespace_index != 0 || type->identifier_type != UAPLEX_ID_NUMERIC)
         return UAPLEX_BadReferenceTypeIdInvalid;
     NodeRef t = space.find(*type);
@@ -128,8 +127,8 @@ uaplex_status ServiceSet::Impl::reference_add(uaplex_plugin_ctx*, const uaplex_n
     }
 }
 
-uaplex_status ServiceSet::Impl::value_set(uaplex_plugin_ctx*, const uaplex_nodeid* nodeId,
-                                          const uaplex_datavalue* value) noexcept {
+uaplex_status ServiceSet::Impl::valueSet(uaplex_plugin_ctx*, const uaplex_nodeid* nodeId,
+                                         const uaplex_datavalue* value) noexcept {
     // Before seal other plugins may still be adding nodes (the map may rehash).
     std::unique_lock<std::mutex> lock;
     if (!space.sealed()) lock = std::unique_lock(buildMutex());

@@ -118,14 +118,14 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
     ~Impl() override;
 
     // host API (address space part)
-    uaplex_status namespace_register(uaplex_plugin_ctx*, uaplex_str uri,
-                                     uint16_t* out) noexcept override;
-    uaplex_status node_add(uaplex_plugin_ctx*, const uaplex_node_spec* spec) noexcept override;
-    uaplex_status reference_add(uaplex_plugin_ctx*, const uaplex_nodeid* source,
-                                const uaplex_nodeid* type,
-                                const uaplex_nodeid* target) noexcept override;
-    uaplex_status value_set(uaplex_plugin_ctx*, const uaplex_nodeid* node,
-                            const uaplex_datavalue* value) noexcept override;
+    uaplex_status namespaceRegister(uaplex_plugin_ctx*, uaplex_str uri,
+                                    uint16_t* out) noexcept override;
+    uaplex_status nodeAdd(uaplex_plugin_ctx*, const uaplex_node_spec* spec) noexcept override;
+    uaplex_status referenceAdd(uaplex_plugin_ctx*, const uaplex_nodeid* source,
+                               const uaplex_nodeid* type,
+                               const uaplex_nodeid* target) noexcept override;
+    uaplex_status valueSet(uaplex_plugin_ctx*, const uaplex_nodeid* node,
+                           const uaplex_datavalue* value) noexcept override;
 
     // The Server object (server_object.cpp).
     void buildServerObject();
@@ -207,7 +207,7 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
                                    const subscription::EventView&);
     std::atomic<EventRaisedFn> eventRaised{nullptr};
     void* eventRaisedUser = nullptr;  // set before the first fn, never cleared
-    uaplex_status raise_event(uaplex_plugin_ctx*, const uaplex_event_spec* spec) noexcept override;
+    uaplex_status raiseEvent(uaplex_plugin_ctx*, const uaplex_event_spec* spec) noexcept override;
     // The handle an event item on notifier `n` has (ns0 records odd, stored nodes by address).
     static std::uint64_t notifierKey(const NodeRef& n) noexcept {
         return n.rec ? (std::uint64_t(n.rec->id) << 1) | 1

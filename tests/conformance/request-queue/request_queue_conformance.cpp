@@ -50,7 +50,7 @@ struct Queue {
     Queue() {
         const char* path = std::getenv("UAPLEX_RQ_PLUGIN");
         REQUIRE(path != nullptr);
-        auto lib = uaplex::host::load_library(path);
+        auto lib = uaplex::host::loadLibrary(path);
         REQUIRE(lib->descriptor().request_queue != nullptr);
         abi_minor = lib->descriptor().abi_minor;
         uaplex::config::PluginConfig pc;

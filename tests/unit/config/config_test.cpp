@@ -6,7 +6,7 @@
 #include <uaplex/config/config.hpp>
 
 using uaplex::config::ConfigError;
-using uaplex::config::parse_string;
+using uaplex::config::parseString;
 using uaplex::config::PathContext;
 
 namespace {
@@ -14,7 +14,7 @@ const PathContext kPaths{"/opt/uaplex/bin"};
 
 std::string error_of(const std::string& toml) {
     try {
-        parse_string(toml, "/etc/uaplex/test.toml", kPaths);
+        parseString(toml, "/etc/uaplex/test.toml", kPaths);
     } catch (const ConfigError& e) {
         return e.what();
     }
@@ -23,7 +23,7 @@ std::string error_of(const std::string& toml) {
 }  // namespace
 
 TEST_CASE("an empty file gives the documented defaults") {
-    auto cfg = parse_string("", "/etc/uaplex/test.toml", kPaths);
+    auto cfg = parseString("", "/etc/uaplex/test.toml", kPaths);
     CHECK(cfg.log.level == "info");
     CHECK(cfg.log.sink == "stdout");
     CHECK(cfg.log.file == "/etc/uaplex/uaplex.log");
@@ -37,7 +37,7 @@ TEST_CASE("an empty file gives the documented defaults") {
 }
 
 TEST_CASE("relative paths resolve against the file, {exe_dir} against the executable") {
-    auto cfg = parse_string(
+    auto cfg = parseString(
         "[host]\nplugin_dirs = [\"../lib/plugins\", \"{exe_dir}/p\", \"/abs\"]\n"
         "[log]\nsink = \"file\"\nfile = \"log/u.log\"\n",
         "/etc/uaplex/test.toml", kPaths);
@@ -49,7 +49,7 @@ TEST_CASE("relative paths resolve against the file, {exe_dir} against the execut
 }
 
 TEST_CASE("plugins: host keys are taken out, the rest is the plugin's table") {
-    auto cfg = parse_string(
+    auto cfg = parseString(
         "[slots]\nrequest_queue = \"fifo\"\n"
         "[plugins.fifo]\nmax_queued = 10\nlibrary = \"x/uaplex-fifo.so\"\n"
         "[plugins.other]\nenabled = false\n[plugins.other.nested]\na = 1\n",
@@ -92,7 +92,7 @@ TEST_CASE("invalid values are errors with their position") {
 }
 
 TEST_CASE("unknown keys in the server's tables are warnings with positions") {
-    auto cfg = parse_string(
+    auto cfg = parseString(
         "colour = 1\n[log]\nlevle = \"debug\"\n[host]\nplugin_dir = []\n"
         "[server]\nport = 4840\n[slots]\nqueue = \"x\"\n[extra]\n",
         "/etc/uaplex/test.toml", kPaths);
@@ -108,7 +108,7 @@ TEST_CASE("unknown keys in the server's tables are warnings with positions") {
 
 TEST_CASE("the shipped etc/uaplex.toml is valid and warning-free") {
     auto cfg =
-        uaplex::config::load_file(std::string(UAPLEX_SOURCE_DIR) + "/etc/uaplex.toml", kPaths);
+        uaplex::config::loadFile(std::string(UAPLEX_SOURCE_DIR) + "/etc/uaplex.toml", kPaths);
     CHECK(cfg.warnings.empty());
     CHECK(cfg.slots.request_queue == "fair");
     CHECK(cfg.slots.admission == "leases");
@@ -120,13 +120,13 @@ TEST_CASE("the shipped etc/uaplex.toml is valid and warning-free") {
 }
 
 TEST_CASE("[server] identity and limits: defaults, overrides, range checks") {
-    auto def = parse_string("", "/etc/uaplex/test.toml", kPaths);
+    auto def = parseString("", "/etc/uaplex/test.toml", kPaths);
     CHECK(def.server.limits.max_sessions == 1000);
     CHECK(def.server.limits.receive_buffer_size == 65535);
     CHECK(def.server.application_uri.find("{hostname}") == std::string::npos);
     CHECK(def.server.application_uri.rfind("urn:", 0) == 0);
 
-    auto cfg = parse_string(
+    auto cfg = parseString(
         "[server]\napplication_uri = \"urn:test:server\"\nrequest_threads = 4\n"
         "[server.limits]\nmax_sessions = 7\nmax_nodes_per_read = 0\nmax_string_length = 300\n",
         "/etc/uaplex/test.toml", kPaths);
@@ -143,7 +143,7 @@ TEST_CASE("[server] identity and limits: defaults, overrides, range checks") {
     CHECK(error_of("[server.limits]\nmax_array_length = -1\n").find("max_array_length must be") !=
           std::string::npos);
     // Decoding limits: 0 is no limit, a positive value leaves room for a CreateSession.
-    auto unlimited = parse_string("[server.limits]\nmax_bytestring_length = 0\n",
+    auto unlimited = parseString("[server.limits]\nmax_bytestring_length = 0\n",
                                   "/etc/uaplex/test.toml", kPaths);
     CHECK(unlimited.server.limits.max_bytestring_length == 0);
     CHECK(
@@ -159,14 +159,14 @@ TEST_CASE("[server] identity and limits: defaults, overrides, range checks") {
     CHECK(error_of("[server.limits]\nmax_message_size = 16384\n")
               .find("must not exceed max_message_size") != std::string::npos);
     CHECK(error_of("[server]\nendpoints = []\n").find("at least one URL") != std::string::npos);
-    auto warn = parse_string("[server.limits]\nmax_sesions = 3\n", "/etc/uaplex/test.toml", kPaths);
+    auto warn = parseString("[server.limits]\nmax_sesions = 3\n", "/etc/uaplex/test.toml", kPaths);
     REQUIRE(warn.warnings.size() == 1);
     CHECK(warn.warnings[0].find("unknown key 'max_sesions' in [server.limits]") !=
           std::string::npos);
 }
 
 TEST_CASE("[server.limits] subscription limits: defaults and overrides") {
-    auto def = parse_string("", "/etc/uaplex/test.toml", kPaths);
+    auto def = parseString("", "/etc/uaplex/test.toml", kPaths);
     const auto& d = def.server.limits;
     CHECK(d.max_subscriptions == 1000);
     CHECK(d.max_subscriptions_per_session == 100);
@@ -176,7 +176,7 @@ TEST_CASE("[server.limits] subscription limits: defaults and overrides") {
     CHECK(d.max_monitored_items_per_subscription == 10000);
     CHECK(d.max_monitored_items_per_call == 10000);
     CHECK(d.min_publishing_interval_ms == 50);
-    auto cfg = parse_string(
+    auto cfg = parseString(
         "[server.limits]\nmax_subscriptions = 5\nmax_subscriptions_per_session = 2\n"
         "max_monitored_items = 9\nmax_monitored_items_per_subscription = 3\n"
         "max_monitored_items_per_session = 7\n"
@@ -202,7 +202,7 @@ TEST_CASE("[server.limits] subscription limits: defaults and overrides") {
     CHECK(l.max_event_queue_size == 16);
     CHECK(l.max_publish_requests_per_session == 6);
     CHECK(l.max_notifications_per_publish == 0);
-    CHECK(parse_string("", "/etc/uaplex/test.toml", kPaths)
+    CHECK(parseString("", "/etc/uaplex/test.toml", kPaths)
               .server.limits.max_notifications_per_publish == 1000);
     CHECK(l.min_publishing_interval_ms == 20);
     CHECK(l.max_publishing_interval_ms == 60000);
@@ -221,7 +221,7 @@ TEST_CASE("[server.limits] subscription limits: defaults and overrides") {
 }
 
 TEST_CASE("[access]: defaults, rules, certificates and errors with positions") {
-    auto def = parse_string("", "/etc/uaplex/test.toml", kPaths);
+    auto def = parseString("", "/etc/uaplex/test.toml", kPaths);
     CHECK(def.access.anonymous);
     CHECK(def.access.anonymous_roles == std::vector<std::string>{"Anonymous"});
     CHECK(def.access.users_file.empty());
@@ -229,12 +229,12 @@ TEST_CASE("[access]: defaults, rules, certificates and errors with positions") {
     // Anonymous keeps Browse, ReadRolePermissions, Read, ReadHistory and ReceiveEvents: no
     // Write and no Call unless the configuration grants them.
     CHECK(def.access.anonymous_permissions == (1u | 2u | 32u | 128u | 2048u));
-    CHECK(parse_string("[access]\nanonymous_permissions = [\"All\"]\n", "/etc/uaplex/test.toml",
+    CHECK(parseString("[access]\nanonymous_permissions = [\"All\"]\n", "/etc/uaplex/test.toml",
                        kPaths)
               .access.anonymous_permissions == uaplex::config::kAllPermissions);
     CHECK(def.access.rules.empty());
 
-    auto cfg = parse_string(
+    auto cfg = parseString(
         "[access]\nanonymous = false\nanonymous_roles = [\"Observer\"]\n"
         "users_file = \"users.toml\"\ndefault_permissions = [\"Browse\"]\n"
         "[[access.rules]]\nnamespace = \"urn:a\"\nroles = [\"Operator\"]\n"
@@ -283,18 +283,18 @@ TEST_CASE("[access]: defaults, rules, certificates and errors with positions") {
                Catch::Contains("SHA-1 (40 hex digits)"));
     CHECK_THAT(error_of("[[access.certificates]]\nroles = []\n"),
                Catch::Contains("exactly one of thumbprint, subject"));
-    auto warn = parse_string("[access]\nanonimous = true\n", "/etc/uaplex/test.toml", kPaths);
+    auto warn = parseString("[access]\nanonimous = true\n", "/etc/uaplex/test.toml", kPaths);
     REQUIRE(warn.warnings.size() == 1);
     CHECK_THAT(warn.warnings[0], Catch::Contains("unknown key 'anonimous' in [access]"));
 }
 
 TEST_CASE("[server] security and pki_dir") {
-    auto defaults = parse_string("", "/etc/uaplex/test.toml", kPaths);
+    auto defaults = parseString("", "/etc/uaplex/test.toml", kPaths);
     REQUIRE(defaults.server.security.size() == 1);
     CHECK(defaults.server.security[0].policy == "None");
     CHECK(defaults.server.pki_dir == "/etc/uaplex/pki");
 
-    auto cfg = parse_string(
+    auto cfg = parseString(
         "[server]\npki_dir = \"{exe_dir}/../pki\"\n"
         "security = [{policy = \"None\"}, {policy = \"Basic256Sha256\"},\n"
         "            {policy = \"Aes256_Sha256_RsaPss\", modes = [\"SignAndEncrypt\"]}]\n",
@@ -319,10 +319,10 @@ TEST_CASE("[server] security and pki_dir") {
 }
 
 TEST_CASE("[server.limits] JSON decode threads and their queue: finite defaults, ranges") {
-    const auto& d = parse_string("", "/etc/uaplex/test.toml", kPaths).server.limits;
+    const auto& d = parseString("", "/etc/uaplex/test.toml", kPaths).server.limits;
     CHECK(d.json_decode_threads == 1);
     CHECK(d.json_decode_queue_bytes == 32u << 20);
-    auto cfg = parse_string(
+    auto cfg = parseString(
         "[server.limits]\njson_decode_threads = 3\n"
         "json_decode_queue_bytes = 1048576\n",
         "/etc/uaplex/test.toml", kPaths);
@@ -338,12 +338,12 @@ TEST_CASE("[server.limits] JSON decode threads and their queue: finite defaults,
 }
 
 TEST_CASE("[server.limits] the certificate store's limits: finite defaults, overrides, ranges") {
-    auto defaults = parse_string("", "/etc/uaplex/test.toml", kPaths);
+    auto defaults = parseString("", "/etc/uaplex/test.toml", kPaths);
     const auto& d = defaults.server.limits;
     CHECK(d.max_rejected_certificates == 100);
     CHECK(d.max_rejected_bytes == 4194304);
     CHECK(d.max_certificate_refusal_logs_per_minute == 20);
-    auto cfg = parse_string(
+    auto cfg = parseString(
         "[server.limits]\nmax_rejected_certificates = 5\nmax_rejected_bytes = 65536\n"
         "max_certificate_refusal_logs_per_minute = 0\n",
         "/etc/uaplex/test.toml", kPaths);
@@ -360,7 +360,7 @@ TEST_CASE("[server.limits] the certificate store's limits: finite defaults, over
 }
 
 TEST_CASE("[server.limits] sessions before activation and failed logins: finite defaults") {
-    auto defaults = parse_string("", "/etc/uaplex/test.toml", kPaths);
+    auto defaults = parseString("", "/etc/uaplex/test.toml", kPaths);
     const auto& d = defaults.server.limits;
     CHECK(d.max_unactivated_sessions_per_channel == 8);
     CHECK(d.max_unactivated_sessions_per_peer == 32);
@@ -375,7 +375,7 @@ TEST_CASE("[server.limits] sessions before activation and failed logins: finite 
     CHECK(d.password_hash_threads == 1);
     CHECK(d.password_hash_queue == 32);
     CHECK(d.max_pending_logins_per_peer == 4);
-    auto cfg = parse_string(
+    auto cfg = parseString(
         "[server.limits]\nmax_unactivated_sessions_per_channel = 2\n"
         "max_unactivated_sessions_per_peer = 3\nunactivated_session_timeout_ms = 500\n"
         "max_session_string_length = 64\nlogin_failures_before_delay = 0\nlogin_delay_ms = 0\n"
@@ -413,7 +413,7 @@ TEST_CASE("[server.limits] sessions before activation and failed logins: finite 
 }
 
 TEST_CASE("[server.limits] connection slots, send queues and reassembly: finite defaults") {
-    auto def = parse_string("", "/etc/uaplex/test.toml", kPaths);
+    auto def = parseString("", "/etc/uaplex/test.toml", kPaths);
     const auto& l = def.server.limits;
     CHECK(l.hello_timeout_ms == 3000);
     CHECK(l.max_channels_per_peer == 100);
@@ -423,11 +423,11 @@ TEST_CASE("[server.limits] connection slots, send queues and reassembly: finite 
     CHECK(l.max_reassembly_bytes == 16u * (16777216u + 65536u));  // 269,484,032
     CHECK(l.reassembly_idle_timeout_ms == 10000);
     // Derived from max_message_size when not given.
-    auto small = parse_string("[server.limits]\nmax_message_size = 65536\n", "/t.toml", kPaths);
+    auto small = parseString("[server.limits]\nmax_message_size = 65536\n", "/t.toml", kPaths);
     CHECK(small.server.limits.max_reassembly_bytes == 64u << 20);
-    auto big = parse_string("[server.limits]\nmax_message_size = 67108864\n", "/t.toml", kPaths);
+    auto big = parseString("[server.limits]\nmax_message_size = 67108864\n", "/t.toml", kPaths);
     CHECK(big.server.limits.max_send_queue_bytes == 67108864u + 1048576u);
-    auto set = parse_string(
+    auto set = parseString(
         "[server.limits]\nmax_channels_per_peer = 7\nmax_reassembly_bytes = 1048576\n"
         "max_send_queue_bytes = 20000000\nhello_timeout_ms = 500\n",
         "/t.toml", kPaths);
@@ -446,8 +446,8 @@ TEST_CASE("[server] security_profile: strict turns Anonymous off and refuses wha
     const std::string secure =
         "[server]\nsecurity_profile = \"strict\"\n"
         "security = [{policy = \"None\"}, {policy = \"Basic256Sha256\"}]\n";
-    CHECK(parse_string("", "/etc/uaplex/test.toml", kPaths).server.security_profile == "default");
-    auto strict = parse_string(secure, "/etc/uaplex/test.toml", kPaths);
+    CHECK(parseString("", "/etc/uaplex/test.toml", kPaths).server.security_profile == "default");
+    auto strict = parseString(secure, "/etc/uaplex/test.toml", kPaths);
     CHECK(strict.server.strict());
     CHECK_FALSE(strict.access.anonymous);  // implied
     CHECK(strict.server.security.size() == 2);  // None stays, for discovery
@@ -473,5 +473,5 @@ TEST_CASE("[server] security_profile: strict turns Anonymous off and refuses wha
     CHECK(error_of("[server]\nsecurity_profile = \"paranoid\"\n")
               .find("security_profile must be \"default\" or \"strict\"") != std::string::npos);
     // anonymous = false is consistent with strict.
-    CHECK_NOTHROW(parse_string(secure + "[access]\nanonymous = false\n", "t.toml", kPaths));
+    CHECK_NOTHROW(parseString(secure + "[access]\nanonymous = false\n", "t.toml", kPaths));
 }

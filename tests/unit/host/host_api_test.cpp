@@ -18,7 +18,7 @@ uaplex_str s(const char* text) {
 struct Fixture {
     uaplex::host::Services services;
     uaplex_plugin_ctx ctx;
-    const uaplex_host_api* api = uaplex::host::host_api_table();
+    const uaplex_host_api* api = uaplex::host::hostApiTable();
     Fixture() {
         ctx.name = "probe";
         ctx.services = &services;

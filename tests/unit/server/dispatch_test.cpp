@@ -54,7 +54,7 @@ struct FakeServices final : ServiceHandler {
 };
 
 struct Fixture {
-    config::ServerConfig cfg = config::parse_string(
+    config::ServerConfig cfg = config::parseString(
         "[server]\napplication_uri = \"urn:test:uaplex\"\n"
         "endpoints = [\"opc.tcp://0.0.0.0:4840\", \"opc.tcp://[::]:4841\"]\n",
         "test.toml", {});
@@ -264,7 +264,7 @@ TEST_CASE("CreateSession at max_sessions answers BadTooManySessions") {
 TEST_CASE("decoding limits come from [server.limits]; 0 is no limit") {
     Fixture f;
     CHECK(f.dispatcher.decodeLimits().maxStringLength == f.cfg.server.limits.max_string_length);
-    auto cfg = config::parse_string(
+    auto cfg = config::parseString(
         "[server.limits]\nmax_string_length = 0\nmax_bytestring_length = 0\n"
         "max_array_length = 300\n",
         "test.toml", {});

@@ -68,11 +68,11 @@ struct Fixture {
         fs::create_directories(dir);
         session::writeUsersFile(dir / "users.toml",
                                 {{"alice", {"Operator"}, session::hashPassword("right", 1000)}});
-        cfg = config::parse_string("[server.limits]\n" + limits + "\n[access]\nusers_file = \"" +
-                                       (dir / "users.toml").string() +
-                                       "\"\nusername_security_policy = "
-                                       "\"http://opcfoundation.org/UA/SecurityPolicy#None\"\n",
-                                   "test.toml", {});
+        cfg = config::parseString("[server.limits]\n" + limits + "\n[access]\nusers_file = \"" +
+                                      (dir / "users.toml").string() +
+                                      "\"\nusername_security_policy = "
+                                      "\"http://opcfoundation.org/UA/SecurityPolicy#None\"\n",
+                                  "test.toml", {});
         sessions = std::make_unique<session::SessionManager>(
             session::SessionLimits{10, 10000, 60000}, &services.c);
         discovery = std::make_unique<Discovery>(cfg.server);

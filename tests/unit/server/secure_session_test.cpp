@@ -83,7 +83,7 @@ ua::ByteString bytes(const std::vector<std::uint8_t>& v) {
 struct Fixture {
     fs::path root =
         fs::temp_directory_path() / ("uaplex-secure-session-" + std::to_string(getpid()));
-    config::ServerConfig cfg = config::parse_string(
+    config::ServerConfig cfg = config::parseString(
         "[server]\napplication_uri = \"urn:test:server\"\n"
         "endpoints = [\"opc.tcp://127.0.0.1:4840\"]\n"
         "security = [{policy = \"None\"}, {policy = \"Basic256Sha256\"}]\n",

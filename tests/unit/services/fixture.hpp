@@ -66,7 +66,7 @@ struct Server {
             "[log]\nlevel = \"warn\"\n[server]\napplication_uri = \"urn:test:uaplex\"\n"
             "[server.limits]\n" +
             limits + "\n" + plugins;
-        cfg = config::parse_string(text, "test.toml", config::PathContext{});
+        cfg = config::parseString(text, "test.toml", config::PathContext{});
         host.load(cfg);
         services = std::make_unique<services::ServiceSet>(cfg, host);
         session = services->createSessionState();

@@ -125,7 +125,7 @@ TEST_CASE("owned namespace: read, write, browse and call go to the plugin") {
 }
 
 TEST_CASE("host API address-space entries: before, while and after the services own it") {
-    const uaplex_host_api* api = host::host_api_table();
+    const uaplex_host_api* api = host::hostApiTable();
     REQUIRE(UAPLEX_HAS_FIELD(api, uaplex_host_api, value_set));
     ua::NodeId node = ua::numericNodeId(1, 1001);
     ua::DataValue dv{};

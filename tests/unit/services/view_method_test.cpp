@@ -439,7 +439,7 @@ TEST_CASE("The demo layout of docs/nodemanagers.md, browsed from Objects") {
 
 TEST_CASE("etc/uaplex.toml loads without warnings and serves both layouts") {
     config::PathContext paths{std::filesystem::canonical("/proc/self/exe").parent_path()};
-    config::ServerConfig cfg = config::load_file(UAPLEX_SOURCE_DIR "/etc/uaplex.toml", paths);
+    config::ServerConfig cfg = config::loadFile(UAPLEX_SOURCE_DIR "/etc/uaplex.toml", paths);
     CHECK(cfg.warnings.empty());
     host::Host host;
     host.load(cfg);

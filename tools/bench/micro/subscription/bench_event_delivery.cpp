@@ -64,7 +64,7 @@ struct Factory {
     void* self = nullptr;
 
     Factory(const char* path, EngineContext& engine) {
-        lib = host::load_library(path);
+        lib = host::loadLibrary(path);
         const uaplex_mi_queue_factory* f = lib->descriptor().monitored_item_queue;
         if (!f) throw std::runtime_error(std::string(path) + ": no monitored-item queue factory");
         params.hdr = UAPLEX_HEADER_INIT(uaplex_mi_queue_params, UAPLEX_STYPE_MI_QUEUE_PARAMS);

@@ -223,11 +223,11 @@ struct PathContext {
     std::filesystem::path exe_dir;
 };
 
-ServerConfig load_file(const std::filesystem::path& file, const PathContext& paths);
-ServerConfig parse_string(std::string_view text, const std::filesystem::path& source_name,
-                          const PathContext& paths);
+ServerConfig loadFile(const std::filesystem::path& file, const PathContext& paths);
+ServerConfig parseString(std::string_view text, const std::filesystem::path& source_name,
+                         const PathContext& paths);
 
 // "file:line:column" of a TOML node, for messages.
-std::string position_of(const toml::node& node, const std::filesystem::path& file);
+std::string positionOf(const toml::node& node, const std::filesystem::path& file);
 
 }  // namespace uaplex::config

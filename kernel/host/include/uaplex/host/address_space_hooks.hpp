@@ -11,18 +11,18 @@ namespace uaplex::host {
 class AddressSpaceHooks {
   public:
     virtual ~AddressSpaceHooks() = default;
-    virtual uaplex_status namespace_register(uaplex_plugin_ctx* ctx, uaplex_str uri,
-                                             uint16_t* out_index) noexcept = 0;
-    virtual uaplex_status node_add(uaplex_plugin_ctx* ctx,
-                                   const uaplex_node_spec* spec) noexcept = 0;
-    virtual uaplex_status reference_add(uaplex_plugin_ctx* ctx, const uaplex_nodeid* source,
-                                        const uaplex_nodeid* reference_type,
-                                        const uaplex_nodeid* target) noexcept = 0;
-    virtual uaplex_status value_set(uaplex_plugin_ctx* ctx, const uaplex_nodeid* node_id,
-                                    const uaplex_datavalue* value) noexcept = 0;
+    virtual uaplex_status namespaceRegister(uaplex_plugin_ctx* ctx, uaplex_str uri,
+                                            uint16_t* out_index) noexcept = 0;
+    virtual uaplex_status nodeAdd(uaplex_plugin_ctx* ctx,
+                                  const uaplex_node_spec* spec) noexcept = 0;
+    virtual uaplex_status referenceAdd(uaplex_plugin_ctx* ctx, const uaplex_nodeid* source,
+                                       const uaplex_nodeid* reference_type,
+                                       const uaplex_nodeid* target) noexcept = 0;
+    virtual uaplex_status valueSet(uaplex_plugin_ctx* ctx, const uaplex_nodeid* node_id,
+                                   const uaplex_datavalue* value) noexcept = 0;
     // Host API, since 1.3.
-    virtual uaplex_status raise_event(uaplex_plugin_ctx* ctx,
-                                      const uaplex_event_spec* spec) noexcept = 0;
+    virtual uaplex_status raiseEvent(uaplex_plugin_ctx* ctx,
+                                     const uaplex_event_spec* spec) noexcept = 0;
 };
 
 }  // namespace uaplex::host

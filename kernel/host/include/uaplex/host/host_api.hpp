@@ -26,7 +26,7 @@ struct Metric {
 
 class Metrics {
   public:
-    Metric* get_or_create(const std::string& name, uint32_t kind);
+    Metric* getOrCreate(const std::string& name, uint32_t kind);
     // The current value of `name`; false when no such metric exists.
     bool value(const std::string& name, int64_t& out) const;
     std::vector<std::pair<std::string, int64_t>> snapshot() const;
@@ -45,7 +45,7 @@ struct Services {
 };
 
 // The table handed to every plugin; static storage.
-const uaplex_host_api* host_api_table();
+const uaplex_host_api* hostApiTable();
 
 }  // namespace uaplex::host
 

@@ -36,10 +36,10 @@ class PluginLibrary {
     std::string version() const { return descriptor_->version ? descriptor_->version : ""; }
     uint32_t kinds() const { return kinds_; }
     // The file at path() is no longer the one loaded (a rebuilt library was put in place).
-    bool replaced_on_disk() const;
+    bool replacedOnDisk() const;
 
   private:
-    friend std::shared_ptr<PluginLibrary> load_library(const std::filesystem::path& path);
+    friend std::shared_ptr<PluginLibrary> loadLibrary(const std::filesystem::path& path);
     std::filesystem::path path_;
     std::uint64_t device_ = 0, inode_ = 0;  // of the file that was loaded
     boost::dll::shared_library lib_;
@@ -50,10 +50,10 @@ class PluginLibrary {
 // Loads one library, calls its entry and checks the descriptor. Throws HostError. The dynamic
 // loader sees a name made of the file's identity, so a rebuilt library renamed over the old one
 // loads fresh while the old one is still in use.
-std::shared_ptr<PluginLibrary> load_library(const std::filesystem::path& path);
+std::shared_ptr<PluginLibrary> loadLibrary(const std::filesystem::path& path);
 
 // "request_queue", "transport|node_manager", ...
-std::string kind_names(uint32_t kinds);
+std::string kindNames(uint32_t kinds);
 
 // The result of scanning the plugin directories: every library that loaded, by plugin name,
 // and why the others did not. Libraries are named uaplex-<something>.so.

@@ -13,11 +13,11 @@ namespace uaplex::host {
 
 // Installs the server logger from [log]; throws config::ConfigError if the file sink
 // cannot be opened. Safe to call again on reload.
-void setup_logging(const config::LogConfig& log);
+void setupLogging(const config::LogConfig& log);
 // Replaces the server logger (tests capture log lines with their own sink).
-void set_logger(std::shared_ptr<spdlog::logger> l);
-// The server logger (a stderr logger until setup_logging ran).
+void setLogger(std::shared_ptr<spdlog::logger> l);
+// The server logger (a stderr logger until setupLogging ran).
 std::shared_ptr<spdlog::logger> logger();
-spdlog::level::level_enum parse_level(std::string_view level);
+spdlog::level::level_enum parseLevel(std::string_view level);
 
 }  // namespace uaplex::host

@@ -98,7 +98,7 @@ class RequestQueueSlot {
     uaplex_status count(uint64_t* out) noexcept;
 
     // The name of the installed plugin, or "" when empty.
-    std::string plugin_name() const;
+    std::string pluginName() const;
 
     // Management (host main thread): installs `next` and returns the previous instance once
     // no call can reach it; its queued entries move to `next`.
@@ -110,8 +110,8 @@ class RequestQueueSlot {
     uaplex_request_queue_params params(uint32_t max_queued);
 
   private:
-    static uaplex_status on_complete(void* user, uaplex_request_entry* e, uaplex_status st);
-    static uaplex_status on_revalidate(void* user, uaplex_request_entry* e);
+    static uaplex_status onComplete(void* user, uaplex_request_entry* e, uaplex_status st);
+    static uaplex_status onRevalidate(void* user, uaplex_request_entry* e);
     Slot<PluginInstance> slot_;
     CompleteFn complete_;
     RevalidateFn revalidate_ = nullptr;
@@ -149,10 +149,10 @@ class Host {
     // creates the instances once namespace 0 exists (load order), starts them, and destroys
     // them (reverse order) before the address space goes away. shutdown() does it too.
     // Throws HostError; on failure no node-manager instance is left.
-    const std::vector<std::shared_ptr<PluginInstance>>& create_node_managers(
+    const std::vector<std::shared_ptr<PluginInstance>>& createNodeManagers(
         const uaplex_node_manager_params& params);
-    void start_node_managers();
-    void destroy_node_managers() noexcept;
+    void startNodeManagers();
+    void destroyNodeManagers() noexcept;
 
     RequestQueueSlot& request_queue() { return request_queue_; }
     // The instances of the [slots] buffer_pool and admission plugins, or null (fixed for
@@ -174,7 +174,7 @@ class Host {
     // True once after a reload that changed the [slots] monitored_item_queue plugin (or its
     // table): the owner creates the new factory for items created afterwards and keeps the
     // old instance until its last queue is gone.
-    bool take_mi_queue_change() noexcept { return std::exchange(mi_queue_changed_, false); }
+    bool takeMiQueueChange() noexcept { return std::exchange(mi_queue_changed_, false); }
     Services& services() { return *services_; }
     std::vector<LoadedPluginInfo> plugins() const;
 
@@ -183,9 +183,9 @@ class Host {
 
   private:
     std::shared_ptr<PluginLibrary> resolve(const config::PluginConfig& pc, ScanResult& scanned);
-    std::shared_ptr<PluginInstance> make_request_queue(const config::PluginConfig& pc,
-                                                       ScanResult& scanned);
-    void make_fixed_slots(const config::ServerConfig& cfg, ScanResult& scanned);
+    std::shared_ptr<PluginInstance> makeRequestQueue(const config::PluginConfig& pc,
+                                                     ScanResult& scanned);
+    void makeFixedSlots(const config::ServerConfig& cfg, ScanResult& scanned);
 
     std::unique_ptr<Services> services_;
     RequestQueueSlot request_queue_;
