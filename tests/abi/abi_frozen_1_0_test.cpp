@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "fixture.hpp"
+#include "support/services_fixture.hpp"
 
 using namespace uaplex;
 

@@ -13,8 +13,9 @@
 #include <thread>
 #include <vector>
 
-#include "opcua_client.hpp"
-#include "server_process.hpp"
+#include "support/client_services.hpp"
+#include "support/opcua_client.hpp"
+#include "support/server_process.hpp"
 
 using namespace uaplex;
 using test::Client;
@@ -41,9 +42,7 @@ fs::path usersFile(const fs::path& dir) {
 test::ServerProcess startServer() {
     return test::ServerProcess("hostile-access", [](std::uint16_t port, const fs::path& dir) {
         std::ostringstream t;
-        t << "[log]\nlevel = \"warn\"\nsink = \"stderr\"\n"
-          << "[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR "\"]\n"
-          << "[server]\nendpoints = [\"opc.tcp://127.0.0.1:" << port << "\"]\n"
+        t << test::configHead(port)
           << "[slots]\nrequest_queue = \"fifo\"\nmonitored_item_queue = \"mi-default\"\n"
           << "[plugins.fifo]\n[plugins.transport-tcp]\n[plugins.mi-default]\n"
           << "[plugins.demo]\nevent_interval_ms = 100\n"
@@ -63,33 +62,6 @@ test::ServerProcess startServer() {
           << "permissions = [\"Browse\", \"Read\"]\n";
         return t.str();
     });
-}
-
-std::uint16_t namespaceIndex(Client& c, std::string_view uri) {
-    ua::ReadValueId id{};
-    id.nodeId = ua::numericNodeId(0, 2255);  // NamespaceArray
-    id.attributeId = 13;
-    ua::ReadRequest r{};
-    r.nodesToRead = {1, &id};
-    auto m = c.call(r, ++handle);
-    REQUIRE(Client::result(m) == UAPLEX_Good);
-    const auto& v = static_cast<ua::ReadResponse*>(m.object)->results[0].value;
-    auto* s = static_cast<const ua::String*>(v.value.pointer);
-    for (std::int32_t i = 0; i < v.array_length; ++i)
-        if (ua::view(s[i]) == uri) return std::uint16_t(i);
-    FAIL("no namespace " << uri);
-    return 0;
-}
-
-ua::DataValue readValue(Client& c, const ua::NodeId& node) {
-    ua::ReadValueId id{};
-    id.nodeId = node;
-    id.attributeId = 13;
-    ua::ReadRequest r{};
-    r.nodesToRead = {1, &id};
-    auto m = c.call(r, ++handle);
-    REQUIRE(Client::result(m) == UAPLEX_Good);
-    return static_cast<ua::ReadResponse*>(m.object)->results[0];
 }
 
 // A subscription with one event item on the Server object selecting SourceNode.
@@ -228,24 +200,24 @@ TEST_CASE(
     REQUIRE(op.open(s.port));
     Client::UserName operatorToken("username", "operator", "op-secret");
     REQUIRE(op.createSessionAs(&operatorToken.eo) == UAPLEX_Good);
-    const std::uint16_t owned = namespaceIndex(anon, "urn:uaplex:probe-owned");
+    const std::uint16_t owned = test::namespaceIndex(anon, "urn:uaplex:probe-owned", ++handle);
     const ua::NodeId calls = ua::stringNodeId(owned, "Owned.Calls");
     const ua::NodeId value = ua::stringNodeId(owned, "Owned.Value");
     const ua::NodeId missing = ua::stringNodeId(owned, "Owned.Missing");
 
     auto callbacks = [&] {
-        ua::DataValue dv = readValue(anon, calls);
+        ua::DataValue dv = test::readOne(anon, calls, 13, ++handle);
         REQUIRE(dv.status == UAPLEX_Good);
         return dv.value.value.int32;
     };
     const std::int32_t before = callbacks();
     for (int i = 0; i < 200; ++i) {  // a probing client
-        CHECK(readValue(anon, value).status == UAPLEX_BadNodeIdUnknown);
-        CHECK(readValue(anon, missing).status == UAPLEX_BadNodeIdUnknown);
+        CHECK(test::readOne(anon, value, 13, ++handle).status == UAPLEX_BadNodeIdUnknown);
+        CHECK(test::readOne(anon, missing, 13, ++handle).status == UAPLEX_BadNodeIdUnknown);
     }
     CHECK(callbacks() == before);  // no device read happened for it
     // The permitted session is served, one callback each.
-    ua::DataValue dv = readValue(op, value);
+    ua::DataValue dv = test::readOne(op, value, 13, ++handle);
     CHECK(dv.status == UAPLEX_Good);
     CHECK(callbacks() == before + 1);
     CHECK(s.alive());

@@ -13,8 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "opcua_client.hpp"
-#include "server_process.hpp"
+#include "support/client_services.hpp"
+#include "support/opcua_client.hpp"
+#include "support/server_process.hpp"
 
 using namespace uaplex;
 using test::Client;
@@ -64,10 +65,7 @@ test::ServerProcess start(const std::string& tag, const fs::path& log,
 
 std::string header(std::uint16_t port, const std::string& serverKeys) {
     std::ostringstream t;
-    t << "[log]\nlevel = \"info\"\nsink = \"stderr\"\n"
-      << "[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR "\"]\n"
-      << "[server]\nendpoints = [\"opc.tcp://127.0.0.1:" << port << "\"]\n"
-      << serverKeys << "[slots]\nrequest_queue = \"fifo\"\n"
+    t << test::configHead(port, "info") << serverKeys << "[slots]\nrequest_queue = \"fifo\"\n"
       << "[plugins.fifo]\n[plugins.transport-tcp]\n[plugins.demo]\n";
     return t.str();
 }
@@ -76,47 +74,6 @@ std::size_t count(const std::string& text, const std::string& what) {
     std::size_t n = 0;
     for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
     return n;
-}
-
-std::uint16_t demoNamespace(Client& c) {
-    ua::ReadValueId id{};
-    id.nodeId = ua::numericNodeId(0, 2255);  // NamespaceArray
-    id.attributeId = 13;
-    ua::ReadRequest r{};
-    r.nodesToRead = {1, &id};
-    auto m = c.call(r);
-    REQUIRE(Client::result(m) == UAPLEX_Good);
-    const auto& v = static_cast<ua::ReadResponse*>(m.object)->results[0].value;
-    auto* s = static_cast<const ua::String*>(v.value.pointer);
-    for (std::int32_t i = 0; i < v.array_length; ++i)
-        if (ua::view(s[i]) == "urn:uaplex:demo") return std::uint16_t(i);
-    FAIL("no demo namespace");
-    return 0;
-}
-
-ua::DataValue readValue(Client& c, const ua::NodeId& node) {
-    ua::ReadValueId id{};
-    id.nodeId = node;
-    id.attributeId = 13;
-    ua::ReadRequest r{};
-    r.nodesToRead = {1, &id};
-    auto m = c.call(r);
-    REQUIRE(Client::result(m) == UAPLEX_Good);
-    return static_cast<ua::ReadResponse*>(m.object)->results[0];
-}
-
-uaplex_status writeInt32(Client& c, const ua::NodeId& node, std::int32_t v) {
-    ua::WriteValue wv{};
-    wv.nodeId = node;
-    wv.attributeId = 13;
-    wv.indexRange = ua::nullString();
-    wv.value.mask = UAPLEX_DATAVALUE_VALUE;
-    wv.value.value = ua::variantInt32(v);
-    ua::WriteRequest w{};
-    w.nodesToWrite = {1, &wv};
-    auto m = c.call(w);
-    REQUIRE(Client::result(m) == UAPLEX_Good);
-    return static_cast<ua::WriteResponse*>(m.object)->results[0];
 }
 
 uaplex_status callMultiply(Client& c, std::uint16_t d) {
@@ -159,10 +116,10 @@ TEST_CASE(
     Client c;
     REQUIRE(c.open(s.port));
     REQUIRE(c.createSession() == UAPLEX_Good);
-    std::uint16_t d = demoNamespace(c);
+    std::uint16_t d = test::demoNamespace(c);
     ua::NodeId int32 = ua::stringNodeId(d, "Demo.Scalars.Int32");
-    CHECK(readValue(c, int32).status == UAPLEX_Good);
-    CHECK(writeInt32(c, int32, 7) == UAPLEX_BadUserAccessDenied);
+    CHECK(test::readOne(c, int32).status == UAPLEX_Good);
+    CHECK(test::writeInt32(c, int32, 7) == UAPLEX_BadUserAccessDenied);
     CHECK(callMultiply(c, d) == UAPLEX_BadUserAccessDenied);
 
     std::string log = readFile(scratch.log());
@@ -189,8 +146,8 @@ TEST_CASE("hostile defaults: each insecure setting in force is one warning at st
         REQUIRE(c.open(s.port));
         REQUIRE(c.createSession() == UAPLEX_Good);  // still served
         // An explicit grant is honoured.
-        std::uint16_t d = demoNamespace(c);
-        CHECK(writeInt32(c, ua::stringNodeId(d, "Demo.Scalars.Int32"), 7) == UAPLEX_Good);
+        std::uint16_t d = test::demoNamespace(c);
+        CHECK(test::writeInt32(c, ua::stringNodeId(d, "Demo.Scalars.Int32"), 7) == UAPLEX_Good);
         std::string log = readFile(scratch.log());
         INFO(log);
         CHECK(count(log, "insecure: [server] security offers SecurityPolicy None") == 1);

@@ -16,7 +16,7 @@
 #include <string>
 #include <thread>
 
-#include "server_process.hpp"
+#include "support/server_process.hpp"
 
 using namespace uaplex;
 using test::Client;
@@ -25,12 +25,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string baseToml(std::uint16_t port, const fs::path& usersFile) {
-    return "[log]\nlevel = \"info\"\nsink = \"stderr\"\n"
-           "[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR
-           "\"]\n"
-           "[server]\nendpoints = [\"opc.tcp://127.0.0.1:" +
-           std::to_string(port) +
-           "\"]\n"
+    return test::configHead(port, "info") +
            "[slots]\nrequest_queue = \"fifo\"\n[plugins.fifo]\n[plugins.transport-tcp]\n"
            "[access]\nusers_file = \"" +
            usersFile.string() + "\"\n";

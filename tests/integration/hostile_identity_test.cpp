@@ -7,8 +7,9 @@
 #include <sstream>
 
 #include <uaplex/security/crypto.hpp>
-#include "hostile_certs.hpp"
-#include "server_process.hpp"
+#include "support/client_services.hpp"
+#include "support/server_process.hpp"
+#include "support/test_certificates.hpp"
 
 using namespace uaplex;
 using test::Client;
@@ -76,10 +77,7 @@ test::ServerProcess& identityServer() {
         test::writeBytes(pki / "trusted-users/certs/ca.der", u.ca.cert->der);
         test::writeBytes(pki / "trusted-users/crl/ca.crl", test::makeCrl(u.ca, {kRevokedSerial}));
         std::ostringstream t;
-        t << "[log]\nlevel = \"warn\"\nsink = \"stderr\"\n"
-          << "[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR "\"]\n"
-          << "[server]\nendpoints = [\"opc.tcp://127.0.0.1:" << port << "\"]\n"
-          << "application_uri = \"urn:hostile:identity\"\n"
+        t << test::configHead(port) << "application_uri = \"urn:hostile:identity\"\n"
           << "security = [{policy = \"None\"}, {policy = \"Basic256Sha256\"}]\n"
           << "pki_dir = \"" << pki.string() << "\"\n"
           << "[access]\nanonymous_roles = [\"Anonymous\"]\n"
@@ -122,46 +120,10 @@ uaplex_status activateX509(Client& c, const TestIdentity& user, const char* algo
     return Client::result(c.call(as));
 }
 
-std::uint16_t demoNamespace(Client& c) {
-    ua::ReadValueId id{};
-    id.nodeId = ua::numericNodeId(0, 2255);  // NamespaceArray
-    id.attributeId = 13;
-    ua::ReadRequest r{};
-    r.nodesToRead = {1, &id};
-    auto m = c.call(r);
-    REQUIRE(Client::result(m) == UAPLEX_Good);
-    const auto& v = static_cast<ua::ReadResponse*>(m.object)->results[0].value;
-    auto* s = static_cast<const ua::String*>(v.value.pointer);
-    for (std::int32_t i = 0; i < v.array_length; ++i)
-        if (ua::view(s[i]) == "urn:uaplex:demo") return std::uint16_t(i);
-    FAIL("no demo namespace");
-    return 0;
-}
-
+// The demo's writable Int32: refused unless the session's roles may write it.
 uaplex_status writeInt32(Client& c, std::int32_t value) {
-    ua::WriteValue wv{};
-    wv.nodeId = ua::stringNodeId(demoNamespace(c), "Demo.Scalars.Int32");
-    wv.attributeId = 13;
-    wv.indexRange = ua::nullString();
-    wv.value.mask = UAPLEX_DATAVALUE_VALUE;
-    wv.value.value = ua::variantInt32(value);
-    ua::WriteRequest w{};
-    w.nodesToWrite = {1, &wv};
-    auto m = c.call(w);
-    REQUIRE(Client::result(m) == UAPLEX_Good);
-    return static_cast<ua::WriteResponse*>(m.object)->results[0];
-}
-
-// A legitimate anonymous client: session and a Read of the server state.
-void legitimateClientServed(std::uint16_t port) {
-    Client c;
-    REQUIRE(c.open(port));
-    REQUIRE(c.createSession() == UAPLEX_Good);
-    std::vector<ua::ReadValueId> ids(1);
-    auto read = test::readServerState(ids);
-    auto m = c.call(read);
-    REQUIRE(Client::result(m) == UAPLEX_Good);
-    CHECK(static_cast<ua::ReadResponse*>(m.object)->results[0].status == UAPLEX_Good);
+    return test::writeInt32(c, ua::stringNodeId(test::demoNamespace(c), "Demo.Scalars.Int32"),
+                            value);
 }
 
 }  // namespace
@@ -181,7 +143,7 @@ TEST_CASE("hostile identity: a self-signed certificate with a mapped subject get
             REQUIRE(a.activateSession() == UAPLEX_Good);
             CHECK(writeInt32(a, 1) == UAPLEX_BadUserAccessDenied);
         }
-        legitimateClientServed(s.port);
+        test::legitimateClientServed(s.port);
     }
     CHECK(s.alive());
 }
@@ -219,5 +181,5 @@ TEST_CASE("hostile identity: user CA and pinned certificates, expired, revoked, 
         CHECK(activateX509(*c, u.operatorByCa, kSha1) == UAPLEX_BadUserSignatureInvalid);
         CHECK(activateX509(*c, u.operatorByCa) == UAPLEX_Good);
     }
-    legitimateClientServed(s.port);
+    test::legitimateClientServed(s.port);
 }

@@ -12,8 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "opcua_client.hpp"
-#include "server_process.hpp"
+#include "support/client_services.hpp"
+#include "support/opcua_client.hpp"
+#include "support/server_process.hpp"
 
 using namespace uaplex;
 using test::Client;
@@ -27,10 +28,7 @@ test::ServerProcess startServer() {
     return test::ServerProcess(
         "hostile-items", [](std::uint16_t port, const std::filesystem::path&) {
             std::ostringstream toml;
-            toml << "[log]\nlevel = \"warn\"\nsink = \"stderr\"\n"
-                 << "[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR "\"]\n"
-                 << "[server]\nendpoints = [\"opc.tcp://127.0.0.1:" << port << "\"]\n"
-                 << "request_threads = 2\n"
+            toml << test::configHead(port) << "request_threads = 2\n"
                  << "[slots]\nrequest_queue = \"fifo\"\n"
                  << "[plugins.fifo]\n[plugins.transport-tcp]\n[plugins.benchmark]\n";
             return toml.str();
@@ -38,17 +36,6 @@ test::ServerProcess startServer() {
 }
 
 std::uint32_t handle = 100;
-
-std::uint32_t createSubscription(Client& c) {
-    ua::CreateSubscriptionRequest cs{};
-    cs.requestedPublishingInterval = 1000;
-    cs.requestedLifetimeCount = 3000;
-    cs.requestedMaxKeepAliveCount = 10;
-    cs.publishingEnabled = true;
-    auto m = c.call(cs, ++handle);
-    REQUIRE(Client::result(m) == UAPLEX_Good);
-    return static_cast<ua::CreateSubscriptionResponse*>(m.object)->subscriptionId;
-}
 
 // One CreateMonitoredItems of kPerCall items; how many were Good and how many
 // BadTooManyMonitoredItems (nothing else is expected).
@@ -112,7 +99,7 @@ TEST_CASE(
     REQUIRE(before > 0);
 
     // Per subscription: 10,000, then every further item is refused.
-    std::uint32_t sub = createSubscription(a);
+    std::uint32_t sub = test::createSubscription(a, {}, ++handle);
     Outcome o = createItems(a, sub);
     CHECK(o.good == kPerCall);
     o = createItems(a, sub);
@@ -122,8 +109,9 @@ TEST_CASE(
     legitimateRead(s.port);
 
     // Per session: five full subscriptions, the sixth gets nothing.
-    for (int i = 0; i < 4; ++i) CHECK(createItems(a, createSubscription(a)).good == kPerCall);
-    o = createItems(a, createSubscription(a));
+    for (int i = 0; i < 4; ++i)
+        CHECK(createItems(a, test::createSubscription(a, {}, ++handle)).good == kPerCall);
+    o = createItems(a, test::createSubscription(a, {}, ++handle));
     CHECK(o.good == 0);
     CHECK(o.tooMany == kPerCall);
 
@@ -131,12 +119,13 @@ TEST_CASE(
     Client b;
     REQUIRE(b.open(s.port));
     REQUIRE(b.createSession() == UAPLEX_Good);
-    for (int i = 0; i < 5; ++i) CHECK(createItems(b, createSubscription(b)).good == kPerCall);
+    for (int i = 0; i < 5; ++i)
+        CHECK(createItems(b, test::createSubscription(b, {}, ++handle)).good == kPerCall);
     const long full = s.rssKb();
     Client c;
     REQUIRE(c.open(s.port));
     REQUIRE(c.createSession() == UAPLEX_Good);
-    std::uint32_t csub = createSubscription(c);
+    std::uint32_t csub = test::createSubscription(c, {}, ++handle);
     for (int i = 0; i < 10; ++i) {  // 100,000 more attempts
         o = createItems(c, csub);
         CHECK(o.good == 0);

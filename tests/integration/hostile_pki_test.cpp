@@ -8,8 +8,9 @@
 #include <chrono>
 #include <sstream>
 
-#include "hostile_certs.hpp"
-#include "server_process.hpp"
+#include "support/client_services.hpp"
+#include "support/server_process.hpp"
+#include "support/test_certificates.hpp"
 
 using namespace uaplex;
 using test::Client;
@@ -67,17 +68,6 @@ uaplex_status openWith(std::uint16_t port, const std::vector<std::uint8_t>& chun
     return UAPLEX_BadConnectionClosed;
 }
 
-void legitimateClientServed(std::uint16_t port) {
-    Client c;
-    REQUIRE(c.open(port));
-    REQUIRE(c.createSession() == UAPLEX_Good);
-    std::vector<ua::ReadValueId> ids(1);
-    auto read = test::readServerState(ids);
-    auto m = c.call(read);
-    REQUIRE(Client::result(m) == UAPLEX_Good);
-    CHECK(static_cast<ua::ReadResponse*>(m.object)->results[0].status == UAPLEX_Good);
-}
-
 std::size_t logLines(const test::ServerProcess& s, const std::string& what) {
     std::ifstream in(s.dir / "uaplex.log");
     std::string line;
@@ -107,7 +97,7 @@ TEST_CASE("hostile pki: an OPN flood with new untrusted certificates and no vali
     o.keyUsage = "critical,digitalSignature,nonRepudiation,keyEncipherment,dataEncipherment";
     auto base = test::issueCertificate(o);
     REQUIRE(base.cert);
-    legitimateClientServed(s.port);
+    test::legitimateClientServed(s.port);
     long rssBefore = s.rssKb();
     constexpr int kAttempts = 300;
     int refused = 0;
@@ -120,7 +110,7 @@ TEST_CASE("hostile pki: an OPN flood with new untrusted certificates and no vali
         auto chunk =
             test::opnChunk(basic256Sha256().uri, der, server->thumbprint, randomBytes(2 * 256));
         refused += openWith(s.port, chunk) == UAPLEX_BadSecurityChecksFailed;
-        if (i % 50 == 49) legitimateClientServed(s.port);
+        if (i % 50 == 49) test::legitimateClientServed(s.port);
     }
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -137,7 +127,7 @@ TEST_CASE("hostile pki: an OPN flood with new untrusted certificates and no vali
     CHECK(refusalLines <= kLogsPerMinute * (1 + std::size_t(seconds / 60)));
     CHECK(rssAfter > 0);
     CHECK(rssAfter - rssBefore < 16 * 1024);
-    legitimateClientServed(s.port);
+    test::legitimateClientServed(s.port);
     CHECK(s.alive());
 }
 
@@ -175,7 +165,7 @@ TEST_CASE("hostile pki: proven untrusted certificates are kept, within the store
     fs::rename(last, s.dir / "pki/trusted/certs" / last.filename());
     CHECK(openWith(s.port, test::securedOpn(basic256Sha256(), clients.back(), server,
                                             randomBytes(32))) == UAPLEX_Good);
-    legitimateClientServed(s.port);
+    test::legitimateClientServed(s.port);
 }
 
 TEST_CASE("hostile pki: a constant client nonce is BadNonceInvalid") {
@@ -197,5 +187,5 @@ TEST_CASE("hostile pki: a constant client nonce is BadNonceInvalid") {
           UAPLEX_BadNonceInvalid);
     CHECK(openWith(s.port, test::securedOpn(basic256Sha256(), client, server, randomBytes(32))) ==
           UAPLEX_Good);
-    legitimateClientServed(s.port);
+    test::legitimateClientServed(s.port);
 }

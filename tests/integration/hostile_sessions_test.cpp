@@ -18,9 +18,9 @@
 #include <thread>
 #include <vector>
 
-#include "hostile_certs.hpp"
-#include "opcua_client.hpp"
-#include "server_process.hpp"
+#include "support/opcua_client.hpp"
+#include "support/server_process.hpp"
+#include "support/test_certificates.hpp"
 
 using namespace uaplex;
 using test::Client;
@@ -33,11 +33,8 @@ test::ServerProcess startServer(const std::string& tag, const std::string& limit
                                 const std::string& security = "[{ policy = \"None\" }]") {
     auto toml = [limits, extra, security](std::uint16_t port, const std::filesystem::path& dir) {
         std::ostringstream s;
-        s << "[log]\nlevel = \""
-          << (std::getenv("HOSTILE_LOG") ? std::getenv("HOSTILE_LOG") : "warn")
-          << "\"\nsink = \"stderr\"\n"
-          << "[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR "\"]\n"
-          << "[server]\nendpoints = [\"opc.tcp://127.0.0.1:" << port << "\"]\n"
+        s << test::configHead(port,
+                              std::getenv("HOSTILE_LOG") ? std::getenv("HOSTILE_LOG") : "warn")
           << "security = " << security << "\n"
           << "pki_dir = \"" << (dir / "pki").string() << "\"\n"
           << "[server.limits]\n"

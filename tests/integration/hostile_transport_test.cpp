@@ -18,8 +18,8 @@
 #include <thread>
 #include <vector>
 
-#include "opcua_client.hpp"
-#include "server_process.hpp"
+#include "support/opcua_client.hpp"
+#include "support/server_process.hpp"
 
 using namespace uaplex;
 using test::Client;
@@ -36,10 +36,7 @@ constexpr const char* kAllPolicies =
 std::string tomlOf(std::uint16_t port, const std::filesystem::path& dir, const std::string& limits,
                    bool admission, const char* security = kNoneOnly) {
     std::ostringstream s;
-    s << "[log]\nlevel = \"warn\"\nsink = \"stderr\"\n"
-      << "[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR "\"]\n"
-      << "[server]\nendpoints = [\"opc.tcp://127.0.0.1:" << port << "\"]\n"
-      << "security = " << security << "\n"
+    s << test::configHead(port) << "security = " << security << "\n"
       << "pki_dir = \"" << (dir / "pki").string() << "\"\n"
       << "[server.limits]\n"
       << limits;

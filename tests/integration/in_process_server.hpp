@@ -10,7 +10,7 @@
 #include <uaplex/host/plugin_host.hpp>
 #include "server/server.hpp"
 #include "server/service_handler.hpp"
-#include "server_process.hpp"
+#include "support/server_process.hpp"
 
 namespace uaplex::test {
 

@@ -16,8 +16,9 @@
 #include <thread>
 #include <vector>
 
-#include "opcua_client.hpp"
-#include "server_process.hpp"
+#include "support/client_services.hpp"
+#include "support/opcua_client.hpp"
+#include "support/server_process.hpp"
 
 using namespace uaplex;
 using test::Client;
@@ -32,9 +33,7 @@ constexpr std::uint32_t kNodes = 100;  // ns=1;i=1001..1100 of the benchmark nod
 test::ServerProcess startServer() {
     return test::ServerProcess("mem", [](std::uint16_t port, const std::filesystem::path&) {
         std::ostringstream toml;
-        toml << "[log]\nlevel = \"warn\"\nsink = \"stderr\"\n"
-             << "[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR "\"]\n"
-             << "[server]\nendpoints = [\"opc.tcp://127.0.0.1:" << port << "\"]\n"
+        toml << test::configHead(port)
              << "request_threads = 2\n"
              // 200,000 items in one subscription: above the finite defaults, on purpose.
              << "[server.limits]\nmax_monitored_items = 250000\n"
@@ -47,17 +46,6 @@ test::ServerProcess startServer() {
 }
 
 std::uint32_t handle = 100;
-
-std::uint32_t createSubscription(Client& c) {
-    ua::CreateSubscriptionRequest cs{};
-    cs.requestedPublishingInterval = 1000;
-    cs.requestedLifetimeCount = 3000;
-    cs.requestedMaxKeepAliveCount = 10;
-    cs.publishingEnabled = true;
-    auto m = c.call(cs, ++handle);
-    REQUIRE(Client::result(m) == UAPLEX_Good);
-    return static_cast<ua::CreateSubscriptionResponse*>(m.object)->subscriptionId;
-}
 
 // `n` items over the benchmark scalars round-robin, kPerCall per request; their ids.
 std::vector<std::uint32_t> createItems(Client& c, std::uint32_t sub, std::uint32_t n) {
@@ -135,7 +123,7 @@ TEST_CASE("item memory: RSS after deleting 200,000 items is within 10 % of befor
 
     // A first round grows what every large request needs (worker arenas sized by a
     // 1000-item request, buffers) to its working size; the baseline is taken after it.
-    std::uint32_t warm = createSubscription(c);
+    std::uint32_t warm = test::createSubscription(c, {}, ++handle);
     deleteItems(c, warm, createItems(c, warm, 5 * kPerCall));
     deleteSubscription(c, warm);
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -146,7 +134,7 @@ TEST_CASE("item memory: RSS after deleting 200,000 items is within 10 % of befor
     INFO("RSS before " << before << " kB, limit " << limit << " kB");
 
     // DeleteMonitoredItems.
-    std::uint32_t sub = createSubscription(c);
+    std::uint32_t sub = test::createSubscription(c, {}, ++handle);
     std::vector<std::uint32_t> ids = createItems(c, sub, kItems);
     const long created = s.rssKb();
     INFO("RSS with " << kItems << " items " << created << " kB");
@@ -164,7 +152,7 @@ TEST_CASE("item memory: RSS after deleting 200,000 items is within 10 % of befor
     CHECK(afterDeleteSubscription <= limit);
 
     // CloseSession (deleteSubscriptions) with the items in it.
-    sub = createSubscription(c);
+    sub = test::createSubscription(c, {}, ++handle);
     createItems(c, sub, kItems);
     ua::CloseSessionRequest close{};
     close.deleteSubscriptions = true;

@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "opcua_client.hpp"
-#include "server_process.hpp"
+#include "support/opcua_client.hpp"
+#include "support/server_process.hpp"
 
 using namespace uaplex;
 using test::Client;
@@ -31,10 +31,7 @@ constexpr rlim_t kServerSoftLimit = 1024;
 test::ServerProcess startServer() {
     auto toml = [](std::uint16_t port, const std::filesystem::path& dir) {
         std::ostringstream s;
-        s << "[log]\nlevel = \"warn\"\nsink = \"stderr\"\n"
-          << "[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR "\"]\n"
-          << "[server]\nendpoints = [\"opc.tcp://127.0.0.1:" << port << "\"]\n"
-          << "security = [{ policy = \"None\" }]\n"
+        s << test::configHead(port) << "security = [{ policy = \"None\" }]\n"
           << "pki_dir = \"" << (dir / "pki").string() << "\"\n"
           << "[server.limits]\nmax_sessions = 2000\nmax_channels = 2000\nmax_channels_per_peer = "
              "2000\n"

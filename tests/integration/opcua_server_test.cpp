@@ -16,8 +16,9 @@
 #include <sstream>
 #include <thread>
 
-#include "opcua_client.hpp"
-#include "server_process.hpp"
+#include "support/client_services.hpp"
+#include "support/opcua_client.hpp"
+#include "support/server_process.hpp"
 
 using namespace uaplex;
 using test::Client;
@@ -32,9 +33,7 @@ Toml tomlOf(const std::string& extraServerKeys, int requestThreads, const std::s
             bool captureLog) {
     return [=](std::uint16_t port, const std::string& slotLines) {
         std::ostringstream s;
-        s << "[log]\nlevel = \"" << (captureLog ? "info" : "warn") << "\"\nsink = \"stderr\"\n"
-          << "[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR "\"]\n"
-          << "[server]\nendpoints = [\"opc.tcp://127.0.0.1:" << port << "\"]\n"
+        s << test::configHead(port, captureLog ? "info" : "warn")
           << "request_threads = " << requestThreads << "\n"
           << extraServerKeys << "[server.limits]\nhandshake_timeout_ms = 500\n"
           << "max_message_size = 65536\nmax_pending_handshakes = 100\n"
@@ -990,15 +989,9 @@ TEST_CASE(
 
 namespace {
 
-std::uint32_t createSubscription(Client& c, std::uint32_t keepAlive = 20) {
-    ua::CreateSubscriptionRequest cs{};
-    cs.requestedPublishingInterval = 100;
-    cs.requestedMaxKeepAliveCount = keepAlive;
-    cs.requestedLifetimeCount = keepAlive * 3;
-    cs.publishingEnabled = true;
-    auto m = c.call(cs);
-    REQUIRE(Client::result(m) == UAPLEX_Good);
-    return static_cast<ua::CreateSubscriptionResponse*>(m.object)->subscriptionId;
+// Publishing every 100 ms, lifetime three keep-alives.
+std::uint32_t subscribeEvery100ms(Client& c, std::uint32_t keepAlive = 20) {
+    return test::createSubscription(c, {100, keepAlive * 3, keepAlive});
 }
 
 // A polled item on ServerStatus.State (its value is 0 while the server runs).
@@ -1092,7 +1085,7 @@ TEST_CASE("subscriptions: a Publish parked on a lost channel does not take the n
     Client a;
     REQUIRE(a.open(server().port));
     REQUIRE(a.createSession() == UAPLEX_Good);
-    std::uint32_t sub = createSubscription(a);
+    std::uint32_t sub = subscribeEvery100ms(a);
     Published first = publish(a, 10);  // the first keep-alive
     REQUIRE(first.status == UAPLEX_Good);
     CHECK(first.notifications == 0);
@@ -1121,7 +1114,7 @@ TEST_CASE("Cancel: a parked Publish is answered BadRequestCancelledByRequest and
     Client a;
     REQUIRE(a.open(server().port));
     REQUIRE(a.createSession() == UAPLEX_Good);
-    createSubscription(a);
+    subscribeEvery100ms(a);
     Published first = publish(a, 10);  // the first keep-alive
     REQUIRE(first.status == UAPLEX_Good);
     CHECK(first.notifications == 0);
@@ -1166,7 +1159,7 @@ TEST_CASE("subscriptions: CloseSession(deleteSubscriptions=false) leaves them fo
     Client a;
     REQUIRE(a.open(accessServer().port));
     REQUIRE(a.createSessionAs(&op.eo) == UAPLEX_Good);
-    std::uint32_t kept = createSubscription(a), gone = 0;
+    std::uint32_t kept = subscribeEvery100ms(a), gone = 0;
     std::uint32_t item = monitorState(a, kept, 41);
     Published p = publish(a, 2);
     REQUIRE(p.status == UAPLEX_Good);
@@ -1207,7 +1200,7 @@ TEST_CASE("subscriptions: CloseSession(deleteSubscriptions=false) leaves them fo
     CHECK(getMonitoredItems(c, kept, &sh, &ch) == UAPLEX_BadUserAccessDenied);
 
     // deleteSubscriptions = true deletes them: nothing left to transfer.
-    gone = createSubscription(c);
+    gone = subscribeEvery100ms(c);
     ua::CloseSessionRequest closeAll{};
     closeAll.deleteSubscriptions = true;
     REQUIRE(Client::result(c.call(closeAll)) == UAPLEX_Good);
@@ -1257,7 +1250,7 @@ TEST_CASE("diagnostics: operation-level returnDiagnostics sizes diagnosticInfos 
         CHECK(r.results.size() == 3);
         CHECK(r.diagnosticInfos.size() == 3);
     }
-    std::uint32_t sub = createSubscription(c);
+    std::uint32_t sub = subscribeEvery100ms(c);
     std::uint32_t item = monitorState(c, sub, 5);
     std::uint32_t unknown = item + 1000;
     std::uint32_t items[] = {item, unknown};
@@ -1326,47 +1319,6 @@ ServerProcess& noAnonymousServer() {
     return s;
 }
 
-std::uint16_t demoNamespace(Client& c) {
-    ua::ReadValueId id{};
-    id.nodeId = ua::numericNodeId(0, 2255);  // NamespaceArray
-    id.attributeId = 13;
-    ua::ReadRequest r{};
-    r.nodesToRead = {1, &id};
-    auto m = c.call(r);
-    REQUIRE(Client::result(m) == UAPLEX_Good);
-    const auto& v = static_cast<ua::ReadResponse*>(m.object)->results[0].value;
-    auto* s = static_cast<const ua::String*>(v.value.pointer);
-    for (std::int32_t i = 0; i < v.array_length; ++i)
-        if (ua::view(s[i]) == "urn:uaplex:demo") return std::uint16_t(i);
-    FAIL("no demo namespace");
-    return 0;
-}
-
-ua::DataValue readOne(Client& c, const ua::NodeId& node, std::uint32_t attribute = 13) {
-    ua::ReadValueId id{};
-    id.nodeId = node;
-    id.attributeId = attribute;
-    ua::ReadRequest r{};
-    r.nodesToRead = {1, &id};
-    auto m = c.call(r);
-    REQUIRE(Client::result(m) == UAPLEX_Good);
-    return static_cast<ua::ReadResponse*>(m.object)->results[0];
-}
-
-uaplex_status writeInt32(Client& c, const ua::NodeId& node, std::int32_t value) {
-    ua::WriteValue wv{};
-    wv.nodeId = node;
-    wv.attributeId = 13;
-    wv.indexRange = ua::nullString();
-    wv.value.mask = UAPLEX_DATAVALUE_VALUE;
-    wv.value.value = ua::variantInt32(value);
-    ua::WriteRequest w{};
-    w.nodesToWrite = {1, &wv};
-    auto m = c.call(w);
-    REQUIRE(Client::result(m) == UAPLEX_Good);
-    return static_cast<ua::WriteResponse*>(m.object)->results[0];
-}
-
 }  // namespace
 
 TEST_CASE("access: GetEndpoints offers the enabled token policies") {
@@ -1401,14 +1353,14 @@ TEST_CASE("access: anonymous reads but may not write, call, see or monitor Opera
     Client c;
     REQUIRE(c.open(s.port));
     REQUIRE(c.createSession() == UAPLEX_Good);
-    std::uint16_t d = demoNamespace(c);
+    std::uint16_t d = test::demoNamespace(c);
     ua::NodeId int32 = ua::stringNodeId(d, "Demo.Scalars.Int32");
     ua::NodeId counter = ua::stringNodeId(d, "Demo.Counter");
-    CHECK(readOne(c, int32).status == UAPLEX_Good);
-    CHECK(writeInt32(c, int32, 7) == UAPLEX_BadUserAccessDenied);
-    CHECK(readOne(c, int32, 17).value.value.byte == 3);  // AccessLevel
-    CHECK(readOne(c, int32, 18).value.value.byte == 1);  // UserAccessLevel: CurrentRead
-    CHECK(readOne(c, counter).status == UAPLEX_BadNodeIdUnknown);  // hidden: no Browse
+    CHECK(test::readOne(c, int32).status == UAPLEX_Good);
+    CHECK(test::writeInt32(c, int32, 7) == UAPLEX_BadUserAccessDenied);
+    CHECK(test::readOne(c, int32, 17).value.value.byte == 3);  // AccessLevel
+    CHECK(test::readOne(c, int32, 18).value.value.byte == 1);  // UserAccessLevel: CurrentRead
+    CHECK(test::readOne(c, counter).status == UAPLEX_BadNodeIdUnknown);  // hidden: no Browse
 
     ua::CallMethodRequest call{};
     call.objectId = ua::stringNodeId(d, "Demo");
@@ -1419,7 +1371,7 @@ TEST_CASE("access: anonymous reads but may not write, call, see or monitor Opera
     REQUIRE(Client::result(m) == UAPLEX_Good);
     CHECK(static_cast<ua::CallResponse*>(m.object)->results[0].statusCode ==
           UAPLEX_BadUserAccessDenied);
-    CHECK(readOne(c, call.methodId, 22).value.value.boolean == false);  // UserExecutable
+    CHECK(test::readOne(c, call.methodId, 22).value.value.boolean == false);  // UserExecutable
 
     ua::BrowseDescription bd{};
     bd.nodeId = ua::stringNodeId(d, "Demo");
@@ -1481,15 +1433,15 @@ TEST_CASE("access: UserName logs in with the right password, a second activation
     }
     Client::UserName op("username", "operator", "op-secret");
     REQUIRE(c.activateAs(op.eo) == UAPLEX_Good);
-    std::uint16_t d = demoNamespace(c);
+    std::uint16_t d = test::demoNamespace(c);
     ua::NodeId int32 = ua::stringNodeId(d, "Demo.Scalars.Int32");
-    CHECK(writeInt32(c, int32, 4242) == UAPLEX_Good);
-    CHECK(readOne(c, int32).value.value.int32 == 4242);
-    CHECK(readOne(c, int32, 18).value.value.byte == 3);
-    CHECK(readOne(c, ua::stringNodeId(d, "Demo.Counter")).status == UAPLEX_Good);
+    CHECK(test::writeInt32(c, int32, 4242) == UAPLEX_Good);
+    CHECK(test::readOne(c, int32).value.value.int32 == 4242);
+    CHECK(test::readOne(c, int32, 18).value.value.byte == 3);
+    CHECK(test::readOne(c, ua::stringNodeId(d, "Demo.Counter")).status == UAPLEX_Good);
     // Back to anonymous on the same session: the Operator's rights are gone.
     REQUIRE(c.activateSession() == UAPLEX_Good);
-    CHECK(writeInt32(c, int32, 1) == UAPLEX_BadUserAccessDenied);
+    CHECK(test::writeInt32(c, int32, 1) == UAPLEX_BadUserAccessDenied);
 }
 
 TEST_CASE("access: anonymous switched off is BadIdentityTokenRejected, UserName still works") {
@@ -1556,7 +1508,7 @@ TEST_CASE("access: a user added with `uaplex users` logs in after SIGHUP") {
     }
     CHECK(st == UAPLEX_Good);
     // An Observer reads but does not write.
-    std::uint16_t d = demoNamespace(c);
-    CHECK(writeInt32(c, ua::stringNodeId(d, "Demo.Scalars.Int32"), 1) ==
+    std::uint16_t d = test::demoNamespace(c);
+    CHECK(test::writeInt32(c, ua::stringNodeId(d, "Demo.Scalars.Int32"), 1) ==
           UAPLEX_BadUserAccessDenied);
 }

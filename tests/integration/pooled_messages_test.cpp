@@ -11,9 +11,9 @@
 #include <uaplex/config/config.hpp>
 #include <uaplex/host/plugin_host.hpp>
 #include "in_process_server.hpp"
-#include "opcua_client.hpp"
 #include "server/server.hpp"
 #include "server/service_handler.hpp"
+#include "support/opcua_client.hpp"
 
 using namespace uaplex;
 

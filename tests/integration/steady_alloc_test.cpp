@@ -10,11 +10,11 @@
 #include <uaplex/config/config.hpp>
 #include <uaplex/host/plugin_host.hpp>
 #include "in_process_server.hpp"
-#include "opcua_client.hpp"
 #include "server/server.hpp"
 #include "server/service_handler.hpp"
+#include "support/opcua_client.hpp"
 
-#include "counting_new.hpp"
+#include "support/counting_new.hpp"
 
 using namespace uaplex;
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "in_process_server.hpp"
-#include "opcua_client.hpp"
+#include "support/opcua_client.hpp"
 
 using namespace uaplex;
 

@@ -11,7 +11,7 @@
 #include <set>
 #include <string>
 
-#include "fixture.hpp"
+#include "support/services_fixture.hpp"
 
 using namespace uaplex;
 

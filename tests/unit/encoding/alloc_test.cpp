@@ -1,7 +1,7 @@
 // Proves the hot path is heap-free in steady state: after warm-up, decoding a ReadRequest
 // into a reused arena and encoding a ReadResponse into a reused buffer allocate nothing.
-#include "counting_new.hpp"
-#include "messages.hpp"
+#include "support/counting_new.hpp"
+#include "support/encoding_messages.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,5 @@
 // Decoding hostile input: limits, truncation, huge claimed lengths, deep nesting.
-#include "messages.hpp"
+#include "support/encoding_messages.hpp"
 #include "test_util.hpp"
 
 #include <catch2/catch.hpp>

@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <memory>
 
-#include "../encoding/counting_new.hpp"
-#include "fake_channel.hpp"
+#include "support/counting_new.hpp"
+#include "support/fake_channel.hpp"
 
 using namespace uaplex;
 using namespace uaplex::securechannel;

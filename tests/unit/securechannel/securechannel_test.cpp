@@ -2,7 +2,7 @@
 // (C/F/A and limits), OPN Issue/Renew, MSG/CLO handling and chunked sending.
 #include <catch2/catch.hpp>
 
-#include "fake_channel.hpp"
+#include "support/fake_channel.hpp"
 
 using namespace uaplex;
 using namespace uaplex::securechannel;

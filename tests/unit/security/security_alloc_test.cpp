@@ -12,7 +12,7 @@
 
 #include <uaplex/security/channel_security.hpp>
 #include <uaplex/security/pki.hpp>
-#include "../encoding/counting_new.hpp"
+#include "support/counting_new.hpp"
 
 using namespace uaplex;
 using namespace uaplex::security;

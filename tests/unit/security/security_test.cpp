@@ -16,7 +16,7 @@
 #include <uaplex/security/channel_security.hpp>
 #include <uaplex/security/pki.hpp>
 #include <uaplex/security/user_token_crypto.hpp>
-#include "../securechannel/fake_channel.hpp"
+#include "support/fake_channel.hpp"
 
 #include <openssl/x509v3.h>
 

@@ -8,8 +8,8 @@
 #include <filesystem>
 
 #include <uaplex/config/access_names.hpp>
-#include "../../integration/hostile_certs.hpp"
 #include "server/pki_identity_crypto.hpp"
+#include "support/test_certificates.hpp"
 
 using namespace uaplex;
 namespace fs = std::filesystem;

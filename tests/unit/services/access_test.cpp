@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <uaplex/session/access_control.hpp>
-#include "fixture.hpp"
+#include "support/services_fixture.hpp"
 
 using namespace uaplex;
 using test::Server;
@@ -258,7 +258,8 @@ TEST_CASE("access: a node manager's read, write and call run only after the perm
     CHECK(calls() == before + 4);
 }
 
-TEST_CASE("access: without rules Anonymous may Browse, Read and receive events, not Write or Call") {
+TEST_CASE(
+    "access: without rules Anonymous may Browse, Read and receive events, not Write or Call") {
     Server s;
     session::AccessPolicy policy(config::AccessSection{}, s.services->namespaceUris());
     std::uint16_t d = s.namespaceIndex("urn:uaplex:demo");
@@ -286,8 +287,8 @@ TEST_CASE("access: without rules Anonymous may Browse, Read and receive events, 
     // Namespace 0 keeps the defaults: its methods (GetMonitoredItems, ConditionRefresh) act
     // on the caller's own subscriptions.
     CHECK((anonymous->permissions(ua::numericNodeId(0, 11492)) & session::kPermCall) != 0);
-    CHECK((anonymous->grantedOutsideNamespace0() &
-           (session::kPermWrite | session::kPermCall)) == 0);
+    CHECK((anonymous->grantedOutsideNamespace0() & (session::kPermWrite | session::kPermCall)) ==
+          0);
 
     // Authenticated users keep default_permissions.
     s.access = user.get();

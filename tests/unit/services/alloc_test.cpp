@@ -2,8 +2,8 @@
 // response lives in the call's arena and the stored value is overwritten in place.
 #include <catch2/catch.hpp>
 
-#include "counting_new.hpp"
-#include "fixture.hpp"
+#include "support/counting_new.hpp"
+#include "support/services_fixture.hpp"
 
 using namespace uaplex;
 

@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <uaplex/host/host_api.hpp>
-#include "fixture.hpp"
+#include "support/services_fixture.hpp"
 
 using namespace uaplex;
 

@@ -9,7 +9,7 @@
 #include <set>
 #include <thread>
 
-#include "fixture.hpp"
+#include "support/services_fixture.hpp"
 
 using namespace uaplex;
 using uaplex::test::Server;

@@ -7,7 +7,7 @@
 #include <map>
 #include <set>
 
-#include "fixture.hpp"
+#include "support/services_fixture.hpp"
 
 using namespace uaplex;
 using uaplex::test::qn;

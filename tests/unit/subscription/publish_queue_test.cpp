@@ -8,8 +8,8 @@
 #include <utility>
 
 #include <uaplex/subscription/subscription_manager.hpp>
-#include "counting_new.hpp"  // this executable's operator new counts allocations
 #include "engine_support.hpp"
+#include "support/counting_new.hpp"  // this executable's operator new counts allocations
 
 using namespace uaplex;
 using namespace uaplex::subscription;

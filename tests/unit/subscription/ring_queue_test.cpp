@@ -7,7 +7,7 @@
 
 #define UAPLEX_COUNTING_NEW_SCOPES_ONLY  // publish_queue_test.cpp defines operator new
 #include <uaplex/subscription/ring_queue.hpp>
-#include "counting_new.hpp"
+#include "support/counting_new.hpp"
 
 using uaplex::subscription::RingQueue;
 

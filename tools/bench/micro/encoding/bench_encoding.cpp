@@ -1,7 +1,7 @@
 // Encoding microbenchmarks. Each reports ns/op and, through a counting global allocator,
 // heap allocations and bytes per operation (expected 0 in steady state).
-#include "counting_new.hpp"
-#include "messages.hpp"
+#include "support/counting_new.hpp"
+#include "support/encoding_messages.hpp"
 
 #include <benchmark/benchmark.h>
 

@@ -1,5 +1,6 @@
 // What the integration tests share to run the real `uaplex` executable: a free loopback
-// port, and a server process on a configuration the test writes (SIGTERM and wait at the end).
+// port, the first lines of a test configuration, and a server process on a configuration the
+// test writes (SIGTERM and wait at the end).
 #pragma once
 
 #include <arpa/inet.h>
@@ -17,9 +18,10 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <thread>
 
-#include "opcua_client.hpp"
+#include "support/opcua_client.hpp"
 
 namespace uaplex::test {
 
@@ -42,6 +44,19 @@ inline std::uint16_t freePort() {
     }
     return 0;
 }
+
+#if defined(UAPLEX_PLUGIN_DIR)
+// The lines a test configuration starts with: `level` and up logged to stderr, the build's
+// plugins, one opc.tcp endpoint on 127.0.0.1:<port>. More [server] keys may follow.
+inline std::string configHead(std::uint16_t port, std::string_view level = "warn") {
+    return "[log]\nlevel = \"" + std::string(level) +
+           "\"\nsink = \"stderr\"\n"
+           "[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR
+           "\"]\n"
+           "[server]\nendpoints = [\"opc.tcp://127.0.0.1:" +
+           std::to_string(port) + "\"]\n";
+}
+#endif
 
 #if defined(UAPLEX_EXE)
 // `uaplex --config <dir>/test.toml`, where `toml(port, dir)` gives the file's text; `inChild`
