@@ -180,7 +180,10 @@ static bool probeWakeWaiters(PluginInstance& queue) noexcept {
     return fn && fn(queue.self()) == UAPLEX_Good;
 }
 
-std::shared_ptr<PluginInstance> RequestQueueSlot::exchange(std::shared_ptr<PluginInstance> next) {
+// By value: callers hand their reference over (std::move), so that the old slot's owner
+// keeps no instance, and with it no library, alive after the swap.
+std::shared_ptr<PluginInstance> RequestQueueSlot::exchange(
+    std::shared_ptr<PluginInstance> next) {  // NOLINT(performance-unnecessary-value-param)
     if (next) next->wakes_waiters = probeWakeWaiters(*next);
     // Workers may wait without a timeout (in the old queue, or already in the new one while
     // the swap still drains): their dequeues return until no call holds the swap.

@@ -86,7 +86,7 @@ class Pki::TrustList {
         std::unique_ptr<X509_STORE, StoreDeleter> store;            // trusted certs + all CRLs
         std::unique_ptr<STACK_OF(X509), StackX509Deleter> issuers;  // chain helpers
     };
-    TrustList(fs::path root, std::string trusted, std::string issuers)
+    TrustList(const fs::path& root, const std::string& trusted, const std::string& issuers)
         : dirs_{root / (trusted + "/certs"), root / (trusted + "/crl"), root / (issuers + "/certs"),
                 root / (issuers + "/crl")} {}
     std::shared_ptr<const Lists> current() {

@@ -76,7 +76,7 @@ class Keep {
         items_.push_back(p);
         return p->data();
     }
-    BinaryBody* body(BinaryBody b) { return one(std::move(b)); }
+    BinaryBody* body(const BinaryBody& b) { return one(b); }
 
   private:
     std::deque<std::shared_ptr<void>> items_;

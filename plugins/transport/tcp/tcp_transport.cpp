@@ -1123,7 +1123,7 @@ class TcpTransport final : public uaplex::sdk::Transport {
     }
 
     void onResolved(ReverseTarget* r, boost::system::error_code ec,
-                    tcp::resolver::results_type res) {
+                    const tcp::resolver::results_type& res) {
         {
             if (stopping_) return;
             if (ec) return scheduleReverse(r);
