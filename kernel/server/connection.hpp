@@ -55,7 +55,7 @@ class Connection final : public securechannel::ChunkOutput,
         channel.setReassemblyBudget(this);
     }
 
-    ~Connection();
+    ~Connection() override;
 
     // ReassemblyBudget (I/O thread): with an admission provider, leases at its
     // ReassemblyBytes stage for the channel's owner (keyed by the peer, so one peer's

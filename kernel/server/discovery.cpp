@@ -77,7 +77,7 @@ std::string Discovery::substituteHost(std::string_view endpoint, std::string_vie
 }
 
 ua::String Discovery::copy(enc::Arena& arena, std::string_view s) const {
-    char* p = arena.allocateArray<char>(s.size() ? s.size() : 1);
+    char* p = arena.allocateArray<char>(s.empty() ? 1 : s.size());
     if (!p) return ua::nullString();
     std::memcpy(p, s.data(), s.size());
     return ua::String{std::int32_t(s.size()), p};

@@ -27,7 +27,7 @@ ua::Variant stringArray(enc::Arena& arena, const std::vector<std::string>& items
     if (data == nullptr && !items.empty()) return ua::Variant{};
     // Copied into the arena: callers may pass temporaries ({cfg.server.application_uri}).
     for (std::size_t i = 0; i < items.size(); ++i) {
-        char* p = arena.allocateArray<char>(items[i].size() ? items[i].size() : 1);
+        char* p = arena.allocateArray<char>(items[i].empty() ? 1 : items[i].size());
         if (p == nullptr) return ua::Variant{};
         std::memcpy(p, items[i].data(), items[i].size());
         data[i] = ua::String{std::int32_t(items[i].size()), p};

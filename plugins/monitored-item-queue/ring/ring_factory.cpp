@@ -24,7 +24,7 @@ class HandleCounts {
         uint32_t next = size ? size : 8;
         while (next < 2 * n) next <<= 1;
         std::unique_ptr<Slot[]> old = std::move(slots_);
-        slots_.reset(new Slot[next]);
+        slots_ = std::make_unique<Slot[]>(next);
         mask_ = next - 1;
         for (uint32_t i = 0; i < size; ++i)
             if (old[i].count) *find(old[i].handle) = old[i];

@@ -443,6 +443,7 @@ class Demo : public StoreNodeManager {
                                std::initializer_list<BinaryBody> args) {
         std::vector<BinaryBody> bodies(args);
         std::vector<uaplex_extensionobject> eos;
+        eos.reserve(bodies.size());
         for (const auto& b : bodies) eos.push_back(b.extension_object(kArgumentBinary));
         uaplex_datavalue value =
             data_value(array(UAPLEX_TYPE_EXTENSIONOBJECT, int32_t(eos.size()), eos.data()));
