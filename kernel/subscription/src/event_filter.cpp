@@ -713,11 +713,10 @@ uaplex_status validateContentFilter(const ua::ContentFilter& filter, const Event
                             typeOf(l->value) == uint8_t(ua::BuiltinType::NodeId) && scalar(l->value)
                                 ? static_cast<const ua::NodeId*>(l->value.value.pointer)
                                 : nullptr;
-                        if (!id || !model.known(*id, &isObjectType, &isDataType))
-                            st = UAPLEX_BadFilterOperandInvalid;
-                        else if (el.filterOperator == Op::OfType && !isObjectType)
-                            st = UAPLEX_BadFilterOperandInvalid;
-                        else if (el.filterOperator == Op::Cast && !isDataType)
+                        // OfType names an ObjectType, Cast a DataType.
+                        if (!id || !model.known(*id, &isObjectType, &isDataType) ||
+                            (el.filterOperator == Op::OfType && !isObjectType) ||
+                            (el.filterOperator == Op::Cast && !isDataType))
                             st = UAPLEX_BadFilterOperandInvalid;
                     }
                 } else if (auto* s = as<ua::SimpleAttributeOperand>(eo)) {

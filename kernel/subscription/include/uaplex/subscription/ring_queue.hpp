@@ -164,7 +164,7 @@ class RingQueue {
         for (std::size_t i = 0; i < size_; ++i) {
             T& e = (*this)[i];
             new (&nb[i]) T(std::move(e));
-            e.~T();
+            e.~T();  // NOLINT(bugprone-use-after-move): a moved-from object is still destroyed
         }
         if (buf_) ::operator delete(buf_);
         buf_ = nb;
