@@ -7,6 +7,7 @@ pkgs=(
   build-essential cmake make pkg-config python3 git ccache
   libboost-dev libssl-dev openssl libtomlplusplus-dev libspdlog-dev libfmt-dev catch2
   libbenchmark-dev clang libclang-rt-14-dev
+  clang-tidy-14   # the tidy test (ctest -L tidy)
   curl   # the opc.https tests drive the server with it
 )
 # Node.js and npm drive the interop tests; keep a newer Node.js when one is installed.
