@@ -24,16 +24,6 @@
 
 namespace uaplex::server {
 
-// What the I/O thread reads of a request before it is queued, without decoding or allocating:
-// the encoding NodeId and the start of the RequestHeader (Part 6 5.2.2.9, Part 4 7.32).
-struct RequestPrefix {
-    bool ok = false;
-    std::uint32_t encodingId = 0;      // numeric ns0 encoding id, 0 for any other NodeId
-    ua::NodeId authenticationToken{};  // points into the message
-    std::uint32_t requestHandle = 0;
-    std::uint32_t timeoutHint = 0;  // ms; 0 when absent or unreadable
-};
-
 using RequestContext = session::RequestContext;
 
 class Dispatcher {
@@ -54,7 +44,6 @@ class Dispatcher {
     }
     // The RequestHandle of an encoded request, 0 when its header does not decode.
     static std::uint32_t peekRequestHandle(std::span<const std::uint8_t> request) noexcept;
-    static RequestPrefix peekPrefix(std::span<const std::uint8_t> request) noexcept;
 
     // How Cancel and session close take queued requests out of the request queue.
     void setCanceller(session::QueuedCanceller canceller) noexcept {
@@ -85,7 +74,6 @@ class Dispatcher {
     uaplex_status dispatch(ServiceRequest& call, const enc::DataType* type) noexcept;
 
     session::SessionManager& sessions_;
-    ServiceHandler& services_;
     const NodeServices nodeServices_;
     const Discovery& discovery_;
     enc::DecodeLimits limits_;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <uaplex/encoding/encoding.hpp>
+#include <uaplex/pipeline/dispatch.hpp>
 
 #include <array>
 #include <atomic>
@@ -31,12 +32,8 @@ enum class SessionUse : std::uint8_t {
     Activated,  // an activated session on this channel, resolved by the dispatcher
 };
 
-// How the admission stage classifies a row's requests (sdk/include/uaplex/admission.h).
-enum class AdmissionClass : std::uint8_t {
-    Request,               // ordinary: charged to its session's owner
-    SessionEstablishment,  // UAPLEX_ADMISSION_SESSION_ESTABLISHMENT (Create/ActivateSession)
-    Control,               // UAPLEX_ADMISSION_CONTROL (CloseSession, Cancel): never starved
-};
+// How the admission stage classifies a row's requests (the pipeline's classes).
+using pipeline::AdmissionClass;
 
 // One request on its way through its row's handler.
 struct ServiceRequest {

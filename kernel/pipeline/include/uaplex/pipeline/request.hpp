@@ -18,11 +18,9 @@
 #include <uaplex/session/request_registry.hpp>
 #include <uaplex/session/session_manager.hpp>
 
-namespace uaplex::server {
-class Connection;
-}  // namespace uaplex::server
-
 namespace uaplex::pipeline {
+
+class Connection;
 
 // The request records that exist in the process (in flight or kept for reuse); tests.
 std::size_t pendingRequestObjects() noexcept;
@@ -32,7 +30,7 @@ std::size_t pendingRequestObjects() noexcept;
 // per request.
 struct PendingRequest {
     uaplex_request_entry entry{};
-    std::shared_ptr<server::Connection> connection;
+    std::shared_ptr<Connection> connection;
     enc::ByteBuffer body;
     std::uint32_t secureRequestId = 0;
     // The session the request names, when it resolves on arrival: the request is in its
@@ -69,6 +67,14 @@ struct RequestPool {
     void release(PendingRequest* r) noexcept { free.put(r); }
     sdk::SparePool<PendingRequest> free;
 };
+
+// The heap trim (the policy is the server's housekeeping). After a bulk deletion (many
+// monitored items or subscriptions freed) the C allocator keeps the freed pages: trimHeap
+// gives them back, outside any engine lock.
+void trimHeap() noexcept;
+// How often the heap was given back: a worker that sees it change drops the arena blocks a
+// large request made it grow.
+std::uint32_t heapTrimCount() noexcept;
 
 // Per-worker scratch reused for every request: arena, encode buffer, chunk buffer list.
 struct Worker {

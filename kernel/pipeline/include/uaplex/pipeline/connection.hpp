@@ -1,10 +1,11 @@
-// The kernel's side of one transport connection (its SecureChannel, its admission owners
-// and the way out) and the transport callbacks that feed the request pipeline.
+// The kernel's side of one transport connection (its SecureChannel, its admission owners,
+// its reassembly charges and the way out) and the transport callbacks that feed the request
+// pipeline. The pipeline's own: everything a connection uses is the pipeline's state.
 #pragma once
 
 #include <uaplex/admission.h>
 #include <uaplex/transport.h>
-#include <uaplex/cpp/clock.hpp>
+#include <uaplex/pipeline/pipeline.hpp>
 #include <uaplex/pipeline/request.hpp>
 
 #include <array>
@@ -19,21 +20,16 @@
 #include <vector>
 
 #include <uaplex/securechannel/secure_channel.hpp>
+
 #include <uaplex/session/request_registry.hpp>
+#include <uaplex/session/response_route.hpp>
 #include <uaplex/session/session_manager.hpp>
-#include "server/server.hpp"
-#include "server/subscription_service.hpp"
 
-namespace uaplex::server {
-
-// The server's name for the clock the session layer and the plugins read as well.
-inline std::int64_t monotonicMs() noexcept {
-    return sdk::monotonic_ms();
-}
+namespace uaplex::pipeline {
 
 // A transport instance as the callbacks see it (the params' `user`).
 struct TransportBinding {
-    Server* server = nullptr;
+    Pipeline* pipeline = nullptr;
     const uaplex_transport_ops* ops = nullptr;
     void* self = nullptr;
     std::string name;
@@ -48,10 +44,10 @@ class Connection final : public securechannel::ChunkOutput,
                          public securechannel::ReassemblyBudget,
                          public std::enable_shared_from_this<Connection> {
   public:
-    Connection(Server& server, TransportBinding& transport, uaplex_connection* handle,
+    Connection(Pipeline& pipeline, TransportBinding& transport, uaplex_connection* handle,
                securechannel::ChannelLimits limits)
-        : server_(server), transport_(transport), handle_(handle), channel(limits, *this) {
-        requests.setDeadlineMonitor(server.deadlines_.get());
+        : pipeline_(pipeline), transport_(transport), handle_(handle), channel(limits, *this) {
+        requests.setDeadlineMonitor(&pipeline.deadlines_);
         channel.setReassemblyBudget(this);
     }
 
@@ -65,12 +61,12 @@ class Connection final : public securechannel::ChunkOutput,
 
     bool rent(std::uint32_t size, uaplex_buffer& out) noexcept override {
         out = uaplex_buffer{};
-        return server_.poolOps_->take(server_.poolSelf_,
-                                      static_cast<uaplex_buffer_manager*>(server_.poolManager_),
-                                      size, this, nullptr, &out) == UAPLEX_Good;
+        return pipeline_.poolOps_->take(pipeline_.poolSelf_,
+                                        static_cast<uaplex_buffer_manager*>(pipeline_.poolManager_),
+                                        size, this, nullptr, &out) == UAPLEX_Good;
     }
     void giveBack(uaplex_buffer& b) noexcept override {
-        server_.poolOps_->give_back(server_.poolSelf_, &b, this);
+        pipeline_.poolOps_->give_back(pipeline_.poolSelf_, &b, this);
     }
     void send(uaplex_buffer* buffers, std::size_t count) noexcept override {
         std::lock_guard lock(transportMutex_);
@@ -115,8 +111,8 @@ class Connection final : public securechannel::ChunkOutput,
         return gone_;
     }
 
-    pipeline::PendingRequest* acquire() { return server_.requestPool_->acquire(); }
-    void release(pipeline::PendingRequest* r) {
+    PendingRequest* acquire() { return pipeline_.requestPool_.acquire(); }
+    void release(PendingRequest* r) {
         if (r->registry) {
             r->registry->remove(r->tracked);
             r->registry = nullptr;
@@ -124,17 +120,17 @@ class Connection final : public securechannel::ChunkOutput,
         r->session.reset();
         // A pooled body goes back now; the assembler rents the next message's storage. So
         // does a large heap body: a record kept for reuse must not pin a multi-chunk message.
-        if (r->body.allocator() || r->body.capacity() > pipeline::kKeptBodyBytes) r->body.release();
+        if (r->body.allocator() || r->body.capacity() > kKeptBodyBytes) r->body.release();
         if (r->owner) {
-            server_.admission_->owner_release(server_.admissionSelf_, r->owner);
+            pipeline_.admission_->owner_release(pipeline_.admissionSelf_, r->owner);
             r->owner = nullptr;
             r->entry.owner = nullptr;
         }
-        server_.requestPool_->release(r);
+        pipeline_.requestPool_.release(r);
     }
 
   private:
-    Server& server_;
+    Pipeline& pipeline_;
     TransportBinding& transport_;
     uaplex_connection* handle_;
 
@@ -149,7 +145,7 @@ class Connection final : public securechannel::ChunkOutput,
     void releaseOwners() noexcept {
         for (auto*& o : ownerCache.owners)
             if (o) {
-                server_.admission_->owner_release(server_.admissionSelf_, o);
+                pipeline_.admission_->owner_release(pipeline_.admissionSelf_, o);
                 o = nullptr;
             }
     }
@@ -162,7 +158,7 @@ class Connection final : public securechannel::ChunkOutput,
     bool connectionLeaseHeld = false;
     void releaseConnectionLease() noexcept {
         if (connectionLeaseHeld)
-            server_.admission_->release(server_.admissionSelf_, &connectionLease);
+            pipeline_.admission_->release(pipeline_.admissionSelf_, &connectionLease);
         connectionLeaseHeld = false;
     }
 
@@ -197,7 +193,7 @@ class Connection final : public securechannel::ChunkOutput,
 };
 
 // A response sent after its worker moved on (Publish): the connection and the secure id.
-class ChannelRoute final : public ResponseRoute {
+class ChannelRoute final : public session::ResponseRoute {
   public:
     ChannelRoute(std::shared_ptr<Connection> c, std::uint32_t requestId)
         : c_(std::move(c)), requestId_(requestId) {}
@@ -217,12 +213,12 @@ class ChannelRoute final : public ResponseRoute {
 struct RouteSource {
     const std::shared_ptr<Connection>* connection;
     std::uint32_t requestId;
-    static std::shared_ptr<ResponseRoute> make(void* user);
+    static std::shared_ptr<session::ResponseRoute> make(void* user);
 };
 
 // The transport callbacks (I/O threads): the params' `user` is the TransportBinding, a
 // connection's user the Connection.
-struct Server::Callbacks {
+struct Pipeline::Callbacks {
     static uaplex_status onAccepted(void* user, uaplex_connection* handle, uaplex_str url,
                                     uaplex_str peer, void** out);
     static uaplex_status onHello(void*, void* cuser, const uaplex_transport_negotiated* n);
@@ -238,4 +234,4 @@ struct Server::Callbacks {
     static uaplex_status onClosed(void* user, void* cuser, uaplex_status);
 };
 
-}  // namespace uaplex::server
+}  // namespace uaplex::pipeline

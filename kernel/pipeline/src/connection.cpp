@@ -1,6 +1,8 @@
-#include "server/connection.hpp"
+#include "uaplex/pipeline/connection.hpp"
 
 #include <uaplex/encoding/encoding.hpp>
+#include <uaplex/pipeline/buffer_pool.hpp>
+#include <uaplex/pipeline/json_decode_pool.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -9,12 +11,10 @@
 
 #include <uaplex/host/logging.hpp>
 #include <uaplex/host/plugin_host.hpp>
-#include <uaplex/security/channel_security.hpp>
-#include "server/buffer_pool.hpp"
-#include "server/dispatcher.hpp"
-#include "server/json_decode_pool.hpp"
 
-namespace uaplex::server {
+#include <uaplex/session/session_services.hpp>
+
+namespace uaplex::pipeline {
 
 using host::logger;
 using ua::utcNow;
@@ -23,11 +23,11 @@ Connection::~Connection() {
     releaseAll();
     releaseOwners();
     releaseConnectionLease();
-    if (channelOwner) server_.admission_->owner_release(server_.admissionSelf_, channelOwner);
+    if (channelOwner) pipeline_.admission_->owner_release(pipeline_.admissionSelf_, channelOwner);
 }
 
 bool Connection::charge(std::size_t bytes) noexcept {
-    if (server_.admission_ && channelOwner) {
+    if (pipeline_.admission_ && channelOwner) {
         if (!reassemblyLeases_) {
             // The first multi-chunk message of the connection: the lease slots are made
             // once and kept (a single-chunk message is never charged).
@@ -42,21 +42,21 @@ bool Connection::charge(std::size_t bytes) noexcept {
         lease.hdr = UAPLEX_HEADER_INIT(uaplex_admission_lease, UAPLEX_STYPE_ADMISSION_LEASE);
         const std::size_t amount = full ? set.total + bytes : bytes;
         std::uint32_t reason = 0;
-        if (server_.admission_->try_acquire(server_.admissionSelf_, UAPLEX_STAGE_REASSEMBLY_BYTES,
-                                            channelOwner, std::int64_t(amount), &lease,
-                                            &reason) != UAPLEX_Good)
+        if (pipeline_.admission_->try_acquire(pipeline_.admissionSelf_,
+                                              UAPLEX_STAGE_REASSEMBLY_BYTES, channelOwner,
+                                              std::int64_t(amount), &lease, &reason) != UAPLEX_Good)
             return false;
         if (full) {
             for (std::size_t i = 0; i < set.count; ++i)
-                server_.admission_->release(server_.admissionSelf_, &set.leases[i]);
+                pipeline_.admission_->release(pipeline_.admissionSelf_, &set.leases[i]);
             set.count = 0;
         }
         set.leases[set.count++] = lease;
         set.total += bytes;
         return true;
     }
-    auto& used = server_.reassemblyUsed_;
-    const auto limit = std::int64_t(server_.cfg_.server.limits.max_reassembly_bytes);
+    auto& used = pipeline_.reassemblyUsed_;
+    const auto limit = std::int64_t(pipeline_.cfg_.server.limits.max_reassembly_bytes);
     std::int64_t v = used.load(std::memory_order_relaxed);
     do {
         if (v + std::int64_t(bytes) > limit) return false;
@@ -69,12 +69,13 @@ void Connection::releaseAll() noexcept {
     if (reassemblyLeases_) {
         auto& set = *reassemblyLeases_;
         for (std::size_t i = 0; i < set.count; ++i)
-            server_.admission_->release(server_.admissionSelf_, &set.leases[i]);
+            pipeline_.admission_->release(pipeline_.admissionSelf_, &set.leases[i]);
         set.count = 0;
         set.total = 0;
     }
     if (kernelCharged_) {
-        server_.reassemblyUsed_.fetch_sub(std::int64_t(kernelCharged_), std::memory_order_relaxed);
+        pipeline_.reassemblyUsed_.fetch_sub(std::int64_t(kernelCharged_),
+                                            std::memory_order_relaxed);
         kernelCharged_ = 0;
     }
 }
@@ -107,13 +108,13 @@ uaplex_status Connection::sendResponse(std::uint32_t requestId, std::span<const 
         }
         body = json.span();
     }
-    std::uint32_t max = server_.cfg_.server.limits.max_message_size;
+    std::uint32_t max = pipeline_.cfg_.server.limits.max_message_size;
     if (max != 0 && body.size() > max) return UAPLEX_BadResponseTooLarge;
     try {
         chunks.clear();
         std::size_t at = 0;
         do {
-            std::size_t n = std::min<std::size_t>(server_.poolBufferSize_, body.size() - at);
+            std::size_t n = std::min<std::size_t>(pipeline_.poolBufferSize_, body.size() - at);
             uaplex_buffer b;
             if (!rent(std::uint32_t(std::max<std::size_t>(n, 1)), b)) {
                 for (auto& x : chunks) giveBack(x);
@@ -136,7 +137,7 @@ uaplex_status Connection::sendResponse(std::uint32_t requestId, std::span<const 
     return UAPLEX_Good;
 }
 
-std::shared_ptr<ResponseRoute> RouteSource::make(void* user) {
+std::shared_ptr<session::ResponseRoute> RouteSource::make(void* user) {
     auto& r = *static_cast<RouteSource*>(user);
     try {
         return std::make_shared<ChannelRoute>(*r.connection, r.requestId);
@@ -147,10 +148,10 @@ std::shared_ptr<ResponseRoute> RouteSource::make(void* user) {
 
 // --- transport callbacks (I/O threads) -------------------------------------------------------
 
-uaplex_status Server::Callbacks::onAccepted(void* user, uaplex_connection* handle, uaplex_str url,
-                                            uaplex_str peer, void** out) {
+uaplex_status Pipeline::Callbacks::onAccepted(void* user, uaplex_connection* handle, uaplex_str url,
+                                              uaplex_str peer, void** out) {
     auto& binding = *static_cast<TransportBinding*>(user);
-    Server& s = *binding.server;
+    Pipeline& s = *binding.pipeline;
     if (!s.running_.load()) return UAPLEX_BadServerHalted;
     const auto& l = s.cfg_.server.limits;
     securechannel::ChannelLimits limits;
@@ -158,9 +159,9 @@ uaplex_status Server::Callbacks::onAccepted(void* user, uaplex_connection* handl
     limits.maxChunkCount = l.max_chunk_count;
     limits.minTokenLifetimeMs = l.min_token_lifetime_ms;
     limits.maxTokenLifetimeMs = l.max_token_lifetime_ms;
-    limits.decodeLimits = s.dispatcher_->decodeLimits();
-    limits.security = s.securityProvider_.get();
-    limits.offersNone = s.offersNone_;
+    limits.decodeLimits = s.limits_;
+    limits.security = s.security_.provider;
+    limits.offersNone = s.security_.offersNone;
     try {
         auto c = std::make_shared<Connection>(s, binding, handle, limits);
         c->channel.setAssemblyAllocator(s.messageAllocator_.get());
@@ -185,7 +186,8 @@ uaplex_status Server::Callbacks::onAccepted(void* user, uaplex_connection* handl
     return UAPLEX_Good;
 }
 
-uaplex_status Server::Callbacks::onHello(void*, void* cuser, const uaplex_transport_negotiated* n) {
+uaplex_status Pipeline::Callbacks::onHello(void*, void* cuser,
+                                           const uaplex_transport_negotiated* n) {
     auto& c = *static_cast<Connection*>(cuser);
     securechannel::Negotiated neg;
     neg.sendBufferSize = n->send_buffer_size;
@@ -196,9 +198,9 @@ uaplex_status Server::Callbacks::onHello(void*, void* cuser, const uaplex_transp
     return UAPLEX_Good;
 }
 
-uaplex_status Server::Callbacks::onReceived(void* user, void* cuser, uaplex_buffer* buffer) {
+uaplex_status Pipeline::Callbacks::onReceived(void* user, void* cuser, uaplex_buffer* buffer) {
     auto& binding = *static_cast<TransportBinding*>(user);
-    Server& s = *binding.server;
+    Pipeline& s = *binding.pipeline;
     auto& c = *static_cast<Connection*>(cuser);
     uaplex_buffer chunk = *buffer;
     std::uint32_t newId = 0;
@@ -229,9 +231,9 @@ uaplex_status Server::Callbacks::onReceived(void* user, void* cuser, uaplex_buff
 }
 
 // opc.https: one whole request body (binary, or JSON for the decode threads).
-uaplex_status Server::Callbacks::onRequest(void* user, void* cuser, uint32_t encoding,
-                                           uaplex_buffer* buffers, size_t count) {
-    Server& s = *static_cast<TransportBinding*>(user)->server;
+uaplex_status Pipeline::Callbacks::onRequest(void* user, void* cuser, uint32_t encoding,
+                                             uaplex_buffer* buffers, size_t count) {
+    Pipeline& s = *static_cast<TransportBinding*>(user)->pipeline;
     auto& c = *static_cast<Connection*>(cuser);
     c.httpsJson = encoding == UAPLEX_TRANSPORT_BODY_JSON;
     enc::ByteBuffer& body = c.channel.assembledBody();
@@ -241,7 +243,7 @@ uaplex_status Server::Callbacks::onRequest(void* user, void* cuser, uint32_t enc
     try {
         std::size_t total = 0;
         for (size_t i = 0; i < count; ++i) total += buffers[i].used;
-        if (total > s.dispatcher_->decodeLimits().maxMessageSize) {
+        if (total > s.limits_.maxMessageSize) {
             st = UAPLEX_BadRequestTooLarge;
         } else if (!c.httpsJson) {
             enc::BinaryWriter w(body);
@@ -281,7 +283,7 @@ uaplex_status Server::Callbacks::onRequest(void* user, void* cuser, uint32_t enc
 
 // A body that does not decode is answered with a ServiceFault carrying the decoder's
 // status (HTTP 200); the connection stays usable.
-void Server::Callbacks::answerUndecodable(Connection& c, uaplex_status st) noexcept {
+void Pipeline::Callbacks::answerUndecodable(Connection& c, uaplex_status st) noexcept {
     if (st != UAPLEX_BadEncodingLimitsExceeded && st != UAPLEX_BadRequestTooLarge &&
         st != UAPLEX_BadOutOfMemory && st != UAPLEX_BadServerTooBusy &&
         st != UAPLEX_BadServerHalted)
@@ -289,7 +291,7 @@ void Server::Callbacks::answerUndecodable(Connection& c, uaplex_status st) noexc
     try {
         enc::ByteBuffer out(256);
         std::vector<uaplex_buffer> chunks;
-        Dispatcher::encodeFault(0, st, utcNow(), out);
+        session::encodeFault(0, st, utcNow(), out);
         c.sendResponse(0, out.span(), chunks);
     } catch (...) {
         c.close();  // no memory for the fault: the connection ends instead
@@ -297,9 +299,9 @@ void Server::Callbacks::answerUndecodable(Connection& c, uaplex_status st) noexc
 }
 
 // GET /metrics of transport-https: the host's metrics in the Prometheus text format.
-uaplex_status Server::Callbacks::writeMetrics(void* user, char* out, size_t capacity,
-                                              size_t* outLen) {
-    Server& s = *static_cast<TransportBinding*>(user)->server;
+uaplex_status Pipeline::Callbacks::writeMetrics(void* user, char* out, size_t capacity,
+                                                size_t* outLen) {
+    Pipeline& s = *static_cast<TransportBinding*>(user)->pipeline;
     std::string text;
     try {
         auto line = [&text](std::string_view name, std::int64_t v) {
@@ -319,15 +321,15 @@ uaplex_status Server::Callbacks::writeMetrics(void* user, char* out, size_t capa
     return UAPLEX_Good;
 }
 
-uaplex_status Server::Callbacks::onClosed(void* user, void* cuser, uaplex_status) {
-    auto& s = *static_cast<TransportBinding*>(user)->server;
+uaplex_status Pipeline::Callbacks::onClosed(void* user, void* cuser, uaplex_status) {
+    Pipeline& s = *static_cast<TransportBinding*>(user)->pipeline;
     auto* c = static_cast<Connection*>(cuser);
     c->transportClosed();
     c->channel.releaseAssembly();  // an unfinished message's pooled storage
     c->releaseConnectionLease();   // the I/O thread of this connection, as at accept
     // Sessions never activated end with their channel (an opc.https channel id stands
     // for every connection of its endpoint and never closes).
-    if (!c->httpsChannelId && c->channel.id() != 0) s.sessions_->channelClosed(c->channel.id());
+    if (!c->httpsChannelId && c->channel.id() != 0) s.sessions_.channelClosed(c->channel.id());
     std::shared_ptr<Connection> last;
     {
         std::lock_guard lock(s.connectionsMutex_);
@@ -340,4 +342,4 @@ uaplex_status Server::Callbacks::onClosed(void* user, void* cuser, uaplex_status
     return UAPLEX_Good;
 }
 
-}  // namespace uaplex::server
+}  // namespace uaplex::pipeline

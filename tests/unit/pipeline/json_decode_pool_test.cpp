@@ -7,9 +7,9 @@
 #include <future>
 #include <thread>
 
-#include "server/json_decode_pool.hpp"
+#include <uaplex/pipeline/json_decode_pool.hpp>
 
-using uaplex::server::JsonDecodePool;
+using uaplex::pipeline::JsonDecodePool;
 using Posted = JsonDecodePool::Posted;
 
 TEST_CASE("the JSON decode pool holds at most its bound and runs jobs on its own threads") {

@@ -6,9 +6,9 @@
 #include <thread>
 #include <vector>
 
-#include "server/buffer_pool.hpp"
+#include <uaplex/pipeline/buffer_pool.hpp>
 
-using uaplex::server::KernelBufferPool;
+using uaplex::pipeline::KernelBufferPool;
 
 namespace {
 uaplex_buffer_manager* makeManager(KernelBufferPool& p, std::uint32_t size) {

@@ -13,7 +13,7 @@
 #include <mutex>
 #include <vector>
 
-namespace uaplex::server {
+namespace uaplex::pipeline {
 
 class KernelBufferPool {
   public:
@@ -53,4 +53,4 @@ class PoolBufferAllocator final : public enc::BufferAllocator {
     uaplex_buffer_manager* manager_;
 };
 
-}  // namespace uaplex::server
+}  // namespace uaplex::pipeline

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-namespace uaplex::server {
+namespace uaplex::pipeline {
 
 class JsonDecodePool {
   public:
@@ -95,4 +95,4 @@ class JsonDecodePool {
     bool stopped_ = false;
 };
 
-}  // namespace uaplex::server
+}  // namespace uaplex::pipeline

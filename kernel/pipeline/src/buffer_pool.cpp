@@ -1,4 +1,4 @@
-#include "server/buffer_pool.hpp"
+#include "uaplex/pipeline/buffer_pool.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -52,7 +52,7 @@ struct uaplex_buffer_manager {
     }
 };
 
-namespace uaplex::server {
+namespace uaplex::pipeline {
 
 struct PoolOps {
     static KernelBufferPool& pool(void* self) { return *static_cast<KernelBufferPool*>(self); }
@@ -192,4 +192,4 @@ void PoolBufferAllocator::giveBack(enc::BufferBlock& block) noexcept {
     block.capacity = 0;
 }
 
-}  // namespace uaplex::server
+}  // namespace uaplex::pipeline
