@@ -17,10 +17,10 @@
 #include <uaplex/config/config.hpp>
 #include <uaplex/host/logging.hpp>
 #include <uaplex/host/plugin_host.hpp>
+#include <uaplex/server/server.hpp>
+#include <uaplex/server/service_handler.hpp>
 #include <uaplex/version.hpp>
 #include "pki_tool.hpp"
-#include "server/server.hpp"
-#include "server/service_handler.hpp"
 #include "users_cli.hpp"
 
 namespace fs = std::filesystem;
@@ -146,7 +146,7 @@ int main(int argc, char** argv) {
 
     uaplex::host::Host host;
     // Until the server attaches its request path, nothing is enqueued.
-    host.request_queue().set_completion([](uaplex_request_entry* e, uaplex_status st) {
+    host.requestQueue().setCompletion([](uaplex_request_entry* e, uaplex_status st) {
         logger()->debug("request {} completed by the queue with 0x{:08X}", e->request_id, st);
     });
     try {

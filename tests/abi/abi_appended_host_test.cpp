@@ -32,8 +32,8 @@ std::string table(const std::string& name, const char* path) {
 
 // Runs a request through the slot: enqueue, dequeue, dispose.
 void roundTrip(host::Host& h) {
-    host::RequestQueueSlot& queue = h.request_queue();
-    queue.set_completion([](uaplex_request_entry*, uaplex_status) {});
+    host::RequestQueueSlot& queue = h.requestQueue();
+    queue.setCompletion([](uaplex_request_entry*, uaplex_status) {});
     uaplex_request_entry e{};
     e.hdr = UAPLEX_HEADER_INIT(uaplex_request_entry, UAPLEX_STYPE_REQUEST_ENTRY);
     e.request_id = 1;
@@ -88,13 +88,13 @@ TEST_CASE("1.0 plugins of every kind run in the host with the appended field") {
     roundTrip(h);
     uaplex_transport_params tp{};
     tp.hdr = UAPLEX_HEADER_INIT(uaplex_transport_params, UAPLEX_STYPE_TRANSPORT_PARAMS);
-    auto transport = h.create_transport("abi-frozen-1-0-transport", tp);
+    auto transport = h.createTransport("abi-frozen-1-0-transport", tp);
     transport->start();
     transport->stop();
     transport.reset();
     uaplex_mi_queue_params mp{};
     mp.hdr = UAPLEX_HEADER_INIT(uaplex_mi_queue_params, UAPLEX_STYPE_MI_QUEUE_PARAMS);
-    REQUIRE(h.create_mi_queue_factory(mp) != nullptr);
+    REQUIRE(h.createMiQueueFactory(mp) != nullptr);
     uaplex_node_manager_params np{};
     np.hdr = UAPLEX_HEADER_INIT(uaplex_node_manager_params, UAPLEX_STYPE_NODE_MANAGER_PARAMS);
     CHECK(h.createNodeManagers(np).size() == 1);
@@ -115,13 +115,13 @@ TEST_CASE("today's plugins run in the host with the appended field") {
     roundTrip(h);
     uaplex_transport_params tp{};
     tp.hdr = UAPLEX_HEADER_INIT(uaplex_transport_params, UAPLEX_STYPE_TRANSPORT_PARAMS);
-    auto transport = h.create_transport("transport-tcp", tp);
+    auto transport = h.createTransport("transport-tcp", tp);
     transport->start();
     transport->stop();
     transport.reset();
     uaplex_mi_queue_params mp{};
     mp.hdr = UAPLEX_HEADER_INIT(uaplex_mi_queue_params, UAPLEX_STYPE_MI_QUEUE_PARAMS);
-    REQUIRE(h.create_mi_queue_factory(mp) != nullptr);
+    REQUIRE(h.createMiQueueFactory(mp) != nullptr);
     // The 1.1 node manager is created (its start adds nodes, which needs the address space).
     uaplex_node_manager_params np{};
     np.hdr = UAPLEX_HEADER_INIT(uaplex_node_manager_params, UAPLEX_STYPE_NODE_MANAGER_PARAMS);

@@ -36,13 +36,13 @@ uaplex_status completed = UAPLEX_Good;
 TEST_CASE("a plugin of every kind built against the 1.0 headers loads into its slot") {
     test::Server s("", frozenPlugins());
     s.host.start();
-    REQUIRE(s.host.buffer_pool() != nullptr);
+    REQUIRE(s.host.bufferPool() != nullptr);
     REQUIRE(s.host.admission() != nullptr);
-    CHECK(s.host.request_queue().pluginName() == "abi-frozen-1-0-request-queue");
+    CHECK(s.host.requestQueue().pluginName() == "abi-frozen-1-0-request-queue");
 
     // The request queue: the slot probed it for wake_waiters (1.5), which it does not have.
-    host::RequestQueueSlot& queue = s.host.request_queue();
-    queue.set_completion([](uaplex_request_entry*, uaplex_status st) { completed = st; });
+    host::RequestQueueSlot& queue = s.host.requestQueue();
+    queue.setCompletion([](uaplex_request_entry*, uaplex_status st) { completed = st; });
     uaplex_request_entry e{};
     e.hdr = UAPLEX_HEADER_INIT(uaplex_request_entry, UAPLEX_STYPE_REQUEST_ENTRY);
     e.request_id = 1;
@@ -61,8 +61,8 @@ TEST_CASE("a plugin of every kind built against the 1.0 headers loads into its s
     CHECK(completed == UAPLEX_BadRequestCancelledByClient);
 
     // The buffer pool, through its 1.0 table.
-    const auto* pool = s.host.buffer_pool()->ops<uaplex_buffer_pool_ops>();
-    void* poolSelf = s.host.buffer_pool()->self();
+    const auto* pool = s.host.bufferPool()->ops<uaplex_buffer_pool_ops>();
+    void* poolSelf = s.host.bufferPool()->self();
     uaplex_buffer_manager* manager = nullptr;
     REQUIRE(pool->manager_create(poolSelf, {"t", 1}, 4096, &manager) == UAPLEX_Good);
     uaplex_buffer b{};
@@ -73,11 +73,11 @@ TEST_CASE("a plugin of every kind built against the 1.0 headers loads into its s
     CHECK(pool->manager_destroy(poolSelf, manager) == UAPLEX_Good);
 
     // The transport the server would create for an endpoint of its scheme.
-    auto names = s.host.transport_plugins();
+    auto names = s.host.transportPlugins();
     REQUIRE(names.size() == 1);
     uaplex_transport_params tp{};
     tp.hdr = UAPLEX_HEADER_INIT(uaplex_transport_params, UAPLEX_STYPE_TRANSPORT_PARAMS);
-    auto transport = s.host.create_transport(names[0], tp);
+    auto transport = s.host.createTransport(names[0], tp);
     transport->start();
     const auto* tops = transport->ops<uaplex_transport_ops>();
     uaplex_str scheme{};
@@ -91,7 +91,7 @@ TEST_CASE("a plugin of every kind built against the 1.0 headers loads into its s
     // The monitored-item queue factory, which makes no queues.
     uaplex_mi_queue_params mp{};
     mp.hdr = UAPLEX_HEADER_INIT(uaplex_mi_queue_params, UAPLEX_STYPE_MI_QUEUE_PARAMS);
-    auto factory = s.host.create_mi_queue_factory(mp);
+    auto factory = s.host.createMiQueueFactory(mp);
     REQUIRE(factory != nullptr);
     factory->start();
     factory->stop();

@@ -140,7 +140,7 @@ TEST_CASE("the fifo plugin loads, logs with its name and warns about unknown key
     uaplex::host::Host host;
     host.load(cfg);
     host.start();
-    CHECK(host.request_queue().pluginName() == "fifo");
+    CHECK(host.requestQueue().pluginName() == "fifo");
     std::string text = log.text();
     CHECK_THAT(text, Catch::Contains("loaded plugin 'fifo' (request_queue 1.0.0) from "));
     CHECK_THAT(text, Catch::Contains("info [fifo] bounded FIFO, max_queued 5"));

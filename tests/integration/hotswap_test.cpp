@@ -48,7 +48,7 @@ TEST_CASE("request-queue slot swaps under load without losing a call") {
     uaplex::host::logger()->set_level(spdlog::level::warn);
     uaplex::host::Host host;
     std::atomic<uint64_t> completed{0};
-    host.request_queue().set_completion([&](uaplex_request_entry* e, uaplex_status st) {
+    host.requestQueue().setCompletion([&](uaplex_request_entry* e, uaplex_status st) {
         if (st == UAPLEX_Good) completed.fetch_add(1, std::memory_order_relaxed);
         e->kernel_private = reinterpret_cast<void*>(uintptr_t{1});
     });
@@ -68,7 +68,7 @@ TEST_CASE("request-queue slot swaps under load without losing a call") {
                 uaplex_request_entry e{};
                 e.hdr = UAPLEX_HEADER_INIT(uaplex_request_entry, UAPLEX_STYPE_REQUEST_ENTRY);
                 e.request_id = static_cast<uint32_t>(c.calls.load(std::memory_order_relaxed) + 1);
-                uaplex_status st = host.request_queue().enqueue(&e);
+                uaplex_status st = host.requestQueue().enqueue(&e);
                 c.calls.fetch_add(1, std::memory_order_relaxed);
                 auto tag = reinterpret_cast<uintptr_t>(e.queue_private[0]);
                 if (st != UAPLEX_Good || tag < 1 || tag > 2 || e.kernel_private == nullptr) {
@@ -150,7 +150,7 @@ TEST_CASE("a reload moves queued requests to the new queue, in order, and loses 
     };
     uaplex::host::Host host;
     std::vector<std::pair<uint32_t, uaplex_status>> completions;
-    host.request_queue().set_completion([&](uaplex_request_entry* e, uaplex_status st) {
+    host.requestQueue().setCompletion([&](uaplex_request_entry* e, uaplex_status st) {
         completions.emplace_back(e->request_id, st);
     });
     host.load(config(5));
@@ -161,16 +161,16 @@ TEST_CASE("a reload moves queued requests to the new queue, in order, and loses 
         e[i].hdr = UAPLEX_HEADER_INIT(uaplex_request_entry, UAPLEX_STYPE_REQUEST_ENTRY);
         e[i].request_id = i + 1;
     }
-    for (int i = 0; i < 4; ++i) REQUIRE(host.request_queue().enqueue(&e[i]) == UAPLEX_Good);
-    auto before = host.request_queue().current();
+    for (int i = 0; i < 4; ++i) REQUIRE(host.requestQueue().enqueue(&e[i]) == UAPLEX_Good);
+    auto before = host.requestQueue().current();
 
     // A changed plugin table swaps in a new instance (max_queued 2: two entries do not fit).
     host.reload(config(2));
-    auto after = host.request_queue().current();
+    auto after = host.requestQueue().current();
     CHECK(after != before);
     before.reset();
     uint64_t n = 0;
-    host.request_queue().count(&n);
+    host.requestQueue().count(&n);
     CHECK(n == 2);
     // The two that did not fit were completed with the new queue's refusal, exactly once.
     REQUIRE(completions.size() == 2);
@@ -178,14 +178,14 @@ TEST_CASE("a reload moves queued requests to the new queue, in order, and loses 
     CHECK(completions[1] == std::make_pair(4u, UAPLEX_BadServerTooBusy));
 
     uaplex_request_entry* out = nullptr;
-    REQUIRE(host.request_queue().try_dequeue(&out) == UAPLEX_Good);
+    REQUIRE(host.requestQueue().tryDequeue(&out) == UAPLEX_Good);
     CHECK(out->request_id == 1);
-    CHECK(host.request_queue().enqueue(&e[4]) == UAPLEX_Good);
-    CHECK(host.request_queue().enqueue(&e[5]) == UAPLEX_BadServerTooBusy);
+    CHECK(host.requestQueue().enqueue(&e[4]) == UAPLEX_Good);
+    CHECK(host.requestQueue().enqueue(&e[5]) == UAPLEX_BadServerTooBusy);
 
     // Unchanged configuration: no swap.
     host.reload(config(2));
-    CHECK(host.request_queue().current() == after);
+    CHECK(host.requestQueue().current() == after);
 
     // Shutdown completes what is still queued with BadServerHalted.
     after.reset();
@@ -206,11 +206,11 @@ TEST_CASE("a reload retires a queue that a worker waits on without a timeout") {
                                            "wait.toml", {});
     };
     uaplex::host::Host host;
-    host.request_queue().set_completion([](uaplex_request_entry*, uaplex_status) {});
+    host.requestQueue().setCompletion([](uaplex_request_entry*, uaplex_status) {});
     host.load(config("fifo"));
     host.start();
     // The shipped queues can be woken: the slot lets workers wait on them without a timeout.
-    REQUIRE(host.request_queue().current()->wakes_waiters);
+    REQUIRE(host.requestQueue().current()->wakes_waiters);
 
     uaplex_request_entry entry{};
     entry.hdr = UAPLEX_HEADER_INIT(uaplex_request_entry, UAPLEX_STYPE_REQUEST_ENTRY);
@@ -222,7 +222,7 @@ TEST_CASE("a reload retires a queue that a worker waits on without a timeout") {
             uaplex_request_entry* out = nullptr;
             uaplex::host::PluginInstance* from = nullptr;
             uaplex_status st =
-                host.request_queue().dequeue(std::numeric_limits<uint32_t>::max(), &out, &from);
+                host.requestQueue().dequeue(std::numeric_limits<uint32_t>::max(), &out, &from);
             returns.fetch_add(1);
             if (st == UAPLEX_Good && out) {
                 uaplex::host::RequestQueueSlot::dispose(from, out);
@@ -232,9 +232,9 @@ TEST_CASE("a reload retires a queue that a worker waits on without a timeout") {
     });
     // The swap returns although the worker waits in the old queue without a timeout.
     host.reload(config("fair"));
-    CHECK(host.request_queue().pluginName() == "fair");
-    CHECK(host.request_queue().current()->wakes_waiters);
-    REQUIRE(host.request_queue().enqueue(&entry) == UAPLEX_Good);
+    CHECK(host.requestQueue().pluginName() == "fair");
+    CHECK(host.requestQueue().current()->wakes_waiters);
+    REQUIRE(host.requestQueue().enqueue(&entry) == UAPLEX_Good);
     worker.join();
     CHECK(got.load() == 7);
     CHECK(returns.load() >= 1);

@@ -8,8 +8,8 @@
 
 #include <uaplex/config/config.hpp>
 #include <uaplex/host/plugin_host.hpp>
-#include "server/server.hpp"
-#include "server/service_handler.hpp"
+#include <uaplex/server/server.hpp>
+#include <uaplex/server/service_handler.hpp>
 #include "support/server_process.hpp"
 
 namespace uaplex::test {

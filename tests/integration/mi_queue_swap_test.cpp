@@ -93,7 +93,7 @@ TEST_CASE("a reloaded monitored_item_queue factory serves new items; the old one
         Sink sink;
         enc::Arena arena;
         SubscriptionManager m(clock, SubscriptionLimits{}, source, sink);
-        std::shared_ptr<host::PluginInstance> first = host.create_mi_queue_factory(m.queueParams());
+        std::shared_ptr<host::PluginInstance> first = host.createMiQueueFactory(m.queueParams());
         REQUIRE(first);
         first->start();
         m.setQueueFactory(first->ops<uaplex_mi_queue_factory_ops>(), first->self(), first);
@@ -110,8 +110,7 @@ TEST_CASE("a reloaded monitored_item_queue factory serves new items; the old one
         host.reload(configWith("mi-ring"));
         REQUIRE(host.takeMiQueueChange());
         CHECK_FALSE(host.takeMiQueueChange());
-        std::shared_ptr<host::PluginInstance> second =
-            host.create_mi_queue_factory(m.queueParams());
+        std::shared_ptr<host::PluginInstance> second = host.createMiQueueFactory(m.queueParams());
         REQUIRE(second);
         CHECK(second->name() == "mi-ring");
         second->start();

@@ -9,9 +9,9 @@
 
 #include <uaplex/config/config.hpp>
 #include <uaplex/host/plugin_host.hpp>
+#include <uaplex/server/server.hpp>
+#include <uaplex/server/service_handler.hpp>
 #include "in_process_server.hpp"
-#include "server/server.hpp"
-#include "server/service_handler.hpp"
 #include "support/opcua_client.hpp"
 
 #include "support/counting_new.hpp"

@@ -1,11 +1,11 @@
-# Builds layers_probe_allowed (must compile) and layers_probe_upward (must fail, and on the
-# include of HEADER, not on anything else). Sequential, so the two builds do not race.
-execute_process(COMMAND ${CMAKE_COMMAND} --build ${BUILD_DIR} --target layers_probe_allowed
+# Builds OWNER (HEADER against the target of its own layer: must compile) and LOWER (the
+# same file against a lower layer: must fail, on the include of HEADER and nothing else).
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${BUILD_DIR} --target ${OWNER}
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "the probe does not compile against the layer that owns ${HEADER}:\n${out}")
 endif()
-execute_process(COMMAND ${CMAKE_COMMAND} --build ${BUILD_DIR} --target layers_probe_upward
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${BUILD_DIR} --target ${LOWER}
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
 if(rc EQUAL 0)
   message(FATAL_ERROR "${HEADER} compiled against a lower layer's include path")

@@ -126,7 +126,7 @@ uaplex_status RequestQueueSlot::enqueue(uaplex_request_entry* entry) noexcept {
     return ref->ops<uaplex_request_queue_ops>()->enqueue(ref->self(), entry);
 }
 
-uaplex_status RequestQueueSlot::try_dequeue(uaplex_request_entry** out) noexcept {
+uaplex_status RequestQueueSlot::tryDequeue(uaplex_request_entry** out) noexcept {
     auto ref = slot_.acquire();
     if (!ref) return UAPLEX_BadServerHalted;
     return ref->ops<uaplex_request_queue_ops>()->try_dequeue(ref->self(), out);
@@ -569,15 +569,15 @@ void Host::reload(const config::ServerConfig& cfg) {
     config_ = cfg;
 }
 
-std::vector<std::string> Host::transport_plugins() const {
+std::vector<std::string> Host::transportPlugins() const {
     std::vector<std::string> out;
     for (const auto& lib : idle_libraries_)
         if (lib->descriptor().transport) out.push_back(lib->name());
     return out;
 }
 
-std::shared_ptr<PluginInstance> Host::create_transport(const std::string& name,
-                                                       const uaplex_transport_params& params) {
+std::shared_ptr<PluginInstance> Host::createTransport(const std::string& name,
+                                                      const uaplex_transport_params& params) {
     for (const auto& lib : idle_libraries_) {
         const auto* factory = lib->descriptor().transport;
         if (!factory || lib->name() != name) continue;
@@ -596,8 +596,7 @@ std::shared_ptr<PluginInstance> Host::create_transport(const std::string& name,
     throw HostError("plugin '" + name + "' is not an enabled transport");
 }
 
-std::shared_ptr<PluginInstance> Host::create_mi_queue_factory(
-    const uaplex_mi_queue_params& params) {
+std::shared_ptr<PluginInstance> Host::createMiQueueFactory(const uaplex_mi_queue_params& params) {
     const std::string& name = config_.slots.monitored_item_queue;
     if (name.empty()) return nullptr;
     for (const auto& lib : idle_libraries_) {

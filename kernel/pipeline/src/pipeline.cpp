@@ -50,7 +50,7 @@ Pipeline::Pipeline(const config::ServerConfig& cfg, host::Host& host,
                    std::size_t(cfg.server.request_threads) + 64) {
     poolOps_ = pool_->ops();
     poolSelf_ = pool_->self();
-    if (const auto& p = host_.buffer_pool()) {
+    if (const auto& p = host_.bufferPool()) {
         poolOps_ = p->ops<uaplex_buffer_pool_ops>();
         poolSelf_ = p->self();
     }
@@ -82,7 +82,7 @@ Pipeline::Pipeline(const config::ServerConfig& cfg, host::Host& host,
         UAPLEX_Good)
         throw std::runtime_error("buffer pool: cannot create the uasc-chunks manager");
     poolManager_ = m;
-    if (host_.buffer_pool()) {
+    if (host_.bufferPool()) {
         static constexpr char kMessages[] = "uasc-messages";
         uaplex_buffer_manager* mm = nullptr;
         // The chunks' bucket limit: the pool then keeps as many message arrays per bucket as
@@ -116,10 +116,10 @@ std::size_t Pipeline::connectionCount() const {
 void Pipeline::start(std::string_view reverseEndpoint) {
     started_ = true;
     running_ = true;
-    host_.request_queue().set_completion([this](uaplex_request_entry* e, uaplex_status st) {
+    host_.requestQueue().setCompletion([this](uaplex_request_entry* e, uaplex_status st) {
         completeRefused(*static_cast<PendingRequest*>(e->kernel_private), st);
     });
-    host_.request_queue().set_revalidation(&Pipeline::revalidate, this);
+    host_.requestQueue().setRevalidation(&Pipeline::revalidate, this);
     for (std::uint32_t i = 0; i < cfg_.server.request_threads; ++i) {
         workers_.push_back(std::make_unique<Worker>());
         if (messageAllocator_) {
@@ -158,12 +158,12 @@ void Pipeline::start(std::string_view reverseEndpoint) {
     params.max_send_queue_bytes = l.max_send_queue_bytes;
 
     std::vector<TransportBinding*> bindings;
-    for (const auto& name : host_.transport_plugins()) {
+    for (const auto& name : host_.transportPlugins()) {
         auto b = std::make_unique<TransportBinding>();
         b->pipeline = this;
         b->name = name;
         params.user = b.get();
-        auto inst = host_.create_transport(name, params);
+        auto inst = host_.createTransport(name, params);
         b->ops = inst->ops<uaplex_transport_ops>();
         b->self = inst->self();
         uaplex_str scheme{};
@@ -220,7 +220,7 @@ void Pipeline::drain(std::int64_t graceMs) noexcept {
     // Drain while the connections are still open: stopping the queue answers every queued
     // request BadServerHalted (and refuses new ones with it); the workers finish and answer
     // the executing ones before they exit.
-    if (auto q = host_.request_queue().current()) q->stop();
+    if (auto q = host_.requestQueue().current()) q->stop();
     // Then the executing requests get a bounded wait (docs/pipeline.md, Request registry and
     // deadlines): they finish and are answered while their connections are open. Past the
     // budget this is logged and the shutdown goes on to join the workers (services are not
@@ -254,13 +254,13 @@ void Pipeline::drain(std::int64_t graceMs) noexcept {
 void Pipeline::discardQueued() noexcept {
     if (!started_) return;
     // Anything queued after the drain goes without an answer: its connection is closed.
-    host_.request_queue().set_completion([](uaplex_request_entry* e, uaplex_status) {
+    host_.requestQueue().setCompletion([](uaplex_request_entry* e, uaplex_status) {
         auto* r = static_cast<PendingRequest*>(e->kernel_private);
         auto c = std::move(r->connection);
         c->release(r);
     });
     uaplex_request_entry* e = nullptr;
-    while (host_.request_queue().try_dequeue(&e) == UAPLEX_Good && e) {
+    while (host_.requestQueue().tryDequeue(&e) == UAPLEX_Good && e) {
         auto* r = static_cast<PendingRequest*>(e->kernel_private);
         auto c = std::move(r->connection);
         c->release(r);
@@ -342,7 +342,7 @@ bool Pipeline::unlinkQueued(void* user, session::TrackedRequest& t, uaplex_statu
     auto& self = *static_cast<Pipeline*>(user);
     auto* r = static_cast<PendingRequest*>(t.owner);
     // On Good the queue has completed the entry (completeRefused) on this thread.
-    return self.host_.request_queue().cancel(&r->entry, status) == UAPLEX_Good;
+    return self.host_.requestQueue().cancel(&r->entry, status) == UAPLEX_Good;
 }
 
 void Pipeline::executeInline(Connection& c, std::span<const std::uint8_t> body,
@@ -437,7 +437,7 @@ void Pipeline::submit(Connection& c, enc::ByteBuffer& body, std::uint32_t secure
     }
     r->registry->add(r->tracked, prefix.requestHandle, deadline);
     if (admission_) classify(c, *r, prefix, traits);
-    uaplex_status st = host_.request_queue().enqueue(&e);
+    uaplex_status st = host_.requestQueue().enqueue(&e);
     if (st != UAPLEX_Good) completeRefused(*r, st);
 }
 

@@ -32,7 +32,7 @@ void Pipeline::workerLoop(Worker& w) {
         // Waits until a request comes, stop() stops the queue or a swap retires it (the slot
         // bounds the wait on a queue that cannot be woken): no wake-up while idle.
         uaplex_status st =
-            host_.request_queue().dequeue(std::numeric_limits<uint32_t>::max(), &e, &from);
+            host_.requestQueue().dequeue(std::numeric_limits<uint32_t>::max(), &e, &from);
         if (st == UAPLEX_Good && e) {
             execute(*static_cast<PendingRequest*>(e->kernel_private), w, from);
         } else if (st == UAPLEX_BadServerHalted) {

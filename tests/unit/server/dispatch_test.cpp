@@ -11,9 +11,9 @@
 #include <vector>
 
 #include <uaplex/config/config.hpp>
+#include <uaplex/server/dispatcher.hpp>
+#include <uaplex/server/service_table.hpp>
 #include <uaplex/session/server_counters.hpp>
-#include "server/dispatcher.hpp"
-#include "server/service_table.hpp"
 
 using namespace uaplex;
 using namespace uaplex::server;

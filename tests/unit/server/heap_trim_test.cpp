@@ -4,8 +4,8 @@
 
 #include <vector>
 
+#include <uaplex/server/server.hpp>
 #include <uaplex/subscription/retransmission_queue.hpp>
-#include "server/server.hpp"
 
 using namespace uaplex;
 

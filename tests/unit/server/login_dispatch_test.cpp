@@ -14,9 +14,9 @@
 #include <thread>
 
 #include <uaplex/config/config.hpp>
+#include <uaplex/server/dispatcher.hpp>
 #include <uaplex/session/server_counters.hpp>
 #include <uaplex/session/user_store.hpp>
-#include "server/dispatcher.hpp"
 
 using namespace uaplex;
 using namespace uaplex::server;

@@ -9,8 +9,8 @@
 
 #include <uaplex/config/config.hpp>
 #include <uaplex/security/pki.hpp>
+#include <uaplex/server/dispatcher.hpp>
 #include <uaplex/session/server_counters.hpp>
-#include "server/dispatcher.hpp"
 
 using namespace uaplex;
 using namespace uaplex::server;

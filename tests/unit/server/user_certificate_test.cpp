@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include <uaplex/config/access_names.hpp>
-#include "server/pki_identity_crypto.hpp"
+#include <uaplex/server/pki_identity_crypto.hpp>
 #include "support/test_certificates.hpp"
 
 using namespace uaplex;

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "server/service_table.hpp"
+#include <uaplex/server/service_table.hpp>
 
 namespace {
 

@@ -75,17 +75,17 @@ class RequestQueueSlot {
     using CompleteFn = std::function<void(uaplex_request_entry*, uaplex_status)>;
 
     // Where entries that a queue completes go (the request pipeline; tests set their own).
-    void set_completion(CompleteFn fn) { complete_ = std::move(fn); }
+    void setCompletion(CompleteFn fn) { complete_ = std::move(fn); }
 
     using RevalidateFn = uaplex_status (*)(void* user, uaplex_request_entry* entry);
     // The pipeline's check before dispatch (request queue params' revalidate).
-    void set_revalidation(RevalidateFn fn, void* user) {
+    void setRevalidation(RevalidateFn fn, void* user) {
         revalidate_ = fn;
         revalidate_user_ = user;
     }
 
     uaplex_status enqueue(uaplex_request_entry* entry) noexcept;
-    uaplex_status try_dequeue(uaplex_request_entry** out) noexcept;
+    uaplex_status tryDequeue(uaplex_request_entry** out) noexcept;
     // `*from` (optional) receives the queue that handed the entry out; the caller gives it
     // back to dispose() when the request is done, exactly once.
     // UINT32_MAX waits until an entry comes, the queue stops or is swapped out; on a queue
@@ -154,23 +154,23 @@ class Host {
     void startNodeManagers();
     void destroyNodeManagers() noexcept;
 
-    RequestQueueSlot& request_queue() { return request_queue_; }
+    RequestQueueSlot& requestQueue() { return request_queue_; }
     // The instances of the [slots] buffer_pool and admission plugins, or null (fixed for
     // the host's life: a restart changes them).
-    const std::shared_ptr<PluginInstance>& buffer_pool() const { return buffer_pool_; }
+    const std::shared_ptr<PluginInstance>& bufferPool() const { return buffer_pool_; }
     const std::shared_ptr<PluginInstance>& admission() const { return admission_; }
 
     // The enabled plugins that provide a transport, in configuration order.
-    std::vector<std::string> transport_plugins() const;
+    std::vector<std::string> transportPlugins() const;
     // Creates an instance of the transport plugin `name` with `params` (copied into the
     // instance; its callbacks, user and pool must outlive it). The caller owns, starts and
     // stops it, and drops it before shutdown(). Throws HostError.
-    std::shared_ptr<PluginInstance> create_transport(const std::string& name,
-                                                     const uaplex_transport_params& params);
+    std::shared_ptr<PluginInstance> createTransport(const std::string& name,
+                                                    const uaplex_transport_params& params);
     // Creates the [slots] monitored_item_queue factory with `params` (copied into the
     // instance), or returns null when the slot is empty. The caller owns and starts it and
     // drops it after every queue it made is gone, before shutdown(). Throws HostError.
-    std::shared_ptr<PluginInstance> create_mi_queue_factory(const uaplex_mi_queue_params& params);
+    std::shared_ptr<PluginInstance> createMiQueueFactory(const uaplex_mi_queue_params& params);
     // True once after a reload that changed the [slots] monitored_item_queue plugin (or its
     // table): the owner creates the new factory for items created afterwards and keeps the
     // old instance until its last queue is gone.

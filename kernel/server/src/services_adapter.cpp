@@ -1,6 +1,6 @@
 // The kernel's ServiceSet behind the dispatch's ServiceHandler interface.
+#include <uaplex/server/service_handler.hpp>
 #include <uaplex/services/service_set.hpp>
-#include "server/service_handler.hpp"
 
 namespace uaplex::server {
 

@@ -17,8 +17,8 @@
 #include <span>
 #include <string_view>
 
+#include <uaplex/server/service_handler.hpp>
 #include <uaplex/session/session_services.hpp>
-#include "server/service_handler.hpp"
 
 namespace uaplex::server {
 

@@ -16,7 +16,7 @@
 #include <thread>
 
 #include <uaplex/config/config.hpp>
-#include "server/service_handler.hpp"
+#include <uaplex/server/service_handler.hpp>
 
 namespace uaplex::host {
 class Host;

@@ -1,11 +1,11 @@
-#include "server/service_table.hpp"
+#include <uaplex/server/service_table.hpp>
 
 #include <algorithm>
 #include <iterator>
 
-#include "server/access_gate.hpp"
-#include "server/discovery.hpp"
-#include "server/subscription_service.hpp"
+#include <uaplex/server/discovery.hpp>
+#include <uaplex/server/subscription_service.hpp>
+#include "monitored_item_access.hpp"
 
 namespace uaplex::server {
 

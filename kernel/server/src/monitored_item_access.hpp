@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include <uaplex/server/subscription_service.hpp>
 #include <uaplex/session/access_control.hpp>
-#include "server/subscription_service.hpp"
 
 namespace uaplex::server {
 

@@ -1,4 +1,4 @@
-#include "server/discovery.hpp"
+#include <uaplex/server/discovery.hpp>
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "server/server.hpp"
+#include <uaplex/server/server.hpp>
 
 #include <uaplex/pipeline/pipeline.hpp>
 
@@ -17,17 +17,17 @@
 #include <uaplex/security/channel_security.hpp>
 #include <uaplex/security/crypto.hpp>
 #include <uaplex/security/user_token_crypto.hpp>
+#include <uaplex/server/discovery.hpp>
+#include <uaplex/server/dispatcher.hpp>
+#include <uaplex/server/pki_identity_crypto.hpp>
+#include <uaplex/server/service_table.hpp>
+#include <uaplex/server/subscription_service.hpp>
 #include <uaplex/session/access_control.hpp>
 #include <uaplex/session/identity_verifier.hpp>
 #include <uaplex/session/server_counters.hpp>
 #include <uaplex/session/session_manager.hpp>
 #include <uaplex/subscription/retransmission_queue.hpp>
-#include "server/discovery.hpp"
-#include "server/dispatcher.hpp"
-#include "server/pki_identity_crypto.hpp"
-#include "server/security_posture.hpp"
-#include "server/service_table.hpp"
-#include "server/subscription_service.hpp"
+#include "security_posture.hpp"
 
 namespace uaplex::server {
 
@@ -143,7 +143,7 @@ void Server::setUpSubscriptions() {
     subscriptions_ = std::make_unique<SubscriptionService>(cfg_, *services_.valueSource());
     dispatcher_->setSubscriptions(subscriptions_.get());
     // Without a factory every data item keeps its last value only (queue size 1).
-    if ((miQueues_ = host_.create_mi_queue_factory(subscriptions_->queueParams()))) {
+    if ((miQueues_ = host_.createMiQueueFactory(subscriptions_->queueParams()))) {
         miQueues_->start();
         subscriptions_->setQueueFactory(miQueues_->ops<uaplex_mi_queue_factory_ops>(),
                                         miQueues_->self(), miQueues_);
@@ -277,7 +277,7 @@ void Server::reloadUsers() {
 void Server::reloadMonitoredItemQueues() {
     if (!subscriptions_) return;
     std::shared_ptr<host::PluginInstance> next =
-        host_.create_mi_queue_factory(subscriptions_->queueParams());
+        host_.createMiQueueFactory(subscriptions_->queueParams());
     if (next) {
         next->start();
         subscriptions_->setQueueFactory(next->ops<uaplex_mi_queue_factory_ops>(), next->self(),

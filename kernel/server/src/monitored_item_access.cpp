@@ -1,4 +1,4 @@
-#include "server/access_gate.hpp"
+#include "monitored_item_access.hpp"
 
 namespace uaplex::server {
 

@@ -1,4 +1,4 @@
-#include "server/pki_identity_crypto.hpp"
+#include <uaplex/server/pki_identity_crypto.hpp>
 
 #include <uaplex/security/user_token_crypto.hpp>
 

@@ -1,4 +1,4 @@
-#include "server/security_posture.hpp"
+#include "security_posture.hpp"
 
 #include <string_view>
 

@@ -1,5 +1,5 @@
-#include "server/subscription_service.hpp"
-#include "server/server.hpp"
+#include <uaplex/server/server.hpp>
+#include <uaplex/server/subscription_service.hpp>
 
 #include <uaplex/cpp/clock.hpp>
 

@@ -12,15 +12,15 @@
 
 #include <uaplex/securechannel/security_policy.hpp>
 #include <uaplex/security/pki.hpp>
+#include <uaplex/server/discovery.hpp>
+#include <uaplex/server/service_handler.hpp>
+#include <uaplex/server/service_table.hpp>
+#include <uaplex/server/subscription_service.hpp>
 #include <uaplex/session/access_control.hpp>
 #include <uaplex/session/identity_verifier.hpp>
 #include <uaplex/session/login_guard.hpp>
 #include <uaplex/session/session_manager.hpp>
 #include <uaplex/session/session_services.hpp>
-#include "server/discovery.hpp"
-#include "server/service_handler.hpp"
-#include "server/service_table.hpp"
-#include "server/subscription_service.hpp"
 
 namespace uaplex::server {
 

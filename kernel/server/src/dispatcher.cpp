@@ -1,4 +1,4 @@
-#include "server/dispatcher.hpp"
+#include <uaplex/server/dispatcher.hpp>
 
 #include <algorithm>
 #include <array>
