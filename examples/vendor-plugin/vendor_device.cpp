@@ -9,6 +9,8 @@
 //     Cycles        UInt32, read-only   refresh counter
 //     Status        String, read-only   "running"
 //     Setpoint      Double, read/write  written by clients; the simulation follows it
+//     SetSetpoint   Method (value Double) -> previous Double: value must lie in [-50, 150]
+//                   (BadOutOfRange for that argument, the call BadInvalidArgument)
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -50,8 +52,12 @@ class VendorDevice final : public StoreNodeManager {
         if (!as.available()) return UAPLEX_BadNotSupported;
         if (uaplex_status st = as.register_namespace("urn:vendor:device", &ns_); st != UAPLEX_Good)
             return st;
-        ids_ = {device_name_, device_name_ + ".Temperature", device_name_ + ".Cycles",
-                device_name_ + ".Status", device_name_ + ".Setpoint"};
+        ids_ = {device_name_,
+                device_name_ + ".Temperature",
+                device_name_ + ".Cycles",
+                device_name_ + ".Status",
+                device_name_ + ".Setpoint",
+                device_name_ + ".SetSetpoint"};
         const uaplex_nodeid device = string_id(ns_, ids_[0]);
         NodeSpec obj = object_spec(device, numeric_id(0, 85), 35 /* Organizes */,
                                    qualified_name(ns_, device_name_), 58 /* BaseObjectType */);
@@ -82,6 +88,7 @@ class VendorDevice final : public StoreNodeManager {
             v.spec.user = this;
             if (uaplex_status st = as.add(v.get()); st != UAPLEX_Good) return st;
         }
+        if (uaplex_status st = add_method(as, device); st != UAPLEX_Good) return st;
         running_ = true;
         refresher_ = std::thread([this] { refresh_loop(); });
         ctx_.info("device '" + device_name_ + "' mapped, refreshed every " +
@@ -103,6 +110,45 @@ class VendorDevice final : public StoreNodeManager {
     ~VendorDevice() override { stop(); }
 
   private:
+    // SetSetpoint: the Method node, its argument properties (the kernel checks count and
+    // types against InputArguments before calling), and its implementation (method_bind,
+    // which also implements methods of nodes other plugins added, e.g. a NodeSet2 file's).
+    uaplex_status add_method(const AddressSpace& as, const uaplex_nodeid& device) {
+        const uaplex_nodeid method = string_id(ns_, ids_[5]);
+        NodeSpec m =
+            method_spec(method, device, qualified_name(ns_, "SetSetpoint"), nullptr, nullptr);
+        if (uaplex_status st = as.add(m.get()); st != UAPLEX_Good) return st;
+        const std::string in = ids_[5] + ".InputArguments", out = ids_[5] + ".OutputArguments";
+        if (uaplex_status st = as.add_arguments(method, string_id(ns_, in), false,
+                                                {{"value", 11 /* Double */, -1, "new setpoint"}});
+            st != UAPLEX_Good)
+            return st;
+        if (uaplex_status st =
+                as.add_arguments(method, string_id(ns_, out), true,
+                                 {{"previous", 11 /* Double */, -1, "the setpoint before"}});
+            st != UAPLEX_Good)
+            return st;
+        return as.implement_method<&VendorDevice::set_setpoint>(method, this);
+    }
+
+    // Worker threads, concurrently: inputs are already of the declared types.
+    uaplex_status set_setpoint(MethodCall& call) {
+        double value = 0;
+        if (!call.scalar_input(0, UAPLEX_TYPE_DOUBLE, value)) return UAPLEX_BadInvalidArgument;
+        if (!(value >= -50 && value <= 150)) {
+            call.reject(0, UAPLEX_BadOutOfRange);  // says which argument was wrong
+            return UAPLEX_BadInvalidArgument;
+        }
+        double previous = 0;
+        {
+            std::lock_guard lock(mutex_);
+            previous = regs_.setpoint;
+            regs_.setpoint = value;
+        }
+        space().set_value(string_id(ns_, ids_[4]), data_value(scalar(UAPLEX_TYPE_DOUBLE, value)));
+        return call.set_outputs({scalar(UAPLEX_TYPE_DOUBLE, previous)});
+    }
+
     // Write callback (worker threads): the kernel checked type and access already; Good
     // lets it store the value, and the device takes the new setpoint.
     static uaplex_status on_setpoint(void* user, const uaplex_nodeid*,
@@ -149,7 +195,7 @@ class VendorDevice final : public StoreNodeManager {
     int64_t period_ms_ = 100;
     std::string device_name_;
     uint16_t ns_ = 0;
-    std::array<std::string, 5> ids_;
+    std::array<std::string, 6> ids_;
     std::mutex mutex_;
     std::condition_variable wake_;
     bool running_ = false;

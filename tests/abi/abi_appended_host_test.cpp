@@ -60,6 +60,7 @@ TEST_CASE("the host under test sees one more field in every versioned struct") {
     UAPLEX_GROWN(uaplex_mi_queue_factory_ops);
     UAPLEX_GROWN(uaplex_node_manager_ops);
     UAPLEX_GROWN(uaplex_event_spec);
+    UAPLEX_GROWN(uaplex_method_spec);
 }
 
 TEST_CASE("every plugin built before the appended field loads") {

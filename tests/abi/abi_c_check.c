@@ -65,8 +65,17 @@ int main(void) {
     if (UAPLEX_HAS_FIELD(&d, uaplex_plugin_descriptor, node_manager)) ++failures;
     if (UAPLEX_ABI_MAJOR_OF(UAPLEX_ABI_VERSION) != UAPLEX_ABI_VERSION_MAJOR) ++failures;
     if (UAPLEX_ABI_MINOR_OF(UAPLEX_ABI_VERSION) != UAPLEX_ABI_VERSION_MINOR) ++failures;
-    if (UAPLEX_ABI_VERSION_MINOR != 6u)
-        ++failures; /* transport per-peer and send-queue limits arrived in 1.6 */
+    if (UAPLEX_ABI_VERSION_MINOR != 7u)
+        ++failures; /* method_bind arrived in 1.7 */
+    {
+        /* A host built for 1.6 has a shorter table: method_bind is not there. */
+        uaplex_host_api h;
+        memset(&h, 0, sizeof h);
+        h.hdr.struct_size = (uint32_t)offsetof(uaplex_host_api, method_bind);
+        if (UAPLEX_HAS_FIELD(&h, uaplex_host_api, method_bind)) ++failures;
+        h.hdr.struct_size = (uint32_t)sizeof h;
+        if (!UAPLEX_HAS_FIELD(&h, uaplex_host_api, method_bind)) ++failures;
+    }
     {
         /* A host built for 1.2 has a shorter table: raise_event is not there. */
         uaplex_host_api h;

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# nodeset_test.sh UAPLEX PLUGIN_DIR SOURCE_DIR PORT: the NodeSet2 loader.
+# nodeset_test.sh UAPLEX PLUGIN_DIR SOURCE_DIR PORT COMPANION_PLUGIN: the NodeSet2 loader.
 #  1. Broken files: the server refuses to start (exit 1) and names file:line; nothing of
 #     the files is served (the server never listens).
 #  2. DI, Machinery and the test model load; node-opcua's client browses and reads them
-#     (tests/interop/client/sdk/nodeset.test.js).
+#     (tests/interop/client/sdk/nodeset.test.js); COMPANION_PLUGIN implements methods of
+#     the files (tests/sdk/plugins/test_companion.cpp), which the client calls.
 set -euo pipefail
 source "$(dirname "$0")/node_client.sh"
-uaplex=$1 plugins=$2 src=$3 port=$4
+uaplex=$1 plugins=$2 src=$3 port=$4 companion_plugin=${5:-}
 client="$src/tests/interop/client"
 companion="$src/schema/companion"
 testmodel="$src/tests/sdk/data/Uaplex.Test.NodeSet2.xml"
@@ -94,4 +95,5 @@ if [ $failures -ne 0 ]; then exit 1; fi
 
 command -v node >/dev/null && command -v npm >/dev/null || { echo "node/npm missing: skipped"; exit 77; }
 config "$di" "$mach" "$testmodel" >"$work/good.toml"
+printf '[plugins.test-companion]\nlibrary = "%s"\n' "$companion_plugin" >>"$work/good.toml"
 serve_and_run_client "$uaplex" "$work/good.toml" "$port" "$work/uaplex.log" sdk/nodeset.test.js

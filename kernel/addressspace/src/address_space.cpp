@@ -125,10 +125,71 @@ bool AddressSpace::isSubtypeOf(std::uint32_t sub, std::uint32_t super) const noe
 
 bool AddressSpace::isSubtypeOf(const ua::NodeId& sub, const ua::NodeId& super) const noexcept {
     if (ua::equal(sub, super)) return true;
-    if (sub.namespace_index != 0 || super.namespace_index != 0 ||
-        sub.identifier_type != UAPLEX_ID_NUMERIC || super.identifier_type != UAPLEX_ID_NUMERIC)
-        return false;
-    return isSubtypeOf(sub.identifier.numeric, super.identifier.numeric);
+    if (sub.namespace_index == 0 && super.namespace_index == 0 &&
+        sub.identifier_type == UAPLEX_ID_NUMERIC && super.identifier_type == UAPLEX_ID_NUMERIC)
+        return isSubtypeOf(sub.identifier.numeric, super.identifier.numeric);
+    // A store type: up its HasSubtype chain (a few levels; bounded against loops).
+    NodeRef n = find(sub);
+    for (int depth = 0; n && depth < 64; ++depth) {
+        n = superTypeOf(n);
+        if (n && ua::equal(nodeIdOf(n), super)) return true;
+    }
+    return false;
+}
+
+NodeRef AddressSpace::superTypeOf(const NodeRef& type) const noexcept {
+    if (type.rec) {
+        std::uint32_t super = ns0SuperType_[ns0Index_[type.rec->id]];
+        return super == 0 ? NodeRef{} : find(ua::numericNodeId(0, super));
+    }
+    if (type.dyn)
+        for (const Reference& r : type.dyn->references)
+            if (r.referenceType == kHasSubtype && !r.isForward) return find(r.target);
+    return NodeRef{};
+}
+
+uaplex_status AddressSpace::bindMethod(const ua::NodeId& method, const ua::NodeId* objectType,
+                                       uaplex_method_call_fn call, void* user) {
+    if (sealed()) return UAPLEX_BadInvalidState;
+    NodeRef m = find(method);
+    if (m && m.nodeClass() != kMethod) return UAPLEX_BadNodeClassInvalid;
+    MethodBinding b{internNodeId(method), {}, objectType != nullptr, call, user};
+    if (objectType != nullptr) {
+        NodeRef t = find(*objectType);
+        if (t && t.nodeClass() != kObjectType) return UAPLEX_BadNodeClassInvalid;
+        b.objectType = internNodeId(*objectType);
+        auto [first, last] = typeBindings_.equal_range(b.objectType);
+        for (auto it = first; it != last; ++it)
+            if (ua::equal(it->second.method, b.method)) return UAPLEX_BadEntryExists;
+        typeBindings_.emplace(b.objectType, b);
+        return UAPLEX_Good;
+    }
+    // The node's own implementation is not replaced.
+    if (m.dyn && m.dyn->callbacks.call != nullptr) return UAPLEX_BadEntryExists;
+    if (!methodBindings_.emplace(b.method, b).second) return UAPLEX_BadEntryExists;
+    return UAPLEX_Good;
+}
+
+const MethodBinding* AddressSpace::methodBinding(const ua::NodeId& method) const noexcept {
+    if (methodBindings_.empty()) return nullptr;
+    auto it = methodBindings_.find(method);
+    return it == methodBindings_.end() ? nullptr : &it->second;
+}
+
+const MethodBinding* AddressSpace::typeMethodBinding(const ua::NodeId& type,
+                                                     const ua::NodeId& method,
+                                                     const ua::QualifiedName& name) const noexcept {
+    auto [first, last] = typeBindings_.equal_range(type);
+    for (auto it = first; it != last; ++it) {
+        const MethodBinding& b = it->second;
+        if (ua::equal(b.method, method)) return &b;
+        NodeRef declared = find(b.method);
+        if (!declared) continue;
+        ua::QualifiedName bn = browseNameOf(declared);
+        if (bn.namespace_index == name.namespace_index && ua::view(bn.name) == ua::view(name.name))
+            return &b;
+    }
+    return nullptr;
 }
 
 void AddressSpace::setComputedValue(std::uint32_t ns0Id, ComputedValue fn) {

@@ -327,6 +327,14 @@ uaplex_status api_raise_event(uaplex_plugin_ctx* ctx, const uaplex_event_spec* s
     return h ? h->raiseEvent(ctx, spec) : UAPLEX_BadInvalidState;
 }
 
+uaplex_status api_method_bind(uaplex_plugin_ctx* ctx, const uaplex_method_spec* spec) {
+    auto* h = hooks(ctx);
+    if (!spec || !UAPLEX_HAS_FIELD(spec, uaplex_method_spec, user) || !spec->method_id ||
+        !spec->call)
+        return UAPLEX_BadInvalidArgument;
+    return h ? h->methodBind(ctx, spec) : UAPLEX_BadInvalidState;
+}
+
 const uaplex_host_api kTable = {
     UAPLEX_HEADER_INIT(uaplex_host_api, UAPLEX_STYPE_HOST_API),
     UAPLEX_ABI_VERSION,
@@ -355,6 +363,7 @@ const uaplex_host_api kTable = {
     &api_reference_add,
     &api_value_set,
     &api_raise_event,
+    &api_method_bind,
 };
 
 }  // namespace

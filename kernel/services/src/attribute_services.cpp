@@ -604,6 +604,8 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, st
         case kAttrExecutable:
         case kAttrUserExecutable: {
             bool executable = dyn ? dyn->executable : (rec->flags & ns0::kExecutable) != 0;
+            // A method a plugin implements by its NodeId (method_bind) can be called.
+            if (!executable) executable = space.methodBinding(id) != nullptr;
             if (attr == kAttrUserExecutable && !(perms & session::kPermCall)) executable = false;
             setScalar<bool>(v, ua::BuiltinType::Boolean, executable);
             break;

@@ -127,6 +127,16 @@ uaplex_status ServiceSet::Impl::referenceAdd(uaplex_plugin_ctx*, const uaplex_no
     }
 }
 
+uaplex_status ServiceSet::Impl::methodBind(uaplex_plugin_ctx*,
+                                           const uaplex_method_spec* spec) noexcept {
+    std::lock_guard lock(buildMutex());
+    try {
+        return space.bindMethod(*spec->method_id, spec->object_type_id, spec->call, spec->user);
+    } catch (...) {
+        return UAPLEX_BadOutOfMemory;
+    }
+}
+
 uaplex_status ServiceSet::Impl::valueSet(uaplex_plugin_ctx*, const uaplex_nodeid* nodeId,
                                          const uaplex_datavalue* value) noexcept {
     // Before seal other plugins may still be adding nodes (the map may rehash).

@@ -44,7 +44,7 @@
 
 /* A major change breaks binary compatibility; a minor change only appends. */
 #define UAPLEX_ABI_VERSION_MAJOR 1u
-#define UAPLEX_ABI_VERSION_MINOR 6u
+#define UAPLEX_ABI_VERSION_MINOR 7u
 #define UAPLEX_ABI_VERSION ((UAPLEX_ABI_VERSION_MAJOR << 16) | UAPLEX_ABI_VERSION_MINOR)
 #define UAPLEX_ABI_MAJOR_OF(v) (((uint32_t)(v)) >> 16)
 #define UAPLEX_ABI_MINOR_OF(v) (((uint32_t)(v)) & 0xFFFFu)
@@ -88,6 +88,7 @@ typedef enum uaplex_struct_type {
     UAPLEX_STYPE_NODE_MANAGER_REFERENCE = 605,
     UAPLEX_STYPE_NODE_SPEC = 606,
     UAPLEX_STYPE_EVENT_SPEC = 607,
+    UAPLEX_STYPE_METHOD_SPEC = 608, /* since 1.7 */
     UAPLEX_STYPE_FORCE_32BIT = 0x7FFFFFFF
 } uaplex_struct_type;
 

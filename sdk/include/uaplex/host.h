@@ -24,6 +24,7 @@ struct uaplex_nodeid;
 struct uaplex_datavalue;
 struct uaplex_node_spec;
 struct uaplex_event_spec;
+struct uaplex_method_spec;
 
 typedef enum uaplex_log_level {
     UAPLEX_LOG_TRACE = 0,
@@ -146,6 +147,16 @@ typedef struct uaplex_host_api {
      * source, BadTypeDefinitionInvalid when the type is not BaseEventType or a subtype.
      * Any thread once the server runs; BadInvalidState before. */
     uaplex_status (*raise_event)(uaplex_plugin_ctx* ctx, const struct uaplex_event_spec* event);
+
+    /* --- since 1.7: methods of any node --- */
+    /* Implements a Method the plugin need not own: by its NodeId, or for all instances of an
+     * ObjectType and its subtypes (see uaplex_method_spec; borrowed for the call). While node
+     * managers start (create or start, host main thread); BadInvalidState once the server
+     * runs. The method node may come from a node manager that starts later. BadEntryExists
+     * for a second binding of the same method (and type), BadNodeClassInvalid when a known
+     * method_id is no Method or a known object_type_id no ObjectType, BadInvalidArgument for
+     * a NULL method_id or call. */
+    uaplex_status (*method_bind)(uaplex_plugin_ctx* ctx, const struct uaplex_method_spec* spec);
 } uaplex_host_api;
 
 UAPLEX_END_DECLS

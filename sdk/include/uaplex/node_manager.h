@@ -47,6 +47,41 @@ typedef uaplex_status (*uaplex_method_fn)(void* user, const struct uaplex_nodeid
                                           const uaplex_value_alloc* alloc, size_t* out_output_count,
                                           struct uaplex_variant** out_outputs);
 
+/* Runs a Method bound with the host API method_bind (since 1.7), after the kernel checked the
+ * inputs against the method's InputArguments property (count: BadArgumentsMissing,
+ * BadTooManyArguments; each DataType and ValueRank: BadTypeMismatch). input_results[i]
+ * (kernel-owned, input_count entries, Good on entry) says which input is wrong
+ * (BadTypeMismatch, BadOutOfRange, ...); any Bad entry makes the operation's status
+ * BadInvalidArgument (Part 4 5.11.2). Outputs: *out_outputs (from `alloc`) with
+ * *out_output_count entries. Worker threads, concurrently; may block for the request only. */
+typedef uaplex_status (*uaplex_method_call_fn)(void* user, const struct uaplex_nodeid* object_id,
+                                               const struct uaplex_nodeid* method_id,
+                                               size_t input_count,
+                                               const struct uaplex_variant* inputs,
+                                               const uaplex_value_alloc* alloc,
+                                               uaplex_status* input_results,
+                                               size_t* out_output_count,
+                                               struct uaplex_variant** out_outputs);
+
+/* An implementation of a Method of any node in the store or in namespace 0, also of nodes
+ * another plugin (e.g. the NodeSet2 loader) added (host API method_bind, since 1.7);
+ * borrowed for the call (the kernel copies the NodeIds).
+ *  - object_type_id NULL: calls of the Method `method_id` run `call`, on every Object the
+ *    method is a component of (directly or through its type hierarchy);
+ *  - object_type_id set: `method_id` is a Method of that ObjectType; calls on any Object
+ *    whose type is the ObjectType or one of its subtypes run `call`, for `method_id` itself
+ *    and for the Object's own copy of it (a Method component with the same BrowseName).
+ * A store Method's own `call` (uaplex_node_spec) comes first, then a binding by NodeId, then
+ * the binding of the most derived type. A bound Method is executable. */
+typedef struct uaplex_method_spec {
+    uaplex_header hdr; /* UAPLEX_STYPE_METHOD_SPEC */
+    uint32_t reserved0;
+    const struct uaplex_nodeid* method_id;
+    const struct uaplex_nodeid* object_type_id; /* NULL: by method NodeId only */
+    uaplex_method_call_fn call;
+    void* user; /* passed to call */
+} uaplex_method_spec;
+
 /* A node to add to the kernel's store (host API node_add, since 1.1); everything borrowed for
  * the call (the kernel copies). Unused fields are zero. */
 typedef struct uaplex_node_spec {

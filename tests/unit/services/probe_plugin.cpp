@@ -78,6 +78,73 @@ class Probe : public StoreNodeManager {
             m.spec.method_flags = UAPLEX_METHOD_NOT_EXECUTABLE;
             st = as.add(m.get());
         }
+        if (st == UAPLEX_Good) st = addMethodModel(as, probe);
+        return st;
+    }
+
+    // Methods without an implementation of their own, as a NodeSet2 file defines them, that
+    // this plugin implements through method_bind: ProbeType.Calibrate for every instance of
+    // ProbeType and its subtypes, Probe.Checked by its NodeId, and the standard Acknowledge
+    // (i=9111) for every AcknowledgeableConditionType. BindStatuses lists what the refused
+    // bindings answered.
+    uaplex_status addMethodModel(const AddressSpace& as, const uaplex_nodeid& probe) {
+        uaplex_status st = UAPLEX_Good;
+        auto check = [&](uaplex_status s) {
+            if (st == UAPLEX_Good) st = s;
+        };
+        auto method = [&](std::string_view id, const uaplex_nodeid& parent, std::string_view name) {
+            NodeSpec m = method_spec(string_id(ns_, id), parent, qualified_name(ns_, name), nullptr,
+                                     nullptr);
+            m.spec.method_flags = UAPLEX_METHOD_NOT_EXECUTABLE;
+            check(as.add(m.get()));
+        };
+        uaplex_nodeid type = string_id(ns_, "ProbeType"), sub = string_id(ns_, "ProbeSubType");
+        NodeSpec t(8, type, numeric_id(0, 58), 45, qualified_name(ns_, "ProbeType"));
+        check(as.add(t.get()));
+        NodeSpec s(8, sub, type, 45, qualified_name(ns_, "ProbeSubType"));
+        check(as.add(s.get()));
+        uaplex_nodeid calibrate = string_id(ns_, "ProbeType.Calibrate");
+        method("ProbeType.Calibrate", type, "Calibrate");
+        check(as.add_arguments(calibrate, string_id(ns_, "ProbeType.Calibrate.In"), false,
+                               {{"scale", 11}, {"count", 7}}));
+        check(as.add_arguments(calibrate, string_id(ns_, "ProbeType.Calibrate.Out"), true,
+                               {{"product", 11}}));
+        uaplex_nodeid instance = string_id(ns_, "Instance");
+        NodeSpec o = object_spec(instance, probe, 47, qualified_name(ns_, "Instance"), 58);
+        o.type_definition = sub;  // a store type
+        check(as.add(o.get()));
+        uaplex_nodeid copy = string_id(ns_, "Instance.Calibrate");
+        method("Instance.Calibrate", instance, "Calibrate");
+        check(as.add_arguments(copy, string_id(ns_, "Instance.Calibrate.In"), false,
+                               {{"scale", 11}, {"count", 7}}));
+        check(
+            as.add(object_spec(string_id(ns_, "Other"), probe, 47, qualified_name(ns_, "Other"), 58)
+                       .get()));
+        uaplex_nodeid checked = string_id(ns_, "Probe.Checked");
+        method("Probe.Checked", probe, "Checked");
+        check(as.add_arguments(checked, string_id(ns_, "Probe.Checked.In"), false,
+                               {{"name", 12}, {"level", 6}}));
+        check(as.add(object_spec(string_id(ns_, "Alarm"), probe, 47, qualified_name(ns_, "Alarm"),
+                                 2915 /* AlarmConditionType */)
+                         .get()));
+
+        check(as.implement_type_method<&Probe::calibrate>(type, calibrate, this));
+        check(as.implement_method<&Probe::checkedCall>(checked, this));
+        check(as.implement_type_method<&Probe::acknowledge>(numeric_id(0, 2881),
+                                                            numeric_id(0, 9111), this));
+        // A method node another manager adds later may be bound first.
+        check(as.implement_method<&Probe::checkedCall>(string_id(ns_, "NotYetThere"), this));
+        bind_statuses_[0] = as.implement_method<&Probe::checkedCall>(checked, this);
+        bind_statuses_[1] = as.implement_method<&Probe::checkedCall>(probe, this);
+        bind_statuses_[2] =
+            as.implement_method<&Probe::checkedCall>(string_id(ns_, "Outputs"), this);
+        bind_statuses_[3] = as.implement_type_method<&Probe::calibrate>(type, calibrate, this);
+        bind_statuses_[4] = as.implement_type_method<&Probe::calibrate>(probe, calibrate, this);
+        NodeSpec list = variable_spec(string_id(ns_, "BindStatuses"), probe, 47,
+                                      qualified_name(ns_, "BindStatuses"), 19, 1, 1);
+        uaplex_datavalue v = data_value(array(UAPLEX_TYPE_STATUSCODE, 5, bind_statuses_));
+        list.spec.value = &v;
+        check(as.add(list.get()));
         return st;
     }
 
@@ -171,6 +238,31 @@ class Probe : public StoreNodeManager {
         return UAPLEX_Good;
     }
 
+    // Calibrate(scale Double, count UInt32) -> scale * count; scale must lie in [0, 10].
+    uaplex_status calibrate(MethodCall& call) {
+        double scale = 0;
+        uint32_t count = 0;
+        call.scalar_input(0, UAPLEX_TYPE_DOUBLE, scale);
+        call.scalar_input(1, UAPLEX_TYPE_UINT32, count);
+        if (scale < 0 || scale > 10) call.reject(0, UAPLEX_BadOutOfRange);
+        if (call.rejected()) return UAPLEX_BadInvalidArgument;
+        return call.set_outputs({scalar<double>(UAPLEX_TYPE_DOUBLE, scale * count)});
+    }
+    // Checked(name String, level Int32): a non-empty name, a level in [0, 10].
+    uaplex_status checkedCall(MethodCall& call) {
+        std::string_view name;
+        int32_t level = 0;
+        if (call.string_input(0, name) && name.empty()) call.reject(0, UAPLEX_BadInvalidArgument);
+        if (call.scalar_input(1, UAPLEX_TYPE_INT32, level) && (level < 0 || level > 10))
+            call.reject(1, UAPLEX_BadOutOfRange);
+        if (call.rejected()) return UAPLEX_Good;  // the helper answers BadInvalidArgument
+        return call.set_outputs({call.string_output(name)});
+    }
+    uaplex_status acknowledge(MethodCall&) {
+        ++acknowledged_;
+        return UAPLEX_Good;
+    }
+
   private:
     static uaplex_status readValue(void* user, const uaplex_nodeid*, const uaplex_value_alloc*,
                                    uaplex_datavalue* out) {
@@ -203,6 +295,8 @@ class Probe : public StoreNodeManager {
     std::atomic<double> callback_value_{1.5};
     std::atomic<int32_t> owned_value_{7};
     std::atomic<int32_t> calls_{0};
+    std::atomic<int32_t> acknowledged_{0};
+    uaplex_status bind_statuses_[5] = {};
 };
 
 }  // namespace

@@ -154,6 +154,134 @@ inline BinaryBody eu_information_body(std::string_view unece_code, std::string_v
     return b;
 }
 
+// --- methods ----------------------------------------------------------------------------
+
+// One call of a method bound with AddressSpace::implement_method (host API method_bind,
+// since 1.7): the inputs, which the kernel already checked against the method's
+// InputArguments (count, DataType, ValueRank), a result per input and the outputs.
+class MethodCall {
+  public:
+    MethodCall(const uaplex_nodeid* object, const uaplex_nodeid* method, size_t count,
+               const uaplex_variant* inputs, const uaplex_value_alloc* alloc,
+               uaplex_status* input_results) noexcept
+        : object_(object),
+          method_(method),
+          count_(count),
+          inputs_(inputs),
+          alloc_(alloc),
+          results_(input_results) {}
+
+    const uaplex_nodeid& object() const noexcept { return *object_; }
+    const uaplex_nodeid& method() const noexcept { return *method_; }
+    size_t input_count() const noexcept { return count_; }
+    const uaplex_variant& input(size_t i) const noexcept { return inputs_[i]; }
+    // The scalar input i of built-in type `type`, or false (and input i BadTypeMismatch).
+    template <class T>
+    bool scalar_input(size_t i, uint8_t type, T& out) noexcept {
+        if (i >= count_) return false;
+        const uaplex_variant& v = inputs_[i];
+        if ((v.encoding & UAPLEX_VARIANT_ARRAY) != 0 ||
+            (v.encoding & UAPLEX_VARIANT_TYPE_MASK) != type) {
+            reject(i, UAPLEX_BadTypeMismatch);
+            return false;
+        }
+        static_assert(sizeof(T) <= sizeof(v.value));
+        std::memcpy(&out, &v.value, sizeof(T));
+        return true;
+    }
+    // The String input i (a view of the request's memory), or false (BadTypeMismatch).
+    bool string_input(size_t i, std::string_view& out) noexcept {
+        uaplex_string s{};
+        if (!scalar_input(i, UAPLEX_TYPE_STRING, s)) return false;
+        out = s.length > 0 ? std::string_view(s.data, size_t(s.length)) : std::string_view();
+        return true;
+    }
+    // Marks input i as the wrong one (BadOutOfRange, BadTypeMismatch, BadInvalidArgument...):
+    // the client gets it in inputArgumentResults and the call answers BadInvalidArgument.
+    void reject(size_t i, uaplex_status status) noexcept {
+        if (i < count_ && results_ != nullptr) results_[i] = status;
+        rejected_ = true;
+    }
+    bool rejected() const noexcept { return rejected_; }
+
+    // Request memory (released with the request), e.g. for output strings and arrays.
+    void* allocate(size_t size, size_t alignment = 8) noexcept {
+        return alloc_->allocate(alloc_->self, size, alignment);
+    }
+    // A String Variant holding a copy of `s` in request memory (a null String if full).
+    uaplex_variant string_output(std::string_view s) noexcept {
+        uaplex_string out{-1, nullptr};
+        if (char* p = static_cast<char*>(allocate(s.size() + 1, 1))) {
+            if (!s.empty()) std::memcpy(p, s.data(), s.size());
+            out = {int32_t(s.size()), p};
+        }
+        return scalar(UAPLEX_TYPE_STRING, out);
+    }
+    // The outputs (Variants copied shallowly: what they point to must be request memory or
+    // outlive the request). BadOutOfMemory when the request's memory is exhausted.
+    uaplex_status set_outputs(std::initializer_list<uaplex_variant> outputs) noexcept {
+        auto* out = static_cast<uaplex_variant*>(
+            allocate(sizeof(uaplex_variant) * (outputs.size() ? outputs.size() : 1),
+                     alignof(uaplex_variant)));
+        if (out == nullptr) return UAPLEX_BadOutOfMemory;
+        size_t n = 0;
+        for (const uaplex_variant& v : outputs) out[n++] = v;
+        outputs_ = out;
+        output_count_ = n;
+        return UAPLEX_Good;
+    }
+    size_t output_count() const noexcept { return output_count_; }
+    uaplex_variant* outputs() const noexcept { return outputs_; }
+
+  private:
+    const uaplex_nodeid* object_;
+    const uaplex_nodeid* method_;
+    size_t count_;
+    const uaplex_variant* inputs_;
+    const uaplex_value_alloc* alloc_;
+    uaplex_status* results_;
+    bool rejected_ = false;
+    size_t output_count_ = 0;
+    uaplex_variant* outputs_ = nullptr;
+};
+
+namespace detail {
+template <class M>
+struct MethodOwner;
+template <class T>
+struct MethodOwner<uaplex_status (T::*)(MethodCall&)> {
+    using type = T;
+};
+
+// The C callback for the member function Fn of T: no exception crosses the ABI, a rejected
+// input makes the status BadInvalidArgument.
+template <auto Fn>
+uaplex_status method_trampoline(void* user, const uaplex_nodeid* object,
+                                const uaplex_nodeid* method, size_t count,
+                                const uaplex_variant* inputs, const uaplex_value_alloc* alloc,
+                                uaplex_status* input_results, size_t* out_count,
+                                uaplex_variant** out_outputs) noexcept {
+    using T = typename MethodOwner<decltype(Fn)>::type;
+    T* self = static_cast<T*>(user);
+    MethodCall call(object, method, count, inputs, alloc, input_results);
+    const Context* ctx = nullptr;
+    if constexpr (requires { self->context(); }) ctx = &self->context();
+    uaplex_status st = guard(ctx, "method call", [&] { return (self->*Fn)(call); });
+    if (st == UAPLEX_Good && call.rejected()) st = UAPLEX_BadInvalidArgument;
+    *out_count = call.output_count();
+    *out_outputs = call.outputs();
+    return st;
+}
+}  // namespace detail
+
+// One argument of a method (Part 3 8.6) for add_arguments: a numeric ns0 DataType.
+struct ArgumentDef {
+    std::string_view name;
+    uint32_t data_type;
+    int32_t value_rank = -1;
+    std::string_view description = {};
+};
+
 // The address-space entries of the host API for one plugin instance.
 class AddressSpace {
   public:
@@ -179,6 +307,44 @@ class AddressSpace {
                             const uaplex_datavalue& value) const noexcept {
         return ctx_.api()->value_set(ctx_.raw(), &node, &value);
     }
+
+    // --- methods of any node (host API method_bind, since 1.7) ---
+    // False when the host is older than 1.7 (implement_* then answer BadNotSupported).
+    bool methods_available() const noexcept {
+        const auto* api = ctx_.api();
+        return api && UAPLEX_FIELD_OR(api, uaplex_host_api, method_bind, nullptr) != nullptr;
+    }
+    uaplex_status bind_method(const uaplex_nodeid& method, const uaplex_nodeid* object_type,
+                              uaplex_method_call_fn fn, void* user) const noexcept {
+        if (!methods_available()) return UAPLEX_BadNotSupported;
+        uaplex_method_spec spec{};
+        spec.hdr = UAPLEX_HEADER_INIT(uaplex_method_spec, UAPLEX_STYPE_METHOD_SPEC);
+        spec.method_id = &method;
+        spec.object_type_id = object_type;
+        spec.call = fn;
+        spec.user = user;
+        return ctx_.api()->method_bind(ctx_.raw(), &spec);
+    }
+    // Calls of `method` (any node, e.g. one a NodeSet2 file defined) run self->*Fn, a member
+    // `uaplex_status T::fn(MethodCall&)`. Worker threads, concurrently.
+    template <auto Fn>
+    uaplex_status implement_method(
+        const uaplex_nodeid& method,
+        typename detail::MethodOwner<decltype(Fn)>::type* self) const noexcept {
+        return bind_method(method, nullptr, &detail::method_trampoline<Fn>, self);
+    }
+    // Calls of the method `method` of `object_type` on any instance of the type or of its
+    // subtypes (also of the instance's own copy of the method) run self->*Fn.
+    template <auto Fn>
+    uaplex_status implement_type_method(
+        const uaplex_nodeid& object_type, const uaplex_nodeid& method,
+        typename detail::MethodOwner<decltype(Fn)>::type* self) const noexcept {
+        return bind_method(method, &object_type, &detail::method_trampoline<Fn>, self);
+    }
+    // Adds the InputArguments (or, `output`, OutputArguments) property `property` of
+    // `method`: HasProperty, PropertyType, DataType Argument, an array of the arguments.
+    uaplex_status add_arguments(const uaplex_nodeid& method, const uaplex_nodeid& property,
+                                bool output, std::initializer_list<ArgumentDef> args) const;
 
   private:
     Context ctx_;
@@ -239,6 +405,29 @@ inline NodeSpec method_spec(const uaplex_nodeid& id, const uaplex_nodeid& parent
     s.spec.call = fn;
     s.spec.user = user;
     return s;
+}
+
+inline uaplex_status AddressSpace::add_arguments(const uaplex_nodeid& method,
+                                                 const uaplex_nodeid& property, bool output,
+                                                 std::initializer_list<ArgumentDef> args) const {
+    std::vector<BinaryBody> bodies;
+    bodies.reserve(args.size());
+    for (const ArgumentDef& a : args)
+        bodies.push_back(argument_body(a.name, a.data_type, a.value_rank, a.description));
+    std::vector<uaplex_extensionobject> eos;
+    eos.reserve(bodies.size());
+    for (const BinaryBody& b : bodies) eos.push_back(b.extension_object(kArgumentBinary));
+    uaplex_datavalue value =
+        data_value(array(UAPLEX_TYPE_EXTENSIONOBJECT, int32_t(eos.size()), eos.data()));
+    NodeSpec p = variable_spec(property, method, 46 /* HasProperty */,
+                               qualified_name(0, output ? "OutputArguments" : "InputArguments"),
+                               296 /* Argument */, 1, 1 /* CurrentRead */);
+    p.type_definition = numeric_id(0, 68);  // PropertyType
+    uint32_t dims[1] = {uint32_t(eos.size())};
+    p.spec.array_dimensions_count = 1;
+    p.spec.array_dimensions = dims;
+    p.spec.value = &value;
+    return add(p.get());
 }
 
 // Base for node managers that only add nodes to the kernel's store: no owned namespaces.

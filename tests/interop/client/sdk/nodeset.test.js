@@ -142,3 +142,44 @@ test("a test-model device sits in DI's DeviceSet", { timeout: T_SHORT }, async (
     assert.ok(pump, "Pump missing from DeviceSet");
     assert.equal(pump.typeDefinition.toString(), `ns=${S.di};i=15063`);
 });
+
+// Methods of the files, implemented by another plugin (tests/sdk/plugins/test_companion.cpp)
+// through method_bind: by NodeId, and by a DI type's method for all instances of subtypes.
+const callOne = async (objectId, methodId, inputArguments) => S.session.call({ objectId, methodId, inputArguments });
+
+test("a method of a NodeSet2 file runs the plugin that implements it, arguments checked", { timeout: T_SHORT }, async () => {
+    const valve = `ns=${S.test};i=6100`, scale = `ns=${S.test};i=7001`;
+    const exec = await S.session.read({ nodeId: scale, attributeId: AttributeIds.Executable });
+    assert.equal(exec.value.value, true);
+    const ok = await callOne(valve, scale, [{ dataType: DataType.Double, value: 1.5 }, { dataType: DataType.Int32, value: 4 }]);
+    assertGood(ok.statusCode, "Scale(1.5, 4)");
+    assert.equal(ok.outputArguments[0].value, 6);
+    const neg = await callOne(valve, scale, [{ dataType: DataType.Double, value: 1.5 }, { dataType: DataType.Int32, value: -1 }]);
+    assertStatus(neg.statusCode, ua.StatusCodes.BadInvalidArgument, "Scale(1.5, -1)");
+    assert.equal(neg.inputArgumentResults.length, 2);
+    assertGood(neg.inputArgumentResults[0], "factor");
+    assertStatus(neg.inputArgumentResults[1], ua.StatusCodes.BadOutOfRange, "steps");
+    const type = await callOne(valve, scale, [{ dataType: DataType.String, value: "x" }, { dataType: DataType.Int32, value: 1 }]);
+    assertStatus(type.statusCode, ua.StatusCodes.BadInvalidArgument, "Scale(\"x\", 1)");
+    assertStatus(type.inputArgumentResults[0], ua.StatusCodes.BadTypeMismatch, "factor");
+    assertStatus((await callOne(valve, scale, [{ dataType: DataType.Double, value: 1 }])).statusCode,
+        ua.StatusCodes.BadArgumentsMissing, "Scale(1)");
+});
+
+test("DI's InitLock runs on an instance of a subtype of LockingServicesType and on DI's own Lock", { timeout: T_SHORT }, async () => {
+    const initLock = `ns=${S.di};i=6393`;
+    // Valve is a TestLockingType (test model), a subtype of DI's LockingServicesType.
+    const ok = await callOne(`ns=${S.test};i=6100`, initLock, [{ dataType: DataType.String, value: "maintenance" }]);
+    assertGood(ok.statusCode, "InitLock on Valve");
+    assert.equal(ok.outputArguments[0].value, 0);
+    const empty = await callOne(`ns=${S.test};i=6100`, initLock, [{ dataType: DataType.String, value: "" }]);
+    assertStatus(empty.statusCode, ua.StatusCodes.BadInvalidArgument, "InitLock(\"\")");
+    assertStatus(empty.inputArgumentResults[0], ua.StatusCodes.BadInvalidArgument, "Context");
+    // TopologyElementType's Lock (ns=DI;i=6161) is a LockingServicesType with its own copy
+    // of InitLock (ns=DI;i=6166): the type's implementation serves it.
+    const copy = await callOne(`ns=${S.di};i=6161`, `ns=${S.di};i=6166`, [{ dataType: DataType.String, value: "c" }]);
+    assertGood(copy.statusCode, "InitLock copy on DI's Lock");
+    // Not a method of the LoaderTest folder.
+    const wrong = await callOne(`ns=${S.test};i=5000`, initLock, [{ dataType: DataType.String, value: "c" }]);
+    assertStatus(wrong.statusCode, ua.StatusCodes.BadMethodInvalid, "InitLock on a folder");
+});

@@ -1,7 +1,8 @@
 // The out-of-tree example node manager (examples/vendor-plugin), built against an installed
 // SDK and loaded by the installed server (tests/sdk/install_example_test.sh): its device
 // browses under Objects, its registers read, its Setpoint writes, and the register changes
-// its own thread reports through the host API arrive at a node-opcua subscription.
+// its own thread reports through the host API arrive at a node-opcua subscription, and its
+// SetSetpoint method checks its argument.
 "use strict";
 
 const { test, before, after } = require("node:test");
@@ -26,7 +27,7 @@ after(async () => {
 
 const id = (s) => `ns=${S.ns};s=${s}`;
 
-test("the device browses under Objects with its four registers", { timeout: T_SHORT }, async () => {
+test("the device browses under Objects with its four registers and its method", { timeout: T_SHORT }, async () => {
     const objects = await S.session.browse({
         nodeId: "i=85", browseDirection: BrowseDirection.Forward, resultMask: 0x3f,
         referenceTypeId: "i=33", includeSubtypes: true,
@@ -42,7 +43,30 @@ test("the device browses under Objects with its four registers", { timeout: T_SH
     });
     assertGood(regs.statusCode, "browse Pump7");
     assert.deepEqual(regs.references.map((r) => r.browseName.name).sort(),
-        ["Cycles", "Setpoint", "Status", "Temperature"]);
+        ["Cycles", "SetSetpoint", "Setpoint", "Status", "Temperature"]);
+});
+
+test("SetSetpoint: the kernel checks the arguments, the plugin says which one is wrong", { timeout: T_SHORT }, async () => {
+    const call = (inputArguments) => S.session.call({ objectId: id("Pump7"), methodId: id("Pump7.SetSetpoint"), inputArguments });
+    const ok = await call([{ dataType: DataType.Double, value: 42 }]);
+    assertGood(ok.statusCode, "SetSetpoint(42)");
+    assert.equal(ok.outputArguments.length, 1);
+    assert.equal(ok.outputArguments[0].dataType, DataType.Double);
+    const back = await S.session.read({ nodeId: id("Pump7.Setpoint"), attributeId: AttributeIds.Value });
+    assert.equal(back.value.value, 42);
+    const again = await call([{ dataType: DataType.Double, value: 43 }]);
+    assert.equal(again.outputArguments[0].value, 42);
+
+    const range = await call([{ dataType: DataType.Double, value: 1000 }]);
+    assertStatus(range.statusCode, ua.StatusCodes.BadInvalidArgument, "SetSetpoint(1000)");
+    assert.equal(range.inputArgumentResults.length, 1);
+    assertStatus(range.inputArgumentResults[0], ua.StatusCodes.BadOutOfRange, "the value's result");
+    const type = await call([{ dataType: DataType.String, value: "hot" }]);
+    assertStatus(type.statusCode, ua.StatusCodes.BadInvalidArgument, "SetSetpoint(\"hot\")");
+    assertStatus(type.inputArgumentResults[0], ua.StatusCodes.BadTypeMismatch, "the value's result");
+    assertStatus((await call([])).statusCode, ua.StatusCodes.BadArgumentsMissing, "SetSetpoint()");
+    assertStatus((await call([{ dataType: DataType.Double, value: 1 }, { dataType: DataType.Double, value: 2 }])).statusCode,
+        ua.StatusCodes.BadTooManyArguments, "SetSetpoint(1, 2)");
 });
 
 test("registers read with their types; the status is a string", { timeout: T_SHORT }, async () => {

@@ -70,6 +70,16 @@ struct Callbacks {
     void* user = nullptr;
 };
 
+// A Method implementation a plugin bound (host API method_bind): by the method's NodeId, or for
+// the instances of an ObjectType and its subtypes. NodeIds are interned.
+struct MethodBinding {
+    ua::NodeId method{};
+    ua::NodeId objectType{};  // null NodeId when bound by the method's NodeId
+    bool byType = false;
+    uaplex_method_call_fn call = nullptr;
+    void* user = nullptr;
+};
+
 // A node added by a node manager (or by the kernel for the Server object's helpers). All text
 // is interned, so the views below stay valid for the life of the address space.
 struct Node {
@@ -135,7 +145,20 @@ class AddressSpace {
     ua::NodeId typeDefinitionOf(const NodeRef& n) const noexcept;
     // True if the ns0 type `sub` is `super` or one of its subtypes (HasSubtype hierarchy).
     bool isSubtypeOf(std::uint32_t sub, std::uint32_t super) const noexcept;
+    // Any node: walks store types too (inverse HasSubtype), bounded in depth.
     bool isSubtypeOf(const ua::NodeId& sub, const ua::NodeId& super) const noexcept;
+    // The supertype of a type node (its inverse HasSubtype target), or an empty NodeRef.
+    NodeRef superTypeOf(const NodeRef& type) const noexcept;
+
+    // --- method implementations (bound before seal, read lock-free after) ---
+    uaplex_status bindMethod(const ua::NodeId& method, const ua::NodeId* objectType,
+                             uaplex_method_call_fn call, void* user);
+    const MethodBinding* methodBinding(const ua::NodeId& method) const noexcept;
+    // The binding of `type` (itself, no supertypes) for `method` or for a method of the type
+    // with the browse name `name` (an instance's copy); null when none.
+    const MethodBinding* typeMethodBinding(const ua::NodeId& type, const ua::NodeId& method,
+                                           const ua::QualifiedName& name) const noexcept;
+    bool hasTypeMethodBindings() const noexcept { return !typeBindings_.empty(); }
 
     // --- namespace-0 data ---
     const ns0::Image& image() const noexcept { return ns0::kImage; }
@@ -168,6 +191,8 @@ class AddressSpace {
     std::unordered_map<std::uint32_t, std::vector<Reference>> ns0Extra_;
     std::unordered_map<std::uint32_t, ComputedValue> computed_;
     std::unordered_map<ua::NodeId, std::unique_ptr<Node>, NodeIdHash, NodeIdEqual> nodes_;
+    std::unordered_map<ua::NodeId, MethodBinding, NodeIdHash, NodeIdEqual> methodBindings_;
+    std::unordered_multimap<ua::NodeId, MethodBinding, NodeIdHash, NodeIdEqual> typeBindings_;
     std::unordered_set<std::string> strings_;  // node-based: element addresses are stable
     std::atomic<bool> sealed_{false};
 };

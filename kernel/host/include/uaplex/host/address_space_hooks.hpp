@@ -23,6 +23,9 @@ class AddressSpaceHooks {
     // Host API, since 1.3.
     virtual uaplex_status raiseEvent(uaplex_plugin_ctx* ctx,
                                      const uaplex_event_spec* spec) noexcept = 0;
+    // Host API, since 1.7.
+    virtual uaplex_status methodBind(uaplex_plugin_ctx* ctx,
+                                     const uaplex_method_spec* spec) noexcept = 0;
 };
 
 }  // namespace uaplex::host
