@@ -199,9 +199,14 @@ bool ValuePool::materialize(const ValueCell& c, enc::Arena& arena, ua::DataValue
         if (c.byteCount) std::memcpy(p, c.bytes, c.byteCount);
         out.value.value.pointer = p;
     } else if (c.payload == ValueCell::Payload::Encoded) {
+        // Decoded strings are views into their input: decode from a copy in the arena, so the
+        // message stays whole when the cell goes back to the pool and is reused.
+        auto* bytes = static_cast<std::uint8_t*>(arena.allocate(c.byteCount ? c.byteCount : 1, 8));
+        if (!bytes) return false;
+        if (c.byteCount) std::memcpy(bytes, c.bytes, c.byteCount);
         void* decoded = nullptr;
         enc::DecodeLimits limits;
-        if (enc::decodeValue({c.bytes, c.byteCount}, arena, limits, variantType(), &decoded) !=
+        if (enc::decodeValue({bytes, c.byteCount}, arena, limits, variantType(), &decoded) !=
             UAPLEX_Good)
             return false;
         out.value = *static_cast<ua::Variant*>(decoded);

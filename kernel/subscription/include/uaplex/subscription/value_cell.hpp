@@ -47,7 +47,8 @@ class ValuePool {
     // Copies src's value into dst in place, reusing dst's payload buffer; false when out of
     // memory (dst is then unchanged).
     bool assignContents(ValueCell& dst, const ValueCell& src);
-    // Writes the value into `out`, with out-of-line parts allocated in `arena`.
+    // Writes the value into `out`, with out-of-line parts (strings too) allocated in `arena`:
+    // `out` does not refer to the cell.
     static bool materialize(const ValueCell& c, enc::Arena& arena, ua::DataValue& out);
     size_t live() const { return live_; }
     // Frees the recycled cells (after a bulk deletion; the pool grows again on demand).
