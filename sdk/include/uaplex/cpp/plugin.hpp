@@ -4,6 +4,7 @@
 // exception to BadInternalError after logging it through the host.
 #pragma once
 
+#include <atomic>
 #include <cstring>
 #include <exception>
 #include <initializer_list>
@@ -23,9 +24,10 @@ inline std::string_view to_view(uaplex_str s) noexcept {
 }
 
 namespace detail {
-// The host table of this library, set by the entry symbol. One per loaded library.
-inline const uaplex_host_api*& host_api() noexcept {
-    static const uaplex_host_api* api = nullptr;
+// The host table of this library, set by the entry symbol. One per loaded library. Atomic:
+// a reload calls the entry again while the library's own threads read the table.
+inline std::atomic<const uaplex_host_api*>& host_api() noexcept {
+    static std::atomic<const uaplex_host_api*> api{nullptr};
     return api;
 }
 }  // namespace detail
@@ -35,7 +37,9 @@ class Context {
   public:
     explicit Context(uaplex_plugin_ctx* ctx) noexcept : ctx_(ctx) {}
     uaplex_plugin_ctx* raw() const noexcept { return ctx_; }
-    const uaplex_host_api* api() const noexcept { return detail::host_api(); }
+    const uaplex_host_api* api() const noexcept {
+        return detail::host_api().load(std::memory_order_acquire);
+    }
 
     void log(uaplex_log_level level, std::string_view message) const noexcept {
         if (api() && api()->log) api()->log(ctx_, level, to_str(message));
@@ -184,7 +188,7 @@ uaplex_status entry(const PluginInfo& info, uint32_t host_abi_version, const uap
     // returns the descriptor.
     (void)host_abi_version;
     if (!out || !host) return UAPLEX_BadInvalidArgument;
-    host_api() = host;
+    host_api().store(host, std::memory_order_release);
     static const uaplex_plugin_descriptor descriptor = [&] {
         uaplex_plugin_descriptor d{};
         d.hdr = UAPLEX_HEADER_INIT(uaplex_plugin_descriptor, UAPLEX_STYPE_PLUGIN_DESCRIPTOR);
