@@ -15,6 +15,7 @@
 #include <uaplex/session/login_guard.hpp>
 #include <uaplex/session/server_counters.hpp>
 #include <uaplex/session/session_manager.hpp>
+#include "owned_token.hpp"
 
 using namespace uaplex;
 using namespace uaplex::session;
@@ -98,9 +99,9 @@ TEST_CASE("an unactivated session times out after the unactivated timeout, whate
     std::int64_t scheduled = 0;
     m.setTimeoutScheduled([](void* u, std::int64_t due) { *static_cast<std::int64_t*>(u) = due; },
                           &scheduled);
-    auto idle = m.create(1, 3600000, "idle", 0, 0).session->authenticationToken();
+    test::OwnedToken idle(m.create(1, 3600000, "idle", 0, 0).session->authenticationToken());
     CHECK(scheduled == 3001);  // the sweep wakes for the short life, not the hour
-    auto used = m.create(1, 3600000, "used", 0, 0).session->authenticationToken();
+    test::OwnedToken used(m.create(1, 3600000, "used", 0, 0).session->authenticationToken());
     REQUIRE(m.activate(used, 1, kAnonymous, nullptr, 0) == UAPLEX_Good);
     std::int64_t next = 0;
     CHECK(m.sweep(3000, &next) == 0);

@@ -9,6 +9,7 @@
 
 #include <uaplex/session/server_counters.hpp>
 #include <uaplex/session/session_manager.hpp>
+#include "owned_token.hpp"
 
 using namespace uaplex;
 using namespace uaplex::session;
@@ -116,8 +117,8 @@ TEST_CASE("close ends the session and releases its services state") {
 TEST_CASE("sessions without requests within their timeout are closed") {
     session::ServerCounters counters;
     SessionManager m({10, 10000, 60000}, &counters);
-    auto a = m.create(1, 10000, "", 0, 0).session->authenticationToken();
-    auto b = m.create(1, 20000, "", 0, 0).session->authenticationToken();
+    test::OwnedToken a(m.create(1, 10000, "", 0, 0).session->authenticationToken());
+    test::OwnedToken b(m.create(1, 20000, "", 0, 0).session->authenticationToken());
     REQUIRE(m.activate(b, 1, kAnonymous, nullptr, 0) == UAPLEX_Good);
     std::shared_ptr<Session> s;
     CHECK(m.sweep(9000) == 0);
