@@ -2,9 +2,10 @@
 JOBS      ?= 2
 BUILD     ?= build/release
 FUZZBUILD ?= build/fuzz
+TSANBUILD ?= build/tsan
 CMAKE_FLAGS ?=
 
-.PHONY: all bootstrap configure build run test unit-test fuzz interop bench format clean install package
+.PHONY: all bootstrap configure build run test unit-test fuzz tsan interop bench format clean install package
 
 all: build
 
@@ -35,12 +36,23 @@ package: build
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 900
 	@$(MAKE) --no-print-directory fuzz
+	@$(MAKE) --no-print-directory tsan
 
 fuzz: bootstrap
 	cmake -S . -B $(FUZZBUILD) -DUAPLEX_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ >/dev/null
 	cmake --build $(FUZZBUILD) -j$(JOBS) --target fuzzers
 	cd $(FUZZBUILD) && ctest --output-on-failure -L fuzz
+
+# The concurrent paths (tests labelled tsan) under ThreadSanitizer, in their own build; the
+# first report ends the test (halt_on_error). docs/testing.md says what they cover.
+TSAN_OPTIONS_ALL = halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tools/sanitizers/tsan.supp
+tsan: bootstrap
+	cmake -S . -B $(TSANBUILD) -DUAPLEX_SANITIZE=thread -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 >/dev/null
+	cmake --build $(TSANBUILD) -j$(JOBS) --target tsan_tests
+	cd $(TSANBUILD) && TSAN_OPTIONS="$(TSAN_OPTIONS_ALL)" \
+	  ctest --output-on-failure -j$(JOBS) -L tsan --timeout 300
 
 # Microbenchmarks, then the side-by-side scenarios against uaplex and the node-opcua peer
 # (tools/bench/run_bench.py; e.g. BENCH_ARGS="--rounds 5" or "--scenarios 'read 10x100'").
