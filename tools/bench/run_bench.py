@@ -81,6 +81,10 @@ def uaplex_config(build, out_dir, given):
     text = re.sub(r'(?m)^endpoints\s*=.*$', f'endpoints = ["opc.tcp://127.0.0.1:{UAPLEX_PORT}"]',
                   text)
     text = re.sub(r'(?m)^level\s*=\s*"[a-z]+"', 'level = "warn"', text)
+    # The write and subscribe scenarios write as Anonymous, which the default refuses
+    # outside namespace 0 (docs/configuration.md, anonymous_permissions).
+    if not re.search(r'(?m)^\[access\]', text):
+        text += '\n[access]\nanonymous_permissions = ["All"]\n'
     # {exe_dir} keeps plugin_dirs pointing at the build tree wherever this file lives
     path = os.path.join(out_dir, "uaplex-bench.toml")
     with open(path, "w") as f:
