@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The two commands of the README: `make run` and `make test`. Everything else is a helper.
 JOBS      ?= 2
 BUILD     ?= build/release

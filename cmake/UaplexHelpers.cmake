@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # uaplex_plugin(<name> SOURCES ...): a plugin shared library, loadable by the plugin host.
 # Plugins link to nothing in the kernel: only the SDK headers.
 function(uaplex_plugin name)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # `cmake --install` / `make install` and CPack: the server, the shipped plugins (installed by
 # uaplex_plugin()), the SDK headers with a CMake package (find_package(uaplex) ->
 # uaplex::sdk, uaplex_plugin()), and the default configuration pointing at the installed

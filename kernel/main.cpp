@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // uaplex: loads the configuration, loads and starts the enabled plugins, and runs until
 // SIGINT or SIGTERM. SIGHUP re-reads the configuration and applies slot changes; a bad new
 // file is reported and the running configuration stays.

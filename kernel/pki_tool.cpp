@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `uaplex pki ...`: the certificate store from the command line (create the application
 // instance certificate, list the stores, trust or reject a peer certificate).
 #include "pki_tool.hpp"

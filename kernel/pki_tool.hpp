@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `uaplex pki ...` (see pki_tool.cpp): arguments after "pki"; returns the exit code.
 #pragma once
 

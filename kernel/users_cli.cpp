@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "users_cli.hpp"
 
 #include <openssl/crypto.h>

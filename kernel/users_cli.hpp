@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `uaplex users ...`: edits the users file of [access] (UserName identity tokens).
 #pragma once
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The kernel's layers: every part may include and link only the parts below it.
 
 Scans every #include in kernel/ and plugins/ and the link lines of kernel/*/CMakeLists.txt

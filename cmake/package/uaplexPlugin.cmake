@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # uaplex_plugin(<name> SOURCES ... [LIBS ...] [OUTPUT_DIR dir]) for plugins built against an
 # installed SDK: the same rules as inside the uaplex tree (hidden visibility, no GNU unique
 # symbols, the uaplex-<name>.so file name the host scans for).

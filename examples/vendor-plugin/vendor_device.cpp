@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A vendor node manager: maps a simulated device into the address space. The device has a
 // register bank that a thread of the plugin's own refreshes every `period_ms`, as a driver
 // polling a field bus would; each refresh that changes a register is reported through the

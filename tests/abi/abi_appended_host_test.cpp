@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The plugin host built against a copy of the SDK headers in which every ops table, factory,
 // params struct, descriptor, host API table and spec has one more field (append_field.py), as
 // the next minor version will have it. Every plugin of today, and the frozen 1.0 and 1.1 ones,

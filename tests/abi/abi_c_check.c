@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Compiled as C11 with -Wall -Wextra -pedantic -Werror: every ABI header must be plain C,
  * and the layout pins hold for a C compiler too. */
 #include "uaplex/abi.h"

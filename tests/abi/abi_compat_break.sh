@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # abi_compat_break.sh PYTHON CC FROZEN_INCLUDE SDK_INCLUDE GEN_INCLUDE: the compatibility
 # check must pass an appended field and fail each kind of break on a copy of the headers.
 set -euo pipefail

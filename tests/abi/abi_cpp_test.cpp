@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ABI seen from C++: the same layout pins as the C check, and the C++ helper layer's
 // trampolines (no exception crosses; a throwing entry gives BadInternalError).
 #include <catch2/catch.hpp>

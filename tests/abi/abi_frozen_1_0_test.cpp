@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Plugins built against the 1.0 SDK (tests/abi/frozen/1.0), one of every kind, in the current
 // kernel: each loads into its slot and runs, and the kernel treats every entry after a 1.0
 // table as absent (the plugins' tables end where an inaccessible page begins).

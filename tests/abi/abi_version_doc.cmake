@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cmake -DHEADER=sdk/include/uaplex/abi.h -DDOC=docs/plugin-guide.md -P abi_version_doc.cmake
 # The plugin guide names the ABI version that abi.h defines, so a minor bump that forgets the
 # guide fails here instead of misleading plugin authors.

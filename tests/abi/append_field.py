@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """append_field.py SDK_INCLUDE OUT_INCLUDE: copies the SDK headers and appends one field to
 every ops table, factory, params struct, descriptor, host API table and spec, as the next
 minor version would. The plugin host built against the copy (abi_appended_host_test) sees

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Loads one plugin library (path from an environment variable) and creates an instance of
 // one kind through the C ABI, with a TOML settings table, as the host does.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the built-in type decoders, Variant, DataValue, ExtensionObject and
 // DiagnosticInfo included. Input byte 0 selects the type (low five bits, modulo 25) and,
 // with its top bit, tight decode limits; the rest is the encoded value.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared checks of the libFuzzer targets: what decoded must re-encode, decode again and
 // re-encode to the same bytes; any violation aborts, which libFuzzer reports as a crash.
 #pragma once

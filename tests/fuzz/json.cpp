@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the JSON decoder. Input byte 0 selects what is decoded (low five bits
 // modulo 26: a built-in type by id - 1, or 25 for a service message as decodeJsonMessage
 // reads it) and, with bit 6, tight decode limits; the rest is the JSON text.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the service message decoder (encoding NodeId + body) with the default
 // limits. Whatever decodes must encode, decode again and encode to the same bytes.
 #include "fuzz_common.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the server side of OpenSecureChannel under the RSA policies (Part 6
 // 6.7.4): the asymmetric security header (policy URI, sender certificate, receiver
 // thumbprint), the RSA decryption, the padding, the signature and the OpenSecureChannel

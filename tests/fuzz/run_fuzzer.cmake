@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Bounded libFuzzer run for ctest:
 #   cmake -DFUZZER=<exe> -DCORPUS=<committed corpus dir> -DWORK=<scratch dir> -DSECONDS=<n>
 #         -P run_fuzzer.cmake

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The uaplex executable: error exits with one clear line, start and clean stop on SIGINT,
 # SIGHUP reload swapping the request queue, and a bad reload that keeps the old setup;
 # `uaplex users` editing a users file (hashes only); --version is the project's version.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every startup error of the plugin host gives one clear line, and leaves nothing loaded.
 #include <dlfcn.h>
 

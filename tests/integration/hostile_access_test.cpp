@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hostile clients against the real `uaplex` process: access control. An anonymous session
 // without ReceiveEvents on the demo alarm's source subscribes to the Server object (which
 // every event reaches) and asks for a ConditionRefresh: it gets the events it may see (the

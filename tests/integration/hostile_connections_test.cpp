@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hostile opc.tcp clients against the connection slots of the real `uaplex` executable:
 // silent sockets that never send Hello (slowloris), many connections from one address, and
 // channels that never carry a session. A legitimate client must still get in. The attackers

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Secure defaults and the strict profile against the real `uaplex` process: the shipped
 // etc/uaplex.toml lets an anonymous client Browse and Read but not Write or Call; every
 // insecure setting in force is one warning line in the log at start; under

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The real `uaplex` executable and its users file under local tampering: a users file the
 // group or others may read, or one swapped for a symlink, is refused at start and at reload
 // (SIGHUP), the users the server had keep logging in, and a user smuggled into the refused

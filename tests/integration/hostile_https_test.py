@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """opc.https against hostile clients: the uaplex executable with transport-https.
 
 usage: hostile_https_test.py CASE UAPLEX PLUGIN_DIR CONFIG

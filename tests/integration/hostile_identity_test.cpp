@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hostile clients against the real `uaplex`: X509 user identity tokens. A certificate that
 // only carries a mapped subject (freshly self-signed, over SecurityPolicy None) gets no roles;
 // CA-issued certificates of the user trust list and pinned ones do, unless expired, revoked,

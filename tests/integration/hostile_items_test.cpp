@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hostile clients against the real `uaplex` process: monitored items. With the shipped
 // defaults (no [server.limits] item keys) one anonymous client floods CreateMonitoredItems;
 // the (limit+1)th item gets BadTooManyMonitoredItems per subscription (10,000), per session

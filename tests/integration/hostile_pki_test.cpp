@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hostile clients against the real `uaplex`: the OpenSecureChannel certificate path. A flood
 // of OPNs with ever new untrusted certificates and no valid signature writes nothing to
 // rejected/certs and logs within its budget; certificates that proved their key are kept,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hostile clients against the session services of the real `uaplex` executable: a flood of
 // CreateSession on one channel (capped, with 1 MiB names that must not pin memory), sessions
 // that outlive neither their channel nor the short unactivated timeout, TransferSubscriptions

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hostile opc.tcp clients against the real `uaplex` executable: partial messages that are
 // never finished (the reassembly budget and the stalled-message timeout), and a client that
 // sends requests but reads none of the answers (the send queue's high-water mark and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hot swap of the request-queue slot under load: several threads call through the slot
 // without pause while the main thread swaps test-swap-a and test-swap-b back and forth
 // through Host::reload. Every call must succeed and be completed exactly once by the plugin

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A binary-over-HTTPS client (Part 6 7.4.4) on our encoder, as the load generator builds its
 // requests: each POST body is the encoding NodeId and the request, each response body the
 // response. Runs a session against the demo node manager on one keep-alive connection:

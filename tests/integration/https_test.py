@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """opc.https end to end: the uaplex executable with transport-https, driven by curl with JSON
 bodies and by the binary-over-HTTPS client.
 

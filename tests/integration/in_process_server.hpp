@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A server in the test's own process, so that the test can count what the server threads do
 // (allocations, locks, pooled buffers): the test configuration (warn log on stderr, the built
 // plugins, one opc.tcp endpoint on a free port) followed by the test's own tables.

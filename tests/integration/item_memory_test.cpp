@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A large number of monitored items in one session against the real `uaplex` process: the
 // server's resident memory (VmRSS) comes back within 10 % of what it was before, after
 // DeleteMonitoredItems, after DeleteSubscriptions and after CloseSession. The items are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // More sessions than the usual soft open-file limit (1024): the server is started with that
 // soft limit and must raise it to the hard limit itself. 1,500 sessions, each with a
 // subscription of three items, answer a Read and then a queued Publish each.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A SIGHUP-style reload that changes [slots] monitored_item_queue: items created afterwards
 // get their queues from the new factory, existing items keep theirs, and the old factory's
 // library stays loaded until its last queue is gone (then it is unloaded for real).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The real `uaplex` executable on 127.0.0.1 with a test configuration, driven by the small
 // client in opcua_client.hpp: channel, discovery, sessions, a Read through the services,
 // chunking both ways, CLO, and hostile input after which a normal session must still work.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // With a buffer-pool plugin in the slot, the messages live in pooled arrays like the chunks
 // that carry them: an assembled request body and a response encoding are rented from the
 // pool and given back, which the pool's own metrics show, and nothing stays lent once the

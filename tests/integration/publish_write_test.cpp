@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The subscription engine between threads: sessions that Publish while others Write the
 // monitored node, served by several request workers in this process (so that ThreadSanitizer,
 // `make tsan`, sees both sides). Every subscriber ends with the last value written.

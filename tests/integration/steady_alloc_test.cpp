@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Steady-state Read requests must not touch the heap on the server side: the server runs
 // in this process, every allocation made by a thread other than the test's client thread is
 // counted while a batch of Reads runs after a warm-up.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // No server-wide lock on the steady request path, checked by counting instead of timing:
 // this executable interposes the pthread mutex and rwlock entry points, and counts per lock
 // address how often server threads take it. Two clients (two connections, two sessions)

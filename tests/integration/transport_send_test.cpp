@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How opc.tcp responses reach the socket: a response on a quiet connection with nothing
 // queued ahead of it is written by the thread that produced it; a busy connection's responses,
 // and what the socket does not take, wait in the connection's queue for the I/O thread. The

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: Apache-2.0
 "use strict";
 // Decodes with node-opcua what interop_reverse_writer encoded, and checks every value
 // against expectations written here, independently of our encoder:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 "use strict";
 // node-opcua's view of schema/Interop.Optional.bsd: structures with optional fields and a
 // union, built by node-opcua's own schema parser (independent of our generator).

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: Apache-2.0
 "use strict";
 // Writes golden vectors encoded by node-opcua: `node gen_golden.js <out.json> [corpusDir]`.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Golden vectors encoded by node-opcua (gen_golden.js): each one must decode with our
 // encoding, re-encode to the very same bytes, and hold the values node-opcua put in.
 #include "interop_check.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Compares decoded built-in values with the JSON descriptions written by values.js.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small JSON reader for the golden-vector files written by gen_golden.js. It accepts the
 // full JSON grammar (RFC 8259) and throws std::runtime_error on malformed input.
 #pragma once

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Installs the pinned node-opcua packages into tests/interop/node_modules (git-ignored).
 # Quiet, and a no-op when node_modules already matches package-lock.json.
 set -eu

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Encodes values with our encoder for node-opcua to decode (check_reverse.js):
 //
 //   interop_reverse_writer <outDir>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 "use strict";
 // Value builders and canonical descriptions shared by the golden-vector generator and the
 // reverse-direction checker. A "description" is the JSON form of a decoded value that the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Builds OWNER (HEADER against the target of its own layer: must compile) and LOWER (the
 # same file against a lower layer: must fail, on the include of HEADER and nothing else).
 execute_process(COMMAND ${CMAKE_COMMAND} --build ${BUILD_DIR} --target ${OWNER}

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # deb_package_test.sh BUILD_DIR: builds the Debian package with CPack and checks that it
 # holds the server, the shipped plugins, the SDK headers with the CMake package, and the
 # default configuration.

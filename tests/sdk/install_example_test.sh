@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # install_example_test.sh CMAKE BUILD_DIR SOURCE_DIR PORT: installs the build into a fresh
 # prefix, checks the installed layout, builds examples/vendor-plugin against that prefix
 # only (find_package(uaplex)), runs the installed server with the installed default

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by the SDK tests that serve a configuration and check it with node-opcua's client
 # (tests/interop/client). Expects `client` (that folder) and sets `server_pid` for the
 # caller's cleanup.

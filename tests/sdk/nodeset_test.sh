@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # nodeset_test.sh UAPLEX PLUGIN_DIR SOURCE_DIR PORT COMPANION_PLUGIN: the NodeSet2 loader.
 #  1. Broken files: the server refuses to start (exit 1) and names file:line; nothing of
 #     the files is served (the server never listens).

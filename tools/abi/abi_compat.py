@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks that the current SDK headers are binary compatible with a frozen release.
 
   abi_compat.py --cc CC --old DIR [--new DIR ...]

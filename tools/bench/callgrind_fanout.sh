@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Instructions per notification of the fan-out path: the server under callgrind, a scaled-down
 # fan-out (5 sessions x 1,000 items on 100 nodes, 100 Writes of 10 values/s, sampling and
 # publishing 100 ms), counters zeroed 8 s after the generator started and dumped 10 s later.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Side-by-side benchmark of uaplex and the node-opcua peer (python3 standard library only).
 
 Every round starts each server afresh (the two alternate which goes first from one round to

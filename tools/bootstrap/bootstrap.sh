@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs every Debian package the build and the tests need. Idempotent and silent
 # when everything is already there.
 set -euo pipefail

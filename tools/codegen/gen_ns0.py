@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Generates the compact namespace-0 image from schema/Opc.Ua.NodeSet2.xml.
 
 The image is a set of constant tables (nodes, references, a string pool and a blob of

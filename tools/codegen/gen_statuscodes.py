@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Generates the StatusCode constants from schema/StatusCode.csv.
 
 Outputs a C11 header for the SDK (uaplex/statuscodes.h: one #define per code) and a C++

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Generates the C++ types and codecs of every structure and enumeration in Opc.Ua.Types.bsd.
 
 usage: gen_types.py Opc.Ua.Types.bsd NodeIds.csv OUT_DIR PARTS [MODULE NAMESPACE]

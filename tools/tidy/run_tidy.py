@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Runs clang-tidy (the checks of .clang-tidy) on the kernel and plugin sources of a build.
 
 The files come from the build's compile_commands.json, so moved or added sources are

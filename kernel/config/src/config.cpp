@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <uaplex/config/config.hpp>
 
 #include <uaplex/config/access_names.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Codecs of the structured built-in types (Part 6 5.2.2.7-5.2.2.17).
 #include <uaplex/encoding/datatype.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Descriptor lookups, generic value decoding and StatusCode names.
 #include <uaplex/encoding/generated/types.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // OPC UA JSON encoding, reversible form (Part 6 1.04 5.4), driven by the type descriptors.
 //
 // Reader: a pull parser over the input with a sticky status (like BinaryReader). Objects may

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <uaplex/host/logging.hpp>
 
 #include <spdlog/sinks/basic_file_sink.h>

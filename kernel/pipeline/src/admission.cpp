@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Admission (docs/pipeline.md, Admission): the owners the provider classifies connections
 // and requests into, and the revalidation the request queue asks for before dispatch.
 #include <uaplex/pipeline/connection.hpp>

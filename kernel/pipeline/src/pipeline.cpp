@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pipeline's composition and lifecycle, and the way a request enters it: submit (or the
 // inline path), the JSON transcoding, the refused completion and the queue's cancel.
 #include <uaplex/pipeline/pipeline.hpp>

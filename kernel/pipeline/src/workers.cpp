@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The workers (dequeue, execute through Dispatch, encode, send) and the deadline sweep.
 #include <uaplex/pipeline/connection.hpp>
 #include <uaplex/pipeline/pipeline.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <uaplex/securechannel/secure_channel.hpp>
 
 #include <uaplex/encoding/encoding.hpp>

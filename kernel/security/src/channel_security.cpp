@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <uaplex/security/channel_security.hpp>
 
 #include <openssl/crypto.h>

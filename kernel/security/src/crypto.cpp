@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The keyed-state HMAC below uses the low-level SHA API (deprecated, still supported).
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include <uaplex/security/crypto.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <uaplex/security/user_token_crypto.hpp>
 
 #include <array>

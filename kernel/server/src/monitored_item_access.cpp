@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "monitored_item_access.hpp"
 
 namespace uaplex::server {

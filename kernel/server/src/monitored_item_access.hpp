@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Access checks the dispatcher applies in front of services that do not see the session's
 // permissions themselves: CreateMonitoredItems (Part 4 5.12.2: an item on a Value without
 // Read, or an event item without ReceiveEvents, is BadUserAccessDenied).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <uaplex/server/pki_identity_crypto.hpp>
 
 #include <uaplex/security/user_token_crypto.hpp>

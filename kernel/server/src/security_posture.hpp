@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The start-up check of the security posture (docs/security.md, "Secure defaults and the
 // strict profile"): one warning line per insecure setting in force, so that an operator who
 // keeps one does so knowingly.

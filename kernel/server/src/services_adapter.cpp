@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The kernel's ServiceSet behind the dispatch's ServiceHandler interface.
 #include <uaplex/server/service_handler.hpp>
 #include <uaplex/services/service_set.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Read and Write (Part 4 5.10), IndexRange (Part 4 7.27) and the value type checks.
 #include <cstring>
 

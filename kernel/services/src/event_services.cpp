@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Events raised by node managers (host API raise_event, since 1.3): the kernel checks
 // the source and type, adds the fields it owns when absent (EventId, EventType, SourceNode,
 // SourceName, Time, ReceiveTime) and hands the event with its notifier handles to the

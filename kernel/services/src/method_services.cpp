@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Call (Part 4 5.11.2): the method must be a component of the object (or of its type), its
 // inputs are checked against the InputArguments property before the node manager runs it.
 #include "services_internal.hpp"

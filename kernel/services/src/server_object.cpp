@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Server object (Part 5 6.3.1): its variables are namespace-0 nodes of the image whose
 // values are computed when read (status, time, capabilities, diagnostics).
 #include <uaplex/encoding/generated/ns0.hpp>

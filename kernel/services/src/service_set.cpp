@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <uaplex/services/service_set.hpp>
 
 #include <chrono>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared by the service implementations of kernel/services (not part of the contract).
 #pragma once
 

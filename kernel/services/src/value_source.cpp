@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The subscription engine's view of node values (NodeValueSource). A Variable's stored Value
 // (its ValueSlot) reports its changes: its handle is the Node, and Write and value_set tell
 // the engine. Everything else (namespace-0 values, plugin read callbacks, other attributes,

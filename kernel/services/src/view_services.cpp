@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Browse, BrowseNext, TranslateBrowsePathsToNodeIds, RegisterNodes, UnregisterNodes
 // (Part 4 5.8).
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <uaplex/session/login_guard.hpp>
 
 #include <algorithm>

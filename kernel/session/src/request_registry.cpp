@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <uaplex/session/request_registry.hpp>
 
 namespace uaplex::session {

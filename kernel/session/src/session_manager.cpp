@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <uaplex/session/session_manager.hpp>
 
 #include <openssl/crypto.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <uaplex/session/session_services.hpp>
 
 #include <uaplex/cpp/clock.hpp>

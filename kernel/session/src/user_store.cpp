@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <uaplex/session/user_store.hpp>
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Events into event items (Part 4 5.12.1.4; Part 9 5.5.7 ConditionRefresh): an event visits
 // only the items on its notifiers (O(items watching)), and only those whose session has
 // ReceiveEvents on the event's source; retained conditions are kept for a later

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <uaplex/subscription/queue_handlers.hpp>
 
 namespace uaplex::subscription {

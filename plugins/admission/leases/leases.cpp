@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // admission/leases: the admission provider (docs/pipeline.md, Admission).
 //
 // Fail-fast accounting per stage. A plan gives each stage a total T, protected floors for

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SipHash-2-4 (Aumasson and Bernstein): a keyed hash, fast for short inputs. The leases
 // provider hashes owner keys (peer addresses, user ids, certificates) with a key drawn at
 // start, so the table holds no key material and its hashes cannot be predicted from outside.

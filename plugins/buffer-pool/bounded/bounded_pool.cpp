@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // buffer-pool/bounded: the bounded transport buffer pool (docs/pipeline.md, Buffer pool).
 //
 // Arrays come in power-of-two buckets 16 ... L, where L is the bucket of a manager's

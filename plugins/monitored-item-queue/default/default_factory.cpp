@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // monitored-item-queue/default (plugin mi-default): the reference monitored-item queues
 // (docs/pipeline.md). Data changes go to a ring; events to a FIFO whose duplicate check scans
 // the OLDEST 1000 entries, as the reference server does (a kept divergence; the ring plugin

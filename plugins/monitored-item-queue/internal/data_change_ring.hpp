@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What both monitored-item queue plugins share: the data-change queue (a fixed ring of
 // (value, error) slots sized at reset, so enqueue at a full queue is O(1) and never
 // allocates), the C ops tables, and the factory, which differ only in the event queue.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // monitored-item-queue/ring (plugin mi-ring): the ring-buffer event queue (O(1) enqueue at a
 // full queue: nothing shifts) with parity to the default's FIFO, except that the duplicate
 // check scans the NEWEST 1000 entries (the interface's documented window). The handles in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The benchmark layout of docs/nodemanagers.md: 100 writable Int32 scalars and 100 writable
 // Int32 arrays in namespace 1, under the Benchmark folder organized by Objects.
 #include <array>

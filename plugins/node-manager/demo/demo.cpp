@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The demo layout of docs/nodemanagers.md in namespace urn:uaplex:demo: a variable of every
 // built-in type (scalar and 3-element array), an AnalogItem with EURange and
 // EngineeringUnits, two values that change every 100 ms, the methods Multiply and Reset, and

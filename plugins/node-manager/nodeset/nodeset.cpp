@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The NodeSet2 loader: reads the NodeSet2 XML files named in its TOML table at start and adds
 // their nodes to the kernel's store. Namespace URIs are mapped to server indices, required
 // models are checked (in file order, namespace 0 being the kernel's own), aliases resolved;

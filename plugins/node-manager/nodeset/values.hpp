@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NodeSet2 values and structures: NodeIds as the loader keeps them, the DataTypes it knows
 // (built-in types, a few namespace-0 structures, and every DataTypeDefinition of the loaded
 // files), XML values (<Value> with uax: elements) turned into uaplex variants, and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small XML reader for NodeSet2 files: elements, attributes, character data, the five
 // predefined entities and character references; every element keeps its line for file:line
 // errors. Hostile input is refused, not expanded: no DOCTYPE (so no entity definitions),

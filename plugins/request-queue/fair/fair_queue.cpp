@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // request-queue/fair: the fair request queue (docs/pipeline.md, Request queue).
 //
 // With an admission provider every request holds leases: RequestQueue (1) and

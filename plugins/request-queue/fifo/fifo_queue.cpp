@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // request-queue/fifo: the bounded first-in first-out request queue (docs/pipeline.md, Request
 // queue), without a lock. Entries travel through the SDK's bounded multi-producer
 // multi-consumer ring (uaplex/cpp/mpmc_ring.hpp); each entry's queue_private words carry

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Address blocks for transport-https's monitoring_peers: "127.0.0.0/8, ::1" parsed into
 // prefixes, matched against a peer's address (IPv4 in its IPv4-mapped IPv6 form, so an
 // IPv4-mapped IPv6 peer matches its IPv4 block). Header-only, for the unit tests.

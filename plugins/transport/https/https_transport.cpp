@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // transport-https: opc.https endpoints (Part 6 7.4). HTTP/1.1 over TLS 1.2/1.3 on Boost.Asio
 // and OpenSSL. Each POST body is one whole request message, handed to the kernel with
 // on_request (application/octet-stream: the binary encoding, application/opcua+uajson: the

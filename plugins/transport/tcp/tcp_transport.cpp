@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // transport-tcp: listens on opc.tcp endpoints, speaks UACP (Part 6 7.1) and hands whole
 // secure-conversation chunks to the kernel. One io_context thread serves every socket, so
 // connection state is touched only there. The io_context runs without Asio's locks (it is

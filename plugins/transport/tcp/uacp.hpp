@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // UACP (Part 6 7.1): message headers, Hello parsing and negotiation, Acknowledge, Error and
 // ReverseHello encoding. Pure functions over bytes, so the unit tests drive them without
 // sockets.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* uaplex plugin ABI: version, common struct header, borrowed views.
  *
  * Rules every ABI header follows (docs/architecture.md explains why):

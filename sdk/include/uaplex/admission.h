@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Admission providers (plugins/admission: leases): fail-fast, server-wide accounting per
  * stage with owner ceilings and protected class floors. A provider never waits and never
  * revokes; leases are released by their holder.

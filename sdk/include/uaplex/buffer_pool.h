@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Buffer pools (plugins/buffer-pool: bounded): rent and return the byte arrays that carry
  * UASC chunks, keep retained memory bounded, and optionally cap the bytes outstanding per
  * process. A pool serves buffer managers; each manager has a name and a MaxBufferSize.

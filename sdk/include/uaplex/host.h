@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The host API table: everything a plugin may ask of the kernel. Plugins link to nothing
  * in the kernel; logging, clocks, timers, metrics, allocation and configuration come
  * through this table. It is append-only: each group of entries added after 1.0 sits below

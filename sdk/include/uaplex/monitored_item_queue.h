@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Monitored-item queue factories (plugins/monitored-item-queue: mi-default, mi-ring): the
  * queues that hold a monitored item's pending data changes or events. Values are OPC UA
  * types defined in uaplex/types.h and only pointed to here. Ownership of an enqueued value

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Node managers (plugins/node-manager: demo, benchmark, nodeset; vendor ones): serve the
  * nodes of one or more namespaces. OPC UA values are the types of uaplex/types.h.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The plugin entry symbol and descriptor.
  *
  * A plugin library exports exactly one symbol, `uaplex_plugin_entry`. The host calls it once

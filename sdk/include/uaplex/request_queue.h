@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Request queues (plugins/request-queue: fifo, fair): bounded admission of decoded requests,
  * ordering across owners, and hand-off to the kernel's workers. The kernel owns the request
  * entries; the queue links them through the entry's queue_private words, so queueing never

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Transports (plugins/transport: transport-tcp, transport-https): own sockets and move
  * bytes. The kernel does chunk assembly and security; a transport only frames what its
  * scheme needs, delivers received bytes in pool buffers and sends buffers it is handed.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The OPC UA built-in types (Part 6 5.1/5.2) as plain C11 structs.
  *
  * These are the in-memory form the kernel decodes into and the plugin ABI passes by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Everything a plugin author needs: every ABI header. */
 #ifndef UAPLEX_UAPLEX_H
 #define UAPLEX_UAPLEX_H

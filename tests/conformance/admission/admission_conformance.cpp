@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Admission conformance (docs/pipeline.md, Admission) and concurrent lease
 // accounting, through the C ABI only. The channel and session context a kernel would give
 // is faked with request-info structs.

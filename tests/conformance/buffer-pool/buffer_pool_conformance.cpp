@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Buffer-pool conformance (docs/pipeline.md, Buffer pool), through the C ABI only.
 #include <malloc.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Monitored-item queue conformance (docs/pipeline.md), through the C ABI, against the plugin
 // in UAPLEX_MIQ_PLUGIN. Test 1 concerns factories without durable support (both plugins
 // here); test 10 checks the plugin's declared duplicate window.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Node-manager conformance: what every node-manager plugin must do, seen through the services
 // a client uses. The plugin (UAPLEX_NM_PLUGIN, named UAPLEX_NM_NAME) is the only one loaded;
 // its nodes are those reachable from Objects outside namespace 0. Every node browses both

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fair request queue (docs/pipeline.md, Request queue) through the C ABI, with a fake
 // admission provider whose limits, hooks and counters the tests control.
 #include <malloc.h>

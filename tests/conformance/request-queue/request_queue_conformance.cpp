@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Request-queue conformance: what every request-queue plugin must do, through the C ABI
 // only. The plugin library comes from UAPLEX_RQ_PLUGIN; the queue is created with
 // params.max_queued = 8 and no settings.

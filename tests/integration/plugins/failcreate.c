@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A request queue whose create refuses its configuration. */
 #include "uaplex/uaplex.h"
 

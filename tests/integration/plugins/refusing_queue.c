@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A request-queue plugin whose create always refuses, built with different descriptors:
  * twice into one directory (two libraries claiming the same plugin name), and for a future
  * ABI major version (the host must refuse it by name). */

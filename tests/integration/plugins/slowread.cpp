@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A node manager for the Cancel test: reading ns=<urn:uaplex:test-slowread>;s=Slow holds the
 // worker for 1.5 s, so that requests sent meanwhile stay queued behind it.
 #include <chrono>

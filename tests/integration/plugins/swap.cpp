@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The two request queues of the hot-swap test (built as test-swap-a and test-swap-b). Each
 // enqueue stamps the entry with the plugin's tag, counts itself in a host metric, does a
 // little work in the library's own code and data, and completes the entry at once. A call

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A C++ request queue whose constructor throws: the helper must turn it into
 // BadInternalError and log it, never let it cross the C ABI.
 #include <stdexcept>

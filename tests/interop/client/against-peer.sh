@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Validates the interop suite against the node-opcua peer server of tools/bench/peers:
 # starts the peer on 127.0.0.1:$PORT, runs `node run.js opc.tcp://127.0.0.1:$PORT --peer`,
 # stops the peer. Every step is bounded in time. Extra arguments go to run.js.

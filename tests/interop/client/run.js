@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: Apache-2.0
 // Runs the interop suite (node:test) against one opc.tcp endpoint.
 //
 //   node run.js [opc.tcp://127.0.0.1:4840] [--peer] [--only NAME] [--timeout SECONDS] [--verbose]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # run_suite.sh UAPLEX PLUGIN_DIR PORT [ONLY...]: starts uaplex on 127.0.0.1:PORT with a test
 # configuration (and on PORT+1, PORT+2 with [access] settings for 12- and 13-, on PORT+3 with
 # small [server.limits] for 14-), installs the pinned client (npm ci, only when node_modules is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Implements methods of nodes the NodeSet2 loader added, as a vendor plugin does for a
 // companion specification (tests/sdk/nodeset_test.sh): DI's LockingServicesType.InitLock for
 // every instance of the type and its subtypes, and the test model's Valve.Scale by NodeId.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The generated namespace-0 image: every encoded blob decodes cleanly with the encoding
 // library, references appear at both ends, lookups by numeric id find every node.
 #include <catch2/catch.hpp>

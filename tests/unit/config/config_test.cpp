@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The configuration parser: defaults, path resolution, errors with positions, and warnings
 // for keys the server does not know.
 #include <catch2/catch.hpp>

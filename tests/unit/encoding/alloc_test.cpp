@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Proves the hot path is heap-free in steady state: after warm-up, decoding a ReadRequest
 // into a reused arena and encoding a ReadResponse into a reused buffer allocate nothing.
 #include "support/counting_new.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Arena and output buffer: reuse after reset, alignment, limits.
 #include "test_util.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Built-in types against byte layouts written out by hand from OPC UA Part 6 5.2.
 #include "test_util.hpp"
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks the generated structure descriptors against Opc.Ua.NodeSet2.xml.
 
 The generator reads Opc.Ua.Types.bsd; the NodeSet2 DataTypeDefinitions are an independent

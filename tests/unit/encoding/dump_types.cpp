@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Prints the generated structure descriptors, one field per line, for check_nodeset.py:
 //   <type> <kind> <field> <fieldKind> <fieldTypeName> <isArray> <optionalBit>
 // and the enumerations, one value per line:

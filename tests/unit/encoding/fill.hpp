@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Deterministic pseudo-random values for any described type, written through the
 // descriptors only (field offsets and kinds), so every generated structure can be exercised.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Generated structures: hand-laid-out service messages and a round trip over every type.
 #include "fill.hpp"
 #include "test_util.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // JSON encoding (Part 6 1.04 5.4, reversible form): the spec's value forms written by hand,
 // round trips of every built-in type and every generated structure, and hostile input.
 #include "fill.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Decoding hostile input: limits, truncation, huge claimed lengths, deep nesting.
 #include "support/encoding_messages.hpp"
 #include "test_util.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Generated structures with optional fields and unions (Part 6 5.2.7, 5.2.8), from
 // tests/unit/encoding/schema/Optional.Union.bsd.
 #include "fill.hpp"

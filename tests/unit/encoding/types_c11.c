@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* sdk/include/uaplex/types.h must compile as strict C11 (built with -pedantic -Werror). */
 #include <uaplex/types.h>
 

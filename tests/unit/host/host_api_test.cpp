@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The host API table as a plugin sees it: configuration view, metrics, clocks, timers and
 // allocation.
 #include <atomic>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The epoch slot on its own: exchange returns the old instance only after every call that
 // could reach it has returned, and never while a call is inside it.
 #include <atomic>

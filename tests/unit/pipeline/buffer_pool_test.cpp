@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The kernel buffer pool: blocks are reused, the retained count is bounded, and concurrent
 // rent/return from several threads neither loses nor duplicates a block.
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Fails when a file of kernel/pipeline names a part above it, even by a forward declaration
 # (tools/check_layers.py covers the includes and links).
 file(GLOB_RECURSE files ${ROOT}/*.hpp ${ROOT}/*.cpp ${ROOT}/*.h)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The JSON decode threads' queue: bounded by the bytes it holds, one job always taken when
 // nothing is held, nothing taken after stop, and jobs run off the posting thread.
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The request pipeline alone: this executable links uaplex_pipeline without the server, so a
 // reference from the pipeline to the server, the services or the subscription engine fails to
 // link; and the request prefix the I/O thread reads before queueing, on hostile input.

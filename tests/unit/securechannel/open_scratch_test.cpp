@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // OpenSecureChannel on a thread that already served one: the decode arena and the response
 // bytes are the thread's scratch, so a handshake allocates no block of its own for them
 // (a burst of handshakes would otherwise leave 8 KiB per handshake between the connections'

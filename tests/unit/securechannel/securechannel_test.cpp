@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Secure channel: sequence numbers, tokens (renew, expiry) with a fake clock, chunk assembly
 // (C/F/A and limits), OPN Issue/Renew, MSG/CLO handling and chunked sending.
 #include <catch2/catch.hpp>

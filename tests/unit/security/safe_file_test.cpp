@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // security/safe_file.hpp: a file replaced through a fresh exclusive temporary name, with its
 // mode from creation, never following or reusing what is planted at the path.
 #include <catch2/catch.hpp>

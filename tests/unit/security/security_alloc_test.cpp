@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The steady path of a secured channel allocates nothing: securing and checking symmetric
 // chunks (AES-CBC + HMAC with the channel's contexts) in both modes, counted with OpenSSL's
 // allocator hooks and operator new. A plain executable: the hooks must be set before OpenSSL

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kernel/security: key derivation, symmetric and asymmetric chunk security per policy, the
 // secure channel with a secured policy (tampering, replay, token renewal), the PKI's
 // validation, and the user identity token helpers.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dispatch: discovery without a session, session services, the statuses of requests without
 // a usable session, routing to the services, unsupported and undecodable requests, the
 // service table's rows and counters.

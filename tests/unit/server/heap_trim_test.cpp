@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The housekeeping's trim after a burst of freed NotificationMessages: once the burst is over
 // (a tick without more frees), and only for at least 256 KiB, the heap is trimmed once.
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ActivateSession with UserName tokens through the dispatcher: failed logins lock a user name
 // out (the right password included), a guessing session is closed, and with a route the
 // password check runs in the login pool: the worker returns at once, one login per session

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Discovery and session services on a secured channel: endpoints per policy and mode with the
 // server certificate, CreateSession's serverSignature and certificate checks, ActivateSession's
 // clientSignature (Part 4 5.6.2, 5.6.3).

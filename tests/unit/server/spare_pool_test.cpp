@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SparePool: steady reuse keeps its spares; what a burst left unused for a whole trim period
 // goes back, down to the reserve, and the mappings it lived in with it.
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // X509 user identity tokens end to end in the kernel: IdentityVerifier with a `subject` and a
 // `thumbprint` mapping, the real PkiIdentityCrypto and certificate store, real certificates
 // and token signatures. Only certificates the user trust list validates get their roles.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Access control in the services: a session's AccessView (from [access] rules) refuses Read,
 // Write and Call with BadUserAccessDenied (BadNodeIdUnknown, as for a node that does not
 // exist, when it may not even Browse the node), hides nodes without Browse, and shapes the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A steady-state Read and Write of a benchmark scalar allocate nothing from the heap: the
 // response lives in the call's arena and the stored value is overwritten in place.
 #include <catch2/catch.hpp>

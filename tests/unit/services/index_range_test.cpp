@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NumericRange (Part 4 7.27) on hand-built values: matrices (ArrayDimensions) for Read and
 // Write, and String arrays whose last range dimension indexes into the elements.
 #include <catch2/catch.hpp>

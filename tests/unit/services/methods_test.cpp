@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Methods of nodes a plugin does not own (host API method_bind): by a method's NodeId, by a
 // type's method for every instance of the type and its subtypes, found through the type
 // hierarchy; arguments checked against InputArguments first, a result per argument.

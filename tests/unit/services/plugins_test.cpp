@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The node-manager paths of the host API and the owned-namespace ops, through the services:
 // read/write callbacks, UserAccessLevel, status and timestamp writes, method outputs, and a
 // namespace answered by the plugin itself.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A node manager for the service tests: the paths the shipped plugins do not take. Store
 // nodes with read/write callbacks, a UserAccessLevel narrower than AccessLevel, status and
 // timestamp writes, a method without arguments; and an owned namespace answered by the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Read and Write through the ServiceSet: attributes per NodeClass, IndexRange, timestamps,
 // service-level checks, type/rank/access checks; the Server object.
 #include <catch2/catch.hpp>

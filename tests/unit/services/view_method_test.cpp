@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Browse, BrowseNext, TranslateBrowsePathsToNodeIds, RegisterNodes, Call, and the layouts of
 // docs/nodemanagers.md seen from Objects.
 #include <catch2/catch.hpp>

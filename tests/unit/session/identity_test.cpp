@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The users file (PBKDF2 hashes, reload), the permission resolver of [access] rules, and the
 // identity-token checks of ActivateSession (Anonymous, UserName, X509 through IdentityCrypto).
 #include <catch2/catch.hpp>

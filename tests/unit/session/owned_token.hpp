@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An AuthenticationToken that outlives its session: Session::authenticationToken() points
 // into the session, which a sweep frees while the test still presents the token.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The per-session request registry: Cancel by handle unlinks only queued requests, marks
 // executing ones without counting them, and completions during a cancel remove themselves.
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sessions against hostile clients: unactivated sessions (caps per channel and peer, short
 // timeout, closed with their channel, the establishment lease, strings cut), the binding of a
 // session to its creator's certificate and mode, the nonce a concurrent activation renewed,

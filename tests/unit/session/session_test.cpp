@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Session lifecycle: create (limits, revised timeout, tokens), activate (identity tokens,
 // channel binding, transfer), resolve statuses, close, timeout, counters.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The users file as a file: written without following what is planted at its path or its
 // temporary name, mode 0600 from creation, refused when the group or others may read it or
 // when it is a symlink or no regular file; and the PBKDF2 cost of unknown user names.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An engine on a fake clock with queues made in-process (the plugins' shared ring), and
 // readers for the NotificationMessages it builds.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // docs/pipeline.md, Publish engine: revision, the timer tick, keep-alives, lifetime, message
 // building, the ready list.
 #include <catch2/catch.hpp>

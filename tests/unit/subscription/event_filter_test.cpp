@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ContentFilter evaluator (Part 4 7.7): every operator, the implicit conversions, Like
 // wildcards, three-valued logic, the per-element results of validation, and the EventFilter's
 // select clauses (7.22.3).

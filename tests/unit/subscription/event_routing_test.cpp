@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Event items through SubscriptionManager: the EventFilter on create and modify (with its
 // EventFilterResult), routing by notifier, the where clause per item, the queue-overflow
 // event's fields, and ConditionRefresh with retained conditions.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small event type model for the filter tests: BaseEventType > ConditionType >
 // AlarmConditionType, BaseEventType > SystemEventType; the built-in DataTypes; Objects (an
 // Object, not a type).

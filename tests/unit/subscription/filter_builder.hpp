@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Builders for ContentFilters, EventFilters and events in the event tests.
 #pragma once
 

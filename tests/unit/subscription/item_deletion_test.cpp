@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Deleting monitored items whose notifications are still queued (ready list, publish list,
 // triggering): the next Publish carries only live items' notifications, every deleted item
 // is freed once no list holds it, and the item slab gives its chunks back.

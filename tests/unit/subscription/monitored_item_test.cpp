@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // docs/pipeline.md, Queue handlers and monitored items, item level: size 1, event overflow events,
 // duplicates, the DataChangeFilter, timestamps and triggering.
 #include <catch2/catch.hpp>

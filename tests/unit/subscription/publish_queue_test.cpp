@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // docs/pipeline.md, Publish queue: the per-session Publish queue and the Publish, Republish and
 // Acknowledge services, through SubscriptionManager on a fake clock.
 #include <malloc.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // docs/pipeline.md, Queue handlers and monitored items, handler level: the data-change enqueue
 // rules, the sampling grid, resize, the deleted-node marker, and the event handler.
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // docs/pipeline.md, Retransmission queue: sequence numbers, the retransmission queue and message
 // leases.
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RingQueue: the engine's double-ended queue (Publish requests, status messages, publish
 // list, retained messages).
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared helpers: queues made in-process with the plugins' ring (no library load), values.
 #pragma once
 

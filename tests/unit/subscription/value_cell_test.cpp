@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Value cells: a materialized value belongs to its arena, not to the pooled cell.
 #include <catch2/catch.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* uaplex allocation-counting shim for benchmarks, loaded with LD_PRELOAD.
  *
  * Counts every malloc, calloc, realloc, posix_memalign, aligned_alloc, memalign, valloc

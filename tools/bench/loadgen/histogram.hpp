@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A log-bucketed latency histogram in nanoseconds: exact below 128 ns, then 64 linear
 // sub-buckets per power of two (relative error below 1/64, about 1.6 %). Fixed size, no
 // allocation while recording, mergeable.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // uaplex-bench: opc.tcp client connections (SecurityPolicy None) driven by one Boost.Asio
 // event loop. Each connection opens its own secure channel and session, then keeps its
 // requests in flight with pipelined request ids. Requests are encoded straight into the

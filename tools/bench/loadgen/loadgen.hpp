@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // uaplex-bench: the load generator's options, results and entry point.
 #pragma once
 

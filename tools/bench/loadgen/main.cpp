@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // uaplex-bench: command line and report. See tools/bench/README.md.
 #include "loadgen.hpp"
 

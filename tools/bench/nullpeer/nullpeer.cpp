@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // uaplex-bench-nullpeer: the cheapest opc.tcp responder we can write, to measure the load
 // generator's own ceiling. It is not a server: it answers Hello, OpenSecureChannel,
 // CreateSession, ActivateSession, CloseSession and CLO just enough for uaplex-bench, answers

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: Apache-2.0
 // Peer server for uaplex side-by-side benchmarks and for validating the interop suite.
 //
 // A node-opcua server exposing the address-space layout of docs/nodemanagers.md:

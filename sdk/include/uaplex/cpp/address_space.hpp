@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // C++ helpers for node managers that add their nodes to the kernel's store through the host
 // API (uaplex/host.h, since 1.1): NodeId and value builders, node specs, and a small
 // binary writer for the structure values plugins commonly need (Range, EUInformation,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The monotonic millisecond clock that the kernel and the plugins share, so that due times
 // and ages computed on one side mean the same on the other. Header-only.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // C++ helper for raising events from a node manager (host API raise_event, since 1.3):
 // collect fields by browse path, then raise. Header-only; nothing here links to the kernel.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One base class per plugin kind, and the factory adapters that UAPLEX_PLUGIN takes.
 // A plugin overrides the entries it supports; the defaults answer BadNotSupported.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A bounded multi-producer multi-consumer ring of pointers, shared by the plugins that hand
 // objects between threads without a lock. Each cell carries a sequence number that tells
 // producers and consumers whose turn it is, so push and pop are a single compare-and-swap on

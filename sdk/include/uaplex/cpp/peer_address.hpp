@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The host part of a transport's peer address, the key under which the kernel's per-peer
 // limits and the admission plugins count one peer. Header-only.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // C++ helpers for plugin authors: derive from a base class per kind (uaplex/cpp/kinds.hpp)
 // and export the library with UAPLEX_PLUGIN. Header-only; nothing here links to the
 // kernel. No exception crosses the C ABI: every trampoline is noexcept and maps an escaping

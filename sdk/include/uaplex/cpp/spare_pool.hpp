@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Spare objects kept for reuse between threads without a lock (an MpmcRing of them). Steady
 // traffic takes and returns the same spares and never allocates; what a burst needed beyond
 // a small reserve goes back once a whole trim period passed without anyone needing it, so

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The demo layout of docs/nodemanagers.md: every built-in type by its ns0 DataType
 // BrowseName and NodeId, with the Variant type its values travel as.
 "use strict";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Raw OPC UA TCP (Part 6 §7.1) over node's net module: build Hello messages and hostile
 // variants of them, send bytes, and collect what the server answers until it closes the
 // socket or a deadline passes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared helpers for the interop suite: the endpoint under test, client/session set-up,
 // namespace resolution and value comparison. run.js passes the endpoint and the --peer
 // flag through the environment (UAPLEX_ENDPOINT, UAPLEX_PEER).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The NodeSet2 loader (plugins/node-manager/nodeset) with the OPC Foundation's DI and
 // Machinery companion specifications plus tests/sdk/data/Uaplex.Test.NodeSet2.xml, seen
 // through node-opcua's client (tests/sdk/nodeset_test.sh starts the server): namespaces,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The out-of-tree example node manager (examples/vendor-plugin), built against an installed
 // SDK and loaded by the installed server (tests/sdk/install_example_test.sh): its device
 // browses under Objects, its registers read, its Setpoint writes, and the register changes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Discovery without a session: connect with SecurityPolicy None, GetEndpoints, FindServers.
 "use strict";
 

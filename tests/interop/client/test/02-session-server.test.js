@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sessions and the Server object: ServerStatus, NamespaceArray, ServerArray, OperationLimits.
 "use strict";
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Browse the whole tree under Objects (i=85) with hierarchical references and a small
 // requestedMaxReferencesPerNode, so that BrowseNext and continuation points carry most of
 // the walk; then check every node of docs/nodemanagers.md was found.

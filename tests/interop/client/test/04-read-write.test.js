@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Read and write every demo variable; type checks, access levels, attributes, IndexRange.
 "use strict";
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The benchmark namespace (ns=1): 100 Int32 scalars and 100 Int32[100] arrays.
 "use strict";
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Call (Multiply, Reset), TranslateBrowsePathsToNodeIds, RegisterNodes/UnregisterNodes.
 "use strict";
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hostile input over a raw socket (Part 6 §7.1). For each case the server must answer with
 // an ERR message carrying a Bad status and/or close the socket - within a few seconds, never
 // hang - and afterwards still serve a normal session (connect, read).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Data-change subscriptions through node-opcua's ClientSubscription: the demo Counter (pushed
 // by its node manager), a benchmark scalar changed by Write, keep-alive, delete.
 "use strict";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Event subscriptions: event items on the Server object and on the demo notifier
 // Demo.Events with select and where clauses, the demo's periodic event (BaseEventType,
 // Severity 500, every second), filter errors, and ConditionRefresh with the demo's retained

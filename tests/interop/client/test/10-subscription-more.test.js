@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Subscription services driven request by request (no client publish engine): deadband
 // filters on the demo AnalogItem (EURange 0..100), SetMonitoringMode, Republish after a
 // lost response, TransferSubscriptions between two sessions, Server.GetMonitoredItems.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Secure channels and certificates: every SecurityPolicy x MessageSecurityMode opens a
 // session and reads; an untrusted client certificate is refused and lands in rejected/,
 // moving it to trusted/ lets the next connect in without a restart; an expired (but trusted)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // User identities and access control against two extra servers that run_suite.sh starts:
 // UAPLEX_ACCESS_ENDPOINT (a users file; the demo namespace readable by Anonymous, writable by
 // Operator; an X509 user certificate mapped, see 13-identity-matrix) and

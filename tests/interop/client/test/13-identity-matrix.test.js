@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every user identity token over secured channels, against run_suite.sh's access server
 // (UAPLEX_ACCESS_ENDPOINT: users file, demo namespace writable by Operator only, an X509 user
 // certificate mapped to Operator). For each channel policy/mode: Anonymous, UserName and

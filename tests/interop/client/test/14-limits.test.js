@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // [server.limits] end to end, against the server run_suite.sh starts with small limits
 // (UAPLEX_LIMITS_ENDPOINT, configured by UAPLEX_LIMITS_TOML): ServerCapabilities advertise
 // exactly the configured values, every limit is enforced with its Part 4 / Part 6 status, and

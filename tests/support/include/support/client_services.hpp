@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The services the integration tests call again and again through test::Client: a
 // namespace's index, one Read, one Int32 Write, a subscription, and the check that a
 // legitimate client is still served. Each REQUIREs a Good service result.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Replaces the global operator new/delete with counting versions. Include in exactly one
 // translation unit of a test or benchmark executable (never in a library).
 #pragma once

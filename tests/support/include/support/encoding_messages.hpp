@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Representative service messages for the allocation test and the benchmarks.
 #pragma once
 

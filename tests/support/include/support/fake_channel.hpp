@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Test helpers: a ChunkOutput that records what a channel sends, and builders for OPN/MSG/CLO
 // chunks as a client writes them.
 #pragma once

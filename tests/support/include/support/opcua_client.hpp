@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small blocking opc.tcp client on our encoder, for integration tests: UACP Hello, OPN with
 // SecurityPolicy None, single- or multi-chunk requests, chunked responses, CLO, raw bytes.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the integration tests share to run the real `uaplex` executable: a free loopback
 // port, the first lines of a test configuration, and a server process on a configuration the
 // test writes (SIGTERM and wait at the end).

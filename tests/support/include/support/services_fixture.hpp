@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A ServiceSet over a configuration string, with the test's plugins, and helpers that build
 // requests in C++ and call the ServiceSet's services directly.
 #pragma once

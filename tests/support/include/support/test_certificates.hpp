@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Certificates and OpenSecureChannel requests for the hostile-client tests: X.509 made with
 // the OpenSSL API (self-signed or CA-issued, any key usage, digest and validity), CRLs, and
 // an OPN Issue secured for a server certificate with the project's client channel security.

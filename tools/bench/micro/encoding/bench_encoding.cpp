@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Encoding microbenchmarks. Each reports ns/op and, through a counting global allocator,
 // heap allocations and bytes per operation (expected 0 in steady state).
 #include "support/counting_new.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The service table's counters as the workers write them: every thread counts every request,
 // on one busy row (all threads Read) or on neighbouring rows (each thread its own service).
 // "Adjacent" is one pair of atomics per row, rows next to each other (the layout the sharded

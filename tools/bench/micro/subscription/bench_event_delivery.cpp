@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One event delivered to N stalled event items (queues full, no Publish requests): the time
 // of one delivery to all N items, through a monitored-item queue plugin loaded via the
 // factory ABI and the kernel's EventQueueHandler, with the same calls in the same order as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The address space: namespace 0 indexed straight from the generated image (read-only data,
 // no per-node objects), the namespace table, and a store for the nodes node managers add.
 //

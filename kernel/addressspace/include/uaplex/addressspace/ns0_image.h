@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The namespace-0 image: constant tables generated at build time by tools/codegen/gen_ns0.py
 // from schema/Opc.Ua.NodeSet2.xml. Kept in read-only data; the address space indexes it.
 #pragma once

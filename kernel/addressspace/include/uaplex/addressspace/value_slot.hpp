@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The stored value of a Variable: the Variant kept in its binary encoding (so any value,
 // however nested, is one contiguous copy) plus status and timestamps, behind a per-value
 // spin lock held only for a memcpy. Reads decode into the request's arena; in steady state

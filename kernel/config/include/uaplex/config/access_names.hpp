@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Names the [access] configuration uses: the well-known roles (Part 3 4.9.2) with their
 // namespace-0 Object ids, and the PermissionType bits (Part 3 8.55).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The server configuration, read from TOML. Every key and its default is documented in
 // docs/configuration.md; keep the two in step.
 #pragma once

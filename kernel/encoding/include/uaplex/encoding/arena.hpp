@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-request bump allocator. Decoded messages live here; one reset() frees them all.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // OPC UA binary encoding (Part 6 5.2): reader, writer and the built-in type codecs.
 //
 // Decoding and encoding are free functions `decode(BinaryReader&, T&)` and

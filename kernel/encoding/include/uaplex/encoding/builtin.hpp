@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // C++ names for the built-in types of sdk/include/uaplex/types.h, plus small helpers.
 // The C++ types *are* the C structs, so a decoded value can be handed to a plugin as is.
 #pragma once

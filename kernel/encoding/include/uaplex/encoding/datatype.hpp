@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Type descriptors: one per generated structure/enumeration and per built-in type.
 // They give generic (by-name, by-field) access for tests, interop tooling, JSON later and
 // message dispatch; the hot path calls the typed codecs directly.

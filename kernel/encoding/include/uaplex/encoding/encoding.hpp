@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The single include for the OPC UA binary encoding: arena, reader/writer, built-in and
 // generated types, descriptors, message framing and status names.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bytes as hexadecimal text: the one encoder behind thumbprints, password hashes, session
 // keys and temporary file names, so they cannot drift apart in case or digit order.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // OPC UA JSON encoding, reversible form (Part 6 1.04 5.4), for every built-in type and every
 // described structure. Driven by the DataType descriptors, so no second code generator: the
 // field names are the schema names (the descriptor's lowerCamelCase name, first letter upper).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Service message framing: the encoding NodeId followed by the request/response body, as
 // carried in the body of a MSG chunk (Part 6 7.1.2 / 6.7.2).
 #pragma once

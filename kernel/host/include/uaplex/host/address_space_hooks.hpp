@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the address-space entries of the host API table (uaplex/host.h, since 1.1)
 // forward to. The services install an implementation while they own the address space; with
 // none installed the entries answer BadInvalidState.

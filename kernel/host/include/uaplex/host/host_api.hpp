@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The host side of the C host API table (uaplex/host.h): per-plugin contexts, metrics,
 // clocks, timers, allocation and the read-only configuration view.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A loaded plugin library and the directory scan that finds them.
 #pragma once
 

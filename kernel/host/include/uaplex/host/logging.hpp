@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Server logging (spdlog). One logger, "uaplex"; plugin lines carry "[<plugin>]" in front of
 // the message so that every line of a plugin names it.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The plugin host: loads the enabled plugins of a configuration, creates and starts their
 // instances, serves the request-queue slot (hot-swappable) and applies reloads.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A hot-swappable slot: callers reach the current instance through a per-slot epoch
 // scheme, with no lock on the call path; exchange() returns the previous instance only
 // after every call that could still reach it has returned.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One thread serves every plugin timer: a deadline-ordered set, so no timer costs a thread.
 #pragma once
 

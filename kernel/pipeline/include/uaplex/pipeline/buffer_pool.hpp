@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The kernel's buffer pool, used while no buffer-pool plugin fills the slot. Each manager
 // hands out fixed-size blocks (its MaxBufferSize) from a lock-free stack: up to
 // `maxRetainedPerManager` blocks are created on demand and then reused forever; beyond that a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The kernel's side of one transport connection (its SecureChannel, its admission owners,
 // its reassembly charges and the way out) and the transport callbacks that feed the request
 // pipeline. The pipeline's own: everything a connection uses is the pipeline's state.

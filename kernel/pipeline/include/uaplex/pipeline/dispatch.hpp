@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the request pipeline needs of the services above it, injected by the server that
 // composes both: the service table's word on a request kind, and the call that decodes and
 // executes one. A context and plain function pointers: no virtual call per request.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The threads that decode opc.https JSON requests, so that the transport's single I/O
 // thread never runs the decoder: a fixed number of threads and a queue bounded by the bytes
 // of JSON text it holds (queued and being decoded).

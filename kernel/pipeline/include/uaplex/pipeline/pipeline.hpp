@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The kernel's request pipeline (docs/pipeline.md, docs/architecture.md "The kernel's request
 // pipeline"): the transport instances and their connections, admission classification and
 // revalidation, submission to the request-queue slot, the workers, and the deadline sweep.

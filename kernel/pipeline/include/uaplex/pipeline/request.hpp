@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The request pipeline's records (docs/pipeline.md): a request between the I/O thread that
 // assembled it and the worker that answers it, the pool of released records every
 // connection shares, and a worker's scratch.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One secure channel over one transport connection (Part 6 6.7): OPN Issue/Renew with
 // tokens and lifetimes, sequence-number checks, MSG chunk assembly (C/F/A) within the
 // negotiated limits, CLO, and chunking of outgoing messages.

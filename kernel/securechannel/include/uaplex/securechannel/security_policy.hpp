@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SecurityPolicy (Part 7 / Part 6 6.7.2): what a secure channel needs from a policy to secure
 // and check chunks. The channel owns one ChannelSecurity per connection (keys and cipher
 // contexts are per channel); a SecurityProvider (kernel/security) makes them for the policies

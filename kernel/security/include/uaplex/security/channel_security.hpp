@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The secure channel's security for the RSA/AES policies (Part 6 6.7.2-6.7.5): asymmetric
 // OpenSecureChannel chunks (RSA sign + encrypt with the sender certificate and the receiver
 // thumbprint), derived symmetric keys per token, AES-CBC and HMAC for MSG/CLO. Cipher and MAC

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cryptography of the OPC UA security policies (Part 7 policy definitions, Part 6 6.7):
 // the policy table, the key derivation (P_SHA1 / P_SHA256), RSA signatures and block-wise RSA
 // encryption, and X.509 certificates in DER. OpenSSL 3 does the work.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The certificate store (Part 12 / Part 6 6.2): the application instance certificate and its
 // private key, and the trust lists that decide which peers may connect.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writing files that hold secrets (private keys, password hashes), and the files written next
 // to them, so that nothing planted at the path can redirect, read or keep them:
 //   - the bytes go into a fresh temporary name in the target's directory, created with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the session layer needs to check user identity tokens (Part 4 7.41) with the server's
 // key: the legacy encrypted password format and X509 identity token signatures. The
 // algorithms always come from the token's (or the channel's) SecurityPolicy, never from

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Discovery (Part 4 5.4): the server's ApplicationDescription and EndpointDescriptions, built
 // from [server] for GetEndpoints, FindServers and CreateSession.
 #pragma once

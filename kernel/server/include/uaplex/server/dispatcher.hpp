@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Service dispatch: decodes a request message, looks its service up in the service table
 // (server/service_table.hpp), resolves the session the row asks for and calls the row's
 // handler. A request without a row answers a ServiceFault with BadServiceUnsupported.

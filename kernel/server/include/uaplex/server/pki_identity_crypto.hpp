@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Identity-token cryptography with the application instance key and certificate, and the
 // user trust list of the certificate store (X509 identity tokens).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The OPC UA server: composes the request pipeline (kernel/pipeline: transports, connections,
 // admission, the request queue, workers, deadlines) with the services above it (dispatch
 // through the service table, discovery, sessions, subscriptions); start, stop, housekeeping.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the service table hands the address-space services to: the kernel's ServiceSet in the
 // server, a fake in tests. Kept abstract so that the protocol stack builds and is tested without
 // the address space.

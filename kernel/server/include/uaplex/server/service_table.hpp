@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The service table: every service the server answers is one row (request and response type,
 // what session it needs, how admission classifies it, where it runs, its handler). The dispatcher
 // looks a request up by its binary encoding id and calls the row's handler; a request without a row

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The server's subscription engine: one SubscriptionManager behind one short lock, the
 // PublishSink that sends parked Publish responses on their channel, and the real clock.
 //

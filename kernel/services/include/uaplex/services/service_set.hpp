@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The attribute, view and method services of the kernel over the address space. The server's
 // service table decodes a request, resolves its session and calls the service's function
 // here; everything it needs to answer is in the ServiceCall.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Roles and permissions (Part 3 4.8, 4.9, 8.55): the [access] rules compiled against the
 // namespace table, and the per-session view the services check on every operation.
 //

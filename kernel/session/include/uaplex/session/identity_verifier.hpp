@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // User identity tokens of ActivateSession (Part 4 5.6.3, 7.41): which token policies the
 // endpoints offer, and the check of a token against them, the users file and the
 // certificate mappings. The cryptography a token may need (a UserName password encrypted

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Failed logins and the password checks behind them (Part 4 5.6.3, ActivateSession).
 //
 // LoginThrottle counts ActivateSession attempts refused for their identity token per

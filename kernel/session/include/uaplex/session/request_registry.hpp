@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The in-flight requests of one session (queued or executing), for Cancel (Part 4 5.6.5) and
 // for the session-close sweep. Each request embeds its TrackedRequest, so registering never
 // allocates; the list is guarded by the session's own mutex (no server-wide lock).

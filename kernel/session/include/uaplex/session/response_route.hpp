@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where a response that is sent later goes (a parked Publish, a login answered from the login
 // pool): the connection and the request's secure id.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Counters of the ServerDiagnosticsSummary (Part 5 12.9): the session layer and the services
 // count, the Server object reads them. Kept here, below both, so the session table counts
 // without depending on the services.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sessions (Part 4 5.6): CreateSession, ActivateSession, CloseSession, timeouts and the
 // session limit. A session is found by its AuthenticationToken (an opaque 32-byte ByteString
 // NodeId from a CSPRNG) and is bound to the secure channel that last activated it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The session services (Part 4 5.6): CreateSession, ActivateSession, CloseSession and Cancel,
 // with the checks of the application certificate, the signatures and the nonces, and the login
 // pool that checks passwords off the workers. The service table (server/service_table.cpp)

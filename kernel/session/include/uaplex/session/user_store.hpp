@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The users of UserName identity tokens: a TOML file of names, roles and password hashes
 // (never passwords). Hashes are PBKDF2-HMAC-SHA256 with a random 16-byte salt per user and
 // the iteration count stored with the hash:

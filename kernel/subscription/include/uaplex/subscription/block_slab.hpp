@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fixed-size blocks in chunks mapped from the kernel, for monitored items: a block carries no
 // allocator header, and a chunk is unmapped as soon as its last block is freed, so deleting
 // many items gives their pages back whatever the C allocator keeps of its own heap.

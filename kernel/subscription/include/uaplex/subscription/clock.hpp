@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The clocks the subscription engine reads, injected so that tests run on a fake clock.
 #pragma once
 

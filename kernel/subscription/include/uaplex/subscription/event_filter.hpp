@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Events for monitored items (Part 4 7.7 ContentFilter, 7.22.3 EventFilter): an event as the
 // filter sees it, the type model it is checked against, and the EventFilter of an item,
 // validated once (per-element results) and evaluated per event without heap allocation.

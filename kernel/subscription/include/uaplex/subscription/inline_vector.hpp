@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A vector that keeps its first N elements inline and moves to the heap only beyond them:
 // per-request results of bounded typical size (Publish acknowledgements) without an
 // allocation per request. Elements are trivially copyable.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A MonitoredItem (Part 4 5.12; docs/pipeline.md, Queue handlers and monitored items): its
 // filter, queue handler, readiness and triggering. Kept small for issue 11 (a million
 // items): the common case is an item with a queue size of 1, a default filter and no links,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Queue handlers (docs/pipeline.md): the reporting rules above a plugin's raw queue.
 // The plugin only stores; sampling-grid throttling, the enqueue rules, the overflow mark and
 // the deleted-node marker live here, so every factory behaves the same.

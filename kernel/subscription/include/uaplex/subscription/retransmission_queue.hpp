@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Retained NotificationMessages, their leases, and the retransmission queue
 // (docs/pipeline.md, Retransmission queue). One message is built once, into its own arena,
 // and shared by the queue and by every in-flight Publish or Republish response through a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A double-ended queue in one ring buffer: nothing allocated while it has never held an
 // element, MinCapacity elements on the first push, doubling after that. std::deque reserves
 // a 64-byte map and a 512-byte block at construction, which thousands of idle sessions and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A Subscription and its publish engine (Part 4 5.13.1-5.13.3; docs/pipeline.md).
 // A publishing cycle examines only the ready list (items that turned ready since the last
 // tick), so its cost is O(items with something to report), not O(items).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The subscription services (Part 4 5.12, 5.13) over the publish engine, and the per-session
 // Publish queue (docs/pipeline.md, Publish queue). The dispatcher calls these under one lock
 // (the manager is not thread-safe); Publish completes asynchronously through a PublishSink.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pooled copies of DataValues for monitored-item queues and last values. A cell holds scalars
 // of the inline types directly; numeric arrays are copied raw and any other payload is kept
 // encoded, so a cell never points into memory its producer owns. Cells are recycled with

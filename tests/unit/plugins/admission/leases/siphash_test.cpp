@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SipHash-2-4 as the leases provider keys owner hashes: the reference vectors, keying and
 // the spread of hashes over similar inputs (peer addresses that differ in one digit).
 #include <catch2/catch.hpp>

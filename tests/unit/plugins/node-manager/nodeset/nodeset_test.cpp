@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The NodeSet2 loader's own parts: the XML reader refuses hostile input with the right line,
 // and the definition-driven codec writes the OPC UA binary of structures and refuses bodies
 // that do not decode by their definition.

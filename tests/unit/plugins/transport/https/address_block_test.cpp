@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // transport-https's monitoring_peers: address blocks parsed and matched (header-only).
 #include <catch2/catch.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // UACP (Part 6 7.1): header checks before and after Hello, Hello parsing and limits,
 // negotiation, Acknowledge/Error/ReverseHello layout, endpoint URL parsing.
 #include <catch2/catch.hpp>
