@@ -49,6 +49,7 @@
 #include <string>
 #include <vector>
 
+#include <uaplex/encoding/hex.hpp>
 #include <uaplex/securechannel/secure_channel.hpp>
 #include <uaplex/security/channel_security.hpp>
 #include <uaplex/security/crypto.hpp>
@@ -533,7 +534,7 @@ void writeSeeds(const std::filesystem::path& dir) {
     for (const Seed& s : seeds) {
         std::uint8_t digest[SHA_DIGEST_LENGTH];
         SHA1(s.bytes.data(), s.bytes.size(), digest);
-        std::string name = toHex(std::span<const std::uint8_t>(digest, sizeof digest));
+        std::string name = enc::toHex(std::span<const std::uint8_t>(digest, sizeof digest));
         std::ofstream(dir / name, std::ios::binary)
             .write(reinterpret_cast<const char*>(s.bytes.data()), std::streamsize(s.bytes.size()));
     }
