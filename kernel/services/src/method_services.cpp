@@ -132,15 +132,21 @@ uaplex_status ServiceSet::Impl::callMethods(ServiceCall& call) noexcept {
         }
         // A component of the Object, or of its type or one of the supertypes (Part 4 5.11.2);
         // on the way, the binding of the most derived type that implements the method.
-        const ua::QualifiedName methodName = space.browseNameOf(method);
+        // Without type bindings the walk ends at the first type that has the method.
+        const bool typeBound = space.hasTypeMethodBindings();
+        const ua::QualifiedName methodName =
+            typeBound ? space.browseNameOf(method) : ua::QualifiedName{};
         const addressspace::MethodBinding* binding = nullptr;
         bool component = hasComponent(space, object, m.methodId);
-        NodeRef type = object.nodeClass() == addressspace::kObjectType
-                           ? space.superTypeOf(object)
-                           : space.find(space.typeDefinitionOf(object));
-        for (int depth = 0; type && depth < 64 && (!component || binding == nullptr); ++depth) {
+        NodeRef type;
+        if (!component || typeBound)
+            type = object.nodeClass() == addressspace::kObjectType
+                       ? space.superTypeOf(object)
+                       : space.find(space.typeDefinitionOf(object));
+        for (int depth = 0; type && depth < 64 && (!component || (typeBound && binding == nullptr));
+             ++depth) {
             if (!component) component = hasComponent(space, type, m.methodId);
-            if (binding == nullptr && space.hasTypeMethodBindings())
+            if (typeBound && binding == nullptr)
                 binding = space.typeMethodBinding(space.nodeIdOf(type), m.methodId, methodName);
             type = space.superTypeOf(type);
         }
