@@ -125,6 +125,14 @@ TEST_CASE("Call: a standard method of a supertype (Acknowledge) on a condition i
           UAPLEX_BadMethodInvalid);
 }
 
+TEST_CASE("Call: the type hierarchy walk ends on a HasSubtype cycle") {
+    Probe p;
+    // Looped's type LoopB and LoopA are each other's supertype; Calibrate is in neither.
+    CHECK(callMethod(p.s, p.id("Looped"), p.id("ProbeType.Calibrate"),
+                     {ua::variantDouble(1), ua::variantUInt32(1)})
+              .statusCode == UAPLEX_BadMethodInvalid);
+}
+
 TEST_CASE("method_bind: refusals, and nothing once the server runs") {
     Probe p;
     ua::DataValue dv = p.s.read(p.id("BindStatuses"));
@@ -146,6 +154,10 @@ TEST_CASE("method_bind: refusals, and nothing once the server runs") {
     spec.hdr = UAPLEX_HEADER_INIT(uaplex_method_spec, UAPLEX_STYPE_METHOD_SPEC);
     spec.method_id = &m;
     CHECK(api->method_bind(&ctx, &spec) == UAPLEX_BadInvalidArgument);  // no call
+    CHECK(api->method_bind(&ctx, nullptr) == UAPLEX_BadInvalidArgument);
+    spec.method_id = nullptr;
+    CHECK(api->method_bind(&ctx, &spec) == UAPLEX_BadInvalidArgument);
+    spec.method_id = &m;
     spec.call = [](void*, const uaplex_nodeid*, const uaplex_nodeid*, size_t, const uaplex_variant*,
                    const uaplex_value_alloc*, uaplex_status*, size_t*,
                    uaplex_variant**) -> uaplex_status { return UAPLEX_Good; };

@@ -129,6 +129,22 @@ class Probe : public StoreNodeManager {
                                  2915 /* AlarmConditionType */)
                          .get()));
 
+        // LoopA and LoopB are each other's supertype (a hostile HasSubtype model); Looped is
+        // a LoopB without a parent, so browsing the probe does not meet it.
+        uaplex_nodeid loopA = string_id(ns_, "LoopA"), loopB = string_id(ns_, "LoopB");
+        NodeSpec la(8, loopA, type, 45, qualified_name(ns_, "LoopA"));
+        uaplex_node_spec rootless = la.get();
+        rootless.parent_id = nullptr;
+        check(as.add(rootless));
+        check(as.add(NodeSpec(8, loopB, loopA, 45, qualified_name(ns_, "LoopB")).get()));
+        check(as.add_reference(loopB, 45, loopA));
+        NodeSpec looped =
+            object_spec(string_id(ns_, "Looped"), probe, 47, qualified_name(ns_, "Looped"), 58);
+        looped.type_definition = loopB;
+        rootless = looped.get();
+        rootless.parent_id = nullptr;
+        check(as.add(rootless));
+
         check(as.implement_type_method<&Probe::calibrate>(type, calibrate, this));
         check(as.implement_method<&Probe::checkedCall>(checked, this));
         check(as.implement_type_method<&Probe::acknowledge>(numeric_id(0, 2881),
