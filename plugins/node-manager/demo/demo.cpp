@@ -22,7 +22,7 @@ using namespace uaplex::sdk;
 constexpr uint32_t kOrganizes = 35, kHasComponent = 47, kHasProperty = 46;
 constexpr uint32_t kFolderType = 61, kPropertyType = 68, kAnalogItemType = 2368;
 constexpr uint32_t kReadWrite = 3, kReadOnly = 1;
-constexpr uint32_t kArgument = 296, kRange = 884, kEUInformation = 887;
+constexpr uint32_t kRange = 884, kEUInformation = 887;
 constexpr uint32_t kBaseObjectType = 58, kBaseEventType = 2041, kAlarmConditionType = 2915;
 constexpr uint32_t kTwoStateVariableType = 8995, kHasEventSource = 36, kHasNotifier = 48;
 constexpr uint32_t kHasCondition = 9006, kServer = 2253;
@@ -333,11 +333,10 @@ class Demo : public StoreNodeManager {
         uaplex_nodeid multiply = id("Demo.Multiply");
         check(add(as, method_spec(multiply, demo, qualified_name(ns_, "Multiply"), &Demo::multiply,
                                   this)));
-        check(addArguments(as, multiply, "Demo.Multiply.InputArguments", "InputArguments",
-                           {argument_body("a", 11, -1, "first factor"),
-                            argument_body("b", 11, -1, "second factor")}));
-        check(addArguments(as, multiply, "Demo.Multiply.OutputArguments", "OutputArguments",
-                           {argument_body("product", 11, -1, "a times b")}));
+        check(as.add_arguments(multiply, id("Demo.Multiply.InputArguments"), false,
+                               {{"a", 11, -1, "first factor"}, {"b", 11, -1, "second factor"}}));
+        check(as.add_arguments(multiply, id("Demo.Multiply.OutputArguments"), true,
+                               {{"product", 11, -1, "a times b"}}));
         check(add(as, method_spec(id("Demo.Reset"), demo, qualified_name(ns_, "Reset"),
                                   &Demo::reset, this)));
         return st;
@@ -437,25 +436,6 @@ class Demo : public StoreNodeManager {
             .set("AckedState", ackedV)
             .set("AckedState/Id", scalar<bool>(UAPLEX_TYPE_BOOLEAN, false));
         if (event.raise(ctx_) != UAPLEX_Good) alarm_state_.store(-1);  // e.g. not sealed yet
-    }
-
-    uaplex_status addArguments(const AddressSpace& as, const uaplex_nodeid& method,
-                               std::string_view nodeName, std::string_view browseName,
-                               std::initializer_list<BinaryBody> args) {
-        std::vector<BinaryBody> bodies(args);
-        std::vector<uaplex_extensionobject> eos;
-        eos.reserve(bodies.size());
-        for (const auto& b : bodies) eos.push_back(b.extension_object(kArgumentBinary));
-        uaplex_datavalue value =
-            data_value(array(UAPLEX_TYPE_EXTENSIONOBJECT, int32_t(eos.size()), eos.data()));
-        NodeSpec p = variable_spec(id(nodeName), method, kHasProperty,
-                                   qualified_name(0, browseName), kArgument, 1, kReadOnly);
-        const uint32_t dims[1] = {uint32_t(eos.size())};
-        p.spec.array_dimensions_count = 1;
-        p.spec.array_dimensions = dims;
-        p.type_definition = numeric_id(0, kPropertyType);
-        p.spec.value = &value;
-        return as.add(p.get());
     }
 
     static void tick(void* user) {
