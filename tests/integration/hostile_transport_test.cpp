@@ -6,13 +6,17 @@
 // after it, and the server's VmRSS must stay bounded.
 #include <catch2/catch.hpp>
 
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -342,4 +346,52 @@ TEST_CASE("hostile: a client that reads nothing past max_send_queue_bytes is clo
     Legit after;
     REQUIRE(after.start(server.port));
     CHECK(after.readOnce() == UAPLEX_Good);
+}
+
+// A test process killed on timeout never runs ~ServerProcess: its server must die with it
+// rather than keep the port and the lock files it inherited.
+TEST_CASE("a server process dies with the test process that started it") {
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    const pid_t tester = ::fork();
+    REQUIRE(tester >= 0);
+    if (tester == 0) {
+        ::close(fds[0]);
+        test::ServerProcess server("orphan",
+                                   [](std::uint16_t port, const std::filesystem::path& dir) {
+                                       return tomlOf(port, dir, "", false);
+                                   });
+        const pid_t started[2] = {server.pid, pid_t(server.port)};
+        if (::write(fds[1], started, sizeof started) != sizeof started) std::_Exit(1);
+        ::pause();
+        std::_Exit(0);
+    }
+    ::close(fds[1]);
+    pid_t started[2] = {-1, 0};
+    const bool told = ::read(fds[0], started, sizeof started) == sizeof started;
+    ::close(fds[0]);
+    ::kill(tester, SIGKILL);
+    ::waitpid(tester, nullptr, 0);
+    REQUIRE(told);
+    const pid_t server = started[0];
+    REQUIRE(server > 0);
+
+    // Gone, or a zombie waiting for init to reap it: either way it holds nothing.
+    auto dead = [server] {
+        std::ifstream in("/proc/" + std::to_string(server) + "/stat");
+        std::string stat;
+        if (!std::getline(in, stat)) return true;
+        auto close = stat.rfind(')');
+        return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
+    };
+    bool died = false;
+    for (int i = 0; i < 100 && !(died = dead()); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!died) ::kill(server, SIGKILL);
+    std::error_code ec;
+    std::filesystem::remove_all(
+        std::filesystem::temp_directory_path() /
+            ("uaplex-orphan-" + std::to_string(tester) + "-" + std::to_string(started[1])),
+        ec);
+    CHECK(died);
 }

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // What the integration tests share to run the real `uaplex` executable: a free loopback
 // port, the first lines of a test configuration, and a server process on a configuration the
-// test writes (SIGTERM and wait at the end).
+// test writes (SIGTERM and wait at the end; SIGKILL when the test process dies first).
 #pragma once
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -74,8 +75,13 @@ class ServerProcess {
               ("uaplex-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(port))) {
         std::filesystem::create_directories(dir);
         std::ofstream(dir / "test.toml") << toml(port, dir);
+        pid_t parent = ::getpid();
         pid = ::fork();
         if (pid == 0) {
+            // A test killed on timeout never runs the destructor: the server must not outlive
+            // it (holding ports and lock files). getppid catches a parent gone before prctl.
+            ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (::getppid() != parent) std::_Exit(127);
             if (inChild) inChild();
             std::string cfg = (dir / "test.toml").string();
             ::execl(UAPLEX_EXE, UAPLEX_EXE, "--config", cfg.c_str(), nullptr);
