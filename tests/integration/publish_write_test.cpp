@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "in_process_server.hpp"
+#include "support/client_services.hpp"
 #include "support/opcua_client.hpp"
 
 using namespace uaplex;
@@ -21,15 +22,10 @@ namespace {
 constexpr std::int32_t kLast = 999999;
 
 // A subscription (publishing 50 ms) with one item on ns=1;i=1001, sampled on every change.
+// Called on the test's thread only: createSubscription REQUIREs, which Catch2 does not allow
+// on the writer threads (hence write() below returns its verdict).
 std::uint32_t subscribe(Client& c) {
-    ua::CreateSubscriptionRequest cs{};
-    cs.requestedPublishingInterval = 50;
-    cs.requestedLifetimeCount = 600;
-    cs.requestedMaxKeepAliveCount = 10;
-    cs.publishingEnabled = true;
-    auto m = c.call(cs);
-    if (Client::result(m) != UAPLEX_Good) return 0;
-    std::uint32_t sub = static_cast<ua::CreateSubscriptionResponse*>(m.object)->subscriptionId;
+    std::uint32_t sub = test::createSubscription(c, {50, 600, 10});
     ua::MonitoredItemCreateRequest item{};
     item.itemToMonitor.nodeId = ua::numericNodeId(1, 1001);
     item.itemToMonitor.attributeId = 13;
@@ -42,7 +38,7 @@ std::uint32_t subscribe(Client& c) {
     cmi.subscriptionId = sub;
     cmi.timestampsToReturn = ua::TimestampsToReturn::Neither;
     cmi.itemsToCreate = {1, &item};
-    m = c.call(cmi);
+    auto m = c.call(cmi);
     if (Client::result(m) != UAPLEX_Good) return 0;
     auto& r = *static_cast<ua::CreateMonitoredItemsResponse*>(m.object);
     return r.results.size() == 1 && r.results[0].statusCode == UAPLEX_Good ? sub : 0;
