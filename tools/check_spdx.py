@@ -25,23 +25,9 @@ def tracked(root):
         return files
 
 
-def self_test():
-    """A scratch tree (not a git checkout) with one tagged and one untagged source."""
-    import tempfile
-    with tempfile.TemporaryDirectory() as d:
-        with open(os.path.join(d, "tagged.cpp"), "w") as f:
-            f.write("// " + TAG + "\nint a;\n")
-        with open(os.path.join(d, "untagged.cpp"), "w") as f:
-            f.write("int b;\n")
-        sys.argv = [sys.argv[0], d]
-        return 0 if main() == 1 else 1
-
-
-def main():
-    if sys.argv[1:] == ["--self-test"]:
-        return self_test()
-    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
-    missing = []
+def missing(root):
+    """The tracked sources under root without TAG in their first 400 characters."""
+    found = []
     for f in tracked(root):
         if f.startswith(EXEMPT) or "node_modules" in f:
             continue
@@ -55,10 +41,34 @@ def main():
         with open(path, encoding="utf-8", errors="replace") as fh:
             head = fh.read(400)
         if TAG not in head:
-            missing.append(f)
-    for f in missing:
+            found.append(f)
+    return found
+
+
+def self_test():
+    """A scratch tree (not a git checkout): the untagged source is reported, the tagged one
+    and a file that is not a source are not."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "tagged.cpp"), "w") as f:
+            f.write("// " + TAG + "\nint a;\n")
+        with open(os.path.join(d, "untagged.cpp"), "w") as f:
+            f.write("int b;\n")
+        with open(os.path.join(d, "notes.txt"), "w") as f:
+            f.write("no tag\n")
+        found = missing(d)
+        print(f"self-test: reported {found}")
+        return 0 if found == ["untagged.cpp"] else 1
+
+
+def main():
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
+    found = missing(root)
+    for f in found:
         print(f"{f}: no '{TAG}' line in its first lines")
-    return 1 if missing else 0
+    return 1 if found else 0
 
 
 if __name__ == "__main__":
