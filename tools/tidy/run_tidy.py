@@ -24,10 +24,8 @@ DIAG = re.compile(r"^(.+?):(\d+):(\d+): (warning|error): (.*)$")
 GCC_ONLY = {"-fno-gnu-unique"}
 
 
-def clang_commands(build, out_dir):
-    """compile_commands.json without GCC_ONLY options, written to out_dir."""
-    with open(os.path.join(build, "compile_commands.json")) as f:
-        entries = json.load(f)
+def clang_commands(entries, out_dir):
+    """The compile commands without GCC_ONLY options, written to out_dir."""
     for e in entries:
         if "arguments" in e:
             e["arguments"] = [a for a in e["arguments"] if a not in GCC_ONLY]
@@ -37,9 +35,7 @@ def clang_commands(build, out_dir):
         json.dump(entries, f)
 
 
-def sources(build, root, folders):
-    with open(os.path.join(build, "compile_commands.json")) as f:
-        entries = json.load(f)
+def sources(entries, root, folders):
     picked = set()
     for e in entries:
         path = os.path.realpath(os.path.join(e["directory"], e["file"]))
@@ -65,14 +61,16 @@ def main():
         print(f"{args.clang_tidy} not found: install it (tools/bootstrap/bootstrap.sh)")
         return 2
     root = os.path.realpath(args.root)
+    with open(os.path.join(args.build, "compile_commands.json")) as f:
+        entries = json.load(f)
     files = [os.path.realpath(f) for f in args.files] or sources(
-        args.build, root, set(args.folders.split(",")))
+        entries, root, set(args.folders.split(",")))
     if not files:
         print("no sources found in compile_commands.json")
         return 2
 
     commands = tempfile.TemporaryDirectory(prefix="uaplex-tidy-")
-    clang_commands(args.build, commands.name)
+    clang_commands(entries, commands.name)
 
     def run(path):
         started = time.monotonic()
