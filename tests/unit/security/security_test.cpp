@@ -18,6 +18,7 @@
 #include <uaplex/security/pki.hpp>
 #include <uaplex/security/user_token_crypto.hpp>
 #include "support/fake_channel.hpp"
+#include "support/test_certificates.hpp"
 
 #include <openssl/x509v3.h>
 
@@ -35,10 +36,7 @@ std::vector<std::uint8_t> hex(std::string_view s) {
     return v;
 }
 
-struct Identity {
-    PkeyPtr key;
-    std::shared_ptr<Certificate> cert;
-};
+using Identity = test::TestIdentity;
 
 Identity makeIdentity(std::string uri, std::uint32_t bits = 2048, int days = 30) {
     CertificateRequest r;
@@ -539,33 +537,10 @@ Identity issue(const char* cn, const char* uri, const Identity* issuer, const ch
 }
 
 // A CRL of `ca` revoking `serials`.
-void writeCrl(const fs::path& file, const Identity& ca, std::vector<long> serials) {
-    X509_CRL* crl = X509_CRL_new();
-    X509_CRL_set_version(crl, 1);
-    X509_CRL_set_issuer_name(crl, X509_get_subject_name(ca.cert->x509.get()));
-    ASN1_TIME* now = X509_gmtime_adj(nullptr, -60);
-    ASN1_TIME* next = X509_gmtime_adj(nullptr, 86400);
-    X509_CRL_set1_lastUpdate(crl, now);
-    X509_CRL_set1_nextUpdate(crl, next);
-    for (long s : serials) {
-        X509_REVOKED* r = X509_REVOKED_new();
-        ASN1_INTEGER* n = ASN1_INTEGER_new();
-        ASN1_INTEGER_set(n, s);
-        X509_REVOKED_set_serialNumber(r, n);
-        X509_REVOKED_set_revocationDate(r, now);
-        X509_CRL_add0_revoked(crl, r);
-        ASN1_INTEGER_free(n);
-    }
-    X509_CRL_sort(crl);
-    REQUIRE(X509_CRL_sign(crl, ca.key.get(), EVP_sha256()) > 0);
-    std::vector<std::uint8_t> der(std::size_t(i2d_X509_CRL(crl, nullptr)));
-    unsigned char* p = der.data();
-    i2d_X509_CRL(crl, &p);
-    std::ofstream(file, std::ios::binary)
-        .write(reinterpret_cast<const char*>(der.data()), std::streamsize(der.size()));
-    ASN1_TIME_free(now);
-    ASN1_TIME_free(next);
-    X509_CRL_free(crl);
+void writeCrl(const fs::path& file, const Identity& ca, const std::vector<long>& serials) {
+    auto der = test::makeCrl(ca, serials);
+    REQUIRE(!der.empty());
+    test::writeBytes(file, der);
 }
 
 void writeDer(const fs::path& file, const Certificate& c) {
