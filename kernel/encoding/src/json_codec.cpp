@@ -944,13 +944,9 @@ class JsonReader {
         if (e - q < 4) return false;
         v = 0;
         for (int i = 0; i < 4; ++i) {
-            std::uint8_t c = *q++;
-            std::uint32_t d = (c >= '0' && c <= '9')   ? c - '0'
-                              : (c >= 'a' && c <= 'f') ? c - 'a' + 10
-                              : (c >= 'A' && c <= 'F') ? c - 'A' + 10
-                                                       : 16;
-            if (d == 16) return false;
-            v = v * 16 + d;
+            int d = hexValue(char(*q++));
+            if (d < 0) return false;
+            v = v * 16 + std::uint32_t(d);
         }
         return true;
     }
@@ -1210,11 +1206,7 @@ void readGuid(JsonReader& r, Guid& g) noexcept {
         }
         int v = 0;
         for (int j = 0; j < 2; ++j) {
-            char x = c[i + j];
-            int dgt = (x >= '0' && x <= '9')   ? x - '0'
-                      : (x >= 'a' && x <= 'f') ? x - 'a' + 10
-                      : (x >= 'A' && x <= 'F') ? x - 'A' + 10
-                                               : -1;
+            int dgt = hexValue(c[i + j]);
             if (dgt < 0) return r.fail();
             v = v * 16 + dgt;
         }

@@ -31,22 +31,6 @@ constexpr std::size_t kKeySize = 32;
 constexpr std::uint32_t kMinIterations = 1000;
 constexpr std::uint32_t kMaxIterations = 10000000;
 
-bool fromHex(std::string_view s, std::uint8_t* out, std::size_t n) noexcept {
-    if (s.size() != 2 * n) return false;
-    auto nibble = [](char c) -> int {
-        if (c >= '0' && c <= '9') return c - '0';
-        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-        return -1;
-    };
-    for (std::size_t i = 0; i < n; ++i) {
-        int hi = nibble(s[2 * i]), lo = nibble(s[2 * i + 1]);
-        if (hi < 0 || lo < 0) return false;
-        out[i] = std::uint8_t(hi << 4 | lo);
-    }
-    return true;
-}
-
 bool derive(std::string_view password, const std::uint8_t* salt, std::uint32_t iterations,
             std::uint8_t* key) noexcept {
     return PKCS5_PBKDF2_HMAC(password.data(), int(password.size()), salt, int(kSaltSize),
@@ -76,7 +60,7 @@ bool parseHash(std::string_view encoded, Parsed& p) noexcept {
     }
     if (it < kMinIterations || it > kMaxIterations) return false;
     p.iterations = std::uint32_t(it);
-    return fromHex(parts[2], p.salt, kSaltSize) && fromHex(parts[3], p.key, kKeySize);
+    return enc::fromHex(parts[2], p.salt) && enc::fromHex(parts[3], p.key);
 }
 
 // The whole users file, read through one descriptor: opened without following a symlink
