@@ -11,6 +11,7 @@
 
 #include <uaplex/config/config.hpp>
 #include <uaplex/session/access_control.hpp>
+#include <uaplex/session/session_services.hpp>
 
 namespace uaplex::server {
 
@@ -275,12 +276,7 @@ void SubscriptionService::send(Done& d) noexcept {
     out.clear();
     auto utc = clock_.utcNow();
     if (d.status != UAPLEX_Good) {
-        ua::ServiceFault fault{};
-        fault.responseHeader.timestamp = utc;
-        fault.responseHeader.requestHandle = d.waiting.requestHandle;
-        fault.responseHeader.serviceResult = d.status;
-        enc::BinaryWriter w(out);
-        enc::encodeMessage(w, fault);
+        session::encodeFault(d.waiting.requestHandle, d.status, utc, out);
         d.waiting.route->send(out.span());
         return;
     }
@@ -307,15 +303,7 @@ void SubscriptionService::send(Done& d) noexcept {
     resp.diagnosticInfos = {0, nullptr};
     enc::BinaryWriter w(out);
     enc::encodeMessage(w, resp);
-    if (!w.ok()) {
-        out.clear();
-        ua::ServiceFault fault{};
-        fault.responseHeader.timestamp = utc;
-        fault.responseHeader.requestHandle = d.waiting.requestHandle;
-        fault.responseHeader.serviceResult = UAPLEX_BadEncodingError;
-        enc::BinaryWriter f(out);
-        enc::encodeMessage(f, fault);
-    }
+    if (!w.ok()) session::encodeFault(d.waiting.requestHandle, UAPLEX_BadEncodingError, utc, out);
     d.waiting.route->send(out.span());
 }
 
