@@ -108,26 +108,15 @@ std::uint32_t Dispatcher::handle(std::span<const std::uint8_t> request, const Re
     ServiceRequest call{ctx,           header,         m.object,  request, arena, sessionServices_,
                         nodeServices_, subscriptions_, discovery_};
     uaplex_status st = dispatch(call, m.type);
-    const enc::DataType* responseType = call.responseType;
-    void* response = call.response;
     if (call.deferred) {
         out.clear();
         return header.requestHandle;
     }
-    if (st != UAPLEX_Good || response == nullptr || responseType == nullptr) {
-        encodeFault(header.requestHandle, st == UAPLEX_Good ? UAPLEX_BadInternalError : st, ctx.utc,
-                    out);
-        return header.requestHandle;
-    }
-    if (header.returnDiagnostics & kOperationDiagnostics)
-        sizeDiagnostics(*responseType, response, arena);
-    auto& rh = *static_cast<ua::ResponseHeader*>(response);
-    rh.timestamp = ctx.utc;
-    rh.requestHandle = header.requestHandle;
-    out.clear();
-    enc::BinaryWriter w(out);
-    enc::encodeMessage(w, *responseType, response);
-    if (!w.ok()) encodeFault(header.requestHandle, UAPLEX_BadEncodingError, ctx.utc, out);
+    if (st == UAPLEX_Good && call.response && call.responseType &&
+        (header.returnDiagnostics & kOperationDiagnostics))
+        sizeDiagnostics(*call.responseType, call.response, arena);
+    session::encodeResponse(header.requestHandle, st, call.responseType, call.response, ctx.utc,
+                            out);
     return header.requestHandle;
 }
 

@@ -67,6 +67,23 @@ void encodeFault(std::uint32_t requestHandle, uaplex_status status, std::int64_t
     enc::encodeMessage(w, fault);
 }
 
+void encodeResponse(std::uint32_t requestHandle, uaplex_status status,
+                    const enc::DataType* responseType, void* response, std::int64_t utc,
+                    enc::ByteBuffer& out) noexcept {
+    if (status != UAPLEX_Good || response == nullptr || responseType == nullptr) {
+        encodeFault(requestHandle, status == UAPLEX_Good ? UAPLEX_BadInternalError : status, utc,
+                    out);
+        return;
+    }
+    auto& rh = *static_cast<ua::ResponseHeader*>(response);
+    rh.timestamp = utc;
+    rh.requestHandle = requestHandle;
+    out.clear();
+    enc::BinaryWriter w(out);
+    enc::encodeMessage(w, *responseType, response);
+    if (!w.ok()) encodeFault(requestHandle, UAPLEX_BadEncodingError, utc, out);
+}
+
 enc::DecodeLimits decodeLimitsOf(const config::ServerConfig& cfg) noexcept {
     const auto& l = cfg.server.limits;
     enc::DecodeLimits limits;
@@ -414,17 +431,7 @@ void SessionServices::runLogin(const LoginCall& call) noexcept {
                                   sdk::monotonic_ms(), arena, responseType, response);
         else if (st == UAPLEX_Good)
             st = UAPLEX_BadInternalError;
-        if (st == UAPLEX_Good && response && responseType) {
-            auto& rh = *static_cast<ua::ResponseHeader*>(response);
-            rh.timestamp = utc;
-            rh.requestHandle = call.requestHandle;
-            enc::BinaryWriter w(out);
-            enc::encodeMessage(w, *responseType, response);
-            if (!w.ok()) encodeFault(call.requestHandle, UAPLEX_BadEncodingError, utc, out);
-        } else {
-            encodeFault(call.requestHandle, st == UAPLEX_Good ? UAPLEX_BadInternalError : st, utc,
-                        out);
-        }
+        encodeResponse(call.requestHandle, st, responseType, response, utc, out);
         call.release();
         if (call.route->open()) call.route->send(out.span());
     } catch (...) {

@@ -54,6 +54,12 @@ struct RequestContext {
 // A ServiceFault with `status` for `requestHandle`, replacing what `out` held.
 void encodeFault(std::uint32_t requestHandle, uaplex_status status, std::int64_t utc,
                  enc::ByteBuffer& out) noexcept;
+// A service's answer, replacing what `out` held: `response` with its ResponseHeader's
+// timestamp and requestHandle set, or a ServiceFault with `status` (BadInternalError for Good
+// without a response, BadEncodingError when the response does not encode).
+void encodeResponse(std::uint32_t requestHandle, uaplex_status status,
+                    const enc::DataType* responseType, void* response, std::int64_t utc,
+                    enc::ByteBuffer& out) noexcept;
 
 // The decode limits of [server.limits] (0 for a length is no limit).
 enc::DecodeLimits decodeLimitsOf(const config::ServerConfig& cfg) noexcept;
