@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <uaplex/server/service_table.hpp>
 
-#include <algorithm>
+#include <array>
 #include <iterator>
 
 #include <uaplex/server/discovery.hpp>
@@ -321,6 +321,22 @@ constexpr bool sortedAndUnique() noexcept {
 static_assert(sortedAndUnique(), "kServices: sort the rows by request encoding id, one each");
 static_assert(std::size(kServices) <= kMaxServiceRows, "ServiceCounters: raise kMaxServiceRows");
 
+// The request encoding ids of the services lie close together (Part 6's ids 422 to 841), so
+// the row of an id is one index into a dense byte table instead of a search per request.
+constexpr std::uint32_t kFirstId = kServices[0].requestEncodingId;
+constexpr std::uint32_t kLastId = kServices[std::size(kServices) - 1].requestEncodingId;
+constexpr std::uint8_t kNoRow = 0xFF;
+static_assert(kLastId - kFirstId < 4096, "kServices: ids too far apart for the dense table");
+static_assert(std::size(kServices) < kNoRow, "kServices: a row index must fit a byte");
+
+constexpr auto kRowOfId = [] {
+    std::array<std::uint8_t, kLastId - kFirstId + 1> t{};
+    for (auto& r : t) r = kNoRow;
+    for (std::size_t i = 0; i < std::size(kServices); ++i)
+        t[kServices[i].requestEncodingId - kFirstId] = std::uint8_t(i);
+    return t;
+}();
+
 }  // namespace
 
 std::span<const ServiceDescriptor> serviceTable() noexcept {
@@ -328,10 +344,9 @@ std::span<const ServiceDescriptor> serviceTable() noexcept {
 }
 
 const ServiceDescriptor* findService(std::uint32_t requestEncodingId) noexcept {
-    auto it = std::lower_bound(
-        std::begin(kServices), std::end(kServices), requestEncodingId,
-        [](const ServiceDescriptor& d, std::uint32_t id) { return d.requestEncodingId < id; });
-    return it != std::end(kServices) && it->requestEncodingId == requestEncodingId ? it : nullptr;
+    if (requestEncodingId < kFirstId || requestEncodingId > kLastId) return nullptr;
+    const std::uint8_t r = kRowOfId[requestEncodingId - kFirstId];
+    return r == kNoRow ? nullptr : &kServices[r];
 }
 
 std::size_t serviceIndex(const ServiceDescriptor& row) noexcept {

@@ -312,6 +312,10 @@ TEST_CASE("service table: one row per service, sorted by its request's encoding 
     }
     CHECK(ids.size() == serviceTable().size());
     CHECK(findService(0) == nullptr);
+    // Just outside the table's id range, and the largest id, find nothing.
+    CHECK(findService(serviceTable().front().requestEncodingId - 1) == nullptr);
+    CHECK(findService(serviceTable().back().requestEncodingId + 1) == nullptr);
+    CHECK(findService(0xFFFFFFFFu) == nullptr);
     CHECK(findService(enc::dataTypeOf<ua::HistoryReadRequest>()->binaryEncodingId) == nullptr);
     // Discovery needs no session; the session services find theirs; the rest need one.
     CHECK(findService(ua::ns0::GetEndpointsRequest_Encoding_DefaultBinary)->session ==

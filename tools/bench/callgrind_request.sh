@@ -1,0 +1,49 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# Instructions per request of one traffic pattern: the server under callgrind, uaplex-bench
+# against it (default: a lone Read, 1 connection x 1 in flight), counters zeroed after a
+# warm-up and dumped 10 s later. Ir / (req/s x 10 s) = server instructions per request.
+# Instruction counts do not depend on what else the machine runs.
+#   tools/bench/callgrind_request.sh [build dir] [port] [scenario] [C] [M] [out prefix] [bench]
+set -e
+B=${1:-build/release}
+PORT=${2:-4862}
+SCENARIO=${3:-read}
+C=${4:-1}
+M=${5:-1}
+OUT=${6:-$B/bench/callgrind-$SCENARIO-${C}x$M}
+BENCH=${7:-$B/bin/uaplex-bench}
+mkdir -p "$(dirname "$OUT")"
+python3 - "$PORT" "$OUT.toml" <<'PY'
+import re, sys
+port, out = sys.argv[1:]
+text = open("etc/uaplex.toml").read()
+text = re.sub(r'(?m)^endpoints\s*=.*$', f'endpoints = ["opc.tcp://127.0.0.1:{port}"]', text)
+text = re.sub(r'(?m)^level\s*=\s*"[a-z]+"', 'level = "warn"', text)
+open(out, "w").write(text)
+PY
+rm -f "$OUT".cg*
+valgrind --tool=callgrind --callgrind-out-file="$OUT.cg" "$B/bin/uaplex" --config "$OUT.toml" \
+    >"$OUT.server.log" 2>&1 &
+VPID=$!
+trap 'kill $VPID 2>/dev/null || true' EXIT
+sleep 12
+"$BENCH" --url "opc.tcp://127.0.0.1:$PORT" --scenario "$SCENARIO" -c "$C" -m "$M" \
+    --warmup 6 --duration 10 --connect-timeout 60 --json >"$OUT.gen.json" &
+GPID=$!
+sleep 8
+callgrind_control -z $VPID >/dev/null
+sleep 10
+callgrind_control -d $VPID >/dev/null
+wait $GPID || true
+kill $VPID
+wait $VPID || true
+python3 - "$OUT" <<'PY'
+import glob, json, sys
+out = sys.argv[1]
+g = json.load(open(out + ".gen.json"))
+ir = max(int(l.split()[1]) for f in glob.glob(out + ".cg*") for l in open(f)
+         if l.startswith("summary:"))
+rate = g.get("requests_per_s") or g.get("req_per_s")
+print(f"{ir} Ir, {rate:.0f} req/s: {ir / (rate * 10):.0f} Ir per request")
+PY
