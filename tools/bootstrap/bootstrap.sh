@@ -10,6 +10,8 @@ pkgs=(
   libbenchmark-dev clang libclang-rt-14-dev
   clang-tidy-14   # the tidy test (ctest -L tidy)
   curl   # the opc.https tests drive the server with it
+  python3-matplotlib   # make soak plots its samples
+  iproute2 ethtool     # the netfault test: namespaces, veth, tc; offloads off for impair.py
 )
 # Node.js and npm drive the interop tests; keep a newer Node.js when one is installed.
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
