@@ -6,7 +6,7 @@ FUZZBUILD ?= build/fuzz
 TSANBUILD ?= build/tsan
 CMAKE_FLAGS ?=
 
-.PHONY: all bootstrap configure build run test unit-test fuzz tsan interop bench format clean install package
+.PHONY: all bootstrap configure build run test unit-test fuzz tsan interop bench soak format clean install package
 
 all: build
 
@@ -63,6 +63,21 @@ bench: build
 	@for b in $(BUILD)/bin/bench_*; do [ -x "$$b" ] && "$$b" || exit 1; done
 	@cd tools/bench/peers && { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund; }
 	python3 tools/bench/run_bench.py --build $(BUILD) $(BENCH_ARGS)
+	@[ "$(BENCH_SOAK)" = 0 ] || $(MAKE) --no-print-directory soak DURATION=$(BENCH_SOAK)
+
+# One server under mixed load (read, write, subscriptions, events, session churn, a request
+# queue hot swap every minute) for DURATION s; samples into $(BUILD)/soak/soak.csv and .png,
+# fails on an error response, RSS or descriptor growth or a p99 drift (tools/bench/soak.py).
+# `make bench` ends with a BENCH_SOAK s run (600; 0 skips it).
+DURATION ?= 3600
+BENCH_SOAK ?= 600
+SOAK_ARGS ?=
+# Debian's python3-matplotlib plots, for Debian's interpreter
+SOAK_PYTHON ?= $(shell [ -x /usr/bin/python3 ] && echo /usr/bin/python3 || echo python3)
+soak: build
+	cmake --build $(BUILD) -j$(JOBS) --target uaplex-bench
+	@cd tests/interop/client && { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund --loglevel=error; }
+	$(SOAK_PYTHON) tools/bench/soak.py --build $(BUILD) --duration $(DURATION) $(SOAK_ARGS)
 
 format:
 	git ls-files '*.cpp' '*.hpp' '*.h' '*.c' | xargs clang-format -i
