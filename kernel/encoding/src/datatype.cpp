@@ -3,7 +3,6 @@
 #include <uaplex/encoding/generated/types.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 
 namespace uaplex::generated {
@@ -119,13 +118,6 @@ std::string_view statusDescription(std::uint32_t code) noexcept {
 }  // namespace uaplex::enc
 
 namespace uaplex::ua {
-DateTime utcNow() noexcept {
-    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                  std::chrono::system_clock::now().time_since_epoch())
-                  .count();
-    return kUnixEpoch + ns / 100;
-}
-
 bool equal(const NodeId& a, const NodeId& b) noexcept {
     if (a.namespace_index != b.namespace_index || a.identifier_type != b.identifier_type)
         return false;

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <ctime>
 #include <span>
 #include <string_view>
 #include <type_traits>
@@ -78,8 +79,12 @@ constexpr std::int64_t kTicksPerSecond = UAPLEX_DATETIME_TICKS_PER_SECOND;
 constexpr DateTime dateTimeFromUnixSeconds(std::int64_t seconds) noexcept {
     return kUnixEpoch + seconds * kTicksPerSecond;
 }
-// The system clock as a DateTime.
-DateTime utcNow() noexcept;
+// The system clock as a DateTime; inline, as every request reads it.
+inline DateTime utcNow() noexcept {
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return kUnixEpoch + std::int64_t(ts.tv_sec) * kTicksPerSecond + ts.tv_nsec / 100;
+}
 
 // ---- helpers: views and constructors (never allocate; strings borrow their text) ----
 
