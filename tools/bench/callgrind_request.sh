@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Instructions per request of one traffic pattern: the server under callgrind, uaplex-bench
 # against it (default: a lone Read, 1 connection x 1 in flight), counters zeroed after a
-# warm-up and dumped 10 s later. Ir / (req/s x 10 s) = server instructions per request.
+# warm-up and dumped 10 s later; Ir / calls of Dispatcher::handle = instructions per request.
 # Instruction counts do not depend on what else the machine runs.
 #   tools/bench/callgrind_request.sh [build dir] [port] [scenario] [C] [M] [out prefix] [bench]
 set -e
@@ -39,11 +39,24 @@ wait $GPID || true
 kill $VPID
 wait $VPID || true
 python3 - "$OUT" <<'PY'
-import glob, json, sys
+import glob, re, sys
 out = sys.argv[1]
-g = json.load(open(out + ".gen.json"))
-ir = max(int(l.split()[1]) for f in glob.glob(out + ".cg*") for l in open(f)
-         if l.startswith("summary:"))
-rate = g.get("requests_per_s") or g.get("req_per_s")
-print(f"{ir} Ir, {rate:.0f} req/s: {ir / (rate * 10):.0f} Ir per request")
+# The requests are the calls of Dispatcher::handle in the dump (exact, unlike the rate).
+ir = 0
+calls = 0
+for f in glob.glob(out + ".cg.*"):
+    names, cur = {}, None
+    for line in open(f, errors="replace"):
+        if line.startswith("summary:"):
+            ir = max(ir, int(line.split()[1]))
+        elif line.startswith(("fn=", "cfn=")):
+            m = re.match(r"c?fn=\((\d+)\)(?: (.*))?", line.strip())
+            if m and m.group(2):
+                names[m.group(1)] = m.group(2)
+            cur = names.get(m.group(1), "") if m and line.startswith("cfn=") else None
+        elif line.startswith("calls=") and cur is not None:
+            if "Dispatcher::handle(" in cur:
+                calls += int(line.split("=")[1].split()[0])
+            cur = None
+print(f"{ir} Ir, {calls} requests: {ir / max(calls, 1):.0f} Ir per request")
 PY
