@@ -6,12 +6,15 @@
 //
 // Address space (namespace "urn:vendor:device"):
 //   Objects/<device_name>            Object (BaseObjectType)
-//     Temperature   Double, read-only   simulated sensor, changes every refresh
+//     Temperature   Double, read-only   simulated sensor (AnalogItemType), changes every
+//                   refresh; properties EURange [-50, 150] and EngineeringUnits degree Celsius
 //     Cycles        UInt32, read-only   refresh counter
 //     Status        String, read-only   "running"
 //     Setpoint      Double, read/write  written by clients; the simulation follows it
 //     SetSetpoint   Method (value Double) -> previous Double: value must lie in [-50, 150]
 //                   (BadOutOfRange for that argument, the call BadInvalidArgument)
+//   A new setpoint (written or by the method) raises an event from the device object
+//   (BaseEventType, Severity 300, "Setpoint changed to <value>").
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -22,12 +25,15 @@
 #include <thread>
 
 #include "uaplex/cpp/address_space.hpp"
+#include "uaplex/cpp/events.hpp"
 
 namespace {
 
 using namespace uaplex::sdk;
 
 constexpr uint32_t kRead = 1, kReadWrite = 3;  // AccessLevel bits
+constexpr uint32_t kAnalogItemType = 2368, kBaseEventType = 2041;
+constexpr double kSetpointLow = -50, kSetpointHigh = 150;
 
 // The simulated device: what a real driver would read from the hardware.
 struct Registers {
@@ -62,6 +68,7 @@ class VendorDevice final : public StoreNodeManager {
         const uaplex_nodeid device = string_id(ns_, ids_[0]);
         NodeSpec obj = object_spec(device, numeric_id(0, 85), 35 /* Organizes */,
                                    qualified_name(ns_, device_name_), 58 /* BaseObjectType */);
+        obj.spec.event_notifier = UAPLEX_EVENT_NOTIFIER_SUBSCRIBE;  // clients watch its events
         if (uaplex_status st = as.add(obj.get()); st != UAPLEX_Good) return st;
 
         uaplex_datavalue temperature = data_value(scalar(UAPLEX_TYPE_DOUBLE, regs_.temperature));
@@ -87,8 +94,10 @@ class VendorDevice final : public StoreNodeManager {
             v.spec.value = it.value;
             v.spec.write = it.write;
             v.spec.user = this;
+            if (&it.id == &ids_[1]) v.type_definition = numeric_id(0, kAnalogItemType);
             if (uaplex_status st = as.add(v.get()); st != UAPLEX_Good) return st;
         }
+        if (uaplex_status st = add_analog_properties(as); st != UAPLEX_Good) return st;
         if (uaplex_status st = add_method(as, device); st != UAPLEX_Good) return st;
         running_ = true;
         refresher_ = std::thread([this] { refresh_loop(); });
@@ -111,6 +120,31 @@ class VendorDevice final : public StoreNodeManager {
     ~VendorDevice() override { stop(); }
 
   private:
+    // Temperature is an AnalogItem: its range (which a Percent deadband refers to) and unit.
+    uaplex_status add_analog_properties(const AddressSpace& as) {
+        const uaplex_nodeid temperature = string_id(ns_, ids_[1]);
+        if (uaplex_status st = as.add_eu_range(temperature, string_id(ns_, ids_[1] + ".EURange"),
+                                               kSetpointLow, kSetpointHigh);
+            st != UAPLEX_Good)
+            return st;
+        return as.add_engineering_units(temperature, string_id(ns_, ids_[1] + ".EngineeringUnits"),
+                                        "CEL", "\u00b0C", "degree Celsius");
+    }
+
+    // An event from the device object for each new setpoint (any thread; the host copies).
+    void report_setpoint(double value) {
+        std::string text = "Setpoint changed to " + std::to_string(value);
+        uaplex_localizedtext message = localized_text("en", text);
+        uaplex_status st =
+            Event(numeric_id(0, kBaseEventType), string_id(ns_, ids_[0]))
+                .set("Message", boxed(UAPLEX_TYPE_LOCALIZEDTEXT, &message))
+                .set("Severity", scalar<uint16_t>(UAPLEX_TYPE_UINT16, 300))
+                .set("SourceName", scalar(UAPLEX_TYPE_STRING, ua_string(device_name_)))
+                .raise(ctx_);
+        if (st != UAPLEX_Good && !warned_.exchange(true))
+            ctx_.warn("raise_event failed: 0x" + std::to_string(st));
+    }
+
     // SetSetpoint: the Method node, its argument properties (the kernel checks count and
     // types against InputArguments before calling), and its implementation (method_bind,
     // which also implements methods of nodes other plugins added, e.g. a NodeSet2 file's).
@@ -136,7 +170,7 @@ class VendorDevice final : public StoreNodeManager {
     uaplex_status set_setpoint(MethodCall& call) {
         double value = 0;
         if (!call.scalar_input(0, UAPLEX_TYPE_DOUBLE, value)) return UAPLEX_BadInvalidArgument;
-        if (!(value >= -50 && value <= 150)) {
+        if (!(value >= kSetpointLow && value <= kSetpointHigh)) {
             call.reject(0, UAPLEX_BadOutOfRange);  // says which argument was wrong
             return UAPLEX_BadInvalidArgument;
         }
@@ -147,6 +181,7 @@ class VendorDevice final : public StoreNodeManager {
             regs_.setpoint = value;
         }
         space().set_value(string_id(ns_, ids_[4]), data_value(scalar(UAPLEX_TYPE_DOUBLE, value)));
+        report_setpoint(value);
         return call.set_outputs({scalar(UAPLEX_TYPE_DOUBLE, previous)});
     }
 
@@ -156,8 +191,11 @@ class VendorDevice final : public StoreNodeManager {
                                      const uaplex_datavalue* value) {
         auto* self = static_cast<VendorDevice*>(user);
         if (!(value->mask & UAPLEX_DATAVALUE_VALUE)) return UAPLEX_BadTypeMismatch;
-        std::lock_guard lock(self->mutex_);
-        self->regs_.setpoint = value->value.value.double_;
+        {
+            std::lock_guard lock(self->mutex_);
+            self->regs_.setpoint = value->value.value.double_;
+        }
+        self->report_setpoint(value->value.value.double_);
         return UAPLEX_Good;
     }
 

@@ -346,6 +346,19 @@ class AddressSpace {
     // `method`: HasProperty, PropertyType, DataType Argument, an array of the arguments.
     uaplex_status add_arguments(const uaplex_nodeid& method, const uaplex_nodeid& property,
                                 bool output, std::initializer_list<ArgumentDef> args) const;
+    // Adds the read-only property `name` (a namespace-0 browse name) of `node`: HasProperty,
+    // PropertyType, DataType `data_type` (ns0), scalar `value` (borrowed for the call).
+    uaplex_status add_property(const uaplex_nodeid& node, const uaplex_nodeid& property,
+                               std::string_view name, uint32_t data_type,
+                               const uaplex_variant& value) const;
+    // The EURange property of an analog item (Part 8 5.3.2): the value range a Percent
+    // deadband of a monitored item refers to.
+    uaplex_status add_eu_range(const uaplex_nodeid& node, const uaplex_nodeid& property, double low,
+                               double high) const;
+    // The EngineeringUnits property (Part 8 5.6.3), a unit by its UNECE common code ("CEL").
+    uaplex_status add_engineering_units(const uaplex_nodeid& node, const uaplex_nodeid& property,
+                                        std::string_view unece_code, std::string_view display,
+                                        std::string_view description) const;
 
   private:
     Context ctx_;
@@ -429,6 +442,38 @@ inline uaplex_status AddressSpace::add_arguments(const uaplex_nodeid& method,
     p.spec.array_dimensions = dims;
     p.spec.value = &value;
     return add(p.get());
+}
+
+inline uaplex_status AddressSpace::add_property(const uaplex_nodeid& node,
+                                                const uaplex_nodeid& property,
+                                                std::string_view name, uint32_t data_type,
+                                                const uaplex_variant& value) const {
+    uaplex_datavalue dv = data_value(value);
+    NodeSpec p = variable_spec(property, node, 46 /* HasProperty */, qualified_name(0, name),
+                               data_type, -1, 1 /* CurrentRead */);
+    p.type_definition = numeric_id(0, 68);  // PropertyType
+    p.spec.value = &dv;
+    return add(p.get());
+}
+
+inline uaplex_status AddressSpace::add_eu_range(const uaplex_nodeid& node,
+                                                const uaplex_nodeid& property, double low,
+                                                double high) const {
+    BinaryBody body = range_body(low, high);
+    uaplex_extensionobject eo = body.extension_object(kRangeBinary);
+    return add_property(node, property, "EURange", 884 /* Range */,
+                        boxed(UAPLEX_TYPE_EXTENSIONOBJECT, &eo));
+}
+
+inline uaplex_status AddressSpace::add_engineering_units(const uaplex_nodeid& node,
+                                                         const uaplex_nodeid& property,
+                                                         std::string_view unece_code,
+                                                         std::string_view display,
+                                                         std::string_view description) const {
+    BinaryBody body = eu_information_body(unece_code, display, description);
+    uaplex_extensionobject eo = body.extension_object(kEUInformationBinary);
+    return add_property(node, property, "EngineeringUnits", 887 /* EUInformation */,
+                        boxed(UAPLEX_TYPE_EXTENSIONOBJECT, &eo));
 }
 
 // Base for node managers that only add nodes to the kernel's store: no owned namespaces.

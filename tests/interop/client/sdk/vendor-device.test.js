@@ -3,13 +3,15 @@
 // SDK and loaded by the installed server (tests/sdk/install_example_test.sh): its device
 // browses under Objects, its registers read, its Setpoint writes, and the register changes
 // its own thread reports through the host API arrive at a node-opcua subscription, and its
-// SetSetpoint method checks its argument.
+// SetSetpoint method checks its argument; Temperature is an analog item with a range and a
+// unit, and a new setpoint raises an event from the device.
 "use strict";
 
 const { test, before, after } = require("node:test");
 const { ua, assert, T_LONG, T_SHORT, connect, disconnect, readNamespaceArray, assertGood, assertStatus, until } =
     require("../lib/ua");
 const { AttributeIds, DataType, ClientSubscription, TimestampsToReturn, BrowseDirection } = ua;
+const { constructEventFilter, DataChangeFilter, DataChangeTrigger, DeadbandType } = ua;
 
 const VENDOR_URI = "urn:vendor:device";
 const S = { client: null, session: null, ns: -1 };
@@ -124,5 +126,76 @@ test("a subscription receives the changes the device thread reports", { timeout:
     const n = cycles.map((dv) => Number(dv.value.value));
     for (let i = 1; i < n.length; i++) assert.ok(n[i] > n[i - 1], `Cycles went ${n[i - 1]} -> ${n[i]}`);
     for (const dv of cycles) assert.ok(dv.sourceTimestamp instanceof Date, "source timestamp from the device");
+    await sub.terminate();
+});
+
+test("Temperature is an AnalogItem: EURange and EngineeringUnits, a Percent deadband accepted", { timeout: T_SHORT }, async () => {
+    const refs = await S.session.browse({
+        nodeId: id("Pump7.Temperature"), browseDirection: BrowseDirection.Forward, resultMask: 0x3f,
+        referenceTypeId: "i=46", includeSubtypes: true,
+    });
+    assertGood(refs.statusCode, "browse the properties");
+    assert.deepEqual(refs.references.map((r) => r.browseName.name).sort(), ["EURange", "EngineeringUnits"]);
+    const type = await S.session.browse({
+        nodeId: id("Pump7.Temperature"), browseDirection: BrowseDirection.Forward, resultMask: 0x3f,
+        referenceTypeId: "i=40", includeSubtypes: false,
+    });
+    assert.equal(type.references[0].nodeId.toString(), "ns=0;i=2368", "HasTypeDefinition AnalogItemType");
+
+    const [range, unit] = await S.session.read([
+        { nodeId: id("Pump7.Temperature.EURange"), attributeId: AttributeIds.Value },
+        { nodeId: id("Pump7.Temperature.EngineeringUnits"), attributeId: AttributeIds.Value },
+    ]);
+    assertGood(range.statusCode, "read EURange");
+    assert.equal(range.value.value.low, -50);
+    assert.equal(range.value.value.high, 150);
+    assertGood(unit.statusCode, "read EngineeringUnits");
+    assert.equal(unit.value.value.namespaceUri, "http://www.opcfoundation.org/UA/units/un/cefact");
+    assert.equal(unit.value.value.unitId, 4408652, "UNECE CEL");
+    assert.equal(unit.value.value.description.text, "degree Celsius");
+
+    // A Percent deadband needs the EURange: without it the server answers BadMonitoredItemFilterUnsupported.
+    const sub = ClientSubscription.create(S.session, {
+        requestedPublishingInterval: 100, requestedLifetimeCount: 100, requestedMaxKeepAliveCount: 10,
+        maxNotificationsPerPublish: 100, publishingEnabled: true, priority: 1,
+    });
+    await new Promise((resolve, reject) => { sub.once("started", resolve); sub.once("internal_error", reject); });
+    const result = await S.session.createMonitoredItems({
+        subscriptionId: sub.subscriptionId, timestampsToReturn: TimestampsToReturn.Both,
+        itemsToCreate: [{
+            itemToMonitor: { nodeId: id("Pump7.Temperature"), attributeId: AttributeIds.Value },
+            monitoringMode: ua.MonitoringMode.Reporting,
+            requestedParameters: {
+                clientHandle: 1, samplingInterval: 100, queueSize: 1, discardOldest: true,
+                filter: new DataChangeFilter({ trigger: DataChangeTrigger.StatusValue, deadbandType: DeadbandType.Percent, deadbandValue: 1 }),
+            },
+        }],
+    });
+    assertGood(result.results[0].statusCode, "Percent deadband on Temperature");
+    await sub.terminate();
+});
+
+test("a new setpoint raises an event from the device object", { timeout: T_LONG }, async () => {
+    const sub = ClientSubscription.create(S.session, {
+        requestedPublishingInterval: 50, requestedLifetimeCount: 100, requestedMaxKeepAliveCount: 10,
+        maxNotificationsPerPublish: 100, publishingEnabled: true, priority: 1,
+    });
+    await new Promise((resolve, reject) => { sub.once("started", resolve); sub.once("internal_error", reject); });
+    const events = [];
+    const item = await sub.monitor({ nodeId: id("Pump7"), attributeId: AttributeIds.EventNotifier },
+        { samplingInterval: 0, discardOldest: true, queueSize: 100,
+          filter: constructEventFilter(["SourceNode", "SourceName", "Severity", "Message"]) },
+        TimestampsToReturn.Both);
+    item.on("changed", (fields) => events.push(fields));
+    const ok = await S.session.write({
+        nodeId: id("Pump7.Setpoint"), attributeId: AttributeIds.Value,
+        value: { value: { dataType: DataType.Double, value: 61.5 } },
+    });
+    assertGood(ok, "write Setpoint");
+    await until("the setpoint event", 10000, () => events.some((f) => /61\.5/.test(String(f[3].value && f[3].value.text))));
+    const ev = events.find((f) => /61\.5/.test(String(f[3].value && f[3].value.text)));
+    assert.equal(ev[0].value.toString(), id("Pump7"));
+    assert.equal(ev[1].value, "Pump7");
+    assert.equal(ev[2].value, 300);
     await sub.terminate();
 });
