@@ -96,11 +96,6 @@ ua::QualifiedName AddressSpace::browseNameOf(const NodeRef& n) const noexcept {
     return ua::QualifiedName{n.rec->browseNameNamespace, ua::makeString(s)};
 }
 
-ua::LocalizedText AddressSpace::displayNameOf(const NodeRef& n) const noexcept {
-    if (n.dyn) return n.dyn->displayName;
-    return ua::makeLocalizedText({}, imageString(n.rec->displayName));
-}
-
 ua::NodeId AddressSpace::typeDefinitionOf(const NodeRef& n) const noexcept {
     ua::NodeId out{};
     bool found = false;
@@ -117,6 +112,16 @@ bool AddressSpace::isSubtypeOf(std::uint32_t sub, std::uint32_t super) const noe
     // The hierarchy is a tree of a few levels; bounded in case of a malformed image.
     for (int depth = 0; depth < 64; ++depth) {
         if (sub == super) return true;
+        if (sub & kStoreReferenceType) {
+            // A store ReferenceType: its supertype is in the store or in namespace 0.
+            std::uint32_t i = sub & ~kStoreReferenceType;
+            if (i >= storeReferenceTypes_.size()) return false;
+            NodeRef up = superTypeOf(find(storeReferenceTypes_[i]));
+            if (!up) return false;
+            sub = up.rec ? up.rec->id : referenceTypeCode(up.dyn->id);
+            if (sub == 0) return false;
+            continue;
+        }
         if (sub >= ns0Index_.size() || ns0Index_[sub] == kNoRecord) return false;
         sub = ns0SuperType_[ns0Index_[sub]];
         if (sub == 0) return false;
@@ -303,9 +308,8 @@ uaplex_status AddressSpace::addNode(const uaplex_node_spec& spec, Node** out) {
         node->arrayDimensions.assign(spec.array_dimensions,
                                      spec.array_dimensions + spec.array_dimensions_count);
         node->accessLevel = static_cast<std::uint8_t>(spec.access_level);
-        node->userAccessLevel = spec.user_access_level != 0
-                                    ? static_cast<std::uint8_t>(spec.user_access_level)
-                                    : node->accessLevel;
+        if (spec.user_access_level != 0)
+            node->userAccessLevel = static_cast<std::uint8_t>(spec.user_access_level);
         node->minimumSamplingInterval = spec.minimum_sampling_interval;
         if (spec.value != nullptr) {
             // A value without a source timestamp is as of now (Read returns one).
@@ -322,6 +326,7 @@ uaplex_status AddressSpace::addNode(const uaplex_node_spec& spec, Node** out) {
     node->executable = (spec.method_flags & UAPLEX_METHOD_NOT_EXECUTABLE) == 0;
     Node* raw = node.get();
     nodes_.emplace(raw->id, std::move(node));
+    if (raw->nodeClass == kReferenceType) registerReferenceType(*raw);
 
     if (spec.node_class == kObject || spec.node_class == kVariable) {
         ua::NodeId typeDef = ua::numericNodeId(
@@ -332,10 +337,8 @@ uaplex_status AddressSpace::addNode(const uaplex_node_spec& spec, Node** out) {
     if (spec.parent_id != nullptr) {
         std::uint32_t refType = kHasComponent;
         if (spec.reference_type_id != nullptr) {
-            if (spec.reference_type_id->namespace_index != 0 ||
-                spec.reference_type_id->identifier_type != UAPLEX_ID_NUMERIC)
-                return UAPLEX_BadReferenceTypeIdInvalid;
-            refType = spec.reference_type_id->identifier.numeric;
+            refType = referenceTypeCode(*spec.reference_type_id);
+            if (refType == 0) return UAPLEX_BadReferenceTypeIdInvalid;
         }
         uaplex_status st = addReference(*spec.parent_id, refType, raw->id, true);
         if (st != UAPLEX_Good) return st;

@@ -50,6 +50,101 @@ std::uint32_t attributesOf(std::uint8_t nodeClass) noexcept {
     }
 }
 
+// The WriteMask bit of each attribute id (Part 3 8.60), -1 for the ones without one.
+constexpr std::int8_t kWriteMaskBit[] = {-1, 14, 13, 2, 6,  5,  20, 18, 11, 15, 10, 3,  7,  21,
+                                         4,  19, 1,  0, 16, 12, 9,  8,  17, 22, 23, -1, 24, 25};
+constexpr std::uint32_t kWriteMaskDefined = (1u << 26) - 1;
+constexpr std::uint32_t kBitValueForVariableType = 1u << 21;
+constexpr std::uint32_t kBitRolePermissions = 1u << 23;
+// WriteRolePermissions (Part 3 8.55): not among the permissions [access] grants today.
+constexpr std::uint32_t kPermWriteRolePermissions = 1u << 3;
+
+std::int32_t writeMaskBit(std::uint32_t attr) noexcept {
+    return attr < sizeof(kWriteMaskBit) ? kWriteMaskBit[attr] : -1;
+}
+
+// The permission a write of `attr` needs: Write for values, WriteRolePermissions for
+// RolePermissions, WriteAttribute for the others.
+std::uint32_t writePermission(std::uint32_t attr) noexcept {
+    if (attr == kAttrValue) return session::kPermWrite;
+    if (attr == kAttrRolePermissions) return kPermWriteRolePermissions;
+    return session::kPermWriteAttribute;
+}
+
+// The built-in type and array-ness a written attribute must have (Part 3 5.9).
+bool attributeTypeMatches(std::uint32_t attr, const ua::Variant& v) noexcept {
+    std::uint8_t t = v.encoding & UAPLEX_VARIANT_TYPE_MASK;
+    bool array = ua::isArray(v);
+    switch (attr) {
+        case kAttrNodeId:
+        case kAttrDataType:
+            return t == UAPLEX_TYPE_NODEID && !array;
+        case kAttrNodeClass:
+        case kAttrValueRank:
+            return t == UAPLEX_TYPE_INT32 && !array;
+        case kAttrBrowseName:
+            return t == UAPLEX_TYPE_QUALIFIEDNAME && !array;
+        case kAttrDisplayName:
+        case kAttrDescription:
+        case kAttrInverseName:
+            return t == UAPLEX_TYPE_LOCALIZEDTEXT && !array;
+        case kAttrWriteMask:
+        case kAttrUserWriteMask:
+        case kAttrAccessLevelEx:
+            return t == UAPLEX_TYPE_UINT32 && !array;
+        case kAttrIsAbstract:
+        case kAttrSymmetric:
+        case kAttrContainsNoLoops:
+        case kAttrHistorizing:
+        case kAttrExecutable:
+        case kAttrUserExecutable:
+            return t == UAPLEX_TYPE_BOOLEAN && !array;
+        case kAttrEventNotifier:
+        case kAttrAccessLevel:
+        case kAttrUserAccessLevel:
+            return t == UAPLEX_TYPE_BYTE && !array;
+        case kAttrArrayDimensions:
+            return t == UAPLEX_TYPE_UINT32 && array && v.dimensions_length <= 1;
+        case kAttrMinimumSamplingInterval:
+            return t == UAPLEX_TYPE_DOUBLE && !array;
+        case kAttrDataTypeDefinition:
+            return t == UAPLEX_TYPE_EXTENSIONOBJECT && !array;
+        case kAttrRolePermissions:
+            return t == UAPLEX_TYPE_EXTENSIONOBJECT && array;
+        case kAttrAccessRestrictions:
+            return t == UAPLEX_TYPE_UINT16 && !array;
+        default:
+            return false;
+    }
+}
+
+// The checks every write of an attribute other than Value passes, in the store and before a
+// plugin's write: the node's WriteMask bit, then what the Write carries.
+uaplex_status checkAttributeWrite(std::uint32_t writeMask, const ua::WriteValue& wv) noexcept {
+    std::int32_t bit = writeMaskBit(wv.attributeId);
+    if (bit < 0 || !(writeMask & (1u << bit))) return UAPLEX_BadNotWritable;
+    // No IndexRange, status or timestamps for attributes (Part 4 5.10.4: BadWriteNotSupported).
+    if (wv.indexRange.length > 0) return UAPLEX_BadWriteNotSupported;
+    const ua::DataValue& dv = wv.value;
+    if ((dv.mask & UAPLEX_DATAVALUE_STATUS) && dv.status != 0) return UAPLEX_BadWriteNotSupported;
+    if (((dv.mask & UAPLEX_DATAVALUE_SOURCE_TIMESTAMP) && dv.source_timestamp != 0) ||
+        ((dv.mask & UAPLEX_DATAVALUE_SERVER_TIMESTAMP) && dv.server_timestamp != 0))
+        return UAPLEX_BadWriteNotSupported;
+    if (!(dv.mask & UAPLEX_DATAVALUE_VALUE) || !attributeTypeMatches(wv.attributeId, dv.value))
+        return UAPLEX_BadTypeMismatch;
+    return UAPLEX_Good;
+}
+
+// The UserWriteMask: the WriteMask less what the session's permissions do not allow.
+std::uint32_t userWriteMask(std::uint32_t writeMask, std::uint32_t perms) noexcept {
+    std::uint32_t allowed = 0;
+    if (perms & session::kPermWriteAttribute)
+        allowed |= kWriteMaskDefined & ~(kBitValueForVariableType | kBitRolePermissions);
+    if (perms & session::kPermWrite) allowed |= kBitValueForVariableType;
+    if (perms & kPermWriteRolePermissions) allowed |= kBitRolePermissions;
+    return writeMask & allowed;
+}
+
 template <class T>
 void setScalar(ua::Variant& v, ua::BuiltinType type, const T& value) noexcept {
     v = ua::makeVariant(type);
@@ -458,6 +553,10 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, st
             (out.value.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_BYTE &&
             !ua::isArray(out.value))
             out.value.value.byte = userAccessLevel(out.value.value.byte, perms);
+        if (attr == kAttrUserWriteMask &&
+            (out.value.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_UINT32 &&
+            !ua::isArray(out.value))
+            out.value.value.uint32 = userWriteMask(out.value.value.uint32, perms);
         if (attr == kAttrUserExecutable && !(perms & session::kPermCall) &&
             (out.value.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_BOOLEAN)
             out.value.value.boolean = false;
@@ -491,41 +590,43 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, st
         case kAttrBrowseName:
             ok = setBoxed(arena, v, ua::BuiltinType::QualifiedName, space.browseNameOf(node));
             break;
-        case kAttrDisplayName:
-            ok = setBoxed(arena, v, ua::BuiltinType::LocalizedText, space.displayNameOf(node));
+        case kAttrDisplayName: {
+            ua::LocalizedText t{};
+            ok = space.displayNameOf(node, arena, t) &&
+                 setBoxed(arena, v, ua::BuiltinType::LocalizedText, t);
             break;
+        }
         case kAttrDescription: {
             ua::LocalizedText t{0, ua::nullString(), ua::nullString()};
             if (dyn)
-                t = dyn->description;
+                ok = dyn->texts.description.read(arena, dyn->description, t);
             else if (rec->description.length != 0xFFFFFFFFu)
                 t = ua::makeLocalizedText({}, space.imageString(rec->description));
-            ok = setBoxed(arena, v, ua::BuiltinType::LocalizedText, t);
+            ok = ok && setBoxed(arena, v, ua::BuiltinType::LocalizedText, t);
             break;
         }
         case kAttrWriteMask:
-            setScalar<std::uint32_t>(v, ua::BuiltinType::UInt32, dyn ? dyn->writeMask : 0);
+            setScalar<std::uint32_t>(v, ua::BuiltinType::UInt32, dyn ? dyn->writeMask.load() : 0);
             break;
         case kAttrUserWriteMask:
-            setScalar<std::uint32_t>(
-                v, ua::BuiltinType::UInt32,
-                dyn && (perms & session::kPermWriteAttribute) ? dyn->writeMask : 0);
+            setScalar<std::uint32_t>(v, ua::BuiltinType::UInt32,
+                                     userWriteMask(dyn ? dyn->writeMask.load() : 0, perms));
             break;
         case kAttrIsAbstract:
             setScalar<bool>(v, ua::BuiltinType::Boolean,
-                            dyn ? dyn->isAbstract : (rec->flags & ns0::kAbstract) != 0);
+                            dyn ? dyn->isAbstract.load() : (rec->flags & ns0::kAbstract) != 0);
             break;
         case kAttrSymmetric:
             setScalar<bool>(v, ua::BuiltinType::Boolean,
-                            dyn ? dyn->symmetric : (rec->flags & ns0::kSymmetric) != 0);
+                            dyn ? dyn->symmetric.load() : (rec->flags & ns0::kSymmetric) != 0);
             break;
         case kAttrInverseName: {
             ua::LocalizedText t{0, ua::nullString(), ua::nullString()};
             if (dyn)
-                t = dyn->inverseName;
+                ok = dyn->texts.inverseName.read(arena, dyn->inverseName, t);
             else if (rec->inverseName.length != 0xFFFFFFFFu)
                 t = ua::makeLocalizedText({}, space.imageString(rec->inverseName));
-            ok = setBoxed(arena, v, ua::BuiltinType::LocalizedText, t);
+            ok = ok && setBoxed(arena, v, ua::BuiltinType::LocalizedText, t);
             break;
         }
         case kAttrContainsNoLoops:
@@ -533,7 +634,7 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, st
             break;
         case kAttrEventNotifier:
             setScalar<std::uint8_t>(v, ua::BuiltinType::Byte,
-                                    dyn ? dyn->eventNotifier : rec->eventNotifier);
+                                    dyn ? dyn->eventNotifier.load() : rec->eventNotifier);
             break;
         case kAttrValue: {
             uaplex_status st = readValue(arena, node, out);
@@ -547,7 +648,7 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, st
             break;
         case kAttrValueRank:
             setScalar<std::int32_t>(v, ua::BuiltinType::Int32,
-                                    dyn ? dyn->valueRank : rec->valueRank);
+                                    dyn ? dyn->valueRank.load() : rec->valueRank);
             break;
         case kAttrArrayDimensions: {
             if (dyn) {
@@ -583,20 +684,23 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, st
         }
         case kAttrAccessLevel:
             setScalar<std::uint8_t>(v, ua::BuiltinType::Byte,
-                                    dyn ? dyn->accessLevel : rec->accessLevel);
+                                    dyn ? dyn->accessLevel.load() : rec->accessLevel);
             break;
         case kAttrUserAccessLevel:
             setScalar<std::uint8_t>(
                 v, ua::BuiltinType::Byte,
-                userAccessLevel(dyn ? dyn->userAccessLevel : rec->accessLevel, perms));
+                userAccessLevel(
+                    dyn ? std::uint8_t(dyn->accessLevel & dyn->userAccessLevel) : rec->accessLevel,
+                    perms));
             break;
         case kAttrAccessLevelEx:
             setScalar<std::uint32_t>(v, ua::BuiltinType::UInt32,
-                                     dyn ? dyn->accessLevel : rec->accessLevel);
+                                     dyn ? dyn->accessLevel.load() : rec->accessLevel);
             break;
         case kAttrMinimumSamplingInterval:
-            setScalar<double>(v, ua::BuiltinType::Double,
-                              dyn ? dyn->minimumSamplingInterval : rec->minimumSamplingInterval);
+            setScalar<double>(
+                v, ua::BuiltinType::Double,
+                dyn ? dyn->minimumSamplingInterval.load() : rec->minimumSamplingInterval);
             break;
         case kAttrHistorizing:
             setScalar<bool>(v, ua::BuiltinType::Boolean,
@@ -604,7 +708,7 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, st
             break;
         case kAttrExecutable:
         case kAttrUserExecutable: {
-            bool executable = dyn ? dyn->executable : (rec->flags & ns0::kExecutable) != 0;
+            bool executable = dyn ? dyn->executable.load() : (rec->flags & ns0::kExecutable) != 0;
             // A method a plugin implements by its NodeId (method_bind) can be called.
             if (!executable) executable = space.methodBinding(id) != nullptr;
             if (attr == kAttrUserExecutable && !(perms & session::kPermCall)) executable = false;
@@ -772,23 +876,94 @@ bool ServiceSet::Impl::rankMatches(std::int32_t rank, const ua::Variant& value) 
     }
 }
 
+uaplex_status ServiceSet::Impl::writeStoreAttribute(Node& n, const ua::WriteValue& wv) noexcept {
+    if (uaplex_status st = checkAttributeWrite(n.writeMask, wv); st != UAPLEX_Good) return st;
+    const ua::Variant& v = wv.value.value;
+    switch (wv.attributeId) {
+        case kAttrDisplayName:
+        case kAttrDescription:
+        case kAttrInverseName: {
+            const auto& text = *static_cast<const ua::LocalizedText*>(v.value.pointer);
+            addressspace::TextSlot& slot = wv.attributeId == kAttrDisplayName ? n.texts.displayName
+                                           : wv.attributeId == kAttrDescription
+                                               ? n.texts.description
+                                               : n.texts.inverseName;
+            return slot.store(text);
+        }
+        case kAttrWriteMask:
+            if (v.value.uint32 & ~kWriteMaskDefined) return UAPLEX_BadOutOfRange;
+            n.writeMask = v.value.uint32;
+            return UAPLEX_Good;
+        case kAttrIsAbstract:
+            n.isAbstract = v.value.boolean;
+            return UAPLEX_Good;
+        case kAttrSymmetric:
+            n.symmetric = v.value.boolean;
+            return UAPLEX_Good;
+        case kAttrExecutable:
+            n.executable = v.value.boolean;
+            return UAPLEX_Good;
+        case kAttrEventNotifier:
+            // SubscribeToEvents, HistoryRead, HistoryWrite (Part 3 8.59); the rest is reserved.
+            if (v.value.byte & ~0x0Du) return UAPLEX_BadOutOfRange;
+            n.eventNotifier = v.value.byte;
+            return UAPLEX_Good;
+        case kAttrValueRank:
+            if (v.value.int32 < -3) return UAPLEX_BadOutOfRange;
+            n.valueRank = v.value.int32;
+            return UAPLEX_Good;
+        case kAttrAccessLevel:
+        case kAttrUserAccessLevel:
+            if (v.value.byte & 0x80u) return UAPLEX_BadOutOfRange;  // reserved (Part 3 8.57)
+            (wv.attributeId == kAttrAccessLevel ? n.accessLevel : n.userAccessLevel) = v.value.byte;
+            return UAPLEX_Good;
+        case kAttrAccessLevelEx:
+            // Only the AccessLevel bits are kept; the extended ones are not implemented.
+            if (v.value.uint32 & ~0x7Fu) return UAPLEX_BadOutOfRange;
+            n.accessLevel = std::uint8_t(v.value.uint32);
+            return UAPLEX_Good;
+        case kAttrMinimumSamplingInterval:
+            // A Duration: 0 or more, or -1 (indeterminate); NaN is neither.
+            if (!(v.value.double_ >= 0) && v.value.double_ != -1) return UAPLEX_BadOutOfRange;
+            n.minimumSamplingInterval = v.value.double_;
+            return UAPLEX_Good;
+        default:
+            // NodeId, NodeClass, BrowseName, DataType, ArrayDimensions and type definitions
+            // shape what other services read without a lock; UserWriteMask, UserAccessLevel's
+            // session part, UserExecutable, RolePermissions follow [access]; no history.
+            return UAPLEX_BadWriteNotSupported;
+    }
+}
+
 uaplex_status ServiceSet::Impl::writeOne(enc::Arena& arena, const ua::WriteValue& wv,
                                          const session::AccessView* access) noexcept {
     NodeRef node = space.find(wv.nodeId);
-    // Value needs Write; other attributes WriteAttribute (Part 3 8.55).
-    const std::uint32_t need = wv.attributeId == kAttrValue
-                                   ? std::uint32_t(session::kPermWrite)
-                                   : std::uint32_t(session::kPermWriteAttribute);
+    const std::uint32_t attr = wv.attributeId;
     const std::uint32_t perms = access ? access->permissions(wv.nodeId) : config::kAllPermissions;
-    const bool permitted = (perms & need) != 0;
+    const bool permitted = (perms & writePermission(attr)) != 0;
     if (!node) {
-        // The permission before the owner's write runs.
+        // The permission before the owner's write (and WriteMask read) runs.
         const NamespaceOwner* owner = ownerOf(wv.nodeId.namespace_index);
         if (!permitted) return owner ? deniedStatus(perms) : UAPLEX_BadNodeIdUnknown;
         if (owner == nullptr || owner->ops->write == nullptr) return UAPLEX_BadNodeIdUnknown;
+        if (attr == 0 || attr > kAttrAccessLevelEx) return UAPLEX_BadAttributeIdInvalid;
+        if (attr != kAttrValue) {
+            // The plugin's WriteMask decides, as it does for store nodes; a plugin that has
+            // none for the node has nothing writable but its values.
+            ua::DataValue mask{};
+            readAttribute(arena, wv.nodeId, kAttrWriteMask, ua::nullString(), 3, mask);
+            if ((mask.mask & UAPLEX_DATAVALUE_STATUS) && mask.status == UAPLEX_BadNodeIdUnknown)
+                return UAPLEX_BadNodeIdUnknown;
+            std::uint32_t m = 0;
+            if (!(mask.mask & UAPLEX_DATAVALUE_STATUS) &&
+                (mask.value.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_UINT32 &&
+                !ua::isArray(mask.value))
+                m = mask.value.value.uint32;
+            if (uaplex_status st = checkAttributeWrite(m, wv); st != UAPLEX_Good) return st;
+        }
         uaplex_write_item item{};
         item.hdr = UAPLEX_HEADER_INIT(uaplex_write_item, UAPLEX_STYPE_NODE_MANAGER_WRITE_ITEM);
-        item.attribute_id = wv.attributeId;
+        item.attribute_id = attr;
         item.node_id = &wv.nodeId;
         item.index_range = uaplex_str{wv.indexRange.data,
                                       wv.indexRange.length > 0 ? size_t(wv.indexRange.length) : 0};
@@ -800,40 +975,42 @@ uaplex_status ServiceSet::Impl::writeOne(enc::Arena& arena, const ua::WriteValue
     }
     if (!(perms & session::kPermBrowse)) return UAPLEX_BadNodeIdUnknown;  // as for Read
     std::uint8_t nc = node.nodeClass();
-    std::uint32_t attr = wv.attributeId;
     if (attr == 0 || attr > kAttrAccessLevelEx || !(attributesOf(nc) & (1u << attr)))
         return UAPLEX_BadAttributeIdInvalid;
     IndexRange range;
     if (parseIndexRange(wv.indexRange, range) != UAPLEX_Good) return UAPLEX_BadIndexRangeInvalid;
     if (!permitted) return UAPLEX_BadUserAccessDenied;
-    if (attr != kAttrValue) {
-        // WriteMask bits follow the attribute ids (Part 3 8.60) for the ones that can be written;
-        // none of ours are served, so an allowed bit still gives BadWriteNotSupported.
-        std::uint32_t mask = node.dyn ? node.dyn->writeMask : 0;
-        static constexpr std::int8_t kBit[] = {-1, 14, 13, 2,  6,  5,  20, 18, 11, 15,
-                                               10, 3,  7,  21, 4,  19, 1,  0,  16, 12,
-                                               9,  8,  17, 22, 23, -1, 24, 25};
-        std::int8_t bit = attr < sizeof(kBit) ? kBit[attr] : -1;
-        if (bit < 0 || !(mask & (1u << bit))) return UAPLEX_BadNotWritable;
-        return UAPLEX_BadWriteNotSupported;
+    // Namespace 0 is the constant image: WriteMask 0 everywhere.
+    if (attr != kAttrValue)
+        return node.dyn ? writeStoreAttribute(*const_cast<Node*>(node.dyn), wv)
+                        : UAPLEX_BadNotWritable;
+    if (nc == addressspace::kVariableType) {
+        // A VariableType's default value: its ValueForVariableType bit, then the type checks.
+        if (!node.dyn || !(node.dyn->writeMask & kBitValueForVariableType))
+            return UAPLEX_BadNotWritable;
+    } else if (nc != addressspace::kVariable) {
+        return UAPLEX_BadNotWritable;
     }
-    if (nc != addressspace::kVariable) return UAPLEX_BadNotWritable;
     if (node.rec) {
         // Namespace-0 values are constants or the Server object's live values.
         return (node.rec->accessLevel & kCurrentWrite) ? UAPLEX_BadWriteNotSupported
                                                        : UAPLEX_BadNotWritable;
     }
     Node& n = *const_cast<Node*>(node.dyn);
-    if (!(n.accessLevel & kCurrentWrite)) return UAPLEX_BadNotWritable;
-    if (!(n.userAccessLevel & kCurrentWrite)) return UAPLEX_BadUserAccessDenied;
+    // A VariableType has no AccessLevel: its WriteMask bit stands for CurrentWrite.
+    const std::uint8_t level =
+        nc == addressspace::kVariableType ? std::uint8_t(kCurrentWrite) : n.accessLevel.load();
+    if (!(level & kCurrentWrite)) return UAPLEX_BadNotWritable;
+    if (nc == addressspace::kVariable && !(n.userAccessLevel & kCurrentWrite))
+        return UAPLEX_BadUserAccessDenied;
 
     ua::DataValue dv = wv.value;
-    if ((dv.mask & UAPLEX_DATAVALUE_STATUS) && dv.status != 0 && !(n.accessLevel & kStatusWrite))
+    if ((dv.mask & UAPLEX_DATAVALUE_STATUS) && dv.status != 0 && !(level & kStatusWrite))
         return UAPLEX_BadWriteNotSupported;
     bool hasTimestamp =
         ((dv.mask & UAPLEX_DATAVALUE_SOURCE_TIMESTAMP) && dv.source_timestamp != 0) ||
         ((dv.mask & UAPLEX_DATAVALUE_SERVER_TIMESTAMP) && dv.server_timestamp != 0);
-    if (hasTimestamp && !(n.accessLevel & kTimestampWrite)) return UAPLEX_BadWriteNotSupported;
+    if (hasTimestamp && !(level & kTimestampWrite)) return UAPLEX_BadWriteNotSupported;
     if (!(dv.mask & UAPLEX_DATAVALUE_VALUE)) return UAPLEX_BadTypeMismatch;
     if (!typeMatches(n.dataType, dv.value)) return UAPLEX_BadTypeMismatch;
 

@@ -158,8 +158,8 @@ uaplex_status ServiceSet::Impl::callMethods(ServiceCall& call) noexcept {
         if (!ownCall)
             if (const addressspace::MethodBinding* exact = space.methodBinding(m.methodId))
                 binding = exact;
-        bool executable =
-            method.dyn ? method.dyn->executable : (method.rec->flags & ns0::kExecutable) != 0;
+        bool executable = method.dyn ? method.dyn->executable.load()
+                                     : (method.rec->flags & ns0::kExecutable) != 0;
         if (!executable && !(binding != nullptr && !ownCall)) {
             r.statusCode = UAPLEX_BadNotExecutable;
             continue;

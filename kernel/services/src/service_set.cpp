@@ -115,14 +115,14 @@ uaplex_status ServiceSet::Impl::nodeAdd(uaplex_plugin_ctx*, const uaplex_node_sp
 uaplex_status ServiceSet::Impl::referenceAdd(uaplex_plugin_ctx*, const uaplex_nodeid* source,
                                              const uaplex_nodeid* type,
                                              const uaplex_nodeid* target) noexcept {
-    if (type->namespace_index != 0 || type->identifier_type != UAPLEX_ID_NUMERIC)
-        return UAPLEX_BadReferenceTypeIdInvalid;
-    NodeRef t = space.find(*type);
-    if (!t || t.nodeClass() != addressspace::kReferenceType)
-        return UAPLEX_BadReferenceTypeIdInvalid;
     std::lock_guard lock(buildMutex());
+    // Any ReferenceType of the address space: namespace 0's or one a plugin added.
+    NodeRef t = space.find(*type);
+    std::uint32_t code =
+        t && t.nodeClass() == addressspace::kReferenceType ? space.referenceTypeCode(*type) : 0;
+    if (code == 0) return UAPLEX_BadReferenceTypeIdInvalid;
     try {
-        return space.addReference(*source, type->identifier.numeric, *target, true);
+        return space.addReference(*source, code, *target, true);
     } catch (...) {
         return UAPLEX_BadOutOfMemory;
     }

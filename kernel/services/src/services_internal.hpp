@@ -86,7 +86,7 @@ struct ContinuationPoint {
     std::uint64_t id = 0;
     std::string nodeKey;  // the browsed NodeId, binary encoded
     std::int32_t direction = 0;
-    ua::NodeId referenceType{};  // ns0 numeric or null
+    ua::NodeId referenceType{};  // a ReferenceType of the address space, or null
     bool includeSubtypes = false;
     std::uint32_t nodeClassMask = 0;
     std::uint32_t resultMask = 0;
@@ -165,6 +165,8 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
     uaplex_status readValue(enc::Arena& arena, const NodeRef& node, ua::DataValue& out) noexcept;
     uaplex_status writeOne(enc::Arena& arena, const ua::WriteValue& wv,
                            const session::AccessView* access = nullptr) noexcept;
+    // A write of an attribute other than Value to a store node: WriteMask, type, range.
+    uaplex_status writeStoreAttribute(Node& n, const ua::WriteValue& wv) noexcept;
     // True if `value` may be written to a variable of `dataType` and `valueRank`.
     bool typeMatches(const ua::NodeId& dataType, const ua::Variant& value) const noexcept;
     static bool rankMatches(std::int32_t valueRank, const ua::Variant& value) noexcept;

@@ -45,7 +45,7 @@ class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource
         if (id.attributeId == kAttrEventNotifier) {
             // Event items need a notifier that allows subscribing (SubscribeToEvents).
             std::uint8_t notifier =
-                n.dyn ? n.dyn->eventNotifier
+                n.dyn ? n.dyn->eventNotifier.load()
                 : (probe.value.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_BYTE
                     ? probe.value.value.byte
                     : 0;

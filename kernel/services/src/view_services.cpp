@@ -61,6 +61,7 @@ ua::ByteString continuationBytes(enc::Arena& arena, std::uint64_t id) {
 struct SinkState {
     std::vector<Hit>* hits;
     enc::Arena* arena;
+    const addressspace::AddressSpace* space;
 };
 
 // Copies what a node-manager plugin reports (borrowed for the call) into the arena.
@@ -76,10 +77,9 @@ uaplex_status collectPluginReference(void* user, const uaplex_reference* ref) {
                     std::size_t(target.identifier.string.length));
         target.identifier.string.data = text;
     }
-    std::uint32_t type = 0;
-    if (ref->reference_type_id != nullptr && ref->reference_type_id->namespace_index == 0 &&
-        ref->reference_type_id->identifier_type == UAPLEX_ID_NUMERIC)
-        type = ref->reference_type_id->identifier.numeric;
+    std::uint32_t type = ref->reference_type_id != nullptr
+                             ? s->space->referenceTypeCode(*ref->reference_type_id)
+                             : 0;
     s->hits->push_back(Hit{type, ref->is_forward != 0, target, std::uint8_t(ref->node_class)});
     return UAPLEX_Good;
 }
@@ -105,7 +105,7 @@ void ServiceSet::Impl::browseOne(enc::Arena& arena, SessionState* session, Conti
     thread_local std::vector<Hit> hits;
     hits.clear();
     bool hasType = !isNull(cp.referenceType);
-    std::uint32_t wantType = hasType ? cp.referenceType.identifier.numeric : 0;
+    std::uint32_t wantType = hasType ? space.referenceTypeCode(cp.referenceType) : 0;
     auto matches = [&](std::uint32_t type, bool forward) {
         if (cp.direction == 0 && !forward) return false;
         if (cp.direction == 1 && forward) return false;
@@ -131,7 +131,7 @@ void ServiceSet::Impl::browseOne(enc::Arena& arena, SessionState* session, Conti
                 result.statusCode = UAPLEX_BadNodeIdUnknown;
                 return;
             }
-            SinkState sink{&hits, &arena};
+            SinkState sink{&hits, &arena, &space};
             uaplex_status st =
                 owner->ops->browse(owner->self, &nodeId, std::uint32_t(cp.direction),
                                    hasType ? &cp.referenceType : nullptr, cp.includeSubtypes,
@@ -195,7 +195,7 @@ void ServiceSet::Impl::browseOne(enc::Arena& arena, SessionState* session, Conti
         r.displayName = ua::LocalizedText{0, ua::nullString(), ua::nullString()};
         r.typeDefinition.namespace_uri = ua::nullString();
         if (cp.resultMask & kMaskReferenceType)
-            r.referenceTypeId = ua::numericNodeId(0, h.referenceType);
+            r.referenceTypeId = space.referenceTypeId(h.referenceType);
         if (cp.resultMask & kMaskIsForward) r.isForward = h.isForward;
         NodeRef t = space.find(h.target);
         if (cp.resultMask & kMaskNodeClass) r.nodeClass = static_cast<ua::NodeClass>(h.nodeClass);
@@ -211,7 +211,10 @@ void ServiceSet::Impl::browseOne(enc::Arena& arena, SessionState* session, Conti
             continue;
         }
         if (cp.resultMask & kMaskBrowseName) r.browseName = space.browseNameOf(t);
-        if (cp.resultMask & kMaskDisplayName) r.displayName = space.displayNameOf(t);
+        if ((cp.resultMask & kMaskDisplayName) && !space.displayNameOf(t, arena, r.displayName)) {
+            result.statusCode = UAPLEX_BadOutOfMemory;
+            return;
+        }
         if ((cp.resultMask & kMaskTypeDefinition) &&
             (h.nodeClass == addressspace::kObject || h.nodeClass == addressspace::kVariable))
             r.typeDefinition.node_id = space.typeDefinitionOf(t);
@@ -374,7 +377,7 @@ uaplex_status ServiceSet::Impl::translate(ServiceCall& call) noexcept {
                 badType = true;
                 break;
             }
-            std::uint32_t want = anyType ? 0 : e.referenceTypeId.identifier.numeric;
+            std::uint32_t want = anyType ? 0 : space.referenceTypeCode(e.referenceTypeId);
             next.clear();
             auto consider = [&](std::uint32_t type, bool forward, const ua::NodeId& target) {
                 if (forward == e.isInverse) return;
@@ -407,7 +410,7 @@ uaplex_status ServiceSet::Impl::translate(ServiceCall& call) noexcept {
                 const NamespaceOwner* owner = ownerOf(from.namespace_index);
                 if (owner == nullptr || owner->ops->browse == nullptr) continue;
                 std::vector<Hit> hits;
-                SinkState sink{&hits, &call.arena};
+                SinkState sink{&hits, &call.arena, &space};
                 owner->ops->browse(owner->self, &from, e.isInverse ? 1 : 0,
                                    anyType ? nullptr : &e.referenceTypeId, e.includeSubtypes,
                                    &collectPluginReference, &sink);

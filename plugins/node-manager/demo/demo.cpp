@@ -280,6 +280,8 @@ class Demo : public StoreNodeManager {
             v.type_definition = numeric_id(0, kAnalogItemType);
             uaplex_datavalue value = data_value(scalar<double>(UAPLEX_TYPE_DOUBLE, 42.0));
             v.spec.value = &value;
+            // Clients may rename and describe it (WriteMask DisplayName and Description).
+            v.spec.write_mask = (1u << 6) | (1u << 5);
             check(add(as, v));
         }
         {

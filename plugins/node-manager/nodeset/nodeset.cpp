@@ -598,29 +598,19 @@ class NodeSetLoader final : public StoreNodeManager {
                 fail(n.file, n.line,
                      "node " + n.id.key() + " rejected by the kernel: 0x" + hex(st));
         }
+        // Every node, ReferenceTypes included, is added above: a reference may use a type
+        // the same file defines after it, or another loaded file defines.
         std::unordered_set<std::string> seen;
-        std::size_t skipped = 0, added = 0;
-        std::string first_skipped;
+        std::size_t added = 0;
         for (const RefV& r : refs_) {
             std::string key = r.source.key() + "|" + r.type.key() + "|" + r.target.key();
             if (!seen.insert(key).second) continue;
             uaplex_nodeid s = r.source.raw(), t = r.type.raw(), g = r.target.raw();
             uaplex_status st = ctx_.api()->reference_add(ctx_.raw(), &s, &t, &g);
-            if (st == UAPLEX_BadReferenceTypeIdInvalid && r.type.ns != 0) {
-                // The kernel stores references of namespace-0 types only (for now).
-                if (skipped++ == 0)
-                    first_skipped = files_[r.file]->path + ":" + std::to_string(r.line);
-                continue;
-            }
             if (st != UAPLEX_Good)
                 fail(r.file, r.line, "reference " + key + " rejected by the kernel: 0x" + hex(st));
             ++added;
         }
-        if (skipped != 0)
-            ctx_.warn(std::to_string(skipped) +
-                      " references of reference types outside namespace 0 are not stored by "
-                      "the kernel (first at " +
-                      first_skipped + ")");
         std::string names;
         for (const auto& f : files_) names += (names.empty() ? "" : ", ") + f->path;
         ctx_.info("loaded " + std::to_string(nodes_.size()) + " nodes and " +

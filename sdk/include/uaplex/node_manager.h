@@ -172,7 +172,10 @@ typedef struct uaplex_read_item {
     const uaplex_value_alloc* alloc;
 } uaplex_read_item;
 
-/* One Write operation; borrowed for the call. */
+/* One Write operation; borrowed for the call. For an attribute other than Value (13) the
+ * kernel has already checked the session's WriteAttribute permission, the bit of the
+ * node's WriteMask (read through ops->read, attribute 6; BadNotWritable when clear or not
+ * answered), that index_range is empty and that the value has the attribute's DataType. */
 typedef struct uaplex_write_item {
     uaplex_header hdr; /* UAPLEX_STYPE_NODE_MANAGER_WRITE_ITEM */
     uint32_t attribute_id;

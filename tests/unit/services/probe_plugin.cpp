@@ -5,8 +5,11 @@
 // plugin itself (read, write, browse, call). "Owned.Calls" counts the owned read, write and
 // call callbacks and the Callback node's read callbacks (itself excluded), so that tests see
 // whether the kernel ran one for a session without the permission.
+#include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <mutex>
+#include <string>
 
 #include "uaplex/cpp/address_space.hpp"
 
@@ -69,6 +72,7 @@ class Probe : public StoreNodeManager {
             v.spec.user = this;
             if (st == UAPLEX_Good) st = as.add(v.get());
         }
+        if (st == UAPLEX_Good) st = addWritableAttributes(as, probe);
         if (st == UAPLEX_Good)
             st = as.add(method_spec(string_id(ns_, "Outputs"), probe,
                                     qualified_name(ns_, "Outputs"), &Probe::outputs, this)
@@ -80,6 +84,37 @@ class Probe : public StoreNodeManager {
             st = as.add(m.get());
         }
         if (st == UAPLEX_Good) st = addMethodModel(as, probe);
+        return st;
+    }
+
+    // Nodes whose WriteMask opens attributes other than Value: "Writable" its DisplayName and
+    // WriteMask only; "Editable" every attribute a Variable has; "Typed" a VariableType
+    // whose default Value may be written; "Notifier" an Object's EventNotifier.
+    uaplex_status addWritableAttributes(const AddressSpace& as, const uaplex_nodeid& probe) {
+        uaplex_datavalue zero = data_value(scalar<int32_t>(UAPLEX_TYPE_INT32, 0));
+        uaplex_localizedtext fixed = localized_text("", "fixed");
+        NodeSpec w = variable_spec(string_id(ns_, "Writable"), probe, 47,
+                                   qualified_name(ns_, "Writable"), 6, -1, 3);
+        w.spec.value = &zero;
+        w.spec.description = &fixed;
+        w.spec.write_mask = (1u << 6) | (1u << 20);
+        uaplex_status st = as.add(w.get());
+        NodeSpec e = variable_spec(string_id(ns_, "Editable"), probe, 47,
+                                   qualified_name(ns_, "Editable"), 6, -1, 3);
+        e.spec.value = &zero;
+        e.spec.write_mask = (1u << 26) - 1;
+        if (st == UAPLEX_Good) st = as.add(e.get());
+        NodeSpec t(16, string_id(ns_, "Typed"), numeric_id(0, 63), 45,
+                   qualified_name(ns_, "Typed"));
+        t.data_type = numeric_id(0, 6);  // Int32
+        t.spec.value_rank = -1;
+        t.spec.value = &zero;
+        t.spec.write_mask = 1u << 21;
+        if (st == UAPLEX_Good) st = as.add(t.get());
+        NodeSpec o =
+            object_spec(string_id(ns_, "Notifier"), probe, 47, qualified_name(ns_, "Notifier"), 58);
+        o.spec.write_mask = 1u << 7;
+        if (st == UAPLEX_Good) st = as.add(o.get());
         return st;
     }
 
@@ -203,7 +238,22 @@ class Probe : public StoreNodeManager {
                     box(qualified_name(owned_, name), UAPLEX_TYPE_QUALIFIEDNAME);
                     break;
                 case 4:
+                    if (variable) {
+                        std::lock_guard lock(mutex_);
+                        auto* text = static_cast<char*>(
+                            alloc->allocate(alloc->self, owned_display_.size() + 1, 1));
+                        if (text == nullptr) break;
+                        std::memcpy(text, owned_display_.data(), owned_display_.size());
+                        box(localized_text("", std::string_view(text, owned_display_.size())),
+                            UAPLEX_TYPE_LOCALIZEDTEXT);
+                        break;
+                    }
                     box(localized_text("", name), UAPLEX_TYPE_LOCALIZEDTEXT);
+                    break;
+                case 6:  // WriteMask: Owned.Value's DisplayName is writable
+                case 7:
+                    *results[i] =
+                        data_value(scalar<uint32_t>(UAPLEX_TYPE_UINT32, variable ? (1u << 6) : 0u));
                     break;
                 case 13:
                     if (variable) {
@@ -223,6 +273,15 @@ class Probe : public StoreNodeManager {
                         uaplex_status* statuses) override {
         calls_ += int32_t(count);
         for (size_t i = 0; i < count; ++i) {
+            if (items[i].attribute_id == 4 && isOwned(items[i].node_id, owned_, "Owned.Value")) {
+                // The kernel checked the WriteMask and the type: a LocalizedText.
+                const auto* text =
+                    static_cast<const uaplex_localizedtext*>(items[i].value->value.value.pointer);
+                std::lock_guard lock(mutex_);
+                owned_display_.assign(text->text.data, size_t(std::max(0, text->text.length)));
+                statuses[i] = UAPLEX_Good;
+                continue;
+            }
             bool ok = isOwned(items[i].node_id, owned_, "Owned.Value") &&
                       items[i].attribute_id == 13 &&
                       (items[i].value->value.encoding & 0x3F) == UAPLEX_TYPE_INT32;
@@ -309,6 +368,8 @@ class Probe : public StoreNodeManager {
     }
 
     uint16_t ns_ = 0, owned_ = 0;
+    std::mutex mutex_;
+    std::string owned_display_ = "Value";
     std::atomic<double> callback_value_{1.5};
     std::atomic<int32_t> owned_value_{7};
     std::atomic<int32_t> calls_{0};

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include <uaplex/addressspace/ns0_image.h>
+#include <uaplex/addressspace/text_slot.hpp>
 #include <uaplex/addressspace/value_slot.hpp>
 #include "uaplex/node_manager.h"
 
@@ -56,9 +57,13 @@ struct NodeIdEqual {
     }
 };
 
+// Reference type codes at and above this one stand for ReferenceTypes of the store (a
+// companion's, e.g. DI's ConnectsTo): kStoreReferenceType | n. Below it: namespace-0 ids.
+inline constexpr std::uint32_t kStoreReferenceType = 0x80000000u;
+
 // A reference held by the store (from a dynamic node, or added to a namespace-0 node).
 struct Reference {
-    std::uint32_t referenceType;  // ns=0 numeric id
+    std::uint32_t referenceType;  // ns=0 numeric id, or a store type's code
     bool isForward;
     ua::NodeId target;  // identifier text interned in the address space
 };
@@ -87,23 +92,28 @@ struct Node {
     ua::NodeId id{};
     std::uint8_t nodeClass = kObject;
     ua::QualifiedName browseName{};
+    // DisplayName, Description and InverseName as added; a Write replaces them through the
+    // TextSlots below (texts), which readers consult first.
     ua::LocalizedText displayName{};
     ua::LocalizedText description{};
-    std::uint32_t writeMask = 0;
-    std::uint8_t eventNotifier = 0;
+    // Scalars a Write may change while other threads read them (WriteMask decides).
+    std::atomic<std::uint32_t> writeMask{0};
+    std::atomic<std::uint8_t> eventNotifier{0};
     // Variables.
     ua::NodeId dataType{};
-    std::int32_t valueRank = -2;
+    std::atomic<std::int32_t> valueRank{-2};
     std::vector<std::uint32_t> arrayDimensions;
-    std::uint8_t accessLevel = kCurrentRead;
-    std::uint8_t userAccessLevel = kCurrentRead;
-    double minimumSamplingInterval = 0;
+    std::atomic<std::uint8_t> accessLevel{kCurrentRead};
+    // Narrows AccessLevel (the effective UserAccessLevel is both ANDed): 0xFF narrows nothing.
+    std::atomic<std::uint8_t> userAccessLevel{0xFF};
+    std::atomic<double> minimumSamplingInterval{0};
     // Methods.
-    bool executable = true;
+    std::atomic<bool> executable{true};
     // Type nodes (ObjectType, VariableType, ReferenceType, DataType).
-    bool isAbstract = false;
-    bool symmetric = false;
+    std::atomic<bool> isAbstract{false};
+    std::atomic<bool> symmetric{false};
     ua::LocalizedText inverseName{0, {-1, nullptr}, {-1, nullptr}};
+    NodeTexts texts;
     // DataTypes: DataTypeDefinition as an ExtensionObject (binary-encoding id + body).
     ua::NodeId definitionEncoding{};
     std::vector<std::uint8_t> definitionBody;
@@ -138,14 +148,21 @@ class AddressSpace {
     NodeRef find(const ua::NodeId& id) const noexcept;
     ua::NodeId nodeIdOf(const NodeRef& n) const noexcept;
     ua::QualifiedName browseNameOf(const NodeRef& n) const noexcept;
-    ua::LocalizedText displayNameOf(const NodeRef& n) const noexcept;
+    // The current DisplayName (a written one is copied into `arena`); false when it is full.
+    bool displayNameOf(const NodeRef& n, enc::Arena& arena, ua::LocalizedText& out) const noexcept;
     // Calls fn(referenceType, isForward, target) for every reference of n, image ones first.
     template <class Fn>
     void forEachReference(const NodeRef& n, Fn&& fn) const;
     // The HasTypeDefinition target of n, or a null NodeId.
     ua::NodeId typeDefinitionOf(const NodeRef& n) const noexcept;
-    // True if the ns0 type `sub` is `super` or one of its subtypes (HasSubtype hierarchy).
+    // True if the reference type (or ns0 type) `sub` is `super` or one of its subtypes
+    // (HasSubtype hierarchy), through store ReferenceTypes too.
     bool isSubtypeOf(std::uint32_t sub, std::uint32_t super) const noexcept;
+    // The code a Reference holds for a ReferenceType: the numeric id in namespace 0, the store
+    // type's code otherwise; 0 when `type` is no ReferenceType of the address space.
+    std::uint32_t referenceTypeCode(const ua::NodeId& type) const noexcept;
+    // The ReferenceType's NodeId for a code (what clients see).
+    ua::NodeId referenceTypeId(std::uint32_t code) const noexcept;
     // Any node: walks store types too (inverse HasSubtype), bounded in depth.
     bool isSubtypeOf(const ua::NodeId& sub, const ua::NodeId& super) const noexcept;
     // The supertype of a type node (its inverse HasSubtype target), or an empty NodeRef.
@@ -182,6 +199,8 @@ class AddressSpace {
     std::size_t dynamicNodeCount() const noexcept { return nodes_.size(); }
 
   private:
+    // Gives a ReferenceType node of the store its code (addNode).
+    void registerReferenceType(const Node& type);
     ua::NodeId internNodeId(const ua::NodeId& id);
     ua::String internString(const ua::String& s);
     std::vector<Reference>* referencesOf(const ua::NodeId& id);
@@ -194,6 +213,8 @@ class AddressSpace {
     std::unordered_map<ua::NodeId, std::unique_ptr<Node>, NodeIdHash, NodeIdEqual> nodes_;
     std::unordered_map<ua::NodeId, MethodBinding, NodeIdHash, NodeIdEqual> methodBindings_;
     std::unordered_multimap<ua::NodeId, MethodBinding, NodeIdHash, NodeIdEqual> typeBindings_;
+    std::vector<ua::NodeId> storeReferenceTypes_;  // code & ~kStoreReferenceType -> NodeId
+    std::unordered_map<ua::NodeId, std::uint32_t, NodeIdHash, NodeIdEqual> referenceTypeCodes_;
     std::unordered_set<std::string> strings_;  // node-based: element addresses are stable
     std::atomic<bool> sealed_{false};
 };
