@@ -459,6 +459,10 @@ uaplex_status ServiceSet::Impl::readValue(enc::Arena& arena, const NodeRef& node
     if (n.callbacks.read != nullptr) {
         uaplex_value_alloc alloc = arenaAlloc(arena);
         uaplex_status st = n.callbacks.read(n.callbacks.user, &n.id, &alloc, &out);
+        if (!pluginStatusOk(st) || (st == UAPLEX_Good && !pluginDataValueOk(out))) {
+            out = ua::DataValue{};
+            st = UAPLEX_BadInternalError;
+        }
         if (st == UAPLEX_Good && !(out.mask & UAPLEX_DATAVALUE_SOURCE_TIMESTAMP)) {
             out.mask |= UAPLEX_DATAVALUE_SOURCE_TIMESTAMP;
             out.source_timestamp = now();
@@ -548,6 +552,8 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, st
         uaplex_status st = owner->ops->read(owner->self, 1, &item, results, &status);
         if (st != UAPLEX_Good && status == UAPLEX_Good) status = st;
         if (status == UAPLEX_BadNotSupported) status = UAPLEX_BadNodeIdUnknown;
+        if (!pluginStatusOk(status) || (status == UAPLEX_Good && !pluginDataValueOk(out)))
+            status = UAPLEX_BadInternalError;
         if (status != UAPLEX_Good) return fail(status);
         if (attr == kAttrUserAccessLevel &&
             (out.value.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_BYTE &&
@@ -971,6 +977,7 @@ uaplex_status ServiceSet::Impl::writeOne(enc::Arena& arena, const ua::WriteValue
         uaplex_status status = UAPLEX_Good;
         uaplex_status st = owner->ops->write(owner->self, 1, &item, &status);
         if (st != UAPLEX_Good && status == UAPLEX_Good) status = st;
+        if (!pluginStatusOk(status)) return UAPLEX_BadInternalError;
         return status == UAPLEX_BadNotSupported ? UAPLEX_BadNodeIdUnknown : status;
     }
     if (!(perms & session::kPermBrowse)) return UAPLEX_BadNodeIdUnknown;  // as for Read
@@ -1038,6 +1045,7 @@ uaplex_status ServiceSet::Impl::writeOne(enc::Arena& arena, const ua::WriteValue
     dv.server_timestamp = t;
     if (n.callbacks.write != nullptr) {
         uaplex_status st = n.callbacks.write(n.callbacks.user, &n.id, &dv);
+        if (!pluginStatusOk(st)) return UAPLEX_BadInternalError;
         if (st != UAPLEX_Good || n.callbacks.read != nullptr) return st;
     } else if (n.callbacks.read != nullptr) {
         return UAPLEX_BadNotWritable;  // values come from the plugin and cannot be stored

@@ -67,6 +67,32 @@ uaplex_status getMonitoredItemsOf(Impl& impl, ServiceCall& call, const ua::CallM
     return UAPLEX_Good;
 }
 
+// A plugin's answer to one Call as the response carries it: outputs only when they are all
+// there and encodable (else BadInternalError, also for a reserved status or input result).
+void takeAnswer(uaplex_status st, std::size_t outCount, ua::Variant* outputs,
+                const uaplex_status* inputResults, std::size_t given, bool outputsOnlyIfGood,
+                ua::CallMethodResult& r) noexcept {
+    bool ok = pluginStatusOk(st);
+    for (std::size_t k = 0; ok && inputResults != nullptr && k < given; ++k)
+        ok = pluginStatusOk(inputResults[k]);
+    // No outputs with a Bad status (a plugin that threw may have set them before).
+    const bool bad = (st & 0x80000000u) != 0;
+    const bool keep = outputs != nullptr && !bad && (st == UAPLEX_Good || !outputsOnlyIfGood);
+    if (ok && st == UAPLEX_Good && outCount != 0 && outputs == nullptr) ok = false;
+    if (ok && keep) {
+        ok = outCount <= std::size_t(INT32_MAX);
+        for (std::size_t k = 0; ok && k < outCount; ++k) ok = pluginVariantOk(outputs[k]);
+    }
+    if (!ok) {
+        r.statusCode = UAPLEX_BadInternalError;
+        r.outputArguments = {0, nullptr};
+        return;
+    }
+    r.statusCode = st;
+    r.outputArguments = keep ? ua::Array<ua::Variant>{std::int32_t(outCount), outputs}
+                             : ua::Array<ua::Variant>{0, nullptr};
+}
+
 }  // namespace
 
 uaplex_status ServiceSet::Impl::callMethods(ServiceCall& call) noexcept {
@@ -110,10 +136,14 @@ uaplex_status ServiceSet::Impl::callMethods(ServiceCall& call) noexcept {
             auto* inputResults = arena.allocateArray<uaplex_status>(given);
             size_t outCount = 0;
             ua::Variant* outputs = nullptr;
-            r.statusCode = invoke(owner->self, &m.objectId, &m.methodId, given,
-                                  m.inputArguments.data, &alloc, inputResults, &outCount, &outputs);
-            r.inputArgumentResults = {std::int32_t(given), inputResults};
-            r.outputArguments = {std::int32_t(outputs ? outCount : 0), outputs};
+            uaplex_status st =
+                invoke(owner->self, &m.objectId, &m.methodId, given, m.inputArguments.data, &alloc,
+                       inputResults, &outCount, &outputs);
+            takeAnswer(st, outCount, outputs, inputResults, given, false, r);
+            r.inputArgumentResults =
+                r.statusCode == UAPLEX_BadInternalError && st != r.statusCode
+                    ? ua::Array<ua::StatusCode>{-1, nullptr}
+                    : ua::Array<ua::StatusCode>{std::int32_t(given), inputResults};
             continue;
         }
         if (!(permissionsOf(call, m.objectId) & session::kPermBrowse)) {
@@ -225,11 +255,9 @@ uaplex_status ServiceSet::Impl::callMethods(ServiceCall& call) noexcept {
                 badInput = badInput || (inputResults[k] & 0x80000000u) != 0;
             // A wrong input is reported as such (Part 4 5.11.2), whatever the plugin returned.
             if (badInput && (st & 0xC0000000u) == 0) st = UAPLEX_BadInvalidArgument;
-            r.statusCode = st;
-            if (st == UAPLEX_Good && outputs != nullptr)
-                r.outputArguments = {std::int32_t(outCount), outputs};
-            else
-                r.outputArguments = {0, nullptr};
+            takeAnswer(st, outCount, outputs, inputResults, given, true, r);
+            if (r.statusCode == UAPLEX_BadInternalError && st != r.statusCode)
+                r.inputArgumentResults = {-1, nullptr};
             continue;
         }
         if (!ownCall) {
@@ -239,12 +267,9 @@ uaplex_status ServiceSet::Impl::callMethods(ServiceCall& call) noexcept {
         const Node& mn = *method.dyn;
         size_t outCount = 0;
         ua::Variant* outputs = nullptr;
-        r.statusCode = mn.callbacks.call(mn.callbacks.user, &m.objectId, &m.methodId, given,
-                                         m.inputArguments.data, &alloc, &outCount, &outputs);
-        if (outputs != nullptr)
-            r.outputArguments = {std::int32_t(outCount), outputs};
-        else
-            r.outputArguments = {0, nullptr};
+        uaplex_status st = mn.callbacks.call(mn.callbacks.user, &m.objectId, &m.methodId, given,
+                                             m.inputArguments.data, &alloc, &outCount, &outputs);
+        takeAnswer(st, outCount, outputs, nullptr, 0, false, r);
     }
     call.responseType = enc::dataTypeOf<ua::CallResponse>();
     call.response = resp;

@@ -28,6 +28,14 @@ using addressspace::Node;
 using addressspace::NodeRef;
 namespace ns0 = addressspace::ns0;
 
+// A node manager's answers before the encoder sees them (plugin_values.cpp): false for a
+// reserved severity, a NULL behind a length or box, a type or identifier kind that does not
+// exist; the operation is then BadInternalError.
+bool pluginStatusOk(uaplex_status status) noexcept;
+bool pluginNodeIdOk(const ua::NodeId& id) noexcept;
+bool pluginVariantOk(const ua::Variant& v) noexcept;
+bool pluginDataValueOk(const ua::DataValue& v) noexcept;
+
 // Attribute ids (Part 6 A.1).
 enum AttributeId : std::uint32_t {
     kAttrNodeId = 1,

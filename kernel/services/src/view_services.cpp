@@ -62,14 +62,33 @@ struct SinkState {
     std::vector<Hit>* hits;
     enc::Arena* arena;
     const addressspace::AddressSpace* space;
+    std::size_t limit;    // max_array_length (0: none)
+    bool faulty = false;  // a reference the encoder cannot take, or past the limit
 };
+
+// The references a node manager may report for one node: no more than an array may hold
+// (MaxArrayLength), so a browse that never ends cannot take the worker's memory.
+std::size_t ownedReferenceLimit(const config::ServerConfig& cfg) noexcept {
+    const std::int32_t n = cfg.server.limits.max_array_length;
+    return n > 0 ? std::size_t(n) : SIZE_MAX;
+}
 
 // Copies what a node-manager plugin reports (borrowed for the call) into the arena.
 uaplex_status collectPluginReference(void* user, const uaplex_reference* ref) {
     auto* s = static_cast<SinkState*>(user);
-    if (ref == nullptr || ref->target_id == nullptr) return UAPLEX_BadInvalidArgument;
+    if (ref == nullptr || ref->target_id == nullptr || !pluginNodeIdOk(*ref->target_id)) {
+        s->faulty = true;
+        return UAPLEX_BadInvalidArgument;
+    }
+    if (s->hits->size() >= s->limit) {
+        s->faulty = true;
+        return UAPLEX_BadInternalError;
+    }
     ua::NodeId target = *ref->target_id;
-    if (target.identifier_type == UAPLEX_ID_STRING && target.identifier.string.length > 0) {
+    // String and ByteString identifiers (one layout) are borrowed for this call only.
+    if ((target.identifier_type == UAPLEX_ID_STRING ||
+         target.identifier_type == UAPLEX_ID_BYTESTRING) &&
+        target.identifier.string.length > 0) {
         auto* text =
             static_cast<char*>(s->arena->allocate(std::size_t(target.identifier.string.length), 1));
         if (text == nullptr) return UAPLEX_BadOutOfMemory;
@@ -104,6 +123,8 @@ void ServiceSet::Impl::browseOne(enc::Arena& arena, SessionState* session, Conti
     // Reused per worker thread: browsing allocates only while the vector grows.
     thread_local std::vector<Hit> hits;
     hits.clear();
+    // A node manager's flood (up to max_array_length) is not kept for every later browse.
+    if (hits.capacity() > 65536) std::vector<Hit>().swap(hits);
     bool hasType = !isNull(cp.referenceType);
     std::uint32_t wantType = hasType ? space.referenceTypeCode(cp.referenceType) : 0;
     auto matches = [&](std::uint32_t type, bool forward) {
@@ -131,11 +152,16 @@ void ServiceSet::Impl::browseOne(enc::Arena& arena, SessionState* session, Conti
                 result.statusCode = UAPLEX_BadNodeIdUnknown;
                 return;
             }
-            SinkState sink{&hits, &arena, &space};
+            SinkState sink{&hits, &arena, &space, ownedReferenceLimit(cfg)};
             uaplex_status st =
                 owner->ops->browse(owner->self, &nodeId, std::uint32_t(cp.direction),
                                    hasType ? &cp.referenceType : nullptr, cp.includeSubtypes,
                                    &collectPluginReference, &sink);
+            if (sink.faulty || !pluginStatusOk(st)) {
+                hits.clear();
+                result.statusCode = UAPLEX_BadInternalError;
+                return;
+            }
             if (st != UAPLEX_Good) {
                 result.statusCode = st == UAPLEX_BadNotSupported ? UAPLEX_BadNodeIdUnknown : st;
                 return;
@@ -410,10 +436,11 @@ uaplex_status ServiceSet::Impl::translate(ServiceCall& call) noexcept {
                 const NamespaceOwner* owner = ownerOf(from.namespace_index);
                 if (owner == nullptr || owner->ops->browse == nullptr) continue;
                 std::vector<Hit> hits;
-                SinkState sink{&hits, &call.arena, &space};
+                SinkState sink{&hits, &call.arena, &space, ownedReferenceLimit(cfg)};
                 owner->ops->browse(owner->self, &from, e.isInverse ? 1 : 0,
                                    anyType ? nullptr : &e.referenceTypeId, e.includeSubtypes,
                                    &collectPluginReference, &sink);
+                if (sink.faulty) continue;  // no path through a node its manager got wrong
                 for (const Hit& h : hits) consider(h.referenceType, h.isForward, h.target);
             }
             current.swap(next);
