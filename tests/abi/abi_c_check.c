@@ -66,8 +66,21 @@ int main(void) {
     if (UAPLEX_HAS_FIELD(&d, uaplex_plugin_descriptor, node_manager)) ++failures;
     if (UAPLEX_ABI_MAJOR_OF(UAPLEX_ABI_VERSION) != UAPLEX_ABI_VERSION_MAJOR) ++failures;
     if (UAPLEX_ABI_MINOR_OF(UAPLEX_ABI_VERSION) != UAPLEX_ABI_VERSION_MINOR) ++failures;
-    if (UAPLEX_ABI_VERSION_MINOR != 7u)
-        ++failures; /* method_bind arrived in 1.7 */
+    if (UAPLEX_ABI_VERSION_MINOR != 8u)
+        ++failures; /* the asynchronous node-manager entries arrived in 1.8 */
+    {
+        /* A node manager built for 1.7 has a shorter table: read_async is not there. */
+        uaplex_node_manager_ops o;
+        memset(&o, 0, sizeof o);
+        o.hdr.struct_size = (uint32_t)offsetof(uaplex_node_manager_ops, read_async);
+        if (UAPLEX_FIELD_OR(&o, uaplex_node_manager_ops, read_async, NULL) != NULL) ++failures;
+        if (UAPLEX_HAS_FIELD(&o, uaplex_node_manager_ops, call)) {
+        } else {
+            ++failures;
+        }
+        o.hdr.struct_size = (uint32_t)sizeof o;
+        if (!UAPLEX_HAS_FIELD(&o, uaplex_node_manager_ops, browse_async)) ++failures;
+    }
     {
         /* A host built for 1.6 has a shorter table: method_bind is not there. */
         uaplex_host_api h;

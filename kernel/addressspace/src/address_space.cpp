@@ -323,6 +323,8 @@ uaplex_status AddressSpace::addNode(const uaplex_node_spec& spec, Node** out) {
         }
     }
     node->callbacks = Callbacks{spec.read, spec.write, spec.call, spec.user};
+    node->callbacks.readAsync = UAPLEX_FIELD_OR(&spec, uaplex_node_spec, read_async, nullptr);
+    node->callbacks.writeAsync = UAPLEX_FIELD_OR(&spec, uaplex_node_spec, write_async, nullptr);
     node->executable = (spec.method_flags & UAPLEX_METHOD_NOT_EXECUTABLE) == 0;
     Node* raw = node.get();
     nodes_.emplace(raw->id, std::move(node));

@@ -43,6 +43,19 @@ void Arena::shrink() noexcept {
     nextBlockSize_ = std::min(head_->size * 2, kMaxGrowBlock);
 }
 
+void Arena::release() noexcept {
+    std::size_t first = head_ != nullptr ? head_->size : nextBlockSize_;
+    for (Block* b = head_; b != nullptr;) {
+        Block* next = b->next;
+        ::operator delete(b);
+        b = next;
+    }
+    head_ = current_ = nullptr;
+    ptr_ = end_ = nullptr;
+    used_ = reserved_ = 0;
+    nextBlockSize_ = first;
+}
+
 void* Arena::allocateSlow(std::size_t size, std::size_t align) noexcept {
     // Worst-case bytes a fresh block needs for this request (block starts are 16-aligned).
     std::size_t need = size + (align > 16 ? align : 0);

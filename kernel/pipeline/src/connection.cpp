@@ -147,6 +147,79 @@ std::shared_ptr<session::ResponseRoute> RouteSource::make(void* user) {
     }
 }
 
+// --- parked requests (asynchronous node-manager operations) -----------------------------------
+
+std::shared_ptr<session::DeferredRequest> DeferSource::make(void* user,
+                                                            std::uint32_t returnDiagnostics) {
+    auto& d = *static_cast<DeferSource*>(user);
+    PendingRequest& r = *d.request;
+    if (d.parked || r.registry == nullptr) return nullptr;
+    std::shared_ptr<ParkedRequest> p;
+    try {
+        p = std::make_shared<ParkedRequest>(r, *d.connection, d.queue, returnDiagnostics);
+    } catch (...) {
+        return nullptr;
+    }
+    // Set before the registry can hand the request to the canceller.
+    r.parked = p;
+    if (!r.registry->park(r.tracked)) {
+        r.parked.reset();
+        return nullptr;  // cancelled or expired while executing: the worker answers that
+    }
+    d.parked = true;
+    return p;
+}
+
+PendingRequest* ParkedRequest::take(uaplex_status status, std::shared_ptr<Connection>& c) noexcept {
+    std::lock_guard lock(mutex_);
+    PendingRequest* r = r_;
+    if (r == nullptr) return nullptr;
+    r_ = nullptr;
+    c = std::move(c_);
+    status_.store(status == UAPLEX_Good ? UAPLEX_GoodCompletesAsynchronously : status,
+                  std::memory_order_release);
+    return r;
+}
+
+void ParkedRequest::finish(PendingRequest& r, std::shared_ptr<Connection>& c,
+                           enc::ByteBuffer& body) noexcept {
+    std::uint32_t requestId = r.secureRequestId;
+    // As a worker does: the leases go back before the response is sent.
+    host::RequestQueueSlot::dispose(queue_, &r.entry);
+    c->release(&r);
+    if (!c->gone()) {
+        std::vector<uaplex_buffer> chunks;
+        if (c->sendResponse(requestId, body.span(), chunks) == UAPLEX_BadResponseTooLarge) {
+            session::encodeFault(requestHandle_, UAPLEX_BadResponseTooLarge, utcNow(), body);
+            c->sendResponse(requestId, body.span(), chunks);
+        }
+    }
+    c.reset();
+}
+
+bool ParkedRequest::answer(uaplex_status status, const enc::DataType* responseType, void* response,
+                           enc::Arena& arena) noexcept {
+    std::shared_ptr<Connection> c;
+    PendingRequest* r = take(status, c);
+    if (r == nullptr) return false;
+    enc::ByteBuffer out(256);
+    if (status == UAPLEX_Good && response && responseType)
+        session::sizeDiagnostics(returnDiagnostics_, *responseType, response, arena);
+    session::encodeResponse(requestHandle_, status, responseType, response, utcNow(), out);
+    finish(*r, c, out);
+    return true;
+}
+
+bool ParkedRequest::abandon(uaplex_status status) noexcept {
+    std::shared_ptr<Connection> c;
+    PendingRequest* r = take(status, c);
+    if (r == nullptr) return false;
+    enc::ByteBuffer out(256);
+    session::encodeFault(requestHandle_, status, utcNow(), out);
+    finish(*r, c, out);
+    return true;
+}
+
 // --- transport callbacks (I/O threads) -------------------------------------------------------
 
 uaplex_status Pipeline::Callbacks::onAccepted(void* user, uaplex_connection* handle, uaplex_str url,

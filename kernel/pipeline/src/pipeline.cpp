@@ -342,6 +342,12 @@ std::int64_t Pipeline::housekeep(std::int64_t now) {
 bool Pipeline::unlinkQueued(void* user, session::TrackedRequest& t, uaplex_status status) {
     auto& self = *static_cast<Pipeline*>(user);
     auto* r = static_cast<PendingRequest*>(t.owner);
+    if (t.state == session::TrackedRequest::State::Parked) {
+        // Held here: the answer path drops the request's reference only after it left the
+        // registry, whose lock this thread holds.
+        std::shared_ptr<ParkedRequest> p = r->parked;
+        return p && p->abandon(status);
+    }
     // On Good the queue has completed the entry (completeRefused) on this thread.
     return self.host_.requestQueue().cancel(&r->entry, status) == UAPLEX_Good;
 }

@@ -69,6 +69,9 @@ void Pipeline::execute(PendingRequest& r, Worker& w, host::PluginInstance* queue
     RouteSource route{&c, r.secureRequestId};
     ctx.makeRoute = &RouteSource::make;
     ctx.routeUser = &route;
+    DeferSource defer{&r, &c, queue};
+    ctx.defer = &DeferSource::make;
+    ctx.deferUser = &defer;
     w.arena.reset();
     w.out.clear();
     std::uint32_t handle = r.entry.request_handle;
@@ -77,6 +80,13 @@ void Pipeline::execute(PendingRequest& r, Worker& w, host::PluginInstance* queue
     if (r.tracked.cancelStatus.load(std::memory_order_acquire) != UAPLEX_BadTimeout) {
         handle = dispatch_.execute(dispatch_.self, r.body.span(), ctx, w.arena, w.out);
         handedOver = w.out.size() == 0;  // Publish: answered later through its route
+    }
+    if (defer.parked) {
+        // An asynchronous operation answers it (ParkedRequest), maybe already on another
+        // thread: the request and its entry are no longer this worker's.
+        if (w.out.allocator()) w.out.release();
+        shrinkAfterHeapTrim(w);
+        return;
     }
     // A request past its deadline answers BadTimeout, also when it expired while executing
     // (services are short and not interrupted; the result is dropped).

@@ -18,42 +18,6 @@ bool isRequest(const enc::DataType* t) noexcept {
     return t->fieldCount > 0 && t->fields[0].name == "requestHeader" && t->fields[0].offset == 0;
 }
 
-// Operation-level diagnostics asked for (RequestHeader.returnDiagnostics bits 5-9, Part 4
-// 7.32): each diagnosticInfos array of the response gets one entry per result of the array
-// it belongs to ("results", or "<x>Results" for "<x>DiagnosticInfos"), empty where the
-// server has nothing to say. Part 4 7.8 allows empty entries, not a shorter list.
-constexpr std::uint32_t kOperationDiagnostics = 0x3E0;
-
-void sizeDiagnostics(const enc::DataType& type, void* response, enc::Arena& arena) noexcept {
-    auto* base = static_cast<std::uint8_t*>(response);
-    for (const auto& f : type.fieldSpan()) {
-        if (f.kind != enc::FieldKind::DiagnosticInfo || !f.isArray) continue;
-        std::string_view name = f.name, prefix;
-        if (name == "diagnosticInfos")
-            prefix = "";
-        else if (name.ends_with("DiagnosticInfos"))
-            prefix = name.substr(0, name.size() - std::string_view("DiagnosticInfos").size());
-        else
-            continue;
-        for (const auto& r : type.fieldSpan()) {
-            if (!r.isArray) continue;
-            std::string_view rn = r.name;
-            bool match = prefix.empty() ? rn == "results"
-                                        : rn.size() == prefix.size() + 7 &&
-                                              rn.starts_with(prefix) && rn.ends_with("Results");
-            if (!match) continue;
-            const std::int32_t n =
-                reinterpret_cast<const ua::Array<std::uint8_t>*>(base + r.offset)->length;
-            auto& diag = *reinterpret_cast<ua::Array<ua::DiagnosticInfo>*>(base + f.offset);
-            if (n > 0 && diag.length <= 0) {
-                auto* d = arena.allocateArray<ua::DiagnosticInfo>(std::size_t(n));
-                if (d) diag = {n, d};  // zeroed: no fields present
-            }
-            break;
-        }
-    }
-}
-
 }  // namespace
 
 Dispatcher::Dispatcher(const config::ServerConfig& cfg, session::SessionManager& sessions,
@@ -107,14 +71,16 @@ std::uint32_t Dispatcher::handle(std::span<const std::uint8_t> request, const Re
     const auto& header = *static_cast<const ua::RequestHeader*>(m.object);
     ServiceRequest call{ctx,           header,         m.object,  request, arena, sessionServices_,
                         nodeServices_, subscriptions_, discovery_};
+    // Read now: a service answered later (GoodCompletesAsynchronously) owns the request's memory.
+    const std::uint32_t requestHandle = header.requestHandle;
     uaplex_status st = dispatch(call, m.type);
-    if (call.deferred) {
+    if (call.deferred || st == UAPLEX_GoodCompletesAsynchronously) {
         out.clear();
-        return header.requestHandle;
+        return requestHandle;
     }
-    if (st == UAPLEX_Good && call.response && call.responseType &&
-        (header.returnDiagnostics & kOperationDiagnostics))
-        sizeDiagnostics(*call.responseType, call.response, arena);
+    if (st == UAPLEX_Good && call.response && call.responseType)
+        session::sizeDiagnostics(header.returnDiagnostics, *call.responseType, call.response,
+                                 arena);
     session::encodeResponse(header.requestHandle, st, call.responseType, call.response, ctx.utc,
                             out);
     return header.requestHandle;
@@ -135,7 +101,8 @@ uaplex_status Dispatcher::dispatch(ServiceRequest& call, const enc::DataType* ty
         call.session = s.get();
     }
     if (st == UAPLEX_Good) st = row ? row->handler(call) : UAPLEX_BadServiceUnsupported;
-    if (row && st != UAPLEX_Good) counters_->countError(index);
+    if (row && st != UAPLEX_Good && st != UAPLEX_GoodCompletesAsynchronously)
+        counters_->countError(index);
     return st;
 }
 

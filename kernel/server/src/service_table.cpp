@@ -87,7 +87,7 @@ uaplex_status nodeService(ServiceRequest& c) noexcept {
     NodeServiceFn fn = c.nodeServices.*Fn;
     if (fn == nullptr) return UAPLEX_BadServiceUnsupported;
     return fn(c.nodeServices.self, c.arena, c.session->state(), c.session->access(), c.request,
-              c.responseType, c.response);
+              &c.ctx, c.header.returnDiagnostics, c.responseType, c.response);
 }
 
 // ConditionRefresh (i=3875) and ConditionRefresh2 (i=12912) of ConditionType (Part 9 5.5.7):

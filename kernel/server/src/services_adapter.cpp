@@ -13,10 +13,13 @@ class ServiceSetHandler final : public ServiceHandler {
               uaplex_status (services::ServiceSet::*Service)(services::ServiceCall&) noexcept>
     static uaplex_status thunk(void* self, enc::Arena& arena, void* sessionState,
                                const session::AccessView* access, const void* request,
+                               const session::RequestContext* ctx, std::uint32_t returnDiagnostics,
                                const enc::DataType*& responseType, void*& response) noexcept {
         services::ServiceCall c{arena, static_cast<services::SessionState*>(sessionState),
                                 enc::dataTypeOf<Req>(), request};
         c.access = access;
+        c.ctx = ctx;
+        c.returnDiagnostics = returnDiagnostics;
         uaplex_status st = (static_cast<services::ServiceSet*>(self)->*Service)(c);
         responseType = c.responseType;
         response = c.response;

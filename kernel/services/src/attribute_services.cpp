@@ -2,7 +2,7 @@
 // Read and Write (Part 4 5.10), IndexRange (Part 4 7.27) and the value type checks.
 #include <cstring>
 
-#include "services_internal.hpp"
+#include "async_operations.hpp"
 
 namespace uaplex::services {
 
@@ -456,6 +456,9 @@ uaplex_status ServiceSet::Impl::readValue(enc::Arena& arena, const NodeRef& node
         return UAPLEX_Good;
     }
     const Node& n = *node.dyn;
+    // Only an asynchronous read and no request to answer later (sampling).
+    if (n.callbacks.read == nullptr && n.callbacks.readAsync != nullptr)
+        return UAPLEX_BadNotSupported;
     if (n.callbacks.read != nullptr) {
         uaplex_value_alloc alloc = arenaAlloc(arena);
         uaplex_status st = n.callbacks.read(n.callbacks.user, &n.id, &alloc, &out);
@@ -518,10 +521,76 @@ bool ServiceSet::Impl::rolePermissionsOf(enc::Arena& arena, const ua::NodeId& id
     return true;
 }
 
+void ServiceSet::Impl::finishOwnedRead(std::uint32_t attr, std::uint32_t perms,
+                                       std::int32_t timestamps, uaplex_status status,
+                                       ua::DataValue& out) noexcept {
+    if (status == UAPLEX_BadNotSupported) status = UAPLEX_BadNodeIdUnknown;
+    if (!pluginStatusOk(status) || (status == UAPLEX_Good && !pluginDataValueOk(out)))
+        status = UAPLEX_BadInternalError;
+    if (status != UAPLEX_Good) {
+        out = ua::DataValue{};
+        out.mask = UAPLEX_DATAVALUE_STATUS;
+        out.status = status;
+        return;
+    }
+    if (attr == kAttrUserAccessLevel &&
+        (out.value.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_BYTE &&
+        !ua::isArray(out.value))
+        out.value.value.byte = userAccessLevel(out.value.value.byte, perms);
+    if (attr == kAttrUserWriteMask &&
+        (out.value.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_UINT32 &&
+        !ua::isArray(out.value))
+        out.value.value.uint32 = userWriteMask(out.value.value.uint32, perms);
+    if (attr == kAttrUserExecutable && !(perms & session::kPermCall) &&
+        (out.value.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_BOOLEAN)
+        out.value.value.boolean = false;
+    if (timestamps == 1 || timestamps == 3) out.mask &= ~UAPLEX_DATAVALUE_SOURCE_TIMESTAMP;
+    if (timestamps == 0 || timestamps == 3) out.mask &= ~UAPLEX_DATAVALUE_SERVER_TIMESTAMP;
+}
+
+void ServiceSet::Impl::finishValueRead(enc::Arena& arena, uaplex_status st, const IndexRange& range,
+                                       std::int32_t timestamps, ua::DataValue& out) noexcept {
+    // As readValue and readAttribute do after a synchronous read callback.
+    if (!pluginStatusOk(st) || (st == UAPLEX_Good && !pluginDataValueOk(out))) {
+        out = ua::DataValue{};
+        st = UAPLEX_BadInternalError;
+    }
+    if (st == UAPLEX_Good && !(out.mask & UAPLEX_DATAVALUE_SOURCE_TIMESTAMP)) {
+        out.mask |= UAPLEX_DATAVALUE_SOURCE_TIMESTAMP;
+        out.source_timestamp = now();
+    }
+    out.mask |= UAPLEX_DATAVALUE_VALUE;
+    if (st == UAPLEX_Good && range.count != 0) st = readIndexRange(arena, range, out.value);
+    if (st != UAPLEX_Good) {
+        out = ua::DataValue{};
+        out.mask = UAPLEX_DATAVALUE_STATUS;
+        out.status = st;
+        return;
+    }
+    finishRead(kAttrValue, timestamps, out);
+}
+
+void ServiceSet::Impl::finishRead(std::uint32_t attr, std::int32_t timestamps,
+                                  ua::DataValue& out) noexcept {
+    // TimestampsToReturn: Source 0, Server 1, Both 2, Neither 3. Source timestamps only for
+    // the Value attribute.
+    bool wantSource = attr == kAttrValue && (timestamps == 0 || timestamps == 2);
+    bool wantServer = timestamps == 1 || timestamps == 2;
+    if (!wantSource)
+        out.mask &= ~(UAPLEX_DATAVALUE_SOURCE_TIMESTAMP | UAPLEX_DATAVALUE_SOURCE_PICOSECONDS);
+    if (wantServer) {
+        out.mask |= UAPLEX_DATAVALUE_SERVER_TIMESTAMP;
+        out.server_timestamp = now();
+    } else {
+        out.mask &= ~(UAPLEX_DATAVALUE_SERVER_TIMESTAMP | UAPLEX_DATAVALUE_SERVER_PICOSECONDS);
+    }
+    if (out.status == UAPLEX_Good) out.mask &= ~UAPLEX_DATAVALUE_STATUS;
+}
+
 void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, std::uint32_t attr,
                                      const ua::String& indexRange, std::int32_t timestamps,
-                                     ua::DataValue& out,
-                                     const session::AccessView* access) noexcept {
+                                     ua::DataValue& out, const session::AccessView* access,
+                                     AsyncBatch* batch, std::uint32_t index) noexcept {
     out = ua::DataValue{};
     auto fail = [&](uaplex_status st) {
         out = ua::DataValue{};
@@ -535,10 +604,15 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, st
     NodeRef node = space.find(id);
     if (!node) {
         const NamespaceOwner* owner = ownerOf(id.namespace_index);
-        if (owner == nullptr || owner->ops->read == nullptr) return fail(UAPLEX_BadNodeIdUnknown);
+        if (owner == nullptr || (owner->ops->read == nullptr && owner->readAsync == nullptr))
+            return fail(UAPLEX_BadNodeIdUnknown);
         // The permission before the owner's read: a read may be device I/O, and a session
         // without Read must not cause it (nor learn whether the node exists).
         if (!permitted) return fail(deniedStatus(perms));
+        if (owner->readAsync != nullptr && batch != nullptr && batch->enabled() &&
+            batch->addOwnerRead(*owner, index, attr, perms))
+            return;  // filled when the operation completes
+        if (owner->ops->read == nullptr) return fail(UAPLEX_BadNotSupported);
         uaplex_read_item item{};
         item.hdr = UAPLEX_HEADER_INIT(uaplex_read_item, UAPLEX_STYPE_NODE_MANAGER_READ_ITEM);
         item.attribute_id = attr;
@@ -551,23 +625,7 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, st
         uaplex_status status = UAPLEX_Good;
         uaplex_status st = owner->ops->read(owner->self, 1, &item, results, &status);
         if (st != UAPLEX_Good && status == UAPLEX_Good) status = st;
-        if (status == UAPLEX_BadNotSupported) status = UAPLEX_BadNodeIdUnknown;
-        if (!pluginStatusOk(status) || (status == UAPLEX_Good && !pluginDataValueOk(out)))
-            status = UAPLEX_BadInternalError;
-        if (status != UAPLEX_Good) return fail(status);
-        if (attr == kAttrUserAccessLevel &&
-            (out.value.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_BYTE &&
-            !ua::isArray(out.value))
-            out.value.value.byte = userAccessLevel(out.value.value.byte, perms);
-        if (attr == kAttrUserWriteMask &&
-            (out.value.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_UINT32 &&
-            !ua::isArray(out.value))
-            out.value.value.uint32 = userWriteMask(out.value.value.uint32, perms);
-        if (attr == kAttrUserExecutable && !(perms & session::kPermCall) &&
-            (out.value.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_BOOLEAN)
-            out.value.value.boolean = false;
-        if (timestamps == 1 || timestamps == 3) out.mask &= ~UAPLEX_DATAVALUE_SOURCE_TIMESTAMP;
-        if (timestamps == 0 || timestamps == 3) out.mask &= ~UAPLEX_DATAVALUE_SERVER_TIMESTAMP;
+        finishOwnedRead(attr, perms, timestamps, status, out);
         return;
     }
     // Without Browse the node is unknown to the session: before the attribute checks, whose
@@ -643,6 +701,10 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, st
                                     dyn ? dyn->eventNotifier.load() : rec->eventNotifier);
             break;
         case kAttrValue: {
+            if (dyn && dyn->callbacks.readAsync != nullptr && batch != nullptr &&
+                batch->enabled() &&
+                batch->addStoreRead(*const_cast<Node*>(dyn), index, range, timestamps))
+                return;  // filled when the operation completes
             uaplex_status st = readValue(arena, node, out);
             if (st == UAPLEX_Good && range.count != 0) st = readIndexRange(arena, range, out.value);
             if (st != UAPLEX_Good) return fail(st);
@@ -768,19 +830,7 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, st
             return fail(UAPLEX_BadAttributeIdInvalid);
     }
     if (!ok) return fail(UAPLEX_BadOutOfMemory);
-    // TimestampsToReturn: Source 0, Server 1, Both 2, Neither 3. Source timestamps only for
-    // the Value attribute.
-    bool wantSource = attr == kAttrValue && (timestamps == 0 || timestamps == 2);
-    bool wantServer = timestamps == 1 || timestamps == 2;
-    if (!wantSource)
-        out.mask &= ~(UAPLEX_DATAVALUE_SOURCE_TIMESTAMP | UAPLEX_DATAVALUE_SOURCE_PICOSECONDS);
-    if (wantServer) {
-        out.mask |= UAPLEX_DATAVALUE_SERVER_TIMESTAMP;
-        out.server_timestamp = now();
-    } else {
-        out.mask &= ~(UAPLEX_DATAVALUE_SERVER_TIMESTAMP | UAPLEX_DATAVALUE_SERVER_PICOSECONDS);
-    }
-    if (out.status == UAPLEX_Good) out.mask &= ~UAPLEX_DATAVALUE_STATUS;
+    finishRead(attr, timestamps, out);
 }
 
 uaplex_status ServiceSet::Impl::read(ServiceCall& call) noexcept {
@@ -797,6 +847,7 @@ uaplex_status ServiceSet::Impl::read(ServiceCall& call) noexcept {
     if (resp == nullptr || results == nullptr) return UAPLEX_BadOutOfMemory;
     resp->results = {req.nodesToRead.length, results};
     resp->diagnosticInfos = {-1, nullptr};
+    AsyncBatch batch(*this, call);
     for (std::size_t i = 0; i < req.nodesToRead.size(); ++i) {
         const ua::ReadValueId& rv = req.nodesToRead[i];
         const ua::QualifiedName& enc = rv.dataEncoding;
@@ -816,7 +867,12 @@ uaplex_status ServiceSet::Impl::read(ServiceCall& call) noexcept {
             }
         }
         readAttribute(call.arena, rv.nodeId, rv.attributeId, rv.indexRange, ts, results[i],
-                      call.access);
+                      call.access, &batch, std::uint32_t(i));
+    }
+    if (!batch.empty()) {
+        // Some items wait for asynchronous operations: the last one to complete answers.
+        uaplex_status st = batch.startRead(resp, results, req, ts);
+        if (st != UAPLEX_Good) return st;
     }
     call.responseType = enc::dataTypeOf<ua::ReadResponse>();
     call.response = resp;
@@ -941,8 +997,17 @@ uaplex_status ServiceSet::Impl::writeStoreAttribute(Node& n, const ua::WriteValu
     }
 }
 
+uaplex_status ServiceSet::Impl::storeWritten(Node& n, const ua::DataValue& dv,
+                                             uaplex_status st) noexcept {
+    if (st != UAPLEX_Good || n.callbacks.readsValue()) return st;
+    st = n.value.store(dv);
+    if (st == UAPLEX_Good) changed(n, dv);
+    return st;
+}
+
 uaplex_status ServiceSet::Impl::writeOne(enc::Arena& arena, const ua::WriteValue& wv,
-                                         const session::AccessView* access) noexcept {
+                                         const session::AccessView* access, AsyncBatch* batch,
+                                         std::uint32_t index) noexcept {
     NodeRef node = space.find(wv.nodeId);
     const std::uint32_t attr = wv.attributeId;
     const std::uint32_t perms = access ? access->permissions(wv.nodeId) : config::kAllPermissions;
@@ -951,7 +1016,8 @@ uaplex_status ServiceSet::Impl::writeOne(enc::Arena& arena, const ua::WriteValue
         // The permission before the owner's write (and WriteMask read) runs.
         const NamespaceOwner* owner = ownerOf(wv.nodeId.namespace_index);
         if (!permitted) return owner ? deniedStatus(perms) : UAPLEX_BadNodeIdUnknown;
-        if (owner == nullptr || owner->ops->write == nullptr) return UAPLEX_BadNodeIdUnknown;
+        if (owner == nullptr || (owner->ops->write == nullptr && owner->writeAsync == nullptr))
+            return UAPLEX_BadNodeIdUnknown;
         if (attr == 0 || attr > kAttrAccessLevelEx) return UAPLEX_BadAttributeIdInvalid;
         if (attr != kAttrValue) {
             // The plugin's WriteMask decides, as it does for store nodes; a plugin that has
@@ -967,6 +1033,10 @@ uaplex_status ServiceSet::Impl::writeOne(enc::Arena& arena, const ua::WriteValue
                 m = mask.value.value.uint32;
             if (uaplex_status st = checkAttributeWrite(m, wv); st != UAPLEX_Good) return st;
         }
+        if (owner->writeAsync != nullptr && batch != nullptr && batch->enabled() &&
+            batch->addOwnerWrite(*owner, index))
+            return UAPLEX_Good;  // set when the operation completes
+        if (owner->ops->write == nullptr) return UAPLEX_BadNotSupported;
         uaplex_write_item item{};
         item.hdr = UAPLEX_HEADER_INIT(uaplex_write_item, UAPLEX_STYPE_NODE_MANAGER_WRITE_ITEM);
         item.attribute_id = attr;
@@ -1043,16 +1113,18 @@ uaplex_status ServiceSet::Impl::writeOne(enc::Arena& arena, const ua::WriteValue
     }
     dv.mask |= UAPLEX_DATAVALUE_SERVER_TIMESTAMP;
     dv.server_timestamp = t;
+    if (n.callbacks.writeAsync != nullptr && batch != nullptr && batch->enabled() &&
+        batch->addStoreWrite(n, index, dv))
+        return UAPLEX_Good;  // set when the operation completes
     if (n.callbacks.write != nullptr) {
         uaplex_status st = n.callbacks.write(n.callbacks.user, &n.id, &dv);
         if (!pluginStatusOk(st)) return UAPLEX_BadInternalError;
-        if (st != UAPLEX_Good || n.callbacks.read != nullptr) return st;
-    } else if (n.callbacks.read != nullptr) {
-        return UAPLEX_BadNotWritable;  // values come from the plugin and cannot be stored
+        return storeWritten(n, dv, st);
     }
-    uaplex_status st = n.value.store(dv);
-    if (st == UAPLEX_Good) changed(n, dv);
-    return st;
+    if (n.callbacks.writeAsync != nullptr) return UAPLEX_BadNotSupported;  // no request to park
+    if (n.callbacks.readsValue())
+        return UAPLEX_BadNotWritable;  // values come from the plugin and cannot be stored
+    return storeWritten(n, dv, UAPLEX_Good);
 }
 
 uaplex_status ServiceSet::Impl::write(ServiceCall& call) noexcept {
@@ -1065,8 +1137,15 @@ uaplex_status ServiceSet::Impl::write(ServiceCall& call) noexcept {
     if (resp == nullptr || results == nullptr) return UAPLEX_BadOutOfMemory;
     resp->results = {req.nodesToWrite.length, results};
     resp->diagnosticInfos = {-1, nullptr};
+    AsyncBatch batch(*this, call);
     for (std::size_t i = 0; i < req.nodesToWrite.size(); ++i)
-        results[i] = writeOne(call.arena, req.nodesToWrite[i], call.access);
+        results[i] =
+            writeOne(call.arena, req.nodesToWrite[i], call.access, &batch, std::uint32_t(i));
+    if (!batch.empty()) {
+        // Some items wait for asynchronous operations: the last one to complete answers.
+        uaplex_status st = batch.startWrite(resp, results, req);
+        if (st != UAPLEX_Good) return st;
+    }
     call.responseType = enc::dataTypeOf<ua::WriteResponse>();
     call.response = resp;
     return UAPLEX_Good;

@@ -31,7 +31,10 @@ void SessionStateDeleter::operator()(SessionState* state) const noexcept {
 // --- Impl ---------------------------------------------------------------------------------
 
 ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
-    : cfg(c), host(h), space(c.server.application_uri) {
+    : cfg(c),
+      host(h),
+      space(c.server.application_uri),
+      completions(c.server.limits.max_async_operations) {
     startTime = ua::utcNow();
     buildServerObject();
     host.services().address_space.store(this, std::memory_order_release);
@@ -52,7 +55,10 @@ ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
                     throw std::runtime_error("node manager '" + inst->name() +
                                              "': namespace_uri failed");
                 std::uint16_t index = space.registerNamespace(std::string_view(uri.data, uri.len));
-                owners.push_back(NamespaceOwner{index, ops, inst->self()});
+                NamespaceOwner o{index, ops, inst->self()};
+                o.readAsync = UAPLEX_FIELD_OR(ops, uaplex_node_manager_ops, read_async, nullptr);
+                o.writeAsync = UAPLEX_FIELD_OR(ops, uaplex_node_manager_ops, write_async, nullptr);
+                owners.push_back(o);
             }
         }
         host.startNodeManagers();

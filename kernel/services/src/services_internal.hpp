@@ -14,6 +14,7 @@
 
 #include <uaplex/addressspace/address_space.hpp>
 #include <uaplex/config/config.hpp>
+#include <uaplex/cpp/mpmc_ring.hpp>
 #include <uaplex/host/address_space_hooks.hpp>
 #include <uaplex/host/plugin_host.hpp>
 #include <uaplex/services/service_set.hpp>
@@ -120,6 +121,56 @@ struct NamespaceOwner {
     std::uint16_t namespaceIndex;
     const uaplex_node_manager_ops* ops;
     void* self;
+    // Since 1.8 (NULL when the plugin's table is older or has none).
+    decltype(uaplex_node_manager_ops::read_async) readAsync = nullptr;
+    decltype(uaplex_node_manager_ops::write_async) writeAsync = nullptr;
+};
+
+class AsyncRequest;
+class AsyncBatch;
+
+// The completions of the pending asynchronous operations (uaplex_completion, docs/pipeline.md
+// "Asynchronous operations"): max_async_operations slots, each named by its index and a
+// generation, so that a second or late complete finds its slot moved on and changes nothing.
+// The requests they belong to are pooled and never freed before the table: a late reader of a
+// slot's request finds valid memory and re-checks the slot.
+class CompletionTable {
+  public:
+    explicit CompletionTable(std::uint32_t capacity);
+    ~CompletionTable();
+    CompletionTable(const CompletionTable&) = delete;
+    CompletionTable& operator=(const CompletionTable&) = delete;
+
+    // A request record (its arena empty), or null when none is left.
+    AsyncRequest* makeRequest() noexcept;
+    void recycle(AsyncRequest* request) noexcept;
+    // A slot for operation `part` of `request`: fills `out`; false when every slot is taken.
+    bool acquire(AsyncRequest& request, std::uint32_t part, uaplex_completion& out) noexcept;
+    // The entry returned without GoodCompletesAsynchronously: completes the operation with
+    // `status` unless the plugin completed it already.
+    void completeNow(const uaplex_completion& c, uaplex_status status) noexcept {
+        complete(this, c.token, status);
+    }
+    std::uint32_t pending() const noexcept { return pending_.load(std::memory_order_relaxed); }
+
+  private:
+    struct Slot {
+        std::atomic<std::uint64_t> state{0};  // generation << 1 | pending
+        AsyncRequest* request = nullptr;
+        std::uint32_t part = 0;
+    };
+    static uaplex_status complete(void* self, std::uint64_t token, uaplex_status status) noexcept;
+    static uaplex_status statusOf(void* self, std::uint64_t token) noexcept;
+    Slot* pendingSlot(std::uint64_t token) noexcept;
+
+    const std::uint32_t capacity_;
+    std::unique_ptr<Slot[]> slots_;
+    std::unique_ptr<sdk::MpmcRing<Slot*>> free_;
+    std::atomic<std::uint32_t> pending_{0};
+    std::unique_ptr<sdk::MpmcRing<AsyncRequest*>> spareRequests_;
+    std::mutex growMutex_;  // only when a new request record is made
+    std::vector<std::unique_ptr<AsyncRequest>> requests_;
+    std::size_t maxRequests_;
 };
 
 struct ServiceSet::Impl final : host::AddressSpaceHooks {
@@ -151,9 +202,20 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
 
     // Reads one attribute into `out` (status included); `access` null: no access checks
     // (the kernel's own reads).
+    // With `batch`, an owned namespace's read_async and a store node's read_async are left to
+    // it (item `index`, `out` filled when the operation completes).
     void readAttribute(enc::Arena& arena, const ua::NodeId& id, std::uint32_t attributeId,
                        const ua::String& indexRange, std::int32_t timestamps, ua::DataValue& out,
-                       const session::AccessView* access = nullptr) noexcept;
+                       const session::AccessView* access = nullptr, AsyncBatch* batch = nullptr,
+                       std::uint32_t index = 0) noexcept;
+    // The end of a read: an owned namespace's result (`status` from its plugin), a store
+    // Value's (from its callback), and what every attribute gets (the timestamps asked for).
+    void finishOwnedRead(std::uint32_t attributeId, std::uint32_t perms, std::int32_t timestamps,
+                         uaplex_status status, ua::DataValue& out) noexcept;
+    void finishValueRead(enc::Arena& arena, uaplex_status status, const IndexRange& range,
+                         std::int32_t timestamps, ua::DataValue& out) noexcept;
+    void finishRead(std::uint32_t attributeId, std::int32_t timestamps,
+                    ua::DataValue& out) noexcept;
     // RolePermissions from the [access] rules, restricted to the roles in `only`; false when
     // no rule covers the node.
     bool rolePermissionsOf(enc::Arena& arena, const ua::NodeId& id, session::RoleMask only,
@@ -171,8 +233,14 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
     }
     // The Value attribute of a Variable/VariableType node (without IndexRange).
     uaplex_status readValue(enc::Arena& arena, const NodeRef& node, ua::DataValue& out) noexcept;
+    // With `batch`, an owned namespace's write_async and a store node's write_async are left
+    // to it (item `index`; the result is set when the operation completes).
     uaplex_status writeOne(enc::Arena& arena, const ua::WriteValue& wv,
-                           const session::AccessView* access = nullptr) noexcept;
+                           const session::AccessView* access = nullptr, AsyncBatch* batch = nullptr,
+                           std::uint32_t index = 0) noexcept;
+    // After a store Variable's write callback: stores the value when the node has no read
+    // callback.
+    uaplex_status storeWritten(Node& n, const ua::DataValue& dv, uaplex_status st) noexcept;
     // A write of an attribute other than Value to a store node: WriteMask, type, range.
     uaplex_status writeStoreAttribute(Node& n, const ua::WriteValue& wv) noexcept;
     // True if `value` may be written to a variable of `dataType` and `valueRank`.
@@ -198,6 +266,8 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
     std::atomic<std::int32_t> state{static_cast<std::int32_t>(ServerState::Running)};
     ua::DateTime startTime = 0;
     std::vector<NamespaceOwner> owners;
+    // Asynchronous operations (async_operations.cpp).
+    CompletionTable completions;
     // The [access] rules (RolePermissions attributes); set by the server, cleared before it
     // goes.
     std::atomic<const session::AccessPolicy*> accessPolicy{nullptr};

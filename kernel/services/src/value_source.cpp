@@ -27,7 +27,7 @@ class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource
         // is resolved without reading the value (the engine reads it once, for its first
         // sample).
         if (n.dyn && n.dyn->nodeClass == addressspace::kVariable && id.attributeId == kAttrValue &&
-            n.dyn->callbacks.read == nullptr && id.indexRange.length <= 0) {
+            !n.dyn->callbacks.readsValue() && id.indexRange.length <= 0) {
             *handle = reinterpret_cast<std::uintptr_t>(n.dyn);  // aligned: low bit clear
             return UAPLEX_Good;
         }

@@ -55,6 +55,15 @@ void RequestRegistry::executing(TrackedRequest& r) noexcept {
     if (r.state == TrackedRequest::State::Queued) r.state = TrackedRequest::State::Executing;
 }
 
+bool RequestRegistry::park(TrackedRequest& r) noexcept {
+    std::lock_guard lock(mutex_);
+    if (r.state != TrackedRequest::State::Executing ||
+        r.cancelStatus.load(std::memory_order_relaxed) != UAPLEX_Good)
+        return false;
+    r.state = TrackedRequest::State::Parked;
+    return true;
+}
+
 void RequestRegistry::unlinkLocked(TrackedRequest& r) noexcept {
     if (r.state == TrackedRequest::State::Idle) return;
     if (r.prev_)
@@ -93,8 +102,9 @@ std::uint32_t RequestRegistry::cancelMatching(Match match, uaplex_status status,
         if (match(*r)) {
             uaplex_status expected = UAPLEX_Good;
             r->cancelStatus.compare_exchange_strong(expected, status);
-            if (r->state == TrackedRequest::State::Queued && canceller.unlink &&
-                canceller.unlink(canceller.user, *r, status))
+            bool waiting = r->state == TrackedRequest::State::Queued ||
+                           r->state == TrackedRequest::State::Parked;
+            if (waiting && canceller.unlink && canceller.unlink(canceller.user, *r, status))
                 ++cancelled;
         }
         r = next;

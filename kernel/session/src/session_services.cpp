@@ -84,6 +84,44 @@ void encodeResponse(std::uint32_t requestHandle, uaplex_status status,
     if (!w.ok()) encodeFault(requestHandle, UAPLEX_BadEncodingError, utc, out);
 }
 
+// Operation-level diagnostics asked for (RequestHeader.returnDiagnostics bits 5-9, Part 4
+// 7.32): each diagnosticInfos array of the response gets one entry per result of the array
+// it belongs to ("results", or "<x>Results" for "<x>DiagnosticInfos"), empty where the
+// server has nothing to say. Part 4 7.8 allows empty entries, not a shorter list.
+static constexpr std::uint32_t kOperationDiagnostics = 0x3E0;
+
+void sizeDiagnostics(std::uint32_t returnDiagnostics, const enc::DataType& type, void* response,
+                     enc::Arena& arena) noexcept {
+    if (!(returnDiagnostics & kOperationDiagnostics)) return;
+    auto* base = static_cast<std::uint8_t*>(response);
+    for (const auto& f : type.fieldSpan()) {
+        if (f.kind != enc::FieldKind::DiagnosticInfo || !f.isArray) continue;
+        std::string_view name = f.name, prefix;
+        if (name == "diagnosticInfos")
+            prefix = "";
+        else if (name.ends_with("DiagnosticInfos"))
+            prefix = name.substr(0, name.size() - std::string_view("DiagnosticInfos").size());
+        else
+            continue;
+        for (const auto& r : type.fieldSpan()) {
+            if (!r.isArray) continue;
+            std::string_view rn = r.name;
+            bool match = prefix.empty() ? rn == "results"
+                                        : rn.size() == prefix.size() + 7 &&
+                                              rn.starts_with(prefix) && rn.ends_with("Results");
+            if (!match) continue;
+            const std::int32_t n =
+                reinterpret_cast<const ua::Array<std::uint8_t>*>(base + r.offset)->length;
+            auto& diag = *reinterpret_cast<ua::Array<ua::DiagnosticInfo>*>(base + f.offset);
+            if (n > 0 && diag.length <= 0) {
+                auto* d = arena.allocateArray<ua::DiagnosticInfo>(std::size_t(n));
+                if (d) diag = {n, d};  // zeroed: no fields present
+            }
+            break;
+        }
+    }
+}
+
 enc::DecodeLimits decodeLimitsOf(const config::ServerConfig& cfg) noexcept {
     const auto& l = cfg.server.limits;
     enc::DecodeLimits limits;

@@ -27,9 +27,37 @@ struct uaplex_extensionobject;
  * the request's arena and is released with the request; never freed by the plugin. */
 typedef struct uaplex_value_alloc {
     void* self;
-    /* NULL when the request's memory limit is reached. Same thread as the callback. */
+    /* NULL when the request's memory limit is reached. Same thread as the callback; for an
+     * asynchronous operation (since 1.8) any thread until its complete is called. */
     void* (*allocate)(void* self, size_t size, size_t alignment);
 } uaplex_value_alloc;
+
+/* The completion of an asynchronous operation (since 1.8): the kernel hands one to each
+ * `*_async` entry below (borrowed for the call: copy it by value). The entry returns
+ * GoodCompletesAsynchronously when it will finish later; it then fills the operation's
+ * results and calls complete(self, token, status) exactly once, from any thread, with the
+ * status the synchronous entry would have returned. Any other return finishes the operation
+ * at once (complete is not called). complete never blocks for long; it may encode and send
+ * the request's response on the calling thread when this was its last pending operation.
+ * The items, results, statuses and `alloc` of the operation stay valid until complete is
+ * called, also after the kernel answered the request otherwise (its TimeoutHint passed, it
+ * was cancelled, its session closed): the operation then still occupies its slot of
+ * [server.limits] max_async_operations until completed. A second complete, or one with a
+ * token that is not pending, returns BadInvalidState and changes nothing. Every pending
+ * operation must be completed before the node manager's stop returns. */
+typedef struct uaplex_completion {
+    uaplex_header hdr; /* UAPLEX_STYPE_COMPLETION */
+    uint32_t reserved0;
+    void* self;     /* the kernel's */
+    uint64_t token; /* names the operation: a slot and its generation */
+    /* Any thread, once per operation. */
+    uaplex_status (*complete)(void* self, uint64_t token, uaplex_status status);
+    /* Good while the kernel waits for the operation; once the request was answered otherwise,
+     * the status it was answered with (BadTimeout, BadRequestCancelledByRequest,
+     * BadSessionClosed, BadServerHalted): the operation may stop early, but must still
+     * complete. Any thread; must not block. */
+    uaplex_status (*status)(void* self, uint64_t token);
+} uaplex_completion;
 
 /* Reads a Variable's value for the kernel: fills *out (mask, value, status, source
  * timestamp); storage beyond *out comes from `alloc`. Worker threads; must not block long. */
@@ -47,6 +75,19 @@ typedef uaplex_status (*uaplex_method_fn)(void* user, const struct uaplex_nodeid
                                           const struct uaplex_variant* inputs,
                                           const uaplex_value_alloc* alloc, size_t* out_output_count,
                                           struct uaplex_variant** out_outputs);
+
+/* The asynchronous forms of the three callbacks above (since 1.8, uaplex_node_spec): the same
+ * arguments and a completion (see uaplex_completion); node_id, alloc, out, value and inputs
+ * stay valid until complete is called. Worker threads; must not block: the worker goes on
+ * with other requests while the operation is pending. */
+typedef uaplex_status (*uaplex_value_read_async_fn)(void* user, const struct uaplex_nodeid* node_id,
+                                                    const uaplex_value_alloc* alloc,
+                                                    struct uaplex_datavalue* out,
+                                                    const uaplex_completion* completion);
+typedef uaplex_status (*uaplex_value_write_async_fn)(void* user,
+                                                     const struct uaplex_nodeid* node_id,
+                                                     const struct uaplex_datavalue* value,
+                                                     const uaplex_completion* completion);
 
 /* Runs a Method bound with the host API method_bind (since 1.7), after the kernel checked the
  * inputs against the method's InputArguments property (count: BadArgumentsMissing,
@@ -128,6 +169,14 @@ typedef struct uaplex_node_spec {
     /* DataTypes: the DataTypeDefinition attribute, an ExtensionObject with a binary body
      * (StructureDefinition, encoding i=122, or EnumDefinition, i=123); NULL: none. */
     const struct uaplex_extensionobject* data_type_definition;
+
+    /* --- since 1.8: asynchronous callbacks ---
+     * Non-NULL: Value reads (writes) of the Variable call it instead of read (write), and the
+     * worker is not held while it is pending (uaplex_completion). Reads without a request to
+     * answer later (subscription sampling) call the synchronous `read`; a node with only
+     * read_async answers those BadNotSupported. */
+    uaplex_value_read_async_fn read_async;
+    uaplex_value_write_async_fn write_async;
 } uaplex_node_spec;
 
 #define UAPLEX_METHOD_NOT_EXECUTABLE 0x1u
@@ -247,6 +296,32 @@ typedef struct uaplex_node_manager_ops {
                           const struct uaplex_variant* inputs, const uaplex_value_alloc* alloc,
                           uaplex_status* input_results, size_t* out_output_count,
                           struct uaplex_variant** out_outputs);
+    /* --- since 1.8: asynchronous operations ---
+     * The entries above with a completion (uaplex_completion): the kernel calls an `_async`
+     * entry instead of its synchronous form when both exist and it has a request to answer
+     * later; the worker then serves other requests while the operation is pending. Items,
+     * results, statuses, alloc and the outputs stay valid until complete is called. Reads
+     * without a request (subscription sampling) use `read`: a manager with only read_async
+     * answers those BadNotSupported. Worker threads; must not block. NULL: the synchronous
+     * entry. */
+    uaplex_status (*read_async)(void* self, size_t count, const uaplex_read_item* items,
+                                struct uaplex_datavalue* const* results, uaplex_status* statuses,
+                                const uaplex_completion* completion);
+    uaplex_status (*write_async)(void* self, size_t count, const uaplex_write_item* items,
+                                 uaplex_status* statuses, const uaplex_completion* completion);
+    uaplex_status (*call_async)(void* self, const struct uaplex_nodeid* object_id,
+                                const struct uaplex_nodeid* method_id, size_t input_count,
+                                const struct uaplex_variant* inputs,
+                                const uaplex_value_alloc* alloc, uaplex_status* input_results,
+                                size_t* out_output_count, struct uaplex_variant** out_outputs,
+                                const uaplex_completion* completion);
+    /* call_async above is reserved: not called by the kernel yet (Call uses call). */
+    /* browse with a completion: `sink` may be called from any thread until complete, one
+     * call at a time. Reserved: not called by the kernel yet (Browse uses browse). */
+    uaplex_status (*browse_async)(void* self, const struct uaplex_nodeid* node_id,
+                                  uint32_t direction, const struct uaplex_nodeid* reference_type_id,
+                                  int32_t include_subtypes, uaplex_reference_sink sink,
+                                  void* sink_user, const uaplex_completion* completion);
 } uaplex_node_manager_ops;
 
 typedef struct uaplex_node_manager_factory {

@@ -157,6 +157,10 @@ TEST_CASE("[server] identity and limits: defaults, overrides, range checks") {
           std::string::npos);
     CHECK(error_of("[server.limits]\nmax_browse_continuation_points = 65536\n")
               .find("from 1 to 65535") != std::string::npos);
+    CHECK(error_of("[server.limits]\nmax_async_operations = 0\n").find("from 1 to 1000000") !=
+          std::string::npos);
+    CHECK(parseString("", "/etc/uaplex/test.toml", kPaths).server.limits.max_async_operations ==
+          1000);
     CHECK(error_of("[server.limits]\nmax_message_size = 16384\n")
               .find("must not exceed max_message_size") != std::string::npos);
     CHECK(error_of("[server]\nendpoints = []\n").find("at least one URL") != std::string::npos);

@@ -30,6 +30,7 @@ struct FakeServices final : ServiceHandler {
     void destroySessionState(void*) noexcept override { --states; }
     static uaplex_status read(void* self, enc::Arena& arena, void* state,
                               const session::AccessView*, const void* req,
+                              const session::RequestContext*, std::uint32_t,
                               const enc::DataType*& rtype, void*& resp) noexcept {
         ++static_cast<FakeServices*>(self)->calls;
         if (state == nullptr) return UAPLEX_BadInternalError;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "uaplex/cpp/completion.hpp"
 #include "uaplex/cpp/plugin.hpp"
 
 namespace uaplex::sdk {
@@ -318,6 +319,49 @@ class NodeManager : public Instance {
     uaplex_node_manager_params params_;
 };
 
+namespace detail {
+// The `_async` entries of a node manager that declares them (ABI 1.8), NULL otherwise, so that
+// one without them keeps the synchronous path:
+//   uaplex_status read_async(size_t, const uaplex_read_item*, uaplex_datavalue* const*,
+//                            uaplex_status*, Completion&);
+//   uaplex_status write_async(size_t, const uaplex_write_item*, uaplex_status*, Completion&);
+// Move the Completion away and return GoodCompletesAsynchronously, or return another status
+// to finish at once. Worker threads; must not block.
+template <typename T>
+constexpr auto read_async_entry() noexcept {
+    using Fn = decltype(uaplex_node_manager_ops::read_async);
+    if constexpr (requires(T & t, Completion & c) {
+                      t.read_async(size_t{}, (const uaplex_read_item*)nullptr,
+                                   (uaplex_datavalue* const*)nullptr, (uaplex_status*)nullptr, c);
+                  })
+        return Fn(+[](void* self, size_t n, const uaplex_read_item* items,
+                      uaplex_datavalue* const* results, uaplex_status* statuses,
+                      const uaplex_completion* c) noexcept -> uaplex_status {
+            return run_async(*c, [&](Completion& done) {
+                return static_cast<T*>(self)->read_async(n, items, results, statuses, done);
+            });
+        });
+    else
+        return Fn(nullptr);
+}
+template <typename T>
+constexpr auto write_async_entry() noexcept {
+    using Fn = decltype(uaplex_node_manager_ops::write_async);
+    if constexpr (requires(T & t, Completion & c) {
+                      t.write_async(size_t{}, (const uaplex_write_item*)nullptr,
+                                    (uaplex_status*)nullptr, c);
+                  })
+        return Fn(+[](void* self, size_t n, const uaplex_write_item* items, uaplex_status* statuses,
+                      const uaplex_completion* c) noexcept -> uaplex_status {
+            return run_async(*c, [&](Completion& done) {
+                return static_cast<T*>(self)->write_async(n, items, statuses, done);
+            });
+        });
+    else
+        return Fn(nullptr);
+}
+}  // namespace detail
+
 template <typename T>
 struct NodeManagerFactory {
     using B = NodeManager;
@@ -333,6 +377,10 @@ struct NodeManagerFactory {
         .browse = &detail::Call<&B::browse>::template fn<T>,
         .monitor = &detail::Call<&B::monitor>::template fn<T>,
         .call = &detail::Call<&B::call>::template fn<T>,
+        .read_async = detail::read_async_entry<T>(),
+        .write_async = detail::write_async_entry<T>(),
+        .call_async = nullptr,
+        .browse_async = nullptr,
     };
     static constexpr uaplex_node_manager_factory factory{
         .hdr = UAPLEX_HEADER_INIT(uaplex_node_manager_factory, UAPLEX_STYPE_NODE_MANAGER_FACTORY),

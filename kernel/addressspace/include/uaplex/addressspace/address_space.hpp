@@ -74,6 +74,10 @@ struct Callbacks {
     uaplex_value_write_fn write = nullptr;
     uaplex_method_fn call = nullptr;
     void* user = nullptr;
+    // Since 1.8: the Value's asynchronous forms (read and write go through them when set).
+    uaplex_value_read_async_fn readAsync = nullptr;
+    uaplex_value_write_async_fn writeAsync = nullptr;
+    bool readsValue() const noexcept { return read != nullptr || readAsync != nullptr; }
 };
 
 // A Method implementation a plugin bound (host API method_bind): by the method's NodeId, or for

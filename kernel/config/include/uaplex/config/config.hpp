@@ -62,6 +62,9 @@ struct ServerLimits {
     std::uint32_t min_session_timeout_ms = 10000;
     std::uint32_t max_session_timeout_ms = 3600000;
     std::uint32_t max_browse_continuation_points = 10;  // per session
+    // Node-manager operations pending at once (uaplex_completion): beyond it an asynchronous
+    // operation's items answer BadResourceUnavailable.
+    std::uint32_t max_async_operations = 1000;
     // Sessions before their first ActivateSession.
     std::uint32_t max_unactivated_sessions_per_channel = 8;
     std::uint32_t max_unactivated_sessions_per_peer = 32;  // peer: remote IP address

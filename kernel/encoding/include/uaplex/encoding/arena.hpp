@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 namespace uaplex::enc {
 
@@ -48,6 +49,20 @@ class Arena {
     void reset() noexcept;
     // reset(), and the blocks after the first go back to the heap (after a rare large use).
     void shrink() noexcept;
+    // Every block goes back to the heap; the arena stays usable (it takes a new block).
+    void release() noexcept;
+    // Exchanges everything with `other`: what either handed out stays valid, now held by the
+    // other (a request that outlives its worker takes the worker's arena this way).
+    void swap(Arena& other) noexcept {
+        std::swap(head_, other.head_);
+        std::swap(current_, other.current_);
+        std::swap(ptr_, other.ptr_);
+        std::swap(end_, other.end_);
+        std::swap(used_, other.used_);
+        std::swap(reserved_, other.reserved_);
+        std::swap(maxBytes_, other.maxBytes_);
+        std::swap(nextBlockSize_, other.nextBlockSize_);
+    }
 
     std::size_t used() const noexcept { return used_; }
     std::size_t maxBytes() const noexcept { return maxBytes_; }

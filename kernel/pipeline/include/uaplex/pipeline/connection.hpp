@@ -22,6 +22,7 @@
 
 #include <uaplex/securechannel/secure_channel.hpp>
 
+#include <uaplex/session/deferred_request.hpp>
 #include <uaplex/session/request_registry.hpp>
 #include <uaplex/session/response_route.hpp>
 #include <uaplex/session/session_manager.hpp>
@@ -119,6 +120,7 @@ class Connection final : public securechannel::ChunkOutput,
             r->registry = nullptr;
         }
         r->session.reset();
+        r->parked.reset();
         // A pooled body goes back now; the assembler rents the next message's storage. So
         // does a large heap body: a record kept for reuse must not pin a multi-chunk message.
         if (r->body.allocator() || r->body.capacity() > kKeptBodyBytes) r->body.release();
@@ -215,6 +217,52 @@ struct RouteSource {
     const std::shared_ptr<Connection>* connection;
     std::uint32_t requestId;
     static std::shared_ptr<session::ResponseRoute> make(void* user);
+};
+
+// A request an asynchronous node-manager operation answers after its worker moved on. It
+// stays in its registry (Cancel, TimeoutHint, session close reach it through abandon()) and
+// keeps its queue entry and admission owner until the first of answer() and abandon().
+class ParkedRequest final : public session::DeferredRequest {
+  public:
+    ParkedRequest(PendingRequest& r, std::shared_ptr<Connection> c, host::PluginInstance* queue,
+                  std::uint32_t returnDiagnostics) noexcept
+        : r_(&r),
+          c_(std::move(c)),
+          queue_(queue),
+          requestHandle_(r.entry.request_handle),
+          returnDiagnostics_(returnDiagnostics) {}
+    bool answer(uaplex_status status, const enc::DataType* responseType, void* response,
+                enc::Arena& arena) noexcept override;
+    uaplex_status status() const noexcept override {
+        return status_.load(std::memory_order_acquire);
+    }
+    // Cancel, the deadline sweep, session close (with the registry's lock held): answers a
+    // ServiceFault with `status` unless the answer came first; true when it did.
+    bool abandon(uaplex_status status) noexcept;
+
+  private:
+    // The first of answer() and abandon() takes the request; null for the second.
+    PendingRequest* take(uaplex_status status, std::shared_ptr<Connection>& c) noexcept;
+    // Sends `body` and releases the request (its queue entry and leases first).
+    void finish(PendingRequest& r, std::shared_ptr<Connection>& c, enc::ByteBuffer& body) noexcept;
+
+    std::mutex mutex_;  // a leaf: held only to take the request
+    PendingRequest* r_;
+    std::shared_ptr<Connection> c_;
+    host::PluginInstance* queue_;
+    const std::uint32_t requestHandle_;
+    const std::uint32_t returnDiagnostics_;
+    std::atomic<uaplex_status> status_{UAPLEX_Good};
+};
+
+// What a worker's request offers its service to park it (RequestContext::defer).
+struct DeferSource {
+    PendingRequest* request;
+    const std::shared_ptr<Connection>* connection;
+    host::PluginInstance* queue;
+    bool parked = false;  // the worker must not touch the request any more
+    static std::shared_ptr<session::DeferredRequest> make(void* user,
+                                                          std::uint32_t returnDiagnostics);
 };
 
 // The transport callbacks (I/O threads): the params' `user` is the TransportBinding, a

@@ -46,6 +46,9 @@ struct PendingRequest {
     uaplex_admission_owner* owner = nullptr;
     std::uint32_t admissionFlags = 0;
     bool bound = false;
+    // While an asynchronous operation answers it later (docs/pipeline.md, "Asynchronous
+    // operations"): reset when the request is released, after it left its registry.
+    std::shared_ptr<class ParkedRequest> parked;
 
     PendingRequest();
     ~PendingRequest();

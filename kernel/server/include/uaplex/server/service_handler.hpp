@@ -32,6 +32,7 @@ namespace uaplex::session {
 class AccessView;
 class AccessPolicy;
 struct ServerCounters;
+struct RequestContext;
 }  // namespace uaplex::session
 
 namespace uaplex::server {
@@ -50,9 +51,13 @@ using EventRaisedFn = void (*)(void* user, std::span<const std::uint64_t> notifi
 
 // One address-space service: Good with the response set (allocated in `arena`, its
 // ResponseHeader left for the caller), or a Bad status answered as a ServiceFault. `access` is
-// what the session may do (null: everything). Any worker thread; never throws.
+// what the session may do (null: everything). GoodCompletesAsynchronously: the service parked
+// the request through ctx.defer and took the arena's contents; it answers later. `ctx` may be
+// null (no deferral). Any worker thread; never throws.
 using NodeServiceFn = uaplex_status (*)(void* self, enc::Arena& arena, void* sessionState,
                                         const session::AccessView* access, const void* request,
+                                        const session::RequestContext* ctx,
+                                        std::uint32_t returnDiagnostics,
                                         const enc::DataType*& responseType,
                                         void*& response) noexcept;
 

@@ -28,9 +28,13 @@ struct EventView;
 namespace uaplex::session {
 class AccessView;
 class AccessPolicy;
+struct RequestContext;
 }  // namespace uaplex::session
 
 namespace uaplex::services {
+
+class AsyncRequest;
+class AsyncBatch;
 
 // What the services keep per session: browse continuation points, registered nodes. Created
 // when the session is created, destroyed when it closes (releasing its continuation points).
@@ -74,6 +78,10 @@ struct ServiceCall {
     void* response = nullptr;                     // out
     // What the session may do (Part 3 8.55 bits per node); null: everything.
     const session::AccessView* access = nullptr;
+    // The request's context: its `defer` parks the request for asynchronous node-manager
+    // operations (the service then returns GoodCompletesAsynchronously). Null: none.
+    const session::RequestContext* ctx = nullptr;
+    std::uint32_t returnDiagnostics = 0;
 };
 
 // Owns the address space (namespace 0, the Server object, the node-manager plugins' nodes)
@@ -123,6 +131,8 @@ class ServiceSet {
 
   private:
     struct Impl;
+    friend class AsyncRequest;  // asynchronous operations (async_operations.hpp)
+    friend class AsyncBatch;
     uaplex_status guarded(ServiceCall& call, uaplex_status (Impl::*service)(ServiceCall&)) noexcept;
     std::unique_ptr<Impl> impl_;
 };

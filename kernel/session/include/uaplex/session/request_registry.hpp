@@ -20,7 +20,9 @@
 namespace uaplex::session {
 
 struct TrackedRequest {
-    enum class State : std::uint8_t { Idle, Queued, Executing };
+    // Parked: its worker moved on and an asynchronous operation answers it later
+    // (DeferredRequest); Cancel, the deadline sweep and session close answer it at once.
+    enum class State : std::uint8_t { Idle, Queued, Executing, Parked };
 
     void* owner = nullptr;            // the request that embeds this, for the canceller
     std::uint32_t requestHandle = 0;  // RequestHeader.requestHandle
@@ -37,8 +39,9 @@ struct TrackedRequest {
     TrackedRequest* next_ = nullptr;
 };
 
-// Takes a queued request out of the request queue and completes it with `status`; true when
-// it did, false when a worker dequeued it first. Called with the registry's lock held; the
+// Takes a queued request out of the request queue (or a parked one out of its wait) and
+// completes it with `status`; true when it did, false when a worker dequeued it (or its
+// answer came) first. Called with the registry's lock held; the
 // completion it runs may call remove() on the same registry from the same thread.
 struct QueuedCanceller {
     bool (*unlink)(void* user, TrackedRequest& request, uaplex_status status) = nullptr;
@@ -78,6 +81,10 @@ class RequestRegistry {
     void add(TrackedRequest& r, std::uint32_t requestHandle, std::int64_t deadlineMs = 0) noexcept;
     // A worker dequeued `r`.
     void executing(TrackedRequest& r) noexcept;
+    // The executing `r` waits for an asynchronous answer: from now on Cancel, the deadline
+    // sweep and session close answer it through the canceller, as a queued one. False (and
+    // no change) when it was cancelled or expired already.
+    bool park(TrackedRequest& r) noexcept;
     // `r` is complete; idempotent. Must run before `r` can be reused.
     void remove(TrackedRequest& r) noexcept;
 

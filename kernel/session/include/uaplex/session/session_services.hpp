@@ -16,6 +16,7 @@
 #include <uaplex/securechannel/security_policy.hpp>
 #include <uaplex/security/pki.hpp>
 #include <uaplex/session/access_control.hpp>
+#include <uaplex/session/deferred_request.hpp>
 #include <uaplex/session/identity_verifier.hpp>
 #include <uaplex/session/login_guard.hpp>
 #include <uaplex/session/response_route.hpp>
@@ -49,6 +50,13 @@ struct RequestContext {
     // The admission owner the request is charged to (a uaplex_admission_owner*, borrowed for
     // the call): CreateSession charges its establishment lease to it.
     void* admissionOwner = nullptr;
+    // Parks the request for an answer later (asynchronous node-manager operations): it stays
+    // registered and keeps its leases while its worker moves on. Null where requests cannot
+    // wait (inline rows, tests): operations then run synchronously. The result is null when the
+    // request was cancelled or expired already. `returnDiagnostics` is the RequestHeader's.
+    std::shared_ptr<DeferredRequest> (*defer)(void* user,
+                                              std::uint32_t returnDiagnostics) = nullptr;
+    void* deferUser = nullptr;
 };
 
 // A ServiceFault with `status` for `requestHandle`, replacing what `out` held.
@@ -60,6 +68,11 @@ void encodeFault(std::uint32_t requestHandle, uaplex_status status, std::int64_t
 void encodeResponse(std::uint32_t requestHandle, uaplex_status status,
                     const enc::DataType* responseType, void* response, std::int64_t utc,
                     enc::ByteBuffer& out) noexcept;
+
+// Operation-level diagnostics asked for (RequestHeader.returnDiagnostics bits 5-9): each
+// diagnosticInfos array of `response` gets one (empty) entry per result.
+void sizeDiagnostics(std::uint32_t returnDiagnostics, const enc::DataType& type, void* response,
+                     enc::Arena& arena) noexcept;
 
 // The decode limits of [server.limits] (0 for a length is no limit).
 enc::DecodeLimits decodeLimitsOf(const config::ServerConfig& cfg) noexcept;

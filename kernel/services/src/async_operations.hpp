@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: Apache-2.0
+// Asynchronous node-manager operations (docs/pipeline.md "Asynchronous operations"): a Read or
+// Write whose items go to read_async/write_async entries parks its request, hands the
+// worker's arena to an AsyncRequest and returns; the last operation to complete, on whatever
+// thread, answers it.
+#pragma once
+
+#include <vector>
+
+#include <uaplex/session/deferred_request.hpp>
+#include <uaplex/session/session_services.hpp>
+
+#include "services_internal.hpp"
+
+namespace uaplex::services {
+
+// One operation: a call of an owned namespace's entry with the request's items for it, or of
+// a store node's callback for one item.
+struct AsyncPart {
+    enum class Kind : std::uint8_t { OwnerRead, StoreRead, OwnerWrite, StoreWrite };
+    Kind kind = Kind::OwnerRead;
+    const NamespaceOwner* owner = nullptr;
+    Node* node = nullptr;     // store parts
+    std::uint32_t first = 0;  // owner parts: items [first, first + count) of AsyncBatch::items
+    std::uint32_t count = 0;
+    std::uint32_t index = 0;  // store parts: the request's item
+    IndexRange range;         // store reads
+    std::int32_t timestamps = 0;
+    ua::DataValue value{};              // store writes: what is stored after the callback
+    uaplex_status* statuses = nullptr;  // owner parts: `count` entries (the plugin's)
+    const void* items = nullptr;        // owner parts: uaplex_read_item / uaplex_write_item
+    ua::DataValue** results = nullptr;  // owner reads: the results the plugin fills
+    uaplex_completion completion{};
+    bool issued = false;
+};
+
+// One owned-namespace item of the request: where its result goes and how it is finished.
+struct AsyncItem {
+    const NamespaceOwner* owner;
+    std::uint32_t index;  // in the request
+    std::uint32_t attributeId;
+    std::uint32_t perms;
+};
+
+// A request answered when its last operation completes. Pooled by the CompletionTable.
+class AsyncRequest {
+  public:
+    AsyncRequest(CompletionTable& table) : table_(table) {}
+
+    // The request's memory: the worker's arena, taken over when the operations start. After
+    // that every allocation goes through alloc (under the mutex).
+    enc::Arena arena{64u << 20, 64 * 1024};
+    std::mutex mutex;
+    std::shared_ptr<session::DeferredRequest> deferred;
+    ServiceSet::Impl* impl = nullptr;
+    const enc::DataType* responseType = nullptr;
+    void* response = nullptr;
+    ua::DataValue* readResults = nullptr;    // Read
+    ua::StatusCode* writeResults = nullptr;  // Write
+    std::vector<AsyncPart> parts;
+    std::vector<AsyncItem> items;
+    std::atomic<std::uint32_t> outstanding{0};
+    uaplex_value_alloc alloc{};
+
+    // Operation `part` completed with `status` (its slot already taken back).
+    void completed(std::uint32_t part, uaplex_status status) noexcept;
+    // One reference less; the last answers the request and recycles this record.
+    void release() noexcept;
+    void reset() noexcept;
+
+  private:
+    CompletionTable& table_;
+};
+
+// The asynchronous items of one request, gathered while its other items are served.
+class AsyncBatch {
+  public:
+    AsyncBatch(ServiceSet::Impl& impl, ServiceCall& call) noexcept;
+    ~AsyncBatch();
+    // False when the request cannot wait (no deferral, or no record left): items are then
+    // served synchronously.
+    bool enabled() const noexcept { return enabled_; }
+    bool empty() const noexcept {
+        return request_ == nullptr || (request_->parts.empty() && request_->items.empty());
+    }
+    // Items left to the batch; false (nothing recorded) when out of memory.
+    bool addOwnerRead(const NamespaceOwner& owner, std::uint32_t index, std::uint32_t attributeId,
+                      std::uint32_t perms) noexcept;
+    bool addStoreRead(Node& node, std::uint32_t index, const IndexRange& range,
+                      std::int32_t timestamps) noexcept;
+    bool addOwnerWrite(const NamespaceOwner& owner, std::uint32_t index) noexcept;
+    bool addStoreWrite(Node& node, std::uint32_t index, const ua::DataValue& value) noexcept;
+    // Parks the request and starts the operations: GoodCompletesAsynchronously. Read:
+    // `results` are the response's; `request` the decoded ReadRequest (WriteRequest).
+    uaplex_status startRead(ua::ReadResponse* response, ua::DataValue* results,
+                            const ua::ReadRequest& request, std::int32_t timestamps) noexcept;
+    uaplex_status startWrite(ua::WriteResponse* response, ua::StatusCode* results,
+                             const ua::WriteRequest& request) noexcept;
+
+  private:
+    AsyncRequest* record() noexcept;
+    // Parks the request; false when it was cancelled or expired already (its items then get
+    // `failed`).
+    bool park() noexcept;
+    // Takes the worker's arena, acquires a slot for each part and issues them; the request
+    // answers when the last completes.
+    uaplex_status run() noexcept;
+    void fail(uaplex_status status) noexcept;
+
+    ServiceSet::Impl& impl_;
+    ServiceCall& call_;
+    AsyncRequest* request_ = nullptr;
+    bool enabled_;
+    bool started_ = false;
+    std::int32_t timestamps_ = 0;
+};
+
+}  // namespace uaplex::services
