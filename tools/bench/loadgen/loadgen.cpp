@@ -334,6 +334,8 @@ Connection::Connection(Runner& runner, int index)
                                                kAttributeValue, nullString(), QualifiedName{}};
         readIds_[std::size_t(i)].dataEncoding.name = nullString();
     }
+    if (o.scenario == Scenario::Read && !o.readNode.empty())
+        readIds_[0].nodeId = stringNodeId(o.readNodeNs, o.readNode);
     read_.maxAge = 0;
     read_.timestampsToReturn = ts;
     read_.nodesToRead = Array<ReadValueId>{nodes, readIds_.data()};
@@ -803,7 +805,8 @@ void Connection::sendWork(std::uint64_t intendedNs) {
     const Options& o = run_.opt;
     switch (o.scenario) {
         case Scenario::Read:
-            readIds_[0].nodeId.identifier.numeric = 1001 + rng_.next() % 100;
+            if (o.readNode.empty())
+                readIds_[0].nodeId.identifier.numeric = 1001 + rng_.next() % 100;
             read_.requestHeader = header(nextHandle_++);
             sendMsg(read_, Kind::Work, intendedNs);
             break;

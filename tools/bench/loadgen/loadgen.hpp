@@ -24,6 +24,9 @@ struct Options {
     double hardTimeout = 0;           // 0: warmup + duration + connectTimeout + 15 s
     std::string timestamps = "both";  // TimestampsToReturn of Read: source, server, both, neither
     std::uint32_t browseNode = 1000;  // ns=1;i=<n>, or 85 in ns 0 with --browse-objects
+    // read: this node (ns=<readNodeNs>;s=<readNode>) instead of a random ns=1;i=1001..1100.
+    std::string readNode;
+    std::uint16_t readNodeNs = 0;
     bool browseObjects = false;
     int items = 100;            // subscribe: monitored items per subscription
     double samplingMs = 10;     // subscribe: sampling interval

@@ -35,6 +35,7 @@ const char* kUsage =
     "                       (default both)\n"
     "  --browse-node N      browse ns=1;i=N (default 1000, the Benchmark folder)\n"
     "  --browse-objects     browse the Objects folder (i=85) instead\n"
+    "  --read-node NS:ID    read: the String NodeId ns=NS;s=ID instead of random nodes\n"
     "  --items N            subscribe: monitored items per session (default 100)\n"
     "  --sampling-ms X      subscribe: sampling interval (default 10)\n"
     "  --publishing-ms X    subscribe: publishing interval (default 100)\n"
@@ -128,7 +129,16 @@ Options parse(int argc, char** argv) {
             o.browseNode = std::uint32_t(number("--browse-node", value(), 1, 4e9));
         else if (a == "--browse-objects")
             o.browseObjects = true;
-        else if (a == "--items")
+        else if (a == "--read-node") {
+            // NS:ID, a String NodeId (e.g. 2:Delayed)
+            std::string v = value();
+            auto colon = v.find(':');
+            if (colon == std::string::npos || colon == 0 || colon + 1 == v.size())
+                usage("bad --read-node " + v);
+            o.readNodeNs =
+                std::uint16_t(number("--read-node", v.substr(0, colon).c_str(), 0, 65535));
+            o.readNode = v.substr(colon + 1);
+        } else if (a == "--items")
             o.items = int(number("--items", value(), 1, 2000000));
         else if (a == "--change-nodes")
             o.changeNodes = int(number("--change-nodes", value(), 1, 100));
