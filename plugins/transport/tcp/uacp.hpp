@@ -181,7 +181,8 @@ inline std::size_t writeError(std::uint8_t* out, uaplex_status status,
     writeU32(out + 4, size);
     writeU32(out + 8, status);
     writeU32(out + 12, std::uint32_t(reason.size()));
-    std::memcpy(out + 16, reason.data(), reason.size());
+    // An empty reason may have no data at all: memcpy's source must not be NULL even for 0.
+    if (!reason.empty()) std::memcpy(out + 16, reason.data(), reason.size());
     return size;
 }
 
@@ -197,10 +198,10 @@ inline std::size_t writeReverseHello(std::uint8_t* out, std::string_view serverU
     writeU32(out + 4, std::uint32_t(size));
     std::uint8_t* p = out + 8;
     writeU32(p, std::uint32_t(serverUri.size()));
-    std::memcpy(p + 4, serverUri.data(), serverUri.size());
+    if (!serverUri.empty()) std::memcpy(p + 4, serverUri.data(), serverUri.size());
     p += 4 + serverUri.size();
     writeU32(p, std::uint32_t(endpointUrl.size()));
-    std::memcpy(p + 4, endpointUrl.data(), endpointUrl.size());
+    if (!endpointUrl.empty()) std::memcpy(p + 4, endpointUrl.data(), endpointUrl.size());
     return size;
 }
 
