@@ -93,7 +93,8 @@ std::string derToPem(const std::vector<std::uint8_t>& der) {
 fs::path findByThumbprint(const fs::path& dir, const std::string& thumbprint) {
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(dir, ec)) {
-        if (!e.is_regular_file(ec)) continue;
+        // a killed command's temporary copy is not the certificate the list holds
+        if (!e.is_regular_file(ec) || isReplacementTemporary(e.path())) continue;
         auto c = readCertificate(e.path());
         if (c && c->thumbprintHex() == thumbprint) return e.path();
     }
@@ -112,8 +113,10 @@ int move(Pki& pki, const std::string& what, const char* from, const char* to) {
                          kPublicFileMode, err))
             return error(err);
         // A certificate trusted is no longer rejected, and the other way round.
-        if (auto old = findByThumbprint(pki.root() / from, c->thumbprintHex()); !old.empty())
+        if (auto old = findByThumbprint(pki.root() / from, c->thumbprintHex()); !old.empty()) {
             fs::remove(old, ec);
+            syncDirectory(old.parent_path());
+        }
         std::printf("%s -> %s\n", c->thumbprintHex().c_str(), (target / "").string().c_str());
         return 0;
     }
@@ -124,6 +127,8 @@ int move(Pki& pki, const std::string& what, const char* from, const char* to) {
         return error("no certificate " + what + " in " + (pki.root() / from).string());
     fs::rename(found, target / found.filename(), ec);
     if (ec) return error("cannot move " + found.string() + ": " + ec.message());
+    syncDirectory(target);  // the move is one rename: both directories record it
+    syncDirectory(found.parent_path());
     std::printf("%s -> %s\n", thumb.c_str(), (target / found.filename()).string().c_str());
     return 0;
 }
@@ -227,6 +232,7 @@ int runPkiTool(int argc, char** argv, const fs::path& exeDir) {
                 std::printf("%s:\n", dir);
                 std::error_code ec;
                 for (const auto& e : fs::directory_iterator(pki.root() / dir, ec)) {
+                    if (isReplacementTemporary(e.path())) continue;
                     auto c = readCertificate(e.path());
                     if (!c) continue;
                     std::printf("  %s  %s  until %s  %s  (%s)\n", c->thumbprintHex().c_str(),

@@ -133,7 +133,8 @@ class Pki::TrustList {
         std::error_code ec;
         auto each = [&](const fs::path& dir, auto fn) {
             for (const auto& e : fs::directory_iterator(dir, ec))
-                if (e.is_regular_file(ec)) fn(e.path());
+                // not a `pki trust` that was killed before its rename: it promised nothing
+                if (e.is_regular_file(ec) && !isReplacementTemporary(e.path())) fn(e.path());
         };
         each(dirs_[0], [&](const fs::path& p) {
             if (auto c = readCertificate(p)) X509_STORE_add_cert(lists->store.get(), c->x509.get());
@@ -427,11 +428,12 @@ bool Pki::reject(const Certificate& certificate) {
         }
     }
     if (count + 1 > limits.maxCertificates || bytes + size > limits.maxBytes) return false;
-    // O_EXCL | O_NOFOLLOW: never through a link, never over a file that appeared meanwhile.
-    int fd = ::open(target.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                    kPublicFileMode);
-    if (fd < 0) return false;
-    const bool written = writeAll(fd, certificate.der.data(), certificate.der.size());
+    // A temporary file (O_EXCL | O_NOFOLLOW, never through a link) renamed over the name: a
+    // process killed meanwhile leaves no truncated certificate that would block the record.
+    ReplacementFile file;
+    if (!file.create(target, kPublicFileMode) ||
+        !file.write(certificate.der.data(), certificate.der.size()))
+        return false;
     // Eviction goes by modification time: two records within one clock tick get distinct,
     // increasing times so the order stays first in, first out.
     struct timespec now {};
@@ -440,13 +442,8 @@ bool Pki::reject(const Certificate& certificate) {
     if (ns <= lastRecordNs_) ns = lastRecordNs_ + 1000;
     lastRecordNs_ = ns;
     struct timespec times[2] = {{0, UTIME_OMIT}, {time_t(ns / 1000000000), long(ns % 1000000000)}};
-    ::futimens(fd, times);
-    ::close(fd);
-    if (!written) {
-        fs::remove(target, ec);
-        return false;
-    }
-    return true;
+    ::futimens(file.fd(), times);
+    return file.commit();
 }
 
 namespace {

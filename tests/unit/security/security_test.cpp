@@ -487,6 +487,18 @@ TEST_CASE("PKI: trust lists, rejected copies, validity, URI") {
     CHECK(pki.validate(client, "urn:test:client") == UAPLEX_Good);
     CHECK(pki.validate(client, "urn:test:other") == UAPLEX_BadCertificateUriInvalid);
 
+    // A complete copy that `uaplex pki trust` wrote but was killed before renaming is not
+    // trusted: only the rename commits the trust.
+    Identity pending = makeIdentity("urn:test:pending", 2048, 30);
+    fs::path temp =
+        root / "trusted/certs" / (pending.cert->thumbprintHex() + ".der.0011223344556677.tmp");
+    std::ofstream(temp, std::ios::binary)
+        .write(reinterpret_cast<const char*>(pending.cert->der.data()),
+               std::streamsize(pending.cert->der.size()));
+    CHECK(pki.validate(*pending.cert) == UAPLEX_BadCertificateUntrusted);
+    fs::rename(temp, root / "trusted/certs" / (pending.cert->thumbprintHex() + ".der"));
+    CHECK(pki.validate(*pending.cert) == UAPLEX_Good);
+
     Identity expired = makeIdentity("urn:test:expired", 2048, -1);
     std::ofstream(root / "trusted/certs/expired.der", std::ios::binary)
         .write(reinterpret_cast<const char*>(expired.cert->der.data()),

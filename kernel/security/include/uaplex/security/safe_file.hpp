@@ -107,6 +107,22 @@ inline ReadStatus readWholeFile(const std::filesystem::path& path, const ReadOpt
     return ReadStatus::Ok;
 }
 
+// A ReplacementFile's temporary name (`<target>.<random>.tmp`): a process killed before
+// commit() leaves one behind, complete or not, which readers of a directory must skip.
+inline bool isReplacementTemporary(const std::filesystem::path& p) {
+    return p.extension() == ".tmp";
+}
+
+// fsync of a directory, so that a rename or an unlink in it survives a power loss too.
+inline void syncDirectory(std::filesystem::path dir) {
+    if (dir.empty()) dir = ".";
+    int d = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (d >= 0) {
+        (void)::fsync(d);
+        ::close(d);
+    }
+}
+
 // One replacement of `target`: create(), write(), commit(). Until commit() succeeds, the
 // destructor removes the temporary file and the target is untouched.
 class ReplacementFile {
@@ -156,13 +172,7 @@ class ReplacementFile {
         if (::rename(temp_.c_str(), target_.c_str()) != 0)
             return fail("cannot replace " + target_.string());
         temp_.clear();
-        std::filesystem::path dir = target_.parent_path();
-        if (dir.empty()) dir = ".";
-        int d = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (d >= 0) {
-            (void)::fsync(d);
-            ::close(d);
-        }
+        syncDirectory(target_.parent_path());
         return true;
     }
 
