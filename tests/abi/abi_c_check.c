@@ -66,8 +66,8 @@ int main(void) {
     if (UAPLEX_HAS_FIELD(&d, uaplex_plugin_descriptor, node_manager)) ++failures;
     if (UAPLEX_ABI_MAJOR_OF(UAPLEX_ABI_VERSION) != UAPLEX_ABI_VERSION_MAJOR) ++failures;
     if (UAPLEX_ABI_MINOR_OF(UAPLEX_ABI_VERSION) != UAPLEX_ABI_VERSION_MINOR) ++failures;
-    if (UAPLEX_ABI_VERSION_MINOR != 8u)
-        ++failures; /* the asynchronous node-manager entries arrived in 1.8 */
+    if (UAPLEX_ABI_VERSION_MINOR != 9u)
+        ++failures; /* 1.9: the kernel calls monitor and passes value_changed (1.8: async) */
     {
         /* A node manager built for 1.7 has a shorter table: read_async is not there. */
         uaplex_node_manager_ops o;

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <limits>
+#include <shared_mutex>
 
 #include <uaplex/config/config.hpp>
 #include <uaplex/session/access_control.hpp>
@@ -49,11 +50,67 @@ std::int64_t SubscriptionService::SteadyClock::utcNow() const {
     return ua::utcNow();
 }
 
+class SubscriptionService::Gate final : public subscription::SampleSink,
+                                        public subscription::SourceListener {
+  public:
+    explicit Gate(SubscriptionService* s) : service_(s) {}
+    void sampled(subscription::SampleBatch& b) noexcept override {
+        std::shared_lock lock(mutex_);
+        if (service_) service_->sampled(b);
+    }
+    void reportsChangesMoved(std::uint64_t handle) noexcept override {
+        std::shared_lock lock(mutex_);
+        if (service_) service_->reportsChangesMoved(handle);
+    }
+    void detach() noexcept {
+        std::unique_lock lock(mutex_);  // waits for the completions under way
+        service_ = nullptr;
+    }
+
+  private:
+    std::shared_mutex mutex_;
+    SubscriptionService* service_;
+};
+
 SubscriptionService::SubscriptionService(const config::ServerConfig& cfg,
                                          subscription::NodeValueSource& source)
     : resolutionMs_(subscriptionLimitsOf(cfg).publishingResolution),
+      source_(source),
+      gate_(std::make_shared<Gate>(this)),
       manager_(clock_, subscriptionLimitsOf(cfg), source, *this) {
     manager_.context().mayReceiveEvent = session::receivesEventsFrom;
+    manager_.setSampleSink(gate_);
+    source_.setListener(gate_);
+}
+
+void SubscriptionService::dispatch(Batches& batches) noexcept {
+    for (auto& b : batches) b->sampler()->sample(std::move(b));
+    batches.clear();
+}
+
+void SubscriptionService::sampled(subscription::SampleBatch& batch) noexcept {
+    std::vector<Done> done;
+    thread_local Batches next;
+    {
+        std::lock_guard lock(mutex_);
+        manager_.applyBatch(batch);
+        // Items that asked for a sample while it was out go now.
+        manager_.takeBatches(next);
+        done.swap(done_);
+    }
+    dispatch(next);
+    flush(done);
+}
+
+void SubscriptionService::reportsChangesMoved(std::uint64_t handle) noexcept {
+    thread_local Batches next;
+    try {
+        std::lock_guard lock(mutex_);
+        manager_.reportsChangesMoved(handle);
+        manager_.takeBatches(next);
+    } catch (...) {
+    }
+    dispatch(next);
 }
 
 void SubscriptionService::setAccess(std::uint64_t session,
@@ -64,6 +121,7 @@ void SubscriptionService::setAccess(std::uint64_t session,
 
 SubscriptionService::~SubscriptionService() {
     stop();
+    gate_->detach();  // the source (it may be gone already) keeps a detached gate
 }
 
 uaplex_status SubscriptionService::run(std::uint64_t session, std::string_view identity,
@@ -72,6 +130,7 @@ uaplex_status SubscriptionService::run(std::uint64_t session, std::string_view i
                                        enc::Arena& arena) noexcept {
     uaplex_status st = UAPLEX_BadServiceUnsupported;
     std::vector<Done> done;
+    thread_local Batches batches;
     bool trim = false;
     try {
         if (claimsIdentity) {
@@ -82,15 +141,18 @@ uaplex_status SubscriptionService::run(std::uint64_t session, std::string_view i
             std::lock_guard lock(mutex_);
             st = op(manager_, session, access, request, response, arena);
         }
-        // Deleting or transferring subscriptions may answer queued Publish requests.
+        // Deleting or transferring subscriptions may answer queued Publish requests; items
+        // created or re-enabled on a plugin's node wait for a sample batch.
         {
             std::lock_guard lock(mutex_);
             done.swap(done_);
             trim = manager_.takeTrimDue();
+            manager_.takeBatches(batches);
         }
     } catch (...) {
         st = UAPLEX_BadOutOfMemory;
     }
+    dispatch(batches);
     flush(done);
     if (trim) trimHeap();  // before the response: the client sees the memory back
     return st;
@@ -100,12 +162,32 @@ uaplex_status SubscriptionService::createMonitoredItems(
     std::uint64_t session, std::string_view identity,
     const ua::CreateMonitoredItemsRequest& request, enc::Arena& arena,
     const enc::DataType*& responseType, void*& response) noexcept {
+    // A plugin's nodes are resolved and read for their first sample here, on the request's
+    // worker and before the engine's lock: a slow read delays this request only.
+    struct Prepared {
+        const ua::CreateMonitoredItemsRequest* request;
+        std::span<const subscription::PreparedItem> items;
+    };
+    Prepared prepared{&request, {}};
+    const std::size_t n = request.itemsToCreate.size();
+    if (n > 0 && (manager_.context().limits.maxMonitoredItemsPerCall == 0 ||
+                  n <= manager_.context().limits.maxMonitoredItemsPerCall)) {
+        auto* items = arena.allocateArray<subscription::PreparedItem>(n);
+        if (!items) return UAPLEX_BadOutOfMemory;
+        bool any = false;
+        for (std::size_t i = 0; i < n; ++i) {
+            items[i] = subscription::PreparedItem{};
+            any |= source_.prepare(request.itemsToCreate[i].itemToMonitor, arena, items[i]);
+        }
+        if (any) prepared.items = {items, n};
+    }
     auto op = [](subscription::SubscriptionManager& m, std::uint64_t s, const void*,
                  const void* req, void* resp, enc::Arena& a) {
-        return m.createMonitoredItems(s, *static_cast<const ua::CreateMonitoredItemsRequest*>(req),
-                                      *static_cast<ua::CreateMonitoredItemsResponse*>(resp), a);
+        const auto& p = *static_cast<const Prepared*>(req);
+        return m.createMonitoredItems(
+            s, *p.request, *static_cast<ua::CreateMonitoredItemsResponse*>(resp), a, p.items);
     };
-    return call<ua::CreateMonitoredItemsResponse>(session, identity, false, nullptr, op, &request,
+    return call<ua::CreateMonitoredItemsResponse>(session, identity, false, nullptr, op, &prepared,
                                                   arena, responseType, response);
 }
 
@@ -182,13 +264,20 @@ void SubscriptionService::stop() noexcept {
 
 void SubscriptionService::timerTick(bool full) noexcept {
     std::vector<Done> done;
+    thread_local Batches batches;
     bool trim = false;  // expired subscriptions
     {
         std::lock_guard lock(mutex_);
         manager_.timerTick(full);
         done.swap(done_);
         trim = manager_.takeTrimDue();
+        // The due items of plugin-served nodes, one batch per node manager: read off the lock.
+        try {
+            manager_.takeBatches(batches);
+        } catch (...) {
+        }
     }
+    dispatch(batches);
     flush(done);
     if (trim) trimHeap();
 }

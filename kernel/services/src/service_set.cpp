@@ -42,9 +42,17 @@ ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
         uaplex_node_manager_params params{};
         params.hdr =
             UAPLEX_HEADER_INIT(uaplex_node_manager_params, UAPLEX_STYPE_NODE_MANAGER_PARAMS);
-        const auto& managers = host.createNodeManagers(params);
-        for (const auto& inst : managers) {
+        params.value_changed = &Impl::valueChangedSink;
+        params.user = this;
+        const auto& instances = host.createNodeManagers(params);
+        for (const auto& inst : instances) {
             const auto* ops = inst->ops<uaplex_node_manager_ops>();
+            const auto& d = inst->library().descriptor();
+            // Plugins built before 1.9 read "not called yet" and may stub monitor with Good.
+            bool monitors = ops->monitor != nullptr &&
+                            (d.abi_major > 1 || (d.abi_major == 1 && d.abi_minor >= 9));
+            managers.push_back(
+                ManagerRef{inst->context(), ops, inst->self(), monitors, inst->name()});
             size_t count = 0;
             if (ops->namespace_count == nullptr || ops->namespace_uri == nullptr ||
                 ops->namespace_count(inst->self(), &count) != UAPLEX_Good)
@@ -55,7 +63,7 @@ ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
                     throw std::runtime_error("node manager '" + inst->name() +
                                              "': namespace_uri failed");
                 std::uint16_t index = space.registerNamespace(std::string_view(uri.data, uri.len));
-                NamespaceOwner o{index, ops, inst->self()};
+                NamespaceOwner o{index, ops, inst->self(), inst->context()};
                 o.readAsync = UAPLEX_FIELD_OR(ops, uaplex_node_manager_ops, read_async, nullptr);
                 o.writeAsync = UAPLEX_FIELD_OR(ops, uaplex_node_manager_ops, write_async, nullptr);
                 owners.push_back(o);
@@ -71,6 +79,7 @@ ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
 }
 
 ServiceSet::Impl::~Impl() {
+    values.reset();  // its sampling threads call the node managers: joined first
     host.destroyNodeManagers();
     host.services().address_space.store(nullptr, std::memory_order_release);
 }
@@ -107,12 +116,16 @@ uaplex_status ServiceSet::Impl::namespaceRegister(uaplex_plugin_ctx*, uaplex_str
     return UAPLEX_Good;
 }
 
-uaplex_status ServiceSet::Impl::nodeAdd(uaplex_plugin_ctx*, const uaplex_node_spec* spec) noexcept {
+uaplex_status ServiceSet::Impl::nodeAdd(uaplex_plugin_ctx* ctx,
+                                        const uaplex_node_spec* spec) noexcept {
     // The 1.1 layout is the smallest accepted; later fields are read only when present.
     if (!UAPLEX_HAS_FIELD(spec, uaplex_node_spec, reserved1)) return UAPLEX_BadInvalidArgument;
     std::lock_guard lock(buildMutex());
     try {
-        return space.addNode(*spec);
+        Node* node = nullptr;
+        uaplex_status st = space.addNode(*spec, &node);
+        if (st == UAPLEX_Good && node) node->callbacks.owner = ctx;
+        return st;
     } catch (...) {
         return UAPLEX_BadOutOfMemory;
     }

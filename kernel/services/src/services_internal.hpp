@@ -121,6 +121,7 @@ struct NamespaceOwner {
     std::uint16_t namespaceIndex;
     const uaplex_node_manager_ops* ops;
     void* self;
+    const void* ctx;  // its plugin instance
     // Since 1.8 (NULL when the plugin's table is older or has none).
     decltype(uaplex_node_manager_ops::read_async) readAsync = nullptr;
     decltype(uaplex_node_manager_ops::write_async) writeAsync = nullptr;
@@ -171,6 +172,15 @@ class CompletionTable {
     std::mutex growMutex_;  // only when a new request record is made
     std::vector<std::unique_ptr<AsyncRequest>> requests_;
     std::size_t maxRequests_;
+};
+
+// A node manager instance: what its sampling thread calls.
+struct ManagerRef {
+    const void* ctx;
+    const uaplex_node_manager_ops* ops;
+    void* self;
+    bool monitors;  // ops->monitor is called (built against ABI 1.9 or later)
+    std::string name;
 };
 
 struct ServiceSet::Impl final : host::AddressSpaceHooks {
@@ -268,6 +278,20 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
     std::vector<NamespaceOwner> owners;
     // Asynchronous operations (async_operations.cpp).
     CompletionTable completions;
+    std::vector<ManagerRef> managers;
+    const ManagerRef* managerOf(const void* ctx) const noexcept {
+        for (const ManagerRef& m : managers)
+            if (m.ctx == ctx) return &m;
+        return nullptr;
+    }
+    // params->value_changed of every node manager: a pushed change of a watched node.
+    static uaplex_status valueChangedSink(void* user, const uaplex_nodeid* node,
+                                          std::uint32_t attributeId,
+                                          const uaplex_datavalue* value) noexcept;
+    // Hands a handle's change to the engine (the stored values' path).
+    void changedHandle(std::uint64_t handle, const ua::DataValue& v) noexcept {
+        if (auto fn = valueChanged.load(std::memory_order_acquire)) fn(valueChangedUser, handle, v);
+    }
     // The [access] rules (RolePermissions attributes); set by the server, cleared before it
     // goes.
     std::atomic<const session::AccessPolicy*> accessPolicy{nullptr};

@@ -3,9 +3,13 @@
 // (its ValueSlot) reports its changes: its handle is the Node, and Write and value_set tell
 // the engine. Everything else (namespace-0 values, plugin read callbacks, other attributes,
 // IndexRange) is polled: its handle names an entry that keeps a copy of the ReadValueId.
+// Entries of plugin-served nodes (a read callback, an owned namespace) are read off the
+// engine's lock by their node manager's sampling thread, which also calls its monitor op.
+#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <string>
+#include <thread>
 #include <unordered_map>
 
 #include "services_internal.hpp"
@@ -17,8 +21,21 @@ constexpr std::int32_t kTimestampsBoth = 2;
 }  // namespace
 
 class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource {
+    class ManagerSampler;
+    struct Polled {
+        ua::NodeId id{};
+        std::uint32_t attributeId = 0;
+        std::string text;                   // a String or ByteString identifier's bytes
+        std::string range;                  // IndexRange
+        ManagerSampler* sampler = nullptr;  // plugin-served: read by its node manager's thread
+        bool owned = false;                 // in an owned namespace (not in the store)
+        bool monitorable = false;           // the node manager's monitor op may be called
+        bool pushed = false;                // monitor answered Good: changes come pushed
+    };
+
   public:
     explicit ValueSource(ServiceSet::Impl& impl) : impl_(impl) {}
+    ~ValueSource() override;
 
     uaplex_status resolve(const ua::ReadValueId& id, std::uint64_t* handle) override {
         NodeRef n = impl_.space.find(id.nodeId);
@@ -29,6 +46,12 @@ class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource
         if (n.dyn && n.dyn->nodeClass == addressspace::kVariable && id.attributeId == kAttrValue &&
             !n.dyn->callbacks.readsValue() && id.indexRange.length <= 0) {
             *handle = reinterpret_cast<std::uintptr_t>(n.dyn);  // aligned: low bit clear
+            return UAPLEX_Good;
+        }
+        // A plugin's node is not probed here (under the engine's lock): prepare() does it
+        // before; without it the samples carry what the read finds.
+        if (const void* ctx = servedBy(id, n); ctx && id.attributeId != kAttrEventNotifier) {
+            *handle = entryFor(id, ctx, n);
             return UAPLEX_Good;
         }
         // Probe once otherwise: the same checks (and status codes) as a Read. The arena is
@@ -54,33 +77,42 @@ class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource
             *handle = impl_.notifierKey(n);
             return UAPLEX_Good;
         }
-        std::lock_guard lock(mutex_);
-        Polled p;
-        p.attributeId = id.attributeId;
-        p.id = id.nodeId;
-        if (id.nodeId.identifier_type == UAPLEX_ID_STRING ||
-            id.nodeId.identifier_type == UAPLEX_ID_BYTESTRING) {
-            const auto& b = id.nodeId.identifier.string;  // same layout as the ByteString
-            p.text.assign(reinterpret_cast<const char*>(b.data), b.length > 0 ? b.length : 0);
-        }
-        if (id.indexRange.length > 0)
-            p.range.assign(reinterpret_cast<const char*>(id.indexRange.data), id.indexRange.length);
-        std::string key = keyOf(p);
-        auto found = index_.find(key);
-        if (found != index_.end()) {
-            *handle = found->second;
-            return UAPLEX_Good;
-        }
-        polled_.push_back(std::move(p));
-        Polled& kept = polled_.back();
-        if (!kept.text.empty()) {  // point the copy at its own text (deque entries stay put)
-            kept.id.identifier.string.data =
-                reinterpret_cast<decltype(kept.id.identifier.string.data)>(kept.text.data());
-        }
-        *handle = (std::uint64_t(polled_.size() - 1) << 1) | 1;
-        index_.emplace(std::move(key), *handle);
+        *handle = entryFor(id, nullptr, n);
         return UAPLEX_Good;
     }
+
+    // Off the engine's lock, on the CreateMonitoredItems worker: the probe Read of a plugin's
+    // node is its first sample.
+    bool prepare(const ua::ReadValueId& id, enc::Arena& arena,
+                 subscription::PreparedItem& out) override {
+        if (id.attributeId == kAttrEventNotifier) return false;
+        NodeRef n = impl_.space.find(id.nodeId);
+        const void* ctx = servedBy(id, n);
+        if (!ctx) return false;
+        ua::DataValue dv{};
+        impl_.readAttribute(arena, id.nodeId, id.attributeId, id.indexRange, kTimestampsBoth, dv);
+        out.valid = true;
+        if ((dv.mask & UAPLEX_DATAVALUE_STATUS) &&
+            (dv.status == UAPLEX_BadNodeIdUnknown || dv.status == UAPLEX_BadAttributeIdInvalid ||
+             dv.status == UAPLEX_BadIndexRangeInvalid)) {
+            out.status = dv.status;
+            return true;
+        }
+        out.status = UAPLEX_Good;
+        out.handle = entryFor(id, ctx, n);
+        out.first = dv;
+        return true;
+    }
+
+    subscription::Sampler* samplerOf(std::uint64_t handle) override;
+    void watch(std::uint64_t handle, bool enabled) override;
+    void setListener(std::shared_ptr<subscription::SourceListener> l) override {
+        std::lock_guard lock(listenerMutex_);
+        listener_ = std::move(l);
+    }
+    // params->value_changed: the change of a node whose items the node manager pushes.
+    uaplex_status pushed(const uaplex_nodeid& node, std::uint32_t attributeId,
+                         const ua::DataValue& value) noexcept;
 
     uaplex_status read(std::uint64_t handle, enc::Arena& arena, ua::DataValue& out) override {
         if (!(handle & 1)) {
@@ -97,16 +129,17 @@ class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource
             const Polled& p = polled_.at(handle >> 1);
             id = p.id;
             attributeId = p.attributeId;
-            if (!p.range.empty())
-                range = ua::String{
-                    std::int32_t(p.range.size()),
-                    reinterpret_cast<decltype(range.data)>(const_cast<char*>(p.range.data()))};
+            range = rangeOf(p);
         }
         impl_.readAttribute(arena, id, attributeId, range, kTimestampsBoth, out);
         return UAPLEX_Good;
     }
 
-    bool reportsChanges(std::uint64_t handle) override { return !(handle & 1); }
+    bool reportsChanges(std::uint64_t handle) override {
+        if (!(handle & 1)) return true;
+        std::lock_guard lock(mutex_);
+        return polled_.at(handle >> 1).pushed;
+    }
     const subscription::EventTypeModel* eventTypes() override { return &model_; }
 
     // The EURange property (Part 8 5.3.2) of the node behind `handle`: a Range, decoded or
@@ -153,12 +186,34 @@ class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource
     }
 
   private:
-    struct Polled {
-        ua::NodeId id{};
-        std::uint32_t attributeId = 0;
-        std::string text;   // a String or ByteString identifier's bytes
-        std::string range;  // IndexRange
-    };
+    static ua::String rangeOf(const Polled& p) {
+        if (p.range.empty()) return ua::nullString();
+        return ua::String{
+            std::int32_t(p.range.size()),
+            reinterpret_cast<decltype(ua::String::data)>(const_cast<char*>(p.range.data()))};
+    }
+    // The plugin instance that serves `id` (its read callback, its owned namespace); null for
+    // the kernel's own values.
+    const void* servedBy(const ua::ReadValueId& id, const NodeRef& n) const noexcept {
+        if (n.dyn) {
+            return n.dyn->nodeClass == addressspace::kVariable && id.attributeId == kAttrValue &&
+                           n.dyn->callbacks.readsValue()
+                       ? n.dyn->callbacks.owner
+                       : nullptr;
+        }
+        if (n) return nullptr;
+        const NamespaceOwner* o = impl_.ownerOf(id.nodeId.namespace_index);
+        return o && o->ops->read ? o->ctx : nullptr;
+    }
+    // The polled entry of `id` (made once per node attribute and range).
+    std::uint64_t entryFor(const ua::ReadValueId& id, const void* ctx, const NodeRef& n);
+    const Polled* entry(std::uint64_t handle) {
+        std::lock_guard lock(mutex_);
+        return (handle & 1) && (handle >> 1) < polled_.size() ? &polled_[handle >> 1] : nullptr;
+    }
+    void setPushed(std::uint64_t handle, bool pushed) noexcept;
+    void readBatch(ManagerSampler& s, subscription::SampleBatch& b) noexcept;
+
     static std::string keyOf(const Polled& p) {
         std::string k;
         k.reserve(32 + p.text.size() + p.range.size());
@@ -235,9 +290,263 @@ class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource
     Model model_{impl_.space};
     std::mutex mutex_;                  // resolve runs under the engine's lock, reads may not
     enc::Arena probeArena_{4096, 512};  // resolve only
-    std::deque<Polled> polled_;
+    std::deque<Polled> polled_;         // entries stay put (their text too)
     std::unordered_map<std::string, std::uint64_t> index_;
+    std::unordered_map<const void*, std::unique_ptr<ManagerSampler>> samplers_;  // by instance
+    std::mutex listenerMutex_;  // never held with mutex_ or the engine's lock
+    std::shared_ptr<subscription::SourceListener> listener_;
 };
+
+// One node manager's sampling thread: the engine's batches (all of a batch's nodes of an owned
+// namespace in one read call) and the monitor calls, in the order they came. A node manager
+// that blocks holds only this thread, so only its own items wait.
+class ServiceSet::Impl::ValueSource::ManagerSampler final : public subscription::Sampler {
+  public:
+    ManagerSampler(ValueSource& source, const ManagerRef* manager)
+        : source_(source), manager_(manager), thread_([this] { run(); }) {}
+    ~ManagerSampler() override { stop(); }
+
+    void sample(std::shared_ptr<subscription::SampleBatch> batch) noexcept override {
+        try {
+            std::lock_guard lock(mutex_);
+            batches_.push_back(std::move(batch));
+        } catch (...) {
+            return;  // out of memory: the batch never completes and its items stay unsampled
+        }
+        wake_.notify_one();
+    }
+    void monitor(std::uint64_t handle, bool enabled) noexcept {
+        try {
+            std::lock_guard lock(mutex_);
+            monitors_.push_back({handle, enabled});
+        } catch (...) {
+            return;
+        }
+        wake_.notify_one();
+    }
+    void stop() noexcept {
+        {
+            std::lock_guard lock(mutex_);
+            stopping_ = true;
+        }
+        wake_.notify_one();
+        if (thread_.joinable()) thread_.join();
+    }
+    const ManagerRef* manager() const noexcept { return manager_; }
+
+    // The sampling thread's reusable call arrays.
+    std::vector<uaplex_read_item> items;
+    std::vector<uaplex_datavalue*> results;
+    std::vector<uaplex_status> statuses;
+    std::vector<std::uint32_t> slots;
+
+  private:
+    struct Monitor {
+        std::uint64_t handle;
+        bool enabled;
+    };
+    void run() noexcept {
+        std::vector<std::shared_ptr<subscription::SampleBatch>> batches;
+        std::vector<Monitor> monitors;
+        for (;;) {
+            {
+                std::unique_lock lock(mutex_);
+                wake_.wait(lock,
+                           [&] { return stopping_ || !batches_.empty() || !monitors_.empty(); });
+                if (stopping_) return;
+                batches.swap(batches_);  // both keep their capacity
+                monitors.swap(monitors_);
+            }
+            for (const Monitor& m : monitors) {
+                const Polled* p = source_.entry(m.handle);
+                if (!p || !manager_ || !manager_->monitors) continue;
+                // The items take pushed changes before the node manager may send the first
+                // one (none is lost in between); back to sampling unless it answers Good.
+                if (m.enabled) source_.setPushed(m.handle, true);
+                uaplex_status st =
+                    manager_->ops->monitor(manager_->self, &p->id, p->attributeId, m.enabled);
+                if (!m.enabled || st != UAPLEX_Good) source_.setPushed(m.handle, false);
+            }
+            monitors.clear();
+            for (auto& b : batches) {
+                source_.readBatch(*this, *b);
+                b->complete();
+            }
+            batches.clear();
+        }
+    }
+
+    ValueSource& source_;
+    const ManagerRef* manager_;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::vector<std::shared_ptr<subscription::SampleBatch>> batches_;
+    std::vector<Monitor> monitors_;
+    bool stopping_ = false;
+    std::thread thread_;  // last: starts once the rest is built
+};
+
+ServiceSet::Impl::ValueSource::~ValueSource() {
+    for (auto& [ctx, s] : samplers_) s->stop();  // before the entries they read go
+}
+
+std::uint64_t ServiceSet::Impl::ValueSource::entryFor(const ua::ReadValueId& id, const void* ctx,
+                                                      const NodeRef& n) {
+    std::lock_guard lock(mutex_);
+    Polled p;
+    p.attributeId = id.attributeId;
+    p.id = id.nodeId;
+    if (id.nodeId.identifier_type == UAPLEX_ID_STRING ||
+        id.nodeId.identifier_type == UAPLEX_ID_BYTESTRING) {
+        const auto& b = id.nodeId.identifier.string;  // same layout as the ByteString
+        p.text.assign(reinterpret_cast<const char*>(b.data), b.length > 0 ? b.length : 0);
+    }
+    if (id.indexRange.length > 0)
+        p.range.assign(reinterpret_cast<const char*>(id.indexRange.data), id.indexRange.length);
+    std::string key = keyOf(p);
+    auto found = index_.find(key);
+    if (found != index_.end()) return found->second;
+    if (ctx) {
+        auto& s = samplers_[ctx];
+        if (!s) s = std::make_unique<ManagerSampler>(*this, impl_.managerOf(ctx));
+        p.sampler = s.get();
+        p.owned = !n;
+        // A pushed change carries the whole value: nodes watched with an IndexRange are sampled.
+        p.monitorable = s->manager() && s->manager()->monitors && p.range.empty();
+    }
+    polled_.push_back(std::move(p));
+    Polled& kept = polled_.back();
+    if (!kept.text.empty()) {  // point the copy at its own text (deque entries stay put)
+        kept.id.identifier.string.data =
+            reinterpret_cast<decltype(kept.id.identifier.string.data)>(kept.text.data());
+    }
+    std::uint64_t handle = (std::uint64_t(polled_.size() - 1) << 1) | 1;
+    index_.emplace(std::move(key), handle);
+    return handle;
+}
+
+subscription::Sampler* ServiceSet::Impl::ValueSource::samplerOf(std::uint64_t handle) {
+    const Polled* p = entry(handle);
+    return p ? p->sampler : nullptr;
+}
+
+void ServiceSet::Impl::ValueSource::watch(std::uint64_t handle, bool enabled) {
+    const Polled* p = entry(handle);
+    if (p && p->monitorable) p->sampler->monitor(handle, enabled);  // its thread calls monitor
+}
+
+void ServiceSet::Impl::ValueSource::setPushed(std::uint64_t handle, bool pushed) noexcept {
+    {
+        std::lock_guard lock(mutex_);
+        Polled& p = polled_[handle >> 1];
+        if (p.pushed == pushed) return;
+        p.pushed = pushed;
+    }
+    std::shared_ptr<subscription::SourceListener> l;
+    {
+        std::lock_guard lock(listenerMutex_);
+        l = listener_;
+    }
+    if (l) l->reportsChangesMoved(handle);
+}
+
+uaplex_status ServiceSet::Impl::ValueSource::pushed(const uaplex_nodeid& node,
+                                                    std::uint32_t attributeId,
+                                                    const ua::DataValue& value) noexcept {
+    Polled probe;
+    probe.id = node;
+    probe.attributeId = attributeId;
+    std::uint64_t handle = 0;
+    try {
+        if (node.identifier_type == UAPLEX_ID_STRING ||
+            node.identifier_type == UAPLEX_ID_BYTESTRING)
+            probe.text.assign(
+                reinterpret_cast<const char*>(node.identifier.string.data),
+                node.identifier.string.length > 0 ? node.identifier.string.length : 0);
+        // One key buffer per pushing thread: a steady stream of changes allocates nothing.
+        thread_local std::string key;
+        key = keyOf(probe);
+        std::lock_guard lock(mutex_);
+        auto found = index_.find(key);
+        if (found == index_.end() || !polled_[found->second >> 1].pushed)
+            return UAPLEX_GoodNoData;  // no item watches it (yet, or any more): dropped
+        handle = found->second;
+    } catch (...) {
+        return UAPLEX_BadOutOfMemory;
+    }
+    impl_.changedHandle(handle, value);
+    return UAPLEX_Good;
+}
+
+void ServiceSet::Impl::ValueSource::readBatch(ManagerSampler& s,
+                                              subscription::SampleBatch& b) noexcept {
+    auto handles = b.handles();
+    ua::DataValue* values = b.values();
+    uaplex_value_alloc alloc = arenaAlloc(b.arena());
+    s.items.clear();
+    s.results.clear();
+    s.slots.clear();
+    for (std::uint32_t i = 0; i < handles.size(); ++i) {
+        values[i] = ua::DataValue{};
+        b.statuses()[i] = UAPLEX_Good;
+        const Polled* p = entry(handles[i]);
+        if (!p) {
+            values[i].mask = UAPLEX_DATAVALUE_STATUS;
+            values[i].status = UAPLEX_BadNodeIdUnknown;
+            continue;
+        }
+        if (!p->owned || !s.manager() || s.manager()->ops->read == nullptr) {
+            impl_.readAttribute(b.arena(), p->id, p->attributeId, rangeOf(*p), kTimestampsBoth,
+                                values[i]);
+            continue;
+        }
+        try {
+            uaplex_read_item item{};
+            item.hdr = UAPLEX_HEADER_INIT(uaplex_read_item, UAPLEX_STYPE_NODE_MANAGER_READ_ITEM);
+            item.attribute_id = p->attributeId;
+            item.node_id = &p->id;
+            item.index_range = uaplex_str{p->range.data(), p->range.size()};
+            item.alloc = &alloc;
+            s.items.push_back(item);
+            s.results.push_back(&values[i]);
+            s.slots.push_back(i);
+        } catch (...) {
+            values[i].mask = UAPLEX_DATAVALUE_STATUS;
+            values[i].status = UAPLEX_BadOutOfMemory;
+        }
+    }
+    if (s.items.empty()) return;
+    // The owned namespace's nodes of this tick in one call, as a Read of them would be.
+    s.statuses.assign(s.items.size(), UAPLEX_Good);
+    const ManagerRef& m = *s.manager();
+    uaplex_status st =
+        m.ops->read(m.self, s.items.size(), s.items.data(), s.results.data(), s.statuses.data());
+    for (std::size_t k = 0; k < s.items.size(); ++k) {
+        uaplex_status item = s.statuses[k];
+        if (st != UAPLEX_Good && item == UAPLEX_Good) item = st;
+        if (item == UAPLEX_BadNotSupported) item = UAPLEX_BadNodeIdUnknown;
+        if (item == UAPLEX_Good) continue;
+        ua::DataValue& v = values[s.slots[k]];
+        v = ua::DataValue{};
+        v.mask = UAPLEX_DATAVALUE_STATUS;
+        v.status = item;
+    }
+}
+
+uaplex_status ServiceSet::Impl::valueChangedSink(void* user, const uaplex_nodeid* node,
+                                                 std::uint32_t attributeId,
+                                                 const uaplex_datavalue* value) noexcept {
+    auto* impl = static_cast<ServiceSet::Impl*>(user);
+    if (!impl || !node || !value) return UAPLEX_BadInvalidArgument;
+    // Set after the value source is made: before it, no item watches anything.
+    if (!impl->valueChanged.load(std::memory_order_acquire)) return UAPLEX_Good;
+    ua::DataValue dv = *value;
+    if (!(dv.mask & UAPLEX_DATAVALUE_SOURCE_TIMESTAMP)) {  // as value_set does
+        dv.mask |= UAPLEX_DATAVALUE_SOURCE_TIMESTAMP;
+        dv.source_timestamp = ua::utcNow();
+    }
+    return static_cast<ValueSource&>(*impl->values).pushed(*node, attributeId, dv);
+}
 
 std::unique_ptr<subscription::NodeValueSource> ServiceSet::Impl::makeValueSource() {
     return std::make_unique<ValueSource>(*this);

@@ -353,11 +353,16 @@ void SubscriptionManager::indexItem(MonitoredItem* it) {
         return;
     }
     it->setPolled(!source_.reportsChanges(it->nodeHandle()));
+    Sampler* sampler = source_.samplerOf(it->nodeHandle());
+    // The node manager hears of the first item watching the node (it may push changes).
+    if (sampler && !moving_ && watchers_[it->nodeHandle()]++ == 0)
+        source_.watch(it->nodeHandle(), true);
     std::vector<MonitoredItem*>* list;
     if (it->polled()) {
         int64_t si = std::max<int64_t>(it->samplingInterval(), ctx_.limits.publishingResolution);
         SamplingGroup& g = groups_[si];
         if (g.items.empty()) g.next = ctx_.clock.monoMs() + si;
+        g.samplers.push_back(sampler);
         list = &g.items;
     } else {
         list = &byNode_[it->nodeHandle()];
@@ -366,15 +371,44 @@ void SubscriptionManager::indexItem(MonitoredItem* it) {
     list->push_back(it);
 }
 
+void SubscriptionManager::moveIndex(MonitoredItem* it) {
+    moving_ = true;
+    unindexItem(it);
+    indexItem(it);
+    moving_ = false;
+}
+
+void SubscriptionManager::reportsChangesMoved(uint64_t nodeHandle) {
+    bool pushed = source_.reportsChanges(nodeHandle);
+    std::vector<MonitoredItem*> moving;
+    if (pushed) {
+        for (auto& [si, g] : groups_)
+            for (MonitoredItem* it : g.items)
+                if (it->nodeHandle() == nodeHandle) moving.push_back(it);
+    } else if (auto n = byNode_.find(nodeHandle); n != byNode_.end()) {
+        moving = n->second;
+    }
+    for (MonitoredItem* it : moving) moveIndex(it);
+    if (!pushed)
+        if (auto s = nodeStates_.find(nodeHandle); s != nodeStates_.end()) {
+            releaseNode(s->second);  // the dirty list skips it
+            nodeStates_.erase(s);
+        }
+}
+
 void SubscriptionManager::unindexItem(MonitoredItem* it) {
     std::vector<MonitoredItem*>* list = nullptr;
+    SamplingGroup* group = nullptr;
     if (it->isEventItem()) {
         auto n = byNotifier_.find(it->nodeHandle());
         if (n != byNotifier_.end()) list = &n->second;
     } else if (it->polled()) {
         int64_t si = std::max<int64_t>(it->samplingInterval(), ctx_.limits.publishingResolution);
         auto g = groups_.find(si);
-        if (g != groups_.end()) list = &g->second.items;
+        if (g != groups_.end()) {
+            list = &g->second.items;
+            group = &g->second;
+        }
     } else {
         auto n = byNode_.find(it->nodeHandle());
         if (n != byNode_.end()) list = &n->second;
@@ -383,6 +417,15 @@ void SubscriptionManager::unindexItem(MonitoredItem* it) {
     // The node states cache item pointers: a deleted item may stay parked (not destroyed)
     // while a list of its subscription holds it, so the caches are renewed here.
     ++ctx_.itemGeneration;
+    if (!it->isEventItem() && !moving_)
+        if (auto w = watchers_.find(it->nodeHandle()); w != watchers_.end() && --w->second == 0) {
+            watchers_.erase(w);
+            source_.watch(it->nodeHandle(), false);
+        }
+    if (group) {
+        group->samplers[it->indexSlot] = group->samplers.back();
+        group->samplers.pop_back();
+    }
     (*list)[it->indexSlot] = list->back();  // swap-remove: O(1)
     (*list)[it->indexSlot]->indexSlot = it->indexSlot;
     list->pop_back();
@@ -417,12 +460,97 @@ bool SubscriptionManager::takeTrimDue() {
     return true;
 }
 
-void SubscriptionManager::sampleInitial(MonitoredItem& it) {
+void SubscriptionManager::sampleInitial(MonitoredItem& it, const PreparedItem* prepared) {
     if (it.isEventItem() || it.mode() == ua::MonitoringMode::Disabled) return;
+    int64_t now = ctx_.clock.monoMs();
+    if (prepared) {  // read before the lock was taken
+        it.queueValue(prepared->first, UAPLEX_Good, now);
+        return;
+    }
+    // A plugin's node is never read under the engine's lock: its sampler's next batch.
+    if (Sampler* s = source_.samplerOf(it.nodeHandle())) return requestSample(it, s, now);
     scratch_.reset();
     ua::DataValue dv{};
     uaplex_status st = source_.read(it.nodeHandle(), scratch_, dv);
-    it.queueValue(dv, st, ctx_.clock.monoMs());
+    it.queueValue(dv, st, now);
+}
+
+SampleBatch& SubscriptionManager::batchOf(Sampler* s) {
+    auto& b = batches_[s];
+    if (!b) {
+        b = std::make_shared<SampleBatch>();
+        b->sampler_ = s;
+    }
+    return *b;
+}
+
+void SubscriptionManager::requestSample(MonitoredItem& it, Sampler* s, int64_t now) {
+    SampleBatch& b = batchOf(s);
+    // Bounded: a client toggling monitoring modes while the batch is out adds nothing more
+    // than the items there are.
+    if (b.pending_.size() >= itemCount_ + 64) return;
+    if (b.pending_.empty()) b.pendingAt_ = now;
+    b.pending_.push_back({it.nodeHandle(), it.subscription().id(), it.id(), 0});
+}
+
+void SubscriptionManager::setSampleSink(std::shared_ptr<SampleSink> sink) {
+    sampleSink_ = std::move(sink);
+}
+
+namespace {
+// The default sink: the batch is applied at once (single-threaded use).
+class DirectSink final : public SampleSink {
+  public:
+    explicit DirectSink(SubscriptionManager& m) : m_(m) {}
+    void sampled(SampleBatch& b) noexcept override { m_.applyBatch(b); }
+
+  private:
+    SubscriptionManager& m_;
+};
+}  // namespace
+
+void SubscriptionManager::takeBatches(std::vector<std::shared_ptr<SampleBatch>>& out) {
+    for (auto& [sampler, bp] : batches_) {
+        SampleBatch& b = *bp;
+        if (b.busy_ || b.pending_.empty()) continue;
+        b.refs_.swap(b.pending_);  // the emptied list keeps its capacity
+        b.sampledAt_ = b.pendingAt_;
+        // Each node attribute once, however many items watch it.
+        std::sort(b.refs_.begin(), b.refs_.end(),
+                  [](const SampleBatch::Ref& x, const SampleBatch::Ref& y) {
+                      return x.handle < y.handle;
+                  });
+        b.handles_.clear();
+        for (auto& r : b.refs_) {
+            if (b.handles_.empty() || b.handles_.back() != r.handle) b.handles_.push_back(r.handle);
+            r.slot = uint32_t(b.handles_.size() - 1);
+        }
+        b.values_.assign(b.handles_.size(), ua::DataValue{});
+        b.statuses_.assign(b.handles_.size(), UAPLEX_Good);
+        b.arena_.reset();
+        if (!sampleSink_) sampleSink_ = std::make_shared<DirectSink>(*this);
+        b.sink_ = sampleSink_;
+        b.busy_ = true;
+        out.push_back(bp);
+    }
+}
+
+void SubscriptionManager::applyBatch(SampleBatch& b) {
+    if (!b.busy_) return;  // not handed out (a second complete())
+    for (const auto& r : b.refs_) {
+        SubState* st = state(r.sub);
+        MonitoredItem* it = st ? st->sub->item(r.item) : nullptr;
+        if (!it || it->nodeHandle() != r.handle) continue;  // deleted meanwhile
+        it->queueValue(b.values_[r.slot], b.statuses_[r.slot], b.sampledAt_);
+    }
+    b.refs_.clear();
+    b.busy_ = false;
+}
+
+void SubscriptionManager::dispatchBatches() {
+    std::vector<std::shared_ptr<SampleBatch>> out;
+    takeBatches(out);
+    for (auto& b : out) b->sampler()->sample(b);
 }
 
 uaplex_status SubscriptionManager::applyEventFilter(const ua::EventFilter& f,
@@ -538,7 +666,7 @@ uaplex_status SubscriptionManager::applyParameters(Subscription& s, MonitoredIte
 uaplex_status SubscriptionManager::createItem(Subscription& s, ua::TimestampsToReturn ts,
                                               const ua::MonitoredItemCreateRequest& r,
                                               ua::MonitoredItemCreateResult& out, void*& block,
-                                              size_t& sessionItems) {
+                                              size_t& sessionItems, const PreparedItem* prepared) {
     // Admission before anything is taken: server-wide, per session, per subscription.
     const auto& lim = ctx_.limits;
     if (lim.maxMonitoredItemCount && itemCount_ >= lim.maxMonitoredItemCount)
@@ -551,8 +679,9 @@ uaplex_status SubscriptionManager::createItem(Subscription& s, ua::TimestampsToR
     if (int32_t(r.monitoringMode) < 0 || int32_t(r.monitoringMode) > 2)
         return UAPLEX_BadMonitoringModeInvalid;
     uint64_t handle = 0;
-    uaplex_status st = source_.resolve(r.itemToMonitor, &handle);
+    uaplex_status st = prepared ? prepared->status : source_.resolve(r.itemToMonitor, &handle);
     if (st != UAPLEX_Good) return st;
+    if (prepared) handle = prepared->handle;
     MonitoredItem* it = s.createItem(r.requestedParameters.clientHandle, handle, block);
     block = nullptr;
     if (!it) return UAPLEX_BadOutOfMemory;
@@ -569,7 +698,7 @@ uaplex_status SubscriptionManager::createItem(Subscription& s, ua::TimestampsToR
     indexItem(it);
     ++itemCount_;
     ++sessionItems;
-    sampleInitial(*it);
+    sampleInitial(*it, prepared);
     out.monitoredItemId = it->id();
     out.revisedSamplingInterval = si;
     out.revisedQueueSize = q;
@@ -599,7 +728,8 @@ uint64_t nodeKey(const uaplex_nodeid& id) {
 uaplex_status SubscriptionManager::createMonitoredItems(uint64_t sessionId,
                                                         const ua::CreateMonitoredItemsRequest& req,
                                                         ua::CreateMonitoredItemsResponse& resp,
-                                                        enc::Arena& arena) {
+                                                        enc::Arena& arena,
+                                                        std::span<const PreparedItem> prepared) {
     SubState* st = owned(sessionId, req.subscriptionId);
     if (!st) return UAPLEX_BadSubscriptionIdInvalid;
     if (int32_t(req.timestampsToReturn) < 0 || int32_t(req.timestampsToReturn) > 3)
@@ -637,7 +767,8 @@ uaplex_status SubscriptionManager::createMonitoredItems(uint64_t sessionId,
         void* unplaced = nullptr;
         resp.results[i].statusCode =
             createItem(*st->sub, req.timestampsToReturn, req.itemsToCreate[i], resp.results[i],
-                       blocks.empty() ? unplaced : blocks[blockOf[i]], sessionItems);
+                       blocks.empty() ? unplaced : blocks[blockOf[i]], sessionItems,
+                       prepared.size() == n && prepared[i].valid ? &prepared[i] : nullptr);
     }
     for (void* b : blocks) ctx_.itemSlab.release(b);  // items refused before they took one
     filterOut_ = nullptr;
@@ -866,8 +997,15 @@ void SubscriptionManager::timerTick(bool full) {
     for (auto& [si, g] : groups_) {
         if (now < g.next) continue;
         g.next += ((now - g.next) / si + 1) * si;
-        for (MonitoredItem* it : g.items) {
+        for (size_t i = 0; i < g.items.size(); ++i) {
+            MonitoredItem* it = g.items[i];
             if (it->mode() == ua::MonitoringMode::Disabled) continue;
+            // A plugin's node: into its node manager's batch, read off the lock; skipped while
+            // the previous batch is out (the node manager is slow: no queue builds up).
+            if (Sampler* s = g.samplers[i]) {
+                if (!batchOf(s).busy_) requestSample(*it, s, now);
+                continue;
+            }
             scratch_.reset();
             ua::DataValue dv{};
             uaplex_status st = source_.read(it->nodeHandle(), scratch_, dv);

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // The demo layout of docs/nodemanagers.md in namespace urn:uaplex:demo: a variable of every
 // built-in type (scalar and 3-element array), an AnalogItem with EURange and
-// EngineeringUnits, two values that change every 100 ms, the methods Multiply and Reset, and
+// EngineeringUnits, three values that change every 100 ms (Demo.Pushed pushed through
+// value_changed while monitored), the methods Multiply and Reset, and
 // events: the notifier Demo.Events raises a BaseEventType event every event_interval_ms and
 // holds the alarm Demo.Events.HighAlarm (AlarmConditionType) on Demo.Dynamic (active while
 // the sine is above 50; never acknowledged, so it stays retained for ConditionRefresh).
 #include <array>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <deque>
 #include <memory>
 #include <string>
@@ -329,6 +331,26 @@ class Demo : public StoreNodeManager {
             check(add(as, v));
         }
 
+        // A value the node manager pushes once the kernel asks it to (monitor), rather than
+        // one the kernel samples through its read callback.
+        pushed_id_ = id("Demo.Pushed");
+        monitored_id_ = id("Demo.Pushed.Monitored");
+        {
+            NodeSpec v = variable_spec(pushed_id_, demo, kOrganizes, qualified_name(ns_, "Pushed"),
+                                       7 /* UInt32 */, -1, kReadOnly);
+            v.spec.read = &Demo::readPushed;
+            v.spec.user = this;
+            v.spec.minimum_sampling_interval = double(interval_ms_);
+            check(add(as, v));
+            uaplex_datavalue off = data_value(scalar<bool>(UAPLEX_TYPE_BOOLEAN, false));
+            NodeSpec m =
+                variable_spec(monitored_id_, pushed_id_, kHasProperty,
+                              qualified_name(ns_, "Monitored"), 1 /* Boolean */, -1, kReadOnly);
+            m.type_definition = numeric_id(0, kPropertyType);
+            m.spec.value = &off;
+            check(add(as, m));
+        }
+
         check(buildEvents(as, demo));
 
         // Methods on the Demo object.
@@ -452,8 +474,38 @@ class Demo : public StoreNodeManager {
         self->updateAlarm(sine);
         uint32_t count = self->counter_.fetch_add(1) + 1;
         as.set_value(self->counter_id_, data_value(scalar<uint32_t>(UAPLEX_TYPE_UINT32, count)));
+        uint32_t pushed = self->pushed_.fetch_add(1) + 1;
+        const auto& p = self->params_;
+        if (self->pushing_.load() && p.value_changed != nullptr) {
+            uaplex_datavalue dv = data_value(scalar<uint32_t>(UAPLEX_TYPE_UINT32, pushed));
+            p.value_changed(p.user, &self->pushed_id_, 13, &dv);
+        }
     }
 
+    // Demo.Pushed for Read (and the item's first sample): its current count.
+    static uaplex_status readPushed(void* user, const uaplex_nodeid*, const uaplex_value_alloc*,
+                                    uaplex_datavalue* out) {
+        auto* self = static_cast<Demo*>(user);
+        *out = data_value(scalar<uint32_t>(UAPLEX_TYPE_UINT32, self->pushed_.load()));
+        return UAPLEX_Good;
+    }
+
+  public:
+    // The kernel's first item on Demo.Pushed (enabled) and after its last one: from then on
+    // the timer pushes each change; Demo.Pushed.Monitored shows it. Other nodes: sampled.
+    uaplex_status monitor(const uaplex_nodeid* node, uint32_t attribute, int32_t enabled) override {
+        const auto& a = node->identifier.string;
+        const auto& b = pushed_id_.identifier.string;
+        if (attribute != 13 || node->namespace_index != ns_ ||
+            node->identifier_type != UAPLEX_ID_STRING || a.length != b.length ||
+            std::memcmp(a.data, b.data, size_t(b.length)) != 0)
+            return UAPLEX_BadNotSupported;
+        pushing_.store(enabled != 0);
+        return space().set_value(monitored_id_,
+                                 data_value(scalar<bool>(UAPLEX_TYPE_BOOLEAN, enabled != 0)));
+    }
+
+  private:
     static uaplex_status multiply(void*, const uaplex_nodeid*, const uaplex_nodeid*, size_t count,
                                   const uaplex_variant* inputs, const uaplex_value_alloc* alloc,
                                   size_t* out_count, uaplex_variant** out) {
@@ -494,6 +546,9 @@ class Demo : public StoreNodeManager {
     std::deque<std::string> names_;     // NodeId text, stable addresses
     uaplex_nodeid dynamic_{}, counter_id_{};
     std::atomic<uint32_t> counter_{0};
+    uaplex_nodeid pushed_id_{}, monitored_id_{};
+    std::atomic<uint32_t> pushed_{0};
+    std::atomic<bool> pushing_{false};
 };
 
 }  // namespace

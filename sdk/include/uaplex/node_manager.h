@@ -60,7 +60,8 @@ typedef struct uaplex_completion {
 } uaplex_completion;
 
 /* Reads a Variable's value for the kernel: fills *out (mask, value, status, source
- * timestamp); storage beyond *out comes from `alloc`. Worker threads; must not block long. */
+ * timestamp); storage beyond *out comes from `alloc`. Worker threads, and for monitored
+ * items the sampling thread of the node manager that added the node; must not block long. */
 typedef uaplex_status (*uaplex_value_read_fn)(void* user, const struct uaplex_nodeid* node_id,
                                               const uaplex_value_alloc* alloc,
                                               struct uaplex_datavalue* out);
@@ -96,14 +97,10 @@ typedef uaplex_status (*uaplex_value_write_async_fn)(void* user,
  * (BadTypeMismatch, BadOutOfRange, ...); any Bad entry makes the operation's status
  * BadInvalidArgument (Part 4 5.11.2). Outputs: *out_outputs (from `alloc`) with
  * *out_output_count entries. Worker threads, concurrently; may block for the request only. */
-typedef uaplex_status (*uaplex_method_call_fn)(void* user, const struct uaplex_nodeid* object_id,
-                                               const struct uaplex_nodeid* method_id,
-                                               size_t input_count,
-                                               const struct uaplex_variant* inputs,
-                                               const uaplex_value_alloc* alloc,
-                                               uaplex_status* input_results,
-                                               size_t* out_output_count,
-                                               struct uaplex_variant** out_outputs);
+typedef uaplex_status (*uaplex_method_call_fn)(
+    void* user, const struct uaplex_nodeid* object_id, const struct uaplex_nodeid* method_id,
+    size_t input_count, const struct uaplex_variant* inputs, const uaplex_value_alloc* alloc,
+    uaplex_status* input_results, size_t* out_output_count, struct uaplex_variant** out_outputs);
 
 /* An implementation of a Method of any node in the store or in namespace 0, also of nodes
  * another plugin (e.g. the NodeSet2 loader) added (host API method_bind, since 1.7);
@@ -246,7 +243,11 @@ typedef struct uaplex_reference {
  * thread as the browse call; must not block. */
 typedef uaplex_status (*uaplex_reference_sink)(void* user, const uaplex_reference* reference);
 
-/* Receives value changes of monitored nodes. Any thread; must not block. `value` borrowed. */
+/* Receives a change of a node attribute the kernel asked the node manager to report
+ * (ops->monitor answered Good): the items watching it take it as a stored value's change
+ * (sampling interval, deadband, queue). Good: handed to them; GoodNoData: no item watches it
+ * (yet, or any more), dropped. Any thread, also from inside monitor; never waits for a
+ * plugin's read (it takes only the kernel's short locks). `value` borrowed for the call. */
 typedef uaplex_status (*uaplex_value_change_sink)(void* user, const struct uaplex_nodeid* node_id,
                                                   uint32_t attribute_id,
                                                   const struct uaplex_datavalue* value);
@@ -254,7 +255,7 @@ typedef uaplex_status (*uaplex_value_change_sink)(void* user, const struct uaple
 typedef struct uaplex_node_manager_params {
     uaplex_header hdr; /* UAPLEX_STYPE_NODE_MANAGER_PARAMS */
     uint32_t reserved0;
-    /* Reserved: the kernel leaves it NULL yet (see ops->monitor). */
+    /* Set by hosts of ABI 1.9 and later (NULL before: they sample every item). */
     uaplex_value_change_sink value_changed;
     void* user;
 } uaplex_node_manager_params;
@@ -271,7 +272,10 @@ typedef struct uaplex_node_manager_ops {
     uaplex_status (*namespace_uri)(void* self, size_t index, uaplex_str* out_uri);
     /* Reads `count` items: results[i] (kernel-owned, filled by the manager) and
      * statuses[i]. The call's own status is Bad only if no item was processed. Worker
-     * threads; may block for the duration of the request only. */
+     * threads (Read; the first sample of CreateMonitoredItems), and the node manager's
+     * sampling thread: one call per sampling tick with all its due monitored nodes (since
+     * 1.9). May block for the duration of the request only; a slow sampling read delays
+     * this node manager's monitored items only. */
     uaplex_status (*read)(void* self, size_t count, const uaplex_read_item* items,
                           struct uaplex_datavalue* const* results, uaplex_status* statuses);
     /* Writes `count` items; statuses[i] per item. Worker threads. */
@@ -282,10 +286,14 @@ typedef struct uaplex_node_manager_ops {
     uaplex_status (*browse)(void* self, const struct uaplex_nodeid* node_id, uint32_t direction,
                             const struct uaplex_nodeid* reference_type_id, int32_t include_subtypes,
                             uaplex_reference_sink sink, void* sink_user);
-    /* Starts or stops reporting changes of a node's attribute through
-     * params->value_changed (for event-driven items instead of sampling). NULL: the kernel
-     * samples with read. Any thread. Reserved: not called by the kernel yet (it samples
-     * every item with read). */
+    /* Starts (enabled 1: the first monitored item watches the node's attribute) or stops
+     * (0: the last one is gone) reporting its changes through params->value_changed. Good
+     * to `enabled`: the node manager pushes every change and the kernel no longer samples
+     * the node; anything else (or NULL): the kernel samples it with read. Called by hosts
+     * of ABI 1.9 and later, for plugins built against 1.9 or later (an older plugin's
+     * stub is never called), on the node manager's sampling thread (one per node
+     * manager, which also runs its sampling reads), never under a kernel lock; it must not
+     * block long. Not for items with an IndexRange (those are sampled). */
     uaplex_status (*monitor)(void* self, const struct uaplex_nodeid* node_id, uint32_t attribute_id,
                              int32_t enabled);
     /* --- since 1.1 --- */

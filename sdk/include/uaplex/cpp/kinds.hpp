@@ -305,7 +305,8 @@ class NodeManager : public Instance {
                                  uaplex_reference_sink, void*) {
         return UAPLEX_BadNotSupported;
     }
-    // Reserved: not called by the kernel yet (node_manager.h); the kernel samples with read.
+    // Good: the node's changes come through params_.value_changed (node_manager.h; called on
+    // the sampling thread since 1.9); the default lets the kernel sample with read.
     virtual uaplex_status monitor(const uaplex_nodeid*, uint32_t, int32_t) {
         return UAPLEX_BadNotSupported;
     }

@@ -78,6 +78,7 @@ struct Callbacks {
     uaplex_value_read_async_fn readAsync = nullptr;
     uaplex_value_write_async_fn writeAsync = nullptr;
     bool readsValue() const noexcept { return read != nullptr || readAsync != nullptr; }
+    const void* owner = nullptr;  // the plugin instance that added the node (its sampler)
 };
 
 // A Method implementation a plugin bound (host API method_bind): by the method's NodeId, or for

@@ -36,6 +36,7 @@ class PluginInstance {
     void stop() noexcept;
 
     const std::string& name() const { return ctx_->name; }
+    uaplex_plugin_ctx* context() const { return ctx_.get(); }
     uint32_t kind() const { return kind_; }
     const PluginLibrary& library() const { return *library_; }
     void* self() const { return self_; }

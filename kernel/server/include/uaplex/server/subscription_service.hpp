@@ -115,6 +115,16 @@ class SubscriptionService final : public subscription::PublishSink {
                       std::uint32_t channelId) override;
 
   private:
+    // Where completed sample batches and the source's pushed-state changes arrive (any
+    // thread): detached when the service goes, so a batch a node manager still holds
+    // completes into nothing.
+    class Gate;
+    using Batches = std::vector<std::shared_ptr<subscription::SampleBatch>>;
+    // Hands batches to their samplers; call after releasing the lock.
+    static void dispatch(Batches& batches) noexcept;
+    void sampled(subscription::SampleBatch& batch) noexcept;
+    void reportsChangesMoved(std::uint64_t handle) noexcept;
+
     class SteadyClock final : public subscription::Clock {
       public:
         std::int64_t monoMs() const override;
@@ -141,6 +151,8 @@ class SubscriptionService final : public subscription::PublishSink {
 
     SteadyClock clock_;
     std::uint32_t resolutionMs_;
+    subscription::NodeValueSource& source_;
+    std::shared_ptr<Gate> gate_;
     std::mutex mutex_;  // the engine's lock: every manager call, never an encode or a send
     subscription::SubscriptionManager manager_;
     std::unordered_map<std::uint64_t, Waiting> waiting_;

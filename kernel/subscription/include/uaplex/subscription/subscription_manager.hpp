@@ -24,6 +24,18 @@
 
 namespace uaplex::subscription {
 
+class SampleBatch;
+class Sampler;
+
+// What CreateMonitoredItems learnt of an item before taking the engine's lock
+// (NodeValueSource::prepare): its handle or the resolve error, and the first sample.
+struct PreparedItem {
+    bool valid = false;  // false: resolve under the lock as before
+    uaplex_status status = UAPLEX_Good;
+    uint64_t handle = 0;
+    ua::DataValue first{};  // out-of-line parts in the request's arena
+};
+
 // Node values as the services layer provides them.
 class NodeValueSource {
   public:
@@ -41,6 +53,80 @@ class NodeValueSource {
     virtual bool reportsChanges(uint64_t) { return true; }
     // The type model event filters are checked against; null: no event items.
     virtual const EventTypeModel* eventTypes() { return nullptr; }
+    // The sampler of a node a plugin serves (null: the kernel's own value, read in place).
+    // Its polled items are read in batches off the engine's lock (see Sampler).
+    virtual Sampler* samplerOf(uint64_t) { return nullptr; }
+    // Without the engine's lock, before CreateMonitoredItems: for a plugin-served node, the
+    // handle (or the error a probe Read finds) and the first sample, from one read into
+    // `arena`. False: not plugin-served (resolve() and read() under the lock as before).
+    virtual bool prepare(const ua::ReadValueId&, enc::Arena&, PreparedItem&) { return false; }
+    // The first item started (true) or the last one stopped (false) watching a sampler-served
+    // handle. Under the engine's lock: queue the plugin's call, never make it here.
+    virtual void watch(uint64_t, bool) {}
+    // Who hears that reportsChanges() of a handle turned (the manager's owner).
+    virtual void setListener(std::shared_ptr<class SourceListener>) {}
+};
+
+// Told, without the engine's lock and from any thread, that reportsChanges() of `handle`
+// turned; the owner then calls SubscriptionManager::reportsChangesMoved under its lock.
+class SourceListener {
+  public:
+    virtual ~SourceListener() = default;
+    virtual void reportsChangesMoved(uint64_t handle) noexcept = 0;
+};
+
+// Completes sample batches: the engine's owner applies them under its lock
+// (SubscriptionManager::applyBatch). Any thread.
+class SampleSink {
+  public:
+    virtual ~SampleSink() = default;
+    virtual void sampled(SampleBatch& batch) noexcept = 0;
+};
+
+// One sampler's due polled items of a tick: each node attribute once (`handles`), read by
+// the sampler into values()/statuses() (out-of-line parts in arena()) and completed once,
+// now or later, from any thread. The engine hands a sampler at most one batch at a time: a
+// tick that finds the previous one out skips that sampler's items (they are sampled at
+// their next interval), so a slow node manager delays only its own items.
+class SampleBatch {
+  public:
+    std::span<const uint64_t> handles() const noexcept { return handles_; }
+    ua::DataValue* values() noexcept { return values_.data(); }
+    uaplex_status* statuses() noexcept { return statuses_.data(); }
+    enc::Arena& arena() noexcept { return arena_; }
+    Sampler* sampler() const noexcept { return sampler_; }
+    // Hands the results back (any thread, exactly once per batch handed out).
+    void complete() noexcept {
+        if (auto s = sink_) s->sampled(*this);
+    }
+
+  private:
+    friend class SubscriptionManager;
+    struct Ref {
+        uint64_t handle;
+        uint32_t sub, item;
+        uint32_t slot;  // in handles_
+    };
+    std::vector<uint64_t> handles_;
+    std::vector<ua::DataValue> values_;
+    std::vector<uaplex_status> statuses_;
+    std::vector<Ref> refs_;     // the items of the batch out
+    std::vector<Ref> pending_;  // the items for the next one
+    int64_t pendingAt_ = 0;
+    enc::Arena arena_{4096, 512};
+    std::shared_ptr<SampleSink> sink_;
+    Sampler* sampler_ = nullptr;
+    int64_t sampledAt_ = 0;  // the tick's clock reading
+    bool busy_ = false;      // handed out, not yet applied (engine's lock)
+};
+
+// Reads the batches of one node manager (the services layer: a sampling thread per node
+// manager). sample() is called without the engine's lock and must not block: it hands the
+// batch on and completes it later.
+class Sampler {
+  public:
+    virtual ~Sampler() = default;
+    virtual void sample(std::shared_ptr<SampleBatch> batch) noexcept = 0;
 };
 
 // Acknowledgement results of one Publish: up to 8 (one per subscription of a typical
@@ -109,8 +195,10 @@ class SubscriptionManager {
                                         const ua::TransferSubscriptionsRequest& req,
                                         ua::TransferSubscriptionsResponse& resp, enc::Arena& arena);
     // --- MonitoredItem services ---
+    // `prepared` (empty, or one per item): what NodeValueSource::prepare found off the lock.
     uaplex_status createMonitoredItems(uint64_t session, const ua::CreateMonitoredItemsRequest& req,
-                                       ua::CreateMonitoredItemsResponse& resp, enc::Arena& arena);
+                                       ua::CreateMonitoredItemsResponse& resp, enc::Arena& arena,
+                                       std::span<const PreparedItem> prepared = {});
     uaplex_status modifyMonitoredItems(uint64_t session, const ua::ModifyMonitoredItemsRequest& req,
                                        ua::ModifyMonitoredItemsResponse& resp, enc::Arena& arena);
     uaplex_status setMonitoringMode(uint64_t session, const ua::SetMonitoringModeRequest& req,
@@ -154,6 +242,21 @@ class SubscriptionManager {
     // --- The change hook (report on change) ---
     void valueChanged(uint64_t nodeHandle, const ua::DataValue& value);
     void nodeDeleted(uint64_t nodeHandle);
+    // NodeValueSource::reportsChanges of `nodeHandle` turned (a node manager's monitor
+    // answered): its items move between sampling and the pushed-change index.
+    void reportsChangesMoved(uint64_t nodeHandle);
+
+    // --- Sampling off the lock ---
+    // Where completed batches go (default: applied at once, for single-threaded use).
+    void setSampleSink(std::shared_ptr<SampleSink> sink);
+    // The batches that have items waiting and no batch out: marked out and appended to `out`;
+    // the caller hands each to its sampler after releasing the lock.
+    void takeBatches(std::vector<std::shared_ptr<SampleBatch>>& out);
+    // A completed batch's values go to its items (those still there), as a sample taken at
+    // the tick that collected them; the batch may then be handed out again.
+    void applyBatch(SampleBatch& batch);
+    // takeBatches, then each batch to its sampler (single-threaded use and tests).
+    void dispatchBatches();
 
     // --- Events (event_routing.cpp) ---
     // An event for the items on `notifiers` (the notifier handles resolve() gives for
@@ -201,6 +304,7 @@ class SubscriptionManager {
     struct SamplingGroup {
         int64_t next = 0;
         std::vector<MonitoredItem*> items;
+        std::vector<Sampler*> samplers;  // per item (null: read in place), same order
     };
     // A written node with pushed items: its latest value for the items sampled on their
     // publishing grid, those items grouped by subscription (a tick visits only the groups
@@ -248,12 +352,16 @@ class SubscriptionManager {
     // `sessionItems`: the owning session's items, counted up when one is created.
     uaplex_status createItem(Subscription& s, ua::TimestampsToReturn ts,
                              const ua::MonitoredItemCreateRequest& r,
-                             ua::MonitoredItemCreateResult& out, void*& block,
-                             size_t& sessionItems);
+                             ua::MonitoredItemCreateResult& out, void*& block, size_t& sessionItems,
+                             const PreparedItem* prepared = nullptr);
     uaplex_status applyParameters(Subscription& s, MonitoredItem& it,
                                   const ua::MonitoringParameters& p, bool creating,
                                   double* revisedInterval, uint32_t* revisedQueue);
-    void sampleInitial(MonitoredItem& it);
+    void sampleInitial(MonitoredItem& it, const PreparedItem* prepared = nullptr);
+    // `it` waits for its sampler's next batch (at most one entry per item and batch slot).
+    void requestSample(MonitoredItem& it, Sampler* s, int64_t now);
+    SampleBatch& batchOf(Sampler* s);
+    void moveIndex(MonitoredItem* it);  // re-indexes without watch() calls
     void spreadPhase(Subscription& s);
     void countItems(NodeState& ns, const std::vector<MonitoredItem*>& items);
     void releaseNode(NodeState& ns);
@@ -327,6 +435,12 @@ class SubscriptionManager {
     size_t visitedLastTick_ = 0, subsVisitedLastTick_ = 0;
     std::map<int64_t, SamplingGroup> groups_;  // polled items by sampling interval
     std::unordered_map<uint64_t, std::vector<MonitoredItem*>> byNotifier_;  // event items
+    // One batch per sampler (node manager), reused; and the items watching each
+    // sampler-served handle (NodeValueSource::watch on the first and the last).
+    std::unordered_map<Sampler*, std::shared_ptr<SampleBatch>> batches_;
+    std::shared_ptr<SampleSink> sampleSink_;
+    std::unordered_map<uint64_t, uint32_t> watchers_;
+    bool moving_ = false;  // moveIndex: no watch() calls
     std::vector<RetainedCondition> retained_;
     uint64_t nextEventHandle_ = 1;
     ua::ExtensionObject* filterOut_ = nullptr;  // the result being filled (its request's arena)

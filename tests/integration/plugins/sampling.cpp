@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: Apache-2.0
+// A node manager for the sampling tests (sampling_test.cpp, in the test's own process): it
+// owns urn:uaplex:test-sampling, where i=1..99 are gated Int32 nodes (a read blocks while the
+// test holds the gate closed), i=101..199 slow registers (20 ms per node read; the sampling
+// bench, tools/bench/micro/server/bench_plugin_sampling.cpp), i=500 pushes its changes through
+// params.value_changed once monitored, and the store node i=900 is a stored value set through
+// value_set. The test steers it through the exported test_sampling_* functions.
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "uaplex/cpp/address_space.hpp"
+
+#define TEST_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+using namespace uaplex::sdk;
+
+constexpr uint32_t kPushed = 500, kStored = 900;
+
+struct Control {
+    std::mutex mutex;
+    std::condition_variable changed;
+    bool open = true;
+    int blocked = 0;                 // reads waiting at the gate
+    std::vector<size_t> readCounts;  // items of each read call on gated nodes
+    int monitorOn = 0, monitorOff = 0;
+    int32_t pushedValue = 0;
+    uint16_t ns = 0;
+    uaplex_node_manager_params params{};
+    uaplex_plugin_ctx* ctx = nullptr;
+    const uaplex_host_api* api = nullptr;
+};
+Control control;
+
+class Sampling : public NodeManager {
+  public:
+    Sampling(Context ctx, const uaplex_node_manager_params& params) : NodeManager(ctx, params) {
+        std::lock_guard lock(control.mutex);  // the library may stay loaded between tests
+        control.open = true;
+        control.readCounts.clear();
+        control.monitorOn = control.monitorOff = 0;
+        control.pushedValue = 0;
+        control.params = params_;
+        control.ctx = ctx.raw();
+        control.api = ctx.api();
+    }
+    uaplex_status namespace_count(size_t* out) override {
+        *out = 1;
+        return UAPLEX_Good;
+    }
+    uaplex_status namespace_uri(size_t, uaplex_str* out) override {
+        *out = to_str("urn:uaplex:test-sampling");
+        return UAPLEX_Good;
+    }
+    uaplex_status start() override {
+        AddressSpace as(ctx_);
+        uint16_t ns = 0;
+        if (uaplex_status st = as.register_namespace("urn:uaplex:test-sampling", &ns);
+            st != UAPLEX_Good)
+            return st;
+        control.ns = ns;
+        NodeSpec v = variable_spec(numeric_id(ns, kStored), numeric_id(0, 85), 47,
+                                   qualified_name(ns, "Stored"), 6, -1, 3);
+        uaplex_datavalue initial = data_value(scalar<int32_t>(UAPLEX_TYPE_INT32, 0));
+        v.spec.value = &initial;
+        return as.add(v.get());
+    }
+    uaplex_status read(size_t count, const uaplex_read_item* items,
+                       uaplex_datavalue* const* results, uaplex_status* statuses) override {
+        std::unique_lock lock(control.mutex);
+        bool gated = false;
+        for (size_t i = 0; i < count; ++i) {
+            const uaplex_nodeid& id = *items[i].node_id;
+            statuses[i] = UAPLEX_BadNodeIdUnknown;
+            if (id.identifier_type != UAPLEX_ID_NUMERIC || items[i].attribute_id != 13) continue;
+            uint32_t n = id.identifier.numeric;
+            if (n >= 1 && n <= 99) {
+                gated = true;
+                *results[i] = data_value(scalar<int32_t>(UAPLEX_TYPE_INT32, int32_t(n)));
+                statuses[i] = UAPLEX_Good;
+            } else if (n >= 101 && n <= 199) {
+                lock.unlock();
+                std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                lock.lock();
+                *results[i] = data_value(scalar<int32_t>(UAPLEX_TYPE_INT32, int32_t(n)));
+                statuses[i] = UAPLEX_Good;
+            } else if (n == kPushed) {
+                *results[i] = data_value(scalar<int32_t>(UAPLEX_TYPE_INT32, control.pushedValue));
+                statuses[i] = UAPLEX_Good;
+            }
+        }
+        if (gated) {
+            control.readCounts.push_back(count);
+            ++control.blocked;
+            control.changed.notify_all();
+            control.changed.wait(lock, [] { return control.open; });
+            --control.blocked;
+        }
+        return UAPLEX_Good;
+    }
+    uaplex_status monitor(const uaplex_nodeid* id, uint32_t attribute, int32_t enabled) override {
+        if (id->identifier_type != UAPLEX_ID_NUMERIC || id->identifier.numeric != kPushed ||
+            attribute != 13)
+            return UAPLEX_BadNotSupported;  // sampled with read
+        std::lock_guard lock(control.mutex);
+        ++(enabled ? control.monitorOn : control.monitorOff);
+        control.changed.notify_all();
+        return UAPLEX_Good;
+    }
+};
+
+}  // namespace
+
+// Closes (0) or opens (1) the gate of the gated nodes' reads.
+TEST_EXPORT void test_sampling_gate(int open) {
+    std::lock_guard lock(control.mutex);
+    control.open = open != 0;
+    control.changed.notify_all();
+}
+// Waits up to `ms` until `blocked` reads wait at the gate; the number waiting.
+TEST_EXPORT int test_sampling_wait_blocked(int blocked, int ms) {
+    std::unique_lock lock(control.mutex);
+    control.changed.wait_for(lock, std::chrono::milliseconds(ms),
+                             [&] { return control.blocked >= blocked; });
+    return control.blocked;
+}
+// The item counts of the read calls on gated nodes since the last call (up to `max`).
+TEST_EXPORT size_t test_sampling_read_counts(size_t* out, size_t max) {
+    std::lock_guard lock(control.mutex);
+    size_t n = control.readCounts.size() < max ? control.readCounts.size() : max;
+    for (size_t i = 0; i < n; ++i) out[i] = control.readCounts[i];
+    control.readCounts.clear();
+    return n;
+}
+// Waits up to `ms` until monitor was called `on` times enabling and `off` times disabling.
+TEST_EXPORT int test_sampling_wait_monitor(int on, int off, int ms) {
+    std::unique_lock lock(control.mutex);
+    return control.changed.wait_for(lock, std::chrono::milliseconds(ms), [&] {
+        return control.monitorOn >= on && control.monitorOff >= off;
+    });
+}
+// A change of i=500 through params.value_changed; its status.
+TEST_EXPORT uaplex_status test_sampling_push(int32_t value) {
+    uaplex_node_manager_params p;
+    {
+        std::lock_guard lock(control.mutex);
+        control.pushedValue = value;
+        p = control.params;
+    }
+    if (p.value_changed == nullptr) return UAPLEX_BadNotSupported;
+    uaplex_nodeid id = numeric_id(control.ns, kPushed);
+    uaplex_datavalue dv = data_value(scalar<int32_t>(UAPLEX_TYPE_INT32, value));
+    return p.value_changed(p.user, &id, 13, &dv);
+}
+// The stored node i=900 set through the host API's value_set; its status.
+TEST_EXPORT uaplex_status test_sampling_value_set(int32_t value) {
+    uaplex_nodeid id = numeric_id(control.ns, kStored);
+    uaplex_datavalue dv = data_value(scalar<int32_t>(UAPLEX_TYPE_INT32, value));
+    return control.api->value_set(control.ctx, &id, &dv);
+}
+
+UAPLEX_PLUGIN(("test-sampling", "1.0.0", "node manager with gated reads and pushed changes"),
+              uaplex::sdk::NodeManagerFactory<Sampling>)
