@@ -56,7 +56,7 @@ bool createItems(Client& c, std::uint16_t ns, std::uint32_t sub, std::uint32_t n
                  std::uint32_t step, int count, double sampling, std::uint32_t queue) {
     for (int done = 0; done < count;) {
         int n = std::min(count - done, 1000);
-        std::vector<ua::MonitoredItemCreateRequest> items(std::size_t(n));
+        std::vector<ua::MonitoredItemCreateRequest> items(static_cast<std::size_t>(n));
         for (int i = 0; i < n; ++i) {
             auto& it = items[std::size_t(i)];
             it.itemToMonitor.nodeId = ua::numericNodeId(ns, node + std::uint32_t(done + i) * step);
