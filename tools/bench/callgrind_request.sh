@@ -14,30 +14,13 @@ M=${5:-1}
 OUT=${6:-$B/bench/callgrind-$SCENARIO-${C}x$M}
 BENCH=${7:-$B/bin/uaplex-bench}
 mkdir -p "$(dirname "$OUT")"
-python3 - "$PORT" "$OUT.toml" <<'PY'
-import re, sys
-port, out = sys.argv[1:]
-text = open("etc/uaplex.toml").read()
-text = re.sub(r'(?m)^endpoints\s*=.*$', f'endpoints = ["opc.tcp://127.0.0.1:{port}"]', text)
-text = re.sub(r'(?m)^level\s*=\s*"[a-z]+"', 'level = "warn"', text)
-open(out, "w").write(text)
-PY
-rm -f "$OUT".cg*
-valgrind --tool=callgrind --callgrind-out-file="$OUT.cg" "$B/bin/uaplex" --config "$OUT.toml" \
-    >"$OUT.server.log" 2>&1 &
-VPID=$!
+source "$(dirname "$0")/callgrind_lib.sh"
+callgrind_server "$B" "$PORT" "$OUT"
 trap 'kill $VPID 2>/dev/null || true' EXIT
-sleep 12
 "$BENCH" --url "opc.tcp://127.0.0.1:$PORT" --scenario "$SCENARIO" -c "$C" -m "$M" \
     --warmup 6 --duration 10 --connect-timeout 60 --json >"$OUT.gen.json" &
 GPID=$!
-sleep 8
-callgrind_control -z $VPID >/dev/null
-sleep 10
-callgrind_control -d $VPID >/dev/null
-wait $GPID || true
-kill $VPID
-wait $VPID || true
+callgrind_window $GPID
 python3 - "$OUT" <<'PY'
 import glob, re, sys
 out = sys.argv[1]
