@@ -84,7 +84,10 @@ SubscriptionService::SubscriptionService(const config::ServerConfig& cfg,
 }
 
 void SubscriptionService::dispatch(Batches& batches) noexcept {
-    for (auto& b : batches) b->sampler()->sample(std::move(b));
+    for (auto& b : batches) {
+        subscription::Sampler* sampler = b->sampler();  // before the batch moves into it
+        sampler->sample(std::move(b));
+    }
     batches.clear();
 }
 

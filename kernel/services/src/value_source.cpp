@@ -106,9 +106,9 @@ class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource
 
     subscription::Sampler* samplerOf(std::uint64_t handle) override;
     void watch(std::uint64_t handle, bool enabled) override;
-    void setListener(std::shared_ptr<subscription::SourceListener> l) override {
+    void setListener(const std::shared_ptr<subscription::SourceListener>& l) override {
         std::lock_guard lock(listenerMutex_);
-        listener_ = std::move(l);
+        listener_ = l;
     }
     // params->value_changed: the change of a node whose items the node manager pushes.
     uaplex_status pushed(const uaplex_nodeid& node, std::uint32_t attributeId,

@@ -64,7 +64,7 @@ class NodeValueSource {
     // handle. Under the engine's lock: queue the plugin's call, never make it here.
     virtual void watch(uint64_t, bool) {}
     // Who hears that reportsChanges() of a handle turned (the manager's owner).
-    virtual void setListener(std::shared_ptr<class SourceListener>) {}
+    virtual void setListener(const std::shared_ptr<class SourceListener>&) {}
 };
 
 // Told, without the engine's lock and from any thread, that reportsChanges() of `handle`
