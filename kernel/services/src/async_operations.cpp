@@ -208,39 +208,36 @@ bool AsyncBatch::addOwnerWrite(const NamespaceOwner& owner, std::uint32_t index)
     return addOwnerRead(owner, index, 0, 0);
 }
 
-bool AsyncBatch::addStoreRead(Node& node, std::uint32_t index, const IndexRange& range,
-                              std::int32_t timestamps) noexcept {
+bool AsyncBatch::addPart(const AsyncPart& part) noexcept {
     AsyncRequest* r = record();
     if (r == nullptr) return false;
     try {
-        AsyncPart p;
-        p.kind = AsyncPart::Kind::StoreRead;
-        p.node = &node;
-        p.index = index;
-        p.range = range;
-        p.timestamps = timestamps;
-        r->parts.push_back(p);
+        r->parts.push_back(part);
     } catch (...) {
         return false;
     }
     return true;
 }
 
+bool AsyncBatch::addStoreRead(Node& node, std::uint32_t index, const IndexRange& range,
+                              std::int32_t timestamps) noexcept {
+    AsyncPart p;
+    p.kind = AsyncPart::Kind::StoreRead;
+    p.node = &node;
+    p.index = index;
+    p.range = range;
+    p.timestamps = timestamps;
+    return addPart(p);
+}
+
 bool AsyncBatch::addStoreWrite(Node& node, std::uint32_t index,
                                const ua::DataValue& value) noexcept {
-    AsyncRequest* r = record();
-    if (r == nullptr) return false;
-    try {
-        AsyncPart p;
-        p.kind = AsyncPart::Kind::StoreWrite;
-        p.node = &node;
-        p.index = index;
-        p.value = value;
-        r->parts.push_back(p);
-    } catch (...) {
-        return false;
-    }
-    return true;
+    AsyncPart p;
+    p.kind = AsyncPart::Kind::StoreWrite;
+    p.node = &node;
+    p.index = index;
+    p.value = value;
+    return addPart(p);
 }
 
 bool AsyncBatch::park() noexcept {

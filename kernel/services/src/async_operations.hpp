@@ -99,6 +99,8 @@ class AsyncBatch {
 
   private:
     AsyncRequest* record() noexcept;
+    // Appends a store part to the request's record; false when out of memory.
+    bool addPart(const AsyncPart& part) noexcept;
     // Parks the request; false when it was cancelled or expired already (its items then get
     // `failed`).
     bool park() noexcept;

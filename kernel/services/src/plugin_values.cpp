@@ -102,19 +102,13 @@ bool variantOk(const ua::Variant& v, int depth) noexcept {
             return stringOk(v.value.string);
         case UAPLEX_TYPE_BYTESTRING:
             return bytesOk(v.value.bytestring);
-        case UAPLEX_TYPE_NODEID:
-        case UAPLEX_TYPE_EXPANDEDNODEID:
-        case UAPLEX_TYPE_QUALIFIEDNAME:
-        case UAPLEX_TYPE_LOCALIZEDTEXT:
-        case UAPLEX_TYPE_EXTENSIONOBJECT:
-        case UAPLEX_TYPE_DATAVALUE:
-        case UAPLEX_TYPE_VARIANT:
-        case UAPLEX_TYPE_DIAGNOSTICINFO:
-            // Boxed scalars: one element behind value.pointer, which must be there.
-            return v.value.pointer != nullptr && elementsOk(type, v.value.pointer, 1, depth);
         default:
-            return true;
+            break;
     }
+    // Boxed scalars: one element behind value.pointer, which must be there.
+    if (uaplex_builtin_boxed(type))
+        return v.value.pointer != nullptr && elementsOk(type, v.value.pointer, 1, depth);
+    return true;
 }
 
 bool dataValueOk(const ua::DataValue& v, int depth) noexcept {

@@ -166,19 +166,7 @@ int builtin_by_name(std::string_view n) {
 
 // Types whose Variant scalars are held through value.pointer (see uaplex_variant).
 bool boxed(int type) {
-    switch (type) {
-        case UAPLEX_TYPE_NODEID:
-        case UAPLEX_TYPE_EXPANDEDNODEID:
-        case UAPLEX_TYPE_QUALIFIEDNAME:
-        case UAPLEX_TYPE_LOCALIZEDTEXT:
-        case UAPLEX_TYPE_EXTENSIONOBJECT:
-        case UAPLEX_TYPE_DATAVALUE:
-        case UAPLEX_TYPE_VARIANT:
-        case UAPLEX_TYPE_DIAGNOSTICINFO:
-            return true;
-        default:
-            return false;
-    }
+    return type > 0 && uaplex_builtin_boxed(uint32_t(type));
 }
 
 // The first byte of an encoded NodeId: its form (Part 6 5.2.2.9), in the low six bits.

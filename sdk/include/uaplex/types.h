@@ -265,6 +265,24 @@ typedef struct uaplex_diagnosticinfo {
     struct uaplex_diagnosticinfo* inner_diagnostic_info;
 } uaplex_diagnosticinfo;
 
+/* Whether a Variant scalar of built-in type `type` is held through value.pointer (the larger
+ * types, see uaplex_variant) rather than inline in `value`. (since 1.9, header only) */
+static inline int uaplex_builtin_boxed(uint32_t type) {
+    switch (type) {
+        case UAPLEX_TYPE_NODEID:
+        case UAPLEX_TYPE_EXPANDEDNODEID:
+        case UAPLEX_TYPE_QUALIFIEDNAME:
+        case UAPLEX_TYPE_LOCALIZEDTEXT:
+        case UAPLEX_TYPE_EXTENSIONOBJECT:
+        case UAPLEX_TYPE_DATAVALUE:
+        case UAPLEX_TYPE_VARIANT:
+        case UAPLEX_TYPE_DIAGNOSTICINFO:
+            return 1;
+        default:
+            return 0;
+    }
+}
+
 /* Bytes of one value of built-in type `type` in its C representation: the stride of an array
  * of the type (uaplex_variant.value.pointer). 0 for Null and for ids that are not built-in
  * types. (since 1.6, header only) */
