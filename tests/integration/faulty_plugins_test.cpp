@@ -213,3 +213,43 @@ TEST_CASE("faulty node manager: bad Call outputs or statuses give BadInternalErr
     }
     stillServed(s);
 }
+
+namespace {
+
+ua::CallMethodResult callStore(Client& c, std::uint16_t ns, const char* method) {
+    ua::CallMethodRequest m{};
+    m.objectId = ua::stringNodeId(ns, "Methods");
+    m.methodId = ua::stringNodeId(ns, method);
+    ua::CallRequest req{};
+    req.methodsToCall = {1, &m};
+    auto r = c.call(req);
+    REQUIRE(Client::result(r) == UAPLEX_Good);
+    const auto& results = static_cast<ua::CallResponse*>(r.object)->results;
+    REQUIRE(results.size() == 1);
+    return results[0];
+}
+
+}  // namespace
+
+TEST_CASE("faulty node manager: an exception from a store callback never ends the server") {
+    Session s;
+    std::uint16_t ns = test::namespaceIndex(s.c, "urn:uaplex:test-faulty-store");
+    REQUIRE(ns != 0);
+    auto node = [&](const char* name) { return ua::stringNodeId(ns, name); };
+    CHECK(test::readOne(s.c, node("Good")).value.value.int32 == 42);
+    // Unguarded C++ callbacks: the kernel catches what crosses the C ABI (Itanium ABI).
+    CHECK(test::readOne(s.c, node("RawThrow")).status == UAPLEX_BadInternalError);
+    CHECK(test::writeInt32(s.c, node("RawThrow"), 1) == UAPLEX_BadInternalError);
+    ua::CallMethodResult raw = callStore(s.c, ns, "RawThrow.Call");
+    CHECK(raw.statusCode == UAPLEX_BadInternalError);
+    CHECK(raw.outputArguments.size() == 0);
+    // The SDK's guards: nothing reaches the kernel; a StatusError gives its status.
+    CHECK(test::readOne(s.c, node("GuardedThrow")).status == UAPLEX_BadInternalError);
+    CHECK(test::writeInt32(s.c, node("GuardedThrow"), 1) == UAPLEX_BadInternalError);
+    CHECK(callStore(s.c, ns, "GuardedThrow.Call").statusCode == UAPLEX_BadInternalError);
+    CHECK(test::readOne(s.c, node("MemberThrow")).status == UAPLEX_BadDeviceFailure);
+    CHECK(test::writeInt32(s.c, node("MemberThrow"), 1) == UAPLEX_BadInternalError);
+    CHECK(callStore(s.c, ns, "MemberThrow.Call").statusCode == UAPLEX_BadInternalError);
+    CHECK(test::readOne(s.c, node("Good")).value.value.int32 == 42);
+    stillServed(s);
+}

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
+#include <cstring>
 #include <thread>
 
 #include <uaplex/host/logging.hpp>
@@ -22,6 +24,49 @@ std::string dirList(const std::vector<std::filesystem::path>& dirs) {
     std::string out;
     for (const auto& d : dirs) out += (out.empty() ? "" : ", ") + d.string();
     return out.empty() ? "(no plugin directories)" : out;
+}
+
+// No table grows anywhere near this: a larger struct_size is garbage, not a newer plugin.
+constexpr std::uint32_t kMaxTableBytes = 4096;
+
+// A plugin's factory and ops table, checked before any of its entries is called: present,
+// a struct_size between the first release's table (`minBytes`) and kMaxTableBytes, a
+// create entry, the lifecycle entries and the kind's required entries (`required`, offsets
+// into the ops table) non-NULL. Throws HostError naming the plugin and what is wrong.
+template <typename Factory, typename Ops>
+const Ops* checkedTables(const std::string& plugin, const char* kind, const Factory* factory,
+                         std::size_t minBytes, std::initializer_list<std::size_t> required) {
+    auto fail = [&](const std::string& what) {
+        throw HostError("plugin '" + plugin + "': " + kind + " " + what);
+    };
+    if (!factory) fail("factory missing");
+    if (factory->hdr.struct_size < sizeof(Factory) || factory->hdr.struct_size > kMaxTableBytes)
+        fail("factory has struct_size " + std::to_string(factory->hdr.struct_size));
+    if (!factory->create) fail("factory has no create entry");
+    const Ops* ops = factory->ops;
+    if (!ops) fail("factory has no ops table");
+    if (ops->hdr.struct_size < minBytes || ops->hdr.struct_size > kMaxTableBytes ||
+        ops->hdr.struct_size % sizeof(void*) != 0)
+        fail("ops table has struct_size " + std::to_string(ops->hdr.struct_size) + " (at least " +
+             std::to_string(minBytes) + ")");
+    const auto* life = reinterpret_cast<const uaplex_lifecycle_ops*>(ops);
+    if (!life->start || !life->stop || !life->destroy) fail("ops table lacks start/stop/destroy");
+    const auto* base = reinterpret_cast<const unsigned char*>(ops);
+    for (std::size_t off : required) {
+        void* entry = nullptr;
+        std::memcpy(&entry, base + off, sizeof entry);
+        if (!entry) fail("ops table lacks a required entry (offset " + std::to_string(off) + ")");
+    }
+    return ops;
+}
+
+#define UAPLEX_END_OF(T, field) (offsetof(T, field) + sizeof(T::field))
+
+void checkedMiTables(const std::string& plugin, const uaplex_mi_queue_factory* factory) {
+    using M = uaplex_mi_queue_factory_ops;
+    checkedTables<uaplex_mi_queue_factory, M>(
+        plugin, "monitored_item_queue", factory, UAPLEX_END_OF(M, create_event_queue),
+        {offsetof(M, create_data_change_queue), offsetof(M, create_event_queue)});
 }
 
 }  // namespace
@@ -254,11 +299,16 @@ std::shared_ptr<PluginInstance> Host::makeRequestQueue(const config::PluginConfi
                         kindNames(lib->kinds()) + ")");
     // Each kind's ops table must hold the entries of its first release (1.0 here); entries
     // appended later are read with UAPLEX_FIELD_OR where they are called.
-    const auto* ops = factory->ops;
-    if (!UAPLEX_HAS_FIELD(ops, uaplex_request_queue_ops, dispose) || !ops->enqueue ||
-        !ops->try_dequeue || !ops->cancel || !ops->count)
-        throw HostError("plugin '" + pc.name +
-                        "': request_queue ops lack enqueue/try_dequeue/cancel/count");
+    using Q = uaplex_request_queue_ops;
+    const auto* ops = checkedTables<uaplex_request_queue_factory, Q>(
+        pc.name, "request_queue", factory, UAPLEX_END_OF(Q, dispose),
+        {offsetof(Q, enqueue), offsetof(Q, try_dequeue), offsetof(Q, cancel), offsetof(Q, count)});
+    // A table larger than the one of the plugin's own ABI minor would make the host call
+    // what lies behind it (wake_waiters came with 1.5).
+    if (lib->descriptor().abi_minor < 5 && ops->hdr.struct_size > offsetof(Q, wake_waiters))
+        throw HostError("plugin '" + pc.name + "': request_queue ops table has struct_size " +
+                        std::to_string(ops->hdr.struct_size) + ", larger than its ABI 1." +
+                        std::to_string(lib->descriptor().abi_minor) + " table");
     auto inst = std::make_shared<PluginInstance>(lib, UAPLEX_KIND_REQUEST_QUEUE, pc, *services_);
     inst->request_queue_params = request_queue_.params(kMaxQueuedRequestCount);
     if (admission_) {
@@ -279,10 +329,13 @@ void Host::makeFixedSlots(const config::ServerConfig& cfg, ScanResult& scanned) 
     if (const auto* pc = cfg.plugin(cfg.slots.buffer_pool); pc && pc->enabled) {
         auto lib = resolve(*pc, scanned);
         const auto* factory = lib->descriptor().buffer_pool;
-        if (!factory || !factory->ops || !factory->create ||
-            !UAPLEX_HAS_FIELD(factory->ops, uaplex_buffer_pool_ops, stats))
+        if (!factory)
             throw HostError("plugin '" + pc->name + "' is not a buffer_pool (it provides " +
                             kindNames(lib->kinds()) + ")");
+        using B = uaplex_buffer_pool_ops;
+        checkedTables<uaplex_buffer_pool_factory, B>(
+            pc->name, "buffer_pool", factory, UAPLEX_END_OF(B, stats),
+            {offsetof(B, manager_create), offsetof(B, take), offsetof(B, give_back)});
         auto inst = std::make_shared<PluginInstance>(lib, UAPLEX_KIND_BUFFER_POOL, *pc, *services_);
         auto& p = inst->buffer_pool_params;
         p.hdr = UAPLEX_HEADER_INIT(uaplex_buffer_pool_params, UAPLEX_STYPE_BUFFER_POOL_PARAMS);
@@ -296,10 +349,16 @@ void Host::makeFixedSlots(const config::ServerConfig& cfg, ScanResult& scanned) 
     if (const auto* pc = cfg.plugin(cfg.slots.admission); pc && pc->enabled) {
         auto lib = resolve(*pc, scanned);
         const auto* factory = lib->descriptor().admission;
-        if (!factory || !factory->ops || !factory->create ||
-            !UAPLEX_HAS_FIELD(factory->ops, uaplex_admission_ops, owner_info))
+        if (!factory)
             throw HostError("plugin '" + pc->name + "' is not an admission provider (it provides " +
                             kindNames(lib->kinds()) + ")");
+        using A = uaplex_admission_ops;
+        checkedTables<uaplex_admission_factory, A>(
+            pc->name, "admission", factory, UAPLEX_END_OF(A, owner_info),
+            {offsetof(A, use_fair_scheduling), offsetof(A, classify_connection),
+             offsetof(A, classify), offsetof(A, revalidate), offsetof(A, try_acquire),
+             offsetof(A, release), offsetof(A, owner_retain), offsetof(A, owner_release),
+             offsetof(A, owner_info)});
         auto inst = std::make_shared<PluginInstance>(lib, UAPLEX_KIND_ADMISSION, *pc, *services_);
         const auto& l = cfg.server.limits;
         auto& p = inst->admission_params;
@@ -491,9 +550,9 @@ void Host::reload(const config::ServerConfig& cfg) {
         if (!mi_new->library) scanned = scan(cfg.plugin_dirs);
         mi_lib = resolve(*mi_new, scanned);
         const auto* factory = mi_lib->descriptor().monitored_item_queue;
-        if (!factory || !factory->ops ||
-            !UAPLEX_HAS_FIELD(factory->ops, uaplex_mi_queue_factory_ops, create_event_queue))
+        if (!factory)
             throw HostError("plugin '" + mi_after + "' is not a monitored_item_queue factory");
+        checkedMiTables(mi_after, factory);
     }
 
     const std::string& before = config_.slots.request_queue;
@@ -603,9 +662,9 @@ std::shared_ptr<PluginInstance> Host::createMiQueueFactory(const uaplex_mi_queue
     for (const auto& lib : idle_libraries_) {
         if (lib->name() != name) continue;
         const auto* factory = lib->descriptor().monitored_item_queue;
-        if (!factory || !factory->ops ||
-            !UAPLEX_HAS_FIELD(factory->ops, uaplex_mi_queue_factory_ops, create_event_queue))
+        if (!factory)
             throw HostError("plugin '" + name + "' is not a monitored_item_queue factory");
+        checkedMiTables(name, factory);
         const config::PluginConfig* pc = config_.plugin(name);
         if (!pc) break;
         auto inst = std::make_shared<PluginInstance>(lib, UAPLEX_KIND_MONITORED_ITEM_QUEUE, *pc,

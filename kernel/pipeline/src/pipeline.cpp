@@ -449,6 +449,9 @@ void Pipeline::submit(Connection& c, enc::ByteBuffer& body, std::uint32_t secure
 }
 
 void Pipeline::completeRefused(PendingRequest& r, std::uint32_t status) noexcept {
+    // A queue's refusal or completion that is not Bad (a plugin's garbage) is answered as the
+    // kernel's own failure: a ServiceFault carries a Bad status.
+    if ((status & 0xC0000000u) != 0x80000000u) status = UAPLEX_BadInternalError;
     auto c = std::move(r.connection);
     if (c && !c->gone()) {
         enc::ByteBuffer out(256);

@@ -27,18 +27,39 @@ void Pipeline::workerLoop(Worker& w) {
     // CreateSession this worker serves.
     std::uint8_t warm[1];
     security::randomBytes(warm);
+    std::uint32_t fastEmpty = 0;
     while (running_.load(std::memory_order_relaxed)) {
         uaplex_request_entry* e = nullptr;
         host::PluginInstance* from = nullptr;
         // Waits until a request comes, stop() stops the queue or a swap retires it (the slot
         // bounds the wait on a queue that cannot be woken): no wake-up while idle.
+        std::int64_t asked = monotonicMs();
         uaplex_status st =
             host_.requestQueue().dequeue(std::numeric_limits<uint32_t>::max(), &e, &from);
         if (st == UAPLEX_Good && e) {
+            fastEmpty = 0;
             execute(*static_cast<PendingRequest*>(e->kernel_private), w, from);
         } else if (st == UAPLEX_BadServerHalted) {
             std::this_thread::sleep_for(std::chrono::milliseconds(20));  // no queue installed
+        } else if (monotonicMs() - asked > 1) {
+            fastEmpty = 0;  // it waited: a swap's wake-up or a bounded wait's end
+        } else if (++fastEmpty > kFastEmptyDequeues) {
+            // A queue whose dequeue returns at once without an entry (any status, also Good
+            // with NULL) would spin the worker: it sleeps between tries instead.
+            noteSpinningQueue(st);
+            std::this_thread::sleep_for(std::chrono::milliseconds(kSpinBackoffMs));
         }
+    }
+}
+
+void Pipeline::noteSpinningQueue(uaplex_status st) noexcept {
+    if (spinLogged_.exchange(true, std::memory_order_relaxed)) return;
+    try {
+        logger()->error(
+            "request_queue '{}': dequeue returns at once without a request (status "
+            "0x{:08X}); workers back off {} ms between tries",
+            host_.requestQueue().pluginName(), st, kSpinBackoffMs);
+    } catch (...) {  // NOLINT(bugprone-empty-catch): logging is best effort here
     }
 }
 

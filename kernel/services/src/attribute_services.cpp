@@ -461,7 +461,8 @@ uaplex_status ServiceSet::Impl::readValue(enc::Arena& arena, const NodeRef& node
         return UAPLEX_BadNotSupported;
     if (n.callbacks.read != nullptr) {
         uaplex_value_alloc alloc = arenaAlloc(arena);
-        uaplex_status st = n.callbacks.read(n.callbacks.user, &n.id, &alloc, &out);
+        uaplex_status st = storeCallback(
+            "read", [&] { return n.callbacks.read(n.callbacks.user, &n.id, &alloc, &out); });
         if (!pluginStatusOk(st) || (st == UAPLEX_Good && !pluginDataValueOk(out))) {
             out = ua::DataValue{};
             st = UAPLEX_BadInternalError;
@@ -1117,7 +1118,8 @@ uaplex_status ServiceSet::Impl::writeOne(enc::Arena& arena, const ua::WriteValue
         batch->addStoreWrite(n, index, dv))
         return UAPLEX_Good;  // set when the operation completes
     if (n.callbacks.write != nullptr) {
-        uaplex_status st = n.callbacks.write(n.callbacks.user, &n.id, &dv);
+        uaplex_status st =
+            storeCallback("write", [&] { return n.callbacks.write(n.callbacks.user, &n.id, &dv); });
         if (!pluginStatusOk(st)) return UAPLEX_BadInternalError;
         return storeWritten(n, dv, st);
     }

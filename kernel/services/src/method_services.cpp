@@ -247,9 +247,11 @@ uaplex_status ServiceSet::Impl::callMethods(ServiceCall& call) noexcept {
             size_t outCount = 0;
             ua::Variant* outputs = nullptr;
             auto* inputResults = given != 0 ? r.inputArgumentResults.data : nullptr;
-            uaplex_status st =
-                binding->call(binding->user, &m.objectId, &m.methodId, given, m.inputArguments.data,
-                              &alloc, inputResults, &outCount, &outputs);
+            uaplex_status st = storeCallback("method", [&] {
+                return binding->call(binding->user, &m.objectId, &m.methodId, given,
+                                     m.inputArguments.data, &alloc, inputResults, &outCount,
+                                     &outputs);
+            });
             bool badInput = false;
             for (std::size_t k = 0; k < given; ++k)
                 badInput = badInput || (inputResults[k] & 0x80000000u) != 0;
@@ -267,8 +269,10 @@ uaplex_status ServiceSet::Impl::callMethods(ServiceCall& call) noexcept {
         const Node& mn = *method.dyn;
         size_t outCount = 0;
         ua::Variant* outputs = nullptr;
-        uaplex_status st = mn.callbacks.call(mn.callbacks.user, &m.objectId, &m.methodId, given,
-                                             m.inputArguments.data, &alloc, &outCount, &outputs);
+        uaplex_status st = storeCallback("call", [&] {
+            return mn.callbacks.call(mn.callbacks.user, &m.objectId, &m.methodId, given,
+                                     m.inputArguments.data, &alloc, &outCount, &outputs);
+        });
         takeAnswer(st, outCount, outputs, nullptr, 0, false, r);
     }
     call.responseType = enc::dataTypeOf<ua::CallResponse>();

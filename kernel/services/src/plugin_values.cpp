@@ -6,6 +6,10 @@
 // are not capped here: a value too large for the response is BadResponseTooLarge.
 #include "services_internal.hpp"
 
+#include <atomic>
+
+#include <uaplex/host/logging.hpp>
+
 namespace uaplex::services {
 
 namespace {
@@ -117,6 +121,19 @@ bool dataValueOk(const ua::DataValue& v, int depth) noexcept {
 }
 
 }  // namespace
+
+void noteThrowingCallback(const char* what) noexcept {
+    static std::atomic<bool> logged{false};
+    if (logged.exchange(true, std::memory_order_relaxed)) return;
+    try {
+        host::logger()->error(
+            "a plugin's store {} callback threw an exception into the kernel: answered "
+            "BadInternalError (wrap C++ callbacks with the SDK's uaplex::sdk::Guarded, "
+            "ValueRead, ValueWrite or MethodRun; later exceptions are not logged)",
+            what);
+    } catch (...) {  // NOLINT(bugprone-empty-catch): logging is best effort here
+    }
+}
 
 bool pluginStatusOk(uaplex_status status) noexcept {
     return (status & 0xC0000000u) != 0xC0000000u;  // severity 11 is reserved (Part 4 7.39)

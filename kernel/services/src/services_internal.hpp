@@ -37,6 +37,21 @@ bool pluginNodeIdOk(const ua::NodeId& id) noexcept;
 bool pluginVariantOk(const ua::Variant& v) noexcept;
 bool pluginDataValueOk(const ua::DataValue& v) noexcept;
 
+// A store callback of a plugin (uaplex_node_spec read, write, call). The SDK's guards
+// (uaplex/cpp/address_space.hpp) keep exceptions on the plugin's side of the C ABI; one from
+// a C++ callback without them reaches this catch on the Itanium C++ ABI (GCC and Clang on
+// Linux), and the operation is BadInternalError; the first such exception is logged.
+void noteThrowingCallback(const char* what) noexcept;
+template <class F>
+uaplex_status storeCallback(const char* what, F&& f) noexcept {
+    try {
+        return f();
+    } catch (...) {
+        noteThrowingCallback(what);
+        return UAPLEX_BadInternalError;
+    }
+}
+
 // Attribute ids (Part 6 A.1).
 enum AttributeId : std::uint32_t {
     kAttrNodeId = 1,

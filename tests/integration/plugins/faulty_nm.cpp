@@ -24,9 +24,83 @@ std::string_view nameOf(const uaplex_nodeid* id) {
     return {id->identifier.string.data, size_t(id->identifier.string.length)};
 }
 
+// Store callbacks (uaplex_node_spec) that throw: plain C++ functions without the SDK's guards
+// (the exception reaches the kernel) and the same wrapped by them.
+uaplex_status throwingRead(void*, const uaplex_nodeid*, const uaplex_value_alloc*,
+                           uaplex_datavalue*) {
+    throw std::runtime_error("store read exploded on purpose");
+}
+uaplex_status throwingWrite(void*, const uaplex_nodeid*, const uaplex_datavalue*) {
+    throw std::runtime_error("store write exploded on purpose");
+}
+uaplex_status throwingCall(void*, const uaplex_nodeid*, const uaplex_nodeid*, size_t,
+                           const uaplex_variant*, const uaplex_value_alloc*, size_t*,
+                           uaplex_variant**) {
+    throw std::runtime_error("store call exploded on purpose");
+}
+
 class Faulty : public NodeManager {
   public:
     using NodeManager::NodeManager;
+
+    // ns=urn:uaplex:test-faulty-store: Raw* nodes throw from unguarded store callbacks,
+    // Guarded* through Guarded<>, Member* from member functions through ValueRead,
+    // ValueWrite and MethodRun; "Good" reads 42.
+    uaplex_status start() override {
+        AddressSpace as(ctx_);
+        if (!as.available()) return UAPLEX_Good;
+        uint16_t ns = 0;
+        if (uaplex_status st = as.register_namespace("urn:uaplex:test-faulty-store", &ns);
+            st != UAPLEX_Good)
+            return st;
+        uaplex_nodeid objects = numeric_id(0, 85);
+        uaplex_datavalue good = data_value(scalar<int32_t>(UAPLEX_TYPE_INT32, 42));
+        auto variable = [&](const char* name, uaplex_value_read_fn read,
+                            uaplex_value_write_fn write) {
+            NodeSpec v = variable_spec(string_id(ns, name), objects, 47, qualified_name(ns, name),
+                                       6 /* Int32 */, -1, 3 /* CurrentRead | CurrentWrite */);
+            v.spec.read = read;
+            v.spec.write = write;
+            v.spec.user = this;
+            if (read == nullptr) v.spec.value = &good;
+            return as.add(v.get());
+        };
+        uaplex_nodeid folder = string_id(ns, "Methods");
+        uaplex_status st = UAPLEX_Good;
+        auto keep = [&](uaplex_status s) {
+            if (st == UAPLEX_Good) st = s;
+        };
+        keep(variable("Good", nullptr, nullptr));
+        keep(variable("RawThrow", &throwingRead, &throwingWrite));
+        keep(variable("GuardedThrow", &Guarded<&throwingRead>::fn, &Guarded<&throwingWrite>::fn));
+        keep(variable("MemberThrow", &ValueRead<&Faulty::readThrowing>::fn,
+                      &ValueWrite<&Faulty::writeThrowing>::fn));
+        keep(as.add(object_spec(folder, objects, 35, qualified_name(ns, "Methods"), 61).get()));
+        keep(as.add(method_spec(string_id(ns, "RawThrow.Call"), folder,
+                                qualified_name(ns, "RawThrow"), &throwingCall, this)
+                        .get()));
+        keep(as.add(method_spec(string_id(ns, "GuardedThrow.Call"), folder,
+                                qualified_name(ns, "GuardedThrow"), &Guarded<&throwingCall>::fn,
+                                this)
+                        .get()));
+        keep(as.add(method_spec(string_id(ns, "MemberThrow.Call"), folder,
+                                qualified_name(ns, "MemberThrow"),
+                                &MethodRun<&Faulty::callThrowing>::fn, this)
+                        .get()));
+        return st;
+    }
+
+    uaplex_status readThrowing(const uaplex_nodeid&, const uaplex_value_alloc&, uaplex_datavalue&) {
+        throw StatusError(UAPLEX_BadDeviceFailure, "member read exploded on purpose");
+    }
+    uaplex_status writeThrowing(const uaplex_nodeid&, const uaplex_datavalue&) {
+        throw std::runtime_error("member write exploded on purpose");
+    }
+    uaplex_status callThrowing(const uaplex_nodeid&, const uaplex_nodeid&, size_t,
+                               const uaplex_variant*, const uaplex_value_alloc&, size_t&,
+                               uaplex_variant*&) {
+        throw std::runtime_error("member call exploded on purpose");
+    }
 
     uaplex_status namespace_count(size_t* out) override {
         *out = 1;

@@ -188,6 +188,8 @@ class Connection {
     Runner& run_;
     int index_;
     tcp::socket socket_;
+    asio::steady_timer closeRetry_;
+    int closeAttempts_ = 0;
     Phase phase_ = Phase::Connecting;
 
     std::vector<std::uint8_t> rx_;
@@ -247,6 +249,7 @@ class Runner {
     void connectionReady();
     void connectionFailed(int index, const std::string& why, bool duringSetup);
     void connectionClosed();
+    void closeRefused();
     void unsupported(const std::string& status);
     void itemsDeleted();
     void changeSent(std::int32_t counter, std::uint64_t now) {
@@ -313,6 +316,7 @@ Connection::Connection(Runner& runner, int index)
     : run_(runner),
       index_(index),
       socket_(runner.io),
+      closeRetry_(runner.io),
       rx_(std::min<std::size_t>(8192, 4 * std::size_t(runner.opt.receiveBuffer))),
       rng_{runner.opt.seed * 0x9E3779B97F4A7C15ull + std::uint64_t(index) + 1} {
     int cap = 16;
@@ -934,9 +938,23 @@ void Connection::handleMessage(std::uint32_t requestId, std::span<const std::uin
         case Kind::Change:
             --changesInFlight_;
             break;
-        case Kind::Close:
+        case Kind::Close: {
+            // Thousands of sessions closing at once fill the server's queue: a refused
+            // CloseSession (BadServerTooBusy) is sent again, or the session would stay
+            // until its timeout.
+            StatusCode sr = static_cast<const ResponseHeader*>(m.object)->serviceResult;
+            if (sr == UAPLEX_BadServerTooBusy && ++closeAttempts_ < 100) {
+                closeRetry_.expires_after(
+                    std::chrono::milliseconds(std::min(20 * closeAttempts_, 500)));
+                closeRetry_.async_wait([this](const boost::system::error_code& ec) {
+                    if (!ec && phase_ == Phase::Closing) sendCloseSession();
+                });
+                break;
+            }
+            if (sr != UAPLEX_Good) run_.closeRefused();
             sendClose();
             break;
+        }
     }
 }
 
@@ -1158,6 +1176,10 @@ void Runner::unsupported(const std::string& status) {
     });
 }
 
+void Runner::closeRefused() {
+    ++res.closeRefused;
+}
+
 void Runner::connectionClosed() {
     if (++closed_ >= int(conns_.size())) finish();
 }
@@ -1236,10 +1258,10 @@ void Runner::endWindow() {
     deleteStartNs_ = nowNs();
     if (opt.serverPid > 0) deleteCpuStart_ = otherCpuSeconds(opt.serverPid);
     for (auto& c : conns_) c->beginDrain();
-    // sessions get 3 s to answer what is in flight and to close (plus --connect-timeout to
-    // delete their items); then the sockets are dropped
-    phaseTimer_.expires_after(std::chrono::nanoseconds(
-        std::int64_t((3 + (opt.deleteItems ? opt.connectTimeout : 0)) * 1e9)));
+    // sessions get 3 s plus --connect-timeout to answer what is in flight, to delete their
+    // items and to close (the run ends as soon as all are closed); then the sockets are dropped
+    phaseTimer_.expires_after(
+        std::chrono::nanoseconds(std::int64_t((3 + opt.connectTimeout) * 1e9)));
     phaseTimer_.async_wait([this](const boost::system::error_code& ec) {
         if (!ec) finish();
     });

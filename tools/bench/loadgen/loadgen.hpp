@@ -78,6 +78,9 @@ struct Results {
     long rssStartKb = -1, rssReadyKb = -1, rssDeletedKb = -1;
     long rssBeforeItemsKb = -1;  // at the first CreateMonitoredItems
     std::uint64_t itemsCreated = 0;
+    // CloseSession answered Bad other than BadServerTooBusy (retried), or still refused after
+    // the retries: those sessions stay until their timeout
+    std::uint64_t closeRefused = 0;
 };
 
 const char* scenarioName(Scenario s) noexcept;

@@ -290,6 +290,7 @@ int main(int argc, char** argv) {
         field("setup_generator_cpu_s"), j += fmt("%.3f", r.setupGeneratorCpuSeconds);
         field("rss_deleted_kb"), j += std::to_string(r.rssDeletedKb);
         field("rss_before_items_kb"), j += std::to_string(r.rssBeforeItemsKb);
+        field("close_refused"), j += std::to_string(r.closeRefused);
         field("errors_by_status"), j += '{';
         bool first = true;
         for (const auto& [name, n] : r.errors) {

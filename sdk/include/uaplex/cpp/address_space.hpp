@@ -275,6 +275,88 @@ uaplex_status method_trampoline(void* user, const uaplex_nodeid* object,
 }
 }  // namespace detail
 
+// --- store callbacks (uaplex_node_spec read, write, call) without exceptions --------------
+//
+// The kernel calls these C function pointers; an exception must not leave them (nothing
+// catches it portably across the C ABI). Guarded<&fn>::fn wraps a plain callback of any of
+// the three signatures, and ValueRead, ValueWrite and MethodRun a member function of the
+// node's `user` (a T*): an exception becomes its StatusError's status or BadInternalError,
+// logged through T's context() when T has one.
+template <auto F>
+struct Guarded;
+template <class... A, uaplex_status (*F)(A...)>
+struct Guarded<F> {
+    static uaplex_status fn(A... a) noexcept {
+        return guard(nullptr, "store callback", [&] { return F(a...); });
+    }
+};
+
+namespace detail {
+template <class T>
+const Context* context_of(T* self) noexcept {
+    if constexpr (requires { self->context(); })
+        return &self->context();
+    else
+        return nullptr;
+}
+}  // namespace detail
+
+// spec.read = &ValueRead<&T::read_value>::fn, with
+// `uaplex_status T::read_value(const uaplex_nodeid&, const uaplex_value_alloc&,
+// uaplex_datavalue&)`.
+template <auto Fn>
+struct ValueRead;
+template <class T, uaplex_status (T::*Fn)(const uaplex_nodeid&, const uaplex_value_alloc&,
+                                          uaplex_datavalue&)>
+struct ValueRead<Fn> {
+    static uaplex_status fn(void* user, const uaplex_nodeid* id, const uaplex_value_alloc* alloc,
+                            uaplex_datavalue* out) noexcept {
+        auto* self = static_cast<T*>(user);
+        return guard(detail::context_of(self), "value read",
+                     [&] { return (self->*Fn)(*id, *alloc, *out); });
+    }
+};
+
+// spec.write = &ValueWrite<&T::write_value>::fn, with
+// `uaplex_status T::write_value(const uaplex_nodeid&, const uaplex_datavalue&)`.
+template <auto Fn>
+struct ValueWrite;
+template <class T, uaplex_status (T::*Fn)(const uaplex_nodeid&, const uaplex_datavalue&)>
+struct ValueWrite<Fn> {
+    static uaplex_status fn(void* user, const uaplex_nodeid* id,
+                            const uaplex_datavalue* value) noexcept {
+        auto* self = static_cast<T*>(user);
+        return guard(detail::context_of(self), "value write",
+                     [&] { return (self->*Fn)(*id, *value); });
+    }
+};
+
+// spec.call = &MethodRun<&T::run>::fn, with `uaplex_status T::run(const uaplex_nodeid& object,
+// const uaplex_nodeid& method, size_t count, const uaplex_variant* inputs,
+// const uaplex_value_alloc&, size_t& out_count, uaplex_variant*& out_outputs)`. An exception
+// leaves no outputs.
+template <auto Fn>
+struct MethodRun;
+template <class T, uaplex_status (T::*Fn)(const uaplex_nodeid&, const uaplex_nodeid&, size_t,
+                                          const uaplex_variant*, const uaplex_value_alloc&, size_t&,
+                                          uaplex_variant*&)>
+struct MethodRun<Fn> {
+    static uaplex_status fn(void* user, const uaplex_nodeid* object, const uaplex_nodeid* method,
+                            size_t count, const uaplex_variant* inputs,
+                            const uaplex_value_alloc* alloc, size_t* out_count,
+                            uaplex_variant** out_outputs) noexcept {
+        auto* self = static_cast<T*>(user);
+        uaplex_status st = guard(detail::context_of(self), "method call", [&] {
+            return (self->*Fn)(*object, *method, count, inputs, *alloc, *out_count, *out_outputs);
+        });
+        if ((st & 0x80000000u) != 0) {
+            *out_count = 0;
+            *out_outputs = nullptr;
+        }
+        return st;
+    }
+};
+
 // One argument of a method (Part 3 8.6) for add_arguments: a numeric ns0 DataType.
 struct ArgumentDef {
     std::string_view name;

@@ -133,6 +133,12 @@ class Pipeline {
     // QueuedCanceller::unlink: takes a registered request out of the request queue.
     static bool unlinkQueued(void* user, session::TrackedRequest& t, uaplex_status status);
     void workerLoop(Worker& worker);
+    // Dequeues that return at once without a request, in a row, before a worker backs off,
+    // and its sleep between tries then (a request-queue plugin that never waits).
+    static constexpr std::uint32_t kFastEmptyDequeues = 16;
+    static constexpr int kSpinBackoffMs = 5;
+    void noteSpinningQueue(uaplex_status st) noexcept;
+    std::atomic<bool> spinLogged_{false};
     void execute(PendingRequest& request, Worker& worker, host::PluginInstance* queue) noexcept;
     // The one TimeoutHint sweep for all requests (docs/pipeline.md): every 20 ms while any
     // registered request has a deadline, asleep otherwise.
