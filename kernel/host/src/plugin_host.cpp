@@ -40,7 +40,8 @@ const Ops* checkedTables(const std::string& plugin, const char* kind, const Fact
         throw HostError("plugin '" + plugin + "': " + kind + " " + what);
     };
     if (!factory) fail("factory missing");
-    if (factory->hdr.struct_size < sizeof(Factory) || factory->hdr.struct_size > kMaxTableBytes)
+    if (factory->hdr.struct_size < offsetof(Factory, create) + sizeof(factory->create) ||
+        factory->hdr.struct_size > kMaxTableBytes)
         fail("factory has struct_size " + std::to_string(factory->hdr.struct_size));
     if (!factory->create) fail("factory has no create entry");
     const Ops* ops = factory->ops;
