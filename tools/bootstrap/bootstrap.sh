@@ -7,6 +7,7 @@ set -euo pipefail
 pkgs=(
   build-essential cmake make pkg-config python3 git ccache
   libboost-dev libssl-dev openssl libtomlplusplus-dev libspdlog-dev libfmt-dev catch2
+  libsqlite3-dev   # [persistence]
   libbenchmark-dev clang libclang-rt-14-dev
   clang-tidy-14   # the tidy test (ctest -L tidy)
   curl   # the opc.https tests drive the server with it

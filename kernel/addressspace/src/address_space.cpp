@@ -77,6 +77,10 @@ Node* AddressSpace::mutableNode(const ua::NodeId& id) noexcept {
     return it == nodes_.end() ? nullptr : it->second.get();
 }
 
+void AddressSpace::forEachNode(const std::function<void(Node&)>& fn) {
+    for (auto& [id, node] : nodes_) fn(*node);
+}
+
 std::string_view AddressSpace::imageString(ns0::Slice s) const noexcept {
     if (s.length == 0xFFFFFFFFu) return {};
     return {ns0::kImage.strings + s.offset, s.length};

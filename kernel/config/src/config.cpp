@@ -296,11 +296,88 @@ void applyStrict(const toml::table& root, const fs::path& file, ServerConfig& cf
              "[access] certificate_security_policy = None" + why);
 }
 
+// "nsu=<uri>;s=<text>", "nsu=<uri>;i=<n>", "ns=<n>;s=<text>", "ns=<n>;i=<n>" (n >= 1).
+bool parsePersistentNode(std::string_view text, PersistentNode& out) {
+    out.text = std::string(text);
+    if (text.size() > 4096) return false;
+    auto semi = text.find(';');
+    if (semi == std::string_view::npos) return false;
+    std::string_view ns = text.substr(0, semi), id = text.substr(semi + 1);
+    if (ns.rfind("nsu=", 0) == 0 && ns.size() > 4) {
+        out.namespace_uri = std::string(ns.substr(4));
+    } else if (ns.rfind("ns=", 0) == 0 && ns.size() > 3 && ns.size() <= 8) {
+        std::uint32_t v = 0;
+        for (char c : ns.substr(3)) {
+            if (c < '0' || c > '9') return false;
+            v = v * 10 + std::uint32_t(c - '0');
+        }
+        if (v == 0 || v > 65535) return false;  // namespace 0 holds no stored values
+        out.ns = std::int32_t(v);
+    } else {
+        return false;
+    }
+    if (id.rfind("s=", 0) == 0 && id.size() > 2) {
+        out.is_string = true;
+        out.string_id = std::string(id.substr(2));
+        return true;
+    }
+    if (id.rfind("i=", 0) == 0 && id.size() > 2 && id.size() <= 12) {
+        std::uint64_t v = 0;
+        for (char c : id.substr(2)) {
+            if (c < '0' || c > '9') return false;
+            v = v * 10 + std::uint64_t(c - '0');
+        }
+        if (v > 0xFFFFFFFFu) return false;
+        out.numeric = std::uint32_t(v);
+        return true;
+    }
+    return false;
+}
+
+void buildPersistence(const toml::table& t, const fs::path& file, const PathContext& paths,
+                      ServerConfig& cfg) {
+    const std::string name = "persistence";
+    checkKeys(t, {"file", "nodes", "namespaces", "synchronous", "max_nodes", "max_value_bytes"},
+              name, file, cfg);
+    PersistenceSection& p = cfg.persistence;
+    p.enabled = true;
+    std::string db = getString(t, "file", "", name, file);
+    if (db.empty()) fail(t, file, "[persistence] file must name the database file");
+    p.file = resolve(db, file, paths);
+    p.max_nodes = getUint(t, "max_nodes", p.max_nodes, 1, 1000000, name, file);
+    p.max_value_bytes = getUint(t, "max_value_bytes", p.max_value_bytes, 16, 16u << 20, name, file);
+    std::string sync = getString(t, "synchronous", "full", name, file);
+    if (sync != "full" && sync != "normal")
+        fail(*t.get("synchronous"), file,
+             "[persistence] synchronous must be \"full\" or \"normal\"");
+    p.synchronous_full = sync == "full";
+    for (const auto& text : getStrings(t, "nodes", {}, name, file)) {
+        PersistentNode n;
+        if (!parsePersistentNode(text, n))
+            fail(*t.get("nodes"), file,
+                 "[persistence] nodes: '" + text.substr(0, 200) +
+                     "' must be \"nsu=<uri>;s=<text>\", \"nsu=<uri>;i=<n>\" or the same with "
+                     "\"ns=<index>;\" (1 to 65535)");
+        p.nodes.push_back(std::move(n));
+    }
+    if (p.nodes.size() > p.max_nodes)
+        fail(*t.get("nodes"), file,
+             "[persistence] nodes names " + std::to_string(p.nodes.size()) +
+                 " nodes, more than max_nodes = " + std::to_string(p.max_nodes));
+    p.namespaces = getStrings(t, "namespaces", {}, name, file);
+    for (const auto& uri : p.namespaces)
+        if (uri.empty() || uri == "http://opcfoundation.org/UA/")
+            fail(*t.get("namespaces"), file,
+                 "[persistence] namespaces: a namespace URI other than namespace 0's");
+    if (p.nodes.empty() && p.namespaces.empty())
+        fail(t, file, "[persistence] names no nodes and no namespaces");
+}
+
 ServerConfig build(const toml::table& root, const fs::path& file, const PathContext& paths) {
     ServerConfig cfg;
     cfg.file = file;
-    checkKeys(root, {"log", "host", "server", "access", "slots", "plugins"}, "top level", file,
-              cfg);
+    checkKeys(root, {"log", "host", "server", "access", "slots", "plugins", "persistence"},
+              "top level", file, cfg);
     if (const toml::table* access = subTable(root, "access", file))
         buildAccess(*access, file, paths, cfg);
 
@@ -555,6 +632,9 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
         cfg.slots.monitored_item_queue =
             getString(*slots, "monitored_item_queue", "", "slots", file);
     }
+
+    if (const toml::table* persistence = subTable(root, "persistence", file))
+        buildPersistence(*persistence, file, paths, cfg);
 
     if (const toml::table* plugins = subTable(root, "plugins", file)) {
         for (auto&& [key, node] : *plugins) {

@@ -3,6 +3,8 @@
 // batch a Read or Write gathers its asynchronous items in (async_operations.hpp).
 #include "async_operations.hpp"
 
+#include "persistence.hpp"
+
 #include <algorithm>
 #include <bit>
 
@@ -157,6 +159,11 @@ void AsyncRequest::completed(std::uint32_t p, uaplex_status status) noexcept {
                                            ? impl->storeWritten(*part.node, part.value, status)
                                            : UAPLEX_BadInternalError;
             break;
+        case AsyncPart::Kind::PersistWrite:
+            // Committed: now in memory too. Not committed: the value stays as it was.
+            writeResults[part.index] =
+                status == UAPLEX_Good ? impl->storeWritten(*part.node, part.value, status) : status;
+            break;
     }
 }
 
@@ -240,6 +247,16 @@ bool AsyncBatch::addStoreWrite(Node& node, std::uint32_t index,
     return addPart(p);
 }
 
+bool AsyncBatch::addPersistWrite(Node& node, std::uint32_t index,
+                                 const ua::DataValue& value) noexcept {
+    AsyncPart p;
+    p.kind = AsyncPart::Kind::PersistWrite;
+    p.node = &node;
+    p.index = index;
+    p.value = value;
+    return addPart(p);
+}
+
 bool AsyncBatch::park() noexcept {
     request_->deferred = call_.ctx->defer(call_.ctx->deferUser, call_.returnDiagnostics);
     return request_->deferred != nullptr;
@@ -262,7 +279,8 @@ void AsyncBatch::fail(uaplex_status status) noexcept {
             r.readResults[p.index] = ua::DataValue{};
             r.readResults[p.index].mask = UAPLEX_DATAVALUE_STATUS;
             r.readResults[p.index].status = status;
-        } else if (p.kind == AsyncPart::Kind::StoreWrite) {
+        } else if (p.kind == AsyncPart::Kind::StoreWrite ||
+                   p.kind == AsyncPart::Kind::PersistWrite) {
             r.writeResults[p.index] = status;
         }
     }
@@ -412,6 +430,10 @@ uaplex_status AsyncBatch::run() noexcept {
             case AsyncPart::Kind::StoreWrite:
                 st =
                     p.node->callbacks.writeAsync(p.node->callbacks.user, &p.node->id, &p.value, &c);
+                break;
+            case AsyncPart::Kind::PersistWrite:
+                st = impl_.persistence->submit(&p) ? UAPLEX_GoodCompletesAsynchronously
+                                                   : UAPLEX_BadResourceUnavailable;
                 break;
         }
         if (st != UAPLEX_GoodCompletesAsynchronously) impl_.completions.completeNow(c, st);

@@ -17,7 +17,9 @@ namespace uaplex::services {
 // One operation: a call of an owned namespace's entry with the request's items for it, or of
 // a store node's callback for one item.
 struct AsyncPart {
-    enum class Kind : std::uint8_t { OwnerRead, StoreRead, OwnerWrite, StoreWrite };
+    // PersistWrite: a Write of a persistent stored variable, committed by the persistence
+    // thread before the value is stored (persistence.hpp).
+    enum class Kind : std::uint8_t { OwnerRead, StoreRead, OwnerWrite, StoreWrite, PersistWrite };
     Kind kind = Kind::OwnerRead;
     const NamespaceOwner* owner = nullptr;
     Node* node = nullptr;     // store parts
@@ -27,6 +29,7 @@ struct AsyncPart {
     IndexRange range;         // store reads
     std::int32_t timestamps = 0;
     ua::DataValue value{};              // store writes: what is stored after the callback
+                                        // (or after the commit)
     uaplex_status* statuses = nullptr;  // owner parts: `count` entries (the plugin's)
     const void* items = nullptr;        // owner parts: uaplex_read_item / uaplex_write_item
     ua::DataValue** results = nullptr;  // owner reads: the results the plugin fills
@@ -90,6 +93,7 @@ class AsyncBatch {
                       std::int32_t timestamps) noexcept;
     bool addOwnerWrite(const NamespaceOwner& owner, std::uint32_t index) noexcept;
     bool addStoreWrite(Node& node, std::uint32_t index, const ua::DataValue& value) noexcept;
+    bool addPersistWrite(Node& node, std::uint32_t index, const ua::DataValue& value) noexcept;
     // Parks the request and starts the operations: GoodCompletesAsynchronously. Read:
     // `results` are the response's; `request` the decoded ReadRequest (WriteRequest).
     uaplex_status startRead(ua::ReadResponse* response, ua::DataValue* results,

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "async_operations.hpp"
+#include "persistence.hpp"
 
 namespace uaplex::services {
 
@@ -1126,6 +1127,12 @@ uaplex_status ServiceSet::Impl::writeOne(enc::Arena& arena, const ua::WriteValue
     if (n.callbacks.writeAsync != nullptr) return UAPLEX_BadNotSupported;  // no request to park
     if (n.callbacks.readsValue())
         return UAPLEX_BadNotWritable;  // values come from the plugin and cannot be stored
+    if (persistence && persistence->entryOf(&n)) {
+        // Answered when committed (or not); stored in memory only then.
+        if (batch != nullptr && batch->enabled() && batch->addPersistWrite(n, index, dv))
+            return UAPLEX_Good;
+        return UAPLEX_BadResourceUnavailable;  // no request to park
+    }
     return storeWritten(n, dv, UAPLEX_Good);
 }
 

@@ -3,6 +3,7 @@
 
 #include <chrono>
 
+#include "persistence.hpp"
 #include "services_internal.hpp"
 
 namespace uaplex::services {
@@ -76,11 +77,30 @@ ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
         throw;
     }
     space.seal();
+    if (c.persistence.enabled) {
+        // The persisted values go back into their nodes before any client is served.
+        try {
+            persistence = std::make_unique<Persistence>(
+                c.persistence, space, completions,
+                [this](const Node& n, const ua::Variant& v) {
+                    return typeMatches(n.dataType, v) && rankMatches(n.valueRank, v);
+                },
+                c.server.limits.max_async_operations);
+            persisting.store(persistence.get(), std::memory_order_release);
+        } catch (...) {
+            host.destroyNodeManagers();
+            host.services().address_space.store(nullptr, std::memory_order_release);
+            throw;
+        }
+    }
 }
 
 ServiceSet::Impl::~Impl() {
     values.reset();  // its sampling threads call the node managers: joined first
     host.destroyNodeManagers();
+    // No value_set any more: what is queued is committed and answered, then it closes.
+    persisting.store(nullptr, std::memory_order_release);
+    persistence.reset();
     host.services().address_space.store(nullptr, std::memory_order_release);
 }
 
@@ -172,6 +192,9 @@ uaplex_status ServiceSet::Impl::valueSet(uaplex_plugin_ctx*, const uaplex_nodeid
     }
     uaplex_status st = node->value.store(dv);
     if (st == UAPLEX_Good) changed(*node, dv);
+    // Persistent nodes: written with the next transaction, without a promise.
+    if (Persistence* p = persisting.load(std::memory_order_acquire); p && st == UAPLEX_Good)
+        if (Persistence::Entry* e = p->entryOf(node)) p->mark(*e);
     return st;
 }
 

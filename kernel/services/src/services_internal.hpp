@@ -144,6 +144,7 @@ struct NamespaceOwner {
 
 class AsyncRequest;
 class AsyncBatch;
+class Persistence;
 
 // The completions of the pending asynchronous operations (uaplex_completion, docs/pipeline.md
 // "Asynchronous operations"): max_async_operations slots, each named by its index and a
@@ -293,6 +294,10 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
     std::vector<NamespaceOwner> owners;
     // Asynchronous operations (async_operations.cpp).
     CompletionTable completions;
+    // [persistence] (persistence.cpp); null without the section. Made after seal, while
+    // node managers may already call value_set: they read `persisting`.
+    std::unique_ptr<Persistence> persistence;
+    std::atomic<Persistence*> persisting{nullptr};
     std::vector<ManagerRef> managers;
     const ManagerRef* managerOf(const void* ctx) const noexcept {
         for (const ManagerRef& m : managers)

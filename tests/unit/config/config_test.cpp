@@ -145,7 +145,7 @@ TEST_CASE("[server] identity and limits: defaults, overrides, range checks") {
           std::string::npos);
     // Decoding limits: 0 is no limit, a positive value leaves room for a CreateSession.
     auto unlimited = parseString("[server.limits]\nmax_bytestring_length = 0\n",
-                                  "/etc/uaplex/test.toml", kPaths);
+                                 "/etc/uaplex/test.toml", kPaths);
     CHECK(unlimited.server.limits.max_bytestring_length == 0);
     CHECK(
         error_of("[server.limits]\nmax_string_length = 100\n") ==
@@ -235,7 +235,7 @@ TEST_CASE("[access]: defaults, rules, certificates and errors with positions") {
     // Write and no Call unless the configuration grants them.
     CHECK(def.access.anonymous_permissions == (1u | 2u | 32u | 128u | 2048u));
     CHECK(parseString("[access]\nanonymous_permissions = [\"All\"]\n", "/etc/uaplex/test.toml",
-                       kPaths)
+                      kPaths)
               .access.anonymous_permissions == uaplex::config::kAllPermissions);
     CHECK(def.access.rules.empty());
 
@@ -454,7 +454,7 @@ TEST_CASE("[server] security_profile: strict turns Anonymous off and refuses wha
     CHECK(parseString("", "/etc/uaplex/test.toml", kPaths).server.security_profile == "default");
     auto strict = parseString(secure, "/etc/uaplex/test.toml", kPaths);
     CHECK(strict.server.strict());
-    CHECK_FALSE(strict.access.anonymous);  // implied
+    CHECK_FALSE(strict.access.anonymous);       // implied
     CHECK(strict.server.security.size() == 2);  // None stays, for discovery
     // Each contradiction is an error naming the key, at its position.
     std::string e = error_of(secure + "[access]\nanonymous = true\n");
@@ -479,4 +479,65 @@ TEST_CASE("[server] security_profile: strict turns Anonymous off and refuses wha
               .find("security_profile must be \"default\" or \"strict\"") != std::string::npos);
     // anonymous = false is consistent with strict.
     CHECK_NOTHROW(parseString(secure + "[access]\nanonymous = false\n", "t.toml", kPaths));
+}
+
+TEST_CASE("[persistence]: absent by default; file, nodes, namespaces and finite defaults") {
+    auto none = parseString("", "/etc/uaplex/test.toml", kPaths);
+    CHECK_FALSE(none.persistence.enabled);
+    auto cfg = parseString(
+        "[persistence]\nfile = \"state/values.db\"\n"
+        "nodes = [\"nsu=urn:uaplex:demo;s=Demo.Scalars.Int32\", \"ns=2;i=7\"]\n"
+        "namespaces = [\"urn:x\"]\n",
+        "/etc/uaplex/test.toml", kPaths);
+    const auto& p = cfg.persistence;
+    CHECK(p.enabled);
+    CHECK(p.file == "/etc/uaplex/state/values.db");
+    CHECK(p.synchronous_full);
+    CHECK(p.max_nodes == 10000);
+    CHECK(p.max_value_bytes == 65536);
+    REQUIRE(p.nodes.size() == 2);
+    CHECK(p.nodes[0].namespace_uri == "urn:uaplex:demo");
+    CHECK(p.nodes[0].is_string);
+    CHECK(p.nodes[0].string_id == "Demo.Scalars.Int32");
+    CHECK(p.nodes[1].ns == 2);
+    CHECK_FALSE(p.nodes[1].is_string);
+    CHECK(p.nodes[1].numeric == 7);
+    CHECK(p.namespaces == std::vector<std::string>{"urn:x"});
+    CHECK(cfg.warnings.empty());
+    auto normal = parseString(
+        "[persistence]\nfile = \"/v.db\"\nnamespaces = [\"urn:x\"]\nsynchronous = \"normal\"\n"
+        "max_nodes = 5\nmax_value_bytes = 16\n",
+        "/etc/uaplex/test.toml", kPaths);
+    CHECK_FALSE(normal.persistence.synchronous_full);
+    CHECK(normal.persistence.max_nodes == 5);
+    CHECK(normal.persistence.max_value_bytes == 16);
+}
+
+TEST_CASE("[persistence]: bad values are refused with their position") {
+    const std::string head = "[persistence]\nfile = \"/v.db\"\n";
+    CHECK_THAT(error_of("[persistence]\nnodes = [\"ns=2;i=1\"]\n"),
+               Catch::Contains("file must name the database file"));
+    CHECK_THAT(error_of(head), Catch::Contains("names no nodes and no namespaces"));
+    for (const char* bad : {"i=5", "ns=0;i=5", "ns=70000;i=1", "ns=2;x=1", "ns=2;i=99999999999",
+                            "nsu=;s=a", "ns=2;s=", "ns=a;i=1"}) {
+        INFO(bad);
+        CHECK_THAT(error_of(head + "nodes = [\"" + bad + "\"]\n"),
+                   Catch::Contains("test.toml:3:") && Catch::Contains("[persistence] nodes:"));
+    }
+    CHECK_THAT(error_of(head + "nodes = [\"ns=2;i=1\", \"ns=2;i=2\"]\nmax_nodes = 1\n"),
+               Catch::Contains("more than max_nodes = 1"));
+    CHECK_THAT(error_of(head + "namespaces = [\"http://opcfoundation.org/UA/\"]\n"),
+               Catch::Contains("namespace URI other than namespace 0's"));
+    CHECK_THAT(error_of(head + "namespaces = [\"urn:x\"]\nsynchronous = \"off\"\n"),
+               Catch::Contains("synchronous must be \"full\" or \"normal\""));
+    CHECK_THAT(error_of(head + "namespaces = [\"urn:x\"]\nmax_nodes = 0\n"),
+               Catch::Contains("max_nodes must be an integer from 1 to 1000000"));
+    CHECK_THAT(error_of(head + "namespaces = [\"urn:x\"]\nmax_value_bytes = 8\n"),
+               Catch::Contains("max_value_bytes must be an integer from 16 to 16777216"));
+    CHECK_THAT(error_of(head + "namespaces = \"urn:x\"\n"),
+               Catch::Contains("namespaces must be an array"));
+    auto w = parseString(head + "namespaces = [\"urn:x\"]\nbogus = 1\n", "/etc/uaplex/test.toml",
+                         kPaths);
+    REQUIRE(w.warnings.size() == 1);
+    CHECK_THAT(w.warnings[0], Catch::Contains("unknown key 'bogus' in [persistence]"));
 }

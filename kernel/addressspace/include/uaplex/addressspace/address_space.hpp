@@ -202,6 +202,8 @@ class AddressSpace {
     Node* mutableNode(const ua::NodeId& id) noexcept;
 
     std::size_t dynamicNodeCount() const noexcept { return nodes_.size(); }
+    // Calls fn for every stored node (after seal; not for a request path).
+    void forEachNode(const std::function<void(Node&)>& fn);
 
   private:
     // Gives a ReferenceType node of the store its code (addNode).

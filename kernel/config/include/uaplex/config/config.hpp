@@ -208,6 +208,29 @@ struct AccessSection {
     std::vector<AccessRule> rules;
 };
 
+// One stored Variable of [persistence] nodes: "nsu=<uri>;s=<text>" / "nsu=<uri>;i=<n>", or
+// the same with "ns=<index>;" (namespace index 1 and up) instead of the URI.
+struct PersistentNode {
+    std::string namespace_uri;  // nsu=
+    std::int32_t ns = -1;       // ns=, when no URI is given
+    bool is_string = false;
+    std::string string_id;
+    std::uint32_t numeric = 0;
+    std::string text;  // as written, for messages
+};
+
+// [persistence] (docs/configuration.md "State across restarts"): stored values kept in an
+// SQLite database. Absent: nothing is persisted.
+struct PersistenceSection {
+    bool enabled = false;  // the section is present
+    std::filesystem::path file;
+    std::vector<PersistentNode> nodes;
+    std::vector<std::string> namespaces;  // every stored Variable of these namespaces
+    bool synchronous_full = true;         // synchronous = "full" (else "normal")
+    std::uint32_t max_nodes = 10000;
+    std::uint32_t max_value_bytes = 65536;  // one encoded DataValue
+};
+
 struct ServerConfig {
     std::filesystem::path file;  // where it was read from (empty for a string)
     LogConfig log;
@@ -215,6 +238,7 @@ struct ServerConfig {
     ServerSection server;
     AccessSection access;
     SlotsConfig slots;
+    PersistenceSection persistence;
     std::vector<PluginConfig> plugins;  // in file order
     std::vector<std::string> warnings;  // unknown keys and similar, one line each
 
