@@ -57,10 +57,10 @@ ua::CreateSessionRequest createRequest(const std::string& url, const std::string
     return cs;
 }
 
-// CurrentSessionCount (ServerDiagnosticsSummary) as `c` reads it.
-std::uint32_t currentSessions(Client& c) {
+// A ServerDiagnosticsSummary counter (CurrentSessionCount by default) as `c` reads it.
+std::uint32_t summaryCounter(Client& c, std::uint32_t node) {
     ua::ReadValueId id{};
-    id.nodeId = ua::numericNodeId(0, 2277);
+    id.nodeId = ua::numericNodeId(0, node);
     id.attributeId = 13;
     ua::ReadRequest r{};
     r.nodesToRead = {1, &id};
@@ -68,6 +68,7 @@ std::uint32_t currentSessions(Client& c) {
     REQUIRE(Client::result(m) == UAPLEX_Good);
     return static_cast<ua::ReadResponse*>(m.object)->results[0].value.value.uint32;
 }
+std::uint32_t currentSessions(Client& c) { return summaryCounter(c, 2277); }
 
 // Polls `f` every 50 ms for up to `seconds`: true once it holds.
 template <class F>
@@ -259,6 +260,9 @@ TEST_CASE("hostile sessions: TransferSubscriptions between anonymous sessions is
     auto pm = victim.call(p);
     REQUIRE(Client::result(pm) == UAPLEX_Good);
     CHECK(static_cast<ua::PublishResponse*>(pm.object)->subscriptionId == victimId);
+    // The Server object counts them (CurrentSubscriptionCount, CumulatedSubscriptionCount).
+    CHECK(summaryCounter(victim, 2285) == 6);
+    CHECK(summaryCounter(victim, 2286) == 6);
 }
 
 namespace {

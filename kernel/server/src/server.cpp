@@ -142,6 +142,8 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
 
 void Server::setUpSubscriptions() {
     subscriptions_ = std::make_unique<SubscriptionService>(cfg_, *services_.valueSource());
+    subscriptions_->setSubscriptionCounters(&services_.counters().currentSubscriptionCount,
+                                            &services_.counters().cumulatedSubscriptionCount);
     dispatcher_->setSubscriptions(subscriptions_.get());
     // Without a factory every data item keeps its last value only (queue size 1).
     if ((miQueues_ = host_.createMiQueueFactory(subscriptions_->queueParams()))) {

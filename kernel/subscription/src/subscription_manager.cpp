@@ -45,6 +45,7 @@ SubscriptionManager::SubscriptionManager(const Clock& clock, SubscriptionLimits 
 
 SubscriptionManager::~SubscriptionManager() {
     for (auto& [node, ns] : nodeStates_) releaseNode(ns);
+    if (currentCount_) currentCount_->fetch_sub(uint32_t(subs_.size()), std::memory_order_relaxed);
     subs_.clear();  // items (and their plugin queues) go before the pools
 }
 
@@ -94,6 +95,8 @@ uaplex_status SubscriptionManager::createSubscription(uint64_t sessionId, const 
     sessions_[sessionId].subs.push_back(id);  // the session's Publish queue starts here
     if (auto idn = identities_.find(sessionId); idn != identities_.end()) st.owner = idn->second;
     st.sub->setAccess(access);
+    if (currentCount_) currentCount_->fetch_add(1, std::memory_order_relaxed);
+    if (cumulatedCount_) cumulatedCount_->fetch_add(1, std::memory_order_relaxed);
     resp.subscriptionId = id;
     resp.revisedPublishingInterval = r.publishingInterval;
     resp.revisedLifetimeCount = r.lifetimeCount;
@@ -255,6 +258,7 @@ void SubscriptionManager::removeSubscription(uint32_t id, bool failQueuedIfEmpty
     uint64_t sessionId = st->sub->sessionId();
     dropItemsOf(*st->sub);
     subs_.erase(id);
+    if (currentCount_) currentCount_->fetch_sub(1, std::memory_order_relaxed);
     Session* s = session(sessionId);
     if (!s) return;
     s->subs.erase(std::remove(s->subs.begin(), s->subs.end(), id), s->subs.end());

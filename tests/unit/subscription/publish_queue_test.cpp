@@ -2,6 +2,7 @@
 // docs/pipeline.md, Publish queue: the per-session Publish queue and the Publish, Republish and
 // Acknowledge services, through SubscriptionManager on a fake clock.
 #include <malloc.h>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <limits>
 #include <map>
@@ -1321,4 +1322,35 @@ TEST_CASE("report on change: MaxNotificationsPerPublish caps a message, 0 takes 
     CHECK(notes(s.sink.done[0].outcome.message.message()).size() == 1000);
     CHECK(s.sink.done[0].outcome.more);
     CHECK_FALSE(s.sink.done[2].outcome.more);
+}
+
+TEST_CASE("services: the diagnostics summary counts live and created subscriptions") {
+    SubscriptionLimits l;
+    l.minSubscriptionLifetime = 0;
+    Server s(l);
+    std::atomic<uint32_t> current{0}, cumulated{0};
+    s.mgr->setSubscriptionCounters(&current, &cumulated);
+    uint32_t a = s.subscribe(1);
+    s.subscribe(1);
+    s.subscribe(2, 0, 100, 3, 9);
+    CHECK(current == 3);
+    CHECK(cumulated == 3);
+    ua::DeleteSubscriptionsRequest del{};
+    del.subscriptionIds = {1, &a};
+    ua::DeleteSubscriptionsResponse dr{};
+    REQUIRE(s.mgr->deleteSubscriptions(1, del, dr, s.arena) == UAPLEX_Good);
+    CHECK(current == 2);
+    s.mgr->closeSession(1, true);  // its other subscription goes with it
+    CHECK(current == 1);
+    s.mgr->closeSession(2, false);  // abandoned: counted until its lifetime ends
+    CHECK(current == 1);
+    for (int64_t t = 101; t <= 1101; t += 100) s.tickTo(t);
+    CHECK(current == 0);
+    CHECK(cumulated == 3);
+    s.subscribe(3);
+    CHECK(current == 1);
+    CHECK(cumulated == 4);
+    s.sink.done.clear();
+    s.mgr.reset();  // live subscriptions stop counting with the engine
+    CHECK(current == 0);
 }

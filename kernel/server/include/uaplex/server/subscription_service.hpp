@@ -9,6 +9,7 @@
 
 #include <uaplex/encoding/encoding.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -72,6 +73,12 @@ class SubscriptionService final : public subscription::PublishSink {
                                     ua::Array<ua::UInt32>& clientHandles) noexcept;
     // Counts for tests and diagnostics.
     std::size_t subscriptionCount() noexcept;
+    // Where the engine counts live and created subscriptions (ServerDiagnosticsSummary);
+    // set before the first request.
+    void setSubscriptionCounters(std::atomic<std::uint32_t>* current,
+                                 std::atomic<std::uint32_t>* cumulated) noexcept {
+        manager_.setSubscriptionCounters(current, cumulated);
+    }
     // Publish: the response goes through `route`, now or later.
     void publish(std::uint64_t session, std::shared_ptr<ResponseRoute> route,
                  const ua::PublishRequest& request, std::int64_t deadlineMs) noexcept;

@@ -4,6 +4,7 @@
 // (the manager is not thread-safe); Publish completes asynchronously through a PublishSink.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -279,6 +280,12 @@ class SubscriptionManager {
     static constexpr size_t kTrimAfterItems = 10000;
 
     size_t subscriptionCount() const { return subs_.size(); }
+    // The ServerDiagnosticsSummary's CurrentSubscriptionCount and CumulatedSubscriptionCount
+    // (Part 5 12.9), counted here so every way a subscription ends is seen; null: not counted.
+    void setSubscriptionCounters(std::atomic<uint32_t>* current, std::atomic<uint32_t>* cumulated) {
+        currentCount_ = current;
+        cumulatedCount_ = cumulated;
+    }
     size_t monitoredItemCount() const { return itemCount_; }
     Subscription* find(uint32_t id) const;
     EngineContext& context() { return ctx_; }
@@ -449,6 +456,8 @@ class SubscriptionManager {
     std::random_device idSource_;  // subscription ids: the OS's random source
     size_t itemCount_ = 0;
     size_t freedSinceTrim_ = 0;
+    std::atomic<uint32_t>* currentCount_ = nullptr;
+    std::atomic<uint32_t>* cumulatedCount_ = nullptr;
 };
 
 }  // namespace uaplex::subscription
