@@ -9,13 +9,16 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sqlite3.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -60,8 +63,10 @@ std::string readFile(const fs::path& p) {
 }
 
 // The server on `scratch`'s database; its stderr (the log) appended to scratch.log().
+// `extra` goes into [persistence], `demo` into [plugins.demo]; `inChild` runs before exec.
 std::unique_ptr<test::ServerProcess> start(const Scratch& scratch, const std::string& extra = "",
-                                           int attempts = 100) {
+                                           int attempts = 100, const std::string& demo = "",
+                                           const std::function<void()>& inChild = {}) {
     const std::string log = scratch.log().string();
     return std::make_unique<test::ServerProcess>(
         "persist",
@@ -69,16 +74,17 @@ std::unique_ptr<test::ServerProcess> start(const Scratch& scratch, const std::st
             std::ostringstream s;
             s << test::configHead(port, "info") << "[slots]\nrequest_queue = \"fifo\"\n"
               << "[plugins.fifo]\n[plugins.transport-tcp]\n[plugins.demo]\n"
-              << "[access]\nanonymous_permissions = [\"All\"]\n"
+              << demo << "[access]\nanonymous_permissions = [\"All\"]\n"
               << "[persistence]\nfile = \"" << scratch.db().string() << "\"\n"
               << "nodes = [\"nsu=urn:uaplex:demo;s=" << kInt32
               << "\", \"nsu=urn:uaplex:demo;s=" << kString << "\"]\n"
               << extra;
             return s.str();
         },
-        [log] {
+        [log, inChild] {
             int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
             if (fd >= 0) ::dup2(fd, 2);
+            if (inChild) inChild();
         },
         attempts);
 }
@@ -213,11 +219,12 @@ TEST_CASE("a write storm killed at a random moment keeps the last Good") {
     Storm storms[2];
     storms[0].node = kInt32;
     storms[1].node = kString;
-    auto asValue = [](const Storm& st, std::int32_t v) {
-        return st.node == kInt32 ? ua::variantInt32(v) : ua::variantString(std::to_string(v));
-    };
     auto seen = [](const Storm& st, const Seen& v) {
-        return st.node == kInt32 ? v.int32 : v.text.empty() ? 0 : std::stoi(v.text);
+        if (st.node == kInt32) return v.int32;
+        INFO("String value: " << v.text);
+        REQUIRE(!v.text.empty());
+        REQUIRE(v.text.find_first_not_of("0123456789") == std::string::npos);
+        return std::stoi(v.text);
     };
     for (int round = 0; round < 4; ++round) {
         const std::string extra = round % 2 ? "synchronous = \"normal\"\n" : "";
@@ -234,7 +241,10 @@ TEST_CASE("a write storm killed at a random moment keeps the last Good") {
                     const ua::NodeId id = ua::stringNodeId(test::demoNamespace(c), st.node);
                     for (std::int32_t v = st.floor + 1; !done.load(); ++v) {
                         st.lastSent.store(v);
-                        if (writeValue(c, id, asValue(st, v)) != UAPLEX_Good) break;
+                        const std::string text = std::to_string(v);  // outlives the call
+                        ua::Variant value =
+                            st.node == kInt32 ? ua::variantInt32(v) : ua::variantString(text);
+                        if (writeValue(c, id, value) != UAPLEX_Good) break;
                         st.lastGood.store(v);
                     }
                 });
@@ -246,6 +256,8 @@ TEST_CASE("a write storm killed at a random moment keeps the last Good") {
         }
         auto s = start(scratch, extra);
         Session b(s->port);
+        const std::string log = readFile(scratch.log());
+        INFO(log.substr(log.size() > 3000 ? log.size() - 3000 : 0));
         for (Storm& st : storms) {
             INFO("round " << round << " " << st.node << ": last Good " << st.lastGood.load()
                           << ", last sent " << st.lastSent.load());
@@ -316,4 +328,65 @@ TEST_CASE("a row whose DataType no longer matches is logged, skipped and kept") 
     INFO(log);
     CHECK_THAT(log, Catch::Contains("does not match the node's DataType or ValueRank: skipped"));
     CHECK_THAT(log, Catch::Contains("1 value(s) restored, 1 row(s) skipped"));
+}
+
+TEST_CASE("values a node manager sets are persisted after the fact") {
+    Scratch scratch("value-set");
+    // Demo.Counter counts up with value_set on the demo's timer; the whole demo namespace is
+    // persistent.
+    const std::string kWholeDemo = "namespaces = [\"urn:uaplex:demo\"]\n";
+
+    std::uint32_t before = 0;
+    auto counterOf = [](Client& c, std::uint16_t ns) {
+        ua::DataValue dv = test::readOne(c, ua::stringNodeId(ns, "Demo.Counter"));
+        return (dv.value.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_UINT32
+                   ? dv.value.value.uint32
+                   : 0u;
+    };
+    {
+        auto s = start(scratch, kWholeDemo, 100, "update_interval_ms = 10\n");
+        Session a(s->port);
+        for (int i = 0; i < 200 && before < 20; ++i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            before = counterOf(a.c, a.ns);
+        }
+        REQUIRE(before >= 20);
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));  // committed by now
+        killHard(*s);
+    }
+    // The timer far away now: the counter read is the restored one.
+    auto s = start(scratch, kWholeDemo, 100, "update_interval_ms = 600000\n");
+    Session b(s->port);
+    CHECK(counterOf(b.c, b.ns) >= before);
+}
+
+TEST_CASE("a failed commit answers BadResourceUnavailable and leaves the value as persisted") {
+    Scratch scratch("full");
+    // The files may not grow past 256 KiB (a full disk): a commit fails once the WAL is there.
+    auto limited = [] {
+        ::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of the signal
+        rlimit r{256 * 1024, 256 * 1024};
+        ::setrlimit(RLIMIT_FSIZE, &r);
+    };
+    std::string lastGood;
+    uaplex_status failed = UAPLEX_Good;
+    {
+        auto s = start(scratch, "", 100, "", limited);
+        Session a(s->port);
+        for (int i = 0; i < 400 && failed == UAPLEX_Good; ++i) {
+            std::string v = std::to_string(i) + std::string(20000, char('a' + i % 26));
+            failed = writeValue(a.c, a.node(kString), ua::variantString(v));
+            if (failed == UAPLEX_Good) lastGood = v;
+        }
+        REQUIRE_FALSE(lastGood.empty());
+        CHECK(failed == UAPLEX_BadResourceUnavailable);
+        CHECK(readValue(a.c, a.node(kString)).text == lastGood);  // not applied in memory
+        CHECK(s->alive());
+        killHard(*s);
+    }
+    auto s = start(scratch);
+    Session b(s->port);
+    CHECK(readValue(b.c, b.node(kString)).text == lastGood);
+    std::string log = readFile(scratch.log());
+    CHECK_THAT(log, Catch::Contains("a transaction failed"));
 }
