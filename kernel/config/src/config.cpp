@@ -366,9 +366,14 @@ void buildPersistence(const toml::table& t, const fs::path& file, const PathCont
                  " nodes, more than max_nodes = " + std::to_string(p.max_nodes));
     p.namespaces = getStrings(t, "namespaces", {}, name, file);
     for (const auto& uri : p.namespaces)
-        if (uri.empty() || uri == "http://opcfoundation.org/UA/")
+        if (uri.empty() || uri.size() > 4096 || uri == "http://opcfoundation.org/UA/")
             fail(*t.get("namespaces"), file,
-                 "[persistence] namespaces: a namespace URI other than namespace 0's");
+                 "[persistence] namespaces: a namespace URI (1 to 4096 characters) other than "
+                 "namespace 0's");
+    if (p.namespaces.size() > p.max_nodes)
+        fail(*t.get("namespaces"), file,
+             "[persistence] namespaces names more namespaces than max_nodes = " +
+                 std::to_string(p.max_nodes));
     if (p.nodes.empty() && p.namespaces.empty())
         fail(t, file, "[persistence] names no nodes and no namespaces");
 }

@@ -527,7 +527,13 @@ TEST_CASE("[persistence]: bad values are refused with their position") {
     CHECK_THAT(error_of(head + "nodes = [\"ns=2;i=1\", \"ns=2;i=2\"]\nmax_nodes = 1\n"),
                Catch::Contains("more than max_nodes = 1"));
     CHECK_THAT(error_of(head + "namespaces = [\"http://opcfoundation.org/UA/\"]\n"),
-               Catch::Contains("namespace URI other than namespace 0's"));
+               Catch::Contains("other than namespace 0's"));
+    CHECK_THAT(error_of(head + "namespaces = [\"" + std::string(5000, 'u') + "\"]\n"),
+               Catch::Contains("namespace URI (1 to 4096 characters)"));
+    CHECK_THAT(error_of(head + "namespaces = [\"urn:a\", \"urn:b\"]\nmax_nodes = 1\n"),
+               Catch::Contains("more namespaces than max_nodes = 1"));
+    CHECK_THAT(error_of(head + "nodes = [\"nsu=urn:x;s=" + std::string(5000, 'n') + "\"]\n"),
+               Catch::Contains("[persistence] nodes:"));
     CHECK_THAT(error_of(head + "namespaces = [\"urn:x\"]\nsynchronous = \"off\"\n"),
                Catch::Contains("synchronous must be \"full\" or \"normal\""));
     CHECK_THAT(error_of(head + "namespaces = [\"urn:x\"]\nmax_nodes = 0\n"),
