@@ -249,7 +249,15 @@ TEST_CASE("a write storm killed at a random moment keeps the last Good") {
                     }
                 });
             }
-            std::this_thread::sleep_for(std::chrono::milliseconds(150 + pick() % 400));
+            // Once both storms run (a loaded machine may take a while to get there), the kill
+            // falls at a random moment.
+            for (int i = 0; i < 1000; ++i) {
+                if (storms[0].lastGood.load() > storms[0].floor &&
+                    storms[1].lastGood.load() > storms[1].floor)
+                    break;
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(50 + pick() % 400));
             killHard(*s);
             done.store(true);
             for (auto& w : writers) w.join();
