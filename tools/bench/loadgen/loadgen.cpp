@@ -338,7 +338,9 @@ Connection::Connection(Runner& runner, int index)
                                                kAttributeValue, nullString(), QualifiedName{}};
         readIds_[std::size_t(i)].dataEncoding.name = nullString();
     }
-    if (o.scenario == Scenario::Read && !o.readNode.empty())
+    if (o.scenario == Scenario::Read && o.readNodeNumeric != 0)
+        readIds_[0].nodeId = numericNodeId(o.readNodeNs, o.readNodeNumeric);
+    else if (o.scenario == Scenario::Read && !o.readNode.empty())
         readIds_[0].nodeId = stringNodeId(o.readNodeNs, o.readNode);
     read_.maxAge = 0;
     read_.timestampsToReturn = ts;
@@ -1071,7 +1073,15 @@ void Connection::onWorkResponse(const enc::DecodedMessage& m, const Slot& slot, 
     if (!isBad(bad)) {
         if (m.type == enc::dataTypeOf<ReadResponse>()) {
             for (const auto& dv : static_cast<ReadResponse*>(m.object)->results) {
-                if ((dv.mask & UAPLEX_DATAVALUE_STATUS) && isBad(dv.status)) bad = dv.status;
+                if ((dv.mask & UAPLEX_DATAVALUE_STATUS) && isBad(dv.status))
+                    bad = dv.status;
+                else if ((dv.mask & UAPLEX_DATAVALUE_VALUE) && !isArray(dv.value)) {
+                    auto t = variantType(dv.value);
+                    if (t == BuiltinType::UInt32)
+                        run_.res.lastValue = dv.value.value.uint32;
+                    else if (t == BuiltinType::Int32)
+                        run_.res.lastValue = dv.value.value.int32;
+                }
                 ++ops;
             }
         } else if (m.type == enc::dataTypeOf<WriteResponse>()) {

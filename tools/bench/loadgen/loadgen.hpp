@@ -24,9 +24,11 @@ struct Options {
     double hardTimeout = 0;           // 0: warmup + duration + connectTimeout + 15 s
     std::string timestamps = "both";  // TimestampsToReturn of Read: source, server, both, neither
     std::uint32_t browseNode = 1000;  // ns=1;i=<n>, or 85 in ns 0 with --browse-objects
-    // read: this node (ns=<readNodeNs>;s=<readNode>) instead of a random ns=1;i=1001..1100.
+    // read: this node (ns=<readNodeNs>;s=<readNode>, or ;i=<readNodeNumeric> when that is
+    // not 0) instead of a random ns=1;i=1001..1100.
     std::string readNode;
     std::uint16_t readNodeNs = 0;
+    std::uint32_t readNodeNumeric = 0;
     bool browseObjects = false;
     int items = 100;            // subscribe: monitored items per subscription
     double samplingMs = 10;     // subscribe: sampling interval
@@ -81,6 +83,9 @@ struct Results {
     // CloseSession answered Bad other than BadServerTooBusy (retried), or still refused after
     // the retries: those sessions stay until their timeout
     std::uint64_t closeRefused = 0;
+    // read: the integer value of the last good Read (e.g. a diagnostics counter read with
+    // --read-node 0:i=2277); -1 when none was read
+    long long lastValue = -1;
 };
 
 const char* scenarioName(Scenario s) noexcept;

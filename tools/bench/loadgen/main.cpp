@@ -35,7 +35,9 @@ const char* kUsage =
     "                       (default both)\n"
     "  --browse-node N      browse ns=1;i=N (default 1000, the Benchmark folder)\n"
     "  --browse-objects     browse the Objects folder (i=85) instead\n"
-    "  --read-node NS:ID    read: the String NodeId ns=NS;s=ID instead of random nodes\n"
+    "  --read-node NS:ID    read: the String NodeId ns=NS;s=ID instead of random nodes;\n"
+    "                       NS:i=N reads the numeric NodeId ns=NS;i=N (the last integer\n"
+    "                       value read is reported: last_value)\n"
     "  --items N            subscribe: monitored items per session (default 100)\n"
     "  --sampling-ms X      subscribe: sampling interval (default 10)\n"
     "  --publishing-ms X    subscribe: publishing interval (default 100)\n"
@@ -138,6 +140,9 @@ Options parse(int argc, char** argv) {
             o.readNodeNs =
                 std::uint16_t(number("--read-node", v.substr(0, colon).c_str(), 0, 65535));
             o.readNode = v.substr(colon + 1);
+            if (o.readNode.size() > 2 && o.readNode.compare(0, 2, "i=") == 0)
+                o.readNodeNumeric =
+                    std::uint32_t(number("--read-node", o.readNode.c_str() + 2, 1, 4294967295.0));
         } else if (a == "--items")
             o.items = int(number("--items", value(), 1, 2000000));
         else if (a == "--change-nodes")
@@ -291,6 +296,7 @@ int main(int argc, char** argv) {
         field("rss_deleted_kb"), j += std::to_string(r.rssDeletedKb);
         field("rss_before_items_kb"), j += std::to_string(r.rssBeforeItemsKb);
         field("close_refused"), j += std::to_string(r.closeRefused);
+        field("last_value"), j += std::to_string(r.lastValue);
         field("errors_by_status"), j += '{';
         bool first = true;
         for (const auto& [name, n] : r.errors) {
