@@ -411,6 +411,7 @@ uaplex_status Pipeline::Callbacks::onClosed(void* user, void* cuser, uaplex_stat
         if (it != s.connections_.end()) {
             last = std::move(it->second);
             s.connections_.erase(it);
+            ++s.connectionsClosed_;
         }
     }
     return UAPLEX_Good;

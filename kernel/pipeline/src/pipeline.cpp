@@ -114,6 +114,11 @@ std::size_t Pipeline::connectionCount() const {
     return connections_.size();
 }
 
+std::uint64_t Pipeline::connectionsClosed() const {
+    std::lock_guard lock(connectionsMutex_);
+    return connectionsClosed_;
+}
+
 void Pipeline::start(std::string_view reverseEndpoint) {
     started_ = true;
     running_ = true;

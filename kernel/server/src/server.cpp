@@ -375,6 +375,24 @@ void Server::housekeepingLoop() {
         else if (next != INT64_MAX)
             next = std::min(next, now + kHeapCheckMs);
         messagesFreedSeen_ = freed;
+        // The same after a burst of closed sessions and channels: what they freed is spread
+        // over the heaps of the threads that made them (the transport's, the workers'), and
+        // the C allocator gives free pages inside a heap back only when trimmed. Once at
+        // least kTrimAfterClosed closed since the last trim and a tick passed without another
+        // (200 ms while they close, at most 1 s later while connections or sessions exist),
+        // the heap is trimmed once; a steady churn of connections is never quiet.
+        const auto& counters = services_.counters();
+        std::uint64_t closed =
+            pipeline_->connectionsClosed() + std::uint32_t(counters.cumulatedSessionCount.load() -
+                                                           counters.currentSessionCount.load());
+        if (closed != closedSeen_) {
+            next = std::min(next, now + kBurstTickMs);
+            closedSeen_ = closed;
+        } else if (closed - closedAtTrim_ >= kTrimAfterClosed) {
+            closedAtTrim_ = closed;
+            pipeline::trimHeap();
+        }
+        if (pipeline_->connectionCount() > 0) next = std::min(next, now + kHeapCheckMs);
         // The connections' timeouts and the request records a burst left.
         next = std::min(next, pipeline_->housekeep(now));
         lock.lock();

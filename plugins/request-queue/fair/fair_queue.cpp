@@ -18,6 +18,7 @@
 // Completion: whoever unlinks an entry owns it. The queue completes entries it unlinks for
 // cancel, stop or a failed dispatch check; a dispatched entry is the caller's.
 #include <linux/futex.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -29,6 +30,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
@@ -82,6 +84,53 @@ struct OwnerFifo {
     uint32_t selecting = 0;  // selections in flight (a refused one is relinked)
     uint32_t pins = 0;       // enqueues between lookup and link: the node keeps its group
     uint64_t next_seq = 0;
+};
+
+// The group FIFOs' storage. A node lives as long as the queue (lookups walk a bucket without
+// its lock), so nodes are made in mappings of their own, kChunkBytes each, never between the
+// heap's blocks: made one by one on the thread that queues a group's first request (the
+// transport's, among its connections' blocks) and kept after those are freed, each would keep
+// a heap page resident after a burst of sessions is gone. Taken under a lock of its own, on
+// a group's first request only.
+class FifoArena {
+  public:
+    FifoArena() = default;
+    FifoArena(const FifoArena&) = delete;
+    FifoArena& operator=(const FifoArena&) = delete;
+    ~FifoArena() {
+        while (chunk_) {
+            Chunk* next = chunk_->next;
+            auto* nodes = nodesOf(chunk_);
+            for (size_t i = 0; i < chunk_->used; ++i) nodes[i].~OwnerFifo();
+            ::munmap(chunk_, kChunkBytes);
+            chunk_ = next;
+        }
+    }
+    OwnerFifo* make() {
+        std::lock_guard lock(mutex_);
+        if (!chunk_ || chunk_->used == kPerChunk) {
+            void* m = ::mmap(nullptr, kChunkBytes, PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (m == MAP_FAILED) throw std::bad_alloc();
+            chunk_ = new (m) Chunk{chunk_, 0};
+        }
+        return new (nodesOf(chunk_) + chunk_->used++) OwnerFifo();
+    }
+
+  private:
+    struct Chunk {
+        Chunk* next;
+        size_t used;
+    };
+    static constexpr size_t kChunkBytes = 64 * 1024;
+    static constexpr size_t kHeader =
+        (sizeof(Chunk) + alignof(OwnerFifo) - 1) / alignof(OwnerFifo) * alignof(OwnerFifo);
+    static constexpr size_t kPerChunk = (kChunkBytes - kHeader) / sizeof(OwnerFifo);
+    static OwnerFifo* nodesOf(Chunk* c) {
+        return reinterpret_cast<OwnerFifo*>(reinterpret_cast<unsigned char*>(c) + kHeader);
+    }
+    std::mutex mutex_;
+    Chunk* chunk_ = nullptr;
 };
 
 // A ring of groups that waits for a place: a ring holds every group at most once, so it
@@ -147,16 +196,7 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
         m_depth_ = reg("depth", UAPLEX_METRIC_GAUGE);
     }
 
-    ~FairQueue() override {
-        for (auto& b : buckets_) {
-            OwnerFifo* f = b.head.load();
-            while (f) {
-                OwnerFifo* next = f->next_in_bucket;
-                delete f;
-                f = next;
-            }
-        }
-    }
+    ~FairQueue() override = default;  // the group FIFOs go with fifos_
 
     uaplex_status start() override {
         ctx_.info(std::string(weighted_ ? "weighted" : "global FIFO") + " mode, max_queued " +
@@ -560,7 +600,7 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
                 f->mutex.unlock();
             }
         }
-        auto* f = new OwnerFifo();
+        auto* f = fifos_.make();
         f->group.store(g);
         f->assigned.store(true);
         f->mutex.lock();
@@ -856,6 +896,7 @@ class FairQueue final : public uaplex::sdk::RequestQueue {
     std::atomic<int32_t> waiters_{0};
     std::atomic<uint32_t> wake_calls_{0};  // wake_waiters calls: a dequeue that saw one returns
     OwnerFifo global_;
+    FifoArena fifos_;  // the buckets' nodes; destroyed after every use of them
     Bucket buckets_[1 << kBucketBits];
     using SlotPool = uaplex::sdk::SparePool<Slot>;
     static constexpr size_t kSlotReserve = 64;

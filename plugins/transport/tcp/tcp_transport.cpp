@@ -13,13 +13,16 @@
 
 #include <boost/asio.hpp>
 
+#include <fcntl.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -327,7 +330,10 @@ class TcpTransport final : public uaplex::sdk::Transport {
     uaplex_status start() override {
         if (thread_.joinable()) return UAPLEX_Good;
         waitInbox();
-        onIo([this] { scheduleSweep(); });
+        onIo([this] {
+            primeDescriptorStates();
+            scheduleSweep();
+        });
         thread_ = std::thread([this] { io_.run(); });
         return UAPLEX_Good;
     }
@@ -572,6 +578,40 @@ class TcpTransport final : public uaplex::sdk::Transport {
             IoTask* next = t->next;
             t->run(t, true);
             t = next;
+        }
+    }
+
+    // io thread, first task: Asio's reactor keeps a state block (about 170 bytes) per socket
+    // it ever had open at once, in a pool it reuses and never shrinks. Made one by one as a
+    // burst of connections is accepted, each lands between that connection's own blocks and,
+    // kept after they are freed, keeps its heap page resident. So the pool is filled here,
+    // while the io thread's heap is empty, with as many states as there can be sockets
+    // (max_channels, the refused ones in their handshake time and a few more), made
+    // together: registered on duplicates of the inbox descriptor and released at once. The
+    // duplicates leave 1024 descriptors of the open-file limit (half of a limit under 2048)
+    // to the rest of the server starting meanwhile; a lower limit primes fewer.
+    void primeDescriptorStates() {
+        if (primed_) return;
+        primed_ = true;
+        rlimit rl{};
+        std::size_t n = maxConnections_ + maxPending_ + 16;
+        if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+            auto cur = std::size_t(rl.rlim_cur);
+            n = std::min(n, cur > 2048 ? cur - 1024 : cur / 2);
+        }
+        std::vector<asio::posix::stream_descriptor> states;
+        states.reserve(n);
+        while (states.size() < n) {
+            int fd = ::fcntl(inbox_.fd(), F_DUPFD_CLOEXEC, 0);
+            if (fd < 0) break;
+            boost::system::error_code ec;
+            states.emplace_back(io_);
+            states.back().assign(fd, ec);
+            if (ec) {
+                ::close(fd);
+                states.pop_back();
+                break;
+            }
         }
     }
 
@@ -1173,6 +1213,7 @@ class TcpTransport final : public uaplex::sdk::Transport {
     std::size_t refusals_ = 0;  // io thread; sockets refused and not yet closed
     bool stopping_ = false;
     ServerLimits limits_;
+    bool primed_ = false;  // io thread: primeDescriptorStates ran
     std::size_t maxConnections_ = 1000;
     std::size_t maxPending_ = 100;
     std::uint32_t handshakeTimeoutMs_ = 10000;

@@ -106,6 +106,8 @@ class Pipeline {
     std::int64_t housekeep(std::int64_t nowMs);
 
     std::size_t connectionCount() const;
+    // Connections closed since the start (the heap trim after a burst of them).
+    std::uint64_t connectionsClosed() const;
 
   private:
     friend class Connection;
@@ -188,6 +190,7 @@ class Pipeline {
     // on the request path).
     mutable std::mutex connectionsMutex_;
     std::unordered_map<Connection*, std::shared_ptr<Connection>> connections_;
+    std::uint64_t connectionsClosed_ = 0;  // under connectionsMutex_
 };
 
 }  // namespace uaplex::pipeline

@@ -134,6 +134,9 @@ class Server {
     static constexpr std::int64_t kBurstTickMs = 200;
     static constexpr std::int64_t kHeapCheckMs = 1000;
     std::uint64_t messagesFreedSeen_ = 0;  // housekeeping thread only
+    // The heap trim after a burst of closed connections and sessions (housekeeping thread).
+    static constexpr std::uint64_t kTrimAfterClosed = 256;
+    std::uint64_t closedSeen_ = 0, closedAtTrim_ = 0;
     std::atomic<bool> running_{false};
     bool started_ = false;
     std::int64_t drainGraceMs_ = 2 * 60 * 1000;
