@@ -3,12 +3,14 @@
 // with a session, a subscription of 10 items and a Publish queued, are closed again
 // (CloseSession with deleteSubscriptions, then CLO); the server's resident memory (VmRSS)
 // comes back within 10 % of what it was before the burst. The same for a burst of channels
-// without sessions. tools/bench/memory_churn.py measures the 10,000-session figure.
+// without sessions and for 1,000 sessions with 20 Publish requests queued each.
+// tools/bench/memory_churn.py measures the 10,000-session figure.
 #include <catch2/catch.hpp>
 
 #include <sys/resource.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -98,6 +100,21 @@ void closeSubscribed(Client& c) {
             break;
         }
         REQUIRE(i < 2);
+    }
+    c.closeChannel();
+    c.disconnect();
+}
+
+// CloseSession (deleteSubscriptions), reading the responses of whatever was queued before it.
+void closeAfterQueued(Client& c, int queued) {
+    ua::CloseSessionRequest close{};
+    close.deleteSubscriptions = true;
+    REQUIRE(c.send(close, 5));
+    for (int i = 0;; ++i) {
+        REQUIRE(i <= queued);
+        auto m = c.receiveResponse();
+        REQUIRE(m.status == UAPLEX_Good);
+        if (m.type == enc::dataTypeOf<ua::CloseSessionResponse>()) break;
     }
     c.closeChannel();
     c.disconnect();
@@ -208,4 +225,44 @@ TEST_CASE("session memory: RSS after 2000 channels closed is within 10 % of befo
     CHECK(after <= limit);
     WARN("RSS kB: before " << before << ", after " << kSessions << " channels " << after
                            << ", limit " << limit);
+}
+
+TEST_CASE("session memory: RSS after a burst of 20000 Publish requests is within 10 % of before") {
+    raiseFileLimit();
+    test::ServerProcess s = startServer();
+    constexpr int kClients = 1000, kPublish = 20;  // max_publish_requests_per_session
+    long peak = 0;
+    auto burst = [&](int clients) {
+        std::vector<std::unique_ptr<Client>> cs;
+        for (int i = 0; i < clients; ++i) {
+            cs.push_back(std::make_unique<Client>());
+            Client& c = *cs.back();
+            REQUIRE(c.open(s.port));
+            REQUIRE(c.createSession() == UAPLEX_Good);
+            test::SubscriptionParams p{};
+            p.publishingInterval = 1000;
+            test::createSubscription(c, p, 2);
+            for (int j = 0; j < kPublish; ++j) {
+                ua::PublishRequest pub{};
+                REQUIRE(c.send(pub, std::uint32_t(10 + j)));
+            }
+        }
+        peak = s.rssKb();
+        for (auto& c : cs) closeAfterQueued(*c, kPublish);
+    };
+    burst(5);
+    REQUIRE(sessionCount(s.port) == 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    const long before = s.rssKb();
+    const long limit = limitFor(before);
+    INFO("RSS before " << before << " kB, limit " << limit << " kB");
+    burst(kClients);
+    INFO("RSS with them queued " << peak << " kB");
+    CHECK(peak > before + 1024);  // the sessions and their Publish requests did take memory
+    REQUIRE(sessionCount(s.port) == 0);
+    long after = settledRss(s, limit);
+    INFO("RSS after " << after << " kB");
+    CHECK(after <= limit);
+    WARN("RSS kB: before " << before << ", " << kClients * kPublish << " Publish requests " << peak
+                           << ", after " << after << ", limit " << limit);
 }
