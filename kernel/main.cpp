@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include <uaplex/admin/admin_server.hpp>
 #include <uaplex/config/config.hpp>
 #include <uaplex/host/logging.hpp>
 #include <uaplex/host/plugin_host.hpp>
@@ -145,6 +146,18 @@ int main(int argc, char** argv) {
     for (const auto& d : cfg.plugin_dirs) logger()->info("plugin directory {}", d.string());
     raiseOpenFileLimit(cfg.server.limits.max_channels);
 
+    // The admin listener first: /health answers while the plugins load, /ready says 503
+    // until every transport listens.
+    std::unique_ptr<uaplex::admin::AdminServer> admin;
+    if (cfg.admin.enabled) {
+        try {
+            admin = std::make_unique<uaplex::admin::AdminServer>(cfg.admin);
+            admin->start();
+        } catch (const std::exception& e) {
+            return fail(e.what(), true, cfg.log.sink);
+        }
+    }
+
     uaplex::host::Host host;
     // Until the server attaches its request path, nothing is enqueued.
     host.requestQueue().setCompletion([](uaplex_request_entry* e, uaplex_status st) {
@@ -164,10 +177,15 @@ int main(int argc, char** argv) {
         server = std::make_unique<uaplex::server::Server>(cfg, host, *services);
         server->start();
     } catch (const std::exception& e) {
+        if (admin) admin->stop();
         server.reset();
         services.reset();
         host.shutdown();
         return fail(e.what(), true, cfg.log.sink);
+    }
+    if (admin) {
+        admin->setMetrics([&server](std::string& out) { server->writeMetrics(out); });
+        admin->setReady(true);
     }
     logger()->info("running; send SIGINT or SIGTERM to stop, SIGHUP to reload");
 
@@ -200,10 +218,14 @@ int main(int argc, char** argv) {
         logger()->info("{}: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
         break;
     }
+    // Not ready from here on; /metrics keeps answering while the requests drain.
+    if (admin) admin->setReady(false);
     server->stop();
+    if (admin) admin->setMetrics({});
     server.reset();
     services.reset();
     host.shutdown();
+    if (admin) admin->stop();
     logger()->info("stopped");
     logger()->flush();
     return 0;

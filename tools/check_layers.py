@@ -21,6 +21,7 @@ LAYERS = [
     "encoding",
     "config",
     "host",
+    "admin",
     "addressspace",
     "securechannel",
     "security",

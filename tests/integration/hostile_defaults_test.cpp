@@ -112,6 +112,7 @@ TEST_CASE(
         replaceLine("plugin_dirs", "plugin_dirs = [\"" UAPLEX_PLUGIN_DIR "\"]");
         replaceLine("pki_dir", "pki_dir = \"" + (scratch.dir / "pki").string() + "\"");
         replaceLine("sink", "sink = \"stderr\"");
+        replaceLine("listen", "listen = \"127.0.0.1:0\"");  // the admin listener
         return t;
     });
     Client c;

@@ -46,6 +46,7 @@ command -v node >/dev/null && command -v npm >/dev/null || { echo "node/npm miss
 cfg="$work/uaplex.toml"
 sed -e "s#^endpoints = .*#endpoints = [\"opc.tcp://127.0.0.1:$port\"]#" \
     -e "s#^plugin_dirs = \[\(.*\)\]#plugin_dirs = [\1, \"$work/vendor-build\"]#" \
+    -e "s#^listen = .*#listen = \"127.0.0.1:0\"#" \
     -e "s#^sink = .*#sink = \"file\"\nfile = \"$work/uaplex.log\"#" \
     "$prefix/etc/uaplex/uaplex.toml" >"$cfg"
 # The relative paths of the installed file resolve against its directory, as they would there.

@@ -378,11 +378,74 @@ void buildPersistence(const toml::table& t, const fs::path& file, const PathCont
         fail(t, file, "[persistence] names no nodes and no namespaces");
 }
 
+// "host:port" or "[v6]:port".
+void splitListen(const toml::node& at, const fs::path& file, AdminConfig& a) {
+    const std::string& l = a.listen;
+    std::string host;
+    std::string port;
+    if (!l.empty() && l[0] == '[') {
+        auto close = l.find(']');
+        if (close == std::string::npos || close + 1 >= l.size() || l[close + 1] != ':')
+            fail(at, file, "[admin] listen must be \"host:port\" or \"[v6 address]:port\"");
+        host = l.substr(1, close - 1);
+        port = l.substr(close + 2);
+    } else {
+        auto colon = l.rfind(':');
+        if (colon == std::string::npos || colon == 0 || l.find(':') != colon)
+            fail(at, file, "[admin] listen must be \"host:port\" or \"[v6 address]:port\"");
+        host = l.substr(0, colon);
+        port = l.substr(colon + 1);
+    }
+    bool digits =
+        !port.empty() && port.size() <= 5 &&
+        std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (host.empty() || !digits || std::stoul(port) > 65535)
+        fail(at, file, "[admin] listen: '" + l + "' needs a host and a port from 0 to 65535");
+    a.host = host;
+    a.port = std::uint16_t(std::stoul(port));
+}
+
+void buildAdmin(const toml::table& t, const fs::path& file, const PathContext& paths,
+                ServerConfig& cfg) {
+    checkKeys(t,
+              {"enabled", "listen", "max_connections", "max_request_header_bytes",
+               "idle_timeout_ms", "token", "tls_certificate", "tls_private_key"},
+              "admin", file, cfg);
+    AdminConfig& a = cfg.admin;
+    if (const toml::node* n = t.get("enabled")) {
+        if (!n->is_boolean()) fail(*n, file, "[admin] enabled must be a boolean");
+        a.enabled = n->as_boolean()->get();
+    }
+    a.listen = getString(t, "listen", a.listen, "admin", file);
+    splitListen(t.get("listen") ? *t.get("listen") : static_cast<const toml::node&>(t), file, a);
+    a.max_connections = getUint(t, "max_connections", a.max_connections, 1, 1024, "admin", file);
+    a.max_request_header_bytes = getUint(t, "max_request_header_bytes", a.max_request_header_bytes,
+                                         1024, 65536, "admin", file);
+    a.idle_timeout_ms =
+        getUint(t, "idle_timeout_ms", a.idle_timeout_ms, 100, 600000, "admin", file);
+    a.token = getString(t, "token", a.token, "admin", file);
+    if (t.get("token") && a.token.size() < 16)
+        fail(*t.get("token"), file, "[admin] token must be at least 16 characters");
+    for (char c : a.token)
+        if (c <= ' ' || c > '~')
+            fail(*t.get("token"), file, "[admin] token must be printable ASCII without spaces");
+    std::string cert = getString(t, "tls_certificate", "", "admin", file);
+    std::string key = getString(t, "tls_private_key", "", "admin", file);
+    if (cert.empty() != key.empty())
+        fail(t, file, "[admin] tls_certificate and tls_private_key go together");
+    if (!cert.empty()) {
+        a.tls_certificate = resolve(cert, file, paths);
+        a.tls_private_key = resolve(key, file, paths);
+    }
+}
+
 ServerConfig build(const toml::table& root, const fs::path& file, const PathContext& paths) {
     ServerConfig cfg;
     cfg.file = file;
-    checkKeys(root, {"log", "host", "server", "access", "slots", "plugins", "persistence"},
+    checkKeys(root, {"log", "host", "server", "access", "slots", "plugins", "persistence", "admin"},
               "top level", file, cfg);
+    if (const toml::table* admin = subTable(root, "admin", file))
+        buildAdmin(*admin, file, paths, cfg);
     if (const toml::table* access = subTable(root, "access", file))
         buildAccess(*access, file, paths, cfg);
 

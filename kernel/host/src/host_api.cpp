@@ -35,6 +35,15 @@ std::vector<std::pair<std::string, int64_t>> Metrics::snapshot() const {
     return out;
 }
 
+std::vector<Metrics::Sample> Metrics::samples() const {
+    std::vector<Sample> out;
+    std::lock_guard lock(mutex_);
+    out.reserve(metrics_.size());
+    for (const auto& [k, v] : metrics_)
+        out.push_back(Sample{k, v->value.load(std::memory_order_relaxed), v->kind});
+    return out;
+}
+
 namespace {
 
 // uaplex_log_level values are spdlog's level numbers, so levels pass through unchanged.

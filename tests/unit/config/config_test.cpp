@@ -547,3 +547,53 @@ TEST_CASE("[persistence]: bad values are refused with their position") {
     REQUIRE(w.warnings.size() == 1);
     CHECK_THAT(w.warnings[0], Catch::Contains("unknown key 'bogus' in [persistence]"));
 }
+
+TEST_CASE("[admin]: defaults, overrides, range checks") {
+    auto def = parseString("", "/etc/uaplex/test.toml", kPaths);
+    CHECK_FALSE(def.admin.enabled);
+    CHECK(def.admin.host == "127.0.0.1");
+    CHECK(def.admin.port == 4841);
+    CHECK(def.admin.max_connections == 8);
+    CHECK(def.admin.max_request_header_bytes == 8192);
+    CHECK(def.admin.idle_timeout_ms == 5000);
+    CHECK(def.admin.token.empty());
+    CHECK(def.admin.tls_certificate.empty());
+
+    auto cfg = parseString(
+        "[admin]\nenabled = true\nlisten = \"[::1]:9100\"\nmax_connections = 2\n"
+        "max_request_header_bytes = 4096\nidle_timeout_ms = 250\n"
+        "token = \"0123456789abcdef\"\ntls_certificate = \"admin.pem\"\n"
+        "tls_private_key = \"{exe_dir}/admin.key\"\n",
+        "/etc/uaplex/test.toml", kPaths);
+    CHECK(cfg.admin.enabled);
+    CHECK(cfg.admin.host == "::1");
+    CHECK(cfg.admin.port == 9100);
+    CHECK(cfg.admin.max_connections == 2);
+    CHECK(cfg.admin.max_request_header_bytes == 4096);
+    CHECK(cfg.admin.idle_timeout_ms == 250);
+    CHECK(cfg.admin.token == "0123456789abcdef");
+    CHECK(cfg.admin.tls_certificate == "/etc/uaplex/admin.pem");
+    CHECK(cfg.admin.tls_private_key == "/opt/uaplex/bin/admin.key");
+    CHECK(cfg.warnings.empty());
+    CHECK(parseString("[admin]\nlisten = \"0.0.0.0:0\"\n", "/etc/uaplex/test.toml", kPaths)
+              .admin.port == 0);
+
+    CHECK_THAT(error_of("[admin]\nenabled = 1\n"),
+               Catch::Contains("[admin] enabled must be a boolean"));
+    for (const char* bad : {"4841", "127.0.0.1", ":4841", "127.0.0.1:", "127.0.0.1:65536",
+                            "127.0.0.1:x1", "::1:4841", "[::1]4841", "[::1"})
+        CHECK_THAT(error_of(std::string("[admin]\nlisten = \"") + bad + "\"\n"),
+                   Catch::Contains("[admin] listen"));
+    CHECK_THAT(error_of("[admin]\nmax_connections = 0\n"),
+               Catch::Contains("[admin] max_connections must be an integer from 1 to 1024"));
+    CHECK_THAT(error_of("[admin]\nmax_request_header_bytes = 100000\n"),
+               Catch::Contains("from 1024 to 65536"));
+    CHECK_THAT(error_of("[admin]\nidle_timeout_ms = 10\n"), Catch::Contains("from 100 to 600000"));
+    CHECK_THAT(error_of("[admin]\ntoken = \"short\"\n"), Catch::Contains("at least 16 characters"));
+    CHECK_THAT(error_of("[admin]\ntoken = \"0123456789 abcdef\"\n"),
+               Catch::Contains("printable ASCII without spaces"));
+    CHECK_THAT(error_of("[admin]\ntls_certificate = \"a.pem\"\n"), Catch::Contains("go together"));
+    auto warn = parseString("[admin]\nport = 3\n", "/etc/uaplex/test.toml", kPaths);
+    REQUIRE(warn.warnings.size() == 1);
+    CHECK_THAT(warn.warnings[0], Catch::Contains("unknown key 'port' in [admin]"));
+}

@@ -231,9 +231,25 @@ struct PersistenceSection {
     std::uint32_t max_value_bytes = 65536;  // one encoded DataValue
 };
 
+// [admin]: the admin listener (/metrics, /health, /ready), plain HTTP or TLS, apart from the
+// OPC UA transports (docs/configuration.md, docs/metrics.md).
+struct AdminConfig {
+    bool enabled = false;
+    std::string listen = "127.0.0.1:4841";  // host:port; [v6]:port for IPv6
+    std::string host = "127.0.0.1";         // from `listen` at load
+    std::uint16_t port = 4841;
+    std::uint32_t max_connections = 8;              // open at once; more are closed at accept
+    std::uint32_t max_request_header_bytes = 8192;  // request line and header fields
+    std::uint32_t idle_timeout_ms = 5000;   // a connection's whole request must be in by then
+    std::string token;                      // set: every path needs "Bearer <token>"
+    std::filesystem::path tls_certificate;  // both set: TLS (PEM files)
+    std::filesystem::path tls_private_key;
+};
+
 struct ServerConfig {
     std::filesystem::path file;  // where it was read from (empty for a string)
     LogConfig log;
+    AdminConfig admin;
     std::vector<std::filesystem::path> plugin_dirs;
     ServerSection server;
     AccessSection access;

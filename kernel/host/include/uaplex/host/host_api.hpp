@@ -31,6 +31,13 @@ class Metrics {
     // The current value of `name`; false when no such metric exists.
     bool value(const std::string& name, int64_t& out) const;
     std::vector<std::pair<std::string, int64_t>> snapshot() const;
+    struct Sample {
+        std::string name;
+        int64_t value;
+        uint32_t kind;  // UAPLEX_METRIC_COUNTER or _GAUGE
+    };
+    // Every metric with its kind, sorted by name (the admin listener's /metrics).
+    std::vector<Sample> samples() const;
 
   private:
     mutable std::mutex mutex_;

@@ -70,6 +70,10 @@ class Dispatcher {
     ServiceCounts serviceCounts(const ServiceDescriptor& row) const noexcept {
         return counters_->read(serviceIndex(row));
     }
+    // A row's latency histogram so far.
+    ServiceLatency serviceLatency(const ServiceDescriptor& row) const noexcept {
+        return counters_->latency(serviceIndex(row));
+    }
 
   private:
     uaplex_status dispatch(ServiceRequest& call, const enc::DataType* type) noexcept;

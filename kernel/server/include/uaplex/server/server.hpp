@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include <uaplex/config/config.hpp>
@@ -84,6 +85,11 @@ class Server {
     // (security::Pki::own(), privateKey()); null when every endpoint offers None only.
     security::Pki* pki() noexcept { return pki_.get(); }
     std::size_t connectionCount() const;
+    // Appends the server's metrics in the Prometheus text format (docs/metrics.md): sessions,
+    // connections, subscriptions, monitored items, requests, faults and latency by service,
+    // the request queue, and the plugins' metrics of the host API. Any thread; reads
+    // counters the request path updates without locks.
+    void writeMetrics(std::string& out);
     // The request records that exist in the process (in flight or kept for reuse); tests.
     static std::size_t pendingRequestObjects() noexcept {
         return pipeline::pendingRequestObjects();

@@ -82,6 +82,17 @@ struct ServiceCounts {
 // Rows the counters have room for (service_table.cpp checks the table against it).
 inline constexpr std::size_t kMaxServiceRows = 64;
 
+// A row's request latency: how many took at most each bound of kLatencyBoundsNs (not
+// cumulative; the last cell counts those above every bound) and the sum of all of them.
+inline constexpr std::array<std::uint64_t, 16> kLatencyBoundsNs = {
+    100'000,       250'000,       500'000,       1'000'000,     2'500'000,   5'000'000,
+    10'000'000,    25'000'000,    50'000'000,    100'000'000,   250'000'000, 500'000'000,
+    1'000'000'000, 2'500'000'000, 5'000'000'000, 10'000'000'000};
+struct ServiceLatency {
+    std::array<std::uint64_t, kLatencyBoundsNs.size() + 1> buckets{};
+    std::uint64_t sumNs = 0;
+};
+
 // The counts of every row. Every worker counts every request, so each thread counts in one
 // of kShards copies of the table, each on cache lines of its own: threads do not pass a line
 // back and forth, neither for one busy row (Read) nor for neighbouring rows. A read sums the
@@ -96,6 +107,14 @@ class ServiceCounters {
     void countError(std::size_t row) noexcept {
         mine().cells[row].errors.fetch_add(1, std::memory_order_relaxed);
     }
+    // One request of `row` took `ns` from dispatch to its answer (or its hand-off).
+    void countLatency(std::size_t row, std::uint64_t ns) noexcept {
+        std::size_t b = 0;
+        while (b < kLatencyBoundsNs.size() && ns > kLatencyBoundsNs[b]) ++b;
+        Cell& c = mine().cells[row];
+        c.latency[b].fetch_add(1, std::memory_order_relaxed);
+        c.latencySumNs.fetch_add(ns, std::memory_order_relaxed);
+    }
     ServiceCounts read(std::size_t row) const noexcept {
         ServiceCounts sum;
         for (const Shard& s : shards_) {
@@ -104,11 +123,22 @@ class ServiceCounters {
         }
         return sum;
     }
+    ServiceLatency latency(std::size_t row) const noexcept {
+        ServiceLatency sum;
+        for (const Shard& s : shards_) {
+            for (std::size_t b = 0; b < sum.buckets.size(); ++b)
+                sum.buckets[b] += s.cells[row].latency[b].load(std::memory_order_relaxed);
+            sum.sumNs += s.cells[row].latencySumNs.load(std::memory_order_relaxed);
+        }
+        return sum;
+    }
 
   private:
     struct Cell {
         std::atomic<std::uint64_t> requests{0};
         std::atomic<std::uint64_t> errors{0};
+        std::array<std::atomic<std::uint64_t>, kLatencyBoundsNs.size() + 1> latency{};
+        std::atomic<std::uint64_t> latencySumNs{0};
     };
     struct alignas(64) Shard {
         std::array<Cell, kMaxServiceRows> cells;

@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: Apache-2.0
+// Server::writeMetrics: the /metrics text of the admin listener (docs/metrics.md).
+#include <uaplex/server/server.hpp>
+
+#include <cstdio>
+#include <set>
+#include <string>
+
+#include <uaplex/admin/prometheus.hpp>
+#include <uaplex/host/host_api.hpp>
+#include <uaplex/host/plugin_host.hpp>
+#include <uaplex/server/dispatcher.hpp>
+#include <uaplex/server/service_table.hpp>
+#include <uaplex/server/subscription_service.hpp>
+#include <uaplex/session/server_counters.hpp>
+
+namespace uaplex::server {
+
+void Server::writeMetrics(std::string& out) {
+    admin::MetricsText m(out);
+    const session::ServerCounters& c = services_.counters();
+    auto load = [](const std::atomic<std::uint32_t>& a) {
+        return std::uint64_t(a.load(std::memory_order_relaxed));
+    };
+    m.family("uaplex_sessions", "gauge", "Sessions open now.");
+    m.sample("uaplex_sessions", load(c.currentSessionCount));
+    m.family("uaplex_sessions_created_total", "counter", "Sessions created since start.");
+    m.sample("uaplex_sessions_created_total", load(c.cumulatedSessionCount));
+    m.family("uaplex_sessions_rejected_total", "counter",
+             "CreateSession and ActivateSession requests refused (all reasons).");
+    m.sample("uaplex_sessions_rejected_total", load(c.rejectedSessionCount));
+    m.family("uaplex_sessions_security_rejected_total", "counter",
+             "Sessions refused for security reasons (certificates, signatures, identity).");
+    m.sample("uaplex_sessions_security_rejected_total", load(c.securityRejectedSessionCount));
+    m.family("uaplex_sessions_timed_out_total", "counter",
+             "Sessions closed because their timeout passed without a request.");
+    m.sample("uaplex_sessions_timed_out_total", load(c.sessionTimeoutCount));
+    m.family("uaplex_sessions_aborted_total", "counter",
+             "Sessions closed because their channel went away.");
+    m.sample("uaplex_sessions_aborted_total", load(c.sessionAbortCount));
+    m.family("uaplex_connections", "gauge",
+             "Open client connections of every transport (opc.tcp, opc.https).");
+    m.sample("uaplex_connections", std::uint64_t(connectionCount()));
+    m.family("uaplex_subscriptions", "gauge", "Subscriptions that exist now.");
+    m.sample("uaplex_subscriptions", load(c.currentSubscriptionCount));
+    m.family("uaplex_subscriptions_created_total", "counter", "Subscriptions created since start.");
+    m.sample("uaplex_subscriptions_created_total", load(c.cumulatedSubscriptionCount));
+    m.family("uaplex_requests_rejected_total", "counter",
+             "Requests answered with a Bad status (the ServerDiagnostics count).");
+    m.sample("uaplex_requests_rejected_total", load(c.rejectedRequestsCount));
+    m.family("uaplex_requests_security_rejected_total", "counter",
+             "Requests refused for security reasons (the ServerDiagnostics count).");
+    m.sample("uaplex_requests_security_rejected_total", load(c.securityRejectedRequestsCount));
+
+    std::uint64_t queued = 0;
+    if (host_.requestQueue().count(&queued) == UAPLEX_Good) {
+        m.family("uaplex_request_queue_depth", "gauge", "Requests waiting in the request queue.");
+        m.sample("uaplex_request_queue_depth", queued);
+    }
+
+    if (dispatcher_) {
+        const auto rows = serviceTable();
+        m.family("uaplex_service_requests_total", "counter",
+                 "Requests that reached a service, by service.");
+        for (const ServiceDescriptor& row : rows)
+            m.sample("uaplex_service_requests_total", {{"service", row.name}},
+                     dispatcher_->serviceCounts(row).requests);
+        m.family("uaplex_service_faults_total", "counter",
+                 "Requests of a service answered with a ServiceFault (a Bad service result), by "
+                 "service.");
+        for (const ServiceDescriptor& row : rows)
+            m.sample("uaplex_service_faults_total", {{"service", row.name}},
+                     dispatcher_->serviceCounts(row).errors);
+        m.family("uaplex_service_duration_seconds", "histogram",
+                 "Time from dispatch to the answer (or to its hand-off for an answer sent later), "
+                 "by service.");
+        for (const ServiceDescriptor& row : rows) {
+            const ServiceLatency l = dispatcher_->serviceLatency(row);
+            std::uint64_t cumulative = 0;
+            for (std::size_t b = 0; b < kLatencyBoundsNs.size(); ++b) {
+                cumulative += l.buckets[b];
+                char le[32];
+                std::snprintf(le, sizeof le, "%g", double(kLatencyBoundsNs[b]) / 1e9);
+                m.sample("uaplex_service_duration_seconds_bucket",
+                         {{"service", row.name}, {"le", le}}, cumulative);
+            }
+            cumulative += l.buckets[kLatencyBoundsNs.size()];
+            m.sample("uaplex_service_duration_seconds_bucket",
+                     {{"service", row.name}, {"le", "+Inf"}}, cumulative);
+            m.sample("uaplex_service_duration_seconds_sum", {{"service", row.name}},
+                     double(l.sumNs) / 1e9);
+            m.sample("uaplex_service_duration_seconds_count", {{"service", row.name}}, cumulative);
+        }
+    }
+
+    // The plugins' metrics (host API metric_register): "<plugin>.<name>".
+    // Two names that sanitize alike ("a.b", "a_b"): the first one only.
+    std::set<std::string> seen;
+    for (const auto& s : host_.services().metrics.samples()) {
+        std::string name = "uaplex_plugin_" + admin::MetricsText::sanitize(s.name);
+        const bool counter = s.kind == UAPLEX_METRIC_COUNTER;
+        if (counter && (name.size() < 6 || name.compare(name.size() - 6, 6, "_total") != 0))
+            name += "_total";
+        if (!seen.insert(name).second) continue;
+        m.family(name, counter ? "counter" : "gauge",
+                 "Plugin metric " + s.name + " (host API metric_register).");
+        m.sample(name, std::int64_t(s.value));
+    }
+}
+
+}  // namespace uaplex::server
