@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "support/client_services.hpp"
 #include "support/opcua_client.hpp"
 #include "support/raw_http.hpp"
 #include "support/server_process.hpp"
@@ -290,6 +291,24 @@ TEST_CASE("metrics count the work done; health and ready answer") {
         auto read = test::readServerState(ids);
         REQUIRE(Client::result(c.call(read)) == UAPLEX_Good);
     }
+    // One subscription with two monitored items.
+    const std::uint32_t sub = test::createSubscription(c);
+    std::vector<ua::MonitoredItemCreateRequest> items(2);
+    for (std::uint32_t i = 0; i < items.size(); ++i) {
+        auto& it = items[i];
+        it.itemToMonitor.nodeId = ua::numericNodeId(0, 2259);
+        it.itemToMonitor.attributeId = 13;
+        it.monitoringMode = ua::MonitoringMode::Reporting;
+        it.requestedParameters.clientHandle = i;
+        it.requestedParameters.samplingInterval = 1000;
+        it.requestedParameters.queueSize = 1;
+        it.requestedParameters.discardOldest = true;
+    }
+    ua::CreateMonitoredItemsRequest create{};
+    create.subscriptionId = sub;
+    create.timestampsToReturn = ua::TimestampsToReturn::Both;
+    create.itemsToCreate = {std::int32_t(items.size()), items.data()};
+    REQUIRE(Client::result(c.call(create)) == UAPLEX_Good);
     // Reads without a session: ServiceFaults.
     Client stranger;
     REQUIRE(stranger.open(server.port));
@@ -319,6 +338,10 @@ TEST_CASE("metrics count the work done; health and ready answer") {
     CHECK(e.value("uaplex_service_duration_seconds_count", {{"service", "Write"}}) == 0);
     CHECK(e.value("uaplex_sessions") == 1);
     CHECK(e.value("uaplex_sessions_created_total") == 1);
+    CHECK(e.value("uaplex_subscriptions") == 1);
+    CHECK(e.value("uaplex_subscriptions_created_total") == 1);
+    CHECK(e.value("uaplex_monitored_items") == 2);
+    CHECK(e.value("uaplex_service_requests_total", {{"service", "CreateMonitoredItems"}}) == 1);
     CHECK(e.value("uaplex_connections") >= 2);
     CHECK(e.value("uaplex_ready") == 1);
     CHECK(e.value("uaplex_request_queue_depth") == 0);

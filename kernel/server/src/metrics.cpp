@@ -43,6 +43,11 @@ void Server::writeMetrics(std::string& out) {
     m.sample("uaplex_connections", std::uint64_t(connectionCount()));
     m.family("uaplex_subscriptions", "gauge", "Subscriptions that exist now.");
     m.sample("uaplex_subscriptions", load(c.currentSubscriptionCount));
+    if (subscriptions_) {
+        m.family("uaplex_monitored_items", "gauge",
+                 "Monitored items of every subscription that exist now.");
+        m.sample("uaplex_monitored_items", std::uint64_t(subscriptions_->monitoredItemCount()));
+    }
     m.family("uaplex_subscriptions_created_total", "counter", "Subscriptions created since start.");
     m.sample("uaplex_subscriptions_created_total", load(c.cumulatedSubscriptionCount));
     m.family("uaplex_requests_rejected_total", "counter",

@@ -356,6 +356,11 @@ std::size_t SubscriptionService::subscriptionCount() noexcept {
     return manager_.subscriptionCount();
 }
 
+std::size_t SubscriptionService::monitoredItemCount() noexcept {
+    std::lock_guard lock(mutex_);
+    return manager_.monitoredItemCount();
+}
+
 void SubscriptionService::flush(std::vector<Done>& done) noexcept {
     for (auto& d : done) send(d);
     done.clear();  // ends the leases: the messages go back to the pool or stay retained

@@ -7,8 +7,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <thread>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/write.hpp>
 
 #include <uaplex/admin/admin_server.hpp>
 #include <uaplex/admin/prometheus.hpp>
@@ -46,6 +54,31 @@ HttpReply scrape(std::uint16_t port, std::string_view extra = {}) {
         if (r.status == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     return r;
+}
+
+// GET `path` over TLS (no certificate check: the test's own self-signed one); the raw reply,
+// or "" when the handshake fails.
+std::string tlsGet(std::uint16_t port, const std::string& path) {
+    namespace net = boost::asio;
+    net::io_context ioc;
+    net::ssl::context ctx(net::ssl::context::tls_client);
+    ctx.set_verify_mode(net::ssl::verify_none);
+    net::ssl::stream<net::ip::tcp::socket> s(ioc, ctx);
+    boost::system::error_code ec;
+    s.next_layer().connect({net::ip::make_address("127.0.0.1"), port}, ec);
+    if (ec) return "";
+    s.handshake(net::ssl::stream_base::client, ec);
+    if (ec) return "";
+    std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    net::write(s, net::buffer(req), ec);
+    std::string all;
+    char buf[4096];
+    for (;;) {
+        std::size_t n = s.read_some(net::buffer(buf), ec);
+        all.append(buf, n);
+        if (ec) break;
+    }
+    return all;
 }
 
 }  // namespace
@@ -215,4 +248,35 @@ TEST_CASE("a port in use is an error at start") {
 TEST_CASE("metric names are sanitized") {
     CHECK(MetricsText::sanitize("leases.request-queue.refused") == "leases_request_queue_refused");
     CHECK(MetricsText::sanitize("9lives") == "_9lives");
+}
+
+TEST_CASE("with tls_certificate and tls_private_key it speaks HTTPS only") {
+    auto dir =
+        std::filesystem::temp_directory_path() / ("uaplex-admin-tls-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const auto cert = dir / "admin.pem";
+    const auto key = dir / "admin.key";
+    std::string cmd =
+        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
+        "-nodes -days 1 -subj /CN=127.0.0.1 -keyout " +
+        key.string() + " -out " + cert.string() + " >/dev/null 2>&1";
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    AdminConfig c = loopback();
+    c.tls_certificate = cert;
+    c.tls_private_key = key;
+    AdminServer a(c);
+    a.start();
+    a.setReady(true);
+    auto reply = parseReply(tlsGet(a.port(), "/ready"), true);
+    CHECK(reply.status == 200);
+    CHECK(reply.body == "ready\n");
+    CHECK(parseReply(tlsGet(a.port(), "/metrics"), true).status == 200);
+    // Plain HTTP on the TLS port gets no HTTP answer.
+    CHECK(httpGet(a.port(), "/ready").status == 0);
+    // A key that does not load is an error at start.
+    AdminConfig broken = c;
+    broken.tls_private_key = dir / "missing.key";
+    AdminServer b(broken);
+    CHECK_THROWS_WITH(b.start(), Catch::Contains("[admin] tls_private_key"));
+    std::filesystem::remove_all(dir);
 }

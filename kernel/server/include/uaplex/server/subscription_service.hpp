@@ -73,6 +73,9 @@ class SubscriptionService final : public subscription::PublishSink {
                                     ua::Array<ua::UInt32>& clientHandles) noexcept;
     // Counts for tests and diagnostics.
     std::size_t subscriptionCount() noexcept;
+    // Monitored items of every subscription (/metrics: under the engine's mutex, a moment
+    // per scrape).
+    std::size_t monitoredItemCount() noexcept;
     // Where the engine counts live and created subscriptions (ServerDiagnosticsSummary);
     // set before the first request.
     void setSubscriptionCounters(std::atomic<std::uint32_t>* current,
