@@ -104,6 +104,8 @@ def case_monitoring(exe, plugin_dir, config, d):
         check(code == 200, "default: /health answers a loopback peer")
         rc, code, body = h.curl(["https://127.0.0.1:%d/metrics" % s.port])
         check(code == 200 and "uaplex_" in body, "default: /metrics answers a loopback peer")
+        check("# TYPE uaplex_service_requests_total counter\n" in body,
+              "/metrics serves the admin listener's text (docs/metrics.md)")
     finally:
         s.stop()
 

@@ -60,6 +60,8 @@ class Server:
         cfg = cfg.replace('endpoints = ["opc.tcp://0.0.0.0:4840"]',
                           'endpoints = ["opc.tcp://127.0.0.1:%d", "opc.https://127.0.0.1:%d/UA"]'
                           % (self.tcp, self.port))
+        # The admin listener on a free port of the kernel's choice (tests run in parallel).
+        cfg = cfg.replace('listen = "127.0.0.1:4841"', 'listen = "127.0.0.1:0"')
         # The clients write and call as Anonymous: granted explicitly (the built-in defaults
         # give Anonymous no Write or Call).
         cfg += '\n[access]\nanonymous_permissions = ["All"]\n'

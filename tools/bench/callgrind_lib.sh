@@ -12,6 +12,7 @@ port, out = sys.argv[1:]
 text = open("etc/uaplex.toml").read()
 text = re.sub(r'(?m)^endpoints\s*=.*$', f'endpoints = ["opc.tcp://127.0.0.1:{port}"]', text)
 text = re.sub(r'(?m)^level\s*=\s*"[a-z]+"', 'level = "warn"', text)
+text = re.sub(r'(?m)^listen\s*=.*$', 'listen = "127.0.0.1:0"', text)  # [admin]
 # The write and subscribe scenarios write as Anonymous, which the default refuses outside
 # namespace 0 (docs/configuration.md, anonymous_permissions).
 if not re.search(r'(?m)^\[access\]', text):

@@ -51,6 +51,7 @@ def write_config(out_dir, port):
         text = f.read()
     text = re.sub(r'(?m)^endpoints\s*=.*$', f'endpoints = ["opc.tcp://127.0.0.1:{port}"]', text)
     text = re.sub(r'(?m)^level\s*=\s*"[a-z]+"', 'level = "warn"', text)
+    text = re.sub(r'(?m)^listen\s*=.*$', 'listen = "127.0.0.1:0"', text)  # [admin]
     lines = "".join(f"{k} = {v}\n" for k, v in LIMITS.items())
     text = re.sub(r'(?m)^\[server\.limits\]\n', "[server.limits]\n" + lines, text)
     if not re.search(r'(?m)^\[access\]', text):

@@ -85,6 +85,7 @@ def write_config(path, port, plugins, queue, log_file):
     text = re.sub(r'(?m)^endpoints\s*=.*$', f'endpoints = ["opc.tcp://127.0.0.1:{port}"]', text)
     text = re.sub(r'(?m)^sink\s*=.*$', f'sink = "file"\nfile = "{log_file}"', text)
     text = re.sub(r'(?m)^plugin_dirs\s*=.*$', f'plugin_dirs = ["{plugins}"]', text)
+    text = re.sub(r'(?m)^listen\s*=.*$', 'listen = "127.0.0.1:0"', text)  # [admin]
     text = re.sub(r'(?m)^request_queue\s*=.*$', f'request_queue = "{queue}"', text)
     text = re.sub(r'(?m)^pki_dir\s*=.*$', f'pki_dir = "{os.path.dirname(path)}/pki"', text)
     text = re.sub(r'(?m)^update_interval_ms\s*=.*$', 'update_interval_ms = 100\nevent_interval_ms = 100',

@@ -372,7 +372,8 @@ void Pipeline::Callbacks::answerUndecodable(Connection& c, uaplex_status st) noe
     }
 }
 
-// GET /metrics of transport-https: the host's metrics in the Prometheus text format.
+// GET /metrics of transport-https: the server's metrics text (Server::writeMetrics), or
+// without one the host's metrics as plain lines.
 uaplex_status Pipeline::Callbacks::writeMetrics(void* user, char* out, size_t capacity,
                                                 size_t* outLen) {
     Pipeline& s = *static_cast<TransportBinding*>(user)->pipeline;
@@ -384,8 +385,13 @@ uaplex_status Pipeline::Callbacks::writeMetrics(void* user, char* out, size_t ca
                 n += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_') ? ch : '_';
             text += n + " " + std::to_string(v) + "\n";
         };
-        for (const auto& [name, value] : s.host_.services().metrics.snapshot()) line(name, value);
-        line("server_connections", std::int64_t(s.connectionCount()));
+        if (s.metricsText_) {
+            s.metricsText_(text);
+        } else {
+            for (const auto& [name, value] : s.host_.services().metrics.snapshot())
+                line(name, value);
+            line("server_connections", std::int64_t(s.connectionCount()));
+        }
     } catch (...) {
         return UAPLEX_BadOutOfMemory;
     }

@@ -237,6 +237,8 @@ void Server::start() {
     if (subscriptions_) publishing_ = std::thread([this] { publishingLoop(); });
     // Reverse connects announce the first endpoint, its host as configured.
     const auto& endpoints = cfg_.server.endpoints;
+    // transport-https's metrics path serves what the admin listener serves.
+    pipeline_->setMetricsText([this](std::string& out) { writeMetrics(out); });
     pipeline_->start(endpoints.empty() ? std::string()
                                        : discovery_->substituteHost(endpoints.front(), ""));
 }

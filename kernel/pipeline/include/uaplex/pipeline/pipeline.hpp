@@ -20,9 +20,11 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string>
 #include <string_view>
 #include <thread>
 #include <unordered_map>
@@ -108,10 +110,15 @@ class Pipeline {
     std::size_t connectionCount() const;
     // Connections closed since the start (the heap trim after a burst of them).
     std::uint64_t connectionsClosed() const;
+    // What transport-https serves on its metrics path: the server's text (the admin
+    // listener's, docs/metrics.md). Unset: the host's plugin metrics as "name value" lines.
+    // Before start().
+    void setMetricsText(std::function<void(std::string&)> text) { metricsText_ = std::move(text); }
 
   private:
     friend class Connection;
     struct Callbacks;
+    std::function<void(std::string&)> metricsText_;
 
     // Classifies a request for the admission provider (owner cached per connection).
     void classify(Connection& c, PendingRequest& r, const RequestPrefix& prefix,
