@@ -295,3 +295,288 @@ TEST_CASE("async: concurrent completions from many sessions answer every request
     CHECK(good == kClients * kReads);
     CHECK(s.alive());
 }
+
+// --- Call (call_async) --------------------------------------------------------------------------
+
+namespace {
+
+// What a Call result holds, copied out of the client's arena.
+struct CallAnswer {
+    uaplex_status status = UAPLEX_Good;
+    std::vector<uaplex_status> inputResults;
+    std::vector<std::uint32_t> outputs;  // Int32 and UInt32 outputs
+    std::int32_t outputCount = -1;
+};
+
+ua::CallMethodRequest methodOf(std::uint16_t ns, const char* method, ua::Variant* inputs,
+                               std::int32_t inputCount) {
+    ua::CallMethodRequest m{};
+    m.objectId = ua::stringNodeId(ns, "Object");
+    m.methodId = ua::stringNodeId(ns, method);
+    m.inputArguments = {inputCount, inputs};
+    return m;
+}
+
+ua::CallRequest callOf(std::vector<ua::CallMethodRequest>& methods) {
+    ua::CallRequest r{};
+    r.methodsToCall = {std::int32_t(methods.size()), methods.data()};
+    return r;
+}
+
+std::vector<CallAnswer> answersOf(const enc::DecodedMessage& m) {
+    std::vector<CallAnswer> out;
+    if (m.type != enc::dataTypeOf<ua::CallResponse>()) return out;
+    const auto& r = *static_cast<const ua::CallResponse*>(m.object);
+    for (std::size_t i = 0; i < r.results.size(); ++i) {
+        const ua::CallMethodResult& cr = r.results[i];
+        CallAnswer a;
+        a.status = cr.statusCode;
+        for (std::size_t k = 0; k < cr.inputArgumentResults.size(); ++k)
+            a.inputResults.push_back(cr.inputArgumentResults[k]);
+        a.outputCount = cr.outputArguments.length;
+        for (std::size_t k = 0; k < cr.outputArguments.size(); ++k) {
+            const ua::Variant& v = cr.outputArguments[k];
+            std::uint8_t t = v.encoding & UAPLEX_VARIANT_TYPE_MASK;
+            if (t == UAPLEX_TYPE_INT32) a.outputs.push_back(std::uint32_t(v.value.int32));
+            if (t == UAPLEX_TYPE_UINT32) a.outputs.push_back(v.value.uint32);
+        }
+        out.push_back(a);
+    }
+    return out;
+}
+
+ua::Variant int32Of(std::int32_t x) {
+    ua::Variant v = ua::makeVariant(ua::BuiltinType::Int32);
+    v.value.int32 = x;
+    return v;
+}
+
+}  // namespace
+
+TEST_CASE("async: a Call completed later from another thread holds no worker") {
+    Client c;
+    REQUIRE(c.open(oneWorker().port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    ua::Variant in = int32Of(21);
+    std::vector<ua::CallMethodRequest> methods{methodOf(kOwned, "DelayedMethod", &in, 1),
+                                               methodOf(kOwned, "SyncMethod", nullptr, 0),
+                                               methodOf(0, "NoSuchObject", nullptr, 0)};
+    auto call = callOf(methods);
+    REQUIRE(c.send(call, 51));
+    // Behind a synchronous 400 ms call these would wait on the only worker.
+    std::vector<ua::ReadValueId> fastIds;
+    auto fast = readOf(fastIds, {{kStore, "Stored"}});
+    for (std::uint32_t h = 52; h <= 54; ++h) REQUIRE(c.send(fast, h));
+    for (std::uint32_t h = 52; h <= 54; ++h) {
+        auto m = c.receiveResponse();
+        REQUIRE(m.object != nullptr);
+        CHECK(handleOf(m) == h);
+    }
+    auto m = c.receiveResponse();
+    REQUIRE(m.object != nullptr);
+    CHECK(handleOf(m) == 51);
+    auto a = answersOf(m);
+    REQUIRE(a.size() == 3);
+    CHECK(a[0].status == UAPLEX_Good);
+    REQUIRE(a[0].outputs.size() == 1);
+    CHECK(a[0].outputs[0] == 42);
+    REQUIRE(a[0].inputResults.size() == 1);
+    CHECK(a[0].inputResults[0] == UAPLEX_Good);
+    CHECK(a[1].status == UAPLEX_Good);  // call_async answered synchronously
+    CHECK(a[2].status == UAPLEX_BadNodeIdUnknown);
+}
+
+TEST_CASE("async: a completed Call's input results and outputs are checked as a synchronous one") {
+    Client c;
+    REQUIRE(c.open(oneWorker().port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    ua::Variant wrong = ua::makeVariant(ua::BuiltinType::Boolean);
+    std::vector<ua::CallMethodRequest> methods{methodOf(kOwned, "DelayedMethod", &wrong, 1),
+                                               methodOf(kOwned, "BadOutputMethod", nullptr, 0)};
+    auto call = callOf(methods);
+    auto m = c.call(call, 55);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    auto a = answersOf(m);
+    REQUIRE(a.size() == 2);
+    CHECK(a[0].status == UAPLEX_BadInvalidArgument);
+    REQUIRE(a[0].inputResults.size() == 1);
+    CHECK(a[0].inputResults[0] == UAPLEX_BadTypeMismatch);
+    CHECK(a[0].outputs.empty());
+    // Good with one output but no array: not sent as it is.
+    CHECK(a[1].status == UAPLEX_BadInternalError);
+    CHECK(a[1].outputCount <= 0);
+}
+
+TEST_CASE(
+    "async: TimeoutHint answers a pending Call BadTimeout and its late completion is "
+    "harmless") {
+    Client c;
+    REQUIRE(c.open(oneWorker().port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    c.setTimeoutHint(200);
+    std::vector<ua::CallMethodRequest> methods{methodOf(kOwned, "LateMethod", nullptr, 0)};
+    auto call = callOf(methods);
+    auto m = c.call(call, 56);
+    REQUIRE(m.object != nullptr);
+    CHECK(handleOf(m) == 56);
+    CHECK(m.type == enc::dataTypeOf<ua::ServiceFault>());
+    CHECK(Client::result(m) == UAPLEX_BadTimeout);
+    c.setTimeoutHint(10000);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1700));  // the late completion
+    ua::Variant in = int32Of(4);
+    std::vector<ua::CallMethodRequest> again{methodOf(kOwned, "DelayedMethod", &in, 1)};
+    auto next = callOf(again);
+    auto f = c.call(next, 57);
+    REQUIRE(Client::result(f) == UAPLEX_Good);
+    CHECK(handleOf(f) == 57);
+    auto a = answersOf(f);
+    REQUIRE(a.size() == 1);
+    REQUIRE(a[0].outputs.size() == 1);
+    CHECK(a[0].outputs[0] == 8);
+    CHECK(oneWorker().alive());
+}
+
+TEST_CASE("async: a second completion of a Call returns BadInvalidState and changes nothing") {
+    Client c;
+    REQUIRE(c.open(oneWorker().port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    std::vector<ua::CallMethodRequest> methods{methodOf(kOwned, "TwiceMethod", nullptr, 0)};
+    auto call = callOf(methods);
+    auto m = c.call(call, 58);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    auto a = answersOf(m);
+    REQUIRE(a.size() == 1);
+    CHECK(a[0].status == UAPLEX_Good);
+    std::vector<ua::CallMethodRequest> probe{methodOf(kOwned, "SecondStatus", nullptr, 0)};
+    auto p = callOf(probe);
+    auto s = c.call(p, 59);
+    auto b = answersOf(s);
+    REQUIRE(b.size() == 1);
+    REQUIRE(b[0].outputs.size() == 1);
+    CHECK(b[0].outputs[0] == UAPLEX_BadInvalidState);
+    // Nothing else was sent for the first Call: the next response is the next request's.
+    std::vector<ua::ReadValueId> fastIds;
+    auto fast = readOf(fastIds, {{kStore, "Stored"}});
+    auto f = c.call(fast, 60);
+    CHECK(handleOf(f) == 60);
+}
+
+TEST_CASE("async: Cancel answers a pending Call BadRequestCancelledByRequest") {
+    Client c;
+    REQUIRE(c.open(oneWorker().port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    std::vector<ua::CallMethodRequest> methods{methodOf(kOwned, "LateMethod", nullptr, 0)};
+    auto call = callOf(methods);
+    REQUIRE(c.send(call, 61));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // pending by now
+    ua::CancelRequest cancel{};
+    cancel.requestHandle = 61;
+    REQUIRE(c.send(cancel, 62));
+    bool sawCall = false, sawCancel = false;
+    for (int i = 0; i < 2; ++i) {
+        auto m = c.receiveResponse();
+        REQUIRE(m.object != nullptr);
+        if (handleOf(m) == 61) {
+            sawCall = true;
+            CHECK(m.type == enc::dataTypeOf<ua::ServiceFault>());
+            CHECK(Client::result(m) == UAPLEX_BadRequestCancelledByRequest);
+        } else {
+            sawCancel = true;
+            REQUIRE(m.type == enc::dataTypeOf<ua::CancelResponse>());
+            CHECK(static_cast<ua::CancelResponse*>(m.object)->cancelCount == 1);
+        }
+    }
+    CHECK(sawCall);
+    CHECK(sawCancel);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the late completion
+    std::vector<ua::ReadValueId> fastIds;
+    auto fast = readOf(fastIds, {{kStore, "Stored"}});
+    auto f = c.call(fast, 63);
+    REQUIRE(Client::result(f) == UAPLEX_Good);
+    CHECK(handleOf(f) == 63);
+}
+
+// --- Browse (browse_async) ----------------------------------------------------------------------
+
+namespace {
+
+// The targets of a Browse(Next) result and its continuation point, copied out.
+struct Page {
+    uaplex_status status = UAPLEX_Good;
+    std::vector<std::string> targets;
+    std::vector<std::uint8_t> continuation;
+};
+
+Page pageOf(const enc::DecodedMessage& m) {
+    Page p;
+    const ua::BrowseResult* r = nullptr;
+    if (m.type == enc::dataTypeOf<ua::BrowseResponse>()) {
+        const auto& b = *static_cast<const ua::BrowseResponse*>(m.object);
+        if (b.results.size() == 1) r = &b.results[0];
+    } else if (m.type == enc::dataTypeOf<ua::BrowseNextResponse>()) {
+        const auto& b = *static_cast<const ua::BrowseNextResponse*>(m.object);
+        if (b.results.size() == 1) r = &b.results[0];
+    }
+    if (r == nullptr) {
+        p.status = UAPLEX_BadUnexpectedError;
+        return p;
+    }
+    p.status = r->statusCode;
+    for (std::size_t k = 0; k < r->references.size(); ++k) {
+        const ua::NodeId& id = r->references[k].nodeId.node_id;
+        if (id.identifier_type == UAPLEX_ID_STRING && id.identifier.string.length > 0)
+            p.targets.emplace_back(id.identifier.string.data,
+                                   std::size_t(id.identifier.string.length));
+    }
+    if (r->continuationPoint.length > 0)
+        p.continuation.assign(r->continuationPoint.data,
+                              r->continuationPoint.data + r->continuationPoint.length);
+    return p;
+}
+
+}  // namespace
+
+TEST_CASE("async: a Browse completed from another thread pages through BrowseNext") {
+    Client c;
+    REQUIRE(c.open(oneWorker().port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    ua::BrowseDescription d{};
+    d.nodeId = ua::stringNodeId(kOwned, "Folder");
+    d.browseDirection = ua::BrowseDirection::Forward;
+    d.includeSubtypes = true;
+    d.resultMask = 63;
+    ua::BrowseRequest b{};
+    b.requestedMaxReferencesPerNode = 2;
+    b.nodesToBrowse = {1, &d};
+    REQUIRE(c.send(b, 71));
+    // Behind a synchronous 400 ms browse this would wait on the only worker.
+    std::vector<ua::ReadValueId> fastIds;
+    auto fast = readOf(fastIds, {{kStore, "Stored"}});
+    REQUIRE(c.send(fast, 72));
+    auto f = c.receiveResponse();
+    REQUIRE(f.object != nullptr);
+    CHECK(handleOf(f) == 72);
+    auto m = c.receiveResponse();
+    REQUIRE(m.object != nullptr);
+    CHECK(handleOf(m) == 71);
+    Page first = pageOf(m);
+    CHECK(first.status == UAPLEX_Good);
+    CHECK(first.targets == std::vector<std::string>{"Child0", "Child1"});
+    REQUIRE(first.continuation.size() > 0);
+
+    std::vector<std::string> seen = first.targets;
+    std::vector<std::uint8_t> cp = first.continuation;
+    for (int round = 0; round < 4 && !cp.empty(); ++round) {
+        ua::ByteString bytes{std::int32_t(cp.size()), cp.data()};
+        ua::BrowseNextRequest next{};
+        next.continuationPoints = {1, &bytes};
+        auto n = c.call(next, std::uint32_t(73 + round));
+        REQUIRE(n.object != nullptr);
+        Page p = pageOf(n);
+        CHECK(p.status == UAPLEX_Good);
+        seen.insert(seen.end(), p.targets.begin(), p.targets.end());
+        cp = p.continuation;
+    }
+    CHECK(cp.empty());
+    CHECK(seen == std::vector<std::string>{"Child0", "Child1", "Child2", "Child3", "Child4"});
+}

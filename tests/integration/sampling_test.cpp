@@ -279,3 +279,84 @@ TEST_CASE("monitor is called for the first item on a node and after the last is 
     CHECK(p.waitMonitor(1, 1, 5000));
     CHECK(!p.waitMonitor(2, 1, 200));  // once each, not per item
 }
+
+namespace {
+
+// The test-sampling-async plugin (the same exported functions, its own library).
+Plugin asyncPlugin() {
+    void* lib = dlopen(UAPLEX_SAMPLING_ASYNC_PLUGIN, RTLD_NOW | RTLD_NOLOAD);
+    REQUIRE(lib != nullptr);
+    Plugin p{};
+    p.gate = reinterpret_cast<void (*)(int)>(dlsym(lib, "test_sampling_gate"));
+    p.waitBlocked = reinterpret_cast<int (*)(int, int)>(dlsym(lib, "test_sampling_wait_blocked"));
+    p.readCounts = reinterpret_cast<std::size_t (*)(std::size_t*, std::size_t)>(
+        dlsym(lib, "test_sampling_read_counts"));
+    REQUIRE((p.gate && p.waitBlocked && p.readCounts));
+    return p;
+}
+
+std::string asyncTables() {
+    return "request_threads = 4\n[slots]\nrequest_queue = \"fifo\"\n"
+           "monitored_item_queue = \"mi-default\"\n[plugins.fifo]\n[plugins.mi-default]\n"
+           "[plugins.transport-tcp]\n[plugins.test-sampling-async]\nlibrary = "
+           "\"" UAPLEX_SAMPLING_ASYNC_PLUGIN "\"\n[access]\nanonymous_permissions = [\"All\"]\n";
+}
+
+}  // namespace
+
+TEST_CASE("a node manager's read_async serves its sampling, one call per tick") {
+    test::InProcessServer process(asyncTables(), "sampling-async.toml");
+    Plugin p = asyncPlugin();
+    Client a;
+    REQUIRE(a.open(process.port));
+    REQUIRE(a.createSession() == UAPLEX_Good);
+    std::uint16_t ns = test::namespaceIndex(a, "urn:uaplex:test-sampling");
+    std::uint32_t sub = test::createSubscription(a, {50, 600, 10});
+    std::vector<ItemSpec> gated;
+    for (std::uint32_t n = 1; n <= 5; ++n) gated.push_back({n, 100});
+    REQUIRE(createItems(a, ns, sub, gated) == std::vector<uaplex_status>(5, UAPLEX_Good));
+    // Every item's value arrives, read through read_async on the plugin's thread.
+    std::vector<char> seen(6, 0);
+    int count = 0;
+    CHECK(publishUntil(a, sub, 40, [&](const Seen& s) {
+        if (s.handle >= 1 && s.handle <= 5 && s.status == UAPLEX_Good &&
+            s.value == std::int32_t(s.handle) && !seen[s.handle])
+            seen[s.handle] = 1, ++count;
+        return count == 5;
+    }));
+    // A read held at the gate keeps the batch out: no second call meanwhile.
+    std::size_t counts[256];
+    p.gate(0);
+    REQUIRE(p.waitBlocked(1, 5000) == 1);
+    std::size_t n = p.readCounts(counts, 256);
+    REQUIRE(n >= 1);
+    CHECK(counts[n - 1] == 5);                                    // all due items in one call
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));  // four ticks
+    CHECK(p.readCounts(counts, 256) == 0);
+    p.gate(1);
+}
+
+TEST_CASE("stop is bounded by sampling_stop_timeout_ms when a sampling read never returns") {
+    Plugin p{};
+    std::future<void> stopped;
+    {
+        auto process = std::make_unique<test::InProcessServer>(
+            tables() + "[server.limits]\nsampling_stop_timeout_ms = 200\n", "sampling.toml");
+        p = plugin();
+        Client a;
+        REQUIRE(a.open(process->port));
+        REQUIRE(a.createSession() == UAPLEX_Good);
+        std::uint16_t ns = test::namespaceIndex(a, "urn:uaplex:test-sampling");
+        std::uint32_t sub = test::createSubscription(a, {50, 600, 10});
+        REQUIRE(createItems(a, ns, sub, {{1, 50}}) == std::vector<uaplex_status>{UAPLEX_Good});
+        p.gate(0);
+        REQUIRE(p.waitBlocked(1, 5000) == 1);
+        a.disconnect();
+        stopped = std::async(std::launch::async, [s = std::move(process)]() mutable { s.reset(); });
+    }
+    // The read is still blocked; the server stops anyway (without the bound it waits on).
+    CHECK(stopped.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+    CHECK(p.waitBlocked(1, 0) == 1);
+    p.gate(1);  // the thread left behind returns from the read and ends
+    stopped.wait();
+}

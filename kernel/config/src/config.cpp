@@ -571,6 +571,7 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
                 // Advertised as MaxBrowseContinuationPoints, a UInt16.
                 {"max_browse_continuation_points", &l.max_browse_continuation_points, 1, 65535},
                 {"max_async_operations", &l.max_async_operations, 1, 1000000},
+                {"sampling_stop_timeout_ms", &l.sampling_stop_timeout_ms, 1, 600000},
                 {"max_unactivated_sessions_per_channel", &l.max_unactivated_sessions_per_channel,
                  1},
                 {"max_unactivated_sessions_per_peer", &l.max_unactivated_sessions_per_peer, 1},

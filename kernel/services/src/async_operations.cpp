@@ -122,6 +122,8 @@ void AsyncRequest::reset() noexcept {
     response = nullptr;
     readResults = nullptr;
     writeResults = nullptr;
+    callResults = nullptr;
+    browseResults = nullptr;
     parts.clear();
     items.clear();
     outstanding.store(0, std::memory_order_relaxed);
@@ -164,6 +166,35 @@ void AsyncRequest::completed(std::uint32_t p, uaplex_status status) noexcept {
             writeResults[part.index] =
                 status == UAPLEX_Good ? impl->storeWritten(*part.node, part.value, status) : status;
             break;
+        case AsyncPart::Kind::OwnerCall:
+            ServiceSet::Impl::finishOwnedCall(status, part.outCount, part.outputs, part.statuses,
+                                              part.count, callResults[part.index]);
+            break;
+        case AsyncPart::Kind::OwnerBrowse: {
+            PendingBrowse& b = *part.browse;
+            b.done = true;
+            ua::BrowseResult& res = browseResults[part.index];
+            if (uaplex_status bad = ServiceSet::Impl::ownerBrowseStatus(status, b.faulty);
+                bad != UAPLEX_Good) {
+                res.statusCode = bad;
+                break;
+            }
+            // A continuation point only for a request still waiting (its session is open).
+            uaplex_status st = deferred ? deferred->status() : UAPLEX_BadInvalidState;
+            const bool waiting = st == UAPLEX_Good || st == UAPLEX_GoodCompletesAsynchronously;
+            SessionState* session = waiting ? b.session : nullptr;
+            impl->pageBrowse(arena, session, b.cp, *b.nodeId, b.isNewBrowse, b.hits, true, res,
+                             b.access ? &*b.access : nullptr);
+            if (!b.isNewBrowse && session != nullptr && res.continuationPoint.length > 0) {
+                std::lock_guard sessionLock(session->mutex);
+                try {
+                    session->continuationPoints.push_back(b.cp);
+                } catch (...) {
+                    res.statusCode = UAPLEX_BadOutOfMemory;
+                }
+            }
+            break;
+        }
     }
 }
 
@@ -257,6 +288,49 @@ bool AsyncBatch::addPersistWrite(Node& node, std::uint32_t index,
     return addPart(p);
 }
 
+bool AsyncBatch::addOwnerCall(const NamespaceOwner& owner, std::uint32_t index,
+                              const ua::CallMethodRequest& m,
+                              uaplex_status* inputResults) noexcept {
+    AsyncPart p;
+    p.kind = AsyncPart::Kind::OwnerCall;
+    p.owner = &owner;
+    p.index = index;
+    p.count = std::uint32_t(m.inputArguments.size());
+    p.statuses = inputResults;
+    p.items = &m;
+    return addPart(p);
+}
+
+bool AsyncBatch::addOwnerBrowse(const NamespaceOwner& owner, std::uint32_t index,
+                                const ContinuationPoint& cp, const ua::NodeId& nodeId,
+                                const ua::NodeId* referenceType, bool isNewBrowse,
+                                std::size_t limit) noexcept {
+    AsyncRequest* r = record();
+    if (r == nullptr) return false;
+    try {
+        auto b = std::make_shared<PendingBrowse>();
+        b->request = r;
+        b->cp = cp;
+        b->nodeId = &nodeId;
+        b->isNewBrowse = isNewBrowse;
+        b->limit = limit;
+        if (call_.access != nullptr) b->access = *call_.access;  // the view may change meanwhile
+        b->referenceType = referenceType != nullptr ? &b->cp.referenceType : nullptr;
+        if (call_.session != nullptr) {
+            call_.session->acquire();
+            b->session = call_.session;
+        }
+        AsyncPart p;
+        p.kind = AsyncPart::Kind::OwnerBrowse;
+        p.owner = &owner;
+        p.index = index;
+        p.browse = std::move(b);
+        return addPart(p);
+    } catch (...) {
+        return false;
+    }
+}
+
 bool AsyncBatch::park() noexcept {
     request_->deferred = call_.ctx->defer(call_.ctx->deferUser, call_.returnDiagnostics);
     return request_->deferred != nullptr;
@@ -282,6 +356,10 @@ void AsyncBatch::fail(uaplex_status status) noexcept {
         } else if (p.kind == AsyncPart::Kind::StoreWrite ||
                    p.kind == AsyncPart::Kind::PersistWrite) {
             r.writeResults[p.index] = status;
+        } else if (p.kind == AsyncPart::Kind::OwnerCall) {
+            r.callResults[p.index].statusCode = status;
+        } else if (p.kind == AsyncPart::Kind::OwnerBrowse) {
+            r.browseResults[p.index].statusCode = status;
         }
     }
 }
@@ -381,6 +459,24 @@ uaplex_status AsyncBatch::startWrite(ua::WriteResponse* response, ua::StatusCode
     return run();
 }
 
+uaplex_status AsyncBatch::startCall(ua::CallResponse* response,
+                                    ua::CallMethodResult* results) noexcept {
+    AsyncRequest& r = *request_;
+    r.responseType = enc::dataTypeOf<ua::CallResponse>();
+    r.response = response;
+    r.callResults = results;
+    return run();  // its parts were added in request order
+}
+
+uaplex_status AsyncBatch::startBrowse(const enc::DataType* responseType, void* response,
+                                      ua::BrowseResult* results) noexcept {
+    AsyncRequest& r = *request_;
+    r.responseType = responseType;
+    r.response = response;
+    r.browseResults = results;
+    return run();
+}
+
 uaplex_status AsyncBatch::run() noexcept {
     AsyncRequest& r = *request_;
     if (!park()) {
@@ -435,6 +531,20 @@ uaplex_status AsyncBatch::run() noexcept {
                 st = impl_.persistence->submit(&p) ? UAPLEX_GoodCompletesAsynchronously
                                                    : UAPLEX_BadResourceUnavailable;
                 break;
+            case AsyncPart::Kind::OwnerCall: {
+                const auto& m = *static_cast<const ua::CallMethodRequest*>(p.items);
+                st = p.owner->callAsync(p.owner->self, &m.objectId, &m.methodId, p.count,
+                                        m.inputArguments.data, &r.alloc, p.statuses, &p.outCount,
+                                        &p.outputs, &c);
+                break;
+            }
+            case AsyncPart::Kind::OwnerBrowse: {
+                PendingBrowse& b = *p.browse;
+                st = p.owner->browseAsync(p.owner->self, b.nodeId, std::uint32_t(b.cp.direction),
+                                          b.referenceType, b.cp.includeSubtypes,
+                                          &ServiceSet::Impl::collectAsyncReference, &b, &c);
+                break;
+            }
         }
         if (st != UAPLEX_GoodCompletesAsynchronously) impl_.completions.completeNow(c, st);
     }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Call (Part 4 5.11.2): the method must be a component of the object (or of its type), its
 // inputs are checked against the InputArguments property before the node manager runs it.
+#include "async_operations.hpp"
 #include "services_internal.hpp"
 
 namespace uaplex::services {
@@ -95,6 +96,15 @@ void takeAnswer(uaplex_status st, std::size_t outCount, ua::Variant* outputs,
 
 }  // namespace
 
+void ServiceSet::Impl::finishOwnedCall(uaplex_status st, std::size_t outCount, ua::Variant* outputs,
+                                       uaplex_status* inputResults, std::size_t given,
+                                       ua::CallMethodResult& r) noexcept {
+    takeAnswer(st, outCount, outputs, inputResults, given, false, r);
+    r.inputArgumentResults = r.statusCode == UAPLEX_BadInternalError && st != r.statusCode
+                                 ? ua::Array<ua::StatusCode>{-1, nullptr}
+                                 : ua::Array<ua::StatusCode>{std::int32_t(given), inputResults};
+}
+
 uaplex_status ServiceSet::Impl::callMethods(ServiceCall& call) noexcept {
     const auto& req = *static_cast<const ua::CallRequest*>(call.request);
     if (req.methodsToCall.size() == 0) return UAPLEX_BadNothingToDo;
@@ -107,6 +117,8 @@ uaplex_status ServiceSet::Impl::callMethods(ServiceCall& call) noexcept {
     resp->results = {req.methodsToCall.length, results};
     resp->diagnosticInfos = {-1, nullptr};
     uaplex_value_alloc alloc = arenaAlloc(arena);
+    // Methods of owned namespaces with call_async: answered when the last completes.
+    AsyncBatch batch(*this, call);
 
     for (std::size_t i = 0; i < req.methodsToCall.size(); ++i) {
         const ua::CallMethodRequest& m = req.methodsToCall[i];
@@ -123,7 +135,8 @@ uaplex_status ServiceSet::Impl::callMethods(ServiceCall& call) noexcept {
             const auto invoke =
                 owner ? UAPLEX_FIELD_OR(owner->ops, uaplex_node_manager_ops, call, nullptr)
                       : nullptr;
-            if (invoke == nullptr) {
+            const auto invokeAsync = owner ? owner->callAsync : nullptr;
+            if (invoke == nullptr && invokeAsync == nullptr) {
                 r.statusCode = UAPLEX_BadNodeIdUnknown;
                 continue;
             }
@@ -134,16 +147,20 @@ uaplex_status ServiceSet::Impl::callMethods(ServiceCall& call) noexcept {
                 continue;
             }
             auto* inputResults = arena.allocateArray<uaplex_status>(given);
+            if (given != 0 && inputResults == nullptr) return UAPLEX_BadOutOfMemory;
+            if (invokeAsync != nullptr && batch.enabled() &&
+                batch.addOwnerCall(*owner, std::uint32_t(i), m, inputResults))
+                continue;  // answered when the operation completes
+            if (invoke == nullptr) {
+                r.statusCode = UAPLEX_BadNotImplemented;  // no request to answer later
+                continue;
+            }
             size_t outCount = 0;
             ua::Variant* outputs = nullptr;
             uaplex_status st =
                 invoke(owner->self, &m.objectId, &m.methodId, given, m.inputArguments.data, &alloc,
                        inputResults, &outCount, &outputs);
-            takeAnswer(st, outCount, outputs, inputResults, given, false, r);
-            r.inputArgumentResults =
-                r.statusCode == UAPLEX_BadInternalError && st != r.statusCode
-                    ? ua::Array<ua::StatusCode>{-1, nullptr}
-                    : ua::Array<ua::StatusCode>{std::int32_t(given), inputResults};
+            finishOwnedCall(st, outCount, outputs, inputResults, given, r);
             continue;
         }
         if (!(permissionsOf(call, m.objectId) & session::kPermBrowse)) {
@@ -274,6 +291,11 @@ uaplex_status ServiceSet::Impl::callMethods(ServiceCall& call) noexcept {
                                      m.inputArguments.data, &alloc, &outCount, &outputs);
         });
         takeAnswer(st, outCount, outputs, nullptr, 0, false, r);
+    }
+    if (!batch.empty()) {
+        // Some methods wait for asynchronous operations: the last one to complete answers.
+        uaplex_status st = batch.startCall(resp, results);
+        if (st != UAPLEX_Good) return st;
     }
     call.responseType = enc::dataTypeOf<ua::CallResponse>();
     call.response = resp;

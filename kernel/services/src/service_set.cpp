@@ -26,7 +26,7 @@ uaplex_value_alloc arenaAlloc(enc::Arena& arena) noexcept {
 }
 
 void SessionStateDeleter::operator()(SessionState* state) const noexcept {
-    delete state;
+    if (state != nullptr) state->release();
 }
 
 // --- Impl ---------------------------------------------------------------------------------
@@ -54,6 +54,8 @@ ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
                             (d.abi_major > 1 || (d.abi_major == 1 && d.abi_minor >= 9));
             managers.push_back(
                 ManagerRef{inst->context(), ops, inst->self(), monitors, inst->name()});
+            managers.back().readAsync =
+                UAPLEX_FIELD_OR(ops, uaplex_node_manager_ops, read_async, nullptr);
             size_t count = 0;
             if (ops->namespace_count == nullptr || ops->namespace_uri == nullptr ||
                 ops->namespace_count(inst->self(), &count) != UAPLEX_Good)
@@ -67,6 +69,9 @@ ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
                 NamespaceOwner o{index, ops, inst->self(), inst->context()};
                 o.readAsync = UAPLEX_FIELD_OR(ops, uaplex_node_manager_ops, read_async, nullptr);
                 o.writeAsync = UAPLEX_FIELD_OR(ops, uaplex_node_manager_ops, write_async, nullptr);
+                o.callAsync = UAPLEX_FIELD_OR(ops, uaplex_node_manager_ops, call_async, nullptr);
+                o.browseAsync =
+                    UAPLEX_FIELD_OR(ops, uaplex_node_manager_ops, browse_async, nullptr);
                 owners.push_back(o);
             }
         }

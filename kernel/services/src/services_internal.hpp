@@ -4,10 +4,12 @@
 
 #include <uaplex/encoding/encoding.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -118,6 +120,14 @@ struct ContinuationPoint {
     std::uint32_t offset = 0;  // references already returned
 };
 
+// One matching reference of a browse, before paging.
+struct BrowseHit {
+    std::uint32_t referenceType;
+    bool isForward;
+    ua::NodeId target;
+    std::uint8_t nodeClass;  // 0 when the target is not in the address space
+};
+
 }  // namespace uaplex::services
 
 // Per-session state: continuation points and registered nodes. Guarded by its own mutex (a
@@ -127,6 +137,13 @@ class uaplex::services::SessionState {
     std::mutex mutex;
     std::vector<ContinuationPoint> continuationPoints;
     std::uint64_t nextContinuationId = 1;
+    // The session's handle and each pending asynchronous browse hold one (SessionStateDeleter
+    // drops the session's): a browse completing after its session closed finds it still there.
+    std::atomic<std::uint32_t> refs{1};
+    void acquire() noexcept { refs.fetch_add(1, std::memory_order_relaxed); }
+    void release() noexcept {
+        if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+    }
 };
 
 namespace uaplex::services {
@@ -140,6 +157,8 @@ struct NamespaceOwner {
     // Since 1.8 (NULL when the plugin's table is older or has none).
     decltype(uaplex_node_manager_ops::read_async) readAsync = nullptr;
     decltype(uaplex_node_manager_ops::write_async) writeAsync = nullptr;
+    decltype(uaplex_node_manager_ops::call_async) callAsync = nullptr;
+    decltype(uaplex_node_manager_ops::browse_async) browseAsync = nullptr;
 };
 
 class AsyncRequest;
@@ -197,6 +216,8 @@ struct ManagerRef {
     void* self;
     bool monitors;  // ops->monitor is called (built against ABI 1.9 or later)
     std::string name;
+    // Since 1.8 (NULL when absent): sampling reads go to it when set.
+    decltype(uaplex_node_manager_ops::read_async) readAsync = nullptr;
 };
 
 struct ServiceSet::Impl final : host::AddressSpaceHooks {
@@ -225,6 +246,11 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
     uaplex_status registerNodes(ServiceCall& call) noexcept;
     uaplex_status unregisterNodes(ServiceCall& call) noexcept;
     uaplex_status callMethods(ServiceCall& call) noexcept;
+    // The end of an owned namespace's Method call (`status` from its plugin): outputs and
+    // input results as the response carries them (BadInternalError when not encodable).
+    static void finishOwnedCall(uaplex_status status, std::size_t outCount, ua::Variant* outputs,
+                                uaplex_status* inputResults, std::size_t given,
+                                ua::CallMethodResult& r) noexcept;
 
     // Reads one attribute into `out` (status included); `access` null: no access checks
     // (the kernel's own reads).
@@ -282,6 +308,21 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
     void browseOne(enc::Arena& arena, SessionState* session, ContinuationPoint& cp,
                    const ua::NodeId& nodeId, bool isNewBrowse, ua::BrowseResult& result,
                    const session::AccessView* access = nullptr) noexcept;
+    // The second half of browseOne: `hits` (of an owned namespace's node when `owned`, then
+    // filtered here) paged into `result`.
+    void pageBrowse(enc::Arena& arena, SessionState* session, ContinuationPoint& cp,
+                    const ua::NodeId& nodeId, bool isNewBrowse, std::vector<BrowseHit>& hits,
+                    bool owned, ua::BrowseResult& result,
+                    const session::AccessView* access) noexcept;
+    // An owned namespace's answer to browse (its sink calls done): `result`'s status when it
+    // is not to be paged, Good otherwise.
+    static uaplex_status ownerBrowseStatus(uaplex_status st, bool faulty) noexcept {
+        if (faulty || !pluginStatusOk(st)) return UAPLEX_BadInternalError;
+        return st == UAPLEX_BadNotSupported ? UAPLEX_BadNodeIdUnknown : st;
+    }
+    // uaplex_reference_sink of an asynchronous browse (user: its PendingBrowse).
+    static uaplex_status collectAsyncReference(void* user,
+                                               const uaplex_reference* reference) noexcept;
 
     ua::DateTime now() const noexcept;
 

@@ -5,12 +5,18 @@
 // IndexRange) is polled: its handle names an entry that keeps a copy of the ReadValueId.
 // Entries of plugin-served nodes (a read callback, an owned namespace) are read off the
 // engine's lock by their node manager's sampling thread, which also calls its monitor op.
+#include <dlfcn.h>
+
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <string>
 #include <thread>
 #include <unordered_map>
+
+#include <uaplex/host/logging.hpp>
 
 #include "services_internal.hpp"
 
@@ -89,6 +95,12 @@ class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource
         NodeRef n = impl_.space.find(id.nodeId);
         const void* ctx = servedBy(id, n);
         if (!ctx) return false;
+        // A node manager with read_async is sampled through it, also for the first sample: no
+        // read here (a worker must not wait for it), its sampler's next batch takes it.
+        if (!n) {
+            const NamespaceOwner* o = impl_.ownerOf(id.nodeId.namespace_index);
+            if (o != nullptr && o->readAsync != nullptr) return false;
+        }
         ua::DataValue dv{};
         impl_.readAttribute(arena, id.nodeId, id.attributeId, id.indexRange, kTimestampsBoth, dv);
         out.valid = true;
@@ -203,7 +215,7 @@ class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource
         }
         if (n) return nullptr;
         const NamespaceOwner* o = impl_.ownerOf(id.nodeId.namespace_index);
-        return o && o->ops->read ? o->ctx : nullptr;
+        return o && (o->ops->read || o->readAsync) ? o->ctx : nullptr;
     }
     // The polled entry of `id` (made once per node attribute and range).
     std::uint64_t entryFor(const ua::ReadValueId& id, const void* ctx, const NodeRef& n);
@@ -212,7 +224,13 @@ class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource
         return (handle & 1) && (handle >> 1) < polled_.size() ? &polled_[handle >> 1] : nullptr;
     }
     void setPushed(std::uint64_t handle, bool pushed) noexcept;
-    void readBatch(ManagerSampler& s, subscription::SampleBatch& b) noexcept;
+    // Reads a batch: true when its values are filled, false when a read_async completes it
+    // later (the sampler then calls its complete()).
+    bool readBatch(ManagerSampler& s, const std::shared_ptr<subscription::SampleBatch>& b) noexcept;
+    // The statuses of an owned namespace's read (`st` its call's) into the batch's values.
+    static void finishSample(uaplex_status st, const uaplex_status* statuses,
+                             const std::uint32_t* slots, std::size_t count,
+                             ua::DataValue* values) noexcept;
 
     static std::string keyOf(const Polled& p) {
         std::string k;
@@ -302,8 +320,8 @@ class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource
 // that blocks holds only this thread, so only its own items wait.
 class ServiceSet::Impl::ValueSource::ManagerSampler final : public subscription::Sampler {
   public:
-    ManagerSampler(ValueSource& source, const ManagerRef* manager)
-        : source_(source), manager_(manager), thread_([this] { run(); }) {}
+    ManagerSampler(ValueSource& source, const ManagerRef* manager, std::uint32_t stopBoundMs)
+        : source_(source), manager_(manager), stopBound_(stopBoundMs), thread_([this] { run(); }) {}
     ~ManagerSampler() override { stop(); }
 
     void sample(std::shared_ptr<subscription::SampleBatch> batch) noexcept override {
@@ -324,15 +342,87 @@ class ServiceSet::Impl::ValueSource::ManagerSampler final : public subscription:
         }
         wake_.notify_one();
     }
-    void stop() noexcept {
-        {
-            std::lock_guard lock(mutex_);
-            stopping_ = true;
-        }
+    // Stops the thread, waiting for it up to [server.limits] sampling_stop_timeout_ms. False
+    // when the sampler must outlive its owner: the thread is still inside a read of the node
+    // manager (it is let go) or a read_async is still out (its completion comes here later);
+    // the caller then leaks it, and nothing of it touches the engine any more.
+    bool stop() noexcept {
+        std::unique_lock lock(mutex_);
+        if (stopped_) return !abandoned_.load();
+        stopped_ = true;
+        stopping_ = true;
         wake_.notify_one();
-        if (thread_.joinable()) thread_.join();
+        const bool exited = exitedCv_.wait_for(lock, stopBound_, [&] { return exited_; });
+        if (!exited || asyncPending_) abandoned_.store(true);
+        lock.unlock();
+        if (exited) {
+            thread_.join();
+        } else {
+            thread_.detach();
+            // The thread may return into the node manager's code: its library stays loaded.
+            Dl_info info{};
+            if (manager_ && dladdr(manager_->ops, &info) != 0 && info.dli_fname != nullptr)
+                (void)dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+            try {
+                host::logger()->warn(
+                    "node manager '{}': a sampling read did not return within "
+                    "sampling_stop_timeout_ms ({} ms); its thread is left behind",
+                    manager_ ? manager_->name : std::string("?"), stopBound_.count());
+            } catch (...) {  // NOLINT(bugprone-empty-catch): logging is best effort here
+            }
+        }
+        return !abandoned_.load();
     }
     const ManagerRef* manager() const noexcept { return manager_; }
+    // Let go at stop: the engine and the value source may be gone.
+    bool abandoned() const noexcept { return abandoned_.load(); }
+
+    // The batch handed to read_async (the engine hands one at a time): its completion.
+    uaplex_completion beginAsync(std::shared_ptr<subscription::SampleBatch> batch,
+                                 const uaplex_status* statuses, const std::uint32_t* slots,
+                                 std::size_t count) noexcept {
+        std::lock_guard lock(mutex_);
+        asyncBatch_ = std::move(batch);
+        asyncStatuses_ = statuses;
+        asyncSlots_ = slots;
+        asyncCount_ = count;
+        asyncPending_ = true;
+        ++asyncGeneration_;
+        uaplex_completion c{};
+        c.hdr = UAPLEX_HEADER_INIT(uaplex_completion, UAPLEX_STYPE_COMPLETION);
+        c.self = this;
+        c.token = asyncGeneration_;
+        c.complete = &ManagerSampler::completeAsync;
+        c.status = &ManagerSampler::statusAsync;
+        return c;
+    }
+    static uaplex_status completeAsync(void* self, std::uint64_t token,
+                                       uaplex_status status) noexcept {
+        auto& s = *static_cast<ManagerSampler*>(self);
+        std::shared_ptr<subscription::SampleBatch> batch;
+        const uaplex_status* statuses = nullptr;
+        const std::uint32_t* slots = nullptr;
+        std::size_t count = 0;
+        {
+            std::lock_guard lock(s.mutex_);
+            if (!s.asyncPending_ || token != s.asyncGeneration_) return UAPLEX_BadInvalidState;
+            s.asyncPending_ = false;
+            batch = std::move(s.asyncBatch_);
+            if (s.abandoned_.load()) return UAPLEX_Good;  // the engine is gone: dropped
+            statuses = s.asyncStatuses_;
+            slots = s.asyncSlots_;
+            count = s.asyncCount_;
+        }
+        finishSample(status, statuses, slots, count, batch->values());
+        batch->complete();
+        return UAPLEX_Good;
+    }
+    static uaplex_status statusAsync(void* self, std::uint64_t token) noexcept {
+        auto& s = *static_cast<ManagerSampler*>(self);
+        std::lock_guard lock(s.mutex_);
+        if (!s.asyncPending_ || token != s.asyncGeneration_) return UAPLEX_BadInvalidState;
+        return s.abandoned_.load() ? UAPLEX_BadServerHalted : UAPLEX_Good;
+    }
 
     // The sampling thread's reusable call arrays.
     std::vector<uaplex_read_item> items;
@@ -346,6 +436,14 @@ class ServiceSet::Impl::ValueSource::ManagerSampler final : public subscription:
         bool enabled;
     };
     void run() noexcept {
+        struct Exit {
+            ManagerSampler& s;
+            ~Exit() {
+                std::lock_guard lock(s.mutex_);
+                s.exited_ = true;
+                s.exitedCv_.notify_all();
+            }
+        } exit{*this};
         std::vector<std::shared_ptr<subscription::SampleBatch>> batches;
         std::vector<Monitor> monitors;
         for (;;) {
@@ -365,12 +463,16 @@ class ServiceSet::Impl::ValueSource::ManagerSampler final : public subscription:
                 if (m.enabled) source_.setPushed(m.handle, true);
                 uaplex_status st =
                     manager_->ops->monitor(manager_->self, &p->id, p->attributeId, m.enabled);
+                if (abandoned_.load()) return;
                 if (!m.enabled || st != UAPLEX_Good) source_.setPushed(m.handle, false);
             }
             monitors.clear();
+            if (abandoned_.load()) return;
             for (auto& b : batches) {
-                source_.readBatch(*this, *b);
-                b->complete();
+                const bool done = source_.readBatch(*this, b);
+                // Let go at stop while inside the read: the engine may be gone.
+                if (abandoned_.load()) return;
+                if (done) b->complete();
             }
             batches.clear();
         }
@@ -383,11 +485,25 @@ class ServiceSet::Impl::ValueSource::ManagerSampler final : public subscription:
     std::vector<std::shared_ptr<subscription::SampleBatch>> batches_;
     std::vector<Monitor> monitors_;
     bool stopping_ = false;
+    bool stopped_ = false;
+    bool exited_ = false;  // run() returned
+    std::condition_variable exitedCv_;
+    std::atomic<bool> abandoned_{false};
+    std::chrono::milliseconds stopBound_;
+    // The batch out at read_async (guarded by mutex_).
+    std::shared_ptr<subscription::SampleBatch> asyncBatch_;
+    const uaplex_status* asyncStatuses_ = nullptr;
+    const std::uint32_t* asyncSlots_ = nullptr;
+    std::size_t asyncCount_ = 0;
+    std::uint64_t asyncGeneration_ = 0;
+    bool asyncPending_ = false;
     std::thread thread_;  // last: starts once the rest is built
 };
 
 ServiceSet::Impl::ValueSource::~ValueSource() {
-    for (auto& [ctx, s] : samplers_) s->stop();  // before the entries they read go
+    // Before the entries they read go; one that cannot stop in time is left behind (leaked).
+    for (auto& [ctx, s] : samplers_)
+        if (!s->stop()) (void)s.release();  // NOLINT(bugprone-unused-return-value)
 }
 
 std::uint64_t ServiceSet::Impl::ValueSource::entryFor(const ua::ReadValueId& id, const void* ctx,
@@ -408,7 +524,9 @@ std::uint64_t ServiceSet::Impl::ValueSource::entryFor(const ua::ReadValueId& id,
     if (found != index_.end()) return found->second;
     if (ctx) {
         auto& s = samplers_[ctx];
-        if (!s) s = std::make_unique<ManagerSampler>(*this, impl_.managerOf(ctx));
+        if (!s)
+            s = std::make_unique<ManagerSampler>(*this, impl_.managerOf(ctx),
+                                                 impl_.cfg.server.limits.sampling_stop_timeout_ms);
         p.sampler = s.get();
         p.owned = !n;
         // A pushed change carries the whole value: nodes watched with an IndexRange are sampled.
@@ -478,8 +596,26 @@ uaplex_status ServiceSet::Impl::ValueSource::pushed(const uaplex_nodeid& node,
     return UAPLEX_Good;
 }
 
-void ServiceSet::Impl::ValueSource::readBatch(ManagerSampler& s,
-                                              subscription::SampleBatch& b) noexcept {
+void ServiceSet::Impl::ValueSource::finishSample(uaplex_status st, const uaplex_status* statuses,
+                                                 const std::uint32_t* slots, std::size_t count,
+                                                 ua::DataValue* values) noexcept {
+    for (std::size_t k = 0; k < count; ++k) {
+        uaplex_status item = statuses[k];
+        if (st != UAPLEX_Good && item == UAPLEX_Good) item = st;
+        if (item == UAPLEX_BadNotSupported) item = UAPLEX_BadNodeIdUnknown;
+        if (item == UAPLEX_Good) continue;
+        ua::DataValue& v = values[slots[k]];
+        v = ua::DataValue{};
+        v.mask = UAPLEX_DATAVALUE_STATUS;
+        v.status = item;
+    }
+}
+
+bool ServiceSet::Impl::ValueSource::readBatch(
+    ManagerSampler& s, const std::shared_ptr<subscription::SampleBatch>& batch) noexcept {
+    subscription::SampleBatch& b = *batch;
+    const ManagerRef* manager = s.manager();
+    const bool owns = manager != nullptr && (manager->ops->read || manager->readAsync);
     auto handles = b.handles();
     ua::DataValue* values = b.values();
     uaplex_value_alloc alloc = arenaAlloc(b.arena());
@@ -495,9 +631,10 @@ void ServiceSet::Impl::ValueSource::readBatch(ManagerSampler& s,
             values[i].status = UAPLEX_BadNodeIdUnknown;
             continue;
         }
-        if (!p->owned || !s.manager() || s.manager()->ops->read == nullptr) {
+        if (!p->owned || !owns) {
             impl_.readAttribute(b.arena(), p->id, p->attributeId, rangeOf(*p), kTimestampsBoth,
                                 values[i]);
+            if (s.abandoned()) return true;  // a read callback outlasted the stop: touch nothing
             continue;
         }
         try {
@@ -515,22 +652,43 @@ void ServiceSet::Impl::ValueSource::readBatch(ManagerSampler& s,
             values[i].status = UAPLEX_BadOutOfMemory;
         }
     }
-    if (s.items.empty()) return;
+    if (s.items.empty()) return true;
     // The owned namespace's nodes of this tick in one call, as a Read of them would be.
-    s.statuses.assign(s.items.size(), UAPLEX_Good);
-    const ManagerRef& m = *s.manager();
-    uaplex_status st =
-        m.ops->read(m.self, s.items.size(), s.items.data(), s.results.data(), s.statuses.data());
-    for (std::size_t k = 0; k < s.items.size(); ++k) {
-        uaplex_status item = s.statuses[k];
-        if (st != UAPLEX_Good && item == UAPLEX_Good) item = st;
-        if (item == UAPLEX_BadNotSupported) item = UAPLEX_BadNodeIdUnknown;
-        if (item == UAPLEX_Good) continue;
-        ua::DataValue& v = values[s.slots[k]];
-        v = ua::DataValue{};
-        v.mask = UAPLEX_DATAVALUE_STATUS;
-        v.status = item;
+    const ManagerRef& m = *manager;
+    const std::size_t n = s.items.size();
+    if (m.readAsync != nullptr) {
+        // Everything the plugin may use until it completes lives in the batch's arena; the
+        // batch stays out (the engine skips this sampler's ticks) until then.
+        enc::Arena& arena = b.arena();
+        auto* items = arena.allocateArray<uaplex_read_item>(n);
+        auto* results = arena.allocateArray<ua::DataValue*>(n);
+        auto* statuses = arena.allocateArray<uaplex_status>(n);
+        auto* slots = arena.allocateArray<std::uint32_t>(n);
+        auto* kept = arenaNew(arena, alloc);
+        if (!items || !results || !statuses || !slots || !kept) {
+            for (std::uint32_t slot : s.slots) {
+                values[slot] = ua::DataValue{};
+                values[slot].mask = UAPLEX_DATAVALUE_STATUS;
+                values[slot].status = UAPLEX_BadOutOfMemory;
+            }
+            return true;
+        }
+        for (std::size_t k = 0; k < n; ++k) {
+            items[k] = s.items[k];
+            items[k].alloc = kept;
+            results[k] = s.results[k];
+            slots[k] = s.slots[k];
+        }
+        uaplex_completion c = s.beginAsync(batch, statuses, slots, n);
+        uaplex_status st = m.readAsync(m.self, n, items, results, statuses, &c);
+        if (st != UAPLEX_GoodCompletesAsynchronously)
+            ManagerSampler::completeAsync(&s, c.token, st);
+        return false;
     }
+    s.statuses.assign(n, UAPLEX_Good);
+    uaplex_status st = m.ops->read(m.self, n, s.items.data(), s.results.data(), s.statuses.data());
+    finishSample(st, s.statuses.data(), s.slots.data(), n, values);
+    return true;
 }
 
 uaplex_status ServiceSet::Impl::valueChangedSink(void* user, const uaplex_nodeid* node,

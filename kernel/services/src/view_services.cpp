@@ -3,6 +3,7 @@
 // (Part 4 5.8).
 #include <cstring>
 
+#include "async_operations.hpp"
 #include "services_internal.hpp"
 
 namespace uaplex::services {
@@ -28,13 +29,7 @@ bool isNull(const ua::NodeId& id) noexcept {
     }
 }
 
-// One matching reference, before paging.
-struct Hit {
-    std::uint32_t referenceType;
-    bool isForward;
-    ua::NodeId target;
-    std::uint8_t nodeClass;  // 0 when the target is not in the address space
-};
+using Hit = BrowseHit;
 
 std::string encodeNodeId(const ua::NodeId& id) {
     enc::ByteBuffer buf;
@@ -103,7 +98,43 @@ uaplex_status collectPluginReference(void* user, const uaplex_reference* ref) {
     return UAPLEX_Good;
 }
 
+// The direction and reference type a browse asks for.
+struct BrowseMatch {
+    const addressspace::AddressSpace& space;
+    const ContinuationPoint& cp;
+    bool hasType;
+    std::uint32_t wantType;
+    BrowseMatch(const addressspace::AddressSpace& s, const ContinuationPoint& c)
+        : space(s),
+          cp(c),
+          hasType(!isNull(c.referenceType)),
+          wantType(hasType ? s.referenceTypeCode(c.referenceType) : 0) {}
+    bool operator()(std::uint32_t type, bool forward) const {
+        if (cp.direction == 0 && !forward) return false;
+        if (cp.direction == 1 && forward) return false;
+        if (!hasType) return true;
+        return cp.includeSubtypes ? space.isSubtypeOf(type, wantType) : type == wantType;
+    }
+};
+
 }  // namespace
+
+uaplex_status ServiceSet::Impl::collectAsyncReference(void* user,
+                                                      const uaplex_reference* ref) noexcept {
+    auto* b = static_cast<PendingBrowse*>(user);
+    AsyncRequest& r = *b->request;
+    std::lock_guard lock(r.mutex);  // the request's arena; one sink call at a time anyway
+    if (b->done) return UAPLEX_BadInvalidState;
+    SinkState sink{&b->hits, &r.arena, &r.impl->space, b->limit, b->faulty};
+    uaplex_status st = UAPLEX_BadOutOfMemory;
+    try {
+        st = collectPluginReference(&sink, ref);
+    } catch (...) {
+        sink.faulty = true;
+    }
+    b->faulty = sink.faulty;
+    return st;
+}
 
 void ServiceSet::Impl::browseOne(enc::Arena& arena, SessionState* session, ContinuationPoint& cp,
                                  const ua::NodeId& nodeId, bool isNewBrowse,
@@ -125,14 +156,8 @@ void ServiceSet::Impl::browseOne(enc::Arena& arena, SessionState* session, Conti
     hits.clear();
     // A node manager's flood (up to max_array_length) is not kept for every later browse.
     if (hits.capacity() > 65536) std::vector<Hit>().swap(hits);
-    bool hasType = !isNull(cp.referenceType);
-    std::uint32_t wantType = hasType ? space.referenceTypeCode(cp.referenceType) : 0;
-    auto matches = [&](std::uint32_t type, bool forward) {
-        if (cp.direction == 0 && !forward) return false;
-        if (cp.direction == 1 && forward) return false;
-        if (!hasType) return true;
-        return cp.includeSubtypes ? space.isSubtypeOf(type, wantType) : type == wantType;
-    };
+    const BrowseMatch matches(space, cp);
+    const bool hasType = matches.hasType;
     NodeRef node = space.find(nodeId);
     try {
         if (node) {
@@ -157,24 +182,36 @@ void ServiceSet::Impl::browseOne(enc::Arena& arena, SessionState* session, Conti
                 owner->ops->browse(owner->self, &nodeId, std::uint32_t(cp.direction),
                                    hasType ? &cp.referenceType : nullptr, cp.includeSubtypes,
                                    &collectPluginReference, &sink);
-            if (sink.faulty || !pluginStatusOk(st)) {
+            if (uaplex_status bad = ownerBrowseStatus(st, sink.faulty); bad != UAPLEX_Good) {
                 hits.clear();
-                result.statusCode = UAPLEX_BadInternalError;
+                result.statusCode = bad;
                 return;
             }
-            if (st != UAPLEX_Good) {
-                result.statusCode = st == UAPLEX_BadNotSupported ? UAPLEX_BadNodeIdUnknown : st;
-                return;
-            }
-            std::erase_if(hits, [&](const Hit& h) {
-                return (h.referenceType != 0 && !matches(h.referenceType, h.isForward)) ||
-                       (cp.nodeClassMask != 0 && !(cp.nodeClassMask & h.nodeClass)) ||
-                       !visible(h.target);
-            });
+            pageBrowse(arena, session, cp, nodeId, isNewBrowse, hits, true, result, access);
+            return;
         }
     } catch (...) {
         result.statusCode = UAPLEX_BadOutOfMemory;
         return;
+    }
+    pageBrowse(arena, session, cp, nodeId, isNewBrowse, hits, false, result, access);
+}
+
+void ServiceSet::Impl::pageBrowse(enc::Arena& arena, SessionState* session, ContinuationPoint& cp,
+                                  const ua::NodeId& nodeId, bool isNewBrowse,
+                                  std::vector<BrowseHit>& hits, bool owned,
+                                  ua::BrowseResult& result,
+                                  const session::AccessView* access) noexcept {
+    auto visible = [&](const ua::NodeId& id) {
+        return !access || (access->permissions(id) & session::kPermBrowse) != 0;
+    };
+    if (owned) {
+        const BrowseMatch matches(space, cp);
+        std::erase_if(hits, [&](const Hit& h) {
+            return (h.referenceType != 0 && !matches(h.referenceType, h.isForward)) ||
+                   (cp.nodeClassMask != 0 && !(cp.nodeClassMask & h.nodeClass)) ||
+                   !visible(h.target);
+        });
     }
 
     std::size_t total = hits.size();
@@ -248,6 +285,30 @@ void ServiceSet::Impl::browseOne(enc::Arena& arena, SessionState* session, Conti
     result.references = {std::int32_t(count), refs};
 }
 
+namespace {
+
+// A node of an owned namespace whose manager has browse_async: left to the batch (its result
+// answered when the operation completes); false to browse it now.
+template <class Impl>
+bool browseLater(Impl& impl, AsyncBatch& batch, const ServiceCall& call,
+                 const ContinuationPoint& cp, const ua::NodeId& nodeId, bool isNewBrowse,
+                 std::uint32_t index, ua::BrowseResult& result) noexcept {
+    if (!batch.enabled() || impl.space.find(nodeId)) return false;
+    const NamespaceOwner* owner = impl.ownerOf(nodeId.namespace_index);
+    if (owner == nullptr || owner->browseAsync == nullptr) return false;
+    if (!(Impl::permissionsOf(call, nodeId) & session::kPermBrowse)) return false;
+    if (!batch.addOwnerBrowse(*owner, index, cp, nodeId,
+                              isNull(cp.referenceType) ? nullptr : &cp.referenceType, isNewBrowse,
+                              ownedReferenceLimit(impl.cfg)))
+        return false;
+    result = ua::BrowseResult{};
+    result.continuationPoint = ua::nullByteString();
+    result.references = {0, nullptr};
+    return true;
+}
+
+}  // namespace
+
 uaplex_status ServiceSet::Impl::browse(ServiceCall& call) noexcept {
     const auto& req = *static_cast<const ua::BrowseRequest*>(call.request);
     if (!isNull(req.view.viewId)) return UAPLEX_BadViewIdUnknown;
@@ -265,6 +326,7 @@ uaplex_status ServiceSet::Impl::browse(ServiceCall& call) noexcept {
     if (resp == nullptr || results == nullptr) return UAPLEX_BadOutOfMemory;
     resp->results = {req.nodesToBrowse.length, results};
     resp->diagnosticInfos = {-1, nullptr};
+    AsyncBatch batch(*this, call);
     for (std::size_t i = 0; i < req.nodesToBrowse.size(); ++i) {
         const ua::BrowseDescription& d = req.nodesToBrowse[i];
         ua::BrowseResult& r = results[i];
@@ -289,7 +351,13 @@ uaplex_status ServiceSet::Impl::browse(ServiceCall& call) noexcept {
         cp.nodeClassMask = d.nodeClassMask;
         cp.resultMask = d.resultMask;
         cp.maxReferences = maxRefs;
+        if (browseLater(*this, batch, call, cp, d.nodeId, true, std::uint32_t(i), r)) continue;
         browseOne(call.arena, call.session, cp, d.nodeId, true, r, call.access);
+    }
+    if (!batch.empty()) {
+        // Some nodes wait for asynchronous browses: the last one to complete answers.
+        uaplex_status st = batch.startBrowse(enc::dataTypeOf<ua::BrowseResponse>(), resp, results);
+        if (st != UAPLEX_Good) return st;
     }
     call.responseType = enc::dataTypeOf<ua::BrowseResponse>();
     call.response = resp;
@@ -307,6 +375,7 @@ uaplex_status ServiceSet::Impl::browseNext(ServiceCall& call) noexcept {
     resp->results = {req.continuationPoints.length, results};
     resp->diagnosticInfos = {-1, nullptr};
     SessionState* session = call.session;
+    AsyncBatch batch(*this, call);
     for (std::size_t i = 0; i < req.continuationPoints.size(); ++i) {
         ua::BrowseResult& r = results[i];
         r.continuationPoint = ua::nullByteString();
@@ -342,6 +411,11 @@ uaplex_status ServiceSet::Impl::browseNext(ServiceCall& call) noexcept {
             r.statusCode = UAPLEX_BadContinuationPointInvalid;
             continue;
         }
+        // The node's copy in the arena: the asynchronous browse keeps pointing at it.
+        auto* kept = arenaNew(call.arena, nodeId);
+        if (kept != nullptr &&
+            browseLater(*this, batch, call, cp, *kept, false, std::uint32_t(i), r))
+            continue;
         browseOne(call.arena, session, cp, nodeId, false, r, call.access);
         if (r.continuationPoint.length > 0) {
             std::lock_guard lock(session->mutex);
@@ -351,6 +425,11 @@ uaplex_status ServiceSet::Impl::browseNext(ServiceCall& call) noexcept {
                 r.statusCode = UAPLEX_BadOutOfMemory;
             }
         }
+    }
+    if (!batch.empty()) {
+        uaplex_status st =
+            batch.startBrowse(enc::dataTypeOf<ua::BrowseNextResponse>(), resp, results);
+        if (st != UAPLEX_Good) return st;
     }
     call.responseType = enc::dataTypeOf<ua::BrowseNextResponse>();
     call.response = resp;

@@ -170,8 +170,9 @@ typedef struct uaplex_node_spec {
     /* --- since 1.8: asynchronous callbacks ---
      * Non-NULL: Value reads (writes) of the Variable call it instead of read (write), and the
      * worker is not held while it is pending (uaplex_completion). Reads without a request to
-     * answer later (subscription sampling) call the synchronous `read`; a node with only
-     * read_async answers those BadNotSupported. */
+     * answer later (subscription sampling) call the synchronous `read`; a store node with
+     * only read_async answers those BadNotSupported (an owned namespace's read_async serves
+     * its sampling, see uaplex_node_manager_ops). */
     uaplex_value_read_async_fn read_async;
     uaplex_value_write_async_fn write_async;
 } uaplex_node_spec;
@@ -240,7 +241,8 @@ typedef struct uaplex_reference {
 } uaplex_reference;
 
 /* Receives browse results; Bad stops the browse (e.g. the continuation limit). Same
- * thread as the browse call; must not block. */
+ * thread as the browse call (browse_async: any thread, one call at a time, until complete);
+ * must not block. */
 typedef uaplex_status (*uaplex_reference_sink)(void* user, const uaplex_reference* reference);
 
 /* Receives a change of a node attribute the kernel asked the node manager to report
@@ -274,15 +276,18 @@ typedef struct uaplex_node_manager_ops {
      * statuses[i]. The call's own status is Bad only if no item was processed. Worker
      * threads (Read; the first sample of CreateMonitoredItems), and the node manager's
      * sampling thread: one call per sampling tick with all its due monitored nodes (since
-     * 1.9). May block for the duration of the request only; a slow sampling read delays
-     * this node manager's monitored items only. */
+     * 1.9) unless read_async is set. May block for the duration of the request only; a slow
+     * sampling read delays this node manager's monitored items only, and at server stop one
+     * that has not returned within [server.limits] sampling_stop_timeout_ms is left behind
+     * (its thread is let go, the library stays loaded). */
     uaplex_status (*read)(void* self, size_t count, const uaplex_read_item* items,
                           struct uaplex_datavalue* const* results, uaplex_status* statuses);
     /* Writes `count` items; statuses[i] per item. Worker threads. */
     uaplex_status (*write)(void* self, size_t count, const uaplex_write_item* items,
                            uaplex_status* statuses);
     /* Calls sink for each reference of `node_id` in `direction` (0 forward, 1 inverse,
-     * 2 both) whose type is `reference_type_id` (NULL = all). Worker threads. */
+     * 2 both) whose type is `reference_type_id` (NULL = all). Worker threads (Browse,
+     * BrowseNext when browse_async is NULL; TranslateBrowsePathsToNodeIds always). */
     uaplex_status (*browse)(void* self, const struct uaplex_nodeid* node_id, uint32_t direction,
                             const struct uaplex_nodeid* reference_type_id, int32_t include_subtypes,
                             uaplex_reference_sink sink, void* sink_user);
@@ -306,12 +311,19 @@ typedef struct uaplex_node_manager_ops {
                           struct uaplex_variant** out_outputs);
     /* --- since 1.8: asynchronous operations ---
      * The entries above with a completion (uaplex_completion): the kernel calls an `_async`
-     * entry instead of its synchronous form when both exist and it has a request to answer
-     * later; the worker then serves other requests while the operation is pending. Items,
-     * results, statuses, alloc and the outputs stay valid until complete is called. Reads
-     * without a request (subscription sampling) use `read`: a manager with only read_async
-     * answers those BadNotSupported. Worker threads; must not block. NULL: the synchronous
-     * entry. */
+     * entry instead of its synchronous form when it has a request to answer later (Read,
+     * Write, Call, Browse, BrowseNext); the worker then serves other requests while the
+     * operation is pending. Items, results, statuses, alloc, the node ids and the outputs
+     * stay valid until complete is called. Worker threads; must not block. NULL: the
+     * synchronous entry. A request with several operations is answered when the last
+     * completes; its TimeoutHint, Cancel and session close answer it earlier (the pending
+     * operations must still complete).
+     * Subscription sampling (the node manager's sampling thread) also calls read_async when
+     * set (hosts after uaplex 0.1.0; no ABI change, see call_async below): one call per
+     * tick with all due items; the tick's batch stays out (the manager's items skip ticks)
+     * until it completes, and an item's first sample is the next tick's instead of a probe
+     * read on the CreateMonitoredItems worker (so an unknown node is reported in the samples'
+     * status, not as the item's creation status). Its completion's status() stays Good. */
     uaplex_status (*read_async)(void* self, size_t count, const uaplex_read_item* items,
                                 struct uaplex_datavalue* const* results, uaplex_status* statuses,
                                 const uaplex_completion* completion);
@@ -323,9 +335,16 @@ typedef struct uaplex_node_manager_ops {
                                 const uaplex_value_alloc* alloc, uaplex_status* input_results,
                                 size_t* out_output_count, struct uaplex_variant** out_outputs,
                                 const uaplex_completion* completion);
-    /* call_async above is reserved: not called by the kernel yet (Call uses call). */
+    /* call_async: a Method of an owned namespace (input_results, outputs and alloc as for
+     * call, valid until complete; the kernel checks them as for call when it completes).
+     * Called by hosts after uaplex 0.1.0 (reserved before; same ABI 1.9: the entry's
+     * contract was the one above from 1.8 on, and the SDK's factories left it NULL). */
     /* browse with a completion: `sink` may be called from any thread until complete, one
-     * call at a time. Reserved: not called by the kernel yet (Browse uses browse). */
+     * call at a time (never after). The kernel collects the references, then pages them as
+     * for browse (continuation points; BrowseNext calls browse_async again). On the
+     * completing thread it may call the node manager's `read` for the BrowseName and
+     * DisplayName of the targets: complete without holding a lock that read takes. Called
+     * by hosts after uaplex 0.1.0 (reserved before, as call_async). */
     uaplex_status (*browse_async)(void* self, const struct uaplex_nodeid* node_id,
                                   uint32_t direction, const struct uaplex_nodeid* reference_type_id,
                                   int32_t include_subtypes, uaplex_reference_sink sink,

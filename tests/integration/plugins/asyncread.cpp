@@ -5,6 +5,13 @@
 // s=Late after `late_ms` (past a short TimeoutHint), s=Inline completes inside read_async,
 // s=Sync answers synchronously. Namespace urn:uaplex:test-async-store: s=StoreAsync is a store
 // Variable with a read_async callback (after `delay_ms`), s=Stored a stored value.
+// Methods of the owned namespace (call_async, any object): s=DelayedMethod(Int32 x) -> 2x
+// after `delay_ms` (a non-Int32 input: BadTypeMismatch, BadInvalidArgument), s=LateMethod
+// after `late_ms`, s=SyncMethod answered synchronously, s=TwiceMethod completed twice inline
+// (s=SecondStatus returns what the second complete returned, UInt32), s=BadOutputMethod
+// completes with Good and a NULL output array. Browse (browse_async): s=Folder has five
+// HasComponent references to s=Child0..4, added from the plugin's thread after `delay_ms`.
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -112,15 +119,122 @@ class AsyncNodes : public NodeManager {
         return UAPLEX_GoodCompletesAsynchronously;
     }
 
+    uaplex_status call_async(const uaplex_nodeid*, const uaplex_nodeid* method_id, size_t n,
+                             const uaplex_variant* inputs, const uaplex_value_alloc* alloc,
+                             uaplex_status* input_results, size_t* out_count,
+                             uaplex_variant** outputs, Completion& done) {
+        std::string_view id = idText(method_id);
+        Job job{0, nullptr, nullptr, input_results, std::move(done)};
+        job.kind = Kind::Call;
+        job.inputs = inputs;
+        job.inputCount = n;
+        job.alloc = alloc;
+        job.outCount = out_count;
+        job.outputs = outputs;
+        if (id == "SyncMethod") {
+            job.done.disarm();
+            return UAPLEX_Good;
+        }
+        if (id == "SecondStatus") {
+            job.done.disarm();
+            auto* v = static_cast<uaplex_variant*>(
+                alloc->allocate(alloc->self, sizeof(uaplex_variant), alignof(uaplex_variant)));
+            if (v == nullptr) return UAPLEX_BadOutOfMemory;
+            *v = scalar<uint32_t>(UAPLEX_TYPE_UINT32, second_.load());
+            *out_count = 1;
+            *outputs = v;
+            return UAPLEX_Good;
+        }
+        if (id == "TwiceMethod") {
+            uaplex_completion h = job.done.handle();
+            job.done.complete(UAPLEX_Good);
+            second_.store(h.complete(h.self, h.token, UAPLEX_Good));
+            return UAPLEX_GoodCompletesAsynchronously;
+        }
+        if (id == "DelayedMethod") {
+            job.method = "DelayedMethod";
+        } else if (id == "BadOutputMethod") {
+            job.method = "BadOutputMethod";
+        } else if (id != "LateMethod") {
+            job.done.disarm();
+            return UAPLEX_BadMethodInvalid;
+        }
+        schedule(Clock::now() + (id == "LateMethod" ? late_ : delay_), std::move(job));
+        return UAPLEX_GoodCompletesAsynchronously;
+    }
+
+    uaplex_status browse_async(const uaplex_nodeid* node_id, uint32_t direction,
+                               const uaplex_nodeid*, int32_t, ReferenceSink sink,
+                               Completion& done) {
+        if (idText(node_id) != "Folder") {
+            done.disarm();
+            return UAPLEX_BadNodeIdUnknown;
+        }
+        Job job{0, nullptr, nullptr, nullptr, std::move(done)};
+        job.kind = Kind::Browse;
+        job.sink = sink;
+        job.forward = direction != 1;
+        job.ns = node_id->namespace_index;
+        schedule(Clock::now() + delay_, std::move(job));
+        return UAPLEX_GoodCompletesAsynchronously;
+    }
+
   private:
+    enum class Kind { Read, Call, Browse };
     struct Job {
         size_t n;
         const uaplex_read_item* items;
         uaplex_datavalue* const* results;
-        uaplex_status* statuses;
+        uaplex_status* statuses;  // calls: the input results
         Completion done;
         uaplex_datavalue* storeOut = nullptr;
+        Kind kind = Kind::Read;
+        // Calls.
+        std::string_view method{};
+        const uaplex_variant* inputs = nullptr;
+        size_t inputCount = 0;
+        const uaplex_value_alloc* alloc = nullptr;
+        size_t* outCount = nullptr;
+        uaplex_variant** outputs = nullptr;
+        // Browses.
+        ReferenceSink sink{};
+        bool forward = true;
+        uint16_t ns = 0;
     };
+
+    // A call's answer, on the completing thread: the status its complete carries.
+    uaplex_status answer(Job& job) const {
+        if (job.method == "BadOutputMethod") {
+            *job.outCount = 1;
+            *job.outputs = nullptr;
+            return UAPLEX_Good;
+        }
+        if (job.method != "DelayedMethod") return UAPLEX_Good;
+        if (job.inputCount != 1) return UAPLEX_BadArgumentsMissing;
+        if ((job.inputs[0].encoding & UAPLEX_VARIANT_TYPE_MASK) != UAPLEX_TYPE_INT32 ||
+            (job.inputs[0].encoding & UAPLEX_VARIANT_ARRAY) != 0) {
+            job.statuses[0] = UAPLEX_BadTypeMismatch;
+            return UAPLEX_BadInvalidArgument;
+        }
+        auto* v = static_cast<uaplex_variant*>(
+            job.alloc->allocate(job.alloc->self, sizeof(uaplex_variant), alignof(uaplex_variant)));
+        if (v == nullptr) return UAPLEX_BadOutOfMemory;
+        *v = scalar<int32_t>(UAPLEX_TYPE_INT32, job.inputs[0].value.int32 * 2);
+        *job.outCount = 1;
+        *job.outputs = v;
+        return UAPLEX_Good;
+    }
+
+    // A browse's references, from this thread; the strings are borrowed for each add.
+    uaplex_status browseChildren(Job& job) const {
+        uaplex_nodeid type = numeric_id(0, 47);
+        for (int i = 0; i < 5; ++i) {
+            std::string name = "Child" + std::to_string(i);
+            uaplex_nodeid target = string_id(job.ns, name);
+            if (job.sink.add(job.forward, type, target, 2) != UAPLEX_Good) break;
+        }
+        return UAPLEX_Good;
+    }
 
     uaplex_status readStore(const uaplex_nodeid&, const uaplex_value_alloc&, uaplex_datavalue& out,
                             Completion& done) {
@@ -181,8 +295,14 @@ class AsyncNodes : public NodeManager {
             Job job = std::move(first->second);
             jobs_.erase(first);
             lock.unlock();
-            fill(job);
-            job.done.complete(UAPLEX_Good);
+            uaplex_status st = UAPLEX_Good;
+            if (job.kind == Kind::Call)
+                st = answer(job);
+            else if (job.kind == Kind::Browse)
+                st = browseChildren(job);
+            else
+                fill(job);
+            job.done.complete(st);
             lock.lock();
         }
         // Stopping: what is still pending completes now.
@@ -204,6 +324,7 @@ class AsyncNodes : public NodeManager {
     std::condition_variable wake_;
     std::multimap<Clock::time_point, Job> jobs_;
     bool stopping_ = false;
+    std::atomic<uaplex_status> second_{UAPLEX_Good};
     std::thread worker_;
 };
 

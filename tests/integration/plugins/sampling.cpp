@@ -5,6 +5,9 @@
 // bench, tools/bench/micro/server/bench_plugin_sampling.cpp), i=500 pushes its changes through
 // params.value_changed once monitored, and the store node i=900 is a stored value set through
 // value_set. The test steers it through the exported test_sampling_* functions.
+// Built a second time as test-sampling-async (TEST_SAMPLING_ASYNC): the owned nodes are read
+// through read_async, completed from the plugin's own thread once the gate is open.
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -69,8 +72,18 @@ class Sampling : public NodeManager {
         v.spec.value = &initial;
         return as.add(v.get());
     }
+    // The async build has only read_async (its read is the default, BadNotSupported).
     uaplex_status read(size_t count, const uaplex_read_item* items,
                        uaplex_datavalue* const* results, uaplex_status* statuses) override {
+#ifdef TEST_SAMPLING_ASYNC
+        (void)count, (void)items, (void)results, (void)statuses;
+        return UAPLEX_BadNotSupported;
+#else
+        return serve(count, items, results, statuses);
+#endif
+    }
+    uaplex_status serve(size_t count, const uaplex_read_item* items,
+                        uaplex_datavalue* const* results, uaplex_status* statuses) {
         std::unique_lock lock(control.mutex);
         bool gated = false;
         for (size_t i = 0; i < count; ++i) {
@@ -102,6 +115,26 @@ class Sampling : public NodeManager {
         }
         return UAPLEX_Good;
     }
+#ifdef TEST_SAMPLING_ASYNC
+    ~Sampling() override {
+        stopThread();
+    }
+    uaplex_status stop() override {
+        stopThread();
+        return UAPLEX_Good;
+    }
+    // The answers of the synchronous build's read, given on the plugin's thread (which waits at the
+    // gate).
+    uaplex_status read_async(size_t count, const uaplex_read_item* items,
+                             uaplex_datavalue* const* results, uaplex_status* statuses,
+                             Completion& done) {
+        std::lock_guard lock(jobsMutex_);
+        if (!worker_.joinable()) worker_ = std::thread([this] { run(); });
+        jobs_.push_back(Job{count, items, results, statuses, std::move(done)});
+        jobsChanged_.notify_all();
+        return UAPLEX_GoodCompletesAsynchronously;
+    }
+#endif
     uaplex_status monitor(const uaplex_nodeid* id, uint32_t attribute, int32_t enabled) override {
         if (id->identifier_type != UAPLEX_ID_NUMERIC || id->identifier.numeric != kPushed ||
             attribute != 13)
@@ -111,6 +144,50 @@ class Sampling : public NodeManager {
         control.changed.notify_all();
         return UAPLEX_Good;
     }
+
+#ifdef TEST_SAMPLING_ASYNC
+  private:
+    struct Job {
+        size_t count;
+        const uaplex_read_item* items;
+        uaplex_datavalue* const* results;
+        uaplex_status* statuses;
+        Completion done;
+    };
+    void run() {
+        std::unique_lock lock(jobsMutex_);
+        for (;;) {
+            jobsChanged_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+            if (jobs_.empty()) return;
+            Job job = std::move(jobs_.front());
+            jobs_.erase(jobs_.begin());
+            lock.unlock();
+            uaplex_status st = stopping_ ? UAPLEX_BadServerHalted
+                                         : serve(job.count, job.items, job.results, job.statuses);
+            job.done.complete(st);
+            lock.lock();
+        }
+    }
+    void stopThread() {
+        {
+            std::lock_guard lock(jobsMutex_);
+            stopping_ = true;
+            jobsChanged_.notify_all();
+        }
+        test_gate_open();
+        if (worker_.joinable()) worker_.join();
+    }
+    static void test_gate_open() {
+        std::lock_guard lock(control.mutex);
+        control.open = true;
+        control.changed.notify_all();
+    }
+    std::mutex jobsMutex_;
+    std::condition_variable jobsChanged_;
+    std::vector<Job> jobs_;
+    std::atomic<bool> stopping_{false};
+    std::thread worker_;
+#endif
 };
 
 }  // namespace
@@ -163,5 +240,10 @@ TEST_EXPORT uaplex_status test_sampling_value_set(int32_t value) {
     return control.api->value_set(control.ctx, &id, &dv);
 }
 
+#ifdef TEST_SAMPLING_ASYNC
+UAPLEX_PLUGIN(("test-sampling-async", "1.0.0", "node manager whose sampling reads complete later"),
+              uaplex::sdk::NodeManagerFactory<Sampling>)
+#else
 UAPLEX_PLUGIN(("test-sampling", "1.0.0", "node manager with gated reads and pushed changes"),
               uaplex::sdk::NodeManagerFactory<Sampling>)
+#endif

@@ -161,6 +161,16 @@ TEST_CASE("[server] identity and limits: defaults, overrides, range checks") {
           std::string::npos);
     CHECK(parseString("", "/etc/uaplex/test.toml", kPaths).server.limits.max_async_operations ==
           1000);
+    CHECK(error_of("[server.limits]\nsampling_stop_timeout_ms = 0\n").find("from 1 to 600000") !=
+          std::string::npos);
+    CHECK(
+        error_of("[server.limits]\nsampling_stop_timeout_ms = 600001\n").find("from 1 to 600000") !=
+        std::string::npos);
+    CHECK(parseString("", "/etc/uaplex/test.toml", kPaths).server.limits.sampling_stop_timeout_ms ==
+          2000);
+    CHECK(parseString("[server.limits]\nsampling_stop_timeout_ms = 50\n", "/etc/uaplex/test.toml",
+                      kPaths)
+              .server.limits.sampling_stop_timeout_ms == 50);
     CHECK(error_of("[server.limits]\nmax_message_size = 16384\n")
               .find("must not exceed max_message_size") != std::string::npos);
     CHECK(error_of("[server]\nendpoints = []\n").find("at least one URL") != std::string::npos);

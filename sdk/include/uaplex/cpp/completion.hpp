@@ -76,6 +76,34 @@ uaplex_status run_async(const uaplex_completion& c, Fn&& fn) noexcept {
     return st;
 }
 
+// The reference sink of an asynchronous browse (node_manager.h browse_async) as a copyable
+// value: keep it with the Completion, add the references from any thread (one call at a time)
+// until complete(). add() returns Good, or Bad when the kernel wants no more (its limit):
+// stop then, and complete.
+class ReferenceSink {
+  public:
+    ReferenceSink() noexcept = default;
+    ReferenceSink(uaplex_reference_sink sink, void* user) noexcept : sink_(sink), user_(user) {}
+    uaplex_status add(const uaplex_reference& reference) const noexcept {
+        return sink_ ? sink_(user_, &reference) : UAPLEX_BadInvalidState;
+    }
+    // One reference (everything borrowed for the call).
+    uaplex_status add(bool is_forward, const uaplex_nodeid& reference_type_id,
+                      const uaplex_nodeid& target_id, uint32_t node_class) const noexcept {
+        uaplex_reference r{};
+        r.hdr = UAPLEX_HEADER_INIT(uaplex_reference, UAPLEX_STYPE_NODE_MANAGER_REFERENCE);
+        r.is_forward = is_forward ? 1 : 0;
+        r.reference_type_id = &reference_type_id;
+        r.target_id = &target_id;
+        r.node_class = node_class;
+        return add(r);
+    }
+
+  private:
+    uaplex_reference_sink sink_ = nullptr;
+    void* user_ = nullptr;
+};
+
 // A store Variable's asynchronous Value read (uaplex_node_spec.read_async) as a member
 // function `uaplex_status T::fn(const uaplex_nodeid&, const uaplex_value_alloc&,
 // uaplex_datavalue& out, Completion&)`, with the node's `user` the T*. Return

@@ -326,6 +326,16 @@ namespace detail {
 //   uaplex_status read_async(size_t, const uaplex_read_item*, uaplex_datavalue* const*,
 //                            uaplex_status*, Completion&);
 //   uaplex_status write_async(size_t, const uaplex_write_item*, uaplex_status*, Completion&);
+//   uaplex_status call_async(const uaplex_nodeid* object_id, const uaplex_nodeid* method_id,
+//                            size_t input_count, const uaplex_variant* inputs,
+//                            const uaplex_value_alloc* alloc, uaplex_status* input_results,
+//                            size_t* out_output_count, uaplex_variant** out_outputs,
+//                            Completion&);
+//   uaplex_status browse_async(const uaplex_nodeid* node_id, uint32_t direction,
+//                              const uaplex_nodeid* reference_type_id, int32_t include_subtypes,
+//                              ReferenceSink sink, Completion&);
+// (the pointers stay valid until the Completion completes; the sink may be used from any
+// thread until then).
 // Move the Completion away and return GoodCompletesAsynchronously, or return another status
 // to finish at once. Worker threads; must not block.
 template <typename T>
@@ -361,6 +371,47 @@ constexpr auto write_async_entry() noexcept {
     else
         return Fn(nullptr);
 }
+template <typename T>
+constexpr auto call_async_entry() noexcept {
+    using Fn = decltype(uaplex_node_manager_ops::call_async);
+    if constexpr (requires(T & t, Completion & c) {
+                      t.call_async((const uaplex_nodeid*)nullptr, (const uaplex_nodeid*)nullptr,
+                                   size_t{}, (const uaplex_variant*)nullptr,
+                                   (const uaplex_value_alloc*)nullptr, (uaplex_status*)nullptr,
+                                   (size_t*)nullptr, (uaplex_variant**)nullptr, c);
+                  })
+        return Fn(+[](void* self, const uaplex_nodeid* object_id, const uaplex_nodeid* method_id,
+                      size_t n, const uaplex_variant* inputs, const uaplex_value_alloc* alloc,
+                      uaplex_status* input_results, size_t* out_count, uaplex_variant** out,
+                      const uaplex_completion* c) noexcept -> uaplex_status {
+            return run_async(*c, [&](Completion& done) {
+                return static_cast<T*>(self)->call_async(object_id, method_id, n, inputs, alloc,
+                                                         input_results, out_count, out, done);
+            });
+        });
+    else
+        return Fn(nullptr);
+}
+template <typename T>
+constexpr auto browse_async_entry() noexcept {
+    using Fn = decltype(uaplex_node_manager_ops::browse_async);
+    if constexpr (requires(T & t, Completion & c) {
+                      t.browse_async((const uaplex_nodeid*)nullptr, uint32_t{},
+                                     (const uaplex_nodeid*)nullptr, int32_t{}, ReferenceSink{}, c);
+                  })
+        return Fn(+[](void* self, const uaplex_nodeid* node_id, uint32_t direction,
+                      const uaplex_nodeid* reference_type_id, int32_t include_subtypes,
+                      uaplex_reference_sink sink, void* sink_user,
+                      const uaplex_completion* c) noexcept -> uaplex_status {
+            return run_async(*c, [&](Completion& done) {
+                return static_cast<T*>(self)->browse_async(node_id, direction, reference_type_id,
+                                                           include_subtypes,
+                                                           ReferenceSink(sink, sink_user), done);
+            });
+        });
+    else
+        return Fn(nullptr);
+}
 }  // namespace detail
 
 template <typename T>
@@ -380,8 +431,8 @@ struct NodeManagerFactory {
         .call = &detail::Call<&B::call>::template fn<T>,
         .read_async = detail::read_async_entry<T>(),
         .write_async = detail::write_async_entry<T>(),
-        .call_async = nullptr,
-        .browse_async = nullptr,
+        .call_async = detail::call_async_entry<T>(),
+        .browse_async = detail::browse_async_entry<T>(),
     };
     static constexpr uaplex_node_manager_factory factory{
         .hdr = UAPLEX_HEADER_INIT(uaplex_node_manager_factory, UAPLEX_STYPE_NODE_MANAGER_FACTORY),

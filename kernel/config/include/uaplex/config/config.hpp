@@ -65,6 +65,9 @@ struct ServerLimits {
     // Node-manager operations pending at once (uaplex_completion): beyond it an asynchronous
     // operation's items answer BadResourceUnavailable.
     std::uint32_t max_async_operations = 1000;
+    // At stop, how long a node manager's sampling thread is waited for (a read that never
+    // returns): then it is left behind with a log line.
+    std::uint32_t sampling_stop_timeout_ms = 2000;
     // Sessions before their first ActivateSession.
     std::uint32_t max_unactivated_sessions_per_channel = 8;
     std::uint32_t max_unactivated_sessions_per_peer = 32;  // peer: remote IP address
