@@ -139,7 +139,7 @@ def case_json(exe, plugin_dir, config, d):
         rc, code, body = curl(["https://127.0.0.1:%d/health" % s.port])
         check(code == 200 and json.loads(body) == {"status": "ok"}, "GET /health is 200 {\"status\":\"ok\"}")
         rc, code, body = curl(["https://127.0.0.1:%d/metrics" % s.port])
-        check(code == 200 and "uaplex_server_connections " in body,
+        check(code == 200 and "\nuaplex_connections " in body,
               "GET /metrics is Prometheus text with the server's metrics")
 
         code, r = ua(s, 426, {"RequestHeader": header(), "EndpointUrl": "opc.https://127.0.0.1:%d/UA" % s.port})
