@@ -268,20 +268,10 @@ bool AsyncBatch::addStoreRead(Node& node, std::uint32_t index, const IndexRange&
     return addPart(p);
 }
 
-bool AsyncBatch::addStoreWrite(Node& node, std::uint32_t index,
+bool AsyncBatch::addValueWrite(AsyncPart::Kind kind, Node& node, std::uint32_t index,
                                const ua::DataValue& value) noexcept {
     AsyncPart p;
-    p.kind = AsyncPart::Kind::StoreWrite;
-    p.node = &node;
-    p.index = index;
-    p.value = value;
-    return addPart(p);
-}
-
-bool AsyncBatch::addPersistWrite(Node& node, std::uint32_t index,
-                                 const ua::DataValue& value) noexcept {
-    AsyncPart p;
-    p.kind = AsyncPart::Kind::PersistWrite;
+    p.kind = kind;
     p.node = &node;
     p.index = index;
     p.value = value;

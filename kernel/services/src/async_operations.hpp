@@ -131,8 +131,15 @@ class AsyncBatch {
     bool addStoreRead(Node& node, std::uint32_t index, const IndexRange& range,
                       std::int32_t timestamps) noexcept;
     bool addOwnerWrite(const NamespaceOwner& owner, std::uint32_t index) noexcept;
-    bool addStoreWrite(Node& node, std::uint32_t index, const ua::DataValue& value) noexcept;
-    bool addPersistWrite(Node& node, std::uint32_t index, const ua::DataValue& value) noexcept;
+    bool addStoreWrite(Node& node, std::uint32_t index, const ua::DataValue& value) noexcept {
+        return addValueWrite(AsyncPart::Kind::StoreWrite, node, index, value);
+    }
+    bool addPersistWrite(Node& node, std::uint32_t index, const ua::DataValue& value) noexcept {
+        return addValueWrite(AsyncPart::Kind::PersistWrite, node, index, value);
+    }
+    // A Write part of `kind` (a store node's write callback, or the persistence thread).
+    bool addValueWrite(AsyncPart::Kind kind, Node& node, std::uint32_t index,
+                       const ua::DataValue& value) noexcept;
     // Method `index` of a CallRequest to the owner's call_async; `inputResults` (arena,
     // `m.inputArguments` entries) are filled by the plugin.
     bool addOwnerCall(const NamespaceOwner& owner, std::uint32_t index,
