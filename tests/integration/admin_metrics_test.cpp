@@ -4,11 +4,15 @@
 // /health and /ready answer; the https transport's paths are untouched.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cmath>
+#include <csignal>
+#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/client_services.hpp"
@@ -328,6 +332,19 @@ TEST_CASE("metrics count the work done; health and ready answer") {
     CHECK(e.types["uaplex_service_duration_seconds"] == "histogram");
     CHECK(e.value("uaplex_service_requests_total", {{"service", "Read"}}) == kReads + kFailing);
     CHECK(e.value("uaplex_service_faults_total", {{"service", "Read"}}) == kFailing);
+    CHECK(e.value("uaplex_service_responses_total", {{"service", "Read"}, {"status", "Good"}}) ==
+          kReads);
+    CHECK(e.value("uaplex_service_responses_total",
+                  {{"service", "Read"}, {"status", "BadSessionIdInvalid"}}) == kFailing);
+    CHECK(std::isnan(e.value("uaplex_service_responses_total",
+                             {{"service", "Write"}, {"status", "Good"}})));  // none: no series
+    // Every request that reached a service went through the request queue, and only those.
+    CHECK(e.types["uaplex_request_queue_wait_seconds"] == "histogram");
+    double served = 0;
+    for (const auto& sample : e.samples)
+        if (sample.name == "uaplex_service_requests_total") served += sample.value;
+    CHECK(e.value("uaplex_request_queue_wait_seconds_count") == served);
+    CHECK(served >= kReads + kFailing + 4);
     CHECK(e.value("uaplex_service_requests_total", {{"service", "CreateSession"}}) == 1);
     CHECK(e.value("uaplex_service_requests_total", {{"service", "ActivateSession"}}) == 1);
     CHECK(e.value("uaplex_service_faults_total", {{"service", "ActivateSession"}}) == 0);
@@ -354,4 +371,33 @@ TEST_CASE("metrics count the work done; health and ready answer") {
     auto head = test::httpGet(adminPort, "/metrics", {}, "HEAD");
     CHECK(head.status == 200);
     CHECK(head.body.empty());
+}
+
+TEST_CASE("a reload with another [admin] says it needs a restart and keeps the listener") {
+    const std::uint16_t adminPort = test::freePort();
+    auto toml = [adminPort](std::uint16_t port, const std::filesystem::path& dir,
+                            const std::string& extra) {
+        return "[log]\nlevel = \"info\"\nsink = \"file\"\nfile = \"" +
+               (dir / "uaplex.log").string() + "\"\n" +
+               tomlOf(port, adminPort).substr(tomlOf(port, adminPort).find("[host]")) + extra;
+    };
+    test::ServerProcess server(
+        "admin-reload",
+        [&](std::uint16_t port, const std::filesystem::path& dir) { return toml(port, dir, ""); });
+    REQUIRE(server.alive());
+    REQUIRE(test::httpGet(adminPort, "/metrics").status == 200);
+    std::ofstream(server.dir / "test.toml")
+        << toml(server.port, server.dir, "token = \"0123456789abcdef0123\"\n");
+    ::kill(server.pid, SIGHUP);
+    auto logHas = [&](const std::string& what) {
+        std::ifstream in(server.dir / "uaplex.log");
+        std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        return all.find(what) != std::string::npos;
+    };
+    // Warnings are flushed at once (info lines may still be buffered).
+    for (int i = 0; i < 100 && !logHas("take effect after a restart"); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    CHECK(logHas("take effect after a restart"));
+    // The running listener keeps its settings: still no token asked.
+    CHECK(test::httpGet(adminPort, "/metrics").status == 200);
 }

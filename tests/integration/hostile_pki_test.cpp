@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "support/client_services.hpp"
+#include "support/raw_http.hpp"
 #include "support/server_process.hpp"
 #include "support/test_certificates.hpp"
 
@@ -21,6 +22,11 @@ namespace {
 
 constexpr std::uint32_t kMaxRejected = 5;
 constexpr std::uint32_t kLogsPerMinute = 10;
+
+std::uint16_t adminPort() {
+    static const std::uint16_t port = test::freePort();
+    return port;
+}
 
 test::ServerProcess& pkiServer() {
     static test::ServerProcess s("hostile-pki", [](std::uint16_t port, const fs::path& dir) {
@@ -34,7 +40,8 @@ test::ServerProcess& pkiServer() {
           << "pki_dir = \"" << (dir / "pki").string() << "\"\n"
           << "[server.limits]\nmax_rejected_certificates = " << kMaxRejected << "\n"
           << "max_certificate_refusal_logs_per_minute = " << kLogsPerMinute << "\n"
-          << "[slots]\nrequest_queue = \"fifo\"\n[plugins.fifo]\n[plugins.transport-tcp]\n";
+          << "[slots]\nrequest_queue = \"fifo\"\n[plugins.fifo]\n[plugins.transport-tcp]\n"
+          << "[admin]\nenabled = true\nlisten = \"127.0.0.1:" << adminPort() << "\"\n";
         return t.str();
     });
     return s;
@@ -75,6 +82,15 @@ std::size_t logLines(const test::ServerProcess& s, const std::string& what) {
     std::size_t n = 0;
     while (std::getline(in, line)) n += line.find(what) != std::string::npos;
     return n;
+}
+
+// A sample of the admin listener's /metrics ("name{labels}" as served); -1 when absent.
+double metric(const std::string& sample) {
+    auto reply = test::httpGet(adminPort(), "/metrics");
+    REQUIRE(reply.status == 200);
+    auto at = reply.body.find("\n" + sample + " ");
+    if (at == std::string::npos) return -1;
+    return std::stod(reply.body.substr(at + sample.size() + 2));
 }
 
 std::vector<std::uint8_t> randomBytes(std::size_t n) {
@@ -137,6 +153,11 @@ TEST_CASE("hostile pki: proven untrusted certificates are kept, within the store
     REQUIRE(s.alive());
     auto server = serverCertificate(s);
     const fs::path rejected = s.dir / "pki/rejected/certs";
+    const std::string untrusted =
+        "uaplex_certificates_rejected_total{kind=\"application\",status="
+        "\"BadCertificateUntrusted\"}";
+    const double untrustedBefore = metric(untrusted);
+    REQUIRE(untrustedBefore >= 0);
     std::vector<test::TestIdentity> clients;
     for (std::uint32_t i = 0; i < kMaxRejected + 3; ++i) {
         test::IssueOptions o;
@@ -162,6 +183,10 @@ TEST_CASE("hostile pki: proven untrusted certificates are kept, within the store
                                             randomBytes(32))) == UAPLEX_BadSecurityChecksFailed);
     CHECK(fs::last_write_time(last) == stamp);
     CHECK(filesIn(rejected) == kMaxRejected);
+    // Every refusal is counted, also of a certificate already recorded.
+    CHECK(metric(untrusted) - untrustedBefore == kMaxRejected + 3 + 1);
+    CHECK(metric("uaplex_certificates_rejected_total{kind=\"user\",status="
+                 "\"BadCertificateUntrusted\"}") == 0);
     // Trusted by moving it from rejected/ to trusted/: the channel opens, no restart.
     fs::rename(last, s.dir / "pki/trusted/certs" / last.filename());
     CHECK(openWith(s.port, test::securedOpn(basic256Sha256(), clients.back(), server,

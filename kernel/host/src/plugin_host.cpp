@@ -614,7 +614,8 @@ void Host::reload(const config::ServerConfig& cfg) {
     bool others_changed = cfg.plugin_dirs != config_.plugin_dirs ||
                           cfg.server.endpoints != config_.server.endpoints ||
                           cfg.slots.admission != config_.slots.admission ||
-                          cfg.slots.buffer_pool != config_.slots.buffer_pool;
+                          cfg.slots.buffer_pool != config_.slots.buffer_pool ||
+                          cfg.admin != config_.admin;
     // (monitored_item_queue was handled above)
     for (const auto& pc : cfg.plugins) {
         if (pc.name == after || (mi_changed && (pc.name == mi_before || pc.name == mi_after)))

@@ -128,6 +128,7 @@ void Pipeline::start(std::string_view reverseEndpoint) {
     host_.requestQueue().setRevalidation(&Pipeline::revalidate, this);
     for (std::uint32_t i = 0; i < cfg_.server.request_threads; ++i) {
         workers_.push_back(std::make_unique<Worker>());
+        workers_.back()->index = workers_.size() - 1;
         if (messageAllocator_) {
             // Responses are encoded in pooled storage rented per response.
             workers_.back()->out.release();
@@ -449,6 +450,7 @@ void Pipeline::submit(Connection& c, enc::ByteBuffer& body, std::uint32_t secure
     }
     r->registry->add(r->tracked, prefix.requestHandle, deadline);
     if (admission_) classify(c, *r, prefix, traits);
+    r->queuedNs = steadyNs();
     uaplex_status st = host_.requestQueue().enqueue(&e);
     if (st != UAPLEX_Good) completeRefused(*r, st);
 }

@@ -73,6 +73,8 @@ static void shrinkAfterHeapTrim(Worker& w) noexcept {
 }
 
 void Pipeline::execute(PendingRequest& r, Worker& w, host::PluginInstance* queue) noexcept {
+    std::int64_t waited = steadyNs() - r.queuedNs;
+    queueWaits_.count(w.index, waited > 0 ? std::uint64_t(waited) : 0);
     auto c = std::move(r.connection);
     if (c->gone()) {
         host::RequestQueueSlot::dispose(queue, &r.entry);

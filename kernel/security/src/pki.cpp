@@ -470,8 +470,43 @@ uaplex_status checkUsage(X509* x, CertificateRole role) {
 
 }  // namespace
 
+namespace {
+
+uaplex_status counted(std::array<std::atomic<std::uint64_t>, CertificateRejections::kReasons>& c,
+                      uaplex_status st) noexcept {
+    if (st == UAPLEX_Good) return st;
+    std::size_t i = 0;
+    while (i < CertificateRejections::kStatuses.size() && CertificateRejections::kStatuses[i] != st)
+        ++i;
+    c[i].fetch_add(1, std::memory_order_relaxed);
+    return st;
+}
+
+}  // namespace
+
 uaplex_status Pki::validate(const Certificate& certificate, std::string_view applicationUri,
                             const PolicyInfo* policy, CertificateRole role) {
+    return counted(rejectedApplications_,
+                   validateApplication(certificate, applicationUri, policy, role));
+}
+
+uaplex_status Pki::validateUser(const Certificate& certificate, const PolicyInfo* policy,
+                                bool pinned) {
+    return counted(rejectedUsers_, validateUserCertificate(certificate, policy, pinned));
+}
+
+CertificateRejections Pki::rejections() const noexcept {
+    CertificateRejections r;
+    for (std::size_t i = 0; i < CertificateRejections::kReasons; ++i) {
+        r.applications[i] = rejectedApplications_[i].load(std::memory_order_relaxed);
+        r.users[i] = rejectedUsers_[i].load(std::memory_order_relaxed);
+    }
+    return r;
+}
+
+uaplex_status Pki::validateApplication(const Certificate& certificate,
+                                       std::string_view applicationUri, const PolicyInfo* policy,
+                                       CertificateRole role) {
     X509* x = certificate.x509.get();
     // Part 4 6.1.3: the security policy check comes before the trust list check.
     if (!certificateSignatureAllowed(x, policy)) return UAPLEX_BadCertificatePolicyCheckFailed;
@@ -484,8 +519,8 @@ uaplex_status Pki::validate(const Certificate& certificate, std::string_view app
     return UAPLEX_Good;
 }
 
-uaplex_status Pki::validateUser(const Certificate& certificate, const PolicyInfo* policy,
-                                bool pinned) {
+uaplex_status Pki::validateUserCertificate(const Certificate& certificate, const PolicyInfo* policy,
+                                           bool pinned) {
     X509* x = certificate.x509.get();
     if (!certificateSignatureAllowed(x, policy)) return UAPLEX_BadCertificatePolicyCheckFailed;
     auto lists = users_->current();

@@ -104,7 +104,7 @@ uaplex_status Dispatcher::dispatch(ServiceRequest& call, const enc::DataType* ty
     }
     if (st == UAPLEX_Good) st = row ? row->handler(call) : UAPLEX_BadServiceUnsupported;
     if (row && st != UAPLEX_Good && st != UAPLEX_GoodCompletesAsynchronously)
-        counters_->countError(index);
+        counters_->countError(index, st);
     if (row) {
         auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                       std::chrono::steady_clock::now() - started)

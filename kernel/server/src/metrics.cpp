@@ -7,8 +7,11 @@
 #include <string>
 
 #include <uaplex/admin/prometheus.hpp>
+#include <uaplex/encoding/datatype.hpp>
 #include <uaplex/host/host_api.hpp>
 #include <uaplex/host/plugin_host.hpp>
+#include <uaplex/pipeline/pipeline.hpp>
+#include <uaplex/security/pki.hpp>
 #include <uaplex/server/dispatcher.hpp>
 #include <uaplex/server/service_table.hpp>
 #include <uaplex/server/subscription_service.hpp>
@@ -57,10 +60,45 @@ void Server::writeMetrics(std::string& out) {
              "Requests refused for security reasons (the ServerDiagnostics count).");
     m.sample("uaplex_requests_security_rejected_total", load(c.securityRejectedRequestsCount));
 
+    if (pki_) {
+        using security::CertificateRejections;
+        const CertificateRejections r = pki_->rejections();
+        m.family("uaplex_certificates_rejected_total", "counter",
+                 "Certificate validations that failed, by what was validated and the status.");
+        auto rows = [&m](const char* kind, const auto& counts) {
+            for (std::size_t i = 0; i < CertificateRejections::kReasons; ++i) {
+                std::string_view status = i < CertificateRejections::kStatuses.size()
+                                              ? enc::statusName(CertificateRejections::kStatuses[i])
+                                              : std::string_view("other");
+                m.sample("uaplex_certificates_rejected_total", {{"kind", kind}, {"status", status}},
+                         counts[i]);
+            }
+        };
+        rows("application", r.applications);
+        rows("user", r.users);
+    }
+
     std::uint64_t queued = 0;
     if (host_.requestQueue().count(&queued) == UAPLEX_Good) {
         m.family("uaplex_request_queue_depth", "gauge", "Requests waiting in the request queue.");
         m.sample("uaplex_request_queue_depth", queued);
+    }
+
+    {
+        const pipeline::QueueWaits w = pipeline_->queueWaits();
+        m.family("uaplex_request_queue_wait_seconds", "histogram",
+                 "Time requests waited in the request queue, from enqueue to a worker.");
+        std::uint64_t cumulative = 0;
+        for (std::size_t b = 0; b < pipeline::kQueueWaitBoundsNs.size(); ++b) {
+            cumulative += w.buckets[b];
+            char le[32];
+            std::snprintf(le, sizeof le, "%g", double(pipeline::kQueueWaitBoundsNs[b]) / 1e9);
+            m.sample("uaplex_request_queue_wait_seconds_bucket", {{"le", le}}, cumulative);
+        }
+        cumulative += w.buckets[pipeline::kQueueWaitBoundsNs.size()];
+        m.sample("uaplex_request_queue_wait_seconds_bucket", {{"le", "+Inf"}}, cumulative);
+        m.sample("uaplex_request_queue_wait_seconds_sum", {}, double(w.sumNs) / 1e9);
+        m.sample("uaplex_request_queue_wait_seconds_count", cumulative);
     }
 
     if (dispatcher_) {
@@ -76,6 +114,23 @@ void Server::writeMetrics(std::string& out) {
         for (const ServiceDescriptor& row : rows)
             m.sample("uaplex_service_faults_total", {{"service", row.name}},
                      dispatcher_->serviceCounts(row).errors);
+        m.family("uaplex_service_responses_total", "counter",
+                 "Requests of a service by the status of the answer: Good (also answers sent "
+                 "later), or the ServiceFault's status; only statuses that occurred.");
+        for (const ServiceDescriptor& row : rows) {
+            const ServiceCounts n = dispatcher_->serviceCounts(row);
+            if (n.requests > n.errors)
+                m.sample("uaplex_service_responses_total",
+                         {{"service", row.name}, {"status", "Good"}}, n.requests - n.errors);
+            const auto faults = dispatcher_->serviceFaults(row);
+            for (std::size_t i = 0; i < faults.size(); ++i) {
+                if (faults[i] == 0) continue;
+                std::string_view status =
+                    i < kCountedFaults.size() ? enc::statusName(kCountedFaults[i]) : "other";
+                m.sample("uaplex_service_responses_total",
+                         {{"service", row.name}, {"status", status}}, faults[i]);
+            }
+        }
         m.family("uaplex_service_duration_seconds", "histogram",
                  "Time from dispatch to the answer (or to its hand-off for an answer sent later), "
                  "by service.");

@@ -247,6 +247,7 @@ struct AdminConfig {
     std::string token;                      // set: every path needs "Bearer <token>"
     std::filesystem::path tls_certificate;  // both set: TLS (PEM files)
     std::filesystem::path tls_private_key;
+    bool operator==(const AdminConfig&) const = default;  // a reload's "needs a restart"
 };
 
 struct ServerConfig {

@@ -18,6 +18,7 @@
 #include <uaplex/pipeline/request.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -58,6 +59,12 @@ struct TransportBinding;
 // plugins read as well.
 inline std::int64_t monotonicMs() noexcept {
     return sdk::monotonic_ms();
+}
+// The same clock in nanoseconds (the request queue's wait times).
+inline std::int64_t steadyNs() noexcept {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
 }
 
 class Pipeline {
@@ -108,6 +115,8 @@ class Pipeline {
     std::int64_t housekeep(std::int64_t nowMs);
 
     std::size_t connectionCount() const;
+    // The request queue's waits so far (the metrics); any thread.
+    QueueWaits queueWaits() const noexcept { return queueWaits_.read(); }
     // Connections closed since the start (the heap trim after a burst of them).
     std::uint64_t connectionsClosed() const;
     // What transport-https serves on its metrics path: the server's text (the admin
@@ -181,6 +190,7 @@ class Pipeline {
     std::vector<std::unique_ptr<TransportBinding>> bindings_;  // outlive the transports
     std::vector<std::shared_ptr<host::PluginInstance>> transports_;
     std::vector<std::unique_ptr<Worker>> workers_;
+    QueueWaitHistogram queueWaits_;
     std::vector<std::thread> threads_;
     std::thread deadlineSweeper_;
     std::vector<std::uint32_t> boundChannels_;          // housekeeping thread only

@@ -10,6 +10,7 @@
 #include <uaplex/cpp/spare_pool.hpp>
 #include <uaplex/encoding/encoding.hpp>
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -34,6 +35,7 @@ struct PendingRequest {
     std::shared_ptr<Connection> connection;
     enc::ByteBuffer body;
     std::uint32_t secureRequestId = 0;
+    std::int64_t queuedNs = 0;  // steady clock when it went into the request queue
     // The session the request names, when it resolves on arrival: the request is in its
     // registry (findable by Cancel) until it is released.
     std::shared_ptr<session::Session> session;
@@ -81,7 +83,48 @@ void trimHeap() noexcept;
 std::uint32_t heapTrimCount() noexcept;
 
 // Per-worker scratch reused for every request: arena, encode buffer, chunk buffer list.
+// How long requests waited in the request queue, from enqueue to the worker that took them
+// (a swap's moves included): per bound of kQueueWaitBoundsNs (not cumulative; the last cell
+// counts those above every bound) and the sum. Each worker counts in a shard of its own
+// (relaxed atomics, own cache lines); a read sums them. No lock, no allocation.
+inline constexpr std::array<std::uint64_t, 16> kQueueWaitBoundsNs = {
+    10'000,        50'000,        100'000,        250'000,       500'000,     1'000'000,
+    2'500'000,     10'000'000,    25'000'000,     100'000'000,   250'000'000, 1'000'000'000,
+    2'500'000'000, 5'000'000'000, 10'000'000'000, 30'000'000'000};
+struct QueueWaits {
+    std::array<std::uint64_t, kQueueWaitBoundsNs.size() + 1> buckets{};
+    std::uint64_t sumNs = 0;
+};
+class QueueWaitHistogram {
+  public:
+    static constexpr std::size_t kShards = 16;
+    void count(std::size_t shard, std::uint64_t ns) noexcept {
+        std::size_t b = 0;
+        while (b < kQueueWaitBoundsNs.size() && ns > kQueueWaitBoundsNs[b]) ++b;
+        Shard& s = shards_[shard % kShards];
+        s.buckets[b].fetch_add(1, std::memory_order_relaxed);
+        s.sumNs.fetch_add(ns, std::memory_order_relaxed);
+    }
+    QueueWaits read() const noexcept {
+        QueueWaits sum;
+        for (const Shard& s : shards_) {
+            for (std::size_t b = 0; b < sum.buckets.size(); ++b)
+                sum.buckets[b] += s.buckets[b].load(std::memory_order_relaxed);
+            sum.sumNs += s.sumNs.load(std::memory_order_relaxed);
+        }
+        return sum;
+    }
+
+  private:
+    struct alignas(64) Shard {
+        std::array<std::atomic<std::uint64_t>, kQueueWaitBoundsNs.size() + 1> buckets{};
+        std::atomic<std::uint64_t> sumNs{0};
+    };
+    std::array<Shard, kShards> shards_;
+};
+
 struct Worker {
+    std::size_t index = 0;  // its shard of the pipeline's QueueWaitHistogram
     enc::Arena arena{64u << 20, 64 * 1024};
     enc::ByteBuffer out{64 * 1024};
     std::vector<uaplex_buffer> chunks;

@@ -16,6 +16,8 @@
 
 #include <uaplex/statuscodes.h>
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -77,6 +79,19 @@ class EventBudget {
     bool started_ = false;
 };
 
+// Failed certificate validations since start (the metrics), by the status they gave.
+struct CertificateRejections {
+    static constexpr std::size_t kReasons = 9;
+    // The status each cell counts; the last cell counts any other.
+    static constexpr std::array<uaplex_status, kReasons - 1> kStatuses = {
+        UAPLEX_BadCertificatePolicyCheckFailed, UAPLEX_BadCertificateUntrusted,
+        UAPLEX_BadCertificateTimeInvalid,       UAPLEX_BadCertificateUseNotAllowed,
+        UAPLEX_BadCertificateUriInvalid,        UAPLEX_BadCertificateRevoked,
+        UAPLEX_BadCertificateRevocationUnknown, UAPLEX_BadCertificateInvalid};
+    std::array<std::uint64_t, kReasons> applications{};  // validate()
+    std::array<std::uint64_t, kReasons> users{};         // validateUser()
+};
+
 class Pki {
   public:
     explicit Pki(std::filesystem::path root);
@@ -118,6 +133,8 @@ class Pki {
     // limits: the oldest files are removed to make room, a thumbprint already there is not
     // rewritten. True when a file was written.
     bool reject(const Certificate& certificate);
+    // Counted by validate() and validateUser() (relaxed atomics, any thread).
+    CertificateRejections rejections() const noexcept;
     void setRejectedLimits(const RejectedStoreLimits& limits);
     std::filesystem::path rejectedDirectory() const { return root_ / "rejected/certs"; }
     std::filesystem::path trustedUsersDirectory() const { return root_ / "trusted-users/certs"; }
@@ -131,6 +148,13 @@ class Pki {
     std::mutex rejectMutex_;  // I/O threads record refused peers
     RejectedStoreLimits rejectedLimits_;
     std::int64_t lastRecordNs_ = 0;  // the last record's modification time
+    using Counts = std::array<std::atomic<std::uint64_t>, CertificateRejections::kReasons>;
+    Counts rejectedApplications_{}, rejectedUsers_{};
+    uaplex_status validateApplication(const Certificate& certificate,
+                                      std::string_view applicationUri, const PolicyInfo* policy,
+                                      CertificateRole role);
+    uaplex_status validateUserCertificate(const Certificate& certificate, const PolicyInfo* policy,
+                                          bool pinned);
 };
 
 }  // namespace uaplex::security

@@ -70,6 +70,11 @@ class Dispatcher {
     ServiceCounts serviceCounts(const ServiceDescriptor& row) const noexcept {
         return counters_->read(serviceIndex(row));
     }
+    // A row's ServiceFault answers by status (indexed like kCountedFaults, the last: others).
+    std::array<std::uint64_t, kFaultCells> serviceFaults(
+        const ServiceDescriptor& row) const noexcept {
+        return counters_->faults(serviceIndex(row));
+    }
     // A row's latency histogram so far.
     ServiceLatency serviceLatency(const ServiceDescriptor& row) const noexcept {
         return counters_->latency(serviceIndex(row));

@@ -93,6 +93,30 @@ struct ServiceLatency {
     std::uint64_t sumNs = 0;
 };
 
+// The ServiceFault statuses counted one by one per row (the metrics' status label); any
+// other Bad status is counted in the last cell.
+inline constexpr std::array<uaplex_status, 20> kCountedFaults = {UAPLEX_BadSessionIdInvalid,
+                                                                 UAPLEX_BadSessionClosed,
+                                                                 UAPLEX_BadSessionNotActivated,
+                                                                 UAPLEX_BadTooManySessions,
+                                                                 UAPLEX_BadTooManyOperations,
+                                                                 UAPLEX_BadNothingToDo,
+                                                                 UAPLEX_BadTimeout,
+                                                                 UAPLEX_BadServerTooBusy,
+                                                                 UAPLEX_BadRequestCancelledByClient,
+                                                                 UAPLEX_BadUserAccessDenied,
+                                                                 UAPLEX_BadIdentityTokenInvalid,
+                                                                 UAPLEX_BadIdentityTokenRejected,
+                                                                 UAPLEX_BadSecurityChecksFailed,
+                                                                 UAPLEX_BadServiceUnsupported,
+                                                                 UAPLEX_BadDecodingError,
+                                                                 UAPLEX_BadEncodingLimitsExceeded,
+                                                                 UAPLEX_BadNoSubscription,
+                                                                 UAPLEX_BadTooManyPublishRequests,
+                                                                 UAPLEX_BadInternalError,
+                                                                 UAPLEX_BadOutOfMemory};
+inline constexpr std::size_t kFaultCells = kCountedFaults.size() + 1;
+
 // The counts of every row. Every worker counts every request, so each thread counts in one
 // of kShards copies of the table, each on cache lines of its own: threads do not pass a line
 // back and forth, neither for one busy row (Read) nor for neighbouring rows. A read sums the
@@ -106,6 +130,20 @@ class ServiceCounters {
     }
     void countError(std::size_t row) noexcept {
         mine().cells[row].errors.fetch_add(1, std::memory_order_relaxed);
+    }
+    // The same, also by status: faults are rare, so these cells are not sharded.
+    void countError(std::size_t row, uaplex_status status) noexcept {
+        countError(row);
+        std::size_t i = 0;
+        while (i < kCountedFaults.size() && kCountedFaults[i] != status) ++i;
+        faults_[row][i].fetch_add(1, std::memory_order_relaxed);
+    }
+    // A row's faults by status, indexed like kCountedFaults (the last: any other).
+    std::array<std::uint64_t, kFaultCells> faults(std::size_t row) const noexcept {
+        std::array<std::uint64_t, kFaultCells> out{};
+        for (std::size_t i = 0; i < kFaultCells; ++i)
+            out[i] = faults_[row][i].load(std::memory_order_relaxed);
+        return out;
     }
     // One request of `row` took `ns` from dispatch to its answer (or its hand-off).
     void countLatency(std::size_t row, std::uint64_t ns) noexcept {
@@ -150,6 +188,7 @@ class ServiceCounters {
         return shards_[index % kShards];
     }
     std::array<Shard, kShards> shards_;
+    std::array<std::array<std::atomic<std::uint64_t>, kFaultCells>, kMaxServiceRows> faults_{};
 };
 
 // The rows, sorted by requestEncodingId.
