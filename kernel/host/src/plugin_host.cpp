@@ -234,9 +234,18 @@ std::shared_ptr<PluginInstance> RequestQueueSlot::exchange(
     if (next) next->wakes_waiters = probeWakeWaiters(*next);
     // Workers may wait without a timeout (in the old queue, or already in the new one while
     // the swap still drains): their dequeues return until no call holds the swap.
-    auto old = slot_.exchange(next, [](PluginInstance* queue) {
+    // A swap that waits long says so (once), so that a stall shows in the log.
+    const auto since = std::chrono::steady_clock::now();
+    bool told = false;
+    auto stalled = [&](const char* what) {
+        if (told || std::chrono::steady_clock::now() - since < std::chrono::seconds(5)) return;
+        told = true;
+        logger()->warn("request_queue swap: still waiting after 5 s for {}", what);
+    };
+    auto old = slot_.exchange(next, [&](PluginInstance* queue) {
         if (queue && queue->wakes_waiters)
             queue->ops<uaplex_request_queue_ops>()->wake_waiters(queue->self());
+        stalled("calls inside the queues to return");
     });
     if (!old) return old;
     // No call reaches `old` any more: move what it still holds, in order, to the new queue.
@@ -256,8 +265,10 @@ std::shared_ptr<PluginInstance> RequestQueueSlot::exchange(
     old->stop();
     // Entries it dispatched hold leases in its per-entry state until the kernel disposes
     // them: keep it until the last one is back (bounded by the longest service call).
-    while (old->dispatched.load(std::memory_order_acquire) > 0)
+    while (old->dispatched.load(std::memory_order_acquire) > 0) {
         std::this_thread::sleep_for(std::chrono::microseconds(200));
+        stalled("requests the old queue dispatched to be disposed");
+    }
     return old;
 }
 
