@@ -13,18 +13,26 @@
 //     Setpoint      Double, read/write  written by clients; the simulation follows it
 //     SetSetpoint   Method (value Double) -> previous Double: value must lie in [-50, 150]
 //                   (BadOutOfRange for that argument, the call BadInvalidArgument)
+//     Energy        Double, read-only   a meter register behind a slow bus: a client's Read
+//                   takes `slow_read_ms` (20) and is answered asynchronously from the bus
+//                   thread, so no worker waits for the device (read_async, Completion);
+//                   subscriptions sample the bus's last reading (read, never blocks), which
+//                   the bus refreshes every second
 //   A new setpoint (written or by the method) raises an event from the device object
 //   (BaseEventType, Severity 300, "Setpoint changed to <value>").
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <thread>
 
 #include "uaplex/cpp/address_space.hpp"
+#include "uaplex/cpp/completion.hpp"
 #include "uaplex/cpp/events.hpp"
 
 namespace {
@@ -46,11 +54,17 @@ class VendorDevice final : public StoreNodeManager {
   public:
     VendorDevice(Context ctx, const uaplex_node_manager_params& params)
         : StoreNodeManager(ctx, params) {
-        ctx_.check_known_keys({"period_ms", "device_name"});
+        ctx_.check_known_keys({"period_ms", "device_name", "slow_read_ms", "max_pending_reads"});
         period_ms_ = ctx_.config_int("period_ms").value_or(100);
         if (period_ms_ < 10 || period_ms_ > 60000)
             throw StatusError(UAPLEX_BadOutOfRange, "period_ms must be in [10, 60000]");
         device_name_ = std::string(ctx_.config_string("device_name").value_or("Device1"));
+        slow_read_ms_ = ctx_.config_int("slow_read_ms").value_or(20);
+        if (slow_read_ms_ < 0 || slow_read_ms_ > 60000)
+            throw StatusError(UAPLEX_BadOutOfRange, "slow_read_ms must be in [0, 60000]");
+        max_pending_reads_ = ctx_.config_int("max_pending_reads").value_or(10000);
+        if (max_pending_reads_ < 1 || max_pending_reads_ > 1000000)
+            throw StatusError(UAPLEX_BadOutOfRange, "max_pending_reads must be in [1, 1000000]");
     }
 
     // Builds the nodes (host main thread), then starts the refresh thread.
@@ -64,7 +78,8 @@ class VendorDevice final : public StoreNodeManager {
                 device_name_ + ".Cycles",
                 device_name_ + ".Status",
                 device_name_ + ".Setpoint",
-                device_name_ + ".SetSetpoint"};
+                device_name_ + ".SetSetpoint",
+                device_name_ + ".Energy"};
         const uaplex_nodeid device = string_id(ns_, ids_[0]);
         NodeSpec obj = object_spec(device, numeric_id(0, 85), 35 /* Organizes */,
                                    qualified_name(ns_, device_name_), 58 /* BaseObjectType */);
@@ -97,10 +112,18 @@ class VendorDevice final : public StoreNodeManager {
             if (&it.id == &ids_[1]) v.type_definition = numeric_id(0, kAnalogItemType);
             if (uaplex_status st = as.add(v.get()); st != UAPLEX_Good) return st;
         }
+        // Energy: no stored value; every read (and the sampling of items on it) asks the bus.
+        NodeSpec energy = variable_spec(string_id(ns_, ids_[6]), device, 47 /* HasComponent */,
+                                        qualified_name(ns_, "Energy"), 11 /* Double */, -1, kRead);
+        energy.spec.read_async = &AsyncValueRead<&VendorDevice::read_energy>::fn;
+        energy.spec.read = &ValueRead<&VendorDevice::last_energy>::fn;
+        energy.spec.user = this;
+        if (uaplex_status st = as.add(energy.get()); st != UAPLEX_Good) return st;
         if (uaplex_status st = add_analog_properties(as); st != UAPLEX_Good) return st;
         if (uaplex_status st = add_method(as, device); st != UAPLEX_Good) return st;
         running_ = true;
         refresher_ = std::thread([this] { refresh_loop(); });
+        bus_ = std::thread([this] { bus_loop(); });
         ctx_.info("device '" + device_name_ + "' mapped, refreshed every " +
                   std::to_string(period_ms_) + " ms");
         return UAPLEX_Good;
@@ -113,7 +136,9 @@ class VendorDevice final : public StoreNodeManager {
             running_ = false;
         }
         wake_.notify_all();
+        bus_wake_.notify_all();
         if (refresher_.joinable()) refresher_.join();
+        if (bus_.joinable()) bus_.join();  // completes what is still pending: BadShutdown
         return UAPLEX_Good;
     }
 
@@ -199,6 +224,59 @@ class VendorDevice final : public StoreNodeManager {
         return UAPLEX_Good;
     }
 
+    // A read of Energy (worker threads; must not block): queued for the bus thread, answered
+    // when the device has replied. `out` stays valid until the completion.
+    uaplex_status read_energy(const uaplex_nodeid&, const uaplex_value_alloc&,
+                              uaplex_datavalue& out, Completion& done) {
+        std::lock_guard lock(mutex_);
+        if (!running_) return UAPLEX_BadShutdown;
+        if (pending_.size() >= size_t(max_pending_reads_)) return UAPLEX_BadResourceUnavailable;
+        pending_.push_back(
+            {std::chrono::steady_clock::now() + std::chrono::milliseconds(slow_read_ms_), &out,
+             std::move(done)});
+        bus_wake_.notify_one();
+        return UAPLEX_GoodCompletesAsynchronously;
+    }
+
+    // The sampling of Energy (the sampling thread): the bus's last reading, at once.
+    uaplex_status last_energy(const uaplex_nodeid&, const uaplex_value_alloc&,
+                              uaplex_datavalue& out) {
+        out = data_value(scalar(UAPLEX_TYPE_DOUBLE, last_kwh_.load()));
+        return UAPLEX_Good;
+    }
+
+    // The bus: every read is answered `slow_read_ms` after it was asked, in order; between
+    // them it scans the meter every second for the last reading.
+    void bus_loop() {
+        using Clock = std::chrono::steady_clock;
+        std::unique_lock lock(mutex_);
+        auto next_scan = Clock::now();
+        while (running_) {
+            auto now = Clock::now();
+            if (now >= next_scan) {
+                last_kwh_ = meter_kwh();
+                next_scan = now + std::chrono::seconds(1);
+            }
+            if (!pending_.empty() && pending_.front().due <= now) {
+                BusRead r = std::move(pending_.front());
+                pending_.pop_front();
+                double kwh = meter_kwh();
+                last_kwh_ = kwh;
+                lock.unlock();
+                *r.out = data_value(scalar(UAPLEX_TYPE_DOUBLE, kwh));
+                r.done.complete(UAPLEX_Good);
+                lock.lock();
+                continue;
+            }
+            auto until = pending_.empty() ? next_scan : std::min(next_scan, pending_.front().due);
+            bus_wake_.wait_until(lock, until);  // a new read or stop wakes it earlier
+        }
+        std::deque<BusRead> left = std::move(pending_);
+        lock.unlock();
+        for (BusRead& r : left) r.done.complete(UAPLEX_BadShutdown);
+    }
+    double meter_kwh() const { return regs_.cycles * 0.25; }  // under mutex_
+
     void refresh_loop() {
         std::unique_lock lock(mutex_);
         while (running_) {
@@ -234,12 +312,23 @@ class VendorDevice final : public StoreNodeManager {
     int64_t period_ms_ = 100;
     std::string device_name_;
     uint16_t ns_ = 0;
-    std::array<std::string, 6> ids_;
+    std::array<std::string, 7> ids_;
     std::mutex mutex_;
     std::condition_variable wake_;
     bool running_ = false;
     Registers regs_;
     std::thread refresher_;
+    struct BusRead {
+        std::chrono::steady_clock::time_point due;
+        uaplex_datavalue* out;
+        Completion done;
+    };
+    int64_t slow_read_ms_ = 20;
+    int64_t max_pending_reads_ = 10000;
+    std::deque<BusRead> pending_;  // under mutex_
+    std::atomic<double> last_kwh_{0};
+    std::condition_variable bus_wake_;
+    std::thread bus_;
     std::atomic<bool> warned_{false};
 };
 

@@ -47,10 +47,11 @@ cfg="$work/uaplex.toml"
 sed -e "s#^endpoints = .*#endpoints = [\"opc.tcp://127.0.0.1:$port\"]#" \
     -e "s#^plugin_dirs = \[\(.*\)\]#plugin_dirs = [\1, \"$work/vendor-build\"]#" \
     -e "s#^listen = .*#listen = \"127.0.0.1:0\"#" \
+    -e "s#^request_threads = .*#request_threads = 1#" \
     -e "s#^sink = .*#sink = \"file\"\nfile = \"$work/uaplex.log\"#" \
     "$prefix/etc/uaplex/uaplex.toml" >"$cfg"
 # The relative paths of the installed file resolve against its directory, as they would there.
-printf '\n[plugins.vendor-device]\nperiod_ms = 50\ndevice_name = "Pump7"\n' >>"$cfg"
+printf '\n[plugins.vendor-device]\nperiod_ms = 50\ndevice_name = "Pump7"\nslow_read_ms = 500\n' >>"$cfg"
 # The example's client writes the Setpoint as Anonymous: granted explicitly.
 printf '\n[access]\nanonymous_permissions = ["All"]\n' >>"$cfg"
 grep -q "$work/vendor-build" "$cfg" || { echo "could not add the example's directory"; exit 1; }

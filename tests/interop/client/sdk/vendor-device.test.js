@@ -4,7 +4,8 @@
 // browses under Objects, its registers read, its Setpoint writes, and the register changes
 // its own thread reports through the host API arrive at a node-opcua subscription, and its
 // SetSetpoint method checks its argument; Temperature is an analog item with a range and a
-// unit, and a new setpoint raises an event from the device.
+// unit, and a new setpoint raises an event from the device. Energy answers after the bus's
+// slow_read_ms (500 here) without holding the server's only worker (request_threads = 1).
 "use strict";
 
 const { test, before, after } = require("node:test");
@@ -46,7 +47,7 @@ test("the device browses under Objects with its four registers and its method", 
     });
     assertGood(regs.statusCode, "browse Pump7");
     assert.deepEqual(regs.references.map((r) => r.browseName.name).sort(),
-        ["Cycles", "SetSetpoint", "Setpoint", "Status", "Temperature"]);
+        ["Cycles", "Energy", "SetSetpoint", "Setpoint", "Status", "Temperature"]);
 });
 
 test("SetSetpoint: the kernel checks the arguments, the plugin says which one is wrong", { timeout: T_SHORT }, async () => {
@@ -197,5 +198,43 @@ test("a new setpoint raises an event from the device object", { timeout: T_LONG 
     assert.equal(ev[0].value.toString(), id("Pump7"));
     assert.equal(ev[1].value, "Pump7");
     assert.equal(ev[2].value, 300);
+    await sub.terminate();
+});
+
+test("Energy is read from the slow bus without holding the only worker", { timeout: T_LONG }, async () => {
+    // One worker: if the slow read held it, the fast reads sent after it could only be
+    // answered after it. They are answered first, and Energy still comes with its value.
+    const order = [];
+    const slow = S.session.read({ nodeId: id("Pump7.Energy"), attributeId: AttributeIds.Value })
+        .then((dv) => { order.push("Energy"); return dv; });
+    const fast = [];
+    for (let i = 0; i < 5; i++) {
+        fast.push(S.session.read({ nodeId: id("Pump7.Cycles"), attributeId: AttributeIds.Value })
+            .then((dv) => { order.push("Cycles"); assertGood(dv.statusCode, "read Cycles"); }));
+    }
+    await Promise.all(fast);
+    const energy = await slow;
+    assertGood(energy.statusCode, "read Energy");
+    assert.equal(energy.value.dataType, DataType.Double);
+    assert.ok(energy.value.value >= 0);
+    assert.deepEqual(order, ["Cycles", "Cycles", "Cycles", "Cycles", "Cycles", "Energy"]);
+});
+
+test("a monitored item on Energy is sampled through the asynchronous read", { timeout: T_LONG }, async () => {
+    const sub = ClientSubscription.create(S.session, {
+        requestedPublishingInterval: 100, requestedLifetimeCount: 100, requestedMaxKeepAliveCount: 10,
+        maxNotificationsPerPublish: 100, publishingEnabled: true, priority: 1,
+    });
+    await new Promise((resolve, reject) => { sub.once("started", resolve); sub.once("internal_error", reject); });
+    const seen = [];
+    const item = await sub.monitor({ nodeId: id("Pump7.Energy"), attributeId: AttributeIds.Value },
+        { samplingInterval: 1000, discardOldest: true, queueSize: 10 }, TimestampsToReturn.Both);
+    item.on("changed", (dv) => seen.push(dv));
+    await until("two Energy samples", 20000, () => seen.length >= 2);
+    for (const dv of seen) {
+        assertGood(dv.statusCode, "sampled Energy");
+        assert.equal(dv.value.dataType, DataType.Double);
+    }
+    assert.ok(Number(seen[1].value.value) > Number(seen[0].value.value), "the meter counts up");
     await sub.terminate();
 });
