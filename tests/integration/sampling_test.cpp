@@ -336,6 +336,31 @@ TEST_CASE("a node manager's read_async serves its sampling, one call per tick") 
     p.gate(1);
 }
 
+TEST_CASE("a stored Variable with only read_async is sampled through it, beside owned nodes") {
+    test::InProcessServer process(asyncTables(), "sampling-store-async.toml");
+    Client a;
+    REQUIRE(a.open(process.port));
+    REQUIRE(a.createSession() == UAPLEX_Good);
+    std::uint16_t ns = test::namespaceIndex(a, "urn:uaplex:test-sampling");
+    std::uint32_t sub = test::createSubscription(a, {50, 600, 10});
+    // i=901 alone first, then with an owned node in the same tick's batch.
+    REQUIRE(createItems(a, ns, sub, {{901, 50}}) == std::vector<uaplex_status>{UAPLEX_Good});
+    REQUIRE(createItems(a, ns, sub, {{7, 50}}) == std::vector<uaplex_status>{UAPLEX_Good});
+    std::vector<std::int32_t> stored;
+    bool owned = false;
+    CHECK(publishUntil(a, sub, 60, [&](const Seen& s) {
+        if (s.handle == 901) {
+            CHECK(s.status == UAPLEX_Good);
+            if (s.status == UAPLEX_Good) stored.push_back(s.value);
+        }
+        if (s.handle == 7 && s.status == UAPLEX_Good && s.value == 7) owned = true;
+        return owned && stored.size() >= 3;
+    }));
+    REQUIRE(stored.size() >= 2);
+    CHECK(stored.front() >= 901000);
+    for (std::size_t i = 1; i < stored.size(); ++i) CHECK(stored[i] > stored[i - 1]);
+}
+
 TEST_CASE("stop is bounded by sampling_stop_timeout_ms when a sampling read never returns") {
     Plugin p{};
     std::future<void> stopped;

@@ -100,6 +100,8 @@ class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource
         if (!n) {
             const NamespaceOwner* o = impl_.ownerOf(id.nodeId.namespace_index);
             if (o != nullptr && o->readAsync != nullptr) return false;
+        } else if (readsOnlyAsync(n, id.attributeId, id.indexRange.length > 0)) {
+            return false;  // a stored Variable with only read_async: the same
         }
         ua::DataValue dv{};
         impl_.readAttribute(arena, id.nodeId, id.attributeId, id.indexRange, kTimestampsBoth, dv);
@@ -204,6 +206,12 @@ class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource
             std::int32_t(p.range.size()),
             reinterpret_cast<decltype(ua::String::data)>(const_cast<char*>(p.range.data()))};
     }
+    // A stored Variable's Value that only read_async reads (no IndexRange: the callback gives
+    // the whole value); sampled through it. Store nodes are not deleted while items exist.
+    static bool readsOnlyAsync(const NodeRef& n, std::uint32_t attributeId, bool ranged) noexcept {
+        return n.dyn && n.dyn->nodeClass == addressspace::kVariable && attributeId == kAttrValue &&
+               !ranged && n.dyn->callbacks.read == nullptr && n.dyn->callbacks.readAsync != nullptr;
+    }
     // The plugin instance that serves `id` (its read callback, its owned namespace); null for
     // the kernel's own values.
     const void* servedBy(const ua::ReadValueId& id, const NodeRef& n) const noexcept {
@@ -227,6 +235,8 @@ class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource
     // Reads a batch: true when its values are filled, false when a read_async completes it
     // later (the sampler then calls its complete()).
     bool readBatch(ManagerSampler& s, const std::shared_ptr<subscription::SampleBatch>& b) noexcept;
+    bool readBatchAsync(ManagerSampler& s, const std::shared_ptr<subscription::SampleBatch>& b,
+                        std::size_t owned, const uaplex_value_alloc& alloc) noexcept;
     // The statuses of an owned namespace's read (`st` its call's) into the batch's values.
     static void finishSample(uaplex_status st, const uaplex_status* statuses,
                              const std::uint32_t* slots, std::size_t count,
@@ -377,21 +387,31 @@ class ServiceSet::Impl::ValueSource::ManagerSampler final : public subscription:
     // Let go at stop: the engine and the value source may be gone.
     bool abandoned() const noexcept { return abandoned_.load(); }
 
-    // The batch handed to read_async (the engine hands one at a time): its completion.
+    // The batch handed out asynchronously (the engine hands one at a time). Its parts: part
+    // 0 the owned namespace's read_async of `count` items (`count` 0: none), part k the
+    // read_async of the stored Variable at slot storeSlots[k - 1]; the batch completes with
+    // the last part. The completion of part k: token (generation << 32) | k.
     uaplex_completion beginAsync(std::shared_ptr<subscription::SampleBatch> batch,
                                  const uaplex_status* statuses, const std::uint32_t* slots,
-                                 std::size_t count) noexcept {
+                                 std::size_t count, const std::uint32_t* storeSlots, bool* partDone,
+                                 std::size_t storeCount) noexcept {
         std::lock_guard lock(mutex_);
         asyncBatch_ = std::move(batch);
         asyncStatuses_ = statuses;
         asyncSlots_ = slots;
         asyncCount_ = count;
+        asyncStoreSlots_ = storeSlots;
+        asyncPartDone_ = partDone;
+        asyncParts_ = storeCount + 1;
+        partDone[0] = count == 0;
+        for (std::size_t k = 1; k < asyncParts_; ++k) partDone[k] = false;
+        asyncPartsLeft_ = (count > 0 ? 1 : 0) + storeCount;
         asyncPending_ = true;
         ++asyncGeneration_;
         uaplex_completion c{};
         c.hdr = UAPLEX_HEADER_INIT(uaplex_completion, UAPLEX_STYPE_COMPLETION);
         c.self = this;
-        c.token = asyncGeneration_;
+        c.token = asyncGeneration_ << 32;
         c.complete = &ManagerSampler::completeAsync;
         c.status = &ManagerSampler::statusAsync;
         return c;
@@ -400,28 +420,53 @@ class ServiceSet::Impl::ValueSource::ManagerSampler final : public subscription:
                                        uaplex_status status) noexcept {
         auto& s = *static_cast<ManagerSampler*>(self);
         std::shared_ptr<subscription::SampleBatch> batch;
-        const uaplex_status* statuses = nullptr;
-        const std::uint32_t* slots = nullptr;
-        std::size_t count = 0;
         {
             std::lock_guard lock(s.mutex_);
-            if (!s.asyncPending_ || token != s.asyncGeneration_) return UAPLEX_BadInvalidState;
+            const std::size_t part = token & 0xFFFFFFFFu;
+            if (!s.asyncPending_ || (token >> 32) != s.asyncGeneration_ || part >= s.asyncParts_ ||
+                s.asyncPartDone_[part])
+                return UAPLEX_BadInvalidState;
+            s.asyncPartDone_[part] = true;
+            // Parts fill slots of their own; the engine is gone once abandoned: dropped.
+            if (!s.abandoned_.load()) {
+                ua::DataValue* values = s.asyncBatch_->values();
+                if (part == 0) {
+                    finishSample(status, s.asyncStatuses_, s.asyncSlots_, s.asyncCount_, values);
+                } else {
+                    finishStoreSample(status, values[s.asyncStoreSlots_[part - 1]]);
+                }
+            }
+            if (--s.asyncPartsLeft_ > 0) return UAPLEX_Good;
             s.asyncPending_ = false;
             batch = std::move(s.asyncBatch_);
-            if (s.abandoned_.load()) return UAPLEX_Good;  // the engine is gone: dropped
-            statuses = s.asyncStatuses_;
-            slots = s.asyncSlots_;
-            count = s.asyncCount_;
+            if (s.abandoned_.load()) return UAPLEX_Good;
         }
-        finishSample(status, statuses, slots, count, batch->values());
         batch->complete();
         return UAPLEX_Good;
     }
     static uaplex_status statusAsync(void* self, std::uint64_t token) noexcept {
         auto& s = *static_cast<ManagerSampler*>(self);
         std::lock_guard lock(s.mutex_);
-        if (!s.asyncPending_ || token != s.asyncGeneration_) return UAPLEX_BadInvalidState;
+        const std::size_t part = token & 0xFFFFFFFFu;
+        if (!s.asyncPending_ || (token >> 32) != s.asyncGeneration_ || part >= s.asyncParts_ ||
+            s.asyncPartDone_[part])
+            return UAPLEX_BadInvalidState;
         return s.abandoned_.load() ? UAPLEX_BadServerHalted : UAPLEX_Good;
+    }
+    // A stored Variable's asynchronous sample: as its synchronous read would give it.
+    static void finishStoreSample(uaplex_status st, ua::DataValue& v) noexcept {
+        if (st == UAPLEX_Good && !pluginDataValueOk(v)) st = UAPLEX_BadInternalError;
+        if (st != UAPLEX_Good) {
+            v = ua::DataValue{};
+            v.mask = UAPLEX_DATAVALUE_STATUS;
+            v.status = pluginStatusOk(st) && (st & 0x80000000u) ? st : UAPLEX_BadInternalError;
+            return;
+        }
+        if (!(v.mask & UAPLEX_DATAVALUE_SOURCE_TIMESTAMP)) {
+            v.mask |= UAPLEX_DATAVALUE_SOURCE_TIMESTAMP;
+            v.source_timestamp = ua::utcNow();
+        }
+        v.mask |= UAPLEX_DATAVALUE_VALUE;
     }
 
     // The sampling thread's reusable call arrays.
@@ -429,6 +474,8 @@ class ServiceSet::Impl::ValueSource::ManagerSampler final : public subscription:
     std::vector<uaplex_datavalue*> results;
     std::vector<uaplex_status> statuses;
     std::vector<std::uint32_t> slots;
+    std::vector<std::uint32_t> storeSlots;              // stored Variables read by read_async
+    std::vector<const addressspace::Node*> storeNodes;  // their nodes
 
   private:
     struct Monitor {
@@ -495,6 +542,10 @@ class ServiceSet::Impl::ValueSource::ManagerSampler final : public subscription:
     const uaplex_status* asyncStatuses_ = nullptr;
     const std::uint32_t* asyncSlots_ = nullptr;
     std::size_t asyncCount_ = 0;
+    const std::uint32_t* asyncStoreSlots_ = nullptr;
+    bool* asyncPartDone_ = nullptr;
+    std::size_t asyncParts_ = 0;
+    std::size_t asyncPartsLeft_ = 0;
     std::uint64_t asyncGeneration_ = 0;
     bool asyncPending_ = false;
     std::thread thread_;  // last: starts once the rest is built
@@ -622,6 +673,8 @@ bool ServiceSet::Impl::ValueSource::readBatch(
     s.items.clear();
     s.results.clear();
     s.slots.clear();
+    s.storeSlots.clear();
+    s.storeNodes.clear();
     for (std::uint32_t i = 0; i < handles.size(); ++i) {
         values[i] = ua::DataValue{};
         b.statuses()[i] = UAPLEX_Good;
@@ -630,6 +683,19 @@ bool ServiceSet::Impl::ValueSource::readBatch(
             values[i].mask = UAPLEX_DATAVALUE_STATUS;
             values[i].status = UAPLEX_BadNodeIdUnknown;
             continue;
+        }
+        if (!p->owned) {
+            NodeRef node = impl_.space.find(p->id);
+            if (readsOnlyAsync(node, p->attributeId, !p->range.empty())) {
+                try {
+                    s.storeSlots.push_back(i);
+                    s.storeNodes.push_back(node.dyn);
+                } catch (...) {
+                    values[i].mask = UAPLEX_DATAVALUE_STATUS;
+                    values[i].status = UAPLEX_BadOutOfMemory;
+                }
+                continue;
+            }
         }
         if (!p->owned || !owns) {
             impl_.readAttribute(b.arena(), p->id, p->attributeId, rangeOf(*p), kTimestampsBoth,
@@ -652,43 +718,77 @@ bool ServiceSet::Impl::ValueSource::readBatch(
             values[i].status = UAPLEX_BadOutOfMemory;
         }
     }
-    if (s.items.empty()) return true;
+    const std::size_t stored = s.storeSlots.size();
+    if (s.items.empty() && stored == 0) return true;
     // The owned namespace's nodes of this tick in one call, as a Read of them would be.
-    const ManagerRef& m = *manager;
     const std::size_t n = s.items.size();
-    if (m.readAsync != nullptr) {
-        // Everything the plugin may use until it completes lives in the batch's arena; the
-        // batch stays out (the engine skips this sampler's ticks) until then.
-        enc::Arena& arena = b.arena();
-        auto* items = arena.allocateArray<uaplex_read_item>(n);
-        auto* results = arena.allocateArray<ua::DataValue*>(n);
-        auto* statuses = arena.allocateArray<uaplex_status>(n);
-        auto* slots = arena.allocateArray<std::uint32_t>(n);
-        auto* kept = arenaNew(arena, alloc);
-        if (!items || !results || !statuses || !slots || !kept) {
-            for (std::uint32_t slot : s.slots) {
-                values[slot] = ua::DataValue{};
-                values[slot].mask = UAPLEX_DATAVALUE_STATUS;
-                values[slot].status = UAPLEX_BadOutOfMemory;
-            }
-            return true;
-        }
-        for (std::size_t k = 0; k < n; ++k) {
-            items[k] = s.items[k];
-            items[k].alloc = kept;
-            results[k] = s.results[k];
-            slots[k] = s.slots[k];
-        }
-        uaplex_completion c = s.beginAsync(batch, statuses, slots, n);
-        uaplex_status st = m.readAsync(m.self, n, items, results, statuses, &c);
+    const bool ownedAsync = n > 0 && manager->readAsync != nullptr;
+    if (n > 0 && !ownedAsync) {
+        s.statuses.assign(n, UAPLEX_Good);
+        uaplex_status st = manager->ops->read(manager->self, n, s.items.data(), s.results.data(),
+                                              s.statuses.data());
+        finishSample(st, s.statuses.data(), s.slots.data(), n, values);
+        if (stored == 0) return true;
+    }
+    // Everything a plugin may use until it completes lives in the batch's arena; the batch
+    // stays out (the engine skips this sampler's ticks) until then.
+    return readBatchAsync(s, batch, ownedAsync ? n : 0, alloc);
+}
+
+// The asynchronous part of a batch: the owned namespace's items (`owned` of s.items, 0: none)
+// in one read_async, and each stored Variable of s.storeSlots through its own.
+bool ServiceSet::Impl::ValueSource::readBatchAsync(
+    ManagerSampler& s, const std::shared_ptr<subscription::SampleBatch>& batch, std::size_t owned,
+    const uaplex_value_alloc& alloc) noexcept {
+    subscription::SampleBatch& b = *batch;
+    ua::DataValue* values = b.values();
+    enc::Arena& arena = b.arena();
+    const std::size_t stored = s.storeSlots.size();
+    auto* items = arena.allocateArray<uaplex_read_item>(owned > 0 ? owned : 1);
+    auto* results = arena.allocateArray<ua::DataValue*>(owned > 0 ? owned : 1);
+    auto* statuses = arena.allocateArray<uaplex_status>(owned > 0 ? owned : 1);
+    auto* slots = arena.allocateArray<std::uint32_t>(owned > 0 ? owned : 1);
+    auto* storeSlots = arena.allocateArray<std::uint32_t>(stored);
+    auto* partDone = arena.allocateArray<bool>(stored + 1);
+    auto* kept = arenaNew(arena, alloc);
+    if (!items || !results || !statuses || !slots || !storeSlots || !partDone || !kept) {
+        auto fail = [&](std::uint32_t slot) {
+            values[slot] = ua::DataValue{};
+            values[slot].mask = UAPLEX_DATAVALUE_STATUS;
+            values[slot].status = UAPLEX_BadOutOfMemory;
+        };
+        for (std::size_t k = 0; k < owned; ++k) fail(s.slots[k]);
+        for (std::uint32_t slot : s.storeSlots) fail(slot);
+        return true;
+    }
+    for (std::size_t k = 0; k < owned; ++k) {
+        items[k] = s.items[k];
+        items[k].alloc = kept;
+        results[k] = s.results[k];
+        slots[k] = s.slots[k];
+    }
+    for (std::size_t k = 0; k < stored; ++k) storeSlots[k] = s.storeSlots[k];
+    const uaplex_completion base =
+        s.beginAsync(batch, statuses, slots, owned, storeSlots, partDone, stored);
+    // Every part may complete inline; the last one completes the batch.
+    if (owned > 0) {
+        const ManagerRef& m = *s.manager();
+        uaplex_completion c = base;
+        uaplex_status st = m.readAsync(m.self, owned, items, results, statuses, &c);
         if (st != UAPLEX_GoodCompletesAsynchronously)
             ManagerSampler::completeAsync(&s, c.token, st);
-        return false;
     }
-    s.statuses.assign(n, UAPLEX_Good);
-    uaplex_status st = m.ops->read(m.self, n, s.items.data(), s.results.data(), s.statuses.data());
-    finishSample(st, s.statuses.data(), s.slots.data(), n, values);
-    return true;
+    for (std::size_t k = 0; k < stored; ++k) {
+        const addressspace::Node& node = *s.storeNodes[k];
+        uaplex_completion c = base;
+        c.token = base.token | (k + 1);
+        values[storeSlots[k]] = ua::DataValue{};
+        uaplex_status st = node.callbacks.readAsync(node.callbacks.user, &node.id, kept,
+                                                    &values[storeSlots[k]], &c);
+        if (st != UAPLEX_GoodCompletesAsynchronously)
+            ManagerSampler::completeAsync(&s, c.token, st);
+    }
+    return false;
 }
 
 uaplex_status ServiceSet::Impl::valueChangedSink(void* user, const uaplex_nodeid* node,

@@ -6,7 +6,9 @@
 // params.value_changed once monitored, and the store node i=900 is a stored value set through
 // value_set. The test steers it through the exported test_sampling_* functions.
 // Built a second time as test-sampling-async (TEST_SAMPLING_ASYNC): the owned nodes are read
-// through read_async, completed from the plugin's own thread once the gate is open.
+// through read_async, completed from the plugin's own thread once the gate is open, and the
+// store node i=901 has only a read_async callback (901000 + the number of its reads so far,
+// completed from that thread).
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -22,7 +24,7 @@ namespace {
 
 using namespace uaplex::sdk;
 
-constexpr uint32_t kPushed = 500, kStored = 900;
+constexpr uint32_t kPushed = 500, kStored = 900, kStoredAsync = 901;
 
 struct Control {
     std::mutex mutex;
@@ -70,7 +72,16 @@ class Sampling : public NodeManager {
                                    qualified_name(ns, "Stored"), 6, -1, 3);
         uaplex_datavalue initial = data_value(scalar<int32_t>(UAPLEX_TYPE_INT32, 0));
         v.spec.value = &initial;
+#ifdef TEST_SAMPLING_ASYNC
+        if (uaplex_status st = as.add(v.get()); st != UAPLEX_Good) return st;
+        NodeSpec a = variable_spec(numeric_id(ns, kStoredAsync), numeric_id(0, 85), 47,
+                                   qualified_name(ns, "StoredAsync"), 6, -1, 1);
+        a.spec.read_async = &AsyncValueRead<&Sampling::read_stored>::fn;
+        a.spec.user = this;
+        return as.add(a.get());
+#else
         return as.add(v.get());
+#endif
     }
     // The async build has only read_async (its read is the default, BadNotSupported).
     uaplex_status read(size_t count, const uaplex_read_item* items,
@@ -134,6 +145,15 @@ class Sampling : public NodeManager {
         jobsChanged_.notify_all();
         return UAPLEX_GoodCompletesAsynchronously;
     }
+    // The store node's read_async: answered on the plugin's thread.
+    uaplex_status read_stored(const uaplex_nodeid&, const uaplex_value_alloc&,
+                              uaplex_datavalue& out, Completion& done) {
+        std::lock_guard lock(jobsMutex_);
+        if (!worker_.joinable()) worker_ = std::thread([this] { run(); });
+        jobs_.push_back(Job{0, nullptr, nullptr, nullptr, std::move(done), &out});
+        jobsChanged_.notify_all();
+        return UAPLEX_GoodCompletesAsynchronously;
+    }
 #endif
     uaplex_status monitor(const uaplex_nodeid* id, uint32_t attribute, int32_t enabled) override {
         if (id->identifier_type != UAPLEX_ID_NUMERIC || id->identifier.numeric != kPushed ||
@@ -153,6 +173,7 @@ class Sampling : public NodeManager {
         uaplex_datavalue* const* results;
         uaplex_status* statuses;
         Completion done;
+        uaplex_datavalue* storeOut = nullptr;  // the store node's read
     };
     void run() {
         std::unique_lock lock(jobsMutex_);
@@ -162,8 +183,14 @@ class Sampling : public NodeManager {
             Job job = std::move(jobs_.front());
             jobs_.erase(jobs_.begin());
             lock.unlock();
-            uaplex_status st = stopping_ ? UAPLEX_BadServerHalted
-                                         : serve(job.count, job.items, job.results, job.statuses);
+            uaplex_status st = UAPLEX_BadServerHalted;
+            if (!stopping_ && job.storeOut) {
+                *job.storeOut =
+                    data_value(scalar<int32_t>(UAPLEX_TYPE_INT32, 901000 + storeReads_++));
+                st = UAPLEX_Good;
+            } else if (!stopping_) {
+                st = serve(job.count, job.items, job.results, job.statuses);
+            }
             job.done.complete(st);
             lock.lock();
         }
@@ -186,6 +213,7 @@ class Sampling : public NodeManager {
     std::condition_variable jobsChanged_;
     std::vector<Job> jobs_;
     std::atomic<bool> stopping_{false};
+    int32_t storeReads_ = 0;  // the plugin's thread
     std::thread worker_;
 #endif
 };
