@@ -5,13 +5,13 @@
 # stops the peer. Every step is bounded in time. Extra arguments go to run.js.
 #
 #   tests/interop/client/against-peer.sh [--only NAME] ...
-#   PORT=4841 (default)   INSTALL=1 runs `npm ci` in both folders first when node_modules is missing
+#   PORT=4845 (default)   INSTALL=1 runs `npm ci` in both folders first when node_modules is missing
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../../.." && pwd)"
 peers="$repo/tools/bench/peers"
-port="${PORT:-4841}"
+port="${PORT:-4845}"
 log="$(mktemp -t uaplex-peer.XXXXXX.log)"
 
 for dir in "$here" "$peers"; do

@@ -9,7 +9,7 @@
 //   - demo: namespace urn:uaplex:demo with every built-in type as scalar and 3-element
 //     array, AnalogItem, Dynamic, Counter, Multiply and Reset.
 //
-// Usage: node node-opcua-server.js [--port 4841] [--host 127.0.0.1] [--pki DIR] [--verbose]
+// Usage: node node-opcua-server.js [--port 4845] [--host 127.0.0.1] [--pki DIR] [--verbose]
 //                                  [--scale]
 // --scale raises the limits the scale benchmarks need (11,000 sessions, connections and
 // subscriptions, 1,000,000 monitored items per subscription).
@@ -22,7 +22,7 @@ const path = require("node:path");
 
 // ---------------------------------------------------------------- command line
 function parseArgs(argv) {
-    const opts = { port: 4841, host: "127.0.0.1", pki: null, verbose: false, scale: false };
+    const opts = { port: 4845, host: "127.0.0.1", pki: null, verbose: false, scale: false };
     for (let i = 0; i < argv.length; i++) {
         const a = argv[i];
         const next = () => {
@@ -47,7 +47,7 @@ function parseArgs(argv) {
 function usage(err) {
     const text =
         "usage: node node-opcua-server.js [--port N] [--host ADDR] [--pki DIR] [--verbose]\n" +
-        "  --port N     TCP port (default 4841)\n" +
+        "  --port N     TCP port (default 4845)\n" +
         "  --host ADDR  address to listen on and to advertise (default 127.0.0.1)\n" +
         "  --pki DIR    certificate store (default $TMPDIR/uaplex-peer-pki)\n" +
         "  --verbose    keep node-opcua's warnings\n" +
