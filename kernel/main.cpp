@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // uaplex: loads the configuration, loads and starts the enabled plugins, and runs until
-// SIGINT or SIGTERM. SIGHUP re-reads the configuration and applies slot changes; a bad new
-// file is reported and the running configuration stays.
+// SIGINT or SIGTERM. SIGHUP (or `uaplex ctl reload`) re-reads the configuration and applies
+// slot changes; a bad new file is reported and the running configuration stays.
 #include <pthread.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -9,19 +9,23 @@
 #include <signal.h>
 #include <sys/resource.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include <uaplex/admin/admin_server.hpp>
+#include <uaplex/admin/control_socket.hpp>
 #include <uaplex/config/config.hpp>
 #include <uaplex/host/logging.hpp>
 #include <uaplex/host/plugin_host.hpp>
 #include <uaplex/server/server.hpp>
 #include <uaplex/server/service_handler.hpp>
 #include <uaplex/version.hpp>
+#include "control_commands.hpp"
 #include "pki_tool.hpp"
 #include "users_cli.hpp"
 
@@ -62,6 +66,7 @@ void usage() {
         "usage: uaplex [--config <file>]\n"
         "       uaplex users add|remove|list ... (uaplex users --help)\n"
         "       uaplex pki [--config <file> | --pki <dir>] <command>  (uaplex pki --help)\n"
+        "       uaplex ctl [--config <file> | --socket <path>] <command>  (uaplex ctl --help)\n"
         "  --config <file>  configuration file (default: etc/uaplex.toml)\n"
         "  --version        print the version and exit\n");
 }
@@ -93,6 +98,8 @@ int main(int argc, char** argv) {
     fs::path config_file = "etc/uaplex.toml";
     if (argc > 1 && std::strcmp(argv[1], "pki") == 0)
         return runPkiTool(argc - 2, argv + 2, exeDir());
+    if (argc > 1 && std::strcmp(argv[1], "ctl") == 0)
+        return uaplex::cli::ctlCommand(argc - 1, argv + 1, "etc/uaplex.toml", exeDir());
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         if (a == "--config" && i + 1 < argc) {
@@ -187,37 +194,75 @@ int main(int argc, char** argv) {
         admin->setMetrics([&server](std::string& out) { server->writeMetrics(out); });
         admin->setReady(true);
     }
+
+    // The reload of SIGHUP and `uaplex ctl reload`; commands that change the configuration
+    // hold configMutex, so a signal and a command never apply at once.
+    std::mutex configMutex;
+    auto reload = [&]() -> std::string {
+        std::lock_guard lock(configMutex);
+        logger()->info("reloading {}", cfg.file.string());
+        std::string failure;
+        try {
+            auto next = uaplex::config::loadFile(config_file, paths);
+            host.reload(next);
+            if (host.takeMiQueueChange()) server->reloadMonitoredItemQueues();
+            if (next.log.level != cfg.log.level || next.log.sink != cfg.log.sink ||
+                next.log.file != cfg.log.file)
+                uaplex::host::setupLogging(next.log);
+            logConfigWarnings(next);
+            if (next.control != cfg.control)
+                logger()->warn("[control] changes take effect after a restart");
+            cfg = std::move(next);
+            logger()->info("configuration reloaded");
+        } catch (const std::exception& e) {
+            logger()->error("reload failed, keeping the running configuration: {}", e.what());
+            failure = std::string("reload failed, keeping the running configuration: ") + e.what();
+        }
+        // The users file of [access] is re-read; the rest of [access] needs a restart.
+        try {
+            server->reloadUsers();
+        } catch (const std::exception& e) {
+            logger()->error("users file not reloaded, keeping the users: {}", e.what());
+            if (failure.empty())
+                failure = std::string("users file not reloaded, keeping the users: ") + e.what();
+        }
+        return failure;
+    };
+
+    uaplex::cli::ControlTarget control_target{
+        cfg, configMutex, host, *server, reload, std::chrono::steady_clock::now()};
+    std::unique_ptr<uaplex::admin::ControlSocket> control;
+    if (cfg.control.enabled) {
+        control = std::make_unique<uaplex::admin::ControlSocket>(
+            cfg.control, [&control_target](const std::vector<std::string_view>& words) {
+                return uaplex::cli::runControlCommand(control_target, words);
+            });
+        try {
+            control->start();
+        } catch (const std::exception& e) {
+            if (admin) admin->stop();
+            server->stop();
+            server.reset();
+            services.reset();
+            host.shutdown();
+            return fail(e.what(), true, cfg.log.sink);
+        }
+    }
     logger()->info("running; send SIGINT or SIGTERM to stop, SIGHUP to reload");
 
     for (;;) {
         int sig = 0;
         if (sigwait(&signals, &sig) != 0) continue;
         if (sig == SIGHUP) {
-            logger()->info("SIGHUP: reloading {}", cfg.file.string());
-            try {
-                auto next = uaplex::config::loadFile(config_file, paths);
-                host.reload(next);
-                if (host.takeMiQueueChange()) server->reloadMonitoredItemQueues();
-                if (next.log.level != cfg.log.level || next.log.sink != cfg.log.sink ||
-                    next.log.file != cfg.log.file)
-                    uaplex::host::setupLogging(next.log);
-                logConfigWarnings(next);
-                cfg = std::move(next);
-                logger()->info("configuration reloaded");
-            } catch (const std::exception& e) {
-                logger()->error("reload failed, keeping the running configuration: {}", e.what());
-            }
-            // The users file of [access] is re-read; the rest of [access] needs a restart.
-            try {
-                server->reloadUsers();
-            } catch (const std::exception& e) {
-                logger()->error("users file not reloaded, keeping the users: {}", e.what());
-            }
+            logger()->info("SIGHUP");
+            reload();
             continue;
         }
         logger()->info("{}: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
         break;
     }
+    // No command runs from here on: they reach into the server.
+    if (control) control->stop();
     // Not ready from here on; /metrics keeps answering while the requests drain.
     if (admin) admin->setReady(false);
     server->stop();

@@ -439,13 +439,38 @@ void buildAdmin(const toml::table& t, const fs::path& file, const PathContext& p
     }
 }
 
+void buildControl(const toml::table& t, const fs::path& file, const PathContext& paths,
+                  ServerConfig& cfg) {
+    checkKeys(t, {"enabled", "socket", "max_request_bytes", "timeout_ms"}, "control", file, cfg);
+    ControlConfig& c = cfg.control;
+    if (const toml::node* n = t.get("enabled")) {
+        if (!n->is_boolean()) fail(*n, file, "[control] enabled must be a boolean");
+        c.enabled = n->as_boolean()->get();
+    }
+    std::string socket = getString(t, "socket", "", "control", file);
+    if (!socket.empty()) c.socket = resolve(socket, file, paths);
+    // sockaddr_un holds 108 bytes with the terminating NUL.
+    if (c.socket.native().size() > 107)
+        fail(*t.get("socket"), file,
+             "[control] socket: the path is longer than a Unix socket address allows (107 "
+             "bytes); choose a shorter one");
+    if (c.enabled && c.socket.empty()) fail(t, file, "[control] enabled needs socket = \"<path>\"");
+    c.max_request_bytes =
+        getUint(t, "max_request_bytes", c.max_request_bytes, 64, 65536, "control", file);
+    c.timeout_ms = getUint(t, "timeout_ms", c.timeout_ms, 100, 60000, "control", file);
+}
+
 ServerConfig build(const toml::table& root, const fs::path& file, const PathContext& paths) {
     ServerConfig cfg;
     cfg.file = file;
-    checkKeys(root, {"log", "host", "server", "access", "slots", "plugins", "persistence", "admin"},
-              "top level", file, cfg);
+    checkKeys(
+        root,
+        {"log", "host", "server", "access", "slots", "plugins", "persistence", "admin", "control"},
+        "top level", file, cfg);
     if (const toml::table* admin = subTable(root, "admin", file))
         buildAdmin(*admin, file, paths, cfg);
+    if (const toml::table* control = subTable(root, "control", file))
+        buildControl(*control, file, paths, cfg);
     if (const toml::table* access = subTable(root, "access", file))
         buildAccess(*access, file, paths, cfg);
 

@@ -361,6 +361,12 @@ std::size_t SubscriptionService::monitoredItemCount() noexcept {
     return manager_.monitoredItemCount();
 }
 
+subscription::SubscriptionManager::SessionCounts SubscriptionService::countsOf(
+    std::uint64_t session) noexcept {
+    std::lock_guard lock(mutex_);
+    return manager_.countsOf(session);
+}
+
 void SubscriptionService::flush(std::vector<Done>& done) noexcept {
     for (auto& d : done) send(d);
     done.clear();  // ends the leases: the messages go back to the pool or stay retained

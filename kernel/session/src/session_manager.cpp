@@ -7,6 +7,7 @@
 #include <uaplex/encoding/hex.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -163,6 +164,9 @@ SessionManager::Created SessionManager::create(std::uint32_t channelId, double r
     }
     s->mode_ = origin.mode;
     s->peer_ = std::string(truncateUtf8(origin.peer, 64));
+    s->createdUnixMs_ = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
     s->ownChannel_ = origin.ownChannel;
     double t = requestedTimeoutMs;
     if (!(t >= limits_.minTimeoutMs)) t = limits_.minTimeoutMs;  // also NaN and <= 0
@@ -417,6 +421,12 @@ void SessionManager::closeAll() {
         s->deleteSubscriptions_.store(true, std::memory_order_release);
         closed(*s);
     }
+}
+
+void SessionManager::list(std::vector<std::shared_ptr<Session>>& out) const {
+    std::shared_lock lock(mutex_);
+    out.reserve(out.size() + sessions_.size());
+    for (const auto& [k, s] : sessions_) out.push_back(s);
 }
 
 bool SessionManager::closeSession(const std::shared_ptr<Session>& s) {

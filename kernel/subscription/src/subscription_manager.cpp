@@ -1268,4 +1268,16 @@ void SubscriptionManager::nodeDeleted(uint64_t nodeHandle) {
     for (MonitoredItem* it : n->second) it->queueNodeDeleted(utc);
 }
 
+SubscriptionManager::SessionCounts SubscriptionManager::countsOf(uint64_t session) const {
+    SessionCounts c;
+    auto it = sessions_.find(session);
+    if (it == sessions_.end()) return c;
+    for (uint32_t id : it->second.subs)
+        if (const Subscription* sub = find(id)) {
+            ++c.subscriptions;
+            c.monitoredItems += sub->itemCount();
+        }
+    return c;
+}
+
 }  // namespace uaplex::subscription

@@ -607,3 +607,35 @@ TEST_CASE("[admin]: defaults, overrides, range checks") {
     REQUIRE(warn.warnings.size() == 1);
     CHECK_THAT(warn.warnings[0], Catch::Contains("unknown key 'port' in [admin]"));
 }
+
+TEST_CASE("[control]: off by default; socket path resolved, bounded and required") {
+    auto def = parseString("", "/etc/uaplex/test.toml", kPaths);
+    CHECK_FALSE(def.control.enabled);
+    CHECK(def.control.socket.empty());
+    CHECK(def.control.max_request_bytes == 1024);
+    CHECK(def.control.timeout_ms == 2000);
+
+    auto cfg = parseString(
+        "[control]\nenabled = true\nsocket = \"run/uaplex.sock\"\nmax_request_bytes = 128\n"
+        "timeout_ms = 500\n",
+        "/etc/uaplex/test.toml", kPaths);
+    CHECK(cfg.control.enabled);
+    CHECK(cfg.control.socket == "/etc/uaplex/run/uaplex.sock");
+    CHECK(cfg.control.max_request_bytes == 128);
+    CHECK(cfg.control.timeout_ms == 500);
+    CHECK(cfg.warnings.empty());
+    CHECK(parseString("[control]\nsocket = \"{exe_dir}/ctl\"\n", "/etc/uaplex/test.toml", kPaths)
+              .control.socket == "/opt/uaplex/bin/ctl");
+
+    CHECK_THAT(error_of("[control]\nenabled = true\n"), Catch::Contains("needs socket"));
+    CHECK_THAT(error_of("[control]\nenabled = \"yes\"\n"),
+               Catch::Contains("[control] enabled must be a boolean"));
+    CHECK_THAT(error_of("[control]\nsocket = \"/" + std::string(120, 'x') + "\"\n"),
+               Catch::Contains("longer than a Unix socket address allows"));
+    CHECK_THAT(error_of("[control]\nmax_request_bytes = 10\n"),
+               Catch::Contains("from 64 to 65536"));
+    CHECK_THAT(error_of("[control]\ntimeout_ms = 0\n"), Catch::Contains("from 100 to 60000"));
+    auto warn = parseString("[control]\npath = \"x\"\n", "/etc/uaplex/test.toml", kPaths);
+    REQUIRE(warn.warnings.size() == 1);
+    CHECK_THAT(warn.warnings[0], Catch::Contains("unknown key 'path' in [control]"));
+}

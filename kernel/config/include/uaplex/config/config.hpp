@@ -250,10 +250,21 @@ struct AdminConfig {
     bool operator==(const AdminConfig&) const = default;  // a reload's "needs a restart"
 };
 
+// The operator's control socket (`uaplex ctl`): a Unix stream socket only the server's user
+// may use (mode 0600 in a 0700 directory, and the peer's uid checked).
+struct ControlConfig {
+    bool enabled = false;
+    std::filesystem::path socket;            // empty: not configured (enabled needs it)
+    std::uint32_t max_request_bytes = 1024;  // one command line
+    std::uint32_t timeout_ms = 2000;         // a command must arrive (and its reply go) by then
+    bool operator==(const ControlConfig&) const = default;  // a reload's "needs a restart"
+};
+
 struct ServerConfig {
     std::filesystem::path file;  // where it was read from (empty for a string)
     LogConfig log;
     AdminConfig admin;
+    ControlConfig control;
     std::vector<std::filesystem::path> plugin_dirs;
     ServerSection server;
     AccessSection access;

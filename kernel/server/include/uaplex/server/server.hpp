@@ -15,7 +15,9 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 #include <uaplex/config/config.hpp>
 #include <uaplex/server/service_handler.hpp>
@@ -85,6 +87,24 @@ class Server {
     // (security::Pki::own(), privateKey()); null when every endpoint offers None only.
     security::Pki* pki() noexcept { return pki_.get(); }
     std::size_t connectionCount() const;
+    // What an operator sees of a session (`uaplex ctl sessions`).
+    struct SessionInfo {
+        std::string sessionId;  // "ns=1;g=<guid>", as a client reads it
+        std::string name, applicationUri, peer;
+        std::string user;  // the identity key: "anonymous", "user:<name>", "x509:<thumbprint>"
+        std::int64_t createdUnixMs = 0;
+        std::uint32_t channelId = 0;
+        bool activated = false;
+        std::size_t subscriptions = 0, monitoredItems = 0;
+    };
+    // Every live session, oldest first. Any thread but the request path's (takes the session
+    // table's shared lock and the engine's mutex).
+    std::vector<SessionInfo> sessionInfos();
+    // Closes the session whose SessionId is `id` ("ns=1;g=<guid>" or the Guid alone, any
+    // case) with its subscriptions, as CloseSession with deleteSubscriptions; false if none.
+    bool closeSessionById(std::string_view id);
+    std::size_t subscriptionCount();
+    std::size_t monitoredItemCount();
     // Appends the server's metrics in the Prometheus text format (docs/metrics.md): sessions,
     // connections, subscriptions, monitored items, requests, faults and latency by service,
     // the request queue, and the plugins' metrics of the host API. Any thread; reads

@@ -76,6 +76,8 @@ class SubscriptionService final : public subscription::PublishSink {
     // Monitored items of every subscription (/metrics: under the engine's mutex, a moment
     // per scrape).
     std::size_t monitoredItemCount() noexcept;
+    // The subscriptions and monitored items of one session (under the engine's mutex).
+    subscription::SubscriptionManager::SessionCounts countsOf(std::uint64_t session) noexcept;
     // Where the engine counts live and created subscriptions (ServerDiagnosticsSummary);
     // set before the first request.
     void setSubscriptionCounters(std::atomic<std::uint32_t>* current,

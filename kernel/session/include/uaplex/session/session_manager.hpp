@@ -101,6 +101,10 @@ class Session {
     std::array<std::uint8_t, kNonceSize> currentNonce() const;
     // The client's ApplicationUri (clientDescription), cut to the string limit.
     std::string_view applicationUri() const noexcept { return applicationUri_; }
+    // The remote IP address of the creating channel (empty over opc.https).
+    std::string_view peer() const noexcept { return peer_; }
+    // When CreateSession made it (wall clock, ms since 1970).
+    std::int64_t createdUnixMs() const noexcept { return createdUnixMs_; }
     // Who may take the session's subscriptions (TransferSubscriptions, Part 4 5.13.7): the
     // identity key for a user; for Anonymous the client's ApplicationUri on a signed channel,
     // and on an unsigned one a key of this session alone (nobody else).
@@ -150,7 +154,8 @@ class Session {
     std::array<std::uint8_t, 32> certificateHash_{};
     bool hasCertificate_ = false;
     ChannelMode mode_ = ChannelMode::None;
-    std::string peer_;         // counted per peer while not activated (empty: not counted)
+    std::string peer_;  // counted per peer while not activated (empty: not counted)
+    std::int64_t createdUnixMs_ = 0;
     bool ownChannel_ = true;   // counted per channel while not activated
     bool unactivated_ = true;  // still in the unactivated counts (under the table's lock)
     uaplex_admission_lease lease_{};
@@ -247,6 +252,8 @@ class SessionManager {
     // Closes every session (server shutdown).
     void closeAll();
     std::size_t count() const;
+    // Every live session (`uaplex ctl sessions`): copies the table under its shared lock.
+    void list(std::vector<std::shared_ptr<Session>>& out) const;
     // The secure channels live sessions are bound to (activated or not), sorted; the
     // housekeeping sweep closes channels that carry none for idle_channel_timeout_ms.
     void boundChannels(std::vector<std::uint32_t>& out) const;

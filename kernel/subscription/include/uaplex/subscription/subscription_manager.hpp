@@ -287,6 +287,11 @@ class SubscriptionManager {
         cumulatedCount_ = cumulated;
     }
     size_t monitoredItemCount() const { return itemCount_; }
+    // The subscriptions `session` owns and their monitored items (`uaplex ctl sessions`).
+    struct SessionCounts {
+        size_t subscriptions = 0, monitoredItems = 0;
+    };
+    SessionCounts countsOf(uint64_t session) const;
     Subscription* find(uint32_t id) const;
     EngineContext& context() { return ctx_; }
 
