@@ -23,10 +23,14 @@ endif()
 file(WRITE ${CMAKE_BINARY_DIR}/install/uaplex.toml "${installed_toml}")
 install(FILES ${CMAKE_BINARY_DIR}/install/uaplex.toml
         DESTINATION ${CMAKE_INSTALL_SYSCONFDIR}/uaplex COMPONENT runtime)
+# The Grafana dashboard of the metrics (docs/metrics.md).
+install(FILES ${PROJECT_SOURCE_DIR}/etc/grafana/uaplex-dashboard.json
+        DESTINATION ${CMAKE_INSTALL_SYSCONFDIR}/uaplex/grafana COMPONENT runtime)
 # Companion specifications for the nodeset plugin ([plugins.nodeset] files).
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/schema/companion/ DESTINATION ${CMAKE_INSTALL_DATADIR}/uaplex/nodesets
         COMPONENT runtime FILES_MATCHING PATTERN "*.xml")
 install(FILES ${PROJECT_SOURCE_DIR}/docs/plugin-guide.md ${PROJECT_SOURCE_DIR}/docs/configuration.md
+              ${PROJECT_SOURCE_DIR}/docs/operations.md ${PROJECT_SOURCE_DIR}/docs/metrics.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT sdk OPTIONAL)
 
 set(cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/uaplex)
