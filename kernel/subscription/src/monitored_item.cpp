@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <uaplex/subscription/monitored_item.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -415,7 +416,8 @@ bool MonitoredItem::publish(std::vector<StagedData>& data, std::vector<StagedEve
     }
     if (auto* q = extras_ ? extras_->dataQueue.get() : nullptr) {
         bool resend = flags_ & kResendData;
-        uint32_t limit = resend ? 1 : max;
+        // Never more than the queue holds, whatever its plugin answers.
+        uint32_t limit = resend ? 1 : max == 0 ? q->queueSize() : std::min(max, q->queueSize());
         flags_ &= uint16_t(~kResendData);
         uint32_t n = 0;
         ValueCell* c = nullptr;

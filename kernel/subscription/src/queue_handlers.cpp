@@ -1,11 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <uaplex/subscription/queue_handlers.hpp>
 
+#include <algorithm>
+
 namespace uaplex::subscription {
 
 namespace {
 bool isWaitingForInitialData(const ValueCell* c) {
     return c && (c->dv.status & 0xFFFF0000u) == (UAPLEX_BadWaitingForInitialData & 0xFFFF0000u);
+}
+// A queue plugin's answer is trusted only when it is Good and carries what Good promises:
+// anything else counts as empty or refused (docs/plugin-guide.md, Faulty plugins).
+template <class T>
+bool gave(uaplex_status st, T* const* out) {
+    return st == UAPLEX_Good && *out != nullptr;
 }
 }  // namespace
 
@@ -13,20 +21,24 @@ ValueCell* DataChangeQueueHandler::peek(bool newest) const {
     uaplex_datavalue* v = nullptr;
     uaplex_status e = UAPLEX_Good;
     auto st = newest ? ops_->peek_newest(queue_, &v, &e) : ops_->peek_oldest(queue_, &v, &e);
-    return st == UAPLEX_Good ? ValueCell::of(v) : nullptr;
+    return gave(st, &v) ? ValueCell::of(v) : nullptr;
 }
 
 uint32_t DataChangeQueueHandler::itemsInQueue() const {
     uint32_t n = 0;
-    ops_->items_in_queue(queue_, &n);
-    return n;
+    if (ops_->items_in_queue(queue_, &n) != UAPLEX_Good) return 0;
+    return std::min(n, size_);  // never more than the size the queue was reset to
 }
 
 void DataChangeQueueHandler::setQueueSize(uint32_t size, bool discardOldest, bool keepErrors) {
     std::vector<std::pair<ValueCell*, uaplex_status>> held;
     uaplex_datavalue* v = nullptr;
     uaplex_status e = UAPLEX_Good;
-    while (ops_->dequeue(queue_, &v, &e) == UAPLEX_Good) held.emplace_back(ValueCell::of(v), e);
+    // Bounded by the old size: a queue that keeps answering Good cannot hold the engine.
+    for (uint32_t i = 0; i < size_; ++i) {
+        if (!gave(ops_->dequeue(queue_, &v, &e), &v)) break;
+        held.emplace_back(ValueCell::of(v), e);
+    }
     ops_->reset(queue_, size, keepErrors ? 1 : 0);
     size_ = size;
     discardOldest_ = discardOldest;
@@ -60,10 +72,7 @@ bool DataChangeQueueHandler::queueValue(ValueCell* value, uaplex_status error, i
             drop(value);
             return false;
         }
-        if (ops_->overwrite_newest(queue_, &value->dv, error) != UAPLEX_Good) {
-            drop(value);
-            return false;
-        }
+        if (!overwriteNewest(value, error)) return false;
         if (mark_ == newest) mark_ = value;
         return false;
     }
@@ -92,11 +101,11 @@ bool DataChangeQueueHandler::enqueue(ValueCell* value, uaplex_status error) {
     }
     ValueCell* newest = peek(true);
     if (isWaitingForInitialData(newest) && newest != marker_) {
-        ops_->overwrite_newest(queue_, &value->dv, error);
+        overwriteNewest(value, error);
         return false;
     }
     if (n < size_) {
-        ops_->enqueue(queue_, &value->dv, error);
+        if (ops_->enqueue(queue_, &value->dv, error) != UAPLEX_Good) drop(value);
         return false;
     }
     ++overflows_;
@@ -106,8 +115,7 @@ bool DataChangeQueueHandler::enqueue(ValueCell* value, uaplex_status error) {
             mark_ = marker_;
             return true;
         }
-        ops_->overwrite_newest(queue_, &value->dv, error);
-        mark_ = value;
+        if (overwriteNewest(value, error)) mark_ = value;
         return true;
     }
     ValueCell* oldest = peek(false);
@@ -116,15 +124,22 @@ bool DataChangeQueueHandler::enqueue(ValueCell* value, uaplex_status error) {
         mark_ = marker_;
         return true;
     }
-    ops_->enqueue(queue_, &value->dv, error);  // the queue drops the oldest
+    // The queue drops the oldest; a refusal leaves the value ours.
+    if (ops_->enqueue(queue_, &value->dv, error) != UAPLEX_Good) drop(value);
     mark_ = peek(false);
     return true;
+}
+
+bool DataChangeQueueHandler::overwriteNewest(ValueCell* value, uaplex_status error) {
+    if (ops_->overwrite_newest(queue_, &value->dv, error) == UAPLEX_Good) return true;
+    drop(value);  // refused: the value stays ours
+    return false;
 }
 
 bool DataChangeQueueHandler::publishSingleValue(ValueCell** out, uaplex_status* outError) {
     uaplex_datavalue* v = nullptr;
     uaplex_status e = UAPLEX_Good;
-    if (ops_->dequeue(queue_, &v, &e) != UAPLEX_Good) return false;
+    if (!gave(ops_->dequeue(queue_, &v, &e), &v)) return false;
     ValueCell* c = ValueCell::of(v);
     if (c == mark_) {
         c->dv.status |= kOverflowInfoBits;
@@ -146,14 +161,13 @@ void EventQueueHandler::setQueueSize(uint32_t size, bool discardOldest) {
 
 bool EventQueueHandler::containsEvent(uint64_t handle) const {
     int32_t found = 0;
-    ops_->contains_event(queue_, handle, &found);
-    return found != 0;
+    return ops_->contains_event(queue_, handle, &found) == UAPLEX_Good && found != 0;
 }
 
 uint32_t EventQueueHandler::itemsInQueue() const {
     uint32_t n = 0;
-    ops_->items_in_queue(queue_, &n);
-    return n;
+    if (ops_->items_in_queue(queue_, &n) != UAPLEX_Good) return 0;
+    return size_ ? std::min(n, size_) : n;
 }
 
 bool EventQueueHandler::setOverflowIfFull() {
@@ -173,7 +187,10 @@ uaplex_status EventQueueHandler::queueEvent(uaplex_event_entry* event) {
 uint32_t EventQueueHandler::publish(std::vector<uaplex_event_entry*>& out, uint32_t max) {
     uint32_t count = 0;
     uaplex_event_entry* e = nullptr;
-    while ((max == 0 || count < max) && ops_->dequeue(queue_, &e) == UAPLEX_Good) {
+    // Never more than the queue can hold: a queue that keeps answering Good cannot hold the
+    // engine.
+    const uint32_t cap = size_ ? size_ : UINT32_MAX;
+    while ((max == 0 || count < max) && count < cap && gave(ops_->dequeue(queue_, &e), &e)) {
         out.push_back(e);
         ++count;
     }

@@ -46,6 +46,8 @@ class DataChangeQueueHandler {
 
   private:
     bool enqueue(ValueCell* value, uaplex_status error);
+    // Replaces the newest entry; false (and the value dropped) when the queue refuses.
+    bool overwriteNewest(ValueCell* value, uaplex_status error);
     ValueCell* peek(bool newest) const;
     void drop(ValueCell* c) { pool_->release(c); }
 
