@@ -32,6 +32,10 @@ uaplex_admission_request_info admissionInfo(std::uint32_t channelId, std::uint32
     return info;
 }
 
+bool isBad(uaplex_status st) noexcept {
+    return (st & 0xC0000000u) == 0x80000000u;
+}
+
 }  // namespace
 
 void Pipeline::classify(Connection& c, PendingRequest& r, const RequestPrefix& prefix,
@@ -100,16 +104,19 @@ void Pipeline::classify(Connection& c, PendingRequest& r, const RequestPrefix& p
 uaplex_status Pipeline::admitConnection(Connection& c) noexcept {
     ua::Guid guid{};
     auto info = admissionInfo(0, 0, c.peer, nullptr, guid);
-    if (admission_->classify_connection(admissionSelf_, &info, &c.channelOwner) != UAPLEX_Good) {
+    uaplex_status st = admission_->classify_connection(admissionSelf_, &info, &c.channelOwner);
+    if (st != UAPLEX_Good || !c.channelOwner) {
+        // A refusal, and so is a provider's garbage: Good without an owner (nothing could be
+        // accounted to it) or a status that is not Bad.
         c.channelOwner = nullptr;
-        return UAPLEX_BadServerTooBusy;
+        return isBad(st) ? UAPLEX_BadServerTooBusy : UAPLEX_BadInternalError;
     }
     c.connectionLease.hdr =
         UAPLEX_HEADER_INIT(uaplex_admission_lease, UAPLEX_STYPE_ADMISSION_LEASE);
     std::uint32_t reason = 0;
-    uaplex_status st = admission_->try_acquire(admissionSelf_, UAPLEX_STAGE_CONNECTION,
-                                               c.channelOwner, 1, &c.connectionLease, &reason);
-    if (st != UAPLEX_Good) return UAPLEX_BadServerTooBusy;
+    st = admission_->try_acquire(admissionSelf_, UAPLEX_STAGE_CONNECTION, c.channelOwner, 1,
+                                 &c.connectionLease, &reason);
+    if (st != UAPLEX_Good) return isBad(st) ? UAPLEX_BadServerTooBusy : UAPLEX_BadInternalError;
     c.connectionLeaseHeld = true;
     return UAPLEX_Good;
 }
