@@ -8,6 +8,8 @@
 #include <new>
 #include <string>
 
+#include <uaplex/host/logging.hpp>
+
 // One size class. Free blocks form a stack of slot indices (1-based; 0 = empty) whose head
 // carries a version tag in its upper 32 bits, so a pop racing with pop-push cannot succeed
 // on a stale head (ABA).
@@ -170,6 +172,101 @@ void KernelBufferPool::stats(std::uint64_t& retained, std::uint64_t& outstanding
 
 KernelBufferPool::~KernelBufferPool() {
     for (auto* m : managers_) delete m;
+}
+
+namespace {
+bool isBad(uaplex_status st) {
+    return (st & 0xC0000000u) == 0x80000000u;
+}
+}  // namespace
+
+// The lifecycle is the host's (it starts and stops the plugin itself); the rest is forwarded,
+// with take's answer checked.
+struct CheckedPoolOps {
+    static CheckedBufferPool& of(void* s) { return *static_cast<CheckedBufferPool*>(s); }
+    static uaplex_status lifecycle(void*) { return UAPLEX_BadInvalidState; }
+    static uaplex_status managerCreate(void* s, uaplex_str name, std::uint32_t max,
+                                       uaplex_buffer_manager** out) {
+        auto& p = of(s);
+        *out = nullptr;
+        uaplex_status st = p.ops_->manager_create(p.self_, name, max, out);
+        if (st == UAPLEX_Good && *out) return UAPLEX_Good;
+        *out = nullptr;
+        return isBad(st) ? st : UAPLEX_BadInternalError;
+    }
+    static uaplex_status managerDestroy(void* s, uaplex_buffer_manager* m) {
+        return of(s).ops_->manager_destroy(of(s).self_, m);
+    }
+    static uaplex_status suggestedSize(void* s, uaplex_buffer_manager* m, std::uint32_t size,
+                                       std::uint32_t* out) {
+        return of(s).ops_->suggested_size(of(s).self_, m, size, out);
+    }
+    static uaplex_status expectedSize(void* s, uaplex_buffer_manager* m, std::uint32_t size,
+                                      std::uint32_t* out) {
+        return of(s).ops_->expected_size(of(s).self_, m, size, out);
+    }
+    static uaplex_status take(void* s, uaplex_buffer_manager* m, std::uint32_t size,
+                              const void* owner, const uaplex_cancel_token* cancel,
+                              uaplex_buffer* out) {
+        auto& p = of(s);
+        uaplex_status st = p.ops_->take(p.self_, m, size, owner, cancel, out);
+        if (st == UAPLEX_Good && out->data && out->length >= size) return UAPLEX_Good;
+        if (st == UAPLEX_Good) {
+            // Good without the bytes asked for: what was lent goes back, the rent fails.
+            warnOnce(size, out->data ? "fewer bytes than asked for" : "no bytes");
+            if (out->data) p.ops_->give_back(p.self_, out, owner);
+            st = UAPLEX_BadOutOfMemory;
+        } else if (!isBad(st)) {
+            warnOnce(size, "a status that is not Bad");
+            st = UAPLEX_BadInternalError;
+        }
+        out->data = nullptr;  // nothing lent: a holder's give_back is then a no-op
+        out->length = 0;
+        return st;
+    }
+    static uaplex_status transfer(void* s, uaplex_buffer* b, const void* owner) {
+        return of(s).ops_->transfer(of(s).self_, b, owner);
+    }
+    static uaplex_status lock(void* s, uaplex_buffer* b) {
+        return of(s).ops_->lock(of(s).self_, b);
+    }
+    static uaplex_status unlock(void* s, uaplex_buffer* b) {
+        return of(s).ops_->unlock(of(s).self_, b);
+    }
+    static uaplex_status giveBack(void* s, uaplex_buffer* b, const void* owner) {
+        if (!b->data) return UAPLEX_Good;
+        return of(s).ops_->give_back(of(s).self_, b, owner);
+    }
+    static uaplex_status stats(void* s, std::uint64_t* retained, std::uint64_t* outstanding) {
+        return of(s).ops_->stats(of(s).self_, retained, outstanding);
+    }
+    static void warnOnce(std::uint32_t size, const char* what) {
+        static std::atomic<bool> warned{false};
+        if (!warned.exchange(true))
+            uaplex::host::logger()->warn(
+                "buffer pool: a rent of {} bytes answered with {}; such rents fail (logged once)",
+                size, what);
+    }
+};
+
+const uaplex_buffer_pool_ops* CheckedBufferPool::ops() noexcept {
+    static const uaplex_buffer_pool_ops table{
+        UAPLEX_HEADER_INIT(uaplex_buffer_pool_ops, UAPLEX_STYPE_BUFFER_POOL_OPS),
+        &CheckedPoolOps::lifecycle,
+        &CheckedPoolOps::lifecycle,
+        &CheckedPoolOps::lifecycle,
+        &CheckedPoolOps::managerCreate,
+        &CheckedPoolOps::managerDestroy,
+        &CheckedPoolOps::suggestedSize,
+        &CheckedPoolOps::expectedSize,
+        &CheckedPoolOps::take,
+        &CheckedPoolOps::transfer,
+        &CheckedPoolOps::lock,
+        &CheckedPoolOps::unlock,
+        &CheckedPoolOps::giveBack,
+        &CheckedPoolOps::stats,
+    };
+    return &table;
 }
 
 bool PoolBufferAllocator::rent(std::size_t size, enc::BufferBlock& out) noexcept {

@@ -52,8 +52,11 @@ Pipeline::Pipeline(const config::ServerConfig& cfg, host::Host& host,
     poolOps_ = pool_->ops();
     poolSelf_ = pool_->self();
     if (const auto& p = host_.bufferPool()) {
-        poolOps_ = p->ops<uaplex_buffer_pool_ops>();
-        poolSelf_ = p->self();
+        // The plugin is used through the checked table, by the kernel and the transports.
+        checkedPool_ =
+            std::make_unique<CheckedBufferPool>(p->ops<uaplex_buffer_pool_ops>(), p->self());
+        poolOps_ = CheckedBufferPool::ops();
+        poolSelf_ = checkedPool_->self();
     }
     if (const auto& a = host_.admission()) {
         admission_ = a->ops<uaplex_admission_ops>();

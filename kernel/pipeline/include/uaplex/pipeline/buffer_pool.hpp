@@ -37,6 +37,24 @@ class KernelBufferPool {
     std::vector<uaplex_buffer_manager*> managers_;
 };
 
+// A buffer-pool plugin as the kernel and the transports use it: the same table, but a rent is
+// Good only with at least the bytes asked for. A plugin's Good without data or with fewer
+// bytes becomes BadOutOfMemory (a short buffer goes back to the plugin), a status that is not
+// Bad becomes BadInternalError, and a Good manager_create without a manager is a failure: the
+// one message or channel fails, never a write past the buffer (docs/plugin-guide.md).
+class CheckedBufferPool {
+  public:
+    CheckedBufferPool(const uaplex_buffer_pool_ops* ops, void* self) noexcept
+        : ops_(ops), self_(self) {}
+    static const uaplex_buffer_pool_ops* ops() noexcept;
+    void* self() noexcept { return this; }
+
+  private:
+    friend struct CheckedPoolOps;
+    const uaplex_buffer_pool_ops* ops_;
+    void* self_;
+};
+
 // Serves ByteBuffer storage (assembled requests, response encodings) from one manager of a
 // buffer pool, so that messages live in pooled arrays like the chunks that carry them. A
 // size the manager cannot serve makes the buffer fall back to the heap.

@@ -51,6 +51,7 @@ namespace uaplex::pipeline {
 
 class Connection;
 class JsonDecodePool;
+class CheckedBufferPool;
 class KernelBufferPool;
 class PoolBufferAllocator;
 struct TransportBinding;
@@ -173,7 +174,8 @@ class Pipeline {
     const enc::DecodeLimits limits_;
     const ChannelSecurity security_;
     const SweepHook sweep_;
-    std::unique_ptr<KernelBufferPool> pool_;  // the fallback when no buffer_pool plugin
+    std::unique_ptr<KernelBufferPool> pool_;          // the fallback when no buffer_pool plugin
+    std::unique_ptr<CheckedBufferPool> checkedPool_;  // a buffer_pool plugin, checked
     const uaplex_buffer_pool_ops* poolOps_ = nullptr;
     void* poolSelf_ = nullptr;
     void* poolManager_ = nullptr;  // uasc-chunks
