@@ -44,8 +44,21 @@ struct Sink : PublishSink {
     }
 };
 
+// EventFifo, except that a queue sized kFaultySize dequeues Good without an event.
+constexpr uint32_t kFaultySize = 13;
+const uaplex_event_queue_ops kFaultyFifoOps = [] {
+    uaplex_event_queue_ops o = EventFifo::ops;
+    o.dequeue = [](void* s, uaplex_event_entry** e) noexcept -> uaplex_status {
+        if (static_cast<EventFifo*>(s)->size != kFaultySize) return EventFifo::ops.dequeue(s, e);
+        *e = nullptr;
+        return UAPLEX_Good;
+    };
+    return o;
+}();
+
 struct Factory {
     static inline EngineContext* ctx = nullptr;
+    static inline bool faulty = false;  // queues from kFaultyFifoOps
     static const uaplex_mi_queue_factory_ops ops;
 };
 const uaplex_mi_queue_factory_ops Factory::ops{
@@ -60,7 +73,7 @@ const uaplex_mi_queue_factory_ops Factory::ops{
         auto* f = new EventFifo;
         f->ctx = ctx;
         *q = f;
-        *o = &EventFifo::ops;
+        *o = Factory::faulty ? &kFaultyFifoOps : &EventFifo::ops;
         return UAPLEX_Good;
     },
 };
@@ -445,4 +458,21 @@ TEST_CASE("an event's ReceiveEvents is looked up once per run of items with the 
     REQUIRE(h.mgr->conditionRefresh(2, opSub, 0) == UAPLEX_Good);
     CHECK(receiveLookups == 1);
     CHECK(h.publish(2).size() == 15);  // start, the condition, end for each of the five items
+}
+
+TEST_CASE("an event queue that dequeues Good without an event delivers nothing, others go on") {
+    struct Reset {
+        ~Reset() { Factory::faulty = false; }
+    } reset;
+    Factory::faulty = true;
+    Harness h;
+    uint32_t sub = h.subscribe();
+    REQUIRE(h.create(sub, kNotifier, h.eventFilter(), kFaultySize).statusCode == UAPLEX_Good);
+    REQUIRE(h.create(sub, kOtherNotifier, h.eventFilter()).statusCode == UAPLEX_Good);
+    for (int round = 0; round < 3; ++round) {
+        h.raise({kNotifier, kOtherNotifier}, 500);
+        auto got = h.publish();
+        REQUIRE(got.size() == 1);  // the healthy queue's event only
+        CHECK(got[0].first == kOtherNotifier);
+    }
 }
