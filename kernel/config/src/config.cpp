@@ -460,13 +460,36 @@ void buildControl(const toml::table& t, const fs::path& file, const PathContext&
     c.timeout_ms = getUint(t, "timeout_ms", c.timeout_ms, 100, 60000, "control", file);
 }
 
+void buildAudit(const toml::table& t, const fs::path& file, const PathContext& paths,
+                ServerConfig& cfg) {
+    checkKeys(t, {"enabled", "file", "format", "max_line_bytes", "max_file_mib", "queue_records"},
+              "audit", file, cfg);
+    AuditConfig& a = cfg.audit;
+    if (const toml::node* n = t.get("enabled")) {
+        if (!n->is_boolean()) fail(*n, file, "[audit] enabled must be a boolean");
+        a.enabled = n->as_boolean()->get();
+    }
+    std::string log = getString(t, "file", "", "audit", file);
+    if (!log.empty()) a.file = resolve(log, file, paths);
+    std::string format = getString(t, "format", "text", "audit", file);
+    if (format != "text" && format != "json")
+        fail(*t.get("format"), file, "[audit] format must be \"text\" or \"json\"");
+    a.json = format == "json";
+    a.max_line_bytes = getUint(t, "max_line_bytes", a.max_line_bytes, 256, 65536, "audit", file);
+    // Whole MiB keep the value within getUint's range and the rotation meaningful.
+    a.max_file_bytes = std::uint64_t(getUint(t, "max_file_mib", 16, 1, 4096, "audit", file)) << 20;
+    a.queue_records = getUint(t, "queue_records", a.queue_records, 16, 1u << 20, "audit", file);
+}
+
 ServerConfig build(const toml::table& root, const fs::path& file, const PathContext& paths) {
     ServerConfig cfg;
     cfg.file = file;
-    checkKeys(
-        root,
-        {"log", "host", "server", "access", "slots", "plugins", "persistence", "admin", "control"},
-        "top level", file, cfg);
+    checkKeys(root,
+              {"log", "host", "server", "access", "slots", "plugins", "persistence", "admin",
+               "control", "audit"},
+              "top level", file, cfg);
+    if (const toml::table* audit = subTable(root, "audit", file))
+        buildAudit(*audit, file, paths, cfg);
     if (const toml::table* admin = subTable(root, "admin", file))
         buildAdmin(*admin, file, paths, cfg);
     if (const toml::table* control = subTable(root, "control", file))

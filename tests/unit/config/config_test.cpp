@@ -639,3 +639,37 @@ TEST_CASE("[control]: off by default; socket path resolved, bounded and required
     REQUIRE(warn.warnings.size() == 1);
     CHECK_THAT(warn.warnings[0], Catch::Contains("unknown key 'path' in [control]"));
 }
+
+TEST_CASE("[audit]: off by default; file resolved, format, finite limits") {
+    auto def = parseString("", "/etc/uaplex/test.toml", kPaths);
+    CHECK_FALSE(def.audit.enabled);
+    CHECK(def.audit.file.empty());
+    CHECK_FALSE(def.audit.json);
+    CHECK(def.audit.max_line_bytes == 4096);
+    CHECK(def.audit.max_file_bytes == 16u << 20);
+    CHECK(def.audit.queue_records == 4096);
+
+    auto cfg = parseString(
+        "[audit]\nenabled = true\nfile = \"log/audit.jsonl\"\nformat = \"json\"\n"
+        "max_line_bytes = 1024\nmax_file_mib = 2\nqueue_records = 64\n",
+        "/etc/uaplex/test.toml", kPaths);
+    CHECK(cfg.audit.enabled);
+    CHECK(cfg.audit.file == "/etc/uaplex/log/audit.jsonl");
+    CHECK(cfg.audit.json);
+    CHECK(cfg.audit.max_line_bytes == 1024);
+    CHECK(cfg.audit.max_file_bytes == 2u << 20);
+    CHECK(cfg.audit.queue_records == 64);
+    CHECK(cfg.warnings.empty());
+    CHECK_FALSE(
+        parseString("[audit]\nformat = \"text\"\n", "/etc/uaplex/test.toml", kPaths).audit.json);
+
+    CHECK_THAT(error_of("[audit]\nenabled = 1\n"),
+               Catch::Contains("[audit] enabled must be a boolean"));
+    CHECK_THAT(error_of("[audit]\nformat = \"xml\"\n"), Catch::Contains("\"text\" or \"json\""));
+    CHECK_THAT(error_of("[audit]\nmax_line_bytes = 10\n"), Catch::Contains("from 256 to 65536"));
+    CHECK_THAT(error_of("[audit]\nmax_file_mib = 0\n"), Catch::Contains("from 1 to 4096"));
+    CHECK_THAT(error_of("[audit]\nqueue_records = 0\n"), Catch::Contains("from 16 to 1048576"));
+    auto warn = parseString("[audit]\nmax_file_bytes = 3\n", "/etc/uaplex/test.toml", kPaths);
+    REQUIRE(warn.warnings.size() == 1);
+    CHECK_THAT(warn.warnings[0], Catch::Contains("unknown key 'max_file_bytes' in [audit]"));
+}

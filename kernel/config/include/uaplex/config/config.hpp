@@ -260,11 +260,25 @@ struct ControlConfig {
     bool operator==(const ControlConfig&) const = default;  // a reload's "needs a restart"
 };
 
+// [audit] (docs/configuration.md "Audit events"): the Part 5 Audit events on the Server object
+// and their log. Off by default; the log is bounded by a line size, a file size with one
+// rotated file, and a queue that drops (and counts) what a busy writer cannot take.
+struct AuditConfig {
+    bool enabled = false;
+    std::filesystem::path file;                // empty: events only, no log
+    bool json = false;                         // format = "json": one JSON object a line
+    std::uint32_t max_line_bytes = 4096;       // a longer record is cut (marked truncated)
+    std::uint64_t max_file_bytes = 16u << 20;  // max_file_mib; then <file>.1 (one kept)
+    std::uint32_t queue_records = 4096;        // records waiting for the writer; more are dropped
+    bool operator==(const AuditConfig&) const = default;  // a reload's "needs a restart"
+};
+
 struct ServerConfig {
     std::filesystem::path file;  // where it was read from (empty for a string)
     LogConfig log;
     AdminConfig admin;
     ControlConfig control;
+    AuditConfig audit;
     std::vector<std::filesystem::path> plugin_dirs;
     ServerSection server;
     AccessSection access;
