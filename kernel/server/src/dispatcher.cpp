@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <uaplex/server/dispatcher.hpp>
 
+#include <uaplex/server/audit_trail.hpp>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -71,6 +73,7 @@ std::uint32_t Dispatcher::handle(std::span<const std::uint8_t> request, const Re
     const auto& header = *static_cast<const ua::RequestHeader*>(m.object);
     ServiceRequest call{ctx,           header,         m.object,  request, arena, sessionServices_,
                         nodeServices_, subscriptions_, discovery_};
+    call.audit = audit_;
     // Read now: a service answered later (GoodCompletesAsynchronously) owns the request's memory.
     const std::uint32_t requestHandle = header.requestHandle;
     uaplex_status st = dispatch(call, m.type);
@@ -112,6 +115,20 @@ uaplex_status Dispatcher::dispatch(ServiceRequest& call, const enc::DataType* ty
         counters_->countLatency(index, ns > 0 ? std::uint64_t(ns) : 0);
     }
     return st;
+}
+
+void Dispatcher::setAudit(AuditTrail* audit) noexcept {
+    audit_ = audit;
+    if (!audit) {
+        sessionServices_.setActivationAudit(nullptr, nullptr);
+        return;
+    }
+    sessionServices_.setActivationAudit(
+        [](void* user, std::uint32_t channelId, const ua::ActivateSessionRequest& req,
+           uaplex_status status, const session::Session* s) {
+            static_cast<AuditTrail*>(user)->activateSession(channelId, req, status, s);
+        },
+        audit);
 }
 
 }  // namespace uaplex::server

@@ -18,6 +18,7 @@
 #include <uaplex/security/channel_security.hpp>
 #include <uaplex/security/crypto.hpp>
 #include <uaplex/security/user_token_crypto.hpp>
+#include <uaplex/server/audit_trail.hpp>
 #include <uaplex/server/discovery.hpp>
 #include <uaplex/server/dispatcher.hpp>
 #include <uaplex/server/pki_identity_crypto.hpp>
@@ -71,6 +72,7 @@ using pipeline::monotonicMs;
 
 Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler& services)
     : cfg_(cfg), host_(host), services_(services) {
+    if (cfg_.audit.enabled) audit_ = std::make_unique<AuditTrail>(cfg_, services_);
     const auto& l = cfg_.server.limits;
     session::SessionLimits sl{l.max_sessions,
                               l.min_session_timeout_ms,
@@ -99,8 +101,9 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
     std::shared_ptr<PkiIdentityCrypto> identityCrypto;
     if (pki_) {
         identityCrypto = std::make_shared<PkiIdentityCrypto>(*pki_);
-        identityCrypto->onRefused = [budget = refusalLogBudget_](uaplex_status st,
-                                                                 const security::Certificate& c) {
+        identityCrypto->onRefused = [this, budget = refusalLogBudget_](
+                                        uaplex_status st, const security::Certificate& c) {
+            if (audit_) audit_->certificate(c.der, st, "ActivateSession X509IdentityToken");
             std::string note;
             if (refusalLogAllowed(*budget, note))
                 logger()->warn("pki: refused user certificate {} ({}): 0x{:08X}{}", c.subject(),
@@ -122,6 +125,7 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
     discovery_->setTokenPolicies(identity_->policies());
     dispatcher_ = std::make_unique<Dispatcher>(cfg_, *sessions_, services_, *discovery_);
     dispatcher_->setPki(pki_.get());
+    dispatcher_->setAudit(audit_.get());
     dispatcher_->setAccess(identity_.get(), accessPolicy_.get());
     if (services_.valueSource()) setUpSubscriptions();
     pipeline_ = std::make_unique<pipeline::Pipeline>(
@@ -207,8 +211,9 @@ void Server::setUpSecurity() {
     // flood from filling the log; what it drops is counted in the next line.
     refusalLogBudget_ = std::make_shared<security::EventBudget>(
         limits.max_certificate_refusal_logs_per_minute, 60000);
-    securityProvider_->onRefused = [budget = refusalLogBudget_](uaplex_status st,
-                                                                const security::Certificate& c) {
+    securityProvider_->onRefused = [this, budget = refusalLogBudget_](
+                                       uaplex_status st, const security::Certificate& c) {
+        if (audit_) audit_->certificate(c.der, st, "OpenSecureChannel");
         std::string note;
         if (refusalLogAllowed(*budget, note))
             logger()->warn("pki: refused client certificate {} ({}): 0x{:08X}{}{}", c.subject(),

@@ -4,6 +4,7 @@
 #include <array>
 #include <iterator>
 
+#include <uaplex/server/audit_trail.hpp>
 #include <uaplex/server/discovery.hpp>
 #include <uaplex/server/subscription_service.hpp>
 #include "monitored_item_access.hpp"
@@ -61,13 +62,24 @@ uaplex_status findServers(ServiceRequest& c) noexcept {
 // --- session services (Part 4 5.6): session/session_services.cpp --------------------------------
 
 uaplex_status createSession(ServiceRequest& c) noexcept {
-    return c.sessionServices.createSession(requestOf<ua::CreateSessionRequest>(c), c.ctx, c.arena,
-                                           c.responseType, c.response);
+    const auto& req = requestOf<ua::CreateSessionRequest>(c);
+    uaplex_status st =
+        c.sessionServices.createSession(req, c.ctx, c.arena, c.responseType, c.response);
+    if (c.audit)
+        c.audit->createSession(c.ctx, req, st,
+                               st == UAPLEX_Good
+                                   ? static_cast<const ua::CreateSessionResponse*>(c.response)
+                                   : nullptr);
+    return st;
 }
 
 uaplex_status activateSession(ServiceRequest& c) noexcept {
-    return c.sessionServices.activateSession(requestOf<ua::ActivateSessionRequest>(c), c.raw, c.ctx,
-                                             c.arena, c.responseType, c.response, c.deferred);
+    const auto& req = requestOf<ua::ActivateSessionRequest>(c);
+    uaplex_status st = c.sessionServices.activateSession(req, c.raw, c.ctx, c.arena, c.responseType,
+                                                         c.response, c.deferred);
+    // A deferred login is reported by the login pool once checked.
+    if (c.audit && !c.deferred) c.sessionServices.reportActivation(req, c.ctx.channelId, st);
+    return st;
 }
 
 uaplex_status closeSession(ServiceRequest& c) noexcept {
@@ -76,8 +88,11 @@ uaplex_status closeSession(ServiceRequest& c) noexcept {
 }
 
 uaplex_status cancel(ServiceRequest& c) noexcept {
-    return c.sessionServices.cancel(*c.session, requestOf<ua::CancelRequest>(c), c.arena,
-                                    c.responseType, c.response);
+    const auto& req = requestOf<ua::CancelRequest>(c);
+    uaplex_status st =
+        c.sessionServices.cancel(*c.session, req, c.arena, c.responseType, c.response);
+    if (c.audit) c.audit->cancel(*c.session, req, st);
+    return st;
 }
 
 // --- attribute, view and method services: the ServiceHandler's NodeServices ---------------------
@@ -112,6 +127,17 @@ void conditionRefresh(SubscriptionService& subscriptions, std::uint64_t session,
                            : subscriptions.conditionRefresh(session, ids[0], ids[1]);
         r.outputArguments = {0, nullptr};
     }
+}
+
+// Write with its AuditWriteUpdate events. A write answered later (GoodCompletesAsynchronously)
+// owns the request by then and is not reported.
+uaplex_status write(ServiceRequest& c) noexcept {
+    uaplex_status st = nodeService<&NodeServices::write>(c);
+    if (c.audit && st != UAPLEX_GoodCompletesAsynchronously)
+        c.audit->write(
+            *c.session, requestOf<ua::WriteRequest>(c), st,
+            st == UAPLEX_Good ? static_cast<const ua::WriteResponse*>(c.response) : nullptr);
+    return st;
 }
 
 uaplex_status callMethods(ServiceRequest& c) noexcept {
@@ -266,7 +292,7 @@ constexpr ServiceDescriptor kServices[] = {
     row<ua::ReadRequest, ua::ReadResponse>(ns0::ReadRequest_Encoding_DefaultBinary, "Read",
                                            Activated, &nodeService<&NodeServices::read>),
     row<ua::WriteRequest, ua::WriteResponse>(ns0::WriteRequest_Encoding_DefaultBinary, "Write",
-                                             Activated, &nodeService<&NodeServices::write>),
+                                             Activated, &write),
     row<ua::CallRequest, ua::CallResponse>(ns0::CallRequest_Encoding_DefaultBinary, "Call",
                                            Activated, &callMethods),
     row<ua::CreateMonitoredItemsRequest, ua::CreateMonitoredItemsResponse>(

@@ -68,6 +68,9 @@ class ServiceSetHandler final : public ServiceHandler {
     void setEventRaised(EventRaisedFn fn, void* user) noexcept override {
         set_.setEventRaised(fn, user);
     }
+    uaplex_status raiseEvent(const uaplex_event_spec& spec) noexcept override {
+        return set_.raiseEvent(spec);
+    }
     void shutdown() noexcept override { set_.setState(services::ServerState::Shutdown); }
 
   private:

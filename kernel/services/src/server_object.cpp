@@ -263,7 +263,8 @@ void ServiceSet::Impl::buildServerObject() {
           n0::Server_ServerCapabilities_MaxSelectClauseParameters,
           n0::Server_ServerCapabilities_MaxWhereClauseParameters, n0::Server_UrisVersion})
         constant(id, scalarUInt32(0));
-    constant(n0::Server_Auditing, ua::variantBoolean(false));
+    // [audit] enabled: the session, write and certificate Audit events are raised (Part 5 6.4).
+    constant(n0::Server_Auditing, ua::variantBoolean(cfg.audit.enabled));
     constant(n0::Server_ServerRedundancy_RedundancySupport, ua::variantInt32(0));  // None
     {
         ua::Variant v = ua::makeVariant(ua::BuiltinType::DateTime);

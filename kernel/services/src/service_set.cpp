@@ -231,6 +231,10 @@ void ServiceSet::setEventRaised(EventRaisedFn fn, void* user) noexcept {
     impl_->eventRaised.store(fn, std::memory_order_release);
 }
 
+uaplex_status ServiceSet::raiseEvent(const uaplex_event_spec& spec) noexcept {
+    return impl_->raiseEvent(nullptr, &spec);
+}
+
 SessionStatePtr ServiceSet::createSessionState() {
     return SessionStatePtr(new SessionState());
 }

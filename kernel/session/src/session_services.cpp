@@ -455,6 +455,17 @@ uaplex_status SessionServices::finishActivation(const ua::ActivateSessionRequest
     return UAPLEX_Good;
 }
 
+void SessionServices::reportActivation(const ua::ActivateSessionRequest& req,
+                                       std::uint32_t channelId, uaplex_status status) noexcept {
+    if (!activationAudit_) return;
+    std::shared_ptr<Session> s;
+    try {
+        s = sessions_.lookup(req.requestHeader.authenticationToken);
+    } catch (...) {
+    }
+    activationAudit_(activationAuditUser_, channelId, req, status, s.get());
+}
+
 void SessionServices::runLogin(const LoginCall& call) noexcept {
     try {
         enc::Arena arena(limits_.maxArenaBytes, 4096);
@@ -469,6 +480,10 @@ void SessionServices::runLogin(const LoginCall& call) noexcept {
                                   sdk::monotonic_ms(), arena, responseType, response);
         else if (st == UAPLEX_Good)
             st = UAPLEX_BadInternalError;
+        if (activationAudit_ && m.type == enc::dataTypeOf<ua::ActivateSessionRequest>())
+            activationAudit_(activationAuditUser_, call.channelId,
+                             *static_cast<const ua::ActivateSessionRequest*>(m.object), st,
+                             call.session.get());
         encodeResponse(call.requestHandle, st, responseType, response, utc, out);
         call.release();
         if (call.route->open()) call.route->send(out.span());

@@ -61,6 +61,8 @@ class Dispatcher {
     // The application instance certificate and key for CreateSession/ActivateSession
     // signatures (Part 4 5.6.2, 5.6.3); null when only None is offered.
     void setPki(security::Pki* pki) noexcept { sessionServices_.setPki(pki); }
+    // [audit] enabled: the session and Write services raise their Audit events there.
+    void setAudit(AuditTrail* audit) noexcept;
 
     const enc::DecodeLimits& decodeLimits() const noexcept { return limits_; }
     // Drops the logins waiting for the password pool and joins its threads (server stop,
@@ -88,6 +90,7 @@ class Dispatcher {
     const Discovery& discovery_;
     enc::DecodeLimits limits_;
     SubscriptionService* subscriptions_ = nullptr;
+    AuditTrail* audit_ = nullptr;
     session::SessionServices sessionServices_;
     // Made with the dispatcher: counting allocates nothing.
     std::unique_ptr<ServiceCounters> counters_;

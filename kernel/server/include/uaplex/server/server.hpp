@@ -43,6 +43,7 @@ class AccessPolicy;
 
 namespace uaplex::server {
 
+class AuditTrail;
 class Dispatcher;
 class SubscriptionService;
 class Discovery;
@@ -128,6 +129,8 @@ class Server {
     config::ServerConfig cfg_;
     host::Host& host_;
     ServiceHandler& services_;
+    // [audit] enabled; first made and last gone: every part that raises Audit events uses it.
+    std::unique_ptr<AuditTrail> audit_;
     std::unique_ptr<security::Pki> pki_;
     std::unique_ptr<security::Provider> securityProvider_;
     // Log lines of refused client and user certificates ([server.limits]).

@@ -17,6 +17,8 @@ namespace uaplex::enc {
 class Arena;
 struct DataType;
 }  // namespace uaplex::enc
+struct uaplex_event_spec;
+
 namespace uaplex::config {
 struct ServerConfig;
 }
@@ -96,6 +98,10 @@ class ServiceHandler {
     virtual void setGetMonitoredItems(GetMonitoredItemsFn, void*) noexcept {}
     // Told of every event a node manager raises, with its notifier handles.
     virtual void setEventRaised(EventRaisedFn, void*) noexcept {}
+    // Raises an event of the server's own (the Audit events) on its source's notifiers.
+    virtual uaplex_status raiseEvent(const uaplex_event_spec&) noexcept {
+        return UAPLEX_BadNotSupported;
+    }
     // The server is stopping (ServerState Shutdown).
     virtual void shutdown() noexcept {}
 };

@@ -23,6 +23,7 @@
 
 namespace uaplex::server {
 
+class AuditTrail;
 class Discovery;
 class SubscriptionService;
 
@@ -49,6 +50,7 @@ struct ServiceRequest {
     SubscriptionService* subscriptions;  // null: the subscription services are not served
     const Discovery& discovery;
     session::Session* session = nullptr;  // SessionUse::Activated: the resolved session
+    AuditTrail* audit = nullptr;          // [audit] enabled: the Audit events to raise
     // Out: the response (its ResponseHeader is filled by the dispatcher), or `deferred` when
     // it goes through ctx.makeRoute's route later.
     const enc::DataType* responseType = nullptr;

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+struct uaplex_event_spec;
+
 namespace uaplex::config {
 struct ServerConfig;
 }
@@ -127,6 +129,9 @@ class ServiceSet {
     using EventRaisedFn = void (*)(void*, std::span<const std::uint64_t>,
                                    const subscription::EventView&);
     void setEventRaised(EventRaisedFn fn, void* user) noexcept;
+    // An event the server itself raises (the Audit events): checked and completed like a
+    // node manager's.
+    uaplex_status raiseEvent(const uaplex_event_spec& spec) noexcept;
     void setState(ServerState state) noexcept;
 
   private:

@@ -89,6 +89,11 @@ class SessionServices {
     // Told of each successful ActivateSession (the session's identity and access view may
     // have changed).
     using ActivatedFn = void (*)(void* user, const Session& session);
+    // Told of every ActivateSession answered, Good or not ([audit]); `session` null when the
+    // request names none.
+    using ActivationAuditFn = void (*)(void* user, std::uint32_t channelId,
+                                       const ua::ActivateSessionRequest& request,
+                                       uaplex_status status, const Session* session);
 
     SessionServices(const config::ServerConfig& cfg, SessionManager& sessions);
 
@@ -122,6 +127,13 @@ class SessionServices {
         activated_ = fn;
         activatedUser_ = user;
     }
+    void setActivationAudit(ActivationAuditFn fn, void* user) noexcept {
+        activationAudit_ = fn;
+        activationAuditUser_ = user;
+    }
+    // An ActivateSession answered at once (not deferred) with `status`, for the audit hook.
+    void reportActivation(const ua::ActivateSessionRequest& request, std::uint32_t channelId,
+                          uaplex_status status) noexcept;
     // How Cancel and session close take queued requests out of the request queue.
     void setCanceller(QueuedCanceller canceller) noexcept { canceller_ = canceller; }
     // How ActivateSession checks identity tokens and what each identity may do; without
@@ -160,6 +172,8 @@ class SessionServices {
     void* parkedCancelUser_ = nullptr;
     ActivatedFn activated_ = nullptr;
     void* activatedUser_ = nullptr;
+    ActivationAuditFn activationAudit_ = nullptr;
+    void* activationAuditUser_ = nullptr;
     QueuedCanceller canceller_;
     const IdentityVerifier anonymousOnly_{config::AccessSection{}, nullptr};
     const IdentityVerifier* identity_ = &anonymousOnly_;

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: Apache-2.0
+// The Audit events of [audit] (Part 5 6.4.3, AuditEventType and its subtypes): raised on the
+// Server object with the standard fields of their type and written as the same record to the
+// audit log. Raising runs on the thread of the service; the log is written by one thread of its
+// own from a bounded queue, so no worker waits for the disk (a full queue drops and counts).
+// Without [audit] enabled the server makes none and the services skip every call.
+#pragma once
+
+#include <uaplex/encoding/encoding.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include <uaplex/config/config.hpp>
+
+namespace uaplex::session {
+class Session;
+struct RequestContext;
+}  // namespace uaplex::session
+
+namespace uaplex::server {
+
+class ServiceHandler;
+
+class AuditTrail {
+  public:
+    // Opens the log (cfg.audit.file, when set) and starts its writer. Throws
+    // std::runtime_error when the file cannot be opened.
+    AuditTrail(const config::ServerConfig& cfg, ServiceHandler& services);
+    ~AuditTrail();
+    AuditTrail(const AuditTrail&) = delete;
+    AuditTrail& operator=(const AuditTrail&) = delete;
+
+    // AuditCreateSessionEventType; `response` null on failure.
+    void createSession(const session::RequestContext& ctx, const ua::CreateSessionRequest& request,
+                       uaplex_status status, const ua::CreateSessionResponse* response) noexcept;
+    // AuditActivateSessionEventType; `session` null when the token named none.
+    void activateSession(std::uint32_t channelId, const ua::ActivateSessionRequest& request,
+                         uaplex_status status, const session::Session* session) noexcept;
+    // AuditCancelEventType.
+    void cancel(const session::Session& session, const ua::CancelRequest& request,
+                uaplex_status status) noexcept;
+    // AuditWriteUpdateEventType, one per WriteValue; `response` null when the whole request
+    // failed.
+    void write(const session::Session& session, const ua::WriteRequest& request,
+               uaplex_status status, const ua::WriteResponse* response) noexcept;
+    // AuditCertificate*EventType by `status` (Untrusted, Expired, Invalid, Revoked, Mismatch,
+    // or the base type) for a client certificate refused with it.
+    void certificate(std::span<const std::uint8_t> der, uaplex_status status,
+                     std::string_view what) noexcept;
+
+    // Log records dropped because the writer fell behind (queue full) or could not write.
+    std::uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
+    std::uint64_t raised() const noexcept { return raised_.load(std::memory_order_relaxed); }
+
+    // One record: its fields raised as the event and formatted as the log line.
+    struct Record;
+
+  private:
+    void emit(Record& record) noexcept;
+    void enqueue(std::string line) noexcept;
+    void writerLoop() noexcept;
+    bool openLog();
+    void writeLine(const std::string& line) noexcept;
+
+    const config::AuditConfig cfg_;
+    const std::string serverId_;
+    ServiceHandler& services_;
+    std::atomic<std::uint64_t> dropped_{0};
+    std::atomic<std::uint64_t> raised_{0};
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::deque<std::string> queue_;
+    bool stopping_ = false;
+    int fd_ = -1;
+    std::uint64_t fileBytes_ = 0;
+    std::uint64_t reportedDrops_ = 0;  // the writer's: drops already noted in the log
+    std::thread writer_;
+};
+
+}  // namespace uaplex::server

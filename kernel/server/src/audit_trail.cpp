@@ -1,0 +1,522 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <uaplex/server/audit_trail.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <uaplex/node_manager.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <deque>
+#include <filesystem>
+#include <stdexcept>
+#include <vector>
+
+#include <uaplex/security/crypto.hpp>
+#include <uaplex/server/service_handler.hpp>
+#include <uaplex/session/session_manager.hpp>
+#include <uaplex/session/session_services.hpp>
+
+namespace uaplex::server {
+
+namespace ns0 = ua::ns0;
+
+namespace {
+
+// A client's string in a record is cut to this: the line limit then holds every field.
+constexpr std::size_t kMaxFieldChars = 256;
+constexpr std::int64_t kUnixEpochTicks = 116444736000000000LL;  // 1970 in DateTime ticks
+
+std::string isoTime(std::int64_t dt) {
+    const std::int64_t ticks = dt - kUnixEpochTicks;
+    std::time_t secs = std::time_t(ticks / 10000000);
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                  int((ticks % 10000000) / 10000));
+    return buf;
+}
+
+std::string nodeIdText(const ua::NodeId& id) {
+    std::string out;
+    if (id.namespace_index != 0) out = "ns=" + std::to_string(id.namespace_index) + ";";
+    char buf[64];
+    switch (id.identifier_type) {
+        case UAPLEX_ID_NUMERIC:
+            return out + "i=" + std::to_string(id.identifier.numeric);
+        case UAPLEX_ID_STRING:
+            return out +
+                   "s=" + std::string(ua::view(id.identifier.string).substr(0, kMaxFieldChars));
+        case UAPLEX_ID_GUID: {
+            const auto& g = id.identifier.guid;
+            std::snprintf(buf, sizeof buf, "g=%08X-%04X-%04X-%02X%02X-%02X%02X%02X%02X%02X%02X",
+                          g.data1, g.data2, g.data3, g.data4[0], g.data4[1], g.data4[2], g.data4[3],
+                          g.data4[4], g.data4[5], g.data4[6], g.data4[7]);
+            return out + buf;
+        }
+        default:
+            return out + "b=(" + std::to_string(std::max(id.identifier.bytestring.length, 0)) +
+                   " bytes)";
+    }
+}
+
+// A client's text, cut, with what is not printable UTF-8 replaced: every line of the log
+// stays one line and valid JSON.
+std::string cleanText(std::string_view s) {
+    std::string out;
+    s = s.substr(0, kMaxFieldChars);
+    for (std::size_t i = 0; i < s.size();) {
+        auto c = static_cast<unsigned char>(s[i]);
+        std::size_t n = c < 0x80         ? 1
+                        : (c >> 5) == 6  ? 2
+                        : (c >> 4) == 14 ? 3
+                        : (c >> 3) == 30 ? 4
+                                         : 0;
+        bool ok = n > 0 && i + n <= s.size();
+        for (std::size_t k = 1; ok && k < n; ++k)
+            ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+        if (!ok || c < 0x20 || c == 0x7F) {
+            out += '?';
+            ++i;
+            continue;
+        }
+        out.append(s.substr(i, n));
+        i += n;
+    }
+    return out;
+}
+
+std::string jsonString(std::string_view s) {
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\') out += '\\';
+        out += c;
+    }
+    return out + '"';
+}
+
+const char* eventTypeName(std::uint32_t type) noexcept {
+    switch (type) {
+        case ns0::AuditCreateSessionEventType:
+            return "AuditCreateSessionEventType";
+        case ns0::AuditActivateSessionEventType:
+            return "AuditActivateSessionEventType";
+        case ns0::AuditCancelEventType:
+            return "AuditCancelEventType";
+        case ns0::AuditWriteUpdateEventType:
+            return "AuditWriteUpdateEventType";
+        case ns0::AuditUrlMismatchEventType:
+            return "AuditUrlMismatchEventType";
+        case ns0::AuditCertificateUntrustedEventType:
+            return "AuditCertificateUntrustedEventType";
+        case ns0::AuditCertificateExpiredEventType:
+            return "AuditCertificateExpiredEventType";
+        case ns0::AuditCertificateInvalidEventType:
+            return "AuditCertificateInvalidEventType";
+        case ns0::AuditCertificateRevokedEventType:
+            return "AuditCertificateRevokedEventType";
+        case ns0::AuditCertificateMismatchEventType:
+            return "AuditCertificateMismatchEventType";
+        default:
+            return "AuditCertificateEventType";
+    }
+}
+
+std::uint32_t certificateEventType(uaplex_status st) noexcept {
+    switch (st) {
+        case UAPLEX_BadCertificateUntrusted:
+        case UAPLEX_BadCertificateIssuerUseNotAllowed:
+            return ns0::AuditCertificateUntrustedEventType;
+        case UAPLEX_BadCertificateTimeInvalid:
+        case UAPLEX_BadCertificateIssuerTimeInvalid:
+            return ns0::AuditCertificateExpiredEventType;
+        case UAPLEX_BadCertificateRevoked:
+        case UAPLEX_BadCertificateIssuerRevoked:
+        case UAPLEX_BadCertificateRevocationUnknown:
+        case UAPLEX_BadCertificateIssuerRevocationUnknown:
+            return ns0::AuditCertificateRevokedEventType;
+        case UAPLEX_BadCertificateUriInvalid:
+        case UAPLEX_BadCertificateHostNameInvalid:
+            return ns0::AuditCertificateMismatchEventType;
+        case UAPLEX_BadCertificateInvalid:
+        case UAPLEX_BadCertificateUseNotAllowed:
+        case UAPLEX_BadSecurityChecksFailed:
+            return ns0::AuditCertificateInvalidEventType;
+        default:
+            return ns0::AuditCertificateEventType;
+    }
+}
+
+std::string userOf(const session::Session& s) {
+    session::UserIdentity id = s.identity();
+    return cleanText(id.name.empty() ? id.key : id.name);
+}
+
+}  // namespace
+
+// Every value a field points to lives in the record (deques keep addresses) or in the request
+// the service is answering, for the duration of emit().
+struct AuditTrail::Record {
+    struct Field {
+        ua::QualifiedName name;
+        ua::Variant value;
+        std::string text;  // the log's rendering
+        bool quoted;       // text is a string (JSON quotes it)
+    };
+    std::uint32_t eventType;
+    std::deque<Field> fields;
+    std::deque<std::string> strings;
+    std::deque<ua::NodeId> nodeIds;
+
+    explicit Record(std::uint32_t type) : eventType(type) {}
+    ua::String keep(std::string s) {
+        strings.push_back(std::move(s));
+        return ua::makeString(strings.back());
+    }
+    void add(std::string_view name, const ua::Variant& v, std::string text, bool quoted) {
+        fields.push_back({{0, keep(std::string(name))}, v, std::move(text), quoted});
+    }
+    void addString(std::string_view name, std::string_view value) {
+        std::string clean = cleanText(value);
+        ua::Variant v = ua::makeVariant(ua::BuiltinType::String);
+        v.value.string = keep(clean);
+        add(name, v, std::move(clean), true);
+    }
+    void addBool(std::string_view name, bool b) {
+        add(name, ua::variantBoolean(b), b ? "true" : "false", false);
+    }
+    void addUInt32(std::string_view name, std::uint32_t x) {
+        add(name, ua::variantUInt32(x), std::to_string(x), false);
+    }
+    void addDouble(std::string_view name, double x) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.17g", x);
+        add(name, ua::variantDouble(x), buf, false);
+    }
+    void addDateTime(std::string_view name, std::int64_t dt) {
+        ua::Variant v = ua::makeVariant(ua::BuiltinType::DateTime);
+        v.value.datetime = dt;
+        add(name, v, isoTime(dt), true);
+    }
+    void addNodeId(std::string_view name, const ua::NodeId& id) {
+        nodeIds.push_back(id);
+        ua::Variant v = ua::makeVariant(ua::BuiltinType::NodeId);
+        v.value.pointer = &nodeIds.back();
+        add(name, v, nodeIdText(id), true);
+    }
+    // Certificates: the event carries the DER, the log its SHA-1 thumbprint.
+    void addCertificate(std::string_view name, std::span<const std::uint8_t> der) {
+        ua::Variant v = ua::makeVariant(ua::BuiltinType::ByteString);
+        v.value.bytestring =
+            ua::ByteString{std::int32_t(der.size()), const_cast<std::uint8_t*>(der.data())};
+        std::string text;
+        if (!der.empty()) {
+            try {
+                if (auto c = security::Certificate::fromDer(der)) text = c->thumbprintHex();
+            } catch (...) {
+            }
+            if (text.empty())
+                text = "(" + std::to_string(der.size()) + " bytes, not a certificate)";
+        }
+        add(name, v, std::move(text), true);
+    }
+    // The common fields of AuditEventType (Part 5 6.4.3).
+    void common(std::string_view serverId, bool status, uaplex_status code,
+                std::string_view auditEntryId, std::string_view userId, std::int64_t utc) {
+        addDateTime("ActionTimeStamp", utc);
+        addBool("Status", status);
+        addString("ServerId", serverId);
+        addString("ClientAuditEntryId", auditEntryId);
+        addString("ClientUserId", userId);
+        ua::Variant sev = ua::makeVariant(ua::BuiltinType::UInt16);
+        sev.value.uint16 = status ? 100 : 500;
+        add("Severity", sev, std::to_string(sev.value.uint16), false);
+        char buf[16];
+        std::snprintf(buf, sizeof buf, "0x%08X", code);
+        logOnly("StatusCode", buf);  // not a field of the type: the event has Status
+    }
+    // A field of the log line only (a null value is not raised).
+    void logOnly(std::string_view name, std::string text) {
+        add(name, ua::Variant{}, std::move(text), true);
+    }
+};
+
+AuditTrail::AuditTrail(const config::ServerConfig& cfg, ServiceHandler& services)
+    : cfg_(cfg.audit), serverId_(cfg.server.application_uri), services_(services) {
+    if (cfg_.file.empty()) return;
+    if (!openLog())
+        throw std::runtime_error("audit: cannot open " + cfg_.file.string() + ": " +
+                                 std::strerror(errno));
+    writer_ = std::thread([this] { writerLoop(); });
+}
+
+AuditTrail::~AuditTrail() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    wake_.notify_all();
+    if (writer_.joinable()) writer_.join();
+    if (fd_ >= 0) ::close(fd_);
+}
+
+bool AuditTrail::openLog() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = ::open(cfg_.file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd_ < 0) return false;
+    off_t end = ::lseek(fd_, 0, SEEK_END);
+    fileBytes_ = end > 0 ? std::uint64_t(end) : 0;
+    return true;
+}
+
+void AuditTrail::writeLine(const std::string& line) noexcept {
+    if (fd_ >= 0 && fileBytes_ > 0 && fileBytes_ + line.size() > cfg_.max_file_bytes) {
+        // One rotated file: the disk holds at most twice max_file_mib of audit log.
+        std::error_code ec;
+        std::filesystem::path old = cfg_.file;
+        old += ".1";
+        std::filesystem::rename(cfg_.file, old, ec);
+        if (!openLog()) fd_ = -1;
+    }
+    if (fd_ < 0 && !openLog()) {
+        dropped_.fetch_add(1, std::memory_order_relaxed);
+        return;
+    }
+    const char* p = line.data();
+    std::size_t left = line.size();
+    while (left > 0) {
+        ssize_t n = ::write(fd_, p, left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            dropped_.fetch_add(1, std::memory_order_relaxed);
+            return;
+        }
+        p += n;
+        left -= std::size_t(n);
+    }
+    fileBytes_ += line.size();
+}
+
+void AuditTrail::writerLoop() noexcept {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+        wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty() && stopping_) return;
+        std::deque<std::string> batch;
+        batch.swap(queue_);
+        lock.unlock();
+        // Drops are noted in the log itself, once per batch that follows them.
+        std::uint64_t drops = dropped_.load(std::memory_order_relaxed);
+        if (drops != reportedDrops_) {
+            std::string note = cfg_.json ? "{\"droppedRecords\":" + std::to_string(drops) + "}\n"
+                                         : "dropped records: " + std::to_string(drops) + "\n";
+            writeLine(note);
+            reportedDrops_ = drops;
+        }
+        for (const std::string& line : batch) writeLine(line);
+        lock.lock();
+    }
+}
+
+void AuditTrail::enqueue(std::string line) noexcept {
+    try {
+        {
+            std::lock_guard lock(mutex_);
+            if (queue_.size() >= cfg_.queue_records) {
+                dropped_.fetch_add(1, std::memory_order_relaxed);
+                return;
+            }
+            queue_.push_back(std::move(line));
+        }
+        wake_.notify_one();
+    } catch (...) {
+        dropped_.fetch_add(1, std::memory_order_relaxed);
+    }
+}
+
+void AuditTrail::emit(Record& r) noexcept {
+    try {
+        // The event: every field but the log's own, by its browse name, on the Server object.
+        std::vector<uaplex_event_field> fields;
+        fields.reserve(r.fields.size());
+        for (const auto& f : r.fields)
+            if (ua::variantType(f.value) != ua::BuiltinType::Null)
+                fields.push_back({&f.name, 1, 0, &f.value});
+        const ua::NodeId type = ua::numericNodeId(0, r.eventType);
+        const ua::NodeId server = ua::numericNodeId(0, ns0::Server);
+        std::string message = eventTypeName(r.eventType);
+        ua::LocalizedText text = ua::makeLocalizedText("", message);
+        ua::Variant mv = ua::makeVariant(ua::BuiltinType::LocalizedText);
+        mv.value.pointer = &text;
+        static const ua::QualifiedName kMessage{0, ua::makeString("Message")};
+        fields.push_back({&kMessage, 1, 0, &mv});
+        uaplex_event_spec spec{};
+        spec.hdr = UAPLEX_HEADER_INIT(uaplex_event_spec, UAPLEX_STYPE_EVENT_SPEC);
+        spec.field_count = std::uint32_t(fields.size());
+        spec.event_type = &type;
+        spec.source_node = &server;
+        spec.fields = fields.data();
+        services_.raiseEvent(spec);
+        raised_.fetch_add(1, std::memory_order_relaxed);
+        if (cfg_.file.empty()) return;
+
+        // The log line: text "time EventType Name=value ...", or one JSON object.
+        std::string line;
+        const std::string time = isoTime(ua::utcNow());
+        if (cfg_.json) {
+            line = "{\"time\":" + jsonString(time) + ",\"EventType\":" + jsonString(message);
+            for (const auto& f : r.fields) {
+                std::string entry = "," + jsonString(ua::view(f.name.name)) + ":" +
+                                    (f.quoted ? jsonString(f.text) : f.text);
+                if (line.size() + entry.size() + 2 > cfg_.max_line_bytes) {
+                    line += ",\"truncated\":true";
+                    break;
+                }
+                line += entry;
+            }
+            line += "}\n";
+        } else {
+            line = time + " " + message;
+            for (const auto& f : r.fields) {
+                std::string entry = " " + std::string(ua::view(f.name.name)) + "=" +
+                                    (f.quoted ? jsonString(f.text) : f.text);
+                if (line.size() + entry.size() + 1 > cfg_.max_line_bytes) {
+                    line += " truncated";
+                    break;
+                }
+                line += entry;
+            }
+            line += "\n";
+        }
+        enqueue(std::move(line));
+    } catch (...) {
+        dropped_.fetch_add(1, std::memory_order_relaxed);
+    }
+}
+
+void AuditTrail::createSession(const session::RequestContext& ctx,
+                               const ua::CreateSessionRequest& req, uaplex_status status,
+                               const ua::CreateSessionResponse* resp) noexcept {
+    try {
+        Record r(ns0::AuditCreateSessionEventType);
+        const bool ok = status == UAPLEX_Good && resp;
+        r.common(serverId_, ok, status, ua::view(req.requestHeader.auditEntryId), "", ctx.utc);
+        if (ok) r.addNodeId("SessionId", resp->sessionId);
+        r.addString("SecureChannelId", std::to_string(ctx.channelId));
+        r.addCertificate("ClientCertificate", ua::view(req.clientCertificate));
+        std::string thumb = r.fields.back().text;
+        r.addString("ClientCertificateThumbprint", thumb);
+        if (ok) r.addDouble("RevisedSessionTimeout", resp->revisedSessionTimeout);
+        emit(r);
+    } catch (...) {
+        dropped_.fetch_add(1, std::memory_order_relaxed);
+    }
+}
+
+void AuditTrail::activateSession(std::uint32_t channelId, const ua::ActivateSessionRequest& req,
+                                 uaplex_status status, const session::Session* s) noexcept {
+    try {
+        Record r(ns0::AuditActivateSessionEventType);
+        const bool ok = status == UAPLEX_Good;
+        // Who asked: the session's identity once activated, else the user name of the token.
+        const ua::ExtensionObject& token = req.userIdentityToken;
+        const auto* userName =
+            token.object && token.data_type == enc::dataTypeOf<ua::UserNameIdentityToken>()
+                ? static_cast<const ua::UserNameIdentityToken*>(token.object)
+                : nullptr;
+        std::string user = ok && s    ? userOf(*s)
+                           : userName ? std::string(ua::view(userName->userName))
+                                      : std::string("anonymous");
+        r.common(serverId_, ok, status, ua::view(req.requestHeader.auditEntryId), user,
+                 ua::utcNow());
+        if (s) r.addNodeId("SessionId", s->sessionId());
+        r.addString("SecureChannelId", std::to_string(channelId));
+        r.addUInt32("ClientSoftwareCertificates",
+                    std::uint32_t(std::max(req.clientSoftwareCertificates.length, 0)));
+        // The token without its secret: a UserName token's password never leaves here.
+        ua::UserNameIdentityToken safe{};
+        ua::ExtensionObject eo = token;
+        std::string kind = "anonymous";
+        if (userName) {
+            safe = *userName;
+            safe.password = ua::nullByteString();
+            eo.object = &safe;
+            eo.body = ua::nullByteString();
+            kind = "UserName " + cleanText(ua::view(userName->userName));
+        } else if (token.object && token.data_type == enc::dataTypeOf<ua::X509IdentityToken>()) {
+            kind = "X509";
+        } else if (token.object &&
+                   token.data_type != enc::dataTypeOf<ua::AnonymousIdentityToken>()) {
+            kind = "other";
+        }
+        ua::Variant tv = ua::makeVariant(ua::BuiltinType::ExtensionObject);
+        tv.value.pointer = &eo;
+        if (!token.object) tv = ua::Variant{};  // not decoded: nothing to show
+        r.add("UserIdentityToken", tv, kind, true);
+        emit(r);
+    } catch (...) {
+        dropped_.fetch_add(1, std::memory_order_relaxed);
+    }
+}
+
+void AuditTrail::cancel(const session::Session& s, const ua::CancelRequest& req,
+                        uaplex_status status) noexcept {
+    try {
+        Record r(ns0::AuditCancelEventType);
+        r.common(serverId_, status == UAPLEX_Good, status, ua::view(req.requestHeader.auditEntryId),
+                 userOf(s), ua::utcNow());
+        r.addNodeId("SessionId", s.sessionId());
+        r.addUInt32("RequestHandle", req.requestHandle);
+        emit(r);
+    } catch (...) {
+        dropped_.fetch_add(1, std::memory_order_relaxed);
+    }
+}
+
+void AuditTrail::write(const session::Session& s, const ua::WriteRequest& req, uaplex_status status,
+                       const ua::WriteResponse* resp) noexcept {
+    try {
+        const std::string user = userOf(s);
+        const std::int64_t utc = ua::utcNow();
+        for (std::size_t i = 0; i < req.nodesToWrite.size(); ++i) {
+            const ua::WriteValue& wv = req.nodesToWrite[i];
+            uaplex_status st = status;
+            if (st == UAPLEX_Good)
+                st = resp && i < resp->results.size() ? resp->results[i] : UAPLEX_BadInternalError;
+            Record r(ns0::AuditWriteUpdateEventType);
+            r.common(serverId_, st == UAPLEX_Good, st, ua::view(req.requestHeader.auditEntryId),
+                     user, utc);
+            r.addNodeId("SessionId", s.sessionId());
+            // The written node (Part 5 6.4.21); the event still reaches the Server's items.
+            r.addNodeId("SourceNode", wv.nodeId);
+            r.addUInt32("AttributeId", wv.attributeId);
+            r.addString("IndexRange", ua::view(wv.indexRange));
+            // NewValue as written; the log shows its type only (values may be large).
+            ua::Variant nv = wv.value.value;
+            r.add("NewValue", nv, "type " + std::to_string(nv.encoding & 0x3F), true);
+            emit(r);
+        }
+    } catch (...) {
+        dropped_.fetch_add(1, std::memory_order_relaxed);
+    }
+}
+
+void AuditTrail::certificate(std::span<const std::uint8_t> der, uaplex_status status,
+                             std::string_view what) noexcept {
+    try {
+        Record r(certificateEventType(status));
+        r.common(serverId_, false, status, "", "", ua::utcNow());
+        r.addCertificate("Certificate", der);
+        r.logOnly("Action", cleanText(what));
+        emit(r);
+    } catch (...) {
+        dropped_.fetch_add(1, std::memory_order_relaxed);
+    }
+}
+
+}  // namespace uaplex::server

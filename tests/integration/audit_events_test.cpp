@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: Apache-2.0
+// [audit] against the real `uaplex` process: a client subscribed to the Server object with an
+// EventFilter selecting EventType, Status, ClientUserId and SessionId receives the Audit events
+// of a second client's CreateSession, ActivateSession, Write and Cancel, and a failed
+// ActivateSession (wrong password) with Status false; the JSON lines log has one parseable line
+// per event and no password in it. Server_Auditing reads true.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/client_services.hpp"
+#include "support/opcua_client.hpp"
+#include "support/server_process.hpp"
+
+using namespace uaplex;
+using test::Client;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::uint32_t handle = 100;
+
+constexpr std::uint32_t kAuditEventType = 2052;
+constexpr std::uint32_t kAuditSessionEventType = 2069;
+constexpr std::uint32_t kAuditCreateSession = 2071;
+constexpr std::uint32_t kAuditActivateSession = 2075;
+constexpr std::uint32_t kAuditCancel = 2078;
+constexpr std::uint32_t kAuditWriteUpdate = 2100;
+
+fs::path usersFile(const fs::path& dir) {
+    fs::path f = dir / "users.toml";
+    std::string add = std::string(UAPLEX_EXE) +
+                      " users add operator --roles Operator --password op-secret "
+                      "--iterations 1000 --file " +
+                      f.string() + " >/dev/null";
+    REQUIRE(std::system(add.c_str()) == 0);
+    return f;
+}
+
+test::ServerProcess startServer() {
+    return test::ServerProcess("audit-events", [](std::uint16_t port, const fs::path& dir) {
+        std::ostringstream t;
+        t << test::configHead(port)
+          << "[slots]\nrequest_queue = \"fifo\"\nmonitored_item_queue = \"mi-default\"\n"
+          << "[plugins.fifo]\n[plugins.transport-tcp]\n[plugins.mi-default]\n[plugins.demo]\n"
+          << "[access]\nusers_file = \"" << usersFile(dir).string() << "\"\n"
+          << "[audit]\nenabled = true\nfile = \"audit.jsonl\"\nformat = \"json\"\n";
+        return t.str();
+    });
+}
+
+// One received event: the four fields selected.
+struct Seen {
+    std::uint32_t type = 0;
+    bool status = false;
+    std::string user;
+    bool hasSession = false;
+};
+
+std::uint32_t subscribeToServerEvents(Client& c) {
+    std::uint32_t sub = test::createSubscription(c, {100, 600, 5}, ++handle);
+    ua::QualifiedName names[4] = {{0, ua::makeString("EventType")},
+                                  {0, ua::makeString("Status")},
+                                  {0, ua::makeString("ClientUserId")},
+                                  {0, ua::makeString("SessionId")}};
+    const std::uint32_t types[4] = {2041, kAuditEventType, kAuditEventType, kAuditSessionEventType};
+    ua::SimpleAttributeOperand select[4]{};
+    for (int i = 0; i < 4; ++i) {
+        select[i].typeDefinitionId = ua::numericNodeId(0, types[i]);
+        select[i].browsePath = {1, &names[i]};
+        select[i].attributeId = 13;
+        select[i].indexRange = ua::nullString();
+    }
+    ua::EventFilter filter{};
+    filter.selectClauses = {4, select};
+    filter.whereClause.elements = {0, nullptr};
+    ua::MonitoredItemCreateRequest item{};
+    item.itemToMonitor.nodeId = ua::numericNodeId(0, 2253);  // the Server object
+    item.itemToMonitor.attributeId = 12;                     // EventNotifier
+    item.itemToMonitor.indexRange = ua::nullString();
+    item.monitoringMode = ua::MonitoringMode::Reporting;
+    item.requestedParameters.clientHandle = 7;
+    item.requestedParameters.queueSize = 1000;
+    item.requestedParameters.discardOldest = true;
+    auto& eo = item.requestedParameters.filter;
+    eo.encoding = UAPLEX_EXTENSIONOBJECT_BINARY;
+    eo.type_id = ua::numericNodeId(0, enc::dataTypeOf<ua::EventFilter>()->binaryEncodingId);
+    eo.data_type = enc::dataTypeOf<ua::EventFilter>();
+    eo.object = &filter;
+    ua::CreateMonitoredItemsRequest cmi{};
+    cmi.subscriptionId = sub;
+    cmi.timestampsToReturn = ua::TimestampsToReturn::Both;
+    cmi.itemsToCreate = {1, &item};
+    auto m = c.call(cmi, ++handle);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    REQUIRE(static_cast<ua::CreateMonitoredItemsResponse*>(m.object)->results[0].statusCode ==
+            UAPLEX_Good);
+    return sub;
+}
+
+void publishEvents(Client& c, std::vector<Seen>& out) {
+    ua::PublishRequest p{};
+    p.subscriptionAcknowledgements = {0, nullptr};
+    auto m = c.call(p, ++handle);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    for (const auto& eo :
+         static_cast<ua::PublishResponse*>(m.object)->notificationMessage.notificationData) {
+        if (eo.data_type != enc::dataTypeOf<ua::EventNotificationList>()) continue;
+        for (const auto& e : static_cast<const ua::EventNotificationList*>(eo.object)->events) {
+            REQUIRE(e.eventFields.size() == 4);
+            Seen s;
+            const ua::Variant& type = e.eventFields[0];
+            if ((type.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_NODEID)
+                s.type = static_cast<const ua::NodeId*>(type.value.pointer)->identifier.numeric;
+            const ua::Variant& st = e.eventFields[1];
+            s.status =
+                (st.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_BOOLEAN && st.value.boolean;
+            const ua::Variant& user = e.eventFields[2];
+            if ((user.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_STRING)
+                s.user = std::string(ua::view(user.value.string));
+            s.hasSession =
+                (e.eventFields[3].encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_NODEID;
+            out.push_back(s);
+        }
+    }
+}
+
+bool has(const std::vector<Seen>& seen, std::uint32_t type, bool status, std::string_view user) {
+    for (const Seen& s : seen)
+        if (s.type == type && s.status == status && (user.empty() || s.user == user)) return true;
+    return false;
+}
+
+std::string slurp(const fs::path& f) {
+    std::ifstream in(f);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+}  // namespace
+
+TEST_CASE("audit: Audit events reach a client subscribed to the Server object and the log") {
+    test::ServerProcess s = startServer();
+    Client watcher;
+    REQUIRE(watcher.open(s.port));
+    REQUIRE(watcher.createSession() == UAPLEX_Good);
+    ua::DataValue auditing = test::readOne(watcher, ua::numericNodeId(0, 2994), 13, ++handle);
+    REQUIRE((auditing.value.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_BOOLEAN);
+    CHECK(auditing.value.value.boolean);  // Server_Auditing
+    subscribeToServerEvents(watcher);
+
+    // A second client: an Operator's session, a write and a cancel.
+    Client op;
+    REQUIRE(op.open(s.port));
+    Client::UserName operatorToken("username", "operator", "op-secret");
+    REQUIRE(op.createSessionAs(&operatorToken.eo) == UAPLEX_Good);
+    const std::uint16_t demo = test::demoNamespace(op);
+    CHECK(test::writeInt32(op, ua::stringNodeId(demo, "Demo.Scalars.Int32"), 42) == UAPLEX_Good);
+    ua::CancelRequest cancel{};
+    cancel.requestHandle = 4242;
+    CHECK(Client::result(op.call(cancel, ++handle)) == UAPLEX_Good);
+    // A third: the wrong password.
+    Client bad;
+    REQUIRE(bad.open(s.port));
+    REQUIRE(bad.createSessionOnly() == UAPLEX_Good);
+    Client::UserName wrong("username", "operator", "wrong-secret");
+    CHECK(bad.activateAs(wrong.eo) != UAPLEX_Good);
+
+    std::vector<Seen> seen;
+    auto all = [&] {
+        return has(seen, kAuditCreateSession, true, "") &&
+               has(seen, kAuditActivateSession, true, "operator") &&
+               has(seen, kAuditWriteUpdate, true, "operator") &&
+               has(seen, kAuditCancel, true, "operator") &&
+               has(seen, kAuditActivateSession, false, "operator");
+    };
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline && !all()) publishEvents(watcher, seen);
+    INFO("events received: " << seen.size());
+    CHECK(has(seen, kAuditCreateSession, true, ""));
+    CHECK(has(seen, kAuditActivateSession, true, "operator"));
+    CHECK(has(seen, kAuditWriteUpdate, true, "operator"));
+    CHECK(has(seen, kAuditCancel, true, "operator"));
+    CHECK(has(seen, kAuditActivateSession, false, "operator"));  // the wrong password
+    // The AuditSessionEventType subtypes name their session (a refused CreateSession has none).
+    for (const Seen& e : seen) {
+        INFO("event type " << e.type << " status " << e.status);
+        if ((e.type == kAuditCreateSession && e.status) || e.type == kAuditActivateSession ||
+            e.type == kAuditCancel)
+            CHECK(e.hasSession);
+    }
+
+    // The log: the writer runs on its own thread; every line is one JSON object.
+    const fs::path log = s.dir / "audit.jsonl";
+    std::map<std::string, int> counts;
+    deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    std::string text;
+    while (std::chrono::steady_clock::now() < deadline) {
+        text = slurp(log);
+        if (text.find("AuditCancelEventType") != std::string::npos &&
+            text.find("\"Status\":false") != std::string::npos)
+            break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    CHECK(text.find("op-secret") == std::string::npos);
+    CHECK(text.find("wrong-secret") == std::string::npos);
+    const fs::path summary = s.dir / "summary.txt";
+    std::string check =
+        std::string(UAPLEX_PYTHON) +
+        " -c 'import json,sys,collections\n"
+        "c=collections.Counter()\n"
+        "for l in open(sys.argv[1]):\n"
+        "  r=json.loads(l); c[r[\"EventType\"]+\" \"+str(r[\"Status\"]).lower()]+=1\n"
+        "print(\"\\n\".join(k+\"=\"+str(v) for k,v in c.items()))' " +
+        log.string() + " > " + summary.string();
+    REQUIRE(std::system(check.c_str()) == 0);  // every line parses
+    std::ifstream in(summary);
+    for (std::string line; std::getline(in, line);) {
+        auto eq = line.find('=');
+        if (eq != std::string::npos) counts[line.substr(0, eq)] = std::stoi(line.substr(eq + 1));
+    }
+    CHECK(counts["AuditCreateSessionEventType true"] >= 3);  // watcher, op, bad
+    CHECK(counts["AuditActivateSessionEventType true"] >= 2);
+    CHECK(counts["AuditActivateSessionEventType false"] == 1);
+    CHECK(counts["AuditWriteUpdateEventType true"] == 1);
+    CHECK(counts["AuditCancelEventType true"] == 1);
+    CHECK(s.alive());
+}
+
+TEST_CASE("audit: off by default, Server_Auditing reads false and no event is raised") {
+    test::ServerProcess s("audit-off", [](std::uint16_t port, const fs::path&) {
+        return test::configHead(port) +
+               "[slots]\nrequest_queue = \"fifo\"\nmonitored_item_queue = \"mi-default\"\n"
+               "[plugins.fifo]\n[plugins.transport-tcp]\n[plugins.mi-default]\n";
+    });
+    Client watcher;
+    REQUIRE(watcher.open(s.port));
+    REQUIRE(watcher.createSession() == UAPLEX_Good);
+    ua::DataValue auditing = test::readOne(watcher, ua::numericNodeId(0, 2994), 13, ++handle);
+    CHECK_FALSE(auditing.value.value.boolean);
+    subscribeToServerEvents(watcher);
+    Client other;
+    REQUIRE(other.open(s.port));
+    REQUIRE(other.createSession() == UAPLEX_Good);
+    std::vector<Seen> seen;
+    for (int i = 0; i < 3; ++i) publishEvents(watcher, seen);
+    CHECK(seen.empty());
+}
