@@ -28,6 +28,8 @@ namespace {
 
 // A client's string in a record is cut to this: the line limit then holds every field.
 constexpr std::size_t kMaxFieldChars = 256;
+// Room kept at the end of a line for the truncation mark, "}" and the newline.
+constexpr std::size_t kMarkBytes = 24;
 constexpr std::int64_t kUnixEpochTicks = 116444736000000000LL;  // 1970 in DateTime ticks
 
 std::string isoTime(std::int64_t dt) {
@@ -35,7 +37,7 @@ std::string isoTime(std::int64_t dt) {
     std::time_t secs = std::time_t(ticks / 10000000);
     std::tm tm{};
     gmtime_r(&secs, &tm);
-    char buf[40];
+    char buf[80];
     std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
                   tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
                   int((ticks % 10000000) / 10000));
@@ -371,9 +373,10 @@ void AuditTrail::emit(Record& r) noexcept {
         if (cfg_.json) {
             line = "{\"time\":" + jsonString(time) + ",\"EventType\":" + jsonString(message);
             for (const auto& f : r.fields) {
-                std::string entry = "," + jsonString(ua::view(f.name.name)) + ":" +
-                                    (f.quoted ? jsonString(f.text) : f.text);
-                if (line.size() + entry.size() + 2 > cfg_.max_line_bytes) {
+                std::string entry(1, ',');
+                entry.append(jsonString(ua::view(f.name.name))).append(1, ':');
+                entry.append(f.quoted ? jsonString(f.text) : f.text);
+                if (line.size() + entry.size() + kMarkBytes > cfg_.max_line_bytes) {
                     line += ",\"truncated\":true";
                     break;
                 }
@@ -383,9 +386,10 @@ void AuditTrail::emit(Record& r) noexcept {
         } else {
             line = time + " " + message;
             for (const auto& f : r.fields) {
-                std::string entry = " " + std::string(ua::view(f.name.name)) + "=" +
-                                    (f.quoted ? jsonString(f.text) : f.text);
-                if (line.size() + entry.size() + 1 > cfg_.max_line_bytes) {
+                std::string entry(1, ' ');
+                entry.append(ua::view(f.name.name)).append(1, '=');
+                entry.append(f.quoted ? jsonString(f.text) : f.text);
+                if (line.size() + entry.size() + kMarkBytes > cfg_.max_line_bytes) {
                     line += " truncated";
                     break;
                 }
