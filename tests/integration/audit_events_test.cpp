@@ -3,7 +3,8 @@
 // EventFilter selecting EventType, Status, ClientUserId and SessionId receives the Audit events
 // of a second client's CreateSession, ActivateSession, Write and Cancel, and a failed
 // ActivateSession (wrong password) with Status false; the JSON lines log has one parseable line
-// per event and no password in it. Server_Auditing reads true.
+// per event and no password in it. Server_Auditing reads true. An OpenSecureChannel with an
+// untrusted client certificate raises AuditCertificateUntrustedEventType.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -18,6 +19,7 @@
 #include "support/client_services.hpp"
 #include "support/opcua_client.hpp"
 #include "support/server_process.hpp"
+#include "support/test_certificates.hpp"
 
 using namespace uaplex;
 using test::Client;
@@ -254,4 +256,55 @@ TEST_CASE("audit: off by default, Server_Auditing reads false and no event is ra
     std::vector<Seen> seen;
     for (int i = 0; i < 3; ++i) publishEvents(watcher, seen);
     CHECK(seen.empty());
+}
+
+TEST_CASE("audit: an untrusted client certificate at OpenSecureChannel raises its event") {
+    test::ServerProcess s("audit-pki", [](std::uint16_t port, const fs::path& dir) {
+        std::ostringstream t;
+        t << test::configHead(port) << "application_uri = \"urn:audit:pki\"\n"
+          << "security = [{policy = \"None\"}, {policy = \"Basic256Sha256\"}]\n"
+          << "pki_dir = \"" << (dir / "pki").string() << "\"\n"
+          << "[slots]\nrequest_queue = \"fifo\"\nmonitored_item_queue = \"mi-default\"\n"
+          << "[plugins.fifo]\n[plugins.transport-tcp]\n[plugins.mi-default]\n"
+          << "[audit]\nenabled = true\nfile = \"audit.jsonl\"\nformat = \"json\"\n";
+        return t.str();
+    });
+    Client watcher;
+    REQUIRE(watcher.open(s.port));
+    REQUIRE(watcher.createSession() == UAPLEX_Good);
+    subscribeToServerEvents(watcher);
+
+    auto server = security::readCertificate(s.dir / "pki/own/certs/uaplex.der");
+    REQUIRE(server);
+    test::IssueOptions o;
+    o.name = {{"O", "stranger"}, {"CN", "untrusted"}};
+    o.keyUsage = "critical,digitalSignature,nonRepudiation,keyEncipherment,dataEncipherment";
+    auto stranger = test::issueCertificate(o);
+    REQUIRE(stranger.cert);
+    std::vector<std::uint8_t> sealed(2 * 256);
+    REQUIRE(security::randomBytes(sealed));
+    Client c;
+    REQUIRE(c.connect(s.port, 10000));
+    REQUIRE(c.sendRaw(Client::hello("opc.tcp://127.0.0.1:" + std::to_string(s.port))));
+    REQUIRE(c.receive().size() == 28);
+    REQUIRE(c.sendRaw(test::opnChunk(security::findPolicy("Basic256Sha256")->uri,
+                                     stranger.cert->der, server->thumbprint, sealed)));
+    c.receive();  // ERR
+
+    constexpr std::uint32_t kUntrusted = 2087;  // AuditCertificateUntrustedEventType
+    std::vector<Seen> seen;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline && !has(seen, kUntrusted, false, ""))
+        publishEvents(watcher, seen);
+    CHECK(has(seen, kUntrusted, false, ""));
+    std::string text;
+    deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline &&
+           text.find("AuditCertificateUntrustedEventType") == std::string::npos) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        text = slurp(s.dir / "audit.jsonl");
+    }
+    CHECK_THAT(text, Catch::Contains("AuditCertificateUntrustedEventType") &&
+                         Catch::Contains(stranger.cert->thumbprintHex()));
+    CHECK(s.alive());
 }
