@@ -36,6 +36,7 @@ constexpr std::uint32_t kAuditCreateSession = 2071;
 constexpr std::uint32_t kAuditActivateSession = 2075;
 constexpr std::uint32_t kAuditCancel = 2078;
 constexpr std::uint32_t kAuditWriteUpdate = 2100;
+constexpr std::uint32_t kAuditUrlMismatch = 2748;
 
 fs::path usersFile(const fs::path& dir) {
     fs::path f = dir / "users.toml";
@@ -176,6 +177,14 @@ TEST_CASE("audit: Audit events reach a client subscribed to the Server object an
     REQUIRE(bad.createSessionOnly() == UAPLEX_Good);
     Client::UserName wrong("username", "operator", "wrong-secret");
     CHECK(bad.activateAs(wrong.eo) != UAPLEX_Good);
+    // A fourth names an endpoint the server does not have.
+    Client lost;
+    REQUIRE(lost.open(s.port));
+    ua::CreateSessionRequest cs{};
+    cs.endpointUrl = ua::makeString("opc.tcp://elsewhere.example:1");
+    cs.sessionName = ua::makeString("lost");
+    cs.requestedSessionTimeout = 60000;
+    CHECK(Client::result(lost.call(cs, ++handle)) == UAPLEX_Good);
 
     std::vector<Seen> seen;
     auto all = [&] {
@@ -183,7 +192,8 @@ TEST_CASE("audit: Audit events reach a client subscribed to the Server object an
                has(seen, kAuditActivateSession, true, "operator") &&
                has(seen, kAuditWriteUpdate, true, "operator") &&
                has(seen, kAuditCancel, true, "operator") &&
-               has(seen, kAuditActivateSession, false, "operator");
+               has(seen, kAuditActivateSession, false, "operator") &&
+               has(seen, kAuditUrlMismatch, true, "");
     };
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (std::chrono::steady_clock::now() < deadline && !all()) publishEvents(watcher, seen);
@@ -193,11 +203,12 @@ TEST_CASE("audit: Audit events reach a client subscribed to the Server object an
     CHECK(has(seen, kAuditWriteUpdate, true, "operator"));
     CHECK(has(seen, kAuditCancel, true, "operator"));
     CHECK(has(seen, kAuditActivateSession, false, "operator"));  // the wrong password
+    CHECK(has(seen, kAuditUrlMismatch, true, ""));
     // The AuditSessionEventType subtypes name their session (a refused CreateSession has none).
     for (const Seen& e : seen) {
         INFO("event type " << e.type << " status " << e.status);
-        if ((e.type == kAuditCreateSession && e.status) || e.type == kAuditActivateSession ||
-            e.type == kAuditCancel)
+        if (((e.type == kAuditCreateSession || e.type == kAuditUrlMismatch) && e.status) ||
+            e.type == kAuditActivateSession || e.type == kAuditCancel)
             CHECK(e.hasSession);
     }
 
@@ -235,6 +246,7 @@ TEST_CASE("audit: Audit events reach a client subscribed to the Server object an
     CHECK(counts["AuditActivateSessionEventType false"] == 1);
     CHECK(counts["AuditWriteUpdateEventType true"] == 1);
     CHECK(counts["AuditCancelEventType true"] == 1);
+    CHECK(counts["AuditUrlMismatchEventType true"] == 1);
     CHECK(s.alive());
 }
 

@@ -6,6 +6,7 @@
 
 #include <uaplex/node_manager.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -154,6 +155,40 @@ std::uint32_t certificateEventType(uaplex_status st) noexcept {
     }
 }
 
+// An endpoint URL's scheme, host and port, lower case; the port defaulted by the scheme.
+struct UrlParts {
+    std::string scheme, host, port;
+};
+
+bool parseUrl(std::string_view url, UrlParts& out) {
+    auto lower = [](std::string_view s) {
+        std::string r(s);
+        for (char& c : r) c = char(std::tolower(static_cast<unsigned char>(c)));
+        return r;
+    };
+    auto sep = url.find("://");
+    if (sep == std::string_view::npos) return false;
+    out.scheme = lower(url.substr(0, sep));
+    std::string_view authority = url.substr(sep + 3);
+    authority = authority.substr(0, authority.find('/'));
+    std::size_t colon = std::string_view::npos;
+    if (!authority.empty() && authority[0] == '[') {
+        auto close = authority.find(']');
+        if (close == std::string_view::npos) return false;
+        if (close + 1 < authority.size() && authority[close + 1] == ':') colon = close + 1;
+    } else {
+        colon = authority.rfind(':');
+    }
+    out.host = lower(authority.substr(0, colon));
+    out.port = colon == std::string_view::npos ? "" : std::string(authority.substr(colon + 1));
+    if (out.port.empty()) out.port = out.scheme == "opc.https" ? "443" : "4840";
+    return !out.host.empty();
+}
+
+bool isWildcardHost(std::string_view host) noexcept {
+    return host == "0.0.0.0" || host == "[::]" || host == "[0:0:0:0:0:0:0:0]";
+}
+
 std::string userOf(const session::Session& s) {
     session::UserIdentity id = s.identity();
     return cleanText(id.name.empty() ? id.key : id.name);
@@ -249,7 +284,10 @@ struct AuditTrail::Record {
 };
 
 AuditTrail::AuditTrail(const config::ServerConfig& cfg, ServiceHandler& services)
-    : cfg_(cfg.audit), serverId_(cfg.server.application_uri), services_(services) {
+    : cfg_(cfg.audit),
+      serverId_(cfg.server.application_uri),
+      endpoints_(cfg.server.endpoints),
+      services_(services) {
     if (cfg_.file.empty()) return;
     if (!openLog())
         throw std::runtime_error("audit: cannot open " + cfg_.file.string() + ": " +
@@ -403,11 +441,26 @@ void AuditTrail::emit(Record& r) noexcept {
     }
 }
 
+bool AuditTrail::endpointKnown(std::string_view url) const {
+    UrlParts client;
+    if (!parseUrl(url, client)) return false;
+    for (const std::string& e : endpoints_) {
+        UrlParts own;
+        if (parseUrl(e, own) && own.scheme == client.scheme && own.port == client.port &&
+            (isWildcardHost(own.host) || own.host == client.host))
+            return true;
+    }
+    return false;
+}
+
 void AuditTrail::createSession(const session::RequestContext& ctx,
                                const ua::CreateSessionRequest& req, uaplex_status status,
                                const ua::CreateSessionResponse* resp) noexcept {
     try {
-        Record r(ns0::AuditCreateSessionEventType);
+        // A URL no endpoint has (Part 4 5.6.2): the more specific AuditUrlMismatchEventType.
+        const std::string_view url = ua::view(req.endpointUrl);
+        const bool mismatch = !url.empty() && !endpointKnown(url);
+        Record r(mismatch ? ns0::AuditUrlMismatchEventType : ns0::AuditCreateSessionEventType);
         const bool ok = status == UAPLEX_Good && resp;
         r.common(serverId_, ok, status, ua::view(req.requestHeader.auditEntryId), "", ctx.utc);
         if (ok) r.addNodeId("SessionId", resp->sessionId);
@@ -416,6 +469,7 @@ void AuditTrail::createSession(const session::RequestContext& ctx,
         std::string thumb = r.fields.back().text;
         r.addString("ClientCertificateThumbprint", thumb);
         if (ok) r.addDouble("RevisedSessionTimeout", resp->revisedSessionTimeout);
+        if (mismatch) r.addString("EndpointUrl", url);
         emit(r);
     } catch (...) {
         dropped_.fetch_add(1, std::memory_order_relaxed);

@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include <uaplex/config/config.hpp>
 
@@ -38,7 +39,9 @@ class AuditTrail {
     AuditTrail(const AuditTrail&) = delete;
     AuditTrail& operator=(const AuditTrail&) = delete;
 
-    // AuditCreateSessionEventType; `response` null on failure.
+    // AuditCreateSessionEventType, or AuditUrlMismatchEventType when the request's
+    // endpointUrl matches no endpoint (scheme, port, and the host unless it is a wildcard);
+    // `response` null on failure.
     void createSession(const session::RequestContext& ctx, const ua::CreateSessionRequest& request,
                        uaplex_status status, const ua::CreateSessionResponse* response) noexcept;
     // AuditActivateSessionEventType; `session` null when the token named none.
@@ -68,10 +71,12 @@ class AuditTrail {
     void enqueue(std::string line) noexcept;
     void writerLoop() noexcept;
     bool openLog();
+    bool endpointKnown(std::string_view url) const;
     void writeLine(const std::string& line) noexcept;
 
     const config::AuditConfig cfg_;
     const std::string serverId_;
+    const std::vector<std::string> endpoints_;  // [server] endpoints
     ServiceHandler& services_;
     std::atomic<std::uint64_t> dropped_{0};
     std::atomic<std::uint64_t> raised_{0};
