@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -319,4 +320,31 @@ TEST_CASE("audit: an untrusted client certificate at OpenSecureChannel raises it
     CHECK_THAT(text, Catch::Contains("AuditCertificateUntrustedEventType") &&
                          Catch::Contains(stranger.cert->thumbprintHex()));
     CHECK(s.alive());
+}
+
+TEST_CASE("audit: a reload with another [audit] says it needs a restart and changes nothing") {
+    auto toml = [](std::uint16_t port, const fs::path& dir, bool audit) {
+        return "[log]\nlevel = \"info\"\nsink = \"file\"\nfile = \"" +
+               (dir / "uaplex.log").string() + "\"\n" +
+               test::configHead(port).substr(test::configHead(port).find("[host]")) +
+               "[slots]\nrequest_queue = \"fifo\"\n[plugins.fifo]\n[plugins.transport-tcp]\n" +
+               (audit ? "[audit]\nenabled = true\n" : "");
+    };
+    test::ServerProcess s("audit-reload", [&](std::uint16_t port, const fs::path& dir) {
+        return toml(port, dir, false);
+    });
+    REQUIRE(s.alive());
+    std::ofstream(s.dir / "test.toml") << toml(s.port, s.dir, true);
+    ::kill(s.pid, SIGHUP);
+    auto logHas = [&](const std::string& what) {
+        return slurp(s.dir / "uaplex.log").find(what) != std::string::npos;
+    };
+    for (int i = 0; i < 100 && !logHas("take effect after a restart"); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    CHECK(logHas("take effect after a restart"));
+    Client c;
+    REQUIRE(c.open(s.port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    ua::DataValue auditing = test::readOne(c, ua::numericNodeId(0, 2994), 13, ++handle);
+    CHECK_FALSE(auditing.value.value.boolean);  // still the running configuration's
 }
