@@ -19,6 +19,7 @@
 
 #include "support/client_services.hpp"
 #include "support/opcua_client.hpp"
+#include "support/raw_http.hpp"
 #include "support/server_process.hpp"
 #include "support/test_certificates.hpp"
 
@@ -49,6 +50,20 @@ fs::path usersFile(const fs::path& dir) {
     return f;
 }
 
+std::uint16_t adminPort() {
+    static const std::uint16_t port = test::freePort();
+    return port;
+}
+
+// A sample of the admin listener's /metrics; -1 when absent.
+double metric(const std::string& sample) {
+    auto reply = test::httpGet(adminPort(), "/metrics");
+    REQUIRE(reply.status == 200);
+    auto at = reply.body.find("\n" + sample + " ");
+    if (at == std::string::npos) return -1;
+    return std::stod(reply.body.substr(at + sample.size() + 2));
+}
+
 test::ServerProcess startServer() {
     return test::ServerProcess("audit-events", [](std::uint16_t port, const fs::path& dir) {
         std::ostringstream t;
@@ -56,7 +71,8 @@ test::ServerProcess startServer() {
           << "[slots]\nrequest_queue = \"fifo\"\nmonitored_item_queue = \"mi-default\"\n"
           << "[plugins.fifo]\n[plugins.transport-tcp]\n[plugins.mi-default]\n[plugins.demo]\n"
           << "[access]\nusers_file = \"" << usersFile(dir).string() << "\"\n"
-          << "[audit]\nenabled = true\nfile = \"audit.jsonl\"\nformat = \"json\"\n";
+          << "[audit]\nenabled = true\nfile = \"audit.jsonl\"\nformat = \"json\"\n"
+          << "[admin]\nenabled = true\nlisten = \"127.0.0.1:" << adminPort() << "\"\n";
         return t.str();
     });
 }
@@ -248,6 +264,9 @@ TEST_CASE("audit: Audit events reach a client subscribed to the Server object an
     CHECK(counts["AuditWriteUpdateEventType true"] == 1);
     CHECK(counts["AuditCancelEventType true"] == 1);
     CHECK(counts["AuditUrlMismatchEventType true"] == 1);
+    // The counters: every event raised, nothing dropped.
+    CHECK(metric("uaplex_audit_events_total") >= 8);
+    CHECK(metric("uaplex_audit_records_dropped_total") == 0);
     CHECK(s.alive());
 }
 

@@ -12,6 +12,7 @@
 #include <uaplex/host/plugin_host.hpp>
 #include <uaplex/pipeline/pipeline.hpp>
 #include <uaplex/security/pki.hpp>
+#include <uaplex/server/audit_trail.hpp>
 #include <uaplex/server/dispatcher.hpp>
 #include <uaplex/server/service_table.hpp>
 #include <uaplex/server/subscription_service.hpp>
@@ -59,6 +60,16 @@ void Server::writeMetrics(std::string& out) {
     m.family("uaplex_requests_security_rejected_total", "counter",
              "Requests refused for security reasons (the ServerDiagnostics count).");
     m.sample("uaplex_requests_security_rejected_total", load(c.securityRejectedRequestsCount));
+
+    if (audit_) {
+        m.family("uaplex_audit_events_total", "counter",
+                 "Audit events raised on the Server object ([audit]).");
+        m.sample("uaplex_audit_events_total", audit_->raised());
+        m.family(
+            "uaplex_audit_records_dropped_total", "counter",
+            "Audit log records dropped: the writer's queue was full or the file not writable.");
+        m.sample("uaplex_audit_records_dropped_total", audit_->dropped());
+    }
 
     if (pki_) {
         using security::CertificateRejections;
