@@ -181,7 +181,7 @@ void buildAccess(const toml::table& access, const fs::path& file, const PathCont
     checkKeys(access,
               {"anonymous", "anonymous_roles", "users_file", "username_security_policy",
                "certificate_security_policy", "default_permissions", "anonymous_permissions",
-               "certificates", "rules"},
+               "certificates", "rules", "security_diagnostics_roles"},
               "access", file, cfg);
     AccessSection& a = cfg.access;
     if (const toml::node* n = access.get("anonymous")) {
@@ -193,6 +193,12 @@ void buildAccess(const toml::table& access, const fs::path& file, const PathCont
         if (roleIndex(r) < 0)
             fail(*access.get("anonymous_roles"), file,
                  "[access] anonymous_roles: '" + r + "' is not a well-known role");
+    a.security_diagnostics_roles = getStrings(access, "security_diagnostics_roles",
+                                              a.security_diagnostics_roles, "access", file);
+    for (const auto& r : a.security_diagnostics_roles)
+        if (roleIndex(r) < 0)
+            fail(*access.get("security_diagnostics_roles"), file,
+                 "[access] security_diagnostics_roles: '" + r + "' is not a well-known role");
     std::string users = getString(access, "users_file", "", "access", file);
     if (!users.empty()) a.users_file = resolve(users, file, paths);
     a.username_security_policy =

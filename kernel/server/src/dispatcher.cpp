@@ -13,6 +13,9 @@
 
 namespace uaplex::server {
 
+static_assert(kMaxServiceRows <= session::SessionServiceCounts::kRows,
+              "every service-table row has a per-session counter");
+
 namespace {
 
 // Requests and responses start with their RequestHeader / ResponseHeader (Part 4 7.32/7.33).
@@ -106,8 +109,13 @@ uaplex_status Dispatcher::dispatch(ServiceRequest& call, const enc::DataType* ty
         call.session = s.get();
     }
     if (st == UAPLEX_Good) st = row ? row->handler(call) : UAPLEX_BadServiceUnsupported;
-    if (row && st != UAPLEX_Good && st != UAPLEX_GoodCompletesAsynchronously)
-        counters_->countError(index, st);
+    const bool failed = st != UAPLEX_Good && st != UAPLEX_GoodCompletesAsynchronously;
+    if (row && failed) counters_->countError(index, st);
+    // The session's own diagnostics (SessionDiagnosticsDataType): its requests that resolved.
+    if (row && call.session)
+        call.session->serviceCounts().count(
+            index, failed,
+            st == UAPLEX_BadUserAccessDenied || st == UAPLEX_BadSecurityChecksFailed);
     if (row) {
         auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                       std::chrono::steady_clock::now() - started)

@@ -128,6 +128,11 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
     dispatcher_->setAudit(audit_.get());
     dispatcher_->setAccess(identity_.get(), accessPolicy_.get());
     if (services_.valueSource()) setUpSubscriptions();
+    services_.setDiagnosticsArrays(
+        [](void* user, std::uint32_t arrayNode, enc::Arena& arena, ua::Variant& out) noexcept {
+            static_cast<Server*>(user)->diagnosticsArray(arrayNode, arena, out);
+        },
+        this);
     pipeline_ = std::make_unique<pipeline::Pipeline>(
         cfg_, host_, *sessions_, *deadlines_, dispatchOf(*dispatcher_),
         pipeline::Pipeline::ChannelSecurity{securityProvider_.get(), offersNone_},

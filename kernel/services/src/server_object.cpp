@@ -274,7 +274,7 @@ void ServiceSet::Impl::buildServerObject() {
     set(n0::Server_LocalTime, [](enc::Arena& arena, ua::Variant& out) {
         out = extensionObject(arena, ua::TimeZoneDataType{});  // UTC
     });
-    // Empty lists: no software certificates, conformance units or diagnostics arrays kept.
+    // Empty lists: no software certificates, conformance units or sampling diagnostics kept.
     auto empty = [&](std::uint32_t id, ua::BuiltinType type) {
         constant(id, ua::variantArray(type, 0, nullptr));
     };
@@ -282,12 +282,17 @@ void ServiceSet::Impl::buildServerObject() {
     empty(n0::Server_ServerCapabilities_ConformanceUnits, ua::BuiltinType::QualifiedName);
     empty(n0::Server_ServerDiagnostics_SamplingIntervalDiagnosticsArray,
           ua::BuiltinType::ExtensionObject);
-    empty(n0::Server_ServerDiagnostics_SubscriptionDiagnosticsArray,
-          ua::BuiltinType::ExtensionObject);
-    empty(n0::Server_ServerDiagnostics_SessionsDiagnosticsSummary_SessionDiagnosticsArray,
-          ua::BuiltinType::ExtensionObject);
-    empty(n0::Server_ServerDiagnostics_SessionsDiagnosticsSummary_SessionSecurityDiagnosticsArray,
-          ua::BuiltinType::ExtensionObject);
+    // The sessions' and subscriptions' diagnostics: from the server that knows them.
+    for (std::uint32_t id :
+         {n0::Server_ServerDiagnostics_SubscriptionDiagnosticsArray,
+          n0::Server_ServerDiagnostics_SessionsDiagnosticsSummary_SessionDiagnosticsArray,
+          n0::Server_ServerDiagnostics_SessionsDiagnosticsSummary_SessionSecurityDiagnosticsArray})
+        set(id, [this, id](enc::Arena& arena, ua::Variant& out) {
+            if (auto fn = diagnosticsArrays.load(std::memory_order_acquire))
+                fn(diagnosticsArraysUser, id, arena, out);
+            else
+                out = ua::variantArray(ua::BuiltinType::ExtensionObject, 0, nullptr);
+        });
 }
 
 }  // namespace uaplex::services

@@ -226,6 +226,11 @@ void ServiceSet::setValueChanged(void (*fn)(void*, std::uint64_t, const ua::Data
     impl_->valueChanged.store(fn, std::memory_order_release);
 }
 
+void ServiceSet::setDiagnosticsArrays(DiagnosticsArrayFn fn, void* user) noexcept {
+    if (user) impl_->diagnosticsArraysUser = user;
+    impl_->diagnosticsArrays.store(fn, std::memory_order_release);
+}
+
 void ServiceSet::setEventRaised(EventRaisedFn fn, void* user) noexcept {
     if (user) impl_->eventRaisedUser = user;
     impl_->eventRaised.store(fn, std::memory_order_release);

@@ -373,6 +373,8 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
                                    const subscription::EventView&);
     std::atomic<EventRaisedFn> eventRaised{nullptr};
     void* eventRaisedUser = nullptr;  // set before the first fn, never cleared
+    std::atomic<ServiceSet::DiagnosticsArrayFn> diagnosticsArrays{nullptr};
+    void* diagnosticsArraysUser = nullptr;  // set before the first fn, never cleared
     uaplex_status raiseEvent(uaplex_plugin_ctx*, const uaplex_event_spec* spec) noexcept override;
     uaplex_status methodBind(uaplex_plugin_ctx*, const uaplex_method_spec* spec) noexcept override;
     // The handle an event item on notifier `n` has (ns0 records odd, stored nodes by address).

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <uaplex/session/access_control.hpp>
 
+#include <uaplex/encoding/generated/ns0.hpp>
+
 #include <algorithm>
 #include <cstring>
 
@@ -119,6 +121,26 @@ AccessPolicy::AccessPolicy(const config::AccessSection& cfg,
             it = nodes_.end() - 1;
         }
         apply(it->perRole);
+    }
+    // The security diagnostics name every session's user, policy and certificate: readable by
+    // the configured roles only (a rule of the file on the node adds to this).
+    {
+        NodeKey key{
+            0,
+            false,
+            ua::ns0::
+                Server_ServerDiagnostics_SessionsDiagnosticsSummary_SessionSecurityDiagnosticsArray,
+            {}};
+        auto it = std::find_if(nodes_.begin(), nodes_.end(),
+                               [&](const NodeRules& n) { return compareKeys(n.key, key) == 0; });
+        if (it == nodes_.end()) {
+            nodes_.push_back(NodeRules{std::move(key), {}});
+            it = nodes_.end() - 1;
+        }
+        const RoleMask admins = roleMask(cfg.security_diagnostics_roles);
+        for (std::size_t i = 0; i < config::kRoleCount; ++i)
+            it->perRole[i] |=
+                (admins & (1u << i)) ? config::kAllPermissions : config::permissionBit("Browse");
     }
     std::sort(nodes_.begin(), nodes_.end(),
               [](const NodeRules& a, const NodeRules& b) { return compareKeys(a.key, b.key) < 0; });

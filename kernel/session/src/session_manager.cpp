@@ -164,6 +164,14 @@ SessionManager::Created SessionManager::create(std::uint32_t channelId, double r
     }
     s->mode_ = origin.mode;
     s->peer_ = std::string(truncateUtf8(origin.peer, 64));
+    s->applicationName_ =
+        std::string(truncateUtf8(origin.applicationName, limits_.maxStringLength));
+    s->productUri_ = std::string(truncateUtf8(origin.productUri, limits_.maxStringLength));
+    s->endpointUrl_ = std::string(truncateUtf8(origin.endpointUrl, limits_.maxStringLength));
+    s->securityPolicyUri_ = std::string(truncateUtf8(origin.securityPolicyUri, 256));
+    s->applicationType_ = origin.applicationType;
+    if (origin.clientCertificate.size() <= 16384)
+        s->certificate_.assign(origin.clientCertificate.begin(), origin.clientCertificate.end());
     s->createdUnixMs_ = std::chrono::duration_cast<std::chrono::milliseconds>(
                             std::chrono::system_clock::now().time_since_epoch())
                             .count();

@@ -191,8 +191,16 @@ uaplex_status SessionServices::createSession(const ua::CreateSessionRequest& req
         origin.peer = peer;
         origin.ownChannel = !ctx.sharedChannel;
         origin.mode = ChannelMode(ctx.securityMode);
-        if (ctx.channelSecurity)
+        if (ctx.channelSecurity) {
             origin.clientCertificate = ctx.channelSecurity->remoteCertificate();
+            origin.securityPolicyUri = ctx.channelSecurity->uri();
+        } else {
+            origin.securityPolicyUri = "http://opcfoundation.org/UA/SecurityPolicy#None";
+        }
+        origin.applicationName = ua::view(req.clientDescription.applicationName.text);
+        origin.productUri = ua::view(req.clientDescription.productUri);
+        origin.applicationType = std::uint32_t(req.clientDescription.applicationType);
+        origin.endpointUrl = ua::view(req.endpointUrl);
         auto created =
             sessions_.create(ctx.channelId, req.requestedSessionTimeout, ua::view(req.sessionName),
                              req.maxResponseMessageSize, ctx.nowMs, origin,

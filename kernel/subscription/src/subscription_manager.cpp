@@ -1272,6 +1272,7 @@ SubscriptionManager::SessionCounts SubscriptionManager::countsOf(uint64_t sessio
     SessionCounts c;
     auto it = sessions_.find(session);
     if (it == sessions_.end()) return c;
+    c.publishRequests = it->second.requests.size();
     for (uint32_t id : it->second.subs)
         if (const Subscription* sub = find(id)) {
             ++c.subscriptions;

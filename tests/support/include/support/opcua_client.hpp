@@ -247,8 +247,12 @@ class Client {
         };
         serverNonce_ = keep(r.serverNonce);
         serverCertificate_ = keep(r.serverCertificate);
+        if (r.sessionId.identifier_type == UAPLEX_ID_GUID)
+            sessionGuid_ = r.sessionId.identifier.guid;
         return UAPLEX_Good;
     }
+    // The SessionId of the last CreateSession (ns=1, a Guid on this server).
+    const ua::Guid& sessionGuid() const { return sessionGuid_; }
     const std::vector<std::uint8_t>& serverNonce() const { return serverNonce_; }
     const std::vector<std::uint8_t>& serverCertificate() const { return serverCertificate_; }
     // ActivateSession with a user identity token (ExtensionObject of a *IdentityToken).
@@ -331,6 +335,7 @@ class Client {
     std::vector<std::uint8_t> serverNonce_, serverCertificate_;
     std::vector<std::uint8_t> responseBytes_;
     std::uint32_t chunksReceived_ = 0;
+    ua::Guid sessionGuid_{};
     uaplex_status lastAbort_ = UAPLEX_Good;
     enc::Arena arena_;
 };

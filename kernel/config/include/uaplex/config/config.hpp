@@ -209,6 +209,9 @@ struct AccessSection {
     std::uint32_t anonymous_permissions =
         (1u << 0) | (1u << 1) | (1u << 5) | (1u << 7) | (1u << 11);
     std::vector<AccessRule> rules;
+    // Who may read SessionSecurityDiagnosticsArray (users, policies, certificates of every
+    // session); everyone else may browse it only.
+    std::vector<std::string> security_diagnostics_roles{"SecurityAdmin"};
 };
 
 // One stored Variable of [persistence] nodes: "nsu=<uri>;s=<text>" / "nsu=<uri>;i=<n>", or

@@ -125,6 +125,9 @@ class Server {
     // Every publishing resolution: the subscription engine's tick.
     void publishingLoop();
     void scheduleSweep(std::int64_t dueMs);
+    // SessionDiagnosticsArray, SessionSecurityDiagnosticsArray or SubscriptionDiagnosticsArray
+    // (the ns=0 id) from the sessions and the engine, in `arena` (session_diagnostics.cpp).
+    void diagnosticsArray(std::uint32_t arrayNode, enc::Arena& arena, ua::Variant& out) noexcept;
 
     config::ServerConfig cfg_;
     host::Host& host_;

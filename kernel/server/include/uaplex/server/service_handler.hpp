@@ -50,6 +50,9 @@ using GetMonitoredItemsFn = uaplex_status (*)(void* user, std::uint64_t session,
                                               ua::Array<ua::UInt32>& clientHandles);
 using EventRaisedFn = void (*)(void* user, std::span<const std::uint64_t> notifiers,
                                const subscription::EventView& event);
+// Fills the Server object's diagnostics array `arrayNode` (its ns=0 id) in `arena`.
+using DiagnosticsArrayFn = void (*)(void* user, std::uint32_t arrayNode, enc::Arena& arena,
+                                    ua::Variant& out) noexcept;
 
 // One address-space service: Good with the response set (allocated in `arena`, its
 // ResponseHeader left for the caller), or a Bad status answered as a ServiceFault. `access` is
@@ -102,6 +105,9 @@ class ServiceHandler {
     virtual uaplex_status raiseEvent(const uaplex_event_spec&) noexcept {
         return UAPLEX_BadNotSupported;
     }
+    // Who fills SessionDiagnosticsArray, SessionSecurityDiagnosticsArray and
+    // SubscriptionDiagnosticsArray when they are read (set before serving).
+    virtual void setDiagnosticsArrays(DiagnosticsArrayFn, void*) noexcept {}
     // The server is stopping (ServerState Shutdown).
     virtual void shutdown() noexcept {}
 };

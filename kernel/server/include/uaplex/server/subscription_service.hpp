@@ -78,6 +78,13 @@ class SubscriptionService final : public subscription::PublishSink {
     std::size_t monitoredItemCount() noexcept;
     // The subscriptions and monitored items of one session (under the engine's mutex).
     subscription::SubscriptionManager::SessionCounts countsOf(std::uint64_t session) noexcept;
+    // Calls `f` with every subscription under the engine's mutex (diagnostics; `f` must not
+    // call back into the engine).
+    template <class F>
+    void forEachSubscription(F&& f) {
+        std::lock_guard lock(mutex_);
+        manager_.forEachSubscription(f);
+    }
     // Where the engine counts live and created subscriptions (ServerDiagnosticsSummary);
     // set before the first request.
     void setSubscriptionCounters(std::atomic<std::uint32_t>* current,

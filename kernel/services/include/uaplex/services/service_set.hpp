@@ -132,6 +132,12 @@ class ServiceSet {
     // An event the server itself raises (the Audit events): checked and completed like a
     // node manager's.
     uaplex_status raiseEvent(const uaplex_event_spec& spec) noexcept;
+    // The Server object's diagnostics arrays (SessionDiagnosticsArray, its security
+    // counterpart, SubscriptionDiagnosticsArray: `arrayNode` is the ns=0 id read) are filled
+    // by `fn` when read, in the Read's arena; without one they read as empty arrays.
+    using DiagnosticsArrayFn = void (*)(void*, std::uint32_t arrayNode, enc::Arena& arena,
+                                        ua::Variant& out) noexcept;
+    void setDiagnosticsArrays(DiagnosticsArrayFn fn, void* user) noexcept;
     void setState(ServerState state) noexcept;
 
   private:

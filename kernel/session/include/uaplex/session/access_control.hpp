@@ -96,7 +96,8 @@ class AccessPolicy {
     // The RolePermissions of `node` when a rule covers it (node or namespace); false when
     // none does, so that the node's own RolePermissions (if any) stand.
     bool rolePermissions(const ua::NodeId& node, RolePermissionTable& out) const noexcept;
-    // True when any rule exists: without rules every session may do everything.
+    // True when a rule of [access] exists or the defaults are narrowed: otherwise every
+    // session may do everything but read the security diagnostics (security_diagnostics_roles).
     bool restricts() const noexcept { return restricts_; }
     const std::vector<std::string>& warnings() const noexcept { return warnings_; }
 

@@ -57,6 +57,39 @@ struct ChannelOrigin {
     bool ownChannel = true;
     std::span<const std::uint8_t> clientCertificate;  // DER; empty on SecurityPolicy None
     ChannelMode mode = ChannelMode::None;
+    // What the diagnostics show of the session (Part 5 12.10, 12.11), kept cut to the
+    // string limit: the CreateSession's clientDescription and endpointUrl, the policy.
+    std::string_view applicationName{}, productUri{}, endpointUrl{}, securityPolicyUri{};
+    std::uint32_t applicationType = 1;  // ApplicationType Client
+};
+
+// The session's requests by service-table row (Part 5 SessionDiagnosticsDataType: a total and
+// an error count per service) and those refused for authorization. Relaxed atomics in the
+// session itself: counting takes no lock, allocates nothing, and only the session's own
+// requests touch its lines.
+class SessionServiceCounts {
+  public:
+    static constexpr std::size_t kRows = 64;  // the service table's kMaxServiceRows
+    void count(std::size_t row, bool error, bool unauthorized) noexcept {
+        if (row >= kRows) return;
+        total_[row].fetch_add(1, std::memory_order_relaxed);
+        if (error) errors_[row].fetch_add(1, std::memory_order_relaxed);
+        if (unauthorized) unauthorized_.fetch_add(1, std::memory_order_relaxed);
+    }
+    std::uint32_t total(std::size_t row) const noexcept {
+        return row < kRows ? total_[row].load(std::memory_order_relaxed) : 0;
+    }
+    std::uint32_t errors(std::size_t row) const noexcept {
+        return row < kRows ? errors_[row].load(std::memory_order_relaxed) : 0;
+    }
+    std::uint32_t unauthorized() const noexcept {
+        return unauthorized_.load(std::memory_order_relaxed);
+    }
+
+  private:
+    std::array<std::atomic<std::uint32_t>, kRows> total_{};
+    std::array<std::atomic<std::uint32_t>, kRows> errors_{};
+    std::atomic<std::uint32_t> unauthorized_{0};
 };
 
 // The admission stage `session_establishment` (sdk/include/uaplex/admission.h): held by a
@@ -103,6 +136,20 @@ class Session {
     std::string_view applicationUri() const noexcept { return applicationUri_; }
     // The remote IP address of the creating channel (empty over opc.https).
     std::string_view peer() const noexcept { return peer_; }
+    // The creating CreateSession's clientDescription, endpointUrl and channel (diagnostics).
+    std::string_view applicationName() const noexcept { return applicationName_; }
+    std::string_view productUri() const noexcept { return productUri_; }
+    std::uint32_t applicationType() const noexcept { return applicationType_; }
+    std::string_view endpointUrl() const noexcept { return endpointUrl_; }
+    std::string_view securityPolicyUri() const noexcept { return securityPolicyUri_; }
+    ChannelMode securityMode() const noexcept { return mode_; }
+    bool ownChannel() const noexcept { return ownChannel_; }
+    // The creating channel's client certificate (DER; empty on None or when over 16 KiB).
+    std::span<const std::uint8_t> clientCertificate() const noexcept { return certificate_; }
+    // The last request's time, monotonic ms (Session::touch).
+    std::int64_t lastUsedMs() const noexcept { return lastUsedMs_.load(std::memory_order_relaxed); }
+    SessionServiceCounts& serviceCounts() noexcept { return serviceCounts_; }
+    const SessionServiceCounts& serviceCounts() const noexcept { return serviceCounts_; }
     // When CreateSession made it (wall clock, ms since 1970).
     std::int64_t createdUnixMs() const noexcept { return createdUnixMs_; }
     // Who may take the session's subscriptions (TransferSubscriptions, Part 4 5.13.7): the
@@ -156,6 +203,10 @@ class Session {
     ChannelMode mode_ = ChannelMode::None;
     std::string peer_;  // counted per peer while not activated (empty: not counted)
     std::int64_t createdUnixMs_ = 0;
+    std::string applicationName_, productUri_, endpointUrl_, securityPolicyUri_;
+    std::uint32_t applicationType_ = 1;
+    std::vector<std::uint8_t> certificate_;
+    SessionServiceCounts serviceCounts_;
     bool ownChannel_ = true;   // counted per channel while not activated
     bool unactivated_ = true;  // still in the unactivated counts (under the table's lock)
     uaplex_admission_lease lease_{};

@@ -156,6 +156,10 @@ class Subscription {
         return retransmission_.availableForTransfer();
     }
     SequenceNumbers& sequenceNumbers() { return sequence_; }
+    // Diagnostics (SubscriptionDiagnosticsDataType): the next sequence number a message
+    // takes and the messages kept for Republish that the client has not acknowledged.
+    uint32_t nextSequenceNumber() const { return sequence_.next(); }
+    size_t unacknowledgedMessageCount() const { return retransmission_.retainedCount(); }
 
     // Items. createItem gives nullptr when no memory is left.
     // `block`: from ctx.itemSlab, taken (null: one is allocated).

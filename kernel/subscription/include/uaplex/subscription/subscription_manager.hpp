@@ -289,9 +289,15 @@ class SubscriptionManager {
     size_t monitoredItemCount() const { return itemCount_; }
     // The subscriptions `session` owns and their monitored items (`uaplex ctl sessions`).
     struct SessionCounts {
-        size_t subscriptions = 0, monitoredItems = 0;
+        size_t subscriptions = 0, monitoredItems = 0, publishRequests = 0;
     };
     SessionCounts countsOf(uint64_t session) const;
+    // Every subscription, with the session that owns it (0: none, after a timeout).
+    template <class F>
+    void forEachSubscription(F&& f) const {
+        for (const auto& [id, st] : subs_)
+            if (st.sub) f(*st.sub);
+    }
     Subscription* find(uint32_t id) const;
     EngineContext& context() { return ctx_; }
 
