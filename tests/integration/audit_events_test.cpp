@@ -262,6 +262,8 @@ TEST_CASE("audit: Audit events reach a client subscribed to the Server object an
     CHECK(counts["AuditActivateSessionEventType true"] >= 2);
     CHECK(counts["AuditActivateSessionEventType false"] == 1);
     CHECK(counts["AuditWriteUpdateEventType true"] == 1);
+    // The Int32 written (type 6) and the Int32 it replaced.
+    CHECK_THAT(text, Catch::Contains("\"NewValue\":\"type 6\",\"OldValue\":\"type 6\""));
     CHECK(counts["AuditCancelEventType true"] == 1);
     CHECK(counts["AuditUrlMismatchEventType true"] == 1);
     // The counters: every event raised, nothing dropped.

@@ -537,7 +537,8 @@ void AuditTrail::cancel(const session::Session& s, const ua::CancelRequest& req,
 }
 
 void AuditTrail::write(const session::Session& s, const ua::WriteRequest& req, uaplex_status status,
-                       const ua::WriteResponse* resp) noexcept {
+                       const ua::WriteResponse* resp,
+                       std::span<const ua::DataValue> oldValues) noexcept {
     try {
         const std::string user = userOf(s);
         const std::int64_t utc = ua::utcNow();
@@ -557,6 +558,11 @@ void AuditTrail::write(const session::Session& s, const ua::WriteRequest& req, u
             // NewValue as written; the log shows its type only (values may be large).
             ua::Variant nv = wv.value.value;
             r.add("NewValue", nv, "type " + std::to_string(nv.encoding & 0x3F), true);
+            if (i < oldValues.size() && oldValues[i].status == UAPLEX_Good &&
+                (oldValues[i].mask & UAPLEX_DATAVALUE_VALUE)) {
+                const ua::Variant& ov = oldValues[i].value;
+                r.add("OldValue", ov, "type " + std::to_string(ov.encoding & 0x3F), true);
+            }
             emit(r);
         }
     } catch (...) {

@@ -129,14 +129,43 @@ void conditionRefresh(SubscriptionService& subscriptions, std::uint64_t session,
     }
 }
 
+// The values a Write is about to replace (AuditWriteUpdate's OldValue), read as the session
+// may read them and without deferral; empty when they cannot be read.
+std::span<const ua::DataValue> oldValues(ServiceRequest& c, const ua::WriteRequest& w) noexcept {
+    NodeServiceFn read = c.nodeServices.read;
+    const std::size_t n = w.nodesToWrite.size();
+    if (read == nullptr || n == 0) return {};
+    auto* ids = c.arena.allocateArray<ua::ReadValueId>(n);
+    if (ids == nullptr) return {};
+    for (std::size_t i = 0; i < n; ++i) {
+        ids[i].nodeId = w.nodesToWrite[i].nodeId;
+        ids[i].attributeId = w.nodesToWrite[i].attributeId;
+        ids[i].indexRange = w.nodesToWrite[i].indexRange;
+    }
+    ua::ReadRequest r{};
+    r.timestampsToReturn = ua::TimestampsToReturn::Neither;
+    r.nodesToRead = {std::int32_t(n), ids};
+    const enc::DataType* type = nullptr;
+    void* resp = nullptr;
+    if (read(c.nodeServices.self, c.arena, c.session->state(), c.session->access(), &r, nullptr, 0,
+             type, resp) != UAPLEX_Good ||
+        resp == nullptr)
+        return {};
+    const auto& results = static_cast<const ua::ReadResponse*>(resp)->results;
+    return {results.data, results.size()};
+}
+
 // Write with its AuditWriteUpdate events. A write answered later (GoodCompletesAsynchronously)
 // owns the request by then and is not reported.
 uaplex_status write(ServiceRequest& c) noexcept {
+    if (!c.audit) return nodeService<&NodeServices::write>(c);
+    const auto& req = requestOf<ua::WriteRequest>(c);
+    std::span<const ua::DataValue> old = oldValues(c, req);
     uaplex_status st = nodeService<&NodeServices::write>(c);
-    if (c.audit && st != UAPLEX_GoodCompletesAsynchronously)
+    if (st != UAPLEX_GoodCompletesAsynchronously)
         c.audit->write(
-            *c.session, requestOf<ua::WriteRequest>(c), st,
-            st == UAPLEX_Good ? static_cast<const ua::WriteResponse*>(c.response) : nullptr);
+            *c.session, req, st,
+            st == UAPLEX_Good ? static_cast<const ua::WriteResponse*>(c.response) : nullptr, old);
     return st;
 }
 

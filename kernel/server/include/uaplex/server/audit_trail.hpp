@@ -51,9 +51,10 @@ class AuditTrail {
     void cancel(const session::Session& session, const ua::CancelRequest& request,
                 uaplex_status status) noexcept;
     // AuditWriteUpdateEventType, one per WriteValue; `response` null when the whole request
-    // failed.
+    // failed; `oldValues` what was read before the write (one per WriteValue, or empty).
     void write(const session::Session& session, const ua::WriteRequest& request,
-               uaplex_status status, const ua::WriteResponse* response) noexcept;
+               uaplex_status status, const ua::WriteResponse* response,
+               std::span<const ua::DataValue> oldValues = {}) noexcept;
     // AuditCertificate*EventType by `status` (Untrusted, Expired, Invalid, Revoked, Mismatch,
     // or the base type) for a client certificate refused with it.
     void certificate(std::span<const std::uint8_t> der, uaplex_status status,
