@@ -583,4 +583,19 @@ void AuditTrail::certificate(std::span<const std::uint8_t> der, uaplex_status st
     }
 }
 
+void AuditTrail::sessionCertificate(std::span<const std::uint8_t> der, uaplex_status status,
+                                    std::string_view applicationUri) noexcept {
+    if (status != UAPLEX_BadCertificateUriInvalid) return certificate(der, status, "CreateSession");
+    try {
+        Record r(ns0::AuditCertificateDataMismatchEventType);
+        r.common(serverId_, false, status, "", "", ua::utcNow());
+        r.addCertificate("Certificate", der);
+        r.addString("InvalidUri", applicationUri);
+        r.logOnly("Action", "CreateSession");
+        emit(r);
+    } catch (...) {
+        dropped_.fetch_add(1, std::memory_order_relaxed);
+    }
+}
+
 }  // namespace uaplex::server

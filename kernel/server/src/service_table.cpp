@@ -65,6 +65,10 @@ uaplex_status createSession(ServiceRequest& c) noexcept {
     const auto& req = requestOf<ua::CreateSessionRequest>(c);
     uaplex_status st =
         c.sessionServices.createSession(req, c.ctx, c.arena, c.responseType, c.response);
+    // The client certificate of the session refused (Part 4 5.6.2).
+    if (c.audit && (st == UAPLEX_BadCertificateUriInvalid || st == UAPLEX_BadCertificateInvalid))
+        c.audit->sessionCertificate(ua::view(req.clientCertificate), st,
+                                    ua::view(req.clientDescription.applicationUri));
     if (c.audit)
         c.audit->createSession(c.ctx, req, st,
                                st == UAPLEX_Good

@@ -6,10 +6,14 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
+#include <vector>
 
+#include <uaplex/node_manager.h>
 #include <uaplex/config/config.hpp>
 #include <uaplex/security/pki.hpp>
+#include <uaplex/server/audit_trail.hpp>
 #include <uaplex/server/dispatcher.hpp>
 #include <uaplex/session/server_counters.hpp>
 
@@ -21,6 +25,11 @@ namespace {
 
 struct NoServices final : ServiceHandler {
     session::ServerCounters c;
+    std::vector<std::uint32_t> events;  // the types of the events raised
+    uaplex_status raiseEvent(const uaplex_event_spec& spec) noexcept override {
+        events.push_back(spec.event_type->identifier.numeric);
+        return UAPLEX_Good;
+    }
     void* createSessionState() override { return this; }
     void destroySessionState(void*) noexcept override {}
     session::ServerCounters& counters() noexcept override { return c; }
@@ -281,4 +290,24 @@ TEST_CASE("a secured session moves only to a channel of its certificate and no w
     CHECK(f.activate(false) == UAPLEX_Good);
     CHECK(f.sessions.resolve(f.token, 5, 1000, s) == UAPLEX_Good);
     CHECK(f.sessions.resolve(f.token, 1, 1000, s) == UAPLEX_BadSecureChannelIdInvalid);
+}
+
+TEST_CASE("[audit]: a refused CreateSession certificate raises its AuditCertificate event") {
+    Fixture f;
+    config::ServerConfig cfg = f.cfg;
+    cfg.audit.enabled = true;  // events only, no log file
+    AuditTrail trail(cfg, f.services);
+    f.dispatcher->setAudit(&trail);
+    auto count = [&](std::uint32_t type) {
+        return std::count(f.services.events.begin(), f.services.events.end(), type);
+    };
+    CHECK(Fixture::result(f.createSession(f.client.cert->der, "urn:test:other")) ==
+          UAPLEX_BadCertificateUriInvalid);
+    CHECK(count(2082) == 1);  // AuditCertificateDataMismatchEventType
+    Client other("urn:test:client");
+    CHECK(Fixture::result(f.createSession(other.cert->der, "urn:test:client")) ==
+          UAPLEX_BadCertificateInvalid);
+    CHECK(count(2086) == 1);  // AuditCertificateInvalidEventType
+    CHECK(count(2071) == 2);  // and both CreateSessions, refused
+    f.dispatcher->setAudit(nullptr);
 }

@@ -60,6 +60,11 @@ class AuditTrail {
     void certificate(std::span<const std::uint8_t> der, uaplex_status status,
                      std::string_view what) noexcept;
 
+    // CreateSession's client certificate refused: AuditCertificateDataMismatchEventType with
+    // InvalidUri for an ApplicationUri the certificate does not name, otherwise as certificate().
+    void sessionCertificate(std::span<const std::uint8_t> der, uaplex_status status,
+                            std::string_view applicationUri) noexcept;
+
     // Log records dropped because the writer fell behind (queue full) or could not write.
     std::uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
     std::uint64_t raised() const noexcept { return raised_.load(std::memory_order_relaxed); }
