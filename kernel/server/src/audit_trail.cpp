@@ -494,8 +494,10 @@ void AuditTrail::activateSession(std::uint32_t channelId, const ua::ActivateSess
                  ua::utcNow());
         if (s) r.addNodeId("SessionId", s->sessionId());
         r.addString("SecureChannelId", std::to_string(channelId));
-        r.addUInt32("ClientSoftwareCertificates",
-                    std::uint32_t(std::max(req.clientSoftwareCertificates.length, 0)));
+        // Their number in the log only: the event's field is a SignedSoftwareCertificate array,
+        // which ActivateSession leaves unchecked (Part 4 5.6.3 deprecates it).
+        r.logOnly("ClientSoftwareCertificates",
+                  std::to_string(std::max(req.clientSoftwareCertificates.length, 0)));
         // The token without its secret: a UserName token's password never leaves here.
         ua::UserNameIdentityToken safe{};
         ua::ExtensionObject eo = token;
