@@ -2,7 +2,8 @@
 // The Server object's diagnostics arrays against the running executable:
 // SessionDiagnosticsArray shows each session with its per-service counts as it works,
 // SubscriptionDiagnosticsArray its subscriptions, and SessionSecurityDiagnosticsArray is for
-// the security_diagnostics_roles only.
+// the security_diagnostics_roles only; EnabledFlag turns the counting and the arrays off and
+// on, written by a diagnostics admin only.
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -66,6 +67,19 @@ std::pair<uaplex_status, std::vector<T>> readArray(Client& c, std::uint32_t node
         out.push_back(*static_cast<const T*>(eos[i].object));
     }
     return {UAPLEX_Good, out};
+}
+
+uaplex_status writeEnabledFlag(Client& c, bool on) {
+    ua::WriteValue wv{};
+    wv.nodeId = ua::numericNodeId(0, n0::Server_ServerDiagnostics_EnabledFlag);
+    wv.attributeId = 13;
+    wv.value.value = ua::variantBoolean(on);
+    wv.value.mask = UAPLEX_DATAVALUE_VALUE;
+    ua::WriteRequest w{};
+    w.nodesToWrite = {1, &wv};
+    auto m = c.call(w, ++handle);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    return static_cast<ua::WriteResponse*>(m.object)->results.data[0];
 }
 
 bool sameGuid(const ua::NodeId& id, const ua::Guid& g) {
@@ -208,4 +222,38 @@ TEST_CASE("diagnostics: the security diagnostics are for SecurityAdmin only") {
               anonymous,
               n0::Server_ServerDiagnostics_SessionsDiagnosticsSummary_SessionDiagnosticsArray)
               .first == UAPLEX_Good);
+}
+
+TEST_CASE("diagnostics: EnabledFlag, written by an admin, stops and resumes the counting") {
+    auto server = startServer();
+    REQUIRE(server.alive());
+    Client worker, auditor;
+    REQUIRE(worker.open(server.port));
+    REQUIRE(worker.createSession() == UAPLEX_Good);
+    REQUIRE(auditor.open(server.port));
+    Client::UserName token("username", "auditor", "audit-secret");
+    REQUIRE(auditor.createSessionAs(&token.eo) == UAPLEX_Good);
+    constexpr std::uint32_t kSessions =
+        n0::Server_ServerDiagnostics_SessionsDiagnosticsSummary_SessionDiagnosticsArray;
+    auto flag = [&] {
+        return test::readOne(worker, ua::numericNodeId(0, n0::Server_ServerDiagnostics_EnabledFlag))
+            .value.value.boolean;
+    };
+    CHECK(flag());
+
+    CHECK(writeEnabledFlag(worker, false) == UAPLEX_BadUserAccessDenied);  // not an admin
+    CHECK(flag());
+    reads(worker, 2);  // with the two flag() reads: 4 Reads
+    REQUIRE(writeEnabledFlag(auditor, false) == UAPLEX_Good);
+    CHECK_FALSE(flag());
+    CHECK(readArray<ua::SessionDiagnosticsDataType>(auditor, kSessions).second.empty());
+    reads(worker, 4);  // not counted
+    REQUIRE(writeEnabledFlag(auditor, true) == UAPLEX_Good);
+    auto [st, rows] = readArray<ua::SessionDiagnosticsDataType>(auditor, kSessions);
+    REQUIRE(st == UAPLEX_Good);
+    const auto* w = ofSession(rows, worker);
+    REQUIRE(w != nullptr);
+    CHECK(w->readCount.totalCount == 4);  // the reads while off are not in it
+    CHECK(w->writeCount.totalCount == 1);
+    CHECK(w->writeCount.errorCount == 0);  // a refused operation is no ServiceFault
 }

@@ -181,7 +181,7 @@ void buildAccess(const toml::table& access, const fs::path& file, const PathCont
     checkKeys(access,
               {"anonymous", "anonymous_roles", "users_file", "username_security_policy",
                "certificate_security_policy", "default_permissions", "anonymous_permissions",
-               "certificates", "rules", "security_diagnostics_roles"},
+               "certificates", "rules", "security_diagnostics_roles", "diagnostics_admin_roles"},
               "access", file, cfg);
     AccessSection& a = cfg.access;
     if (const toml::node* n = access.get("anonymous")) {
@@ -199,6 +199,12 @@ void buildAccess(const toml::table& access, const fs::path& file, const PathCont
         if (roleIndex(r) < 0)
             fail(*access.get("security_diagnostics_roles"), file,
                  "[access] security_diagnostics_roles: '" + r + "' is not a well-known role");
+    a.diagnostics_admin_roles =
+        getStrings(access, "diagnostics_admin_roles", a.diagnostics_admin_roles, "access", file);
+    for (const auto& r : a.diagnostics_admin_roles)
+        if (roleIndex(r) < 0)
+            fail(*access.get("diagnostics_admin_roles"), file,
+                 "[access] diagnostics_admin_roles: '" + r + "' is not a well-known role");
     std::string users = getString(access, "users_file", "", "access", file);
     if (!users.empty()) a.users_file = resolve(users, file, paths);
     a.username_security_policy =
@@ -531,7 +537,7 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
         checkKeys(*server,
                   {"application_name", "application_uri", "product_uri", "manufacturer_name",
                    "product_name", "endpoints", "reverse_connect", "request_threads", "security",
-                   "pki_dir", "security_profile", "limits"},
+                   "pki_dir", "security_profile", "limits", "diagnostics"},
                   "server", file, cfg);
         ServerSection& s = cfg.server;
         s.application_name =
@@ -547,6 +553,10 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
             getStrings(*server, "reverse_connect", s.reverse_connect, "server", file);
         s.request_threads =
             getUint(*server, "request_threads", s.request_threads, 1, 1024, "server", file);
+        if (const toml::node* n = server->get("diagnostics")) {
+            if (!n->is_boolean()) fail(*n, file, "[server] diagnostics must be a boolean");
+            s.diagnostics = n->as_boolean()->get();
+        }
         if (s.endpoints.empty())
             fail(*server->get("endpoints"), file, "[server] endpoints must name at least one URL");
         s.pki_dir = getString(*server, "pki_dir", s.pki_dir.string(), "server", file);

@@ -32,7 +32,8 @@ Dispatcher::Dispatcher(const config::ServerConfig& cfg, session::SessionManager&
       discovery_(discovery),
       limits_(session::decodeLimitsOf(cfg)),
       sessionServices_(cfg, sessions),
-      counters_(std::make_unique<ServiceCounters>()) {
+      counters_(std::make_unique<ServiceCounters>()),
+      diagnosticsEnabled_(&services.counters().diagnosticsEnabled) {
     sessionServices_.setEndpoints(
         [](void* user, enc::Arena& arena, std::string_view url) {
             return static_cast<const Discovery*>(user)->endpoints(arena, url, {-1, nullptr});
@@ -112,7 +113,7 @@ uaplex_status Dispatcher::dispatch(ServiceRequest& call, const enc::DataType* ty
     const bool failed = st != UAPLEX_Good && st != UAPLEX_GoodCompletesAsynchronously;
     if (row && failed) counters_->countError(index, st);
     // The session's own diagnostics (SessionDiagnosticsDataType): its requests that resolved.
-    if (row && call.session)
+    if (row && call.session && diagnosticsEnabled_->load(std::memory_order_relaxed))
         call.session->serviceCounts().count(
             index, failed,
             st == UAPLEX_BadUserAccessDenied || st == UAPLEX_BadSecurityChecksFailed);

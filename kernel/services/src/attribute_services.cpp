@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Read and Write (Part 4 5.10), IndexRange (Part 4 7.27) and the value type checks.
+#include <uaplex/encoding/generated/ns0.hpp>
+
 #include <cstring>
 
 #include "async_operations.hpp"
@@ -1069,6 +1071,15 @@ uaplex_status ServiceSet::Impl::writeOne(enc::Arena& arena, const ua::WriteValue
             return UAPLEX_BadNotWritable;
     } else if (nc != addressspace::kVariable) {
         return UAPLEX_BadNotWritable;
+    }
+    if (node.rec && node.rec->id == ua::ns0::Server_ServerDiagnostics_EnabledFlag) {
+        // The one writable Server variable (Part 5 12.2): diagnostics on or off.
+        const ua::Variant& v = wv.value.value;
+        if (range.count != 0) return UAPLEX_BadIndexRangeInvalid;
+        if ((v.encoding & UAPLEX_VARIANT_TYPE_MASK) != UAPLEX_TYPE_BOOLEAN || ua::isArray(v))
+            return UAPLEX_BadTypeMismatch;
+        counters.diagnosticsEnabled.store(v.value.boolean, std::memory_order_relaxed);
+        return UAPLEX_Good;
     }
     if (node.rec) {
         // Namespace-0 values are constants or the Server object's live values.

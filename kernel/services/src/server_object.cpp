@@ -249,7 +249,10 @@ void ServiceSet::Impl::buildServerObject() {
             &ServerCounters::securityRejectedRequestsCount);
     counter(n0::Server_ServerDiagnostics_ServerDiagnosticsSummary_RejectedRequestsCount,
             &ServerCounters::rejectedRequestsCount);
-    constant(n0::Server_ServerDiagnostics_EnabledFlag, ua::variantBoolean(true));
+    counters.diagnosticsEnabled.store(cfg.server.diagnostics, std::memory_order_relaxed);
+    set(n0::Server_ServerDiagnostics_EnabledFlag, [this](enc::Arena&, ua::Variant& out) {
+        out = ua::variantBoolean(counters.diagnosticsEnabled.load(std::memory_order_relaxed));
+    });
 
     // The Server object's other variables that the nodeset leaves without a value: a client
     // reading the whole object gets a typed answer for each. Limits of services that arrive
@@ -288,7 +291,8 @@ void ServiceSet::Impl::buildServerObject() {
           n0::Server_ServerDiagnostics_SessionsDiagnosticsSummary_SessionDiagnosticsArray,
           n0::Server_ServerDiagnostics_SessionsDiagnosticsSummary_SessionSecurityDiagnosticsArray})
         set(id, [this, id](enc::Arena& arena, ua::Variant& out) {
-            if (auto fn = diagnosticsArrays.load(std::memory_order_acquire))
+            auto fn = diagnosticsArrays.load(std::memory_order_acquire);
+            if (fn && counters.diagnosticsEnabled.load(std::memory_order_relaxed))
                 fn(diagnosticsArraysUser, id, arena, out);
             else
                 out = ua::variantArray(ua::BuiltinType::ExtensionObject, 0, nullptr);

@@ -122,26 +122,28 @@ AccessPolicy::AccessPolicy(const config::AccessSection& cfg,
         }
         apply(it->perRole);
     }
-    // The security diagnostics name every session's user, policy and certificate: readable by
-    // the configured roles only (a rule of the file on the node adds to this).
-    {
-        NodeKey key{
-            0,
-            false,
-            ua::ns0::
-                Server_ServerDiagnostics_SessionsDiagnosticsSummary_SessionSecurityDiagnosticsArray,
-            {}};
+    // Built-in node rules: the security diagnostics name every session's user, policy and
+    // certificate (readable by the configured roles only); the diagnostics EnabledFlag is
+    // written by the diagnostics admins only. A rule of the file on the node adds to these.
+    auto builtIn = [&](std::uint32_t id, const std::vector<std::string>& roles,
+                       std::uint32_t others) {
+        NodeKey key{0, false, id, {}};
         auto it = std::find_if(nodes_.begin(), nodes_.end(),
                                [&](const NodeRules& n) { return compareKeys(n.key, key) == 0; });
         if (it == nodes_.end()) {
             nodes_.push_back(NodeRules{std::move(key), {}});
             it = nodes_.end() - 1;
         }
-        const RoleMask admins = roleMask(cfg.security_diagnostics_roles);
+        const RoleMask admins = roleMask(roles);
         for (std::size_t i = 0; i < config::kRoleCount; ++i)
-            it->perRole[i] |=
-                (admins & (1u << i)) ? config::kAllPermissions : config::permissionBit("Browse");
-    }
+            it->perRole[i] |= (admins & (1u << i)) ? config::kAllPermissions : others;
+    };
+    const std::uint32_t browse = config::permissionBit("Browse");
+    builtIn(ua::ns0::
+                Server_ServerDiagnostics_SessionsDiagnosticsSummary_SessionSecurityDiagnosticsArray,
+            cfg.security_diagnostics_roles, browse);
+    builtIn(ua::ns0::Server_ServerDiagnostics_EnabledFlag, cfg.diagnostics_admin_roles,
+            browse | config::permissionBit("ReadRolePermissions") | config::permissionBit("Read"));
     std::sort(nodes_.begin(), nodes_.end(),
               [](const NodeRules& a, const NodeRules& b) { return compareKeys(a.key, b.key) < 0; });
 }

@@ -673,3 +673,24 @@ TEST_CASE("[audit]: off by default; file resolved, format, finite limits") {
     REQUIRE(warn.warnings.size() == 1);
     CHECK_THAT(warn.warnings[0], Catch::Contains("unknown key 'max_file_bytes' in [audit]"));
 }
+
+TEST_CASE("diagnostics keys: [server] diagnostics, the diagnostics roles of [access]") {
+    auto def = parseString("", "/etc/uaplex/test.toml", kPaths);
+    CHECK(def.server.diagnostics);
+    CHECK(def.access.security_diagnostics_roles == std::vector<std::string>{"SecurityAdmin"});
+    CHECK(def.access.diagnostics_admin_roles ==
+          std::vector<std::string>{"ConfigureAdmin", "SecurityAdmin"});
+    auto cfg = parseString(
+        "[server]\ndiagnostics = false\n[access]\nsecurity_diagnostics_roles = [\"Supervisor\"]\n"
+        "diagnostics_admin_roles = []\n",
+        "/etc/uaplex/test.toml", kPaths);
+    CHECK_FALSE(cfg.server.diagnostics);
+    CHECK(cfg.access.security_diagnostics_roles == std::vector<std::string>{"Supervisor"});
+    CHECK(cfg.access.diagnostics_admin_roles.empty());
+    CHECK_THAT(error_of("[server]\ndiagnostics = 1\n"),
+               Catch::Contains("[server] diagnostics must be a boolean"));
+    CHECK_THAT(error_of("[access]\nsecurity_diagnostics_roles = [\"Root\"]\n"),
+               Catch::Contains("'Root' is not a well-known role"));
+    CHECK_THAT(error_of("[access]\ndiagnostics_admin_roles = [\"Root\"]\n"),
+               Catch::Contains("'Root' is not a well-known role"));
+}

@@ -138,6 +138,9 @@ struct ServerSection {
     // Reverse connect (Part 6 7.1.3): client URLs the server connects out to.
     std::vector<std::string> reverse_connect;
     std::uint32_t request_threads = 2;  // workers that execute services
+    // The ServerDiagnostics EnabledFlag at start: the per-session counts and the diagnostics
+    // arrays (a session with the diagnostics_admin_roles may write the flag at run time).
+    bool diagnostics = true;
     // Every endpoint offers these (one EndpointDescription per policy and mode).
     std::vector<SecurityOffer> security{{"None", {}}};
     // The certificate store (own certificate, trust lists); used when a policy is not None.
@@ -212,6 +215,8 @@ struct AccessSection {
     // Who may read SessionSecurityDiagnosticsArray (users, policies, certificates of every
     // session); everyone else may browse it only.
     std::vector<std::string> security_diagnostics_roles{"SecurityAdmin"};
+    // Who may write the ServerDiagnostics EnabledFlag; everyone else may read it.
+    std::vector<std::string> diagnostics_admin_roles{"ConfigureAdmin", "SecurityAdmin"};
 };
 
 // One stored Variable of [persistence] nodes: "nsu=<uri>;s=<text>" / "nsu=<uri>;i=<n>", or

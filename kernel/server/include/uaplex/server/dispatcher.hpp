@@ -94,6 +94,8 @@ class Dispatcher {
     session::SessionServices sessionServices_;
     // Made with the dispatcher: counting allocates nothing.
     std::unique_ptr<ServiceCounters> counters_;
+    // ServerDiagnostics EnabledFlag (ServerCounters): whether sessions count their requests.
+    const std::atomic<bool>* diagnosticsEnabled_;
 };
 
 }  // namespace uaplex::server

@@ -22,6 +22,9 @@ struct ServerCounters {
     std::atomic<std::uint32_t> publishingIntervalCount{0};
     std::atomic<std::uint32_t> securityRejectedRequestsCount{0};
     std::atomic<std::uint32_t> rejectedRequestsCount{0};
+    // ServerDiagnostics EnabledFlag: off, sessions do not count their requests and the
+    // diagnostics arrays read empty (the summary above is always kept).
+    std::atomic<bool> diagnosticsEnabled{true};
 };
 
 }  // namespace uaplex::session
