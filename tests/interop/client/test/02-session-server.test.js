@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Sessions and the Server object: ServerStatus, NamespaceArray, ServerArray, OperationLimits.
+// Sessions and the Server object: ServerStatus, NamespaceArray, ServerArray, OperationLimits,
+// the diagnostics arrays.
 "use strict";
 
 const { test, before, after } = require("node:test");
@@ -116,4 +117,49 @@ test("ServerCapabilities.OperationLimits are readable UInt32 properties", { time
     fixed.forEach((dv) => assertGood(dv.statusCode, "OperationLimits by id"));
     const caps = await S.session.read({ nodeId: "i=2268", attributeId: AttributeIds.BrowseName });
     assert.equal(caps.value.value.name, "ServerCapabilities");
+});
+
+// The diagnostics arrays as a generic client reads them: this session's entry and counters,
+// its subscription.
+test("SessionDiagnosticsArray and SubscriptionDiagnosticsArray show this session as it works", { timeout: T_SHORT }, async () => {
+    await withSession(async (session) => {
+        const mine = async () => {
+            const dv = await session.read({ nodeId: "i=3707", attributeId: AttributeIds.Value });
+            assertGood(dv.statusCode, "SessionDiagnosticsArray");
+            assert.ok(Array.isArray(dv.value.value), "SessionDiagnosticsArray is no array");
+            const entry = dv.value.value.find((d) => d.sessionId.toString() === session.sessionId.toString());
+            assert.ok(entry, "this session is not in SessionDiagnosticsArray");
+            return entry;
+        };
+        const before = await mine();
+        assert.ok(before.clientConnectionTime instanceof Date, "ClientConnectionTime");
+        assert.ok(before.actualSessionTimeout > 0, "ActualSessionTimeout");
+        for (let i = 0; i < 5; ++i) await session.read({ nodeId: "i=2259" });
+        const after = await mine();
+        // Five Reads and the Read of the array before them.
+        assert.equal(after.readCount.totalCount, before.readCount.totalCount + 6);
+        assert.equal(after.readCount.errorCount, before.readCount.errorCount);
+        assert.ok(after.totalRequestCount.totalCount >= after.readCount.totalCount);
+
+        const sub = ua.ClientSubscription.create(session, {
+            requestedPublishingInterval: 250, requestedLifetimeCount: 100,
+            requestedMaxKeepAliveCount: 10, maxNotificationsPerPublish: 100,
+            publishingEnabled: true, priority: 3,
+        });
+        await new Promise((resolve, reject) => { sub.once("started", resolve); sub.once("internal_error", reject); });
+        try {
+            const withSub = await mine();
+            assert.equal(withSub.currentSubscriptionsCount, 1);
+            assert.equal(withSub.createSubscriptionCount.totalCount, 1);
+            const dv = await session.read({ nodeId: "i=2290", attributeId: AttributeIds.Value });
+            assertGood(dv.statusCode, "SubscriptionDiagnosticsArray");
+            const s = dv.value.value.find((d) => d.subscriptionId === sub.subscriptionId);
+            assert.ok(s, "the subscription is not in SubscriptionDiagnosticsArray");
+            assert.equal(s.sessionId.toString(), session.sessionId.toString());
+            assert.equal(s.priority, 3);
+            assert.equal(s.publishingInterval, 250);
+        } finally {
+            await sub.terminate();
+        }
+    });
 });
