@@ -165,6 +165,31 @@ TEST_CASE("diagnostics: each session and subscription appears with counters that
     CHECK(ofSession(again, a)->readCount.totalCount == 9);
     CHECK(ofSession(again, b)->readCount.totalCount == 1);
 
+    // The subscription's own counters: a modify, a disable and an enable, a Publish that
+    // takes the two items' first values, a Republish of that message.
+    ua::ModifySubscriptionRequest modify{};
+    modify.subscriptionId = sub;
+    modify.requestedPublishingInterval = 1000;
+    modify.requestedLifetimeCount = 3000;
+    modify.requestedMaxKeepAliveCount = 10;
+    REQUIRE(Client::result(a.call(modify, ++handle)) == UAPLEX_Good);
+    std::uint32_t subIds[1] = {sub};
+    for (bool on : {false, true}) {
+        ua::SetPublishingModeRequest mode{};
+        mode.publishingEnabled = on;
+        mode.subscriptionIds = {1, subIds};
+        REQUIRE(Client::result(a.call(mode, ++handle)) == UAPLEX_Good);
+    }
+    ua::PublishRequest publish{};
+    auto pm = a.call(publish, ++handle);
+    REQUIRE(Client::result(pm) == UAPLEX_Good);
+    const std::uint32_t seq =
+        static_cast<ua::PublishResponse*>(pm.object)->notificationMessage.sequenceNumber;
+    ua::RepublishRequest republish{};
+    republish.subscriptionId = sub;
+    republish.retransmitSequenceNumber = seq;
+    REQUIRE(Client::result(a.call(republish, ++handle)) == UAPLEX_Good);
+
     auto [st3, subs] = readArray<ua::SubscriptionDiagnosticsDataType>(
         b, n0::Server_ServerDiagnostics_SubscriptionDiagnosticsArray);
     REQUIRE(st3 == UAPLEX_Good);
@@ -174,7 +199,18 @@ TEST_CASE("diagnostics: each session and subscription appears with counters that
     CHECK(subs[0].monitoredItemCount == 2);
     CHECK(subs[0].publishingInterval == 1000);
     CHECK(subs[0].publishingEnabled);
-    CHECK(subs[0].nextSequenceNumber >= 1);
+    CHECK(subs[0].nextSequenceNumber == seq + 1);
+    CHECK(subs[0].modifyCount == 1);
+    CHECK(subs[0].disableCount == 1);
+    CHECK(subs[0].enableCount == 1);
+    CHECK(subs[0].publishRequestCount == 1);
+    CHECK(subs[0].dataChangeNotificationsCount == 2);
+    CHECK(subs[0].notificationsCount == 2);
+    CHECK(subs[0].eventNotificationsCount == 0);
+    CHECK(subs[0].republishRequestCount == 1);
+    CHECK(subs[0].republishMessageCount == 1);
+    CHECK(subs[0].unacknowledgedMessageCount == 1);
+    CHECK(subs[0].disabledMonitoredItemCount == 0);
 
     // a closes: its session and subscription are gone from the arrays.
     ua::CloseSessionRequest close{};

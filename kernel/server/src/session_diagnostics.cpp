@@ -252,6 +252,23 @@ void Server::diagnosticsArray(std::uint32_t arrayNode, enc::Arena& arena,
                 d.monitoredItemCount = std::uint32_t(sub.itemCount());
                 d.monitoringQueueOverflowCount = std::uint32_t(sub.monitoringQueueOverflowCount());
                 d.nextSequenceNumber = sub.nextSequenceNumber();
+                const subscription::SubscriptionCounts& c = sub.counts();
+                d.modifyCount = c.modify;
+                d.enableCount = c.enable;
+                d.disableCount = c.disable;
+                d.republishRequestCount = c.republishRequest;
+                d.republishMessageRequestCount = c.republishMessageRequest;
+                d.republishMessageCount = c.republishMessage;
+                d.transferRequestCount = c.transferRequest;
+                d.transferredToAltClientCount = c.transferredToAltClient;
+                d.transferredToSameClientCount = c.transferredToSameClient;
+                d.publishRequestCount = c.publishRequest;
+                d.dataChangeNotificationsCount = c.dataChangeNotifications;
+                d.eventNotificationsCount = c.eventNotifications;
+                d.notificationsCount = c.notifications;
+                sub.forEachItem([&](const subscription::MonitoredItem& it) {
+                    if (it.mode() == ua::MonitoringMode::Disabled) ++d.disabledMonitoredItemCount;
+                });
                 rows.push_back(d);
             });
             std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {

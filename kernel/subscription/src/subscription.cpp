@@ -386,6 +386,9 @@ RetainedMessage* Subscription::buildMessage(uint32_t max) {
     }
     m->message.notificationData = {int32_t(parts), eos};
     m->notificationCount = uint32_t(total);
+    counts_.eventNotifications += uint32_t(nEvents);
+    counts_.dataChangeNotifications += uint32_t(nData);
+    counts_.notifications += uint32_t(total);
     if (dataHead_ == data_.size()) data_.clear(), dataHead_ = 0;
     if (eventHead_ == events_.size()) events_.clear(), eventHead_ = 0;
     return m;

@@ -114,6 +114,7 @@ uaplex_status SubscriptionManager::modifySubscription(uint64_t sessionId,
                        req.requestedMaxKeepAliveCount, req.maxNotificationsPerPublish);
     double before = st->sub->settings().publishingInterval;
     st->sub->modify(r, req.priority);
+    ++st->sub->counts().modify;
     if (r.publishingInterval != before) {  // its timer restarted
         spreadPhase(*st->sub);
         scheduleTick(*st->sub);
@@ -137,6 +138,7 @@ uaplex_status SubscriptionManager::setPublishingMode(uint64_t sessionId,
             continue;
         }
         st->sub->setPublishingMode(req.publishingEnabled);
+        ++(req.publishingEnabled ? st->sub->counts().enable : st->sub->counts().disable);
         resp.results[i] = UAPLEX_Good;
     }
     return UAPLEX_Good;
@@ -184,6 +186,9 @@ void SubscriptionManager::publish(uint64_t sessionId, const PublishRequestRef& r
         complete(p, subs_.empty() ? UAPLEX_BadNoSubscription : UAPLEX_BadSessionClosed);
         return;
     }
+    // A Publish serves every subscription of the session (Part 5 PublishRequestCount).
+    for (uint32_t id : s->subs)
+        if (Subscription* sub = find(id)) ++sub->counts().publishRequest;
     for (auto& a : req.subscriptionAcknowledgements) {
         SubState* st = owned(sessionId, a.subscriptionId);
         if (!st)
@@ -249,6 +254,10 @@ uaplex_status SubscriptionManager::republish(uint64_t sessionId, const ua::Repub
     SubState* st = owned(sessionId, req.subscriptionId);
     if (!st) return UAPLEX_BadSubscriptionIdInvalid;
     outcome = st->sub->republish(req.retransmitSequenceNumber);
+    SubscriptionCounts& c = st->sub->counts();
+    ++c.republishRequest;
+    ++c.republishMessageRequest;  // one message per Republish (Part 4 5.13.6)
+    if (outcome.status == UAPLEX_Good) ++c.republishMessage;
     return outcome.status;
 }
 
@@ -320,6 +329,7 @@ uaplex_status SubscriptionManager::transferSubscriptions(
             r.statusCode = UAPLEX_BadUserAccessDenied;  // only the same user identity
             continue;
         }
+        ++sub.counts().transferRequest;
         if (old != sessionId) {
             if (uint32_t max = ctx_.limits.maxSubscriptionsPerSession) {
                 Session* ns = session(sessionId);
@@ -335,6 +345,9 @@ uaplex_status SubscriptionManager::transferSubscriptions(
             }
             sub.setSession(sessionId);
             sessions_[sessionId].subs.push_back(sub.id());
+            ++sub.counts().transferredToAltClient;
+        } else {
+            ++sub.counts().transferredToSameClient;
         }
         // Events are filtered by the receiving session's permissions from now on.
         sub.setAccess(access);

@@ -100,6 +100,16 @@ struct PublishOutcome {
     bool more = false;
 };
 
+// What SubscriptionDiagnosticsDataType counts of a subscription (Part 5 12.15); the engine
+// counts under its lock.
+struct SubscriptionCounts {
+    uint32_t modify = 0, enable = 0, disable = 0;
+    uint32_t republishRequest = 0, republishMessageRequest = 0, republishMessage = 0;
+    uint32_t transferRequest = 0, transferredToAltClient = 0, transferredToSameClient = 0;
+    uint32_t publishRequest = 0;
+    uint32_t dataChangeNotifications = 0, eventNotifications = 0, notifications = 0;
+};
+
 class Subscription {
   public:
     Subscription(EngineContext& ctx, uint32_t id, uint64_t sessionId, const RevisedSettings& s,
@@ -160,6 +170,8 @@ class Subscription {
     // takes and the messages kept for Republish that the client has not acknowledged.
     uint32_t nextSequenceNumber() const { return sequence_.next(); }
     size_t unacknowledgedMessageCount() const { return retransmission_.retainedCount(); }
+    SubscriptionCounts& counts() { return counts_; }
+    const SubscriptionCounts& counts() const { return counts_; }
 
     // Items. createItem gives nullptr when no memory is left.
     // `block`: from ctx.itemSlab, taken (null: one is allocated).
@@ -244,6 +256,7 @@ class Subscription {
     std::vector<MonitoredItem*> items_;
     std::vector<uint32_t> freeIds_;
     size_t itemCount_ = 0;
+    SubscriptionCounts counts_;
     bool samplingForTick_ = false;
     std::vector<MonitoredItem*> ready_;           // duplicate-free, insertion order
     std::vector<MonitoredItem*> triggerSources_;  // items with links that got a value
