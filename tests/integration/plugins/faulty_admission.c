@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "faulty_plugin.h"
 #include "uaplex/uaplex.h"
 
 static const uaplex_host_api* g_host;
@@ -33,10 +34,6 @@ typedef struct provider {
     uaplex_status acquire_status;
     int64_t acquire_stage; /* -1: every stage */
 } provider;
-
-static int str_is(uaplex_str s, const char* lit) {
-    return s.len == strlen(lit) && memcmp(s.data, lit, s.len) == 0;
-}
 
 static uaplex_status create(uaplex_plugin_ctx* ctx, const uaplex_admission_params* params,
                             void** out_self) {
@@ -60,16 +57,6 @@ static uaplex_status create(uaplex_plugin_ctx* ctx, const uaplex_admission_param
     p->acquire_stage = -1;
     g_host->config_int(ctx, (uaplex_str){"acquire_stage", 13}, &p->acquire_stage);
     *out_self = p;
-    return UAPLEX_Good;
-}
-
-static uaplex_status noop(void* self) {
-    (void)self;
-    return UAPLEX_Good;
-}
-
-static uaplex_status destroy(void* self) {
-    free(self);
     return UAPLEX_Good;
 }
 

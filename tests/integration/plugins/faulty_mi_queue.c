@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "faulty_plugin.h"
 #include "uaplex/uaplex.h"
 
 static const uaplex_host_api* g_host;
@@ -37,10 +38,6 @@ typedef struct ring {
     uint32_t size, head, count;
     int fault; /* set by reset */
 } ring;
-
-static int str_is(uaplex_str s, const char* lit) {
-    return s.len == strlen(lit) && memcmp(s.data, lit, s.len) == 0;
-}
 
 static void drop(ring* r, struct uaplex_datavalue* v) {
     r->f->params.release_value(r->f->params.user, v);
@@ -186,16 +183,6 @@ static uaplex_status create(uaplex_plugin_ctx* ctx, const uaplex_mi_queue_params
     }
     g_host->config_int(ctx, (uaplex_str){"fault_queue_size", 16}, &f->fault_queue_size);
     *out_self = f;
-    return UAPLEX_Good;
-}
-
-static uaplex_status noop(void* self) {
-    (void)self;
-    return UAPLEX_Good;
-}
-
-static uaplex_status destroy(void* self) {
-    free(self);
     return UAPLEX_Good;
 }
 

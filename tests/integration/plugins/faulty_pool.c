@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "faulty_plugin.h"
 #include "uaplex/uaplex.h"
 
 static const uaplex_host_api* g_host;
@@ -27,10 +28,6 @@ struct uaplex_buffer_manager {
     uint32_t max_buffer_size;
 };
 
-static int str_is(uaplex_str s, const char* lit) {
-    return s.len == strlen(lit) && memcmp(s.data, lit, s.len) == 0;
-}
-
 static uaplex_status create(uaplex_plugin_ctx* ctx, const uaplex_buffer_pool_params* params,
                             void** out_self) {
     pool* p = (pool*)calloc(1, sizeof *p);
@@ -45,16 +42,6 @@ static uaplex_status create(uaplex_plugin_ctx* ctx, const uaplex_buffer_pool_par
     }
     g_host->config_int(ctx, (uaplex_str){"fault_at_least", 14}, &p->fault_at_least);
     *out_self = p;
-    return UAPLEX_Good;
-}
-
-static uaplex_status noop(void* self) {
-    (void)self;
-    return UAPLEX_Good;
-}
-
-static uaplex_status destroy(void* self) {
-    free(self);
     return UAPLEX_Good;
 }
 
