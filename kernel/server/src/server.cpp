@@ -403,7 +403,14 @@ void Server::housekeepingLoop() {
         } else if (closed - closedAtTrim_ >= kTrimAfterClosed) {
             closedAtTrim_ = closed;
             pipeline::trimHeap();
+            // What the closed sessions' last owners free after the trim (the engine's and the
+            // pools' deferred releases) is given back by one more, a second later.
+            secondTrimDueMs_ = now + kHeapCheckMs;
+        } else if (now >= secondTrimDueMs_) {
+            secondTrimDueMs_ = INT64_MAX;
+            pipeline::trimHeap();
         }
+        next = std::min(next, secondTrimDueMs_);
         if (pipeline_->connectionCount() > 0) next = std::min(next, now + kHeapCheckMs);
         // The connections' timeouts and the request records a burst left.
         next = std::min(next, pipeline_->housekeep(now));

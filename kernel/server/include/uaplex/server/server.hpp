@@ -169,6 +169,7 @@ class Server {
     // The heap trim after a burst of closed connections and sessions (housekeeping thread).
     static constexpr std::uint64_t kTrimAfterClosed = 256;
     std::uint64_t closedSeen_ = 0, closedAtTrim_ = 0;
+    std::int64_t secondTrimDueMs_ = INT64_MAX;  // the trim after the burst's trim
     std::atomic<bool> running_{false};
     bool started_ = false;
     std::int64_t drainGraceMs_ = 2 * 60 * 1000;
