@@ -12,9 +12,13 @@
 
 #include <boost/asio.hpp>
 
+#include <linux/perf_event.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +26,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <random>
@@ -75,6 +80,95 @@ double otherCpuSeconds(int pid) {
     }
     return double(utime + stime) / double(sysconf(_SC_CLK_TCK));
 }
+
+// Voluntary and involuntary context switches summed over the threads of a process
+// (/proc/<pid>/status holds the main thread's only); {-1, -1} if unreadable. A thread that
+// ends between two readings takes its count with it.
+std::pair<long long, long long> contextSwitches(int pid) {
+    std::error_code ec;
+    long long voluntary = 0, involuntary = 0;
+    bool any = false;
+    std::filesystem::directory_iterator it("/proc/" + std::to_string(pid) + "/task", ec);
+    for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+        std::ifstream in(it->path() / "status");
+        std::string line;
+        while (std::getline(in, line)) {
+            if (line.rfind("voluntary_ctxt_switches:", 0) == 0)
+                voluntary += std::stoll(line.substr(24)), any = true;
+            else if (line.rfind("nonvoluntary_ctxt_switches:", 0) == 0)
+                involuntary += std::stoll(line.substr(27));
+        }
+    }
+    if (!any) return {-1, -1};
+    return {voluntary, involuntary};
+}
+
+// The system calls a process makes: one counting perf event on the raw_syscalls:sys_enter
+// tracepoint per thread, inherited by the threads they start. Needs tracefs and
+// perf_event_open rights (root, or kernel.perf_event_paranoid low enough).
+class SyscallCounter {
+  public:
+    SyscallCounter() = default;
+    SyscallCounter(const SyscallCounter&) = delete;
+    SyscallCounter& operator=(const SyscallCounter&) = delete;
+    ~SyscallCounter() { close(); }
+
+    // false with the reason in why
+    bool open(int pid, std::string& why) {
+        close();
+        std::uint64_t id = 0;
+        for (const char* dir : {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}) {
+            std::ifstream in(std::string(dir) + "/events/raw_syscalls/sys_enter/id");
+            if (in >> id) break;
+        }
+        if (id == 0) {
+            why = "no raw_syscalls:sys_enter tracepoint id in tracefs";
+            return false;
+        }
+        perf_event_attr attr{};
+        attr.type = PERF_TYPE_TRACEPOINT;
+        attr.size = sizeof attr;
+        attr.config = id;
+        attr.inherit = 1;
+        std::error_code ec;
+        std::filesystem::directory_iterator it("/proc/" + std::to_string(pid) + "/task", ec);
+        if (ec) {
+            why = "no /proc/" + std::to_string(pid) + "/task";
+            return false;
+        }
+        for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+            int tid = std::atoi(it->path().filename().c_str());
+            long fd = ::syscall(SYS_perf_event_open, &attr, tid, -1, -1, 0);
+            if (fd >= 0) {
+                fds_.push_back(int(fd));
+            } else if (errno != ESRCH) {  // ESRCH: the thread ended meanwhile
+                why = std::string("perf_event_open: ") + std::strerror(errno);
+                close();
+                return false;
+            }
+        }
+        if (fds_.empty()) why = "no thread to count";
+        return !fds_.empty();
+    }
+    // the count so far over every thread; -1 when not open or unreadable
+    long long read() const {
+        if (fds_.empty()) return -1;
+        long long total = 0;
+        for (int fd : fds_) {
+            std::uint64_t v = 0;
+            if (::read(fd, &v, sizeof v) != ssize_t(sizeof v)) return -1;
+            total += (long long)v;
+        }
+        return total;
+    }
+    void close() {
+        for (int fd : fds_) ::close(fd);
+        fds_.clear();
+    }
+
+  private:
+    std::vector<int> fds_;
+};
 
 struct Xorshift {
     std::uint64_t s;
@@ -185,6 +279,10 @@ class Connection {
     void flush();
 
   private:
+    void flushPerRequest();
+
+  public:
+  private:
     Runner& run_;
     int index_;
     tcp::socket socket_;
@@ -197,6 +295,9 @@ class Connection {
     enc::ByteBuffer txFront_, txBack_;
     bool writing_ = false;
     bool closeAfterWrite_ = false;
+    // per-request sends: txBack_ is sent from txSent_ on, one chunk (= one message) per send;
+    // txChunkEnd_ is where the chunk being sent ends
+    std::size_t txSent_ = 0, txChunkEnd_ = 0;
     std::unordered_map<std::uint32_t, std::vector<std::uint8_t>> partial_;
 
     std::uint32_t sendLimit_ = 8192;  // the server's ReceiveBufferSize
@@ -292,6 +393,9 @@ class Runner {
     bool setupFailed_ = false, finished_ = false;
     std::uint64_t windowStartNs_ = 0;
     double serverCpuStart_ = -1, genCpuStart_ = 0;
+    std::pair<long long, long long> ctxStart_{-1, -1};
+    long long syscallsStart_ = -1;
+    SyscallCounter syscalls_;
     std::int32_t changeCounter_ = 0;
     std::uint64_t lastChangeNs_ = 0;
     std::vector<std::uint64_t> changeSentNs_ = std::vector<std::uint64_t>(kWriteHistory);
@@ -376,7 +480,8 @@ Connection::Connection(Runner& runner, int index)
 void Connection::start(const tcp::endpoint& endpoint) {
     socket_.async_connect(endpoint, [this](const boost::system::error_code& ec) {
         if (ec) return fail("connect: " + ec.message());
-        socket_.set_option(tcp::no_delay(true));
+        socket_.set_option(tcp::no_delay(run_.opt.noDelay));
+        if (run_.opt.sendMode == SendMode::PerRequest) socket_.native_non_blocking(true);
         phase_ = Phase::Hello;
         sendHello();
         read();
@@ -583,9 +688,11 @@ void Connection::sendMsg(const T& message, Kind kind, std::uint64_t intendedNs) 
 
 void Connection::flush() {
     if (writing_ || txBack_.size() == 0 || phase_ == Phase::Failed || phase_ == Phase::Done) return;
+    if (run_.opt.sendMode == SendMode::PerRequest) return flushPerRequest();
     std::swap(txFront_, txBack_);
     txBack_.clear();
     writing_ = true;
+    if (run_.measuring) ++run_.res.sendCalls;
     asio::async_write(socket_, asio::buffer(txFront_.data(), txFront_.size()),
                       [this](const boost::system::error_code& ec, std::size_t) {
                           writing_ = false;
@@ -598,6 +705,41 @@ void Connection::flush() {
                           if (closeAfterWrite_ && txBack_.size() == 0) return finishClose();
                           flush();
                       });
+}
+
+// One send() per queued chunk; every request is a single chunk, so one per request. A chunk
+// the socket takes only in part is finished by a second send once it is writable again.
+void Connection::flushPerRequest() {
+    const int fd = socket_.native_handle();
+    while (txSent_ < txBack_.size()) {
+        if (txChunkEnd_ <= txSent_) {
+            std::uint32_t size;
+            std::memcpy(&size, txBack_.data() + txSent_ + 4, 4);
+            txChunkEnd_ = txSent_ + size;
+        }
+        ssize_t n = ::send(fd, txBack_.data() + txSent_, txChunkEnd_ - txSent_, MSG_NOSIGNAL);
+        if (n >= 0) {
+            if (run_.measuring) ++run_.res.sendCalls;
+            txSent_ += std::size_t(n);
+            continue;
+        }
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+            if (phase_ == Phase::Closing) return finishClose();
+            return fail(std::string("send: ") + std::strerror(errno));
+        }
+        writing_ = true;
+        socket_.async_wait(tcp::socket::wait_write, [this](const boost::system::error_code& ec) {
+            writing_ = false;
+            if (phase_ == Phase::Failed || phase_ == Phase::Done) return;
+            if (ec) return fail("send: " + ec.message());
+            flush();
+        });
+        return;
+    }
+    txBack_.clear();
+    txSent_ = txChunkEnd_ = 0;
+    if (closeAfterWrite_) finishClose();
 }
 
 void Connection::sendHello() {
@@ -895,6 +1037,7 @@ void Connection::pump() {
         return;
     }
     std::uint64_t now = nowNs();
+    if (now < openStartNs_) return;
     auto due = std::uint64_t(double(now - openStartNs_) * ratePerConn_ / 1e9);
     while (issued_ < due && inflight_ < o.inflight && phase_ == Phase::Ready) {
         // the time this request should have left, not the time it does: no coordinated omission
@@ -1222,11 +1365,26 @@ void Runner::beginWarmup() {
         });
         return;
     }
+    // opened for the warm-up and the window only: while the tracepoint is on, every
+    // process's system calls take the slower traced path
+    if (opt.serverPid > 0 && opt.countSyscalls) {
+        std::string why;
+        if (syscalls_.open(opt.serverPid, why))
+            res.syscallCounter = "raw_syscalls:sys_enter";
+        else
+            res.syscallCounter = "unavailable: " + why;
+    } else {
+        res.syscallCounter = opt.serverPid > 0 ? "off" : "no --server-pid";
+    }
     issuing = true;
     std::uint64_t start = nowNs();
-    for (auto& c : conns_) {
-        if (openLoop()) c->startOpenLoop(start, opt.rate / double(conns_.size()));
-        c->kick();
+    for (std::size_t i = 0; i < conns_.size(); ++i) {
+        // each connection's schedule starts 1/rate after the previous one's: together they
+        // issue evenly at the rate, not in bursts of one request per connection
+        if (openLoop())
+            conns_[i]->startOpenLoop(start + std::uint64_t(double(i) * 1e9 / opt.rate),
+                                     opt.rate / double(conns_.size()));
+        conns_[i]->kick();
     }
     if (openLoop() || opt.scenario == Scenario::Subscribe) scheduleTick();
     phaseTimer_.expires_after(std::chrono::nanoseconds(std::int64_t(opt.warmup * 1e9)));
@@ -1242,8 +1400,11 @@ void Runner::beginWindow() {
     if (opt.serverPid > 0) {
         if (opt.signalServer) ::kill(opt.serverPid, SIGUSR1);
         serverCpuStart_ = otherCpuSeconds(opt.serverPid);
+        ctxStart_ = contextSwitches(opt.serverPid);
+        syscallsStart_ = syscalls_.read();
         res.rssWindowKb = rssKb(opt.serverPid);
     }
+    res.sendCalls = 0;
     genCpuStart_ = processCpuSeconds();
     windowStartNs_ = nowNs();
     measuring = true;
@@ -1260,8 +1421,16 @@ void Runner::endWindow() {
     res.generatorCpuSeconds = processCpuSeconds() - genCpuStart_;
     if (opt.serverPid > 0) {
         double end = otherCpuSeconds(opt.serverPid);
+        auto ctx = contextSwitches(opt.serverPid);
+        long long calls = syscalls_.read();
         if (opt.signalServer) ::kill(opt.serverPid, SIGUSR1);
         if (end >= 0 && serverCpuStart_ >= 0) res.serverCpuSeconds = end - serverCpuStart_;
+        if (ctx.first >= 0 && ctxStart_.first >= 0) {
+            res.serverVoluntaryCtxSwitches = ctx.first - ctxStart_.first;
+            res.serverCtxSwitches = res.serverVoluntaryCtxSwitches + ctx.second - ctxStart_.second;
+        }
+        if (calls >= 0 && syscallsStart_ >= 0) res.serverSyscalls = calls - syscallsStart_;
+        syscalls_.close();
     }
     res.ok = res.exitCode == 0;
     tick_.cancel();
@@ -1304,9 +1473,10 @@ void Runner::onTick() {
 }
 
 void Runner::scheduleTick() {
-    // open loop: about one tick per request per connection, between 50 us and 1 ms
+    // open loop: about one tick per request, between 50 us and 1 ms (a request leaves at
+    // most one tick after its time, and that delay counts in its latency)
     double interval = 1e-3;
-    if (openLoop()) interval = std::clamp(double(conns_.size()) / opt.rate, 50e-6, 1e-3);
+    if (openLoop()) interval = std::clamp(1.0 / opt.rate, 50e-6, 1e-3);
     if (opt.scenario == Scenario::Subscribe && opt.changeMs > 0)
         interval = std::min(interval, opt.changeMs / 1e3);
     tick_.expires_after(std::chrono::nanoseconds(std::int64_t(interval * 1e9)));

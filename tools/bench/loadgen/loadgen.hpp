@@ -12,14 +12,24 @@ namespace uaplex::bench {
 
 enum class Scenario { Probe, Read, Write, Read100, Browse, Subscribe };
 
+// How requests leave a connection: coalesce writes every request queued since the last
+// write in one send; perRequest gives each request message its own send() call, as a client
+// that writes each request when it issues it.
+enum class SendMode { Coalesce, PerRequest };
+
 struct Options {
     std::string url = "opc.tcp://127.0.0.1:4840";
     Scenario scenario = Scenario::Read;
     int connections = 1;
-    int inflight = 1;     // requests in flight per connection (closed loop) or at most (open)
-    double rate = 0;      // open loop: requests/s over all connections; 0 = closed loop
-    double warmup = 1;    // seconds
-    double duration = 5;  // seconds of the measured window
+    int inflight = 1;  // requests in flight per connection (closed loop) or at most (open)
+    double rate = 0;   // open loop: requests/s over all connections; 0 = closed loop
+    SendMode sendMode = SendMode::Coalesce;
+    bool noDelay = true;  // TCP_NODELAY on every connection (false: Nagle's algorithm)
+    // with serverPid: count the server's system calls (perf tracepoint). Off by default: the
+    // traced path costs the server about 0.3 us per call, which its CPU figure then includes.
+    bool countSyscalls = false;
+    double warmup = 1;                // seconds
+    double duration = 5;              // seconds of the measured window
     double connectTimeout = 10;       // seconds for connecting and opening every session
     double hardTimeout = 0;           // 0: warmup + duration + connectTimeout + 15 s
     std::string timestamps = "both";  // TimestampsToReturn of Read: source, server, both, neither
@@ -66,6 +76,12 @@ struct Results {
     std::map<std::string, std::uint64_t> errors;  // status name -> count
     Histogram latency;                            // ns
     double serverCpuSeconds = -1;                 // -1: not measured
+    // with --server-pid, over the window: context switches (voluntary + involuntary) of all
+    // the server's threads, its system calls (-1: not measured; syscallCounter says why)
+    long long serverCtxSwitches = -1, serverVoluntaryCtxSwitches = -1;
+    long long serverSyscalls = -1;
+    std::string syscallCounter;
+    std::uint64_t sendCalls = 0;  // the generator's send operations in the window
     double generatorCpuSeconds = 0;
     std::string endpointPolicyId;
     // subscribe: latency is write-to-notification (from the Write's send to the Publish

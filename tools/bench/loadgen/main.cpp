@@ -22,7 +22,10 @@ const char* kUsage =
     "  --scenario S         read | write | read100 | browse | subscribe | probe (default read)\n"
     "  -c, --connections C  connections, each with its own session (default 1)\n"
     "  -m, --inflight M     requests in flight per connection (default 1); in open loop the\n"
-    "                       most that may be outstanding\n"
+    "                       most that may be outstanding (also --in-flight)\n"
+    "  --send-mode S        coalesce: every request queued since the last write goes out in\n"
+    "                       one send (default); per-request: one send() per request message\n"
+    "  --nodelay on|off     TCP_NODELAY on the connections (default on; off = Nagle)\n"
     "  --rate R             open loop: R requests/s over all connections, latency measured\n"
     "                       from each request's intended send time (default 0: closed loop)\n"
     "  --warmup S           seconds before the measured window (default 1)\n"
@@ -54,7 +57,10 @@ const char* kUsage =
     "                       (the others stay open, idle; default: all)\n"
     "  --delete-items       subscribe: delete every item (same batches) after the window and\n"
     "                       report the time and the server's RSS after it\n"
-    "  --server-pid P       read the CPU time of process P at the window edges\n"
+    "  --server-pid P       read the CPU time and the context switches (all threads) of\n"
+    "                       process P at the window edges\n"
+    "  --syscalls on|off    also count P's system calls (perf raw_syscalls:sys_enter;\n"
+    "                       default off: tracing adds to P's CPU time)\n"
     "  --signal-server      send SIGUSR1 to --server-pid at both window edges (allocshim)\n"
     "  --seed N             random node selection seed (default 1)\n"
     "  --receive-buffer N   ReceiveBufferSize in Hello, the largest response chunk (default\n"
@@ -110,9 +116,21 @@ Options parse(int argc, char** argv) {
                 usage("unknown scenario " + std::string(s));
         } else if (a == "-c" || a == "--connections")
             o.connections = int(number("--connections", value(), 1, 100000));
-        else if (a == "-m" || a == "--inflight")
+        else if (a == "-m" || a == "--inflight" || a == "--in-flight")
             o.inflight = int(number("--inflight", value(), 1, 10000));
-        else if (a == "--rate")
+        else if (a == "--send-mode") {
+            std::string_view v = value();
+            if (v == "coalesce")
+                o.sendMode = SendMode::Coalesce;
+            else if (v == "per-request")
+                o.sendMode = SendMode::PerRequest;
+            else
+                usage("bad --send-mode " + std::string(v));
+        } else if (a == "--nodelay" || a == "--syscalls") {
+            std::string_view v = value();
+            if (v != "on" && v != "off") usage("bad " + std::string(a) + " " + std::string(v));
+            (a == "--nodelay" ? o.noDelay : o.countSyscalls) = v == "on";
+        } else if (a == "--rate")
             o.rate = number("--rate", value(), 0, 1e8);
         else if (a == "--warmup")
             o.warmup = number("--warmup", value(), 0, 3600);
@@ -246,6 +264,10 @@ int main(int argc, char** argv) {
     const double serverCpuPerReq =
         r.serverCpuSeconds >= 0 && units > 0 ? r.serverCpuSeconds * 1e6 / units : -1;
     const double genCpuPerReq = units > 0 ? r.generatorCpuSeconds * 1e6 / units : -1;
+    auto perReq = [&](long long n) { return n >= 0 && units > 0 ? double(n) / units : -1.0; };
+    const double ctxPerReq = perReq(r.serverCtxSwitches);
+    const double syscallsPerReq = perReq(r.serverSyscalls);
+    const double sendsPerReq = perReq((long long)r.sendCalls);
 
     if (o.json) {
         std::string j = "{";
@@ -279,6 +301,17 @@ int main(int argc, char** argv) {
         field("generator_cpu_s"), j += fmt("%.3f", r.generatorCpuSeconds);
         field("generator_cpu_us_per_req"), j += fmt("%.3f", genCpuPerReq);
         field("max_backlog"), j += std::to_string(r.maxBacklog);
+        field("send_mode"),
+            jsonString(j, o.sendMode == SendMode::PerRequest ? "per-request" : "coalesce");
+        field("nodelay"), j += o.noDelay ? "true" : "false";
+        field("client_sends"), j += std::to_string(r.sendCalls);
+        field("client_sends_per_req"), j += fmt("%.3f", sendsPerReq);
+        field("server_ctx_switches"), j += std::to_string(r.serverCtxSwitches);
+        field("server_voluntary_ctx_switches"), j += std::to_string(r.serverVoluntaryCtxSwitches);
+        field("server_ctx_switches_per_req"), j += fmt("%.3f", ctxPerReq);
+        field("server_syscalls"), j += std::to_string(r.serverSyscalls);
+        field("server_syscalls_per_req"), j += fmt("%.3f", syscallsPerReq);
+        field("syscall_counter"), jsonString(j, r.syscallCounter);
         field("connection_errors"), j += std::to_string(r.connectionErrors);
         field("anonymous_policy_id"), jsonString(j, r.endpointPolicyId);
         field("changes"), j += std::to_string(r.changes);
@@ -308,10 +341,12 @@ int main(int argc, char** argv) {
         j += "}}";
         std::puts(j.c_str());
     } else {
-        std::printf("uaplex-bench %s %s: %d connection(s) x %d in flight, %s, window %.2f s\n",
-                    scenarioName(o.scenario), o.url.c_str(), o.connections, o.inflight,
-                    o.rate > 0 ? fmt("open loop at %.0f req/s", o.rate).c_str() : "closed loop",
-                    r.windowSeconds);
+        std::printf(
+            "uaplex-bench %s %s: %d connection(s) x %d in flight, %s, %s, %s, window %.2f s\n",
+            scenarioName(o.scenario), o.url.c_str(), o.connections, o.inflight,
+            o.rate > 0 ? fmt("open loop at %.0f req/s", o.rate).c_str() : "closed loop",
+            o.sendMode == SendMode::PerRequest ? "one send per request" : "coalesced sends",
+            o.noDelay ? "TCP_NODELAY" : "Nagle", r.windowSeconds);
         if (!r.ok) std::printf("  FAILED (exit %d): %s\n", r.exitCode, r.failure.c_str());
         if (o.scenario == Scenario::Subscribe) {
             std::printf("  notifications  %llu (%.0f/s) in %llu Publish responses\n",
@@ -349,10 +384,20 @@ int main(int argc, char** argv) {
             std::printf("  server CPU     %.2f us per %s (%.2f s)\n", serverCpuPerReq,
                         o.scenario == Scenario::Subscribe ? "notification" : "request",
                         r.serverCpuSeconds);
+        const char* unit = o.scenario == Scenario::Subscribe ? "notification" : "request";
+        if (ctxPerReq >= 0)
+            std::printf("  server ctxsw   %.3f per %s (%lld, %lld voluntary)\n", ctxPerReq, unit,
+                        r.serverCtxSwitches, r.serverVoluntaryCtxSwitches);
+        if (syscallsPerReq >= 0)
+            std::printf("  server sys     %.3f system calls per %s (%lld)\n", syscallsPerReq, unit,
+                        r.serverSyscalls);
+        else if (o.serverPid > 0)
+            std::printf("  server sys     not counted (%s)\n", r.syscallCounter.c_str());
         if (genCpuPerReq >= 0)
-            std::printf("  generator CPU  %.2f us per %s (%.2f s)\n", genCpuPerReq,
-                        o.scenario == Scenario::Subscribe ? "notification" : "request",
+            std::printf("  generator CPU  %.2f us per %s (%.2f s)\n", genCpuPerReq, unit,
                         r.generatorCpuSeconds);
+        if (sendsPerReq >= 0)
+            std::printf("  generator sent %.3f sends per %s\n", sendsPerReq, unit);
         for (const auto& [name, n] : r.errors)
             std::printf("  error          %s: %llu\n", name.c_str(), (unsigned long long)n);
         if (r.connectionErrors)
