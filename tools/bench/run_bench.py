@@ -13,6 +13,12 @@ with uaplex-bench pinned to core 1, and stops it. Per scenario it collects:
   allocs/req, bytes/req    uaplex only: LD_PRELOAD allocation counter (allocshim) sampled at
                            the window edges through SIGUSR1
   p50 / p99                request latency
+  ctx sw/req               voluntary + involuntary context switches of all the server's
+                           threads (/proc/<pid>/task/*/status) over the window, per request
+  syscalls/req             the server's system calls per request (perf counting
+                           raw_syscalls:sys_enter), from a separate shorter run of the same
+                           pattern in the first round: tracing costs the server CPU time, so
+                           the other figures come from runs without it
   peak RSS                 VmHWM of the server after the scenario (the scenarios of a round
                            run in table order against one process, so it is the peak so
                            far); idle RSS is VmRSS once the server is ready
@@ -45,6 +51,21 @@ SCENARIOS = [
     ("read100 10x10", ["--scenario", "read100", "-c", "10", "-m", "10"]),
     ("browse 10x10", ["--scenario", "browse", "-c", "10", "-m", "10"]),
     ("subscribe 10x100", ["--scenario", "subscribe", "-c", "10", "-m", "3", "--items", "100"]),
+    # Client patterns (tools/bench/README.md): how real clients send, not how fast the
+    # generator can. per-send: one send() per request, as a client that writes each request
+    # when it issues it; lone: one session, one request at a time, the generator sleeping
+    # in epoll like a real client; 100x1: many request-response clients; nagle: per-request
+    # sends with TCP_NODELAY off; open loop: requests on a fixed schedule, latency from the
+    # scheduled time, at most 100 outstanding per connection.
+    ("read 10x100 per-send", ["--scenario", "read", "-c", "10", "-m", "100",
+                              "--send-mode", "per-request"]),
+    ("read 1x1 lone", ["--scenario", "read", "-c", "1", "-m", "1"]),
+    # 16 set up at once: uaplex refuses more than 32 unactivated sessions per peer address
+    ("read 100x1", ["--scenario", "read", "-c", "100", "-m", "1", "--connect-window", "16"]),
+    ("read 10x100 nagle", ["--scenario", "read", "-c", "10", "-m", "100",
+                           "--send-mode", "per-request", "--nodelay", "off"]),
+    ("read open-loop 50k/s", ["--scenario", "read", "-c", "10", "-m", "100", "--rate", "50000",
+                              "--send-mode", "per-request"]),
 ]
 
 UAPLEX_PORT = 4850
@@ -229,6 +250,18 @@ def run_scenario(args, server, scenario_args, warmup=None, duration=None, timeou
     return res
 
 
+def count_syscalls(args, server, sargs, r):
+    """The server's system calls per request of one pattern, from a shorter run with the
+    tracepoint counter on (it slows the server, so the figures of r come from a run without
+    it); sets r["syscalls_per_req"] (None: not counted) and r["syscall_counter"]."""
+    s = run_scenario(args, server, sargs + ["--syscalls", "on"], warmup=1,
+                     duration=min(2.0, args.duration))
+    g = s.get("gen", {})
+    per = g.get("server_syscalls_per_req", -1)
+    r["syscalls_per_req"] = per if per is not None and per >= 0 and "failed" not in s else None
+    r["syscall_counter"] = g.get("syscall_counter") or s.get("failed", "not run")
+
+
 def run_round(args, kind, rnd, results):
     """Starts one server, runs every scenario against it, stops it. Returns None or the
     reason the server is not available."""
@@ -239,6 +272,9 @@ def run_round(args, kind, rnd, results):
             return why
         for name, sargs in SCENARIOS:
             r = run_scenario(args, server, sargs)
+            if args.syscalls == "all" or (args.syscalls == "first" and rnd == 0):
+                if "gen" in r and not any(k in r for k in ("failed", "unsupported")):
+                    count_syscalls(args, server, sargs, r)
             results.setdefault((name, kind), []).append(r)
             g = r.get("gen", {})
             if "unsupported" in r:
@@ -250,10 +286,14 @@ def run_round(args, kind, rnd, results):
             else:
                 rate = g["notifications_per_s"] if name.startswith("subscribe") else g["req_per_s"]
                 allocs = r.get("allocs_per_req")
+                sysc = r.get("syscalls_per_req")
                 log(f"round {rnd + 1} {name} {kind}: {rate:.0f}/s, server "
                     f"{g['server_cpu_us_per_req']:.2f} us/req, p50 {g['p50_us']:.0f} us, "
                     f"p99 {g['p99_us']:.0f} us"
-                    + (f", {allocs:.2f} allocs/req" if allocs is not None else ""))
+                    + (f", {allocs:.2f} allocs/req" if allocs is not None else "")
+                    + (f", {g['server_ctx_switches_per_req']:.2f} ctx sw/req"
+                       if g.get('server_ctx_switches_per_req', -1) >= 0 else "")
+                    + (f", {sysc:.2f} syscalls/req" if sysc is not None else ""))
     finally:
         server.stop()
     return None
@@ -290,6 +330,10 @@ def metrics(results):
         "peak": med([r.get("peak_rss_kb") for r in ok]),
         "idle": med([r.get("idle_rss_kb") for r in ok]),
         "errors": sum(g["errors"] for g in sub),
+        "ctx": med([g.get("server_ctx_switches_per_req") for g in sub
+                    if g.get("server_ctx_switches_per_req", -1) >= 0]),
+        "sys": med([r.get("syscalls_per_req") for r in ok]),
+        "sys_why": next((r["syscall_counter"] for r in ok if "syscall_counter" in r), None),
         "rounds": len(ok),
     }
 
@@ -301,8 +345,10 @@ def table(all_results, args):
                  f"generator on core {args.generator_core}.")
     lines.append("")
     lines.append("| scenario | server | req/s | server CPU us/req | allocs/req | bytes/req "
-                 "| p50 us | p99 us | peak RSS MB | generator CPU us/req |")
-    lines.append("|---|---|---|---|---|---|---|---|---|---|")
+                 "| p50 us | p99 us | peak RSS MB | generator CPU us/req | ctx sw/req "
+                 "| syscalls/req |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    unavailable_sys = set()
     ratios = []
     idle = {}
     for name, sargs in SCENARIOS:
@@ -324,7 +370,7 @@ def table(all_results, args):
                     why = ("not available" if "unavailable" in r else
                            f"unsupported: {r['unsupported']}" if "unsupported" in r else
                            f"failed: {r['failed']}")
-                lines.append(f"| {name} | {label} | {why} | | | | | | | |")
+                lines.append(f"| {name} | {label} | {why} | | | | | | | | | |")
                 continue
             unit = " notif/s" if name.startswith("subscribe") else ""
             err = f", {m['errors']} errors" if m["errors"] else ""
@@ -333,7 +379,10 @@ def table(all_results, args):
                 f"| {fmt_range(m['allocs'], 2)} | {fmt_range(m['bytes'], 0)} "
                 f"| {fmt_range(m['p50'], 0)} | {fmt_range(m['p99'], 0)} "
                 f"| {fmt_range(m['peak'], 1, 1 / 1024)} "
-                f"| {'spins (--spin)' if '--spin' in sargs else fmt_range(m['gen_cpu'], 2)} |")
+                f"| {'spins (--spin)' if '--spin' in sargs else fmt_range(m['gen_cpu'], 2)} "
+                f"| {fmt_range(m['ctx'], 2)} | {fmt_range(m['sys'], 2)} |")
+            if m["sys"] is None and m["sys_why"] and m["sys_why"] != "off":
+                unavailable_sys.add(m["sys_why"])
         u, p = cells.get("uaplex"), cells.get("peer")
         if u and p and u["rounds"] and p["rounds"]:
             def ratio(key):
@@ -343,6 +392,13 @@ def table(all_results, args):
             ratios.append(f"| {name} | {ratio('rate')} | {ratio('cpu')} | {ratio('p50')} "
                           f"| {ratio('p99')} | {ratio('peak')} |")
     lines.append("")
+    if args.syscalls != "off":
+        lines.append("syscalls/req: perf counting raw_syscalls:sys_enter in a separate "
+                     f"{min(2.0, args.duration):g} s run of each pattern ("
+                     + ("every round" if args.syscalls == "all" else "first round only") + ")"
+                     + (f"; not counted: {'; '.join(sorted(unavailable_sys))}"
+                        if unavailable_sys else "") + ".")
+        lines.append("")
     idle_txt = ", ".join(f"{LABELS[k]} "
                          f"{statistics.median(v) / 1024:.1f} MB" for k, v in idle.items())
     lines.append(f"Idle RSS once ready (median over all starts): {idle_txt or 'n/a'}.")
@@ -675,6 +731,10 @@ def main():
                         ", ".join(n for n, *_ in SCALE))
     p.add_argument("--scale-timeout", type=float, default=60.0,
                    help="seconds a scale scenario may take to set up (and to delete)")
+    p.add_argument("--syscalls", choices=["first", "all", "off"], default="first",
+                   help="count the server's system calls per request in an extra short run of "
+                        "each pattern with perf tracing: in the first round (default), in "
+                        "every round, or not")
     p.add_argument("--fairness", choices=["on", "off", "only"], default="on",
                    help="the greedy/light fairness comparison of fifo and fair (uaplex only)")
     args = p.parse_args()
