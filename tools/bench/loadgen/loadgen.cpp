@@ -244,6 +244,7 @@ class Connection {
         issued_ = 0;
     }
     std::uint64_t backlog(std::uint64_t now) const noexcept;
+    std::uint64_t dueBy(std::uint64_t now) const noexcept;
 
   private:
     // ---- framing
@@ -1009,8 +1010,13 @@ bool Connection::sendChange(std::int32_t value) {
 
 std::uint64_t Connection::backlog(std::uint64_t now) const noexcept {
     if (ratePerConn_ <= 0 || now < openStartNs_) return 0;
-    auto due = std::uint64_t(double(now - openStartNs_) * ratePerConn_ / 1e9);
-    return due > issued_ ? due - issued_ : 0;
+    return dueBy(now) > issued_ ? dueBy(now) - issued_ : 0;
+}
+
+// Requests whose time has come by now: request k is due at openStartNs_ + k / rate, so
+// request 0 at once (counting only whole intervals would send each one interval late).
+std::uint64_t Connection::dueBy(std::uint64_t now) const noexcept {
+    return std::uint64_t(double(now - openStartNs_) * ratePerConn_ / 1e9) + 1;
 }
 
 void Connection::pump() {
@@ -1038,7 +1044,7 @@ void Connection::pump() {
     }
     std::uint64_t now = nowNs();
     if (now < openStartNs_) return;
-    auto due = std::uint64_t(double(now - openStartNs_) * ratePerConn_ / 1e9);
+    const std::uint64_t due = dueBy(now);
     while (issued_ < due && inflight_ < o.inflight && phase_ == Phase::Ready) {
         // the time this request should have left, not the time it does: no coordinated omission
         auto intended = openStartNs_ + std::uint64_t(double(issued_) * 1e9 / ratePerConn_);

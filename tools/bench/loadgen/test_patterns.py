@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """uaplex-bench's client patterns against uaplex-bench-nullpeer (ctest bench_patterns):
 per-request sends are one send() per request where coalesced sends are fewer, TCP_NODELAY
-off still completes requests, the open loop stays near its rate and under its in-flight cap,
-and --server-pid reads the server's context switches (and its system calls when perf
-counting works here, else says why not). Bounds are generous: the machine may be loaded."""
+off still completes requests, the open loop stays near its rate, sends each request at its
+time and reports its backlog, and --server-pid reads the server's context switches (and
+its system calls when perf counting works here, else says why not). Bounds are generous:
+the machine may be loaded."""
 
 import json
 import socket
@@ -70,6 +71,11 @@ def main():
 
         ol = run(bench, url, peer.pid, "-c", "4", "-m", "8", "--rate", "2000")
         check(f"open loop at 2000/s: {ol['req_per_s']}/s", 1000 <= ol["req_per_s"] <= 2200)
+        # at 50/s a request is due every 20 ms: it must leave at its time (one tick, at
+        # most 1 ms, later), not one interval late, and its latency counts from that time
+        sparse = run(bench, url, peer.pid, "-c", "1", "-m", "4", "--rate", "50")
+        check(f"open loop at 50/s: p50 {sparse['p50_us']} us from the scheduled time",
+              sparse["requests"] > 0 and sparse["p50_us"] < 10000)
         slow = run(bench, url, peer.pid, "-c", "1", "-m", "1", "--rate", "1000000")
         check(f"open loop above capacity: backlog {slow['max_backlog']} reported, "
               f"{slow['requests']} requests", slow["max_backlog"] > 0 and slow["requests"] > 0)
