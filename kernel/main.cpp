@@ -192,7 +192,6 @@ int main(int argc, char** argv) {
     }
     if (admin) {
         admin->setMetrics([&server](std::string& out) { server->writeMetrics(out); });
-        admin->setReady(true);
     }
 
     // The reload of SIGHUP and `uaplex ctl reload`; commands that change the configuration
@@ -248,6 +247,8 @@ int main(int argc, char** argv) {
             return fail(e.what(), true, cfg.log.sink);
         }
     }
+    // Ready once everything an operator or a probe may use answers: the endpoints and ctl.
+    if (admin) admin->setReady(true);
     logger()->info("running; send SIGINT or SIGTERM to stop, SIGHUP to reload");
 
     for (;;) {

@@ -99,30 +99,7 @@ std::uint32_t subscribeToServerEvents(Client& c) {
         select[i].attributeId = 13;
         select[i].indexRange = ua::nullString();
     }
-    ua::EventFilter filter{};
-    filter.selectClauses = {4, select};
-    filter.whereClause.elements = {0, nullptr};
-    ua::MonitoredItemCreateRequest item{};
-    item.itemToMonitor.nodeId = ua::numericNodeId(0, 2253);  // the Server object
-    item.itemToMonitor.attributeId = 12;                     // EventNotifier
-    item.itemToMonitor.indexRange = ua::nullString();
-    item.monitoringMode = ua::MonitoringMode::Reporting;
-    item.requestedParameters.clientHandle = 7;
-    item.requestedParameters.queueSize = 1000;
-    item.requestedParameters.discardOldest = true;
-    auto& eo = item.requestedParameters.filter;
-    eo.encoding = UAPLEX_EXTENSIONOBJECT_BINARY;
-    eo.type_id = ua::numericNodeId(0, enc::dataTypeOf<ua::EventFilter>()->binaryEncodingId);
-    eo.data_type = enc::dataTypeOf<ua::EventFilter>();
-    eo.object = &filter;
-    ua::CreateMonitoredItemsRequest cmi{};
-    cmi.subscriptionId = sub;
-    cmi.timestampsToReturn = ua::TimestampsToReturn::Both;
-    cmi.itemsToCreate = {1, &item};
-    auto m = c.call(cmi, ++handle);
-    REQUIRE(Client::result(m) == UAPLEX_Good);
-    REQUIRE(static_cast<ua::CreateMonitoredItemsResponse*>(m.object)->results[0].statusCode ==
-            UAPLEX_Good);
+    test::monitorServerEvents(c, sub, select, ++handle);
     return sub;
 }
 

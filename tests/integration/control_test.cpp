@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -33,6 +34,22 @@ std::string tomlOf(std::uint16_t port, const std::filesystem::path& dir,
            (dir / "run" / "ctl.sock").string() + "\"\ntimeout_ms = 500\nmax_request_bytes = 256\n" +
            std::string(extra) +
            "[slots]\nrequest_queue = \"fair\"\n[plugins.fair]\n[plugins.transport-tcp]\n";
+}
+
+// The control socket starts once the server serves (after the endpoint a ServerProcess waits
+// for): up to 5 s for it to answer.
+bool socketReady(const std::filesystem::path& socket) {
+    for (int i = 0; i < 100; ++i) {
+        int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+        sockaddr_un a{};
+        a.sun_family = AF_UNIX;
+        std::strncpy(a.sun_path, socket.c_str(), sizeof a.sun_path - 1);
+        bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+        ::close(fd);
+        if (ok) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
 }
 
 struct Ctl {
@@ -115,6 +132,7 @@ TEST_CASE("ctl: status, sessions and close-session follow a client's work") {
         return tomlOf(port, dir);
     });
     REQUIRE(server.alive());
+    REQUIRE(socketReady(server.dir / "run" / "ctl.sock"));
 
     auto idle = ctl(server, "status");
     REQUIRE(idle.rc == 0);
@@ -160,21 +178,25 @@ TEST_CASE("ctl: status, sessions and close-session follow a client's work") {
     auto table = rows(list.out);
     REQUIRE(table.size() == 3);  // the header and two sessions, oldest first
     CHECK(table[0][0] == "session_id");
-    REQUIRE(table[1].size() == 10);
-    CHECK(table[1][0].rfind("ns=1;g=", 0) == 0);
-    CHECK(table[1][1] == "integration");
-    CHECK(table[1][3] == "anonymous");
-    CHECK(table[1][4] == "127.0.0.1");
-    CHECK(table[1][5].size() == 20);  // 2026-12-03T06:00:00Z
-    CHECK(table[1][6] == std::to_string(c.channelId()));
-    CHECK(table[1][7] == "yes");
-    CHECK(table[1][8] == "1");
-    CHECK(table[1][9] == "3");
-    CHECK(table[2][8] == "0");
-    CHECK(table[1][0] != table[2][0]);
+    // c's row by its channel; the other row is the second client's.
+    const std::size_t mine =
+        table[1].size() > 6 && table[1][6] == std::to_string(c.channelId()) ? 1 : 2;
+    const std::size_t theirs = 3 - mine;
+    REQUIRE(table[mine].size() == 10);
+    CHECK(table[mine][0].rfind("ns=1;g=", 0) == 0);
+    CHECK(table[mine][1] == "integration");
+    CHECK(table[mine][3] == "anonymous");
+    CHECK(table[mine][4] == "127.0.0.1");
+    CHECK(table[mine][5].size() == 20);  // 2026-12-03T06:00:00Z
+    CHECK(table[mine][6] == std::to_string(c.channelId()));
+    CHECK(table[mine][7] == "yes");
+    CHECK(table[mine][8] == "1");
+    CHECK(table[mine][9] == "3");
+    CHECK(table[theirs][8] == "0");
+    CHECK(table[mine][0] != table[theirs][0]);
 
     // The first client's session goes, with its subscription; the other one is still served.
-    auto closed = ctl(server, "close-session '" + table[1][0] + "'");
+    auto closed = ctl(server, "close-session '" + table[mine][0] + "'");
     CHECK(closed.rc == 0);
     std::vector<ua::ReadValueId> ids(1);
     auto read = test::readServerState(ids);
@@ -186,7 +208,7 @@ TEST_CASE("ctl: status, sessions and close-session follow a client's work") {
     CHECK(valueOf(after.out, "subscriptions") == "0");
     CHECK(rows(ctl(server, "sessions").out).size() == 2);
 
-    auto again = ctl(server, "close-session '" + table[1][0] + "'");
+    auto again = ctl(server, "close-session '" + table[mine][0] + "'");
     CHECK(again.rc == 1);
     CHECK_THAT(again.err, Catch::Contains("no session"));
 }
@@ -196,6 +218,7 @@ TEST_CASE("ctl: swap request_queue and log-level until the next reload") {
         return tomlOf(port, dir);
     });
     REQUIRE(server.alive());
+    REQUIRE(socketReady(server.dir / "run" / "ctl.sock"));
     Client c;
     REQUIRE(c.open(server.port));
     REQUIRE(c.createSession() == UAPLEX_Good);
@@ -253,6 +276,7 @@ TEST_CASE("ctl: the socket is the server user's, bad lines are refused, the serv
         });
         REQUIRE(server.alive());
         const auto socket = server.dir / "run" / "ctl.sock";
+        REQUIRE(socketReady(socket));
         struct stat st {};
         REQUIRE(::stat(socket.c_str(), &st) == 0);
         CHECK(S_ISSOCK(st.st_mode));
@@ -295,6 +319,7 @@ TEST_CASE("ctl: the socket is the server user's, bad lines are refused, the serv
             return tomlOf(port, server.dir);
         });
         REQUIRE(next.alive());
+        REQUIRE(socketReady(socket));
         CHECK(raw(socket, "status\n").rfind("OK\n", 0) == 0);
 
         // A clean stop removes the socket file (its directory stays).

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -93,6 +94,37 @@ inline void legitimateClientServed(std::uint16_t port) {
     auto m = c.call(read);
     REQUIRE(Client::result(m) == UAPLEX_Good);
     CHECK(static_cast<ua::ReadResponse*>(m.object)->results[0].status == UAPLEX_Good);
+}
+
+// One event item on the Server object (its EventNotifier) in `subscriptionId`, selecting
+// `select` (an EventFilter without a where clause), clientHandle 7, queue 1000; REQUIREs Good.
+inline void monitorServerEvents(Client& c, std::uint32_t subscriptionId,
+                                std::span<ua::SimpleAttributeOperand> select,
+                                std::uint32_t handle) {
+    ua::EventFilter filter{};
+    filter.selectClauses = {std::int32_t(select.size()), select.data()};
+    filter.whereClause.elements = {0, nullptr};
+    ua::MonitoredItemCreateRequest item{};
+    item.itemToMonitor.nodeId = ua::numericNodeId(0, 2253);  // the Server object
+    item.itemToMonitor.attributeId = 12;                     // EventNotifier
+    item.itemToMonitor.indexRange = ua::nullString();
+    item.monitoringMode = ua::MonitoringMode::Reporting;
+    item.requestedParameters.clientHandle = 7;
+    item.requestedParameters.queueSize = 1000;
+    item.requestedParameters.discardOldest = true;
+    auto& eo = item.requestedParameters.filter;
+    eo.encoding = UAPLEX_EXTENSIONOBJECT_BINARY;
+    eo.type_id = ua::numericNodeId(0, enc::dataTypeOf<ua::EventFilter>()->binaryEncodingId);
+    eo.data_type = enc::dataTypeOf<ua::EventFilter>();
+    eo.object = &filter;
+    ua::CreateMonitoredItemsRequest cmi{};
+    cmi.subscriptionId = subscriptionId;
+    cmi.timestampsToReturn = ua::TimestampsToReturn::Both;
+    cmi.itemsToCreate = {1, &item};
+    auto m = c.call(cmi, handle);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    REQUIRE(static_cast<ua::CreateMonitoredItemsResponse*>(m.object)->results[0].statusCode ==
+            UAPLEX_Good);
 }
 
 }  // namespace uaplex::test
