@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <uaplex/host/host_api.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <string_view>
@@ -113,7 +114,7 @@ uaplex_status api_timer_start(uaplex_plugin_ctx* ctx, uint64_t delay_ms, uint64_
                                                   std::chrono::milliseconds(period_ms), fn, user);
         {
             std::lock_guard lock(ctx->mutex);
-            ctx->timers.insert(id);
+            ctx->timers.push_back(id);
         }
         *out = reinterpret_cast<uaplex_timer*>(static_cast<uintptr_t>(id));
         return UAPLEX_Good;
@@ -126,7 +127,10 @@ uaplex_status api_timer_cancel(uaplex_plugin_ctx* ctx, uaplex_timer* timer) {
         auto id = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(timer));
         {
             std::lock_guard lock(ctx->mutex);
-            if (!ctx->timers.erase(id)) return UAPLEX_BadNotFound;
+            auto it = std::find(ctx->timers.begin(), ctx->timers.end(), id);
+            if (it == ctx->timers.end()) return UAPLEX_BadNotFound;
+            *it = ctx->timers.back();
+            ctx->timers.pop_back();
         }
         ctx->services->timers.cancel(id);
         return UAPLEX_Good;

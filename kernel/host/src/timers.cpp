@@ -17,16 +17,29 @@ uint64_t TimerService::start(std::chrono::milliseconds delay, std::chrono::milli
     std::lock_guard lock(mutex_);
     if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
     uint64_t id = next_id_++;
-    timers_[id] = Timer{Clock::now() + delay, period, fn, user};
+    const Timer t{Clock::now() + delay, period, fn, user};
+    if (spare_.empty()) {
+        timers_[id] = t;
+    } else {
+        Timers::node_type node = std::move(spare_.back());
+        spare_.pop_back();
+        node.key() = id;
+        node.mapped() = t;
+        timers_.insert(std::move(node));
+    }
     wake_.notify_all();
     return id;
 }
 
 void TimerService::cancel(uint64_t id) {
     std::unique_lock lock(mutex_);
-    timers_.erase(id);
+    if (auto it = timers_.find(id); it != timers_.end()) recycle(timers_.extract(it));
     if (std::this_thread::get_id() == runner_id_) return;
     idle_.wait(lock, [&] { return running_ != id; });
+}
+
+void TimerService::recycle(Timers::node_type node) {
+    if (spare_.size() < kSpareNodes) spare_.push_back(std::move(node));
 }
 
 size_t TimerService::active() const {
@@ -55,7 +68,7 @@ void TimerService::run() {
         if (t.period.count() > 0) {
             next->second.due = t.due + t.period;
         } else {
-            timers_.erase(next);
+            recycle(timers_.extract(next));
         }
         running_ = id;
         lock.unlock();

@@ -67,5 +67,7 @@ struct uaplex_plugin_ctx {
     uaplex::host::Services* services = nullptr;
     std::mutex mutex;  // guards warned_keys and timers
     std::set<std::string> warned_keys;
-    std::set<uint64_t> timers;
+    // The plugin's live timers: a vector that keeps its capacity, so that a plugin re-arming
+    // a one-shot timer on every tick (the buffer pool's trim) allocates nothing once warm.
+    std::vector<uint64_t> timers;
 };

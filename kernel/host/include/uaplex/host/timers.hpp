@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 namespace uaplex::host {
 
@@ -16,7 +17,7 @@ class TimerService {
     using Clock = std::chrono::steady_clock;
     using Fn = void (*)(void*);
 
-    TimerService() = default;
+    TimerService() { spare_.reserve(kSpareNodes); }  // the spares never grow
     ~TimerService();
     TimerService(const TimerService&) = delete;
     TimerService& operator=(const TimerService&) = delete;
@@ -40,7 +41,14 @@ class TimerService {
     mutable std::mutex mutex_;
     std::condition_variable wake_;
     std::condition_variable idle_;
-    std::map<uint64_t, Timer> timers_;
+    using Timers = std::map<uint64_t, Timer>;
+    // A timer that fired once or was cancelled leaves its node here for the next start: a
+    // plugin that re-arms on every tick allocates nothing once warm (at most kSpareNodes kept).
+    void recycle(Timers::node_type node);
+    static constexpr std::size_t kSpareNodes = 64;
+
+    Timers timers_;
+    std::vector<Timers::node_type> spare_;
     uint64_t next_id_ = 1;
     uint64_t running_ = 0;  // id of the callback being run, 0 when none
     std::thread::id runner_id_;
