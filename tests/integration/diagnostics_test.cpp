@@ -69,17 +69,21 @@ std::pair<uaplex_status, std::vector<T>> readArray(Client& c, std::uint32_t node
     return {UAPLEX_Good, out};
 }
 
-uaplex_status writeEnabledFlag(Client& c, bool on) {
+uaplex_status writeEnabledFlag(Client& c, const ua::Variant& value, const char* range = nullptr) {
     ua::WriteValue wv{};
     wv.nodeId = ua::numericNodeId(0, n0::Server_ServerDiagnostics_EnabledFlag);
     wv.attributeId = 13;
-    wv.value.value = ua::variantBoolean(on);
+    wv.indexRange = range ? ua::makeString(range) : ua::nullString();
+    wv.value.value = value;
     wv.value.mask = UAPLEX_DATAVALUE_VALUE;
     ua::WriteRequest w{};
     w.nodesToWrite = {1, &wv};
     auto m = c.call(w, ++handle);
     REQUIRE(Client::result(m) == UAPLEX_Good);
     return static_cast<ua::WriteResponse*>(m.object)->results.data[0];
+}
+uaplex_status writeEnabledFlag(Client& c, bool on) {
+    return writeEnabledFlag(c, ua::variantBoolean(on));
 }
 
 bool sameGuid(const ua::NodeId& id, const ua::Guid& g) {
@@ -284,6 +288,10 @@ TEST_CASE("diagnostics: EnabledFlag, written by an admin, stops and resumes the 
     CHECK_FALSE(flag());
     CHECK(readArray<ua::SessionDiagnosticsDataType>(auditor, kSessions).second.empty());
     reads(worker, 4);  // not counted
+    // Only a scalar Boolean without a range turns it on again.
+    CHECK(writeEnabledFlag(auditor, ua::variantInt32(1)) == UAPLEX_BadTypeMismatch);
+    CHECK(writeEnabledFlag(auditor, ua::variantBoolean(true), "0") == UAPLEX_BadIndexRangeInvalid);
+    CHECK_FALSE(flag());
     REQUIRE(writeEnabledFlag(auditor, true) == UAPLEX_Good);
     auto [st, rows] = readArray<ua::SessionDiagnosticsDataType>(auditor, kSessions);
     REQUIRE(st == UAPLEX_Good);

@@ -13,6 +13,7 @@
 // count, so the decoding pass reads the text once: nested content is not re-scanned once per
 // level (a skip to count, a skip past a deferred member, then the decode). Only values
 // shorter than kIndexedBytes are scanned again, which bounds the rescans per byte.
+#include <uaplex/encoding/guid_text.hpp>
 #include <uaplex/encoding/hex.hpp>
 #include <uaplex/encoding/json.hpp>
 
@@ -251,11 +252,10 @@ void encodeDateTime(JsonWriter& w, std::int64_t ticks) noexcept {
 }
 
 void encodeGuid(JsonWriter& w, const Guid& g) noexcept {
-    char buf[40];
-    int n = std::snprintf(buf, sizeof buf, "\"%08X-%04X-%04X-%02X%02X-%02X%02X%02X%02X%02X%02X\"",
-                          g.data1, g.data2, g.data3, g.data4[0], g.data4[1], g.data4[2], g.data4[3],
-                          g.data4[4], g.data4[5], g.data4[6], g.data4[7]);
-    w.raw(std::string_view(buf, std::size_t(n)));
+    std::array<char, kGuidTextSize + 2> buf;
+    buf.front() = buf.back() = '"';
+    formatGuid(g, std::span<char, kGuidTextSize>(buf.data() + 1, kGuidTextSize));
+    w.raw(std::string_view(buf.data(), buf.size()));
 }
 
 // NodeId (Part 6 1.04 5.4.2.10) and ExpandedNodeId (5.4.2.11) in the object form.

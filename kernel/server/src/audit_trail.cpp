@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include <uaplex/encoding/guid_text.hpp>
 #include <uaplex/security/crypto.hpp>
 #include <uaplex/server/service_handler.hpp>
 #include <uaplex/session/session_manager.hpp>
@@ -48,20 +49,14 @@ std::string isoTime(std::int64_t dt) {
 std::string nodeIdText(const ua::NodeId& id) {
     std::string out;
     if (id.namespace_index != 0) out = "ns=" + std::to_string(id.namespace_index) + ";";
-    char buf[64];
     switch (id.identifier_type) {
         case UAPLEX_ID_NUMERIC:
             return out + "i=" + std::to_string(id.identifier.numeric);
         case UAPLEX_ID_STRING:
             return out +
                    "s=" + std::string(ua::view(id.identifier.string).substr(0, kMaxFieldChars));
-        case UAPLEX_ID_GUID: {
-            const auto& g = id.identifier.guid;
-            std::snprintf(buf, sizeof buf, "g=%08X-%04X-%04X-%02X%02X-%02X%02X%02X%02X%02X%02X",
-                          g.data1, g.data2, g.data3, g.data4[0], g.data4[1], g.data4[2], g.data4[3],
-                          g.data4[4], g.data4[5], g.data4[6], g.data4[7]);
-            return out + buf;
-        }
+        case UAPLEX_ID_GUID:
+            return out + "g=" + enc::guidText(id.identifier.guid);
         default:
             return out + "b=(" + std::to_string(std::max(id.identifier.bytestring.length, 0)) +
                    " bytes)";

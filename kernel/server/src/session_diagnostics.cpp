@@ -14,6 +14,7 @@
 #include <uaplex/encoding/datatype.hpp>
 #include <uaplex/encoding/generated/ns0.hpp>
 #include <uaplex/encoding/generated/types.hpp>
+#include <uaplex/encoding/guid_text.hpp>
 #include <uaplex/server/service_table.hpp>
 #include <uaplex/server/subscription_service.hpp>
 #include <uaplex/session/identity_verifier.hpp>
@@ -22,15 +23,6 @@
 namespace uaplex::server {
 
 namespace {
-
-// Part 6 5.1.3's text form of a Guid, lower case.
-std::string guidText(const ua::Guid& g) {
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%08x-%04x-%04x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-                  unsigned(g.data1), unsigned(g.data2), unsigned(g.data3), g.data4[0], g.data4[1],
-                  g.data4[2], g.data4[3], g.data4[4], g.data4[5], g.data4[6], g.data4[7]);
-    return buf;
-}
 
 bool equalsIgnoringCase(std::string_view a, std::string_view b) {
     return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
@@ -139,18 +131,24 @@ const char* authenticationMechanism(session::IdentityKind k) noexcept {
     }
 }
 
+// The sessions that are not closed, oldest first.
+std::vector<std::shared_ptr<session::Session>> liveSessions(const session::SessionManager& m) {
+    std::vector<std::shared_ptr<session::Session>> live;
+    m.list(live);
+    std::erase_if(live, [](const auto& s) { return s->closed(); });
+    std::stable_sort(live.begin(), live.end(), [](const auto& a, const auto& b) {
+        return a->createdUnixMs() < b->createdUnixMs();
+    });
+    return live;
+}
+
 }  // namespace
 
 void Server::diagnosticsArray(std::uint32_t arrayNode, enc::Arena& arena,
                               ua::Variant& out) noexcept {
     out = ua::variantArray(ua::BuiltinType::ExtensionObject, 0, nullptr);
     try {
-        std::vector<std::shared_ptr<session::Session>> live;
-        sessions_->list(live);
-        std::erase_if(live, [](const auto& s) { return s->closed(); });
-        std::sort(live.begin(), live.end(), [](const auto& a, const auto& b) {
-            return a->createdUnixMs() < b->createdUnixMs();
-        });
+        const auto live = liveSessions(*sessions_);
         if (arrayNode ==
             n0::Server_ServerDiagnostics_SessionsDiagnosticsSummary_SessionDiagnosticsArray) {
             const ua::DateTime utc = ua::utcNow();
@@ -282,14 +280,13 @@ void Server::diagnosticsArray(std::uint32_t arrayNode, enc::Arena& arena,
 }
 
 std::vector<Server::SessionInfo> Server::sessionInfos() {
-    std::vector<std::shared_ptr<session::Session>> live;
-    sessions_->list(live);
+    const auto live = liveSessions(*sessions_);
     std::vector<SessionInfo> out;
     out.reserve(live.size());
     for (const auto& s : live) {
-        if (s->closed()) continue;
         SessionInfo i;
-        i.sessionId = "ns=1;g=" + guidText(s->sessionId().identifier.guid);
+        i.sessionId =
+            "ns=1;g=" + enc::guidText(s->sessionId().identifier.guid, enc::HexCase::Lower);
         i.name = s->name();
         i.applicationUri = s->applicationUri();
         i.peer = s->peer();
@@ -304,18 +301,14 @@ std::vector<Server::SessionInfo> Server::sessionInfos() {
         }
         out.push_back(std::move(i));
     }
-    std::stable_sort(out.begin(), out.end(), [](const SessionInfo& a, const SessionInfo& b) {
-        return a.createdUnixMs < b.createdUnixMs;
-    });
     return out;
 }
 
 bool Server::closeSessionById(std::string_view id) {
     if (id.size() > 7 && equalsIgnoringCase(id.substr(0, 7), "ns=1;g=")) id.remove_prefix(7);
-    std::vector<std::shared_ptr<session::Session>> live;
-    sessions_->list(live);
-    for (const auto& s : live)
-        if (equalsIgnoringCase(guidText(s->sessionId().identifier.guid), id))
+    for (const auto& s : liveSessions(*sessions_))
+        if (equalsIgnoringCase(enc::guidText(s->sessionId().identifier.guid, enc::HexCase::Lower),
+                               id))
             return sessions_->closeSession(s);
     return false;
 }

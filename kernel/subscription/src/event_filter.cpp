@@ -7,6 +7,7 @@
 #include <cstring>
 #include <random>
 
+#include <uaplex/encoding/guid_text.hpp>
 #include <uaplex/subscription/queue_handlers.hpp>
 #include <uaplex/subscription/value_cell.hpp>
 
@@ -210,12 +211,7 @@ bool textOf(const ua::Variant& v, std::string& out) {
             return true;
         }
         case ua::BuiltinType::Guid: {
-            const auto& g = v.value.guid;
-            char buf[40];
-            std::snprintf(buf, sizeof buf, "%08X-%04X-%04X-%02X%02X-%02X%02X%02X%02X%02X%02X",
-                          g.data1, g.data2, g.data3, g.data4[0], g.data4[1], g.data4[2], g.data4[3],
-                          g.data4[4], g.data4[5], g.data4[6], g.data4[7]);
-            out = buf;
+            out = enc::guidText(v.value.guid);
             return true;
         }
         default:
