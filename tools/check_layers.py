@@ -19,6 +19,7 @@ from pathlib import Path
 # Bottom to top; docs/architecture.md ("The kernel's layers") draws the same order.
 LAYERS = [
     "encoding",
+    "aggregates",
     "config",
     "host",
     "admin",

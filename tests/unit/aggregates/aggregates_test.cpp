@@ -1,0 +1,645 @@
+// SPDX-License-Identifier: Apache-2.0
+// The aggregates against the example historian of Part 13 Annex A.1.1 ("Historian 1") and
+// variations of it. Each expected value is worked out by hand in the comments from the
+// rules of Part 13 (bounds, regions, PercentDataGood/PercentDataBad); where Annex A prints
+// the table for Historian 1 (Interpolative A.2, TimeAverage2 A.5, MaximumActualTime A.11,
+// Maximum2 A.13) the expectation is that table.
+#include <catch2/catch.hpp>
+
+#include <uaplex/statuscodes.h>
+#include <uaplex/aggregates/aggregates.hpp>
+
+#include <cmath>
+#include <optional>
+#include <vector>
+
+namespace {
+
+using namespace uaplex;
+using namespace uaplex::aggregates;
+using ua::DataValue;
+using ua::DateTime;
+using ua::StatusCode;
+
+// 12:00:00 of the examples; any instant serves.
+constexpr DateTime kNoon =
+    UAPLEX_DATETIME_UNIX_EPOCH + INT64_C(1700000000) * UAPLEX_DATETIME_TICKS_PER_SECOND;
+DateTime at(double seconds) {
+    return kNoon + static_cast<DateTime>(std::llround(seconds * 1e7));
+}
+
+DataValue rawValue(double s, std::optional<double> v, StatusCode status) {
+    DataValue d{};
+    d.mask = UAPLEX_DATAVALUE_STATUS | UAPLEX_DATAVALUE_SOURCE_TIMESTAMP;
+    d.status = status;
+    d.source_timestamp = at(s);
+    if (v) {
+        d.mask |= UAPLEX_DATAVALUE_VALUE;
+        d.value.encoding = UAPLEX_TYPE_DOUBLE;
+        d.value.array_length = -1;
+        d.value.value.double_ = *v;
+    }
+    return d;
+}
+
+// Part 13 A.1.1, seconds after 12:00:00. The first entry marks the creation of the point
+// (Bad_NoData); there is no data after 12:01:30.
+std::vector<DataValue> historian1() {
+    return {
+        rawValue(0, std::nullopt, UAPLEX_BadNoData),
+        rawValue(10, 10, UAPLEX_Good),
+        rawValue(20, 20, UAPLEX_Good),
+        rawValue(30, 30, UAPLEX_Good),
+        rawValue(40, 40, UAPLEX_Bad),
+        rawValue(50, 50, UAPLEX_Good),
+        rawValue(60, 60, UAPLEX_Good),
+        rawValue(70, 70, UAPLEX_Uncertain),
+        rawValue(80, 80, UAPLEX_Good),
+        rawValue(90, 90, UAPLEX_Good),
+    };
+}
+
+// Historian 1's configuration: TreatUncertainAsBad false, PercentDataBad and
+// PercentDataGood 100, sloped, stepped extrapolation.
+ProcessedRequest request(double start, double end, double intervalSeconds, bool stepped = false) {
+    ProcessedRequest r;
+    r.startTime = at(start);
+    r.endTime = at(end);
+    r.processingIntervalMs = intervalSeconds * 1000.0;
+    r.configuration.treatUncertainAsBad = false;
+    r.configuration.percentDataBad = 100;
+    r.configuration.percentDataGood = 100;
+    r.configuration.useSlopedExtrapolation = false;
+    r.stepped = stepped;
+    return r;
+}
+
+constexpr std::uint32_t C = kHistorianCalculated;
+constexpr std::uint32_t I = kHistorianInterpolated;
+constexpr std::uint32_t P = kHistorianPartial;
+constexpr std::uint32_t M = kHistorianMultiValue;
+constexpr StatusCode G = UAPLEX_Good;
+constexpr StatusCode U = UAPLEX_UncertainDataSubNormal;
+
+StatusCode st(StatusCode code, std::uint32_t bits = 0) {
+    return bits == 0 ? code : (code | bits | kInfoTypeDataValue);
+}
+
+struct Expected {
+    double time;                  // seconds after 12:00:00
+    std::optional<double> value;  // none: a Bad result without a value
+    StatusCode status;
+};
+constexpr std::optional<double> kNone = std::nullopt;
+
+double asDouble(const ua::Variant& v) {
+    switch (v.encoding) {
+        case UAPLEX_TYPE_DOUBLE:
+            return v.value.double_;
+        case UAPLEX_TYPE_INT32:
+            return v.value.int32;
+        case UAPLEX_TYPE_STATUSCODE:
+            return static_cast<double>(v.value.statuscode);
+        default:
+            FAIL("unexpected result type " << int(v.encoding));
+            return 0;
+    }
+}
+
+void check(AggregateFunction f, const std::vector<DataValue>& raw, const ProcessedRequest& rq,
+           const std::vector<Expected>& expected, double margin = 1e-9) {
+    std::vector<DataValue> out(expected.size());
+    ComputeResult r = compute(f, raw, rq, out);
+    REQUIRE(r.status == UAPLEX_Good);
+    REQUIRE(r.written == expected.size());
+    for (std::size_t k = 0; k < expected.size(); ++k) {
+        INFO("interval " << k << " at " << expected[k].time << " s");
+        const DataValue& d = out[k];
+        CHECK(d.source_timestamp == at(expected[k].time));
+        INFO("status 0x" << std::hex << d.status << ", expected 0x" << expected[k].status);
+        CHECK(d.status == expected[k].status);
+        if (expected[k].value) {
+            REQUIRE((d.mask & UAPLEX_DATAVALUE_VALUE) != 0);
+            CHECK(asDouble(d.value) == Approx(*expected[k].value).margin(margin));
+        } else {
+            CHECK((d.mask & UAPLEX_DATAVALUE_VALUE) == 0);
+        }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("every aggregate function NodeId maps to its function and back") {
+    CHECK(aggregateNodeId(AggregateFunction::Average) == 2342);
+    CHECK(aggregateNodeId(AggregateFunction::Interpolative) == 2341);
+    CHECK(aggregateNodeId(AggregateFunction::TimeAverage2) == 11285);
+    CHECK(aggregateNodeId(AggregateFunction::Total2) == 11304);
+    CHECK(aggregateNodeId(AggregateFunction::WorstQuality2) == 11292);
+    for (std::size_t k = 0; k < kAggregateFunctionCount; ++k) {
+        auto f = static_cast<AggregateFunction>(k);
+        ua::NodeId id{};
+        id.identifier_type = UAPLEX_ID_NUMERIC;
+        id.identifier.numeric = aggregateNodeId(f);
+        REQUIRE(id.identifier.numeric != 0);
+        auto back = aggregateFromNodeId(id);
+        REQUIRE(back);
+        CHECK(*back == f);
+    }
+}
+
+TEST_CASE("an unknown or foreign aggregate NodeId is not served") {
+    ua::NodeId id{};
+    id.identifier_type = UAPLEX_ID_NUMERIC;
+    id.identifier.numeric = 2351;  // AnnotationCount: not served
+    CHECK_FALSE(aggregateFromNodeId(id));
+    id.identifier.numeric = 11426;  // StandardDeviationSample: not served
+    CHECK_FALSE(aggregateFromNodeId(id));
+    id.identifier.numeric = 2342;
+    id.namespace_index = 1;  // Average's number in another namespace
+    CHECK_FALSE(aggregateFromNodeId(id));
+    ua::NodeId text{};
+    text.identifier_type = UAPLEX_ID_STRING;
+    CHECK_FALSE(aggregateFromNodeId(text));
+}
+
+TEST_CASE("PercentDataGood and PercentDataBad must leave no gap") {
+    AggregateConfiguration c;
+    CHECK(checkConfiguration(c) == UAPLEX_Good);  // 100 / 100
+    c.percentDataGood = 50;
+    c.percentDataBad = 50;  // 50 >= 100 - 50: Good or Bad, never Uncertain
+    CHECK(checkConfiguration(c) == UAPLEX_Good);
+    c.percentDataGood = 40;  // 40 < 100 - 50: an interval 45 % Good, 45 % Bad would be nothing
+    CHECK(checkConfiguration(c) == UAPLEX_BadAggregateConfigurationRejected);
+    c.percentDataGood = 101;
+    CHECK(checkConfiguration(c) == UAPLEX_BadAggregateConfigurationRejected);
+    c.percentDataGood = 100;
+    c.percentDataBad = 200;
+    CHECK(checkConfiguration(c) == UAPLEX_BadAggregateConfigurationRejected);
+
+    auto raw = historian1();
+    auto rq = request(0, 100, 16);
+    rq.configuration.percentDataGood = 10;
+    rq.configuration.percentDataBad = 10;
+    std::vector<DataValue> out(7);
+    ComputeResult r = compute(AggregateFunction::Average, raw, rq, out);
+    CHECK(r.status == UAPLEX_BadAggregateConfigurationRejected);
+    CHECK(r.written == 0);
+}
+
+TEST_CASE("the intervals of a time domain follow Part 13 5.4.2.2") {
+    std::size_t n = 99;
+    // start == end: no intervals, Bad_InvalidArgument.
+    CHECK(intervalCount(request(10, 10, 5), 100, n) == UAPLEX_BadInvalidArgument);
+    CHECK(n == 0);
+    // 100 s by 16 s: 6 whole intervals and a partial one of 4 s.
+    CHECK(intervalCount(request(0, 100, 16), 100, n) == UAPLEX_Good);
+    CHECK(n == 7);
+    // Backwards the same.
+    CHECK(intervalCount(request(100, 0, 16), 100, n) == UAPLEX_Good);
+    CHECK(n == 7);
+    // Interval 0 or at least the range: one interval.
+    CHECK(intervalCount(request(0, 100, 0), 100, n) == UAPLEX_Good);
+    CHECK(n == 1);
+    CHECK(intervalCount(request(0, 100, 500), 100, n) == UAPLEX_Good);
+    CHECK(n == 1);
+    // Negative, NaN, infinite and below one DateTime tick (100 ns).
+    CHECK(intervalCount(request(0, 100, -1), 100, n) == UAPLEX_BadInvalidArgument);
+    auto rq = request(0, 100, 1);
+    rq.processingIntervalMs = std::nan("");
+    CHECK(intervalCount(rq, 100, n) == UAPLEX_BadInvalidArgument);
+    rq.processingIntervalMs = INFINITY;
+    CHECK(intervalCount(rq, 100, n) == UAPLEX_BadInvalidArgument);
+    rq.processingIntervalMs = 0.00001;  // 0.1 tick
+    CHECK(intervalCount(rq, 100, n) == UAPLEX_BadInvalidArgument);
+    // The caller's bound: 7 intervals do not fit in 6.
+    CHECK(intervalCount(request(0, 100, 16), 6, n) == UAPLEX_BadTooManyOperations);
+    // A time domain wider than any DateTime range (year 1601 to 9999 is 2.5e18 ticks).
+    ProcessedRequest wide;
+    wide.startTime = INT64_MIN;
+    wide.endTime = INT64_MAX;
+    wide.processingIntervalMs = 0;
+    CHECK(intervalCount(wide, 1000000, n) == UAPLEX_BadInvalidArgument);
+    // Many tiny intervals: counted without overflow, refused by the bound.
+    wide.startTime = 0;
+    wide.processingIntervalMs = 0.0001;  // one tick
+    CHECK(intervalCount(wide, 1000000, n) == UAPLEX_BadTooManyOperations);
+}
+
+TEST_CASE("compute refuses more intervals than the output holds") {
+    auto raw = historian1();
+    std::vector<DataValue> out(6);
+    ComputeResult r = compute(AggregateFunction::Average, raw, request(0, 100, 16), out);
+    CHECK(r.status == UAPLEX_BadTooManyOperations);
+    CHECK(r.written == 0);
+}
+
+TEST_CASE("invalid raw inputs give Bad_AggregateInvalidInputs") {
+    std::vector<DataValue> out(7);
+    auto rq = request(0, 100, 16);
+    SECTION("timestamps out of order") {
+        auto raw = historian1();
+        std::swap(raw[3], raw[4]);
+        CHECK(compute(AggregateFunction::Average, raw, rq, out).status ==
+              UAPLEX_BadAggregateInvalidInputs);
+    }
+    SECTION("two values at one timestamp") {
+        auto raw = historian1();
+        raw[4].source_timestamp = raw[3].source_timestamp;
+        CHECK(compute(AggregateFunction::Average, raw, rq, out).status ==
+              UAPLEX_BadAggregateInvalidInputs);
+    }
+    SECTION("a Good value that is not a number") {
+        auto raw = historian1();
+        raw[2].value.encoding = UAPLEX_TYPE_STRING;
+        raw[2].value.value.string = {3, "abc"};
+        CHECK(compute(AggregateFunction::TimeAverage, raw, rq, out).status ==
+              UAPLEX_BadAggregateInvalidInputs);
+    }
+    SECTION("a Good value that is NaN") {
+        auto raw = historian1();
+        raw[2].value.value.double_ = std::nan("");
+        CHECK(compute(AggregateFunction::Maximum, raw, rq, out).status ==
+              UAPLEX_BadAggregateInvalidInputs);
+    }
+    SECTION("an array") {
+        auto raw = historian1();
+        raw[2].value.encoding = UAPLEX_TYPE_DOUBLE | 0x80;
+        CHECK(compute(AggregateFunction::Average, raw, rq, out).status ==
+              UAPLEX_BadAggregateInvalidInputs);
+    }
+    SECTION("no source timestamp") {
+        auto raw = historian1();
+        raw[5].mask &= static_cast<std::uint8_t>(~UAPLEX_DATAVALUE_SOURCE_TIMESTAMP);
+        CHECK(compute(AggregateFunction::Count, raw, rq, out).status ==
+              UAPLEX_BadAggregateInvalidInputs);
+    }
+    SECTION("a Bad value may hold anything") {
+        auto raw = historian1();
+        raw[4].value.encoding = UAPLEX_TYPE_STRING;
+        raw[4].value.value.string = {3, "abc"};
+        CHECK(compute(AggregateFunction::Average, raw, rq, out).status == UAPLEX_Good);
+    }
+}
+
+TEST_CASE("Interpolative over Historian 1 (Part 13 A.2)") {
+    // Interpolated bounds (3.1.8), sloped: a raw non-Bad value at the time is returned as
+    // stored; else the line between the nearest non-Bad values around it, Uncertain when a
+    // Bad value lies between them or one of them is Uncertain; after the last value the
+    // last one is held (stepped extrapolation), Uncertain. Before 12:00:10 there is no
+    // non-Bad value: Bad_NoData.
+    check(AggregateFunction::Interpolative, historian1(), request(0, 100, 5),
+          {
+              {0, kNone, UAPLEX_BadNoData},  // the Bad_NoData entry, nothing non-Bad before
+              {5, kNone, UAPLEX_BadNoData},
+              {10, 10, G},         // raw, as stored
+              {15, 15, st(G, I)},  // 10 + (20 - 10) * 5/10
+              {20, 20, G},
+              {25, 25, st(G, I)},
+              {30, 30, G},
+              {35, 35, st(U, I)},  // 30..50 across the Bad 40
+              {40, 40, st(U, I)},  // the raw 40 is Bad: interpolated instead
+              {45, 45, st(U, I)},
+              {50, 50, G},
+              {55, 55, st(G, I)},
+              {60, 60, G},
+              {65, 65, st(U, I)},          // 60..70, 70 is Uncertain
+              {70, 70, UAPLEX_Uncertain},  // raw, as stored
+              {75, 75, st(U, I)},          // 70 (Uncertain)..80
+              {80, 80, G},
+              {85, 85, st(G, I)},
+              {90, 90, G},
+              {95, 90, st(U, I)},  // 90 held past the last value
+          });
+}
+
+TEST_CASE("Interpolative of a stepped variable holds the value before") {
+    // Stepped interpolated bound: the last non-Bad value at or before the time; Uncertain
+    // when Bad values were skipped since it, when it is Uncertain, or past the end of data.
+    check(AggregateFunction::Interpolative, historian1(), request(10, 100, 5, true),
+          {
+              {10, 10, G},
+              {15, 10, st(G, I)},
+              {20, 20, G},
+              {25, 20, st(G, I)},
+              {30, 30, G},
+              {35, 30, st(G, I)},  // no Bad value between 30 and 35
+              {40, 30, st(U, I)},  // the raw 40 is Bad: skipped
+              {45, 30, st(U, I)},  // the Bad 40 lies between 30 and 45
+              {50, 50, G},
+              {55, 50, st(G, I)},
+              {60, 60, G},
+              {65, 60, st(G, I)},
+              {70, 70, UAPLEX_Uncertain},
+              {75, 70, st(U, I)},  // held from an Uncertain value
+              {80, 80, G},
+              {85, 80, st(G, I)},
+              {90, 90, G},
+              {95, 90, st(U, I)},  // past the end of data (12:01:30)
+          });
+}
+
+TEST_CASE("TimeAverage2 over Historian 1 (Part 13 A.5)") {
+    // Simple bounds (3.1.9); segments between the bounds and every raw value; a segment
+    // from a Bad point is Bad, a sloped one takes the worse status of its ends and one that
+    // runs into a Bad point is held at its start value, Uncertain. Average over the non-Bad
+    // time; Good only when 100 % of the interval is Good (PercentDataGood 100), Bad only when
+    // 100 % is Bad.
+    check(AggregateFunction::TimeAverage2, historian1(), request(0, 100, 5),
+          {
+              {0, kNone, UAPLEX_BadNoData},  // from the Bad_NoData entry: no data
+              {5, kNone, UAPLEX_BadNoData},  // start bound after the Bad_NoData entry
+              {10, 12.5, st(G, C)},          // line 10 -> 15
+              {15, 17.5, st(G, C)},
+              {20, 22.5, st(G, C)},
+              {25, 27.5, st(G, C)},  // 25 -> raw 30
+              {30, 30, st(U, C)},    // end bound at 35: 30 held (next raw 40 is Bad), Uncertain
+              {35, 30, st(U, C)},    // start bound 30 held (Uncertain) into the Bad 40
+              {40, kNone, UAPLEX_BadNoData},  // the Bad 40 to 45: all Bad
+              {45, kNone, UAPLEX_BadNoData},  // start bound after the Bad 40: Bad
+              {50, 52.5, st(G, C)},
+              {55, 57.5, st(G, C)},
+              {60, 62.5, st(U, C)},  // 60 -> 65, the end bound leans on the Uncertain 70
+              {65, 67.5, st(U, C)},
+              {70, 72.5, st(U, C)},
+              {75, 77.5, st(U, C)},  // 75 (Uncertain, from 70) -> 80
+              {80, 82.5, st(G, C)},
+              {85, 87.5, st(G, C)},
+              {90, 90, st(U, C | P)},         // 90 held to 95 past the end of data: Partial
+              {95, kNone, UAPLEX_BadNoData},  // after the end of data
+          });
+}
+
+TEST_CASE("TimeAverage2 of a stepped variable") {
+    // Stepped: a segment holds its start value and takes its start's status only.
+    check(AggregateFunction::TimeAverage2, historian1(), request(30, 75, 5, true),
+          {
+              {30, 30, st(G, C)},  // 30 held to 35, Good (sloped: Uncertain)
+              {35, 30, st(G, C)},  // 30 held up to the Bad 40
+              {40, kNone, UAPLEX_BadNoData},
+              {45, kNone, UAPLEX_BadNoData},  // start bound: the Bad 40
+              {50, 50, st(G, C)},
+              {55, 50, st(G, C)},
+              {60, 60, st(G, C)},
+              {65, 60, st(G, C)},  // Good 60 held up to the Uncertain 70
+              {70, 70, st(U, C)},  // Uncertain 70 held: no Good time
+          });
+}
+
+TEST_CASE("Maximum2 over Historian 1 (Part 13 A.13)") {
+    // Candidates: the start bound, the non-Bad raw values, and (sloped) the end bound.
+    // Interpolated when a bound is the maximum, Calculated when a raw value is (also when a
+    // raw value is the end bound); status by time as for TimeAverage2.
+    check(AggregateFunction::Maximum2, historian1(), request(0, 100, 16),
+          {
+              // [0,16): no data until 10, then 10 -> end bound 16 (line 10..20). Max 16, the
+              // end bound. 10 s of 16 without data: Uncertain, Partial.
+              {0, 16, st(U, I | P)},
+              // [16,32): 16, 20, 30, end bound 30 (held: the next raw is Bad, Uncertain).
+              // 30 twice: MultipleValues. [30,32) Uncertain: not 100 % Good.
+              {16, 30, st(U, C | M)},
+              // [32,48): start bound 30 (held, Uncertain), the Bad 40, end bound Bad.
+              {32, 30, st(U, I)},
+              // [48,64): start bound Bad (after the Bad 40), 50, 60, end bound 64 (to the
+              // Uncertain 70).
+              {48, 64, st(U, I)},
+              // [64,80): 64 (Uncertain), the Uncertain 70, the raw 80 as end bound.
+              {64, 80, st(U, C)},
+              // [80,96): 80, 90, then nothing after the end of data (12:01:30).
+              {80, 90, st(U, C | P)},
+              // [96,100): after the end of data.
+              {96, kNone, UAPLEX_BadNoData},
+          });
+}
+
+TEST_CASE("MaximumActualTime over Historian 1 (Part 13 A.11)") {
+    // Good raw values only, at their own timestamp; no Calculated bit while Good.
+    check(AggregateFunction::MaximumActualTime, historian1(), request(0, 100, 16),
+          {
+              {10, 10, st(G, P)},             // [0,16): no data before 10: Partial
+              {30, 30, G},                    // [16,32): 20, 30
+              {32, kNone, UAPLEX_BadNoData},  // [32,48): only the Bad 40
+              {60, 60, G},                    // [48,64): 50, 60
+              {64, kNone, UAPLEX_BadNoData},  // [64,80): only the Uncertain 70, not Good
+              {90, 90, st(G, P)},             // [80,96): 80, 90, past the end of data
+              {96, kNone, UAPLEX_BadNoData},
+          });
+}
+
+TEST_CASE("Average counts values (Part 13 5.4.3.5)") {
+    // Mean of the non-Bad raw values (Uncertain included: TreatUncertainAsBad false); the
+    // status from the counts; no bounds, no Partial. The Bad_NoData entry is no value.
+    check(AggregateFunction::Average, historian1(), request(0, 100, 16),
+          {
+              {0, 10, st(G, C)},              // 10
+              {16, 25, st(G, C)},             // (20 + 30) / 2
+              {32, kNone, UAPLEX_BadNoData},  // only the Bad 40
+              {48, 55, st(G, C)},             // (50 + 60) / 2
+              {64, 70, st(U, C)},             // the Uncertain 70: 0 % Good, 0 % Bad
+              {80, 85, st(G, C)},             // (80 + 90) / 2
+              {96, kNone, UAPLEX_BadNoData},
+          });
+}
+
+TEST_CASE("Average with TreatUncertainAsBad and 50/50 percentages") {
+    auto raw = historian1();
+    auto rq = request(0, 100, 16);
+    rq.configuration.treatUncertainAsBad = true;
+    // [64,80): the Uncertain 70 is now Bad: nothing left.
+    check(AggregateFunction::Average, raw, rq,
+          {{0, 10, st(G, C)},
+           {16, 25, st(G, C)},
+           {32, kNone, UAPLEX_BadNoData},
+           {48, 55, st(G, C)},
+           {64, kNone, UAPLEX_BadNoData},
+           {80, 85, st(G, C)},
+           {96, kNone, UAPLEX_BadNoData}});
+    // One interval [32,64): the Bad 40, 50, 60. Bad 1/3 < 50 %, Good 2/3 >= 50 %: Good.
+    auto one = request(32, 64, 0);
+    one.configuration.percentDataBad = 50;
+    one.configuration.percentDataGood = 50;
+    check(AggregateFunction::Average, raw, one, {{32, 55, st(G, C)}});
+    // The same with 100/100: neither all Good nor all Bad.
+    check(AggregateFunction::Average, raw, request(32, 64, 0), {{32, 55, st(U, C)}});
+    // [36,52) at 50/50: the Bad 40 and 50: Bad 1/2 >= 50 %.
+    auto half = request(36, 52, 0);
+    half.configuration.percentDataBad = 50;
+    half.configuration.percentDataGood = 50;
+    check(AggregateFunction::Average, raw, half, {{36, kNone, UAPLEX_BadNoData}});
+}
+
+TEST_CASE("Average backwards: latest interval first, each includes its later edge") {
+    // From 12:01:40 back to 12:00:00 by 16 s: (84,100], (68,84], ..., (0,4]; the
+    // timestamp is the later edge (the interval's start in the request's direction).
+    check(AggregateFunction::Average, historian1(), request(100, 0, 16),
+          {
+              {100, 90, st(G, C)},           // 90
+              {84, 75, st(U, C)},            // the Uncertain 70, 80: 50 % Good
+              {68, 60, st(G, C)},            // 60
+              {52, 50, st(U, C)},            // the Bad 40, 50
+              {36, 30, st(G, C)},            // 30 (20 is on the excluded edge)
+              {20, 15, st(G, C)},            // 10, 20 (20 on the included edge)
+              {4, kNone, UAPLEX_BadNoData},  // (0,4]: the entry at 0 is outside
+          });
+}
+
+TEST_CASE("Start, End and Delta in both directions") {
+    auto raw = historian1();
+    // Start and End return the raw value as stored, at its own time.
+    check(AggregateFunction::Start, raw, request(16, 48, 16), {{20, 20, G}, {40, 40, UAPLEX_Bad}});
+    check(AggregateFunction::End, raw, request(16, 48, 16), {{30, 30, G}, {40, 40, UAPLEX_Bad}});
+    // The Bad_NoData entry is not a value; the interval [0,16) lacks data until 10.
+    check(AggregateFunction::Start, raw, request(0, 16, 16), {{10, 10, st(G, P)}});
+    // Backwards (84,68]: the first value met is 80, the last the Uncertain 70.
+    check(AggregateFunction::Start, raw, request(84, 68, 16), {{80, 80, G}});
+    check(AggregateFunction::End, raw, request(84, 68, 16), {{70, 70, UAPLEX_Uncertain}});
+    // Delta = last - first non-Bad value in the request's direction.
+    check(AggregateFunction::Delta, raw, request(16, 48, 16),
+          {{16, 10, st(G, C)},               // 30 - 20
+           {32, kNone, UAPLEX_BadNoData}});  // only the Bad 40
+    check(AggregateFunction::Delta, raw, request(84, 68, 16),
+          {{84, -10, st(U, C)}});  // 70 - 80, 70 Uncertain
+    check(AggregateFunction::Delta, raw, request(32, 64, 0),
+          {{32, 10, st(U, C)}});  // 60 - 50, the Bad 40 skipped
+}
+
+TEST_CASE("Minimum, Maximum, MinimumActualTime and Range use Good values") {
+    auto raw = historian1();
+    check(AggregateFunction::Minimum, raw, request(0, 100, 16),
+          {
+              {0, 10, st(G, C | P)},
+              {16, 20, st(G, C)},
+              {32, kNone, UAPLEX_BadNoData},
+              {48, 50, st(G, C)},
+              {64, kNone, UAPLEX_BadNoData},  // the Uncertain 70 is not Good
+              {80, 80, st(G, C | P)},
+              {96, kNone, UAPLEX_BadNoData},
+          });
+    // [32,64): the Bad 40 was skipped: Uncertain_DataSubNormal, Calculated.
+    check(AggregateFunction::MinimumActualTime, raw, request(32, 64, 0), {{50, 50, st(U, C)}});
+    check(AggregateFunction::Maximum, raw, request(32, 64, 0), {{32, 60, st(U, C)}});
+    // [48,80): Good 50, 60; the Uncertain 70 lies above the maximum Good value.
+    check(AggregateFunction::Maximum, raw, request(48, 80, 0), {{48, 60, st(U, C)}});
+    check(AggregateFunction::Minimum, raw, request(48, 80, 0), {{48, 50, st(G, C)}});
+    check(AggregateFunction::Range, raw, request(16, 32, 0), {{16, 10, st(G, C)}});
+    // Equal minimums: the oldest, MultipleValues.
+    std::vector<DataValue> twice{rawValue(0, 5, G), rawValue(1, 3, G), rawValue(2, 3, G),
+                                 rawValue(3, 4, G)};
+    auto whole = request(0, 4, 0);
+    whole.endOfData = at(4);  // complete up to the end: not Partial
+    check(AggregateFunction::MinimumActualTime, twice, whole, {{1, 3, st(G, M)}});
+}
+
+TEST_CASE("Count counts non-Bad values") {
+    check(AggregateFunction::Count, historian1(), request(0, 100, 16),
+          {
+              {0, 1, st(G, C | P)},           // 10; no data before it
+              {16, 2, st(G, C)},              // 20, 30
+              {32, kNone, UAPLEX_BadNoData},  // only the Bad 40: 100 % Bad
+              {48, 2, st(G, C)},
+              {64, 1, st(U, C)},  // the Uncertain 70
+              {80, 2, st(G, C | P)},
+              {96, kNone, UAPLEX_BadNoData},  // after the end of data
+          });
+}
+
+TEST_CASE("TimeAverage and Total use interpolated bounds and skip Bad values") {
+    auto raw = historian1();
+    // [16,32): start bound 16 (10..20); 20; 30; end bound 32 on the line 30..50 across the
+    // Bad 40 (Uncertain). Area 4*(16+20)/2 + 10*(20+30)/2 + 2*(30+32)/2 = 72 + 250 + 62 = 384;
+    // / 16 s = 24. Uncertain: an Uncertain bound was used.
+    // [32,48): bounds 32 and 48 on the line 30..50, the Bad 40 skipped: area 16*(32+48)/2 =
+    // 640, / 16 = 40, Uncertain.
+    // [0,16): no start bound (nothing non-Bad before 10): Bad until 10, then 10 -> 16:
+    // area 6*(10+16)/2 = 78 over the 6 s with data = 13; Uncertain, Partial.
+    // [96,100): after the last value: 90 extrapolated (held), Uncertain, Partial.
+    check(AggregateFunction::TimeAverage, raw, request(0, 48, 16),
+          {{0, 13, st(U, C | P)}, {16, 24, st(U, C)}, {32, 40, st(U, C)}});
+    check(AggregateFunction::TimeAverage, raw, request(96, 100, 0), {{96, 90, st(U, C | P)}});
+    // [48,64): 48 (Uncertain, across the Bad 40) -> 50 -> 60 -> 64 (60..70, Uncertain 70):
+    // 2*(48+50)/2 + 10*(50+60)/2 + 4*(60+64)/2 = 98 + 550 + 248 = 896, / 16 = 56.
+    check(AggregateFunction::TimeAverage, raw, request(48, 64, 0), {{48, 56, st(U, C)}});
+    // [10,30): Good throughout: 10*(10+20)/2 + 10*(20+30)/2 = 400, / 20 = 20, Good.
+    check(AggregateFunction::TimeAverage, raw, request(10, 30, 0), {{10, 20, st(G, C)}});
+    // Total = TimeAverage x the interval in seconds.
+    check(AggregateFunction::Total, raw, request(0, 48, 16),
+          {{0, 208, st(U, C | P)}, {16, 384, st(U, C)}, {32, 640, st(U, C)}});
+    check(AggregateFunction::Total, raw, request(10, 30, 0), {{10, 400, st(G, C)}});
+}
+
+TEST_CASE("Total2 is the area under the non-Bad time") {
+    // [16,32) with simple bounds: 16 -> 20 -> 30, then 30 held to the end bound (the next
+    // raw is Bad): 72 + 250 + 2*30 = 382 value-seconds; TimeAverage2 = 382 / 16 = 23.875.
+    // 14 s Good, 2 s Uncertain: Uncertain.
+    auto raw = historian1();
+    check(AggregateFunction::Total2, raw, request(16, 32, 0), {{16, 382, st(U, C)}});
+    check(AggregateFunction::TimeAverage2, raw, request(16, 32, 0), {{16, 23.875, st(U, C)}});
+    // [32,48): 30 held to the Bad 40 (8 s, Uncertain), then Bad: area 240 over 8 s.
+    check(AggregateFunction::Total2, raw, request(32, 48, 0), {{32, 240, st(U, C)}});
+    check(AggregateFunction::TimeAverage2, raw, request(32, 48, 0), {{32, 30, st(U, C)}});
+}
+
+TEST_CASE("DurationGood, DurationBad, PercentGood and PercentBad split the interval") {
+    // Regions start at raw values and take their status; the first from the value at or
+    // before the start. Time without data is Bad. Milliseconds; always Good, Calculated.
+    auto raw = historian1();
+    // [0,16): no data 0..10, Good 10..16.  [16,32): Good.  [32,48): Good 32..40 (30),
+    // Bad 40..48.  [48,64): Bad 48..50, Good 50..64.  [64,80): Good 64..70, the Uncertain
+    // 70 counts as Good (TreatUncertainAsBad false).  [80,96): Good 80..90, no data 90..96.
+    check(AggregateFunction::DurationBad, raw, request(0, 100, 16),
+          {{0, 10000, st(G, C | P)},
+           {16, 0, st(G, C)},
+           {32, 8000, st(G, C)},
+           {48, 2000, st(G, C)},
+           {64, 0, st(G, C)},
+           {80, 6000, st(G, C | P)},
+           {96, kNone, UAPLEX_BadNoData}});
+    check(AggregateFunction::DurationGood, raw, request(0, 96, 16),
+          {{0, 6000, st(G, C | P)},
+           {16, 16000, st(G, C)},
+           {32, 8000, st(G, C)},
+           {48, 14000, st(G, C)},
+           {64, 16000, st(G, C)},
+           {80, 10000, st(G, C | P)}});
+    check(AggregateFunction::PercentGood, raw, request(32, 64, 16),
+          {{32, 50, st(G, C)}, {48, 87.5, st(G, C)}});
+    check(AggregateFunction::PercentBad, raw, request(0, 16, 16), {{0, 62.5, st(G, C | P)}});
+    // With TreatUncertainAsBad the Uncertain 70 starts a Bad region: 70..80 of [64,80).
+    auto tuab = request(64, 80, 0);
+    tuab.configuration.treatUncertainAsBad = true;
+    check(AggregateFunction::DurationBad, raw, tuab, {{64, 10000, st(G, C)}});
+}
+
+TEST_CASE("WorstQuality and WorstQuality2") {
+    auto raw = historian1();
+    // The worst status of the raw values as the value (a StatusCode); several values of
+    // the worst severity: MultipleValues.
+    check(AggregateFunction::WorstQuality, raw, request(16, 80, 16),
+          {{16, G, st(G, C | M)},                       // 20, 30: both Good
+           {32, double(UAPLEX_Bad), st(G, C)},          // the Bad 40
+           {48, G, st(G, C | M)},                       // 50, 60
+           {64, double(UAPLEX_Uncertain), st(G, C)}});  // the Uncertain 70
+    // WorstQuality2 adds the status at the start of the interval: at 48 the Bad 40 holds.
+    check(AggregateFunction::WorstQuality2, raw, request(48, 64, 0),
+          {{48, double(UAPLEX_Bad), st(G, C)}});
+    check(AggregateFunction::WorstQuality, raw, request(96, 100, 0),
+          {{96, kNone, UAPLEX_BadNoData}});
+}
+
+TEST_CASE("a caller-given end of data extends the last value") {
+    // With the history complete up to 12:01:40, [80,96) is no longer Partial and 90 holds
+    // Good to 96 in the durations.
+    auto rq = request(80, 96, 0);
+    rq.endOfData = at(100);
+    check(AggregateFunction::DurationGood, historian1(), rq, {{80, 16000, st(G, C)}});
+    check(AggregateFunction::Count, historian1(), rq, {{80, 2, st(G, C)}});
+}
+
+TEST_CASE("no raw values at all") {
+    std::vector<DataValue> none;
+    for (std::size_t k = 0; k < kAggregateFunctionCount; ++k) {
+        auto f = static_cast<AggregateFunction>(k);
+        INFO("function " << k);
+        check(f, none, request(0, 10, 5),
+              {{0, kNone, UAPLEX_BadNoData}, {5, kNone, UAPLEX_BadNoData}});
+    }
+}
