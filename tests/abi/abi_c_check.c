@@ -8,6 +8,7 @@
 #include "uaplex/monitored_item_queue.h"
 #include "uaplex/node_manager.h"
 #include "uaplex/plugin.h"
+#include "uaplex/pubsub.h"
 #include "uaplex/request_queue.h"
 #include "uaplex/transport.h"
 #include "uaplex/uaplex.h"
@@ -66,8 +67,8 @@ int main(void) {
     if (UAPLEX_HAS_FIELD(&d, uaplex_plugin_descriptor, node_manager)) ++failures;
     if (UAPLEX_ABI_MAJOR_OF(UAPLEX_ABI_VERSION) != UAPLEX_ABI_VERSION_MAJOR) ++failures;
     if (UAPLEX_ABI_MINOR_OF(UAPLEX_ABI_VERSION) != UAPLEX_ABI_VERSION_MINOR) ++failures;
-    if (UAPLEX_ABI_VERSION_MINOR != 9u)
-        ++failures; /* 1.9: the kernel calls monitor and passes value_changed (1.8: async) */
+    if (UAPLEX_ABI_VERSION_MINOR != 10u)
+        ++failures; /* 1.10: the pubsub kind (1.9: monitor and value_changed) */
     {
         /* A node manager built for 1.7 has a shorter table: read_async is not there. */
         uaplex_node_manager_ops o;

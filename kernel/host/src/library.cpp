@@ -48,6 +48,8 @@ PluginLibrary::PluginLibrary(fs::path path, boost::dll::shared_library lib,
     checkFactory(d->monitored_item_queue, "monitored_item_queue", path_,
                  UAPLEX_KIND_MONITORED_ITEM_QUEUE, kinds_);
     checkFactory(d->node_manager, "node_manager", path_, UAPLEX_KIND_NODE_MANAGER, kinds_);
+    checkFactory(UAPLEX_FIELD_OR(d, uaplex_plugin_descriptor, pubsub, nullptr), "pubsub", path_,
+                 UAPLEX_KIND_PUBSUB, kinds_);
     if (kinds_ == 0)
         throw HostError("plugin library " + path_.string() + ": provides no plugin kind");
 }
@@ -65,6 +67,7 @@ std::string kindNames(uint32_t kinds) {
         {UAPLEX_KIND_BUFFER_POOL, "buffer_pool"},
         {UAPLEX_KIND_MONITORED_ITEM_QUEUE, "monitored_item_queue"},
         {UAPLEX_KIND_NODE_MANAGER, "node_manager"},
+        {UAPLEX_KIND_PUBSUB, "pubsub"},
     };
     std::string out;
     for (auto [bit, name] : names) {

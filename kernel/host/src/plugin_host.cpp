@@ -440,7 +440,8 @@ void Host::load(const config::ServerConfig& cfg) {
             const bool transport = (lib->kinds() & UAPLEX_KIND_TRANSPORT) != 0;
             logger()->info("loaded plugin '{}' ({} {}) from {}{}", pc.name, kindNames(lib->kinds()),
                            lib->version(), lib->path().string(),
-                           transport || pc.name == cfg.slots.monitored_item_queue
+                           transport || pc.name == cfg.slots.monitored_item_queue ||
+                                   (lib->kinds() & UAPLEX_KIND_PUBSUB) != 0
                                ? ""
                                : "; not assigned to a slot this kernel serves yet");
             idle_libraries_.push_back(std::move(lib));
@@ -688,6 +689,27 @@ std::shared_ptr<PluginInstance> Host::createMiQueueFactory(const uaplex_mi_queue
         return inst;
     }
     throw HostError("plugin '" + name + "' is not an enabled monitored_item_queue plugin");
+}
+
+std::shared_ptr<PluginInstance> Host::createPubSub(const std::string& name,
+                                                  const uaplex_pubsub_params& params) {
+    using O = uaplex_pubsub_ops;
+    for (const auto& lib : idle_libraries_) {
+        if (lib->name() != name) continue;
+        const auto* factory =
+            UAPLEX_FIELD_OR(&lib->descriptor(), uaplex_plugin_descriptor, pubsub, nullptr);
+        if (!factory) throw HostError("plugin '" + name + "' is not a pubsub plugin");
+        checkedTables<uaplex_pubsub_factory, O>(name, "pubsub", factory, UAPLEX_END_OF(O, stats),
+                                                {offsetof(O, publish), offsetof(O, stats)});
+        const config::PluginConfig* pc = config_.plugin(name);
+        if (!pc) break;
+        auto inst = std::make_shared<PluginInstance>(lib, UAPLEX_KIND_PUBSUB, *pc, *services_);
+        inst->pubsub_params = params;
+        inst->create(*factory, inst->pubsub_params);
+        logger()->info("created pubsub '{}' ({})", name, lib->version());
+        return inst;
+    }
+    throw HostError("plugin '" + name + "' is not an enabled pubsub plugin");
 }
 
 std::vector<LoadedPluginInfo> Host::plugins() const {

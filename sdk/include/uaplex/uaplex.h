@@ -10,6 +10,7 @@
 #include "uaplex/monitored_item_queue.h"
 #include "uaplex/node_manager.h"
 #include "uaplex/plugin.h"
+#include "uaplex/pubsub.h"
 #include "uaplex/request_queue.h"
 #include "uaplex/transport.h"
 

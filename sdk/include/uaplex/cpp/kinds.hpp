@@ -442,4 +442,40 @@ struct NodeManagerFactory {
     static void describe(uaplex_plugin_descriptor& d) noexcept { d.node_manager = &factory; }
 };
 
+// --- pubsub (since 1.10) -------------------------------------------------------------------
+// A PubSub transport: moves the kernel's encoded NetworkMessages to a broker (pubsub.h).
+class PubSub : public Instance {
+  public:
+    PubSub(Context ctx, const uaplex_pubsub_params& params)
+        : Instance(ctx), params_(detail::copy_sized(params)) {}
+    virtual uaplex_status publish(const uaplex_pubsub_message* msg) = 0;
+    virtual uaplex_status stats(uaplex_pubsub_stats*) { return UAPLEX_BadNotSupported; }
+
+  protected:
+    // Tells the kernel that the connection came up (true) or went down (false).
+    void connection_changed(bool connected) const noexcept {
+        if (params_.connection_changed) params_.connection_changed(params_.user, connected ? 1 : 0);
+    }
+    uaplex_pubsub_params params_;
+};
+
+template <typename T>
+struct PubSubFactory {
+    using B = PubSub;
+    static constexpr uaplex_pubsub_ops ops{
+        .hdr = UAPLEX_HEADER_INIT(uaplex_pubsub_ops, UAPLEX_STYPE_PUBSUB_OPS),
+        .start = &detail::Lifecycle<T>::start,
+        .stop = &detail::Lifecycle<T>::stop,
+        .destroy = &detail::Lifecycle<T>::destroy,
+        .publish = &detail::Call<&B::publish>::template fn<T>,
+        .stats = &detail::Call<&B::stats>::template fn<T>,
+    };
+    static constexpr uaplex_pubsub_factory factory{
+        .hdr = UAPLEX_HEADER_INIT(uaplex_pubsub_factory, UAPLEX_STYPE_PUBSUB_FACTORY),
+        .ops = &ops,
+        .create = &detail::create<T, uaplex_pubsub_params>,
+    };
+    static void describe(uaplex_plugin_descriptor& d) noexcept { d.pubsub = &factory; }
+};
+
 }  // namespace uaplex::sdk

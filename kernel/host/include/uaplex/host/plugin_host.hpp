@@ -53,6 +53,7 @@ class PluginInstance {
     uaplex_admission_params admission_params{};
     uaplex_buffer_pool_params buffer_pool_params{};
     uaplex_mi_queue_params mi_queue_params{};
+    uaplex_pubsub_params pubsub_params{};
     // Entries this request queue handed out that the kernel has not disposed yet: a
     // swapped-out queue is retired only when they are back (their leases live in it).
     std::atomic<int64_t> dispatched{0};
@@ -177,6 +178,11 @@ class Host {
     // table): the owner creates the new factory for items created afterwards and keeps the
     // old instance until its last queue is gone.
     bool takeMiQueueChange() noexcept { return std::exchange(mi_queue_changed_, false); }
+    // Creates an instance of the pubsub plugin `name` with `params` (copied into the
+    // instance; its views and user must outlive it), for one [pubsub.connections.<c>]. The
+    // caller owns, starts and stops it, and drops it before shutdown(). Throws HostError.
+    std::shared_ptr<PluginInstance> createPubSub(const std::string& name,
+                                                 const uaplex_pubsub_params& params);
     Services& services() { return *services_; }
     std::vector<LoadedPluginInfo> plugins() const;
 
