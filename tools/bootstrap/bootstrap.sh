@@ -13,6 +13,8 @@ pkgs=(
   curl   # the opc.https tests drive the server with it
   python3-matplotlib   # make soak plots its samples
   iproute2 ethtool     # the netfault test: namespaces, veth, tc; offloads off for impair.py
+  libmosquitto-dev     # plugins/pubsub/mqtt (docs/pubsub.md)
+  mosquitto mosquitto-clients nlohmann-json3-dev   # the PubSub tests: broker, JSON checks
 )
 # Node.js and npm drive the interop tests; keep a newer Node.js when one is installed.
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
