@@ -312,9 +312,12 @@ class Calculator {
 
 // Status helpers ------------------------------------------------------------------------
 
-// A Bad result carries no aggregate bits: Annex A shows a bare Bad_NoData.
+// Bad_NoData (nothing to compute from) carries no aggregate bits, as Annex A prints it; a
+// result made Bad by PercentDataBad is "Bad, Calculated" (Partial kept), without a value.
 StatusCode withBits(StatusCode code, std::uint32_t bits) noexcept {
-    if (bits == 0 || UAPLEX_STATUS_IS_BAD(code)) return code;
+    if ((code & kCodeMask) == UAPLEX_BadNoData) return code & kCodeMask;
+    if (UAPLEX_STATUS_IS_BAD(code)) bits = kHistorianCalculated | (bits & kHistorianPartial);
+    if (bits == 0) return code;
     return code | bits | kInfoTypeDataValue;
 }
 
@@ -322,7 +325,7 @@ StatusCode withBits(StatusCode code, std::uint32_t bits) noexcept {
 // share reaches PercentDataGood, else Uncertain_DataSubNormal. Shares of time or of counts.
 StatusCode percentStatus(double good, double bad, double whole, const AggregateConfiguration& c) {
     if (whole <= 0) return UAPLEX_BadNoData;
-    if (bad * 100.0 >= static_cast<double>(c.percentDataBad) * whole) return UAPLEX_BadNoData;
+    if (bad * 100.0 >= static_cast<double>(c.percentDataBad) * whole) return UAPLEX_Bad;
     if (good * 100.0 >= static_cast<double>(c.percentDataGood) * whole) return UAPLEX_Good;
     return UAPLEX_UncertainDataSubNormal;
 }
@@ -476,7 +479,8 @@ void extremes(AggregateFunction f, Calculator& c, const Window& w, DataValue& ou
     if (ties > 1) bits |= kHistorianMultiValue;
     bool actual =
         f == AggregateFunction::MinimumActualTime || f == AggregateFunction::MaximumActualTime;
-    if (!actual || uncertain) bits |= kHistorianCalculated;
+    // Annex A.11 prints an Uncertain ActualTime result without Calculated: the value is raw.
+    if (!actual) bits |= kHistorianCalculated;
     setVariant(out, actual ? c.t(best) : w.stamp, withBits(st, bits), c.at(best).value);
 }
 
@@ -492,7 +496,9 @@ void startEnd(AggregateFunction f, Calculator& c, const Window& w, DataValue& ou
         }
     }
     if (pick == Calculator::kNpos) return setNoData(out, w.stamp);
-    StatusCode st = withBits(rawStatus(c.at(pick)), partialBit(w));
+    StatusCode st = rawStatus(c.at(pick));  // as stored; Partial only on a non-Bad one
+    if (!UAPLEX_STATUS_IS_BAD(st) && partialBit(w) != 0)
+        st |= kHistorianPartial | kInfoTypeDataValue;
     setResult(out, c.t(pick), st);
     if ((c.at(pick).mask & UAPLEX_DATAVALUE_VALUE) != 0) {
         out.mask |= UAPLEX_DATAVALUE_VALUE;

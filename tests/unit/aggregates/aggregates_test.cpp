@@ -460,11 +460,12 @@ TEST_CASE("Average with TreatUncertainAsBad and 50/50 percentages") {
     check(AggregateFunction::Average, raw, one, {{32, 55, st(G, C)}});
     // The same with 100/100: neither all Good nor all Bad.
     check(AggregateFunction::Average, raw, request(32, 64, 0), {{32, 55, st(U, C)}});
-    // [36,52) at 50/50: the Bad 40 and 50: Bad 1/2 >= 50 %.
+    // [36,52) at 50/50: the Bad 40 and 50: Bad 1/2 >= 50 %. Bad by the percentage, not for
+    // want of data: "Bad, Calculated", no value.
     auto half = request(36, 52, 0);
     half.configuration.percentDataBad = 50;
     half.configuration.percentDataGood = 50;
-    check(AggregateFunction::Average, raw, half, {{36, kNone, UAPLEX_BadNoData}});
+    check(AggregateFunction::Average, raw, half, {{36, kNone, st(UAPLEX_Bad, C)}});
 }
 
 TEST_CASE("Average backwards: latest interval first, each includes its later edge") {
@@ -514,8 +515,9 @@ TEST_CASE("Minimum, Maximum, MinimumActualTime and Range use Good values") {
               {80, 80, st(G, C | P)},
               {96, kNone, UAPLEX_BadNoData},
           });
-    // [32,64): the Bad 40 was skipped: Uncertain_DataSubNormal, Calculated.
-    check(AggregateFunction::MinimumActualTime, raw, request(32, 64, 0), {{50, 50, st(U, C)}});
+    // [32,64): the Bad 40 was skipped: Uncertain_DataSubNormal; the ActualTime forms return
+    // the raw value without Calculated (as Annex A.11 prints them).
+    check(AggregateFunction::MinimumActualTime, raw, request(32, 64, 0), {{50, 50, U}});
     check(AggregateFunction::Maximum, raw, request(32, 64, 0), {{32, 60, st(U, C)}});
     // [48,80): Good 50, 60; the Uncertain 70 lies above the maximum Good value.
     check(AggregateFunction::Maximum, raw, request(48, 80, 0), {{48, 60, st(U, C)}});
@@ -532,9 +534,9 @@ TEST_CASE("Minimum, Maximum, MinimumActualTime and Range use Good values") {
 TEST_CASE("Count counts non-Bad values") {
     check(AggregateFunction::Count, historian1(), request(0, 100, 16),
           {
-              {0, 1, st(G, C | P)},           // 10; no data before it
-              {16, 2, st(G, C)},              // 20, 30
-              {32, kNone, UAPLEX_BadNoData},  // only the Bad 40: 100 % Bad
+              {0, 1, st(G, C | P)},            // 10; no data before it
+              {16, 2, st(G, C)},               // 20, 30
+              {32, kNone, st(UAPLEX_Bad, C)},  // only the Bad 40: 100 % Bad
               {48, 2, st(G, C)},
               {64, 1, st(U, C)},  // the Uncertain 70
               {80, 2, st(G, C | P)},
@@ -642,4 +644,153 @@ TEST_CASE("no raw values at all") {
         check(f, none, request(0, 10, 5),
               {{0, kNone, UAPLEX_BadNoData}, {5, kNone, UAPLEX_BadNoData}});
     }
+}
+
+namespace {
+
+// Part 13 A.1.2: non-periodic data; TreatUncertainAsBad true (the Uncertain 70 at 12:01:17
+// counts as Bad), sloped, PercentDataBad and PercentDataGood 100.
+std::vector<DataValue> historian2() {
+    return {
+        rawValue(0, std::nullopt, UAPLEX_BadNoData),
+        rawValue(2, 10, UAPLEX_Good),
+        rawValue(25, 20, UAPLEX_Good),
+        rawValue(28, 25, UAPLEX_Good),
+        rawValue(39, 30, UAPLEX_Good),
+        rawValue(42, std::nullopt, UAPLEX_Bad),
+        rawValue(48, 40, UAPLEX_Good),
+        rawValue(52, 50, UAPLEX_Good),
+        rawValue(72, 60, UAPLEX_Good),
+        rawValue(77, 70, UAPLEX_Uncertain),
+        rawValue(83, 70, UAPLEX_Good),
+        rawValue(86, 80, UAPLEX_Good),
+        rawValue(90, 90, UAPLEX_Good),
+    };
+}
+ProcessedRequest request2(double start, double end, double intervalSeconds) {
+    ProcessedRequest r = request(start, end, intervalSeconds);
+    r.configuration.treatUncertainAsBad = true;
+    return r;
+}
+// Part 13 A.1.3: the same data, stepped, TreatUncertainAsBad, PercentDataBad and
+// PercentDataGood 50 (Good or Bad, Uncertain only from the custom rules).
+ProcessedRequest request3(double start, double end, double intervalSeconds) {
+    ProcessedRequest r = request(start, end, intervalSeconds, true);
+    r.configuration.treatUncertainAsBad = true;
+    r.configuration.percentDataBad = 50;
+    r.configuration.percentDataGood = 50;
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("Interpolative over Historian 2 (Part 13 A.2)") {
+    // Lines between the nearest non-Bad values; the Bad entry at 42 and the Uncertain 70 at
+    // 77 (Bad here) are skipped, making the bounds across them Uncertain. Annex A prints
+    // three decimals.
+    check(AggregateFunction::Interpolative, historian2(), request2(0, 95, 5),
+          {
+              {0, kNone, UAPLEX_BadNoData},
+              {5, 11.304, st(G, I)},  // 10 + 10 * 3/23 (2..25)
+              {10, 13.478, st(G, I)},
+              {15, 15.652, st(G, I)},
+              {20, 17.826, st(G, I)},
+              {25, 20, G},             // raw
+              {30, 25.909, st(G, I)},  // 25 + 5 * 2/11 (28..39)
+              {35, 28.182, st(G, I)},
+              {40, 31.111, st(U, I)},  // 30 + 10 * 1/9 (39..48, the Bad 42 between)
+              {45, 36.667, st(U, I)},
+              {50, 45, st(G, I)},  // 40 + 10 * 2/4 (48..52)
+              {55, 51.5, st(G, I)},
+              {60, 54, st(G, I)},
+              {65, 56.5, st(G, I)},
+              {70, 59, st(G, I)},
+              {75, 62.727, st(U, I)},  // 60 + 10 * 3/11 (72..83, the 77 between)
+              {80, 67.273, st(U, I)},
+              {85, 76.667, st(G, I)},  // 70 + 10 * 2/3 (83..86)
+              {90, 90, G},
+          },
+          1e-3);
+}
+
+TEST_CASE("TimeAverage2 over Historian 2 (Part 13 A.5)") {
+    check(AggregateFunction::TimeAverage2, historian2(), request2(0, 75, 5),
+          {
+              // No data 0..2, then 10 -> 11.304 at 5: 3 * 10.652 / 3; 60 % Good: Uncertain.
+              {0, 10.652, st(U, C | P)},
+              {5, 12.391, st(G, C)},
+              {10, 14.565, st(G, C)},
+              {15, 16.739, st(G, C)},
+              {20, 18.913, st(G, C)},
+              {25, 23.682, st(G, C)},  // (3 * 22.5 + 2 * 25.4545) / 5
+              {30, 27.046, st(G, C)},
+              {35, 29.273, st(U, C)},  // 28.182 -> 30 at 39, then 30 held to the Bad 42 bound
+              {40, 30, st(U, C)},      // 30 held 40..42 (Uncertain), then Bad
+              {45, 42.5, st(U, C)},    // Bad to 48, then 40 -> 45
+              {50, 49.45, st(G, C)},   // (2 * 47.5 + 3 * 50.75) / 5
+              {55, 52.75, st(G, C)},
+              {60, 55.25, st(G, C)},
+              {65, 57.75, st(G, C)},
+              {70, 59.8, st(U, C)},  // 59 -> 60 at 72, then 60 held to the 77 (Bad here)
+          },
+          1e-3);
+}
+
+TEST_CASE("Maximum2 over Historians 2 and 3 (Part 13 A.13)") {
+    check(AggregateFunction::Maximum2, historian2(), request2(0, 100, 16),
+          {
+              {0, 16.087, st(U, I | P)},  // end bound 10 + 10 * 14/23
+              {16, 26.818, st(G, I)},     // end bound 25 + 5 * 4/11
+              {32, 40, st(U, C)},         // the raw 40 as end bound; the Bad 42 region
+              {48, 56, st(G, I)},         // end bound 50 + 10 * 12/20
+              {64, 60, st(U, C)},         // the raw 60; 77 (Bad here) to the end
+              {80, 90, st(U, C | P)},     // start bound Bad after 77; no data after 90
+              {96, kNone, UAPLEX_BadNoData},
+          },
+          1e-3);
+    // Stepped: the end bound is no candidate; 50/50: Good when half the time is Good.
+    check(AggregateFunction::Maximum2, historian2(), request3(0, 100, 16),
+          {
+              {0, 10, st(G, C | P)},  // Bad 2 s of 16
+              {16, 25, st(G, C)},
+              {32, 30, st(G, C)},  // Bad 42..48: 6 s of 16
+              {48, 50, st(G, C)},
+              {64, 60, st(G, C)},      // Bad 77..80
+              {80, 90, st(G, C | P)},  // Bad 80..83 (from 77)
+              {96, kNone, UAPLEX_BadNoData},
+          });
+}
+
+TEST_CASE("MaximumActualTime over Historians 2 and 3 (Part 13 A.11)") {
+    const std::vector<Expected> expected{
+        {2, 10, st(G, P)},  {28, 25, G},
+        {39, 30, U},                      // the Bad 42 was skipped
+        {52, 50, G},        {72, 60, U},  // the 77 (Bad here) was skipped
+        {90, 90, st(G, P)}, {96, kNone, UAPLEX_BadNoData},
+    };
+    check(AggregateFunction::MaximumActualTime, historian2(), request2(0, 100, 16), expected);
+    check(AggregateFunction::MaximumActualTime, historian2(), request3(0, 100, 16), expected);
+}
+
+TEST_CASE("TimeAverage2 over Historian 3 (Part 13 1.04 A.5)") {
+    // Stepped, 50/50: Bad when half the interval is Bad, as "Bad, Calculated".
+    check(AggregateFunction::TimeAverage2, historian2(), request3(0, 80, 5),
+          {
+              {0, 10, st(G, C | P)},  // Bad 0..2, 10 held 2..5: 60 % Good
+              {5, 10, st(G, C)},
+              {10, 10, st(G, C)},
+              {15, 10, st(G, C)},
+              {20, 10, st(G, C)},
+              {25, 22, st(G, C)},  // (3 * 20 + 2 * 25) / 5
+              {30, 25, st(G, C)},
+              {35, 26, st(G, C)},              // (4 * 25 + 1 * 30) / 5
+              {40, kNone, st(UAPLEX_Bad, C)},  // 30 held 40..42, Bad 42..45: 60 % Bad
+              {45, kNone, st(UAPLEX_Bad, C)},  // Bad 45..48, 40 held 48..50
+              {50, 46, st(G, C)},              // (2 * 40 + 3 * 50) / 5
+              {55, 50, st(G, C)},
+              {60, 50, st(G, C)},
+              {65, 50, st(G, C)},
+              {70, 56, st(G, C)},              // (2 * 50 + 3 * 60) / 5
+              {75, kNone, st(UAPLEX_Bad, C)},  // 60 held 75..77, then Bad from 77
+          });
 }
