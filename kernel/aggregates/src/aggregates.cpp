@@ -124,6 +124,14 @@ class Calculator {
     Calculator(std::span<const DataValue> raw, const ProcessedRequest& rq) noexcept
         : raw_(raw), rq_(rq), cfg_(rq.configuration) {
         eod_ = raw.empty() ? rq.endOfData : std::max(rq.endOfData, raw.back().source_timestamp);
+        for (const DataValue& d : raw) {
+            if (UAPLEX_STATUS_IS_BAD(rawStatus(d))) continue;
+            like_ = &d.value;
+            break;
+        }
+        // Part 13 A.1.4: Boolean data is always stepped, interpolated and extrapolated.
+        boolean_ = like_ != nullptr && like_->encoding == UAPLEX_TYPE_BOOLEAN;
+        stepped_ = rq.stepped || boolean_;
     }
 
     DateTime t(std::size_t i) const noexcept { return raw_[i].source_timestamp; }
@@ -143,7 +151,10 @@ class Calculator {
     std::size_t size() const noexcept { return raw_.size(); }
     const DataValue& at(std::size_t i) const noexcept { return raw_[i]; }
     const AggregateConfiguration& cfg() const noexcept { return cfg_; }
-    bool stepped() const noexcept { return rq_.stepped; }
+    bool stepped() const noexcept { return stepped_; }
+    bool booleanData() const noexcept { return boolean_; }
+    // The Variant of the first non-Bad raw value: the type of "same as source" results.
+    const ua::Variant* sourceType() const noexcept { return like_; }
 
     std::size_t lowerBound(DateTime at) const noexcept {
         return static_cast<std::size_t>(
@@ -243,7 +254,7 @@ class Calculator {
         }
         b.v = v(p);
         b.sev = ps;
-        if (rq_.stepped) return b;
+        if (stepped_) return b;
         if (i == size()) {
             b.sev = Sev::Uncertain;
             if (cfg_.useSlopedExtrapolation && p > 0 && isNonBad(p - 1))
@@ -303,6 +314,9 @@ class Calculator {
     const ProcessedRequest& rq_;
     AggregateConfiguration cfg_;
     DateTime eod_ = 0;
+    const ua::Variant* like_ = nullptr;
+    bool boolean_ = false;
+    bool stepped_ = false;
     std::size_t prevQuery_ = 0;
     std::size_t prevAnswer_ = kNpos;
     bool nextValid_ = false;
@@ -349,6 +363,58 @@ void setVariant(DataValue& out, DateTime stamp, StatusCode status, const ua::Var
     if (UAPLEX_STATUS_IS_BAD(status)) return;
     out.mask |= UAPLEX_DATAVALUE_VALUE;
     out.value = v;
+}
+// A computed value of a "same as source" aggregate: in the source's type when it is exactly
+// representable there (a Float is rounded to float), else a Double.
+template <class T>
+bool fits(double v) noexcept {
+    return std::trunc(v) == v && v >= static_cast<double>(std::numeric_limits<T>::lowest()) &&
+           v <= static_cast<double>(std::numeric_limits<T>::max());
+}
+using VariantValue = decltype(ua::Variant::value);
+template <class T>
+void putInt(ua::Variant& v, std::uint8_t type, T VariantValue::*field, double value) noexcept {
+    if (!fits<T>(value)) return;
+    v.encoding = type;
+    v.value.*field = static_cast<T>(value);
+}
+void setSourceTyped(DataValue& out, DateTime stamp, StatusCode status, double value,
+                    const ua::Variant* like) noexcept {
+    setDouble(out, stamp, status, value);
+    if (like == nullptr || (out.mask & UAPLEX_DATAVALUE_VALUE) == 0) return;
+    ua::Variant& v = out.value;
+    switch (like->encoding) {
+        case UAPLEX_TYPE_BOOLEAN:
+            if (value == 0 || value == 1) {
+                v.encoding = UAPLEX_TYPE_BOOLEAN;
+                v.value.boolean = value == 1;
+            }
+            break;
+        case UAPLEX_TYPE_SBYTE:
+            putInt(v, like->encoding, &VariantValue::sbyte, value);
+            break;
+        case UAPLEX_TYPE_BYTE:
+            putInt(v, like->encoding, &VariantValue::byte, value);
+            break;
+        case UAPLEX_TYPE_INT16:
+            putInt(v, like->encoding, &VariantValue::int16, value);
+            break;
+        case UAPLEX_TYPE_UINT16:
+            putInt(v, like->encoding, &VariantValue::uint16, value);
+            break;
+        case UAPLEX_TYPE_INT32:
+            putInt(v, like->encoding, &VariantValue::int32, value);
+            break;
+        case UAPLEX_TYPE_UINT32:
+            putInt(v, like->encoding, &VariantValue::uint32, value);
+            break;
+        case UAPLEX_TYPE_FLOAT:
+            v.encoding = UAPLEX_TYPE_FLOAT;
+            v.value.float_ = static_cast<float>(value);
+            break;
+        default:
+            break;  // Double; Int64 and UInt64 stay Double (not exact beyond 2^53)
+    }
 }
 void setNoData(DataValue& out, DateTime stamp) noexcept {
     setResult(out, stamp, UAPLEX_BadNoData);
@@ -471,8 +537,8 @@ void extremes(AggregateFunction f, Calculator& c, const Window& w, DataValue& ou
     StatusCode st = uncertain ? UAPLEX_UncertainDataSubNormal : UAPLEX_Good;
     std::uint32_t bits = partialBit(w);
     if (f == AggregateFunction::Range) {
-        return setDouble(out, w.stamp, withBits(st, bits | kHistorianCalculated),
-                         c.v(maxI) - c.v(minI));
+        return setSourceTyped(out, w.stamp, withBits(st, bits | kHistorianCalculated),
+                              c.v(maxI) - c.v(minI), c.sourceType());
     }
     std::size_t best = wantMax ? maxI : minI;
     std::size_t ties = wantMax ? maxTies : minTies;
@@ -522,10 +588,10 @@ void delta(Calculator& c, const Window& w, DataValue& out) noexcept {
         skippedBad || c.sev(firstI) == Sev::Uncertain || c.sev(lastI) == Sev::Uncertain;
     double d = c.v(lastI) - c.v(firstI);
     if (w.reverse) d = -d;
-    setDouble(out, w.stamp,
-              withBits(uncertain ? UAPLEX_UncertainDataSubNormal : UAPLEX_Good,
-                       kHistorianCalculated | partialBit(w)),
-              d);
+    setSourceTyped(out, w.stamp,
+                   withBits(uncertain ? UAPLEX_UncertainDataSubNormal : UAPLEX_Good,
+                            kHistorianCalculated | partialBit(w)),
+                   d, c.sourceType());
 }
 
 // Time shares of one interval by segment status, with the area under the non-Bad ones.
@@ -583,15 +649,17 @@ Shares simpleWalk(Calculator& c, const Window& w, OnPoint&& onPoint) noexcept {
     return s;
 }
 
-// TimeAverage / Total: interpolated bounds, Bad values skipped, always sloped lines.
+// TimeAverage / Total: interpolated bounds, Bad values skipped, sloped lines (stepped for
+// Boolean data, which is never sloped).
 Shares interpolatedWalk(Calculator& c, const Window& w) noexcept {
     Shares s;
-    Point prev = c.interpolatedBound(w.lo, false);
+    const bool held = c.booleanData();
+    Point prev = c.interpolatedBound(w.lo, held);
     auto segment = [&](const Point& p, const Point& q) {
         if (!nonBad(p.sev) || !nonBad(q.sev)) return addSegment(s, Sev::Bad, p.t, q.t, 0, 0);
         bool skipped = q.below > p.upto;  // Bad raw values between the two
         Sev sev = skipped ? Sev::Uncertain : worst(p.sev, q.sev);
-        addSegment(s, sev, p.t, q.t, p.v, q.v);
+        addSegment(s, sev, p.t, q.t, p.v, held ? p.v : q.v);
     };
     std::size_t from = c.upperBound(w.lo);
     std::size_t to = c.lowerBound(w.hi);
@@ -602,7 +670,7 @@ Shares interpolatedWalk(Calculator& c, const Window& w) noexcept {
         prev = p;
     }
     // No start bound: the interval is Bad up to its first value (calculated in part).
-    segment(prev, c.interpolatedBound(w.hi, false));
+    segment(prev, c.interpolatedBound(w.hi, held));
     return s;
 }
 
@@ -665,7 +733,7 @@ void extremes2(AggregateFunction f, Calculator& c, const Window& w, DataValue& o
     if (ties > 1) bits |= kHistorianMultiValue;
     if (anyRaw && !anyBound && ties == 1)
         return setVariant(out, w.stamp, withBits(st, bits), c.at(rawIdx).value);
-    setDouble(out, w.stamp, withBits(st, bits), best);
+    setSourceTyped(out, w.stamp, withBits(st, bits), best, c.sourceType());
 }
 
 void interpolative(Calculator& c, const Window& w, DataValue& out) noexcept {
@@ -679,7 +747,7 @@ void interpolative(Calculator& c, const Window& w, DataValue& out) noexcept {
     }
     if (!nonBad(b.sev)) return setNoData(out, w.stamp);
     StatusCode st = b.sev == Sev::Good ? UAPLEX_Good : UAPLEX_UncertainDataSubNormal;
-    setDouble(out, w.stamp, withBits(st, kHistorianInterpolated), b.v);
+    setSourceTyped(out, w.stamp, withBits(st, kHistorianInterpolated), b.v, c.sourceType());
 }
 
 // DurationGood / DurationBad / PercentGood / PercentBad: regions start at raw values and

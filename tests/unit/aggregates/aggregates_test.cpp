@@ -98,6 +98,8 @@ double asDouble(const ua::Variant& v) {
             return v.value.double_;
         case UAPLEX_TYPE_INT32:
             return v.value.int32;
+        case UAPLEX_TYPE_BOOLEAN:
+            return v.value.boolean ? 1 : 0;
         case UAPLEX_TYPE_STATUSCODE:
             return static_cast<double>(v.value.statuscode);
         default:
@@ -793,4 +795,103 @@ TEST_CASE("TimeAverage2 over Historian 3 (Part 13 1.04 A.5)") {
               {70, 56, st(G, C)},              // (2 * 50 + 3 * 60) / 5
               {75, kNone, st(UAPLEX_Bad, C)},  // 60 held 75..77, then Bad from 77
           });
+}
+
+TEST_CASE("backward time domains: stamps at the later edge, latest first") {
+    // (60,80] and (80,100] of Historian 1. (80,100]: 80 -> 90 Good (850), then 90 held to
+    // 100 past the end of data, Uncertain (900): 1750 / 20 = 87.5, 10 s of 20 Good, Partial.
+    // (60,80]: 60 -> 70 and 70 -> 80, both touching the Uncertain 70: 1400 / 20 = 70.
+    check(AggregateFunction::TimeAverage2, historian1(), request(100, 60, 20),
+          {{100, 87.5, st(U, C | P)}, {80, 70, st(U, C)}});
+    check(AggregateFunction::Interpolative, historian1(), request(20, 0, 5),
+          {{20, 20, G}, {15, 15, st(G, I)}, {10, 10, G}, {5, kNone, UAPLEX_BadNoData}});
+}
+
+TEST_CASE("same-as-source aggregates keep an integer source's type when exact") {
+    auto int32 = [](double s, std::int32_t v) {
+        DataValue d = rawValue(s, 0, UAPLEX_Good);
+        d.value.encoding = UAPLEX_TYPE_INT32;
+        d.value.value.int32 = v;
+        return d;
+    };
+    std::vector<DataValue> raw{int32(0, 10), int32(10, 20), int32(20, 25)};
+    std::vector<DataValue> out(2);
+    // Interpolative at 5: 15, an Int32; at 12.5: 21.25, a Double.
+    REQUIRE(compute(AggregateFunction::Interpolative, raw, request(5, 12.5, 7.5), out).written ==
+            1);
+    CHECK(out[0].value.encoding == UAPLEX_TYPE_INT32);
+    CHECK(out[0].value.value.int32 == 15);
+    REQUIRE(compute(AggregateFunction::Interpolative, raw, request(12.5, 20, 7.5), out).written ==
+            1);
+    CHECK(out[0].value.encoding == UAPLEX_TYPE_DOUBLE);
+    CHECK(out[0].value.value.double_ == Approx(21.25));
+    // Delta and Range of [0,20.5): 25 - 10 = 15 as Int32.
+    REQUIRE(compute(AggregateFunction::Delta, raw, request(0, 20.5, 0), out).written == 1);
+    CHECK(out[0].value.encoding == UAPLEX_TYPE_INT32);
+    CHECK(out[0].value.value.int32 == 15);
+    REQUIRE(compute(AggregateFunction::Range, raw, request(0, 20.5, 0), out).written == 1);
+    CHECK(out[0].value.encoding == UAPLEX_TYPE_INT32);
+    CHECK(out[0].value.value.int32 == 15);
+    // Minimum2 of [5,20): the start bound 15 (interpolated), the raw 20, the end bound 25.
+    REQUIRE(compute(AggregateFunction::Minimum2, raw, request(5, 20, 0), out).written == 1);
+    CHECK(out[0].status == st(G, I));
+    CHECK(out[0].value.encoding == UAPLEX_TYPE_INT32);
+    CHECK(out[0].value.value.int32 == 15);
+    // The averages stay Double.
+    REQUIRE(compute(AggregateFunction::Average, raw, request(5, 20, 0), out).written == 1);
+    CHECK(out[0].value.encoding == UAPLEX_TYPE_DOUBLE);
+}
+
+TEST_CASE("Boolean data is always stepped (Part 13 A.1.4, Historian 4)") {
+    // Historian 4: the times of Historian 2 with Boolean values; TreatUncertainAsBad, and
+    // stepped whatever the variable says. Interpolated values stay Boolean.
+    auto boolean = [](double s, bool v, StatusCode status) {
+        DataValue d = rawValue(s, 0, status);
+        d.value.encoding = UAPLEX_TYPE_BOOLEAN;
+        d.value.value.boolean = v;
+        return d;
+    };
+    std::vector<DataValue> raw{
+        rawValue(0, std::nullopt, UAPLEX_BadNoData),
+        boolean(2, true, G),
+        boolean(25, false, G),
+        boolean(28, true, G),
+        boolean(39, true, G),
+        rawValue(42, std::nullopt, UAPLEX_Bad),
+        boolean(48, true, G),
+        boolean(52, false, G),
+        boolean(72, false, G),
+        boolean(77, true, UAPLEX_Uncertain),
+        boolean(83, true, G),
+        boolean(86, false, G),
+        boolean(90, true, G),
+    };
+    auto rq = request2(0, 95, 5);  // not marked stepped
+    check(AggregateFunction::Interpolative, raw, rq,
+          {
+              {0, kNone, UAPLEX_BadNoData},
+              {5, 1, st(G, I)},  // true since 2
+              {10, 1, st(G, I)},
+              {15, 1, st(G, I)},
+              {20, 1, st(G, I)},
+              {25, 0, G},         // raw false
+              {30, 1, st(G, I)},  // true since 28
+              {35, 1, st(G, I)},
+              {40, 1, st(G, I)},  // true since 39, nothing between
+              {45, 1, st(U, I)},  // the Bad 42 since 39
+              {50, 1, st(G, I)},  // true since 48
+              {55, 0, st(G, I)},  // false since 52
+              {60, 0, st(G, I)},
+              {65, 0, st(G, I)},
+              {70, 0, st(G, I)},
+              {75, 0, st(G, I)},  // false since 72
+              {80, 0, st(U, I)},  // the 77 (Bad here) since 72
+              {85, 1, st(G, I)},  // true since 83
+              {90, 1, G},         // raw true
+          });
+    std::vector<DataValue> out(19);
+    REQUIRE(compute(AggregateFunction::Interpolative, raw, rq, out).written == 19);
+    CHECK(out[5].value.encoding == UAPLEX_TYPE_BOOLEAN);
+    // TimeAverage over [25,35): false 25..28, true 28..35, held, never sloped: 7 / 10.
+    check(AggregateFunction::TimeAverage, raw, request2(25, 35, 0), {{25, 0.7, st(G, C)}});
 }
