@@ -628,7 +628,7 @@ template <class OnPoint>
 Shares simpleWalk(Calculator& c, const Window& w, OnPoint&& onPoint) noexcept {
     Shares s;
     Point prev = c.simpleBound(w.lo);
-    onPoint(prev, w.reverse ? 2 : 0);
+    onPoint(prev, 0);  // the earlier edge: its value is in the interval either way
     auto segment = [&](const Point& p, const Point& q) {
         if (!nonBad(p.sev)) return addSegment(s, Sev::Bad, p.t, q.t, 0, 0);
         if (c.stepped()) return addSegment(s, p.sev, p.t, q.t, p.v, p.v);
@@ -644,7 +644,7 @@ Shares simpleWalk(Calculator& c, const Window& w, OnPoint&& onPoint) noexcept {
         prev = p;
     }
     Point end = c.simpleBound(w.hi);
-    onPoint(end, w.reverse ? 0 : 2);
+    onPoint(end, 2);
     segment(prev, end);
     return s;
 }
@@ -706,7 +706,9 @@ void extremes2(AggregateFunction f, Calculator& c, const Window& w, DataValue& o
     std::size_t rawIdx = 0;
     auto consider = [&](const Point& p, int role) {
         if (!nonBad(p.sev)) return;
-        if (role == 2 && c.stepped()) return;  // the end bound counts only when sloped
+        // The later edge counts only when sloped: stepped, its value is held from a point
+        // already counted.
+        if (role == 2 && c.stepped()) return;
         bool better = !have || (wantMax ? p.v > best : p.v < best);
         if (better) {
             have = true;
