@@ -4,6 +4,7 @@
 
 #include <uaplex/statuscodes.h>
 #include <uaplex/encoding/generated/ns0.hpp>
+#include <uaplex/encoding/generated/types.hpp>
 
 #include <algorithm>
 #include <array>
@@ -306,7 +307,12 @@ class Calculator {
     }
     double extrapolate(std::size_t p, DateTime at) noexcept {
         if (!cfg_.useSlopedExtrapolation || p == 0) return v(p);
-        std::size_t p2 = scanBack(p);
+        // Every interval past the last value asks for the same p: one scan back, not one each.
+        if (p != secondFor_) {
+            secondFor_ = p;
+            second_ = scanBack(p);
+        }
+        std::size_t p2 = second_;
         return p2 == kNpos ? v(p) : line(t(p2), v(p2), t(p), v(p), at);
     }
 
@@ -314,6 +320,8 @@ class Calculator {
     const ProcessedRequest& rq_;
     AggregateConfiguration cfg_;
     DateTime eod_ = 0;
+    std::size_t secondFor_ = kNpos;  // extrapolate(): the p whose second value is second_
+    std::size_t second_ = kNpos;
     const ua::Variant* like_ = nullptr;
     bool boolean_ = false;
     bool stepped_ = false;
@@ -907,6 +915,17 @@ std::optional<AggregateFunction> aggregateFromNodeId(const ua::NodeId& id) noexc
     for (const auto& f : kFunctionIds)
         if (f.id == id.identifier.numeric) return f.function;
     return std::nullopt;
+}
+
+AggregateConfiguration effectiveConfiguration(const ua::AggregateConfiguration& requested,
+                                              const AggregateConfiguration& defaults) noexcept {
+    if (requested.useServerCapabilitiesDefaults) return defaults;
+    AggregateConfiguration c;
+    c.treatUncertainAsBad = requested.treatUncertainAsBad;
+    c.percentDataBad = requested.percentDataBad;
+    c.percentDataGood = requested.percentDataGood;
+    c.useSlopedExtrapolation = requested.useSlopedExtrapolation;
+    return c;
 }
 
 StatusCode checkConfiguration(const AggregateConfiguration& c) noexcept {

@@ -8,6 +8,7 @@
 
 #include <uaplex/statuscodes.h>
 #include <uaplex/aggregates/aggregates.hpp>
+#include <uaplex/encoding/generated/types.hpp>
 
 #include <cmath>
 #include <optional>
@@ -1010,4 +1011,37 @@ TEST_CASE("random histories keep the invariants of every aggregate") {
             if (good(F::Count, k)) CHECK(value(F::Count, k) >= 0);
         }
     }
+}
+
+TEST_CASE("UseSlopedExtrapolation continues the line of the last two non-Bad values") {
+    auto rq = request(85, 100, 5);
+    rq.configuration.useSlopedExtrapolation = true;
+    // After 90 (the last value) along 80 -> 90: 95 at 95; always Uncertain.
+    check(AggregateFunction::Interpolative, historian1(), rq,
+          {{85, 85, st(G, I)}, {90, 90, G}, {95, 95, st(U, I)}});
+    // TimeAverage [90,100): 90 -> 100 extrapolated: 95, Uncertain, Partial (no data after 90).
+    auto one = request(90, 100, 0);
+    one.configuration.useSlopedExtrapolation = true;
+    check(AggregateFunction::TimeAverage, historian1(), one, {{90, 95, st(U, C | P)}});
+}
+
+TEST_CASE("the requested configuration or the defaults") {
+    ua::AggregateConfiguration wire{};
+    wire.useServerCapabilitiesDefaults = false;
+    wire.treatUncertainAsBad = false;
+    wire.percentDataBad = 30;
+    wire.percentDataGood = 80;
+    wire.useSlopedExtrapolation = true;
+    AggregateConfiguration defaults;  // true, 100, 100, false
+    AggregateConfiguration c = effectiveConfiguration(wire, defaults);
+    CHECK_FALSE(c.treatUncertainAsBad);
+    CHECK(c.percentDataBad == 30);
+    CHECK(c.percentDataGood == 80);
+    CHECK(c.useSlopedExtrapolation);
+    wire.useServerCapabilitiesDefaults = true;
+    c = effectiveConfiguration(wire, defaults);
+    CHECK(c.treatUncertainAsBad);
+    CHECK(c.percentDataBad == 100);
+    CHECK(c.percentDataGood == 100);
+    CHECK_FALSE(c.useSlopedExtrapolation);
 }

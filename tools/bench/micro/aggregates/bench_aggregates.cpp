@@ -63,6 +63,29 @@ void processed(benchmark::State& state, AggregateFunction f) {
     state.SetItemsProcessed(std::int64_t(state.iterations()) * std::int64_t(kValues));
 }
 
+// 1,000,000 values, all Bad but the first and the last, and 1,000 intervals after the last
+// with sloped extrapolation: each extrapolates along the same two values across the Bad run.
+void BM_InterpolativeAfterBadRun(benchmark::State& state) {
+    static const std::vector<ua::DataValue> raw = [] {
+        std::vector<ua::DataValue> v = rawValues();
+        for (std::size_t i = 1; i + 1 < v.size(); ++i) v[i].status = UAPLEX_Bad;
+        v.front().status = UAPLEX_Good;
+        v.back().status = UAPLEX_Good;
+        return v;
+    }();
+    ProcessedRequest rq;
+    rq.startTime = raw.back().source_timestamp;
+    rq.endTime = rq.startTime + static_cast<ua::DateTime>(kValues) * kSecond;
+    rq.processingIntervalMs = 1000.0 * double(kValues) / 1000.0;
+    rq.configuration.useSlopedExtrapolation = true;
+    std::vector<ua::DataValue> out(1000);
+    for (auto _ : state) {
+        ComputeResult r = compute(AggregateFunction::Interpolative, raw, rq, out);
+        benchmark::DoNotOptimize(r);
+        benchmark::DoNotOptimize(out.data());
+    }
+}
+
 void BM_Average(benchmark::State& state) {
     processed(state, AggregateFunction::Average);
 }
@@ -82,5 +105,6 @@ BENCHMARK(BM_Average)->Arg(1)->Arg(1000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TimeAverage)->Arg(1)->Arg(1000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TimeAverage2)->Arg(1)->Arg(1000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Maximum2)->Arg(1)->Arg(1000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_InterpolativeAfterBadRun)->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

@@ -10,6 +10,10 @@
 #include <optional>
 #include <span>
 
+namespace uaplex::ua {
+struct AggregateConfiguration;  // the wire structure (encoding/generated/types.hpp)
+}
+
 namespace uaplex::aggregates {
 
 // The aggregates served, each an AggregateFunction object of namespace 0.
@@ -53,6 +57,10 @@ struct AggregateConfiguration {
     std::uint8_t percentDataGood = 100;
     bool useSlopedExtrapolation = false;
 };
+// The configuration a ReadProcessedDetails or an AggregateFilter asks for: the variable's
+// (or the server's) when useServerCapabilitiesDefaults is set, else the request's own.
+AggregateConfiguration effectiveConfiguration(const ua::AggregateConfiguration& requested,
+                                              const AggregateConfiguration& defaults) noexcept;
 // Good, or Bad_AggregateConfigurationRejected: a percentage above 100, or
 // PercentDataGood < 100 - PercentDataBad (Part 13 4.2.1.2: the two must leave no gap where
 // an interval is neither Good, Uncertain nor Bad).
