@@ -4,6 +4,7 @@
 #include "uaplex/abi.h"
 #include "uaplex/admission.h"
 #include "uaplex/buffer_pool.h"
+#include "uaplex/history.h"
 #include "uaplex/host.h"
 #include "uaplex/monitored_item_queue.h"
 #include "uaplex/node_manager.h"
@@ -34,6 +35,7 @@ UAPLEX_PIN_LIFECYCLE(uaplex_request_queue_ops);
 UAPLEX_PIN_LIFECYCLE(uaplex_buffer_pool_ops);
 UAPLEX_PIN_LIFECYCLE(uaplex_mi_queue_factory_ops);
 UAPLEX_PIN_LIFECYCLE(uaplex_node_manager_ops);
+UAPLEX_PIN_LIFECYCLE(uaplex_history_ops);
 
 /* Every factory has the same shape: header, ops, create. */
 #define UAPLEX_PIN_FACTORY(T)                      \
@@ -46,6 +48,7 @@ UAPLEX_PIN_FACTORY(uaplex_request_queue_factory);
 UAPLEX_PIN_FACTORY(uaplex_buffer_pool_factory);
 UAPLEX_PIN_FACTORY(uaplex_mi_queue_factory);
 UAPLEX_PIN_FACTORY(uaplex_node_manager_factory);
+UAPLEX_PIN_FACTORY(uaplex_history_factory);
 
 static uaplex_status fake_reverse_connect(void* self, uaplex_str client, uaplex_str endpoint) {
     (void)self;
@@ -67,8 +70,17 @@ int main(void) {
     if (UAPLEX_HAS_FIELD(&d, uaplex_plugin_descriptor, node_manager)) ++failures;
     if (UAPLEX_ABI_MAJOR_OF(UAPLEX_ABI_VERSION) != UAPLEX_ABI_VERSION_MAJOR) ++failures;
     if (UAPLEX_ABI_MINOR_OF(UAPLEX_ABI_VERSION) != UAPLEX_ABI_VERSION_MINOR) ++failures;
-    if (UAPLEX_ABI_VERSION_MINOR != 10u)
-        ++failures; /* 1.10: the pubsub kind (1.9: monitor and value_changed) */
+    if (UAPLEX_ABI_VERSION_MINOR != 11u)
+        ++failures; /* 1.11: history stores (1.10: the pubsub kind) */
+    {
+        /* A 1.10 descriptor is shorter: it provides no history store. */
+        uaplex_plugin_descriptor old;
+        memset(&old, 0, sizeof old);
+        old.hdr.struct_size = (uint32_t)offsetof(uaplex_plugin_descriptor, history);
+        if (UAPLEX_FIELD_OR(&old, uaplex_plugin_descriptor, history, NULL) != NULL) ++failures;
+        old.hdr.struct_size = (uint32_t)sizeof old;
+        if (!UAPLEX_HAS_FIELD(&old, uaplex_plugin_descriptor, history)) ++failures;
+    }
     {
         /* A node manager built for 1.7 has a shorter table: read_async is not there. */
         uaplex_node_manager_ops o;

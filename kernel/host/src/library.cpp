@@ -50,6 +50,9 @@ PluginLibrary::PluginLibrary(fs::path path, boost::dll::shared_library lib,
     checkFactory(d->node_manager, "node_manager", path_, UAPLEX_KIND_NODE_MANAGER, kinds_);
     checkFactory(UAPLEX_FIELD_OR(d, uaplex_plugin_descriptor, pubsub, nullptr), "pubsub", path_,
                  UAPLEX_KIND_PUBSUB, kinds_);
+    // Kinds appended after 1.0 are read only when the descriptor has their field.
+    checkFactory(UAPLEX_FIELD_OR(d, uaplex_plugin_descriptor, history, nullptr), "history", path_,
+                 UAPLEX_KIND_HISTORY, kinds_);
     if (kinds_ == 0)
         throw HostError("plugin library " + path_.string() + ": provides no plugin kind");
 }
@@ -68,6 +71,7 @@ std::string kindNames(uint32_t kinds) {
         {UAPLEX_KIND_MONITORED_ITEM_QUEUE, "monitored_item_queue"},
         {UAPLEX_KIND_NODE_MANAGER, "node_manager"},
         {UAPLEX_KIND_PUBSUB, "pubsub"},
+        {UAPLEX_KIND_HISTORY, "history"},
     };
     std::string out;
     for (auto [bit, name] : names) {

@@ -441,7 +441,7 @@ void Host::load(const config::ServerConfig& cfg) {
             logger()->info("loaded plugin '{}' ({} {}) from {}{}", pc.name, kindNames(lib->kinds()),
                            lib->version(), lib->path().string(),
                            transport || pc.name == cfg.slots.monitored_item_queue ||
-                                   (lib->kinds() & UAPLEX_KIND_PUBSUB) != 0
+                                   (lib->kinds() & (UAPLEX_KIND_PUBSUB | UAPLEX_KIND_HISTORY)) != 0
                                ? ""
                                : "; not assigned to a slot this kernel serves yet");
             idle_libraries_.push_back(std::move(lib));
@@ -710,6 +710,28 @@ std::shared_ptr<PluginInstance> Host::createPubSub(const std::string& name,
         return inst;
     }
     throw HostError("plugin '" + name + "' is not an enabled pubsub plugin");
+}
+
+std::shared_ptr<PluginInstance> Host::createHistory(const std::string& name,
+                                                    const uaplex_history_params& params) {
+    for (const auto& lib : idle_libraries_) {
+        if (lib->name() != name) continue;
+        const auto* factory =
+            UAPLEX_FIELD_OR(&lib->descriptor(), uaplex_plugin_descriptor, history, nullptr);
+        if (!factory) throw HostError("plugin '" + name + "' is not a history plugin");
+        using H = uaplex_history_ops;
+        checkedTables<uaplex_history_factory, H>(name, "history", factory,
+                                                 UAPLEX_END_OF(H, delete_raw),
+                                                 {offsetof(H, store), offsetof(H, read_raw)});
+        const config::PluginConfig* pc = config_.plugin(name);
+        if (!pc) break;
+        auto inst = std::make_shared<PluginInstance>(lib, UAPLEX_KIND_HISTORY, *pc, *services_);
+        inst->history_params = params;
+        inst->create(*factory, inst->history_params);
+        logger()->info("created history store '{}' ({})", name, lib->version());
+        return inst;
+    }
+    throw HostError("plugin '" + name + "' is not an enabled history plugin");
 }
 
 std::vector<LoadedPluginInfo> Host::plugins() const {

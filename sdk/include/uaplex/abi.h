@@ -45,7 +45,7 @@
 
 /* A major change breaks binary compatibility; a minor change only appends. */
 #define UAPLEX_ABI_VERSION_MAJOR 1u
-#define UAPLEX_ABI_VERSION_MINOR 10u
+#define UAPLEX_ABI_VERSION_MINOR 11u
 #define UAPLEX_ABI_VERSION ((UAPLEX_ABI_VERSION_MAJOR << 16) | UAPLEX_ABI_VERSION_MINOR)
 #define UAPLEX_ABI_MAJOR_OF(v) (((uint32_t)(v)) >> 16)
 #define UAPLEX_ABI_MINOR_OF(v) (((uint32_t)(v)) & 0xFFFFu)
@@ -96,6 +96,14 @@ typedef enum uaplex_struct_type {
     UAPLEX_STYPE_PUBSUB_PARAMS = 802,  /* since 1.10 */
     UAPLEX_STYPE_PUBSUB_MESSAGE = 803, /* since 1.10 */
     UAPLEX_STYPE_PUBSUB_STATS = 804,   /* since 1.10 */
+    UAPLEX_STYPE_HISTORY_FACTORY = 700,     /* since 1.11 */
+    UAPLEX_STYPE_HISTORY_OPS = 701,         /* since 1.11 */
+    UAPLEX_STYPE_HISTORY_PARAMS = 702,      /* since 1.11 */
+    UAPLEX_STYPE_HISTORY_VALUE = 703,       /* since 1.11 */
+    UAPLEX_STYPE_HISTORY_READ = 704,        /* since 1.11 */
+    UAPLEX_STYPE_HISTORY_READ_RESULT = 705, /* since 1.11 */
+    UAPLEX_STYPE_HISTORY_UPDATE = 706,      /* since 1.11 */
+    UAPLEX_STYPE_HISTORY_DELETE = 707,      /* since 1.11 */
     UAPLEX_STYPE_FORCE_32BIT = 0x7FFFFFFF
 } uaplex_struct_type;
 

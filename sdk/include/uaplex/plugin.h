@@ -25,7 +25,9 @@ typedef enum uaplex_plugin_kind {
     UAPLEX_KIND_MONITORED_ITEM_QUEUE = 1u << 4,
     UAPLEX_KIND_NODE_MANAGER = 1u << 5,
     /* since 1.10 */
-    UAPLEX_KIND_PUBSUB = 1u << 7 /* uaplex/pubsub.h */
+    UAPLEX_KIND_PUBSUB = 1u << 7, /* uaplex/pubsub.h */
+    /* since 1.11 */
+    UAPLEX_KIND_HISTORY = 1u << 6 /* uaplex/history.h */
 } uaplex_plugin_kind;
 
 /* Lifecycle entries shared by every kind. Each kind's ops table starts with exactly these
@@ -51,6 +53,7 @@ struct uaplex_buffer_pool_factory;
 struct uaplex_mi_queue_factory;
 struct uaplex_node_manager_factory;
 struct uaplex_pubsub_factory;
+struct uaplex_history_factory;
 
 typedef struct uaplex_plugin_descriptor {
     uaplex_header hdr;  /* UAPLEX_STYPE_PLUGIN_DESCRIPTOR */
@@ -70,6 +73,8 @@ typedef struct uaplex_plugin_descriptor {
     const struct uaplex_node_manager_factory* node_manager;
     /* --- since 1.10 --- */
     const struct uaplex_pubsub_factory* pubsub;
+    /* --- since 1.11 --- */
+    const struct uaplex_history_factory* history;
 } uaplex_plugin_descriptor;
 
 /* The exported entry. host_abi_version is UAPLEX_ABI_VERSION of the host; `host` stays valid

@@ -6,6 +6,7 @@
 #include "uaplex/abi.h"
 #include "uaplex/admission.h"
 #include "uaplex/buffer_pool.h"
+#include "uaplex/history.h"
 #include "uaplex/host.h"
 #include "uaplex/monitored_item_queue.h"
 #include "uaplex/node_manager.h"

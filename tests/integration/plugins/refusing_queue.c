@@ -45,6 +45,8 @@ static const uaplex_plugin_descriptor descriptor = {
     &factory,
     NULL,
     NULL,
+    NULL,
+    NULL,
     NULL};
 
 UAPLEX_EXPORT uaplex_status uaplex_plugin_entry(uint32_t host_abi_version,

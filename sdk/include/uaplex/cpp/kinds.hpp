@@ -8,6 +8,7 @@
 
 #include "uaplex/cpp/completion.hpp"
 #include "uaplex/cpp/plugin.hpp"
+#include "uaplex/history.h"
 
 namespace uaplex::sdk {
 namespace detail {
@@ -476,6 +477,66 @@ struct PubSubFactory {
         .create = &detail::create<T, uaplex_pubsub_params>,
     };
     static void describe(uaplex_plugin_descriptor& d) noexcept { d.pubsub = &factory; }
+};
+
+// --- history store (since 1.11) ----------------------------------------------------------
+// read_raw, update and delete_raw get a Completion: move it to the store's own thread and
+// return GoodCompletesAsynchronously, or return another status to finish at once. The request
+// and its result stay valid until the Completion completes. update and delete_raw answer
+// BadHistoryOperationUnsupported unless overridden.
+class HistoryStore : public Instance {
+  public:
+    HistoryStore(Context ctx, const uaplex_history_params& params)
+        : Instance(ctx), params_(detail::copy_sized(params)) {}
+    virtual uaplex_status store(size_t count, const uaplex_history_value* values,
+                                size_t* out_accepted) = 0;
+    virtual uaplex_status read_raw(const uaplex_history_read& read,
+                                   uaplex_history_read_result& result, Completion& done) = 0;
+    virtual uaplex_status update(const uaplex_history_update&, Completion&) {
+        return UAPLEX_BadHistoryOperationUnsupported;
+    }
+    virtual uaplex_status delete_raw(uaplex_history_delete&, Completion&) {
+        return UAPLEX_BadHistoryOperationUnsupported;
+    }
+
+  protected:
+    uaplex_history_params params_;
+};
+
+template <typename T>
+struct HistoryFactory {
+    using B = HistoryStore;
+    static constexpr uaplex_history_ops ops{
+        .hdr = UAPLEX_HEADER_INIT(uaplex_history_ops, UAPLEX_STYPE_HISTORY_OPS),
+        .start = &detail::Lifecycle<T>::start,
+        .stop = &detail::Lifecycle<T>::stop,
+        .destroy = &detail::Lifecycle<T>::destroy,
+        .store = &detail::Call<&B::store>::template fn<T>,
+        .read_raw =
+            +[](void* self, const uaplex_history_read* read, uaplex_history_read_result* result,
+                const uaplex_completion* c) noexcept -> uaplex_status {
+            return run_async(*c, [&](Completion& done) {
+                return static_cast<T*>(self)->read_raw(*read, *result, done);
+            });
+        },
+        .update = +[](void* self, const uaplex_history_update* update,
+                      const uaplex_completion* c) noexcept -> uaplex_status {
+            return run_async(
+                *c, [&](Completion& done) { return static_cast<T*>(self)->update(*update, done); });
+        },
+        .delete_raw = +[](void* self, uaplex_history_delete* del,
+                          const uaplex_completion* c) noexcept -> uaplex_status {
+            return run_async(*c, [&](Completion& done) {
+                return static_cast<T*>(self)->delete_raw(*del, done);
+            });
+        },
+    };
+    static constexpr uaplex_history_factory factory{
+        .hdr = UAPLEX_HEADER_INIT(uaplex_history_factory, UAPLEX_STYPE_HISTORY_FACTORY),
+        .ops = &ops,
+        .create = &detail::create<T, uaplex_history_params>,
+    };
+    static void describe(uaplex_plugin_descriptor& d) noexcept { d.history = &factory; }
 };
 
 }  // namespace uaplex::sdk

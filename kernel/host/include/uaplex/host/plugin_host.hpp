@@ -54,6 +54,7 @@ class PluginInstance {
     uaplex_buffer_pool_params buffer_pool_params{};
     uaplex_mi_queue_params mi_queue_params{};
     uaplex_pubsub_params pubsub_params{};
+    uaplex_history_params history_params{};
     // Entries this request queue handed out that the kernel has not disposed yet: a
     // swapped-out queue is retired only when they are back (their leases live in it).
     std::atomic<int64_t> dispatched{0};
@@ -174,6 +175,12 @@ class Host {
     // instance), or returns null when the slot is empty. The caller owns and starts it and
     // drops it after every queue it made is gone, before shutdown(). Throws HostError.
     std::shared_ptr<PluginInstance> createMiQueueFactory(const uaplex_mi_queue_params& params);
+    // Creates an instance of the enabled history plugin `name` ([history] plugin) with
+    // `params` (copied into the instance). The caller owns, starts and stops it, and drops
+    // it before shutdown(). Throws HostError when `name` is no enabled history plugin or its
+    // tables lack an entry of their first release.
+    std::shared_ptr<PluginInstance> createHistory(const std::string& name,
+                                                  const uaplex_history_params& params);
     // True once after a reload that changed the [slots] monitored_item_queue plugin (or its
     // table): the owner creates the new factory for items created afterwards and keeps the
     // old instance until its last queue is gone.

@@ -1,0 +1,414 @@
+// SPDX-License-Identifier: Apache-2.0
+// History store conformance (uaplex/history.h), through the C ABI only: values stored come
+// back from raw reads in either direction, with bounds and continuations; updates and deletes
+// answer per value; a full queue refuses and counts; the store outlives a restart.
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <uaplex/types.h>
+
+#include "plugin_fixture.hpp"
+
+namespace {
+
+using Loaded =
+    uaplex::conformance::Loaded<uaplex_history_factory, uaplex_history_params, uaplex_history_ops>;
+
+// Memory handed to the store for a result, freed with the test.
+struct Alloc {
+    std::vector<std::unique_ptr<std::max_align_t[]>> blocks;
+    std::mutex mu;
+    uaplex_value_alloc alloc{
+        this, [](void* self, size_t size, size_t) -> void* {
+            auto* a = static_cast<Alloc*>(self);
+            std::lock_guard lock(a->mu);
+            size_t n = (size + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t) + 1;
+            a->blocks.emplace_back(new std::max_align_t[n]);
+            return a->blocks.back().get();
+        }};
+};
+
+// A completion the test waits for.
+struct Done {
+    std::mutex mu;
+    std::condition_variable cv;
+    int calls = 0;
+    uaplex_status status = 0;
+    uaplex_completion c{};
+    Done() {
+        c.hdr = UAPLEX_HEADER_INIT(uaplex_completion, UAPLEX_STYPE_COMPLETION);
+        c.self = this;
+        c.token = 7;
+        c.complete = [](void* self, uint64_t token, uaplex_status st) -> uaplex_status {
+            auto* d = static_cast<Done*>(self);
+            std::lock_guard lock(d->mu);
+            if (token != 7 || d->calls > 0) return UAPLEX_BadInvalidState;
+            d->calls++;
+            d->status = st;
+            d->cv.notify_all();
+            return UAPLEX_Good;
+        };
+        c.status = [](void*, uint64_t) -> uaplex_status { return UAPLEX_Good; };
+    }
+    // The operation's status: the entry's return, or its completion's.
+    uaplex_status wait(uaplex_status returned) {
+        if (returned != UAPLEX_GoodCompletesAsynchronously) {
+            std::lock_guard lock(mu);
+            CHECK(calls == 0);
+            return returned;
+        }
+        std::unique_lock lock(mu);
+        REQUIRE(cv.wait_for(lock, std::chrono::seconds(20), [&] { return calls > 0; }));
+        return status;
+    }
+};
+
+std::string tempDb() {
+    static int n = 0;
+    auto p =
+        std::filesystem::temp_directory_path() /
+        ("uaplex-history-conf-" + std::to_string(::getpid()) + "-" + std::to_string(++n) + ".db");
+    for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(p.string() + ext);
+    return p.string();
+}
+
+struct Value {
+    int64_t ts;
+    std::string bytes;
+    uint32_t status = UAPLEX_Good;
+};
+
+struct Store : Loaded {
+    std::string path;
+    explicit Store(std::string db = tempDb(), toml::table extra = {}) : path(std::move(db)) {
+        auto lib = uaplex::conformance::library_from_env("UAPLEX_HISTORY_PLUGIN");
+        const auto* factory =
+            UAPLEX_FIELD_OR(&lib->descriptor(), uaplex_plugin_descriptor, history, nullptr);
+        REQUIRE(factory != nullptr);
+        params.hdr = UAPLEX_HEADER_INIT(uaplex_history_params, UAPLEX_STYPE_HISTORY_PARAMS);
+        params.max_values_per_read = 1000;
+        toml::table settings = extra;
+        settings.insert_or_assign("path", path);
+        load(lib, *factory, settings);
+    }
+    uaplex_status put(std::string_view key, const std::vector<Value>& vs,
+                      size_t* accepted = nullptr) {
+        std::vector<uaplex_history_value> in(vs.size());
+        for (size_t i = 0; i < vs.size(); ++i) {
+            in[i].hdr = UAPLEX_HEADER_INIT(uaplex_history_value, UAPLEX_STYPE_HISTORY_VALUE);
+            in[i].node_key = {key.data(), key.size()};
+            in[i].source_timestamp = vs[i].ts;
+            in[i].server_timestamp = vs[i].ts + 1;
+            in[i].status = vs[i].status;
+            in[i].source_picoseconds = 3;
+            in[i].value = {reinterpret_cast<const uint8_t*>(vs[i].bytes.data()),
+                           vs[i].bytes.size()};
+        }
+        size_t n = 0;
+        uaplex_status st = ops->store(self, in.size(), in.data(), &n);
+        if (accepted) *accepted = n;
+        return st;
+    }
+    struct Page {
+        uaplex_status status = 0;
+        std::vector<Value> values;
+        std::vector<uint8_t> continuation;
+    };
+    Page read(std::string_view key, int64_t start, int64_t end, uint32_t max, bool bounds = false,
+              const std::vector<uint8_t>& cont = {}) {
+        Alloc a;
+        uaplex_history_read r{};
+        r.hdr = UAPLEX_HEADER_INIT(uaplex_history_read, UAPLEX_STYPE_HISTORY_READ);
+        r.flags = bounds ? UAPLEX_HISTORY_READ_BOUNDS : 0;
+        r.max_values = max;
+        r.node_key = {key.data(), key.size()};
+        r.start_time = start;
+        r.end_time = end;
+        r.continuation = {cont.data(), cont.size()};
+        r.alloc = &a.alloc;
+        uaplex_history_read_result res{};
+        res.hdr = UAPLEX_HEADER_INIT(uaplex_history_read_result, UAPLEX_STYPE_HISTORY_READ_RESULT);
+        Done d;
+        Page p;
+        p.status = d.wait(ops->read_raw(self, &r, &res, &d.c));
+        if (p.status != UAPLEX_Good) return p;
+        REQUIRE(res.value_count <= max);
+        for (uint32_t i = 0; i < res.value_count; ++i) {
+            const auto& v = res.values[i];
+            p.values.push_back(
+                {v.source_timestamp,
+                 std::string(reinterpret_cast<const char*>(v.value.data), v.value.len), v.status});
+            if (v.status != UAPLEX_BadBoundNotFound) {
+                CHECK(v.server_timestamp == v.source_timestamp + 1);
+                CHECK(v.source_picoseconds == 3);
+            }
+        }
+        REQUIRE(res.continuation.len <= UAPLEX_HISTORY_MAX_CONTINUATION);
+        p.continuation.assign(res.continuation.data, res.continuation.data + res.continuation.len);
+        return p;
+    }
+    // Every page of a read, `max` values each.
+    std::vector<Value> readAll(std::string_view key, int64_t start, int64_t end, uint32_t max,
+                               bool bounds = false, int* pages = nullptr) {
+        std::vector<Value> all;
+        std::vector<uint8_t> cont;
+        int n = 0;
+        do {
+            Page p = read(key, start, end, max, bounds, cont);
+            REQUIRE(p.status == UAPLEX_Good);
+            all.insert(all.end(), p.values.begin(), p.values.end());
+            cont = p.continuation;
+            REQUIRE(++n < 10000);
+        } while (!cont.empty());
+        if (pages) *pages = n;
+        return all;
+    }
+};
+
+std::vector<int64_t> times(const std::vector<Value>& vs) {
+    std::vector<int64_t> out;
+    for (const auto& v : vs) out.push_back(v.ts);
+    return out;
+}
+
+std::vector<Value> ramp(int n, int64_t t0 = 1000, int64_t step = 10) {
+    std::vector<Value> vs;
+    for (int i = 0; i < n; ++i) vs.push_back({t0 + i * step, "v" + std::to_string(i)});
+    return vs;
+}
+
+}  // namespace
+
+TEST_CASE("1: stored values come back in time order with their bytes and status") {
+    Store s;
+    std::vector<Value> vs = {
+        {1020, "c"}, {1000, "a", UAPLEX_UncertainLastUsableValue}, {1010, "b"}};
+    REQUIRE(s.put("nsu=urn:t;s=A", vs) == UAPLEX_Good);
+    REQUIRE(s.put("nsu=urn:t;s=B", ramp(3, 1000, 5)) == UAPLEX_Good);
+    auto p = s.read("nsu=urn:t;s=A", 0, 5000, 100);
+    REQUIRE(p.status == UAPLEX_Good);
+    CHECK(p.continuation.empty());
+    REQUIRE(times(p.values) == std::vector<int64_t>{1000, 1010, 1020});
+    CHECK(p.values[0].bytes == "a");
+    CHECK(p.values[0].status == UAPLEX_UncertainLastUsableValue);
+    CHECK(p.values[2].bytes == "c");
+    // The end is not included; the start is.
+    CHECK(times(s.read("nsu=urn:t;s=A", 1000, 1020, 100).values) ==
+          std::vector<int64_t>{1000, 1010});
+    // Another node's values stay apart; an unknown node has none.
+    CHECK(s.read("nsu=urn:t;s=B", 0, 5000, 100).values.size() == 3);
+    auto none = s.read("nsu=urn:t;s=None", 0, 5000, 100);
+    CHECK(none.status == UAPLEX_Good);
+    CHECK(none.values.empty());
+    CHECK(none.continuation.empty());
+}
+
+TEST_CASE("2: a backward read runs from start_time down, excluding end_time") {
+    Store s;
+    REQUIRE(s.put("k", ramp(5)) == UAPLEX_Good);  // 1000..1040
+    CHECK(times(s.read("k", 1040, 1000, 100).values) ==
+          std::vector<int64_t>{1040, 1030, 1020, 1010});
+    CHECK(times(s.read("k", UAPLEX_HISTORY_TIME_MAX, UAPLEX_HISTORY_TIME_MIN, 2).values) ==
+          std::vector<int64_t>{1040, 1030});
+    // start == end: exactly the values at that time.
+    CHECK(times(s.read("k", 1020, 1020, 100).values) == std::vector<int64_t>{1020});
+    CHECK(s.read("k", 1025, 1025, 100).values.empty());
+}
+
+TEST_CASE("3: continuations page through every value once, in both directions") {
+    Store s;
+    auto vs = ramp(23);
+    // Values of the same time stay in the order stored.
+    vs.push_back({5000, "same-1"});
+    vs.push_back({5000, "same-2"});
+    REQUIRE(s.put("k", vs) == UAPLEX_Good);
+    int pages = 0;
+    auto all = s.readAll("k", 0, 100000, 4, false, &pages);
+    CHECK(pages == 7);
+    REQUIRE(all.size() == 25);
+    for (size_t i = 1; i < all.size(); ++i) CHECK(all[i - 1].ts <= all[i].ts);
+    auto same = s.read("k", 5000, 5000, 10).values;
+    REQUIRE(same.size() == 2);
+    CHECK(same[0].bytes == "same-1");
+    CHECK(same[1].bytes == "same-2");
+    auto back = s.readAll("k", 100000, 0, 3);
+    REQUIRE(back.size() == 25);
+    CHECK(back.front().bytes == "same-2");
+    CHECK(back.back().ts == 1000);
+    // A page of exactly the values left still says whether more come.
+    auto exact = s.read("k", 1000, 1020, 2);
+    CHECK(exact.values.size() == 2);
+    if (!exact.continuation.empty()) {
+        auto rest = s.read("k", 1000, 1020, 2, false, exact.continuation);
+        CHECK(rest.status == UAPLEX_Good);
+        CHECK(rest.values.empty());
+        CHECK(rest.continuation.empty());
+    }
+}
+
+TEST_CASE("4: bounds: the values around the range, or BadBoundNotFound") {
+    Store s;
+    REQUIRE(s.put("k", ramp(5)) == UAPLEX_Good);  // 1000..1040
+    auto p = s.read("k", 1005, 1035, 100, true);
+    CHECK(times(p.values) == std::vector<int64_t>{1000, 1010, 1020, 1030, 1040});
+    // A value at start_time is its own bound; at end_time it is the end bound.
+    CHECK(times(s.read("k", 1010, 1030, 100, true).values) ==
+          std::vector<int64_t>{1010, 1020, 1030});
+    auto out = s.read("k", 500, 2000, 100, true).values;
+    REQUIRE(out.size() == 7);
+    CHECK(out.front().status == UAPLEX_BadBoundNotFound);
+    CHECK(out.front().ts == 500);
+    CHECK(out.front().bytes.empty());
+    CHECK(out.back().status == UAPLEX_BadBoundNotFound);
+    CHECK(out.back().ts == 2000);
+    // Backward: the first bound is at or after start_time.
+    CHECK(times(s.read("k", 1035, 1005, 100, true).values) ==
+          std::vector<int64_t>{1040, 1030, 1020, 1010, 1000});
+    // Bounds survive paging.
+    CHECK(times(s.readAll("k", 1005, 1035, 1, true)) ==
+          std::vector<int64_t>{1000, 1010, 1020, 1030, 1040});
+    // A node without values: both bounds missing.
+    auto none = s.read("other", 0, 10, 100, true).values;
+    REQUIRE(none.size() == 2);
+    CHECK(none[0].status == UAPLEX_BadBoundNotFound);
+    CHECK(none[1].status == UAPLEX_BadBoundNotFound);
+}
+
+TEST_CASE("5: a continuation that is not this read's is BadContinuationPointInvalid") {
+    Store s;
+    REQUIRE(s.put("k", ramp(10)) == UAPLEX_Good);
+    auto p = s.read("k", 0, 5000, 3);
+    REQUIRE(!p.continuation.empty());
+    CHECK(s.read("k", 0, 5000, 3, false, p.continuation).status == UAPLEX_Good);
+    CHECK(s.read("k", 0, 6000, 3, false, p.continuation).status ==
+          UAPLEX_BadContinuationPointInvalid);
+    CHECK(s.read("j", 0, 5000, 3, false, p.continuation).status ==
+          UAPLEX_BadContinuationPointInvalid);
+    std::vector<uint8_t> junk(p.continuation.size(), 0xAB);
+    CHECK(s.read("k", 0, 5000, 3, false, junk).status == UAPLEX_BadContinuationPointInvalid);
+    std::vector<uint8_t> cut(p.continuation.begin(), p.continuation.end() - 1);
+    CHECK(s.read("k", 0, 5000, 3, false, cut).status == UAPLEX_BadContinuationPointInvalid);
+}
+
+TEST_CASE("6: a full queue refuses a suffix and counts it; it never waits") {
+    toml::table t{{"queue_capacity", 4}, {"batch_size", 1024}, {"flush_interval_ms", 60000}};
+    Store s(tempDb(), t);
+    size_t accepted = 99;
+    CHECK(s.put("k", ramp(10), &accepted) == UAPLEX_BadResourceUnavailable);
+    CHECK(accepted == 4);
+    CHECK(s.metric("dropped") == 6);
+    CHECK(s.metric("stored") == 4);
+    // A read sees what was queued before it.
+    CHECK(times(s.read("k", 0, 5000, 100).values) == std::vector<int64_t>{1000, 1010, 1020, 1030});
+    // Oversized values and empty keys are refused too.
+    toml::table small{{"max_value_bytes", 16}};
+    Store t2(tempDb(), small);
+    CHECK(t2.put("k", {{1, std::string(17, 'x')}}, &accepted) == UAPLEX_BadResourceUnavailable);
+    CHECK(accepted == 0);
+    CHECK(t2.put("", {{1, "x"}}, &accepted) == UAPLEX_BadResourceUnavailable);
+}
+
+TEST_CASE("7: update inserts, replaces and answers per value; delete removes a range") {
+    Store s;
+    REQUIRE(s.put("k", ramp(3)) == UAPLEX_Good);         // 1000, 1010, 1020
+    CHECK(s.read("k", 0, 5000, 10).values.size() == 3);  // written
+    auto update = [&](uint32_t perform, std::vector<Value> vs) {
+        std::vector<uaplex_history_value> in(vs.size());
+        for (size_t i = 0; i < vs.size(); ++i) {
+            in[i].hdr = UAPLEX_HEADER_INIT(uaplex_history_value, UAPLEX_STYPE_HISTORY_VALUE);
+            in[i].source_timestamp = vs[i].ts;
+            in[i].server_timestamp = vs[i].ts + 1;
+            in[i].source_picoseconds = 3;
+            in[i].value = {reinterpret_cast<const uint8_t*>(vs[i].bytes.data()),
+                           vs[i].bytes.size()};
+        }
+        std::vector<uaplex_status> results(vs.size(), UAPLEX_Good);
+        uaplex_history_update u{};
+        u.hdr = UAPLEX_HEADER_INIT(uaplex_history_update, UAPLEX_STYPE_HISTORY_UPDATE);
+        u.perform = perform;
+        u.value_count = uint32_t(vs.size());
+        u.node_key = {"k", 1};
+        u.values = in.data();
+        u.results = results.data();
+        Done d;
+        REQUIRE(d.wait(s.ops->update(s.self, &u, &d.c)) == UAPLEX_Good);
+        return results;
+    };
+    CHECK(update(UAPLEX_HISTORY_INSERT, {{1005, "i"}, {1010, "x"}}) ==
+          std::vector<uaplex_status>{UAPLEX_GoodEntryInserted, UAPLEX_BadEntryExists});
+    CHECK(update(UAPLEX_HISTORY_REPLACE, {{1010, "r"}, {1015, "x"}}) ==
+          std::vector<uaplex_status>{UAPLEX_GoodEntryReplaced, UAPLEX_BadNoEntryExists});
+    CHECK(update(UAPLEX_HISTORY_UPDATE, {{1020, "u"}, {1030, "n"}}) ==
+          std::vector<uaplex_status>{UAPLEX_GoodEntryReplaced, UAPLEX_GoodEntryInserted});
+    auto all = s.read("k", 0, 5000, 10).values;
+    REQUIRE(times(all) == std::vector<int64_t>{1000, 1005, 1010, 1020, 1030});
+    CHECK(all[2].bytes == "r");
+    CHECK(all[3].bytes == "u");
+
+    uaplex_history_delete del{};
+    del.hdr = UAPLEX_HEADER_INIT(uaplex_history_delete, UAPLEX_STYPE_HISTORY_DELETE);
+    del.node_key = {"k", 1};
+    del.start_time = 1005;
+    del.end_time = 1030;
+    Done d;
+    REQUIRE(d.wait(s.ops->delete_raw(s.self, &del, &d.c)) == UAPLEX_Good);
+    CHECK(del.deleted == 3);
+    CHECK(times(s.read("k", 0, 5000, 10).values) == std::vector<int64_t>{1000, 1030});
+}
+
+TEST_CASE("8: values outlive a restart; a stopped store takes nothing") {
+    std::string db = tempDb();
+    // Retention by age would drop these values of 1601 at the restart.
+    toml::table keep{{"retention_max_age_s", 0}};
+    {
+        Store s(db, keep);
+        REQUIRE(s.put("k", ramp(4)) == UAPLEX_Good);
+        s.stop();  // writes what is queued
+        size_t accepted = 9;
+        CHECK(s.put("k", ramp(1), &accepted) == UAPLEX_BadServerHalted);
+        CHECK(accepted == 0);
+        Done d;
+        Alloc a;
+        uaplex_history_read r{};
+        r.hdr = UAPLEX_HEADER_INIT(uaplex_history_read, UAPLEX_STYPE_HISTORY_READ);
+        r.max_values = 1;
+        r.node_key = {"k", 1};
+        r.alloc = &a.alloc;
+        uaplex_history_read_result res{};
+        CHECK(d.wait(s.ops->read_raw(s.self, &r, &res, &d.c)) == UAPLEX_BadServerHalted);
+    }
+    Store again(db, keep);
+    CHECK(times(again.read("k", 0, 5000, 10).values) ==
+          std::vector<int64_t>{1000, 1010, 1020, 1030});
+    // New values after a restart come after the old ones of the same time.
+    REQUIRE(again.put("k", {{1030, "later"}}) == UAPLEX_Good);
+    auto at = again.read("k", 1030, 1030, 10).values;
+    REQUIRE(at.size() == 2);
+    CHECK(at[1].bytes == "later");
+}
+
+TEST_CASE("9: retention by age drops old values at start") {
+    std::string db = tempDb();
+    int64_t now = 0;
+    {
+        Store s(db);
+        REQUIRE(uaplex::host::hostApiTable()->utc_now(s.ctx.get(), &now) == UAPLEX_Good);
+        REQUIRE(s.put("k", {{now - 10 * UAPLEX_DATETIME_TICKS_PER_SECOND * 86400, "old"},
+                            {now, "new"}}) == UAPLEX_Good);
+        CHECK(s.read("k", UAPLEX_HISTORY_TIME_MIN + 1, UAPLEX_HISTORY_TIME_MAX, 10).values.size() ==
+              2);
+    }
+    toml::table t{{"retention_max_age_s", 86400}};
+    Store s(db, t);
+    auto left = s.read("k", UAPLEX_HISTORY_TIME_MIN + 1, UAPLEX_HISTORY_TIME_MAX, 10).values;
+    REQUIRE(left.size() == 1);
+    CHECK(left[0].bytes == "new");
+    CHECK(s.metric("retention_deleted") == 1);
+}
