@@ -553,14 +553,17 @@ void extremes(AggregateFunction f, Calculator& c, const Window& w, DataValue& ou
     if (ties > 1) bits |= kHistorianMultiValue;
     bool actual =
         f == AggregateFunction::MinimumActualTime || f == AggregateFunction::MaximumActualTime;
-    // Annex A.11 prints an Uncertain ActualTime result without Calculated: the value is raw.
-    if (!actual) bits |= kHistorianCalculated;
+    // Minimum/Maximum (5.4.3.10/11): Raw when the value lies on the interval's start and is
+    // Good, else Calculated. Annex A.11 prints an Uncertain ActualTime result without
+    // Calculated: its value is the raw one at its own time.
+    if (!actual && (uncertain || c.t(best) != w.stamp)) bits |= kHistorianCalculated;
     setVariant(out, actual ? c.t(best) : w.stamp, withBits(st, bits), c.at(best).value);
 }
 
-// The first or the last raw value of the interval in the request's direction, as stored.
+// Start and End: the earliest or the latest raw value of the interval, as stored.
 void startEnd(AggregateFunction f, Calculator& c, const Window& w, DataValue& out) noexcept {
-    bool wantFirst = (f == AggregateFunction::Start) != w.reverse;
+    // The earliest and the latest raw value (5.4.3.25/26), whichever way time runs.
+    bool wantFirst = f == AggregateFunction::Start;
     std::size_t pick = Calculator::kNpos;
     for (std::size_t k = 0; k < w.last - w.first; ++k) {
         std::size_t i = wantFirst ? w.first + k : w.last - 1 - k;
@@ -580,6 +583,7 @@ void startEnd(AggregateFunction f, Calculator& c, const Window& w, DataValue& ou
     }
 }
 
+// Delta: the latest minus the earliest non-Bad value (5.4.3.27), whichever way time runs.
 void delta(Calculator& c, const Window& w, DataValue& out) noexcept {
     std::size_t firstI = Calculator::kNpos;
     std::size_t lastI = Calculator::kNpos;
@@ -595,7 +599,6 @@ void delta(Calculator& c, const Window& w, DataValue& out) noexcept {
     bool uncertain =
         skippedBad || c.sev(firstI) == Sev::Uncertain || c.sev(lastI) == Sev::Uncertain;
     double d = c.v(lastI) - c.v(firstI);
-    if (w.reverse) d = -d;
     setSourceTyped(out, w.stamp,
                    withBits(uncertain ? UAPLEX_UncertainDataSubNormal : UAPLEX_Good,
                             kHistorianCalculated | partialBit(w)),
@@ -760,24 +763,35 @@ void interpolative(Calculator& c, const Window& w, DataValue& out) noexcept {
     setSourceTyped(out, w.stamp, withBits(st, kHistorianInterpolated), b.v, c.sourceType());
 }
 
-// DurationGood / DurationBad / PercentGood / PercentBad: regions start at raw values and
-// take their status; the first from the value at or before the start (none: Bad); time
-// without collected data is Bad.
+// DurationGood / DurationBad / PercentGood / PercentBad (5.4.3.31-34): regions start at raw
+// values and take their status, the first from the value at or before the start (none:
+// Bad); time without collected data is Bad. Good regions are those of Good values; Bad ones
+// those of Bad values, and of Uncertain ones with TreatUncertainAsBad. Uncertain regions
+// otherwise count as neither, so the two durations need not fill the interval.
 void durations(AggregateFunction f, Calculator& c, const Window& w, DataValue& out) noexcept {
     if (allNoData(w)) return setNoData(out, w.stamp);
     std::size_t j = c.upperBound(w.lo);
-    Sev cur = j > 0 ? c.sev(j - 1) : Sev::NoData;
+    std::size_t cur = j > 0 ? j - 1 : Calculator::kNpos;
     DateTime from = w.lo;
     double goodTicks = 0;
+    double badTicks = 0;
     std::size_t to = c.lowerBound(w.hi);
     auto close = [&](DateTime until) {
-        until = std::min(until, c.endOfData());  // after the end of data: Bad
-        if (nonBad(cur) && until > from) goodTicks += static_cast<double>(until - from);
+        DateTime dataUntil = std::min(until, c.endOfData());
+        Sev sev = cur == Calculator::kNpos ? Sev::NoData : c.sev(cur);
+        if (dataUntil > from) {
+            auto span = static_cast<double>(dataUntil - from);
+            if (sev == Sev::Good) goodTicks += span;
+            if (!nonBad(sev)) badTicks += span;
+        }
+        // After the end of data: Bad.
+        if (until > std::max(from, dataUntil))
+            badTicks += static_cast<double>(until - std::max(from, dataUntil));
     };
     for (; j < to; ++j) {
         close(c.t(j));
         from = c.t(j);
-        cur = c.sev(j);
+        cur = j;
     }
     close(w.hi);
     double width = static_cast<double>(w.hi - w.lo);
@@ -787,13 +801,13 @@ void durations(AggregateFunction f, Calculator& c, const Window& w, DataValue& o
             value = goodTicks / kTicksPerMs;
             break;
         case AggregateFunction::DurationBad:
-            value = (width - goodTicks) / kTicksPerMs;
+            value = badTicks / kTicksPerMs;
             break;
         case AggregateFunction::PercentGood:
             value = goodTicks * 100.0 / width;
             break;
         default:
-            value = (width - goodTicks) * 100.0 / width;
+            value = badTicks * 100.0 / width;
             break;
     }
     setDouble(out, w.stamp, withBits(UAPLEX_Good, kHistorianCalculated | partialBit(w)), value);
@@ -819,10 +833,24 @@ void worstQuality(AggregateFunction f, Calculator& c, const Window& w, DataValue
         }
     };
     if (f == AggregateFunction::WorstQuality2) {
-        // The status at the start of the interval: the raw value at or before it.
-        std::size_t j = w.reverse ? c.upperBound(w.hi) : c.upperBound(w.lo);
-        bool inside = j > 0 && j - 1 >= w.first && j - 1 < w.last;
-        if (j > 0 && !inside && c.rawSev(j - 1) != Sev::NoData) consider(rawStatus(c.at(j - 1)));
+        // The simple bound at the interval's earlier edge (3.1.9), by the raw statuses: this
+        // aggregate ignores TreatUncertainAsBad.
+        std::size_t i = c.lowerBound(w.lo);
+        bool exact = i < c.size() && c.t(i) == w.lo;
+        if (exact) {
+            bool inside = i >= w.first && i < w.last;  // forward: counted below
+            if (!inside && c.rawSev(i) != Sev::NoData) consider(rawStatus(c.at(i)));
+        } else if (i > 0 && w.lo <= c.endOfData() && c.rawSev(i - 1) != Sev::NoData) {
+            std::size_t p = i - 1;
+            Sev ps = c.rawSev(p);
+            if (ps == Sev::Bad || c.stepped()) {
+                consider(rawStatus(c.at(p)));
+            } else {
+                Sev qs = i < c.size() ? c.rawSev(i) : Sev::NoData;
+                bool uncertain = ps == Sev::Uncertain || qs != Sev::Good;
+                consider(uncertain ? UAPLEX_UncertainDataSubNormal : UAPLEX_Good);
+            }
+        }
     }
     for (std::size_t i = w.first; i < w.last; ++i)
         if (c.rawSev(i) != Sev::NoData) consider(rawStatus(c.at(i)));
