@@ -583,21 +583,30 @@ void startEnd(AggregateFunction f, Calculator& c, const Window& w, DataValue& ou
     }
 }
 
-// Delta: the latest minus the earliest non-Bad value (5.4.3.27), whichever way time runs.
+// Delta (5.4.3.27): the latest minus the earliest non-Bad raw value (Uncertain ones count
+// unless TreatUncertainAsBad, as Annex A.1 says of every aggregate), whichever way time
+// runs; Uncertain_DataSubNormal when Bad values were passed over to find either end or an
+// end is Uncertain. A Bad value between the two does not matter.
 void delta(Calculator& c, const Window& w, DataValue& out) noexcept {
     std::size_t firstI = Calculator::kNpos;
     std::size_t lastI = Calculator::kNpos;
-    bool skippedBad = false;
+    bool skippedBefore = false;  // a Bad value before the earliest non-Bad one
+    bool skippedAfter = false;   // ... after the latest
     for (std::size_t i = w.first; i < w.last; ++i) {
         Sev s = c.sev(i);
-        if (s == Sev::Bad) skippedBad = true;
-        if (!nonBad(s)) continue;
+        if (s == Sev::NoData) continue;  // a marker, not a value
+        if (!nonBad(s)) {
+            if (firstI == Calculator::kNpos) skippedBefore = true;
+            skippedAfter = true;
+            continue;
+        }
         if (firstI == Calculator::kNpos) firstI = i;
         lastI = i;
+        skippedAfter = false;
     }
     if (firstI == Calculator::kNpos) return setNoData(out, w.stamp);
-    bool uncertain =
-        skippedBad || c.sev(firstI) == Sev::Uncertain || c.sev(lastI) == Sev::Uncertain;
+    bool uncertain = skippedBefore || skippedAfter || c.sev(firstI) == Sev::Uncertain ||
+                     c.sev(lastI) == Sev::Uncertain;
     double d = c.v(lastI) - c.v(firstI);
     setSourceTyped(out, w.stamp,
                    withBits(uncertain ? UAPLEX_UncertainDataSubNormal : UAPLEX_Good,

@@ -516,14 +516,19 @@ TEST_CASE("Start, End and Delta in both directions") {
     // (80): Part 13 5.4.3.25/26 speak of time, not of the request's direction.
     check(AggregateFunction::Start, raw, request(84, 68, 16), {{70, 70, UAPLEX_Uncertain}});
     check(AggregateFunction::End, raw, request(84, 68, 16), {{80, 80, G}});
-    // Delta = the latest - the earliest non-Bad value.
+    // Delta = the latest - the earliest non-Bad value; Uncertain when Bad values were passed
+    // over to find them (not for one between them) or an end is Uncertain.
     check(AggregateFunction::Delta, raw, request(16, 48, 16),
           {{16, 10, st(G, C)},               // 30 - 20
            {32, kNone, UAPLEX_BadNoData}});  // only the Bad 40
     check(AggregateFunction::Delta, raw, request(84, 68, 16),
-          {{84, 10, st(U, C)}});  // 80 - 70, 70 Uncertain
+          {{84, 10, st(U, C)}});  // 80 - 70, the earliest is the Uncertain 70
     check(AggregateFunction::Delta, raw, request(32, 64, 0),
-          {{32, 10, st(U, C)}});  // 60 - 50, the Bad 40 skipped
+          {{32, 10, st(U, C)}});  // 60 - 50, the Bad 40 passed over before 50
+    check(AggregateFunction::Delta, raw, request(25, 55, 0),
+          {{25, 20, st(G, C)}});  // 50 - 30; the Bad 40 between them does not count
+    check(AggregateFunction::Delta, raw, request(0, 16, 0),
+          {{0, 0, st(G, C | P)}});  // 10 alone; the Bad_NoData entry is no value
 }
 
 TEST_CASE("Minimum, Maximum, MinimumActualTime and Range use Good values") {
