@@ -531,8 +531,8 @@ void extremes(AggregateFunction f, Calculator& c, const Window& w, DataValue& ou
         }
     }
     if (minI == Calculator::kNpos) return setNoData(out, w.stamp);
-    // A backward interval meets its values latest first: the oldest of equal ones is the
-    // last seen there, so ties are resolved in time order by the loop above in both cases.
+    // The loop runs in time order in both directions: of equal values the oldest is kept
+    // (the ActualTime forms return its timestamp).
     bool uncertainBeyond = false;
     for (std::size_t i = w.first; i < w.last; ++i) {
         if (c.sev(i) != Sev::Uncertain) continue;
