@@ -346,6 +346,154 @@ bool parsePersistentNode(std::string_view text, PersistentNode& out) {
     return false;
 }
 
+// A name that is one MQTT topic level and readable in a log line.
+bool validTopicLevel(const std::string& s) {
+    if (s.empty() || s.size() > 128) return false;
+    for (unsigned char c : s)
+        if (c < 0x21 || c == 0x7F || c == '/' || c == '+' || c == '#') return false;
+    return true;
+}
+
+std::vector<const toml::table*> getTables(const toml::table& t, std::string_view key,
+                                          const std::string& table_name, const fs::path& file,
+                                          std::size_t max) {
+    std::vector<const toml::table*> out;
+    const toml::node* node = t.get(key);
+    if (!node) return out;
+    const toml::array* arr = node->as_array();
+    if (!arr)
+        fail(*node, file,
+             "[" + table_name + "] " + std::string(key) + " must be an array of tables");
+    if (arr->size() > max)
+        fail(*node, file,
+             "[" + table_name + "] " + std::string(key) + " has more than " + std::to_string(max) +
+                 " entries");
+    for (const toml::node& item : *arr) {
+        if (!item.is_table())
+            fail(item, file, "[" + table_name + "] " + std::string(key) + " must hold tables");
+        out.push_back(item.as_table());
+    }
+    return out;
+}
+
+std::string getName(const toml::table& t, const std::string& table_name, const fs::path& file) {
+    std::string name = getString(t, "name", "", table_name, file);
+    if (!validTopicLevel(name))
+        fail(t.get("name") ? *t.get("name") : static_cast<const toml::node&>(t), file,
+             "[" + table_name +
+                 "] name must be 1 to 128 printable characters without "
+                 "space, '/', '+' or '#' (it is a topic level)");
+    return name;
+}
+
+void buildPubSub(const toml::table& t, const fs::path& file, ServerConfig& cfg) {
+    const std::string name = "pubsub";
+    checkKeys(t,
+              {"plugin", "publisher_id", "topic_prefix", "max_message_bytes", "max_field_bytes",
+               "data_sets", "writer_groups"},
+              name, file, cfg);
+    PubSubSection& p = cfg.pubsub;
+    p.enabled = true;
+    p.plugin = getString(t, "plugin", "", name, file);
+    if (p.plugin.empty()) fail(t, file, "[pubsub] plugin must name a pubsub plugin");
+    p.publisher_id = getString(t, "publisher_id", "", name, file);
+    if (!validTopicLevel(p.publisher_id))
+        fail(t.get("publisher_id") ? *t.get("publisher_id") : static_cast<const toml::node&>(t),
+             file,
+             "[pubsub] publisher_id must be 1 to 128 printable characters without space, '/', "
+             "'+' or '#' (it is a topic level)");
+    p.topic_prefix = getString(t, "topic_prefix", p.topic_prefix, name, file);
+    if (p.topic_prefix.empty() || p.topic_prefix.size() > 256 ||
+        p.topic_prefix.find_first_of("+# ") != std::string::npos || p.topic_prefix.front() == '/' ||
+        p.topic_prefix.back() == '/')
+        fail(*t.get("topic_prefix"), file,
+             "[pubsub] topic_prefix must be 1 to 256 characters without '+', '#' or spaces, "
+             "not starting or ending with '/'");
+    p.max_message_bytes =
+        getUint(t, "max_message_bytes", p.max_message_bytes, 1024, 16u << 20, name, file);
+    p.max_field_bytes = getUint(t, "max_field_bytes", p.max_field_bytes, 16, 1u << 20, name, file);
+    for (const toml::table* d : getTables(t, "data_sets", name, file, 1000)) {
+        const std::string dn = "pubsub.data_sets";
+        checkKeys(*d, {"name", "fields"}, dn, file, cfg);
+        PubSubDataSet ds;
+        ds.name = getName(*d, dn, file);
+        for (const auto& other : p.data_sets)
+            if (other.name == ds.name) fail(*d, file, "[pubsub] data set '" + ds.name + "' twice");
+        for (const toml::table* f : getTables(*d, "fields", dn, file, 1000)) {
+            checkKeys(*f, {"name", "node"}, dn + ".fields", file, cfg);
+            PubSubField field;
+            field.name = getString(*f, "name", "", dn + ".fields", file);
+            if (field.name.empty() || field.name.size() > 256)
+                fail(*f, file,
+                     "[pubsub] data set '" + ds.name + "': a field needs a name (1 to 256 bytes)");
+            for (const auto& other : ds.fields)
+                if (other.name == field.name)
+                    fail(*f, file,
+                         "[pubsub] data set '" + ds.name + "': field '" + field.name + "' twice");
+            const std::string node = getString(*f, "node", "", dn + ".fields", file);
+            if (!parsePersistentNode(node, field.node))
+                fail(f->get("node") ? *f->get("node") : static_cast<const toml::node&>(*f), file,
+                     "[pubsub] field '" + field.name +
+                         "': node must be \"nsu=<uri>;s=<text>\", \"nsu=<uri>;i=<n>\" or the same "
+                         "with \"ns=<index>;\" (1 to 65535)");
+            ds.fields.push_back(std::move(field));
+        }
+        if (ds.fields.empty()) fail(*d, file, "[pubsub] data set '" + ds.name + "' has no fields");
+        p.data_sets.push_back(std::move(ds));
+    }
+    std::vector<std::uint16_t> writer_ids;
+    for (const toml::table* g : getTables(t, "writer_groups", name, file, 256)) {
+        const std::string gn = "pubsub.writer_groups";
+        checkKeys(*g, {"name", "writer_group_id", "publishing_interval_ms", "qos", "writers"}, gn,
+                  file, cfg);
+        PubSubGroup group;
+        group.name = getName(*g, gn, file);
+        group.id = std::uint16_t(getUint(*g, "writer_group_id", 0, 1, 65535, gn, file));
+        if (group.id == 0)
+            fail(*g, file, "[pubsub] writer group '" + group.name + "' needs writer_group_id");
+        for (const auto& other : p.writer_groups)
+            if (other.name == group.name || other.id == group.id)
+                fail(*g, file,
+                     "[pubsub] writer group '" + group.name +
+                         "': name or writer_group_id used twice");
+        group.publishing_interval_ms = getUint(*g, "publishing_interval_ms",
+                                               group.publishing_interval_ms, 10, 3600000, gn, file);
+        group.qos = getUint(*g, "qos", group.qos, 0, 1, gn, file);
+        for (const toml::table* w : getTables(*g, "writers", gn, file, 256)) {
+            const std::string wn = gn + ".writers";
+            checkKeys(*w, {"name", "data_set_writer_id", "data_set", "key_frame_count"}, wn, file,
+                      cfg);
+            PubSubWriter writer;
+            writer.name = getName(*w, wn, file);
+            writer.id = std::uint16_t(getUint(*w, "data_set_writer_id", 0, 1, 65535, wn, file));
+            if (writer.id == 0)
+                fail(*w, file, "[pubsub] writer '" + writer.name + "' needs data_set_writer_id");
+            if (std::find(writer_ids.begin(), writer_ids.end(), writer.id) != writer_ids.end())
+                fail(*w, file,
+                     "[pubsub] data_set_writer_id " + std::to_string(writer.id) + " used twice");
+            writer_ids.push_back(writer.id);
+            for (const auto& other : group.writers)
+                if (other.name == writer.name)
+                    fail(*w, file,
+                         "[pubsub] writer '" + writer.name + "' twice in group '" + group.name +
+                             "'");
+            writer.data_set = getString(*w, "data_set", "", wn, file);
+            bool found = false;
+            for (const auto& ds : p.data_sets) found = found || ds.name == writer.data_set;
+            if (!found)
+                fail(*w, file,
+                     "[pubsub] writer '" + writer.name + "': data_set '" + writer.data_set +
+                         "' is not in [[pubsub.data_sets]]");
+            writer.key_frame_count =
+                getUint(*w, "key_frame_count", writer.key_frame_count, 1, 65535, wn, file);
+            group.writers.push_back(std::move(writer));
+        }
+        if (group.writers.empty())
+            fail(*g, file, "[pubsub] writer group '" + group.name + "' has no writers");
+        p.writer_groups.push_back(std::move(group));
+    }
+}
+
 void buildPersistence(const toml::table& t, const fs::path& file, const PathContext& paths,
                       ServerConfig& cfg) {
     const std::string name = "persistence";
@@ -498,7 +646,7 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
     cfg.file = file;
     checkKeys(root,
               {"log", "host", "server", "access", "slots", "plugins", "persistence", "admin",
-               "control", "audit"},
+               "control", "audit", "pubsub"},
               "top level", file, cfg);
     if (const toml::table* audit = subTable(root, "audit", file))
         buildAudit(*audit, file, paths, cfg);
@@ -768,6 +916,7 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
 
     if (const toml::table* persistence = subTable(root, "persistence", file))
         buildPersistence(*persistence, file, paths, cfg);
+    if (const toml::table* pubsub = subTable(root, "pubsub", file)) buildPubSub(*pubsub, file, cfg);
 
     if (const toml::table* plugins = subTable(root, "plugins", file)) {
         for (auto&& [key, node] : *plugins) {
@@ -813,6 +962,14 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
     checkSlot("admission", cfg.slots.admission);
     checkSlot("buffer_pool", cfg.slots.buffer_pool);
     checkSlot("monitored_item_queue", cfg.slots.monitored_item_queue);
+    if (cfg.pubsub.enabled) {
+        const PluginConfig* pc = cfg.plugin(cfg.pubsub.plugin);
+        const toml::node* node = root.at_path("pubsub.plugin").node();
+        if (!pc || !pc->enabled)
+            fail(*node, file,
+                 "[pubsub] plugin = \"" + cfg.pubsub.plugin + "\": no enabled [plugins." +
+                     cfg.pubsub.plugin + "] table");
+    }
     return cfg;
 }
 

@@ -694,3 +694,96 @@ TEST_CASE("diagnostics keys: [server] diagnostics, the diagnostics roles of [acc
     CHECK_THAT(error_of("[access]\ndiagnostics_admin_roles = [\"Root\"]\n"),
                Catch::Contains("'Root' is not a well-known role"));
 }
+
+namespace {
+// A valid [pubsub] with one data set, group and writer; `extra` goes into the group's writer.
+std::string pubsubToml(const std::string& top = "", const std::string& field = "ns=1;i=1001",
+                       const std::string& group = "", const std::string& writer = "") {
+    return "[plugins.mqtt]\n[pubsub]\nplugin = \"mqtt\"\npublisher_id = \"p1\"\n" + top +
+           "[[pubsub.data_sets]]\nname = \"D\"\nfields = [{ name = \"A\", node = \"" + field +
+           "\" }]\n[[pubsub.writer_groups]]\nname = \"G\"\nwriter_group_id = 1\n" + group +
+           "[[pubsub.writer_groups.writers]]\nname = \"W\"\ndata_set_writer_id = 3\n"
+           "data_set = \"D\"\n" +
+           writer;
+}
+}  // namespace
+
+TEST_CASE("pubsub section: absent by default, data sets, writer groups, writers, finite defaults") {
+    CHECK_FALSE(parseString("", "/etc/uaplex/test.toml", kPaths).pubsub.enabled);
+    auto cfg =
+        parseString(pubsubToml("", "nsu=urn:x;s=Boiler.T",
+                               "publishing_interval_ms = 250\nqos = 0\n", "key_frame_count = 10\n"),
+                    "/etc/uaplex/test.toml", kPaths);
+    const auto& p = cfg.pubsub;
+    CHECK(p.enabled);
+    CHECK(p.plugin == "mqtt");
+    CHECK(p.publisher_id == "p1");
+    CHECK(p.topic_prefix == "opcua");
+    CHECK(p.max_message_bytes == 65536);
+    CHECK(p.max_field_bytes == 1024);
+    REQUIRE(p.data_sets.size() == 1);
+    REQUIRE(p.data_sets[0].fields.size() == 1);
+    CHECK(p.data_sets[0].fields[0].name == "A");
+    CHECK(p.data_sets[0].fields[0].node.namespace_uri == "urn:x");
+    CHECK(p.data_sets[0].fields[0].node.string_id == "Boiler.T");
+    REQUIRE(p.writer_groups.size() == 1);
+    CHECK(p.writer_groups[0].id == 1);
+    CHECK(p.writer_groups[0].publishing_interval_ms == 250);
+    CHECK(p.writer_groups[0].qos == 0);
+    REQUIRE(p.writer_groups[0].writers.size() == 1);
+    CHECK(p.writer_groups[0].writers[0].id == 3);
+    CHECK(p.writer_groups[0].writers[0].key_frame_count == 10);
+    CHECK(cfg.warnings.empty());
+    auto defaults = parseString(pubsubToml(), "/etc/uaplex/test.toml", kPaths).pubsub;
+    CHECK(defaults.writer_groups[0].publishing_interval_ms == 1000);
+    CHECK(defaults.writer_groups[0].qos == 1);
+    CHECK(defaults.writer_groups[0].writers[0].key_frame_count == 1);
+}
+
+TEST_CASE("pubsub section: bad values are refused with their position") {
+    CHECK_THAT(error_of("[pubsub]\npublisher_id = \"p\"\n"),
+               Catch::Contains("plugin must name a pubsub plugin"));
+    CHECK_THAT(error_of("[pubsub]\nplugin = \"mqtt\"\npublisher_id = \"p\"\n"),
+               Catch::Contains("no enabled [plugins.mqtt] table"));
+    for (const char* bad : {"", "a/b", "a+b", "a#", "a b", "\\u0001"}) {
+        INFO(bad);
+        CHECK_THAT(error_of("[plugins.mqtt]\n[pubsub]\nplugin = \"mqtt\"\npublisher_id = \"" +
+                            std::string(bad) + "\"\n"),
+                   Catch::Contains("publisher_id must be"));
+    }
+    CHECK_THAT(error_of(pubsubToml("topic_prefix = \"a/#\"\n")), Catch::Contains("topic_prefix"));
+    CHECK_THAT(error_of(pubsubToml("max_message_bytes = 10\n")),
+               Catch::Contains("max_message_bytes must be an integer from 1024"));
+    CHECK_THAT(error_of(pubsubToml("", "i=5")), Catch::Contains("node must be"));
+    CHECK_THAT(error_of(pubsubToml("", "ns=0;i=5")), Catch::Contains("node must be"));
+    CHECK_THAT(error_of(pubsubToml("", "ns=1;i=1", "publishing_interval_ms = 1\n")),
+               Catch::Contains("publishing_interval_ms must be an integer from 10"));
+    CHECK_THAT(error_of(pubsubToml("", "ns=1;i=1", "qos = 2\n")),
+               Catch::Contains("qos must be an integer from 0 to 1"));
+    CHECK_THAT(error_of(pubsubToml("", "ns=1;i=1", "", "key_frame_count = 0\n")),
+               Catch::Contains("key_frame_count must be an integer from 1"));
+    // A second writer with the same DataSetWriterId, a writer of an unknown data set.
+    CHECK_THAT(error_of(pubsubToml() + "[[pubsub.writer_groups.writers]]\nname = \"W2\"\n"
+                                       "data_set_writer_id = 3\ndata_set = \"D\"\n"),
+               Catch::Contains("data_set_writer_id 3 used twice"));
+    CHECK_THAT(error_of(pubsubToml() + "[[pubsub.writer_groups.writers]]\nname = \"W2\"\n"
+                                       "data_set_writer_id = 4\ndata_set = \"Nope\"\n"),
+               Catch::Contains("data_set 'Nope' is not in [[pubsub.data_sets]]"));
+    CHECK_THAT(error_of("[plugins.mqtt]\n[pubsub]\nplugin = \"mqtt\"\npublisher_id = \"p\"\n"
+                        "[[pubsub.data_sets]]\nname = \"D\"\nfields = []\n"),
+               Catch::Contains("data set 'D' has no fields"));
+    CHECK_THAT(error_of("[plugins.mqtt]\n[pubsub]\nplugin = \"mqtt\"\npublisher_id = \"p\"\n"
+                        "[[pubsub.data_sets]]\nname = \"D\"\nfields = [{ name = \"A\", node = "
+                        "\"ns=1;i=1\" }, { name = \"A\", node = \"ns=1;i=2\" }]\n"),
+               Catch::Contains("field 'A' twice"));
+    std::string many =
+        "[plugins.mqtt]\n[pubsub]\nplugin = \"mqtt\"\npublisher_id = \"p\"\n"
+        "[[pubsub.data_sets]]\nname = \"D\"\nfields = [";
+    for (int i = 0; i < 1001; ++i)
+        many += "{ name = \"f" + std::to_string(i) + "\", node = \"ns=1;i=1\" },";
+    many += "]\n";
+    CHECK_THAT(error_of(many), Catch::Contains("more than 1000 entries"));
+    auto warned = parseString(pubsubToml("colour = 1\n"), "/etc/uaplex/test.toml", kPaths);
+    REQUIRE(warned.warnings.size() == 1);
+    CHECK_THAT(warned.warnings[0], Catch::Contains("unknown key 'colour' in [pubsub]"));
+}

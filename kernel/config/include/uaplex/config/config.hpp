@@ -242,6 +242,40 @@ struct PersistenceSection {
     std::uint32_t max_value_bytes = 65536;  // one encoded DataValue
 };
 
+// [pubsub] (docs/pubsub.md): OPC UA PubSub publishers (Part 14), JSON over a pubsub plugin.
+// Absent: nothing is published.
+struct PubSubField {
+    std::string name;     // the field name in the DataSetMessage's Payload
+    PersistentNode node;  // a stored Variable's NodeId (its Value)
+};
+struct PubSubDataSet {  // a PublishedDataSet of variables
+    std::string name;
+    std::vector<PubSubField> fields;
+};
+struct PubSubWriter {  // a DataSetWriter
+    std::string name;
+    std::uint16_t id = 0;  // DataSetWriterId, unique in the Publisher
+    std::string data_set;
+    std::uint32_t key_frame_count = 1;  // every n-th message a key frame, delta frames between
+};
+struct PubSubGroup {  // a WriterGroup
+    std::string name;
+    std::uint16_t id = 0;  // WriterGroupId, unique in the Publisher
+    std::uint32_t publishing_interval_ms = 1000;
+    std::uint32_t qos = 1;  // 0: at most once, 1: at least once
+    std::vector<PubSubWriter> writers;
+};
+struct PubSubSection {
+    bool enabled = false;  // the section is present
+    std::string plugin;    // the pubsub plugin of the connection
+    std::string publisher_id;
+    std::string topic_prefix = "opcua";
+    std::uint32_t max_message_bytes = 65536;  // one encoded NetworkMessage
+    std::uint32_t max_field_bytes = 1024;     // one field's encoded value
+    std::vector<PubSubDataSet> data_sets;
+    std::vector<PubSubGroup> writer_groups;
+};
+
 // [admin]: the admin listener (/metrics, /health, /ready), plain HTTP or TLS, apart from the
 // OPC UA transports (docs/configuration.md, docs/metrics.md).
 struct AdminConfig {
@@ -292,6 +326,7 @@ struct ServerConfig {
     AccessSection access;
     SlotsConfig slots;
     PersistenceSection persistence;
+    PubSubSection pubsub;
     std::vector<PluginConfig> plugins;  // in file order
     std::vector<std::string> warnings;  // unknown keys and similar, one line each
 
