@@ -29,6 +29,7 @@
 #include <uaplex/session/server_counters.hpp>
 #include <uaplex/session/session_manager.hpp>
 #include <uaplex/subscription/retransmission_queue.hpp>
+#include "pubsub_publisher.hpp"
 #include "security_posture.hpp"
 
 namespace uaplex::server {
@@ -160,11 +161,15 @@ void Server::setUpSubscriptions() {
         subscriptions_->setQueueFactory(miQueues_->ops<uaplex_mi_queue_factory_ops>(),
                                         miQueues_->self(), miQueues_);
     }
+    // Stored values' changes: the monitored items, and the [pubsub] fields once it started.
     services_.setValueChanged(
         [](void* user, std::uint64_t node, const ua::DataValue& v) {
-            static_cast<SubscriptionService*>(user)->valueChanged(node, v);
+            auto* self = static_cast<Server*>(user);
+            self->subscriptions_->valueChanged(node, v);
+            if (PubSubPublisher* p = self->pubsubLive_.load(std::memory_order_acquire))
+                p->valueChanged(node, v);
         },
-        subscriptions_.get());
+        this);
     services_.setGetMonitoredItems(
         [](void* user, std::uint64_t session, std::uint32_t id, enc::Arena& arena,
            ua::Array<ua::UInt32>& server, ua::Array<ua::UInt32>& client) {
@@ -240,6 +245,13 @@ std::size_t Server::connectionCount() const {
 
 void Server::start() {
     if (started_) return;
+    // [pubsub] first: a configuration it cannot serve fails the start before anything runs.
+    if (cfg_.pubsub.enabled && !pubsub_) {
+        if (!subscriptions_) throw std::runtime_error("[pubsub] needs the services' value source");
+        pubsub_ = std::make_unique<PubSubPublisher>(cfg_.pubsub, host_, services_);
+        pubsubLive_.store(pubsub_.get(), std::memory_order_release);
+        pubsub_->start();
+    }
     started_ = true;
     services_.setAccessPolicy(accessPolicy_.get());  // cleared by stop(): the policy is ours
     running_ = true;
@@ -261,6 +273,9 @@ void Server::stop() noexcept {
     services_.setAccessPolicy(nullptr);
     // Logins waiting for the password pool are dropped (their clients see the channel close).
     dispatcher_->stopLogins();
+    // No more NetworkMessages; the plugin goes (the offline status first). The publisher
+    // itself stays until ~Server: the change hook may still be running into it.
+    if (pubsub_) pubsub_->stop();
     // Parked Publish requests are answered BadServerHalted while their channels still exist.
     if (subscriptions_) {
         subscriptions_->stop();

@@ -47,6 +47,7 @@ class AuditTrail;
 class Dispatcher;
 class SubscriptionService;
 class Discovery;
+class PubSubPublisher;
 
 // The heap-trim policy, in one place (housekeeping, server.cpp); the trim itself is the
 // pipeline's, whose workers shrink their arenas after one.
@@ -151,6 +152,10 @@ class Server {
     // The [slots] monitored_item_queue factory: outlives the engine and the queues it made.
     std::shared_ptr<host::PluginInstance> miQueues_;
     std::unique_ptr<SubscriptionService> subscriptions_;  // null without a value source
+    // [pubsub]: made by start(), stopped by stop(), gone with the server (the change hook may
+    // still reach it after stop); `pubsubLive_` is what the hook reads.
+    std::unique_ptr<PubSubPublisher> pubsub_;
+    std::atomic<PubSubPublisher*> pubsubLive_{nullptr};
     std::unique_ptr<Dispatcher> dispatcher_;
     std::thread housekeeping_;
     std::thread publishing_;

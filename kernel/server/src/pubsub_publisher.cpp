@@ -1,0 +1,440 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "pubsub_publisher.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <random>
+
+#include <uaplex/cpp/clock.hpp>
+#include <uaplex/encoding/guid_text.hpp>
+#include <uaplex/encoding/json.hpp>
+#include <uaplex/host/logging.hpp>
+#include <uaplex/host/plugin_host.hpp>
+#include <uaplex/subscription/subscription_manager.hpp>
+
+namespace uaplex::server {
+
+using host::logger;
+
+namespace {
+
+constexpr std::uint32_t kAttrValue = 13;
+// PubSubState (Part 14 6.2.1): the Publisher's status message.
+constexpr int kStateDisabled = 0, kStateOperational = 2;
+
+const enc::DataType& variantType() {
+    static const enc::DataType* t = enc::findDataType("Variant");
+    return *t;
+}
+const enc::DataType& stringType() {
+    static const enc::DataType* t = enc::findDataType("String");
+    return *t;
+}
+const enc::DataType& dateTimeType() {
+    static const enc::DataType* t = enc::findDataType("DateTime");
+    return *t;
+}
+
+// A JSON string literal of `s` (the Part 6 String encoding: escapes and all).
+std::string jsonString(std::string_view s) {
+    enc::ByteBuffer out;
+    ua::String v = ua::makeString(s);
+    if (enc::encodeJson(out, stringType(), &v) != UAPLEX_Good)
+        throw std::runtime_error("pubsub: cannot encode the name '" + std::string(s) + "'");
+    return {reinterpret_cast<const char*>(out.data()), out.size()};
+}
+
+// Seconds since 2000-01-01 00:00 UTC (Part 14 VersionTime).
+std::uint32_t versionTimeNow() {
+    const std::int64_t unixNow = std::chrono::duration_cast<std::chrono::seconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count();
+    return std::uint32_t(std::max<std::int64_t>(unixNow - 946684800, 1));
+}
+
+}  // namespace
+
+struct PubSubPublisher::Field {
+    std::string name, nameJson;  // "Name": as JSON text
+    std::uint64_t handle = 0;
+    std::uint8_t builtinType = 0;  // of the first value (the metadata's BuiltInType)
+    std::int32_t valueRank = -1;
+    // The slot: the field's value as JSON, guarded by `lock` (held for a copy only).
+    std::atomic_flag lock = ATOMIC_FLAG_INIT;
+    std::unique_ptr<char[]> json;
+    std::uint32_t length = 0, capacity = 0;
+    bool changed = false, hasValue = false;
+};
+
+struct PubSubPublisher::Writer {
+    const config::PubSubWriter* cfg = nullptr;
+    const config::PubSubDataSet* dataSet = nullptr;
+    std::vector<Field*> fields;
+    std::string dataTopic, metaTopic;
+    std::uint32_t sequence = 0;
+    std::uint64_t cycle = 0;  // publishing intervals: every key_frame_count-th is a key frame
+    bool forceKey = true;
+};
+
+struct PubSubPublisher::Group {
+    const config::PubSubGroup* cfg = nullptr;
+    std::vector<Writer> writers;
+    std::int64_t dueMs = 0;
+};
+
+PubSubPublisher::PubSubPublisher(const config::PubSubSection& cfg, host::Host& host,
+                                 ServiceHandler& services)
+    : cfg_(cfg), host_(host) {
+    subscription::NodeValueSource* source = services.valueSource();
+    if (!source) throw std::runtime_error("pubsub: the services have no value source");
+    const std::vector<std::string> uris = services.namespaceUris();
+    configVersion_ = versionTimeNow();
+    publisherJson_ = jsonString(cfg_.publisher_id);
+    // One Field per (data set, field); the same node in two data sets is two fields.
+    std::vector<std::vector<Field*>> dataSetFields;
+    enc::Arena arena;
+    for (const auto& ds : cfg_.data_sets) {
+        std::vector<Field*> mine;
+        for (const auto& f : ds.fields) {
+            const config::PersistentNode& n = f.node;
+            std::size_t ns = 0;
+            if (!n.namespace_uri.empty()) {
+                auto it = std::find(uris.begin(), uris.end(), n.namespace_uri);
+                if (it == uris.end())
+                    throw std::runtime_error("pubsub: field '" + f.name + "' (" + n.text +
+                                             "): no such namespace");
+                ns = std::size_t(it - uris.begin());
+            } else {
+                ns = std::size_t(n.ns);
+            }
+            if (ns >= uris.size() && !uris.empty())
+                throw std::runtime_error("pubsub: field '" + f.name + "' (" + n.text +
+                                         "): no such namespace");
+            ua::ReadValueId id{};
+            id.nodeId = n.is_string ? ua::stringNodeId(std::uint16_t(ns), n.string_id)
+                                    : ua::numericNodeId(std::uint16_t(ns), n.numeric);
+            id.attributeId = kAttrValue;
+            id.indexRange = ua::nullString();
+            id.dataEncoding = {};
+            std::uint64_t handle = 0;
+            uaplex_status st = source->resolve(id, &handle);
+            if (st != UAPLEX_Good)
+                throw std::runtime_error("pubsub: field '" + f.name + "' (" + n.text +
+                                         "): no such variable");
+            if ((handle & 1) != 0 || !source->reportsChanges(handle))
+                throw std::runtime_error("pubsub: field '" + f.name + "' (" + n.text +
+                                         ") is not a stored Variable (only stored values are "
+                                         "published so far)");
+            auto field = std::make_unique<Field>();
+            field->name = f.name;
+            field->nameJson = jsonString(f.name);
+            field->handle = handle;
+            field->capacity = cfg_.max_field_bytes;
+            field->json = std::make_unique<char[]>(field->capacity);
+            arena.reset();
+            ua::DataValue first{};
+            if (source->read(handle, arena, first) == UAPLEX_Good) {
+                field->builtinType = first.value.encoding & UAPLEX_VARIANT_TYPE_MASK;
+                field->valueRank = (first.value.encoding & UAPLEX_VARIANT_ARRAY) ? 1 : -1;
+                storeField(*field, first, true);
+            }
+            mine.push_back(field.get());
+            byHandle_.emplace_back(handle, field.get());
+            fields_.push_back(std::move(field));
+        }
+        dataSetFields.push_back(std::move(mine));
+    }
+    std::sort(byHandle_.begin(), byHandle_.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    const std::string base = cfg_.topic_prefix + "/json/";
+    for (const auto& g : cfg_.writer_groups) {
+        auto group = std::make_unique<Group>();
+        group->cfg = &g;
+        for (const auto& w : g.writers) {
+            Writer writer;
+            writer.cfg = &w;
+            for (std::size_t i = 0; i < cfg_.data_sets.size(); ++i)
+                if (cfg_.data_sets[i].name == w.data_set) {
+                    writer.dataSet = &cfg_.data_sets[i];
+                    writer.fields = dataSetFields[i];
+                }
+            if (!writer.dataSet)
+                throw std::runtime_error("pubsub: writer '" + w.name + "': no data set '" +
+                                         w.data_set + "'");
+            const std::string levels = cfg_.publisher_id + "/" + g.name + "/" + w.name;
+            writer.dataTopic = base + "data/" + levels;
+            writer.metaTopic = base + "metadata/" + levels;
+            group->writers.push_back(std::move(writer));
+        }
+        groups_.push_back(std::move(group));
+    }
+    // A MessageId prefix unique to this run (random), then a counter (appendMessageId).
+    std::random_device rd;
+    idBase_[0] = (std::uint64_t(rd()) << 32) | rd();
+    idBase_[1] = (std::uint64_t(rd()) << 32) | rd();
+    statusTopic_ = base + "status/" + cfg_.publisher_id;
+    auto status = [&](int state) {
+        msg_.clear();
+        msg_ += "{\"MessageId\":";
+        appendMessageId();
+        msg_ +=
+            ",\"MessageType\":\"ua-status\",\"PublisherId\":" + publisherJson_ + ",\"Timestamp\":";
+        appendTimestamp();
+        msg_ += ",\"IsCyclic\":false,\"Status\":" + std::to_string(state) + "}";
+        return msg_;
+    };
+    statusOnline_ = status(kStateOperational);
+    statusOffline_ = status(kStateDisabled);
+    msg_.clear();
+    msg_.reserve(cfg_.max_message_bytes + 256);
+
+    uaplex_pubsub_params params{};
+    params.hdr = UAPLEX_HEADER_INIT(uaplex_pubsub_params, UAPLEX_STYPE_PUBSUB_PARAMS);
+    params.publisher_id = {cfg_.publisher_id.data(), cfg_.publisher_id.size()};
+    params.status_topic = {statusTopic_.data(), statusTopic_.size()};
+    params.status_online = {reinterpret_cast<const std::uint8_t*>(statusOnline_.data()),
+                            statusOnline_.size()};
+    params.status_offline = {reinterpret_cast<const std::uint8_t*>(statusOffline_.data()),
+                             statusOffline_.size()};
+    params.connection_changed = &PubSubPublisher::onConnectionChanged;
+    params.user = this;
+    plugin_ = host_.createPubSub(cfg_.plugin, params);
+}
+
+PubSubPublisher::~PubSubPublisher() {
+    stop();
+}
+
+void PubSubPublisher::start() {
+    plugin_->start();
+    {
+        std::lock_guard lock(mutex_);
+        running_ = true;
+    }
+    const std::int64_t now = sdk::monotonic_ms();
+    for (auto& g : groups_) g->dueMs = now;
+    thread_ = std::thread([this] { run(); });
+    logger()->info("pubsub: publisher '{}' with {} writer group(s) on plugin '{}'",
+                   cfg_.publisher_id, groups_.size(), cfg_.plugin);
+}
+
+void PubSubPublisher::stop() noexcept {
+    {
+        std::lock_guard lock(mutex_);
+        running_ = false;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    plugin_.reset();  // stops (the offline status), destroys
+}
+
+void PubSubPublisher::onConnectionChanged(void* user, std::uint32_t connected) {
+    auto* self = static_cast<PubSubPublisher*>(user);
+    if (connected == 0) return;
+    self->reconnected_.store(true, std::memory_order_release);
+    self->wake_.notify_all();
+}
+
+void PubSubPublisher::storeField(Field& f, const ua::DataValue& v, bool initial) noexcept {
+    // Per Part 14 (Variant field encoding) a Bad value is sent as its StatusCode.
+    ua::Variant value = v.value;
+    if ((v.mask & UAPLEX_DATAVALUE_STATUS) && (v.status & 0x80000000u) != 0) {
+        value = ua::Variant{};
+        value.encoding = std::uint8_t(UAPLEX_TYPE_STATUSCODE);
+        value.value.statuscode = v.status;
+    } else if (!(v.mask & UAPLEX_DATAVALUE_VALUE)) {
+        value = ua::Variant{};
+    }
+    thread_local enc::ByteBuffer buf;
+    buf.clear();
+    uaplex_status st = enc::encodeJson(buf, variantType(), &value, f.capacity);
+    if (st != UAPLEX_Good || buf.size() > f.capacity) {
+        // Too large (or not representable): the field carries BadEncodingLimitsExceeded.
+        counters_.fieldOverflow.fetch_add(1, std::memory_order_relaxed);
+        buf.clear();
+        ua::Variant bad{};
+        bad.encoding = std::uint8_t(UAPLEX_TYPE_STATUSCODE);
+        bad.value.statuscode = UAPLEX_BadEncodingLimitsExceeded;
+        if (enc::encodeJson(buf, variantType(), &bad, f.capacity) != UAPLEX_Good) return;
+    }
+    while (f.lock.test_and_set(std::memory_order_acquire)) {
+    }
+    if (!(initial && f.hasValue)) {  // the first read never overwrites a change
+        std::memcpy(f.json.get(), buf.data(), buf.size());
+        f.length = std::uint32_t(buf.size());
+        f.changed = true;
+        f.hasValue = true;
+    }
+    f.lock.clear(std::memory_order_release);
+}
+
+void PubSubPublisher::valueChanged(std::uint64_t handle, const ua::DataValue& value) noexcept {
+    auto it = std::lower_bound(byHandle_.begin(), byHandle_.end(), handle,
+                               [](const auto& e, std::uint64_t h) { return e.first < h; });
+    for (; it != byHandle_.end() && it->first == handle; ++it)
+        storeField(*it->second, value, false);
+}
+
+void PubSubPublisher::appendMessageId() {
+    ua::Guid g{};
+    const std::uint64_t n = idBase_[1] + ++idCounter_;
+    g.data1 = std::uint32_t(idBase_[0] >> 32);
+    g.data2 = std::uint16_t(idBase_[0] >> 16);
+    g.data3 = std::uint16_t(idBase_[0]);
+    for (int i = 0; i < 8; ++i) g.data4[i] = std::uint8_t(n >> (56 - 8 * i));
+    char text[enc::kGuidTextSize];
+    enc::formatGuid(g, std::span<char, enc::kGuidTextSize>(text));
+    msg_ += '"';
+    msg_.append(text, sizeof text);
+    msg_ += '"';
+}
+
+void PubSubPublisher::appendTimestamp() {
+    thread_local enc::ByteBuffer buf;
+    buf.clear();
+    ua::DateTime now = ua::utcNow();
+    if (enc::encodeJson(buf, dateTimeType(), &now) == UAPLEX_Good)
+        msg_.append(reinterpret_cast<const char*>(buf.data()), buf.size());
+    else
+        msg_ += "null";
+}
+
+// Part 14 7.2.5.3 NetworkMessage with one DataSetMessage (7.2.5.4); false when a delta frame
+// has nothing to say.
+bool PubSubPublisher::buildDataMessage(Writer& w, bool key) {
+    msg_.clear();
+    msg_ += "{\"MessageId\":";
+    appendMessageId();
+    msg_ += ",\"MessageType\":\"ua-data\",\"PublisherId\":";
+    msg_ += publisherJson_;
+    msg_ += ",\"Messages\":[{\"DataSetWriterId\":";
+    msg_ += std::to_string(w.cfg->id);
+    msg_ += ",\"SequenceNumber\":";
+    msg_ += std::to_string(w.sequence);
+    msg_ += ",\"MetaDataVersion\":{\"MajorVersion\":";
+    msg_ += std::to_string(configVersion_);
+    msg_ += ",\"MinorVersion\":";
+    msg_ += std::to_string(configVersion_);
+    msg_ += "},\"Timestamp\":";
+    appendTimestamp();
+    msg_ += key ? ",\"MessageType\":\"ua-keyframe\"" : ",\"MessageType\":\"ua-deltaframe\"";
+    msg_ += ",\"Payload\":{";
+    bool any = false;
+    for (Field* f : w.fields) {
+        while (f->lock.test_and_set(std::memory_order_acquire)) {
+        }
+        const bool include = key || f->changed;
+        if (include) {
+            if (any) msg_ += ',';
+            msg_ += f->nameJson;
+            msg_ += ':';
+            if (f->hasValue)
+                msg_.append(f->json.get(), f->length);
+            else
+                msg_ += "{}";
+            f->changed = false;
+            any = true;
+        }
+        f->lock.clear(std::memory_order_release);
+    }
+    msg_ += "}}]}";
+    return key || any;
+}
+
+// Part 14 7.2.5.5 DataSetMetaData message (retained on the metadata topic).
+void PubSubPublisher::buildMetaData(const Writer& w) {
+    msg_.clear();
+    msg_ += "{\"MessageId\":";
+    appendMessageId();
+    msg_ += ",\"MessageType\":\"ua-metadata\",\"PublisherId\":";
+    msg_ += publisherJson_;
+    msg_ += ",\"DataSetWriterId\":" + std::to_string(w.cfg->id);
+    msg_ += ",\"Timestamp\":";
+    appendTimestamp();
+    msg_ += ",\"MetaData\":{\"Name\":" + jsonString(w.dataSet->name) + ",\"Fields\":[";
+    for (std::size_t i = 0; i < w.fields.size(); ++i) {
+        const Field& f = *w.fields[i];
+        if (i) msg_ += ',';
+        msg_ += "{\"Name\":" + f.nameJson +
+                ",\"FieldFlags\":0,\"BuiltInType\":" + std::to_string(f.builtinType) +
+                ",\"DataType\":{\"Id\":" + std::to_string(f.builtinType) +
+                "},\"ValueRank\":" + std::to_string(f.valueRank) + "}";
+    }
+    msg_ += "],\"ConfigurationVersion\":{\"MajorVersion\":" + std::to_string(configVersion_) +
+            ",\"MinorVersion\":" + std::to_string(configVersion_) + "}}}";
+}
+
+void PubSubPublisher::send(const std::string& topic, const std::string& payload, std::uint32_t qos,
+                           bool retain) {
+    if (payload.size() > cfg_.max_message_bytes) {
+        if (counters_.oversized.fetch_add(1) % 1000 == 0)
+            logger()->warn(
+                "pubsub: message to {} has {} bytes, above max_message_bytes = {}: "
+                "not sent",
+                topic, payload.size(), cfg_.max_message_bytes);
+        return;
+    }
+    uaplex_pubsub_message m{};
+    m.hdr = UAPLEX_HEADER_INIT(uaplex_pubsub_message, UAPLEX_STYPE_PUBSUB_MESSAGE);
+    m.topic = {topic.data(), topic.size()};
+    m.payload = {reinterpret_cast<const std::uint8_t*>(payload.data()), payload.size()};
+    m.qos = qos;
+    m.flags = retain ? UAPLEX_PUBSUB_RETAIN : 0;
+    const auto* ops = plugin_->ops<uaplex_pubsub_ops>();
+    uaplex_status st = ops->publish(plugin_->self(), &m);
+    if (st == UAPLEX_Good)
+        counters_.messages.fetch_add(1, std::memory_order_relaxed);
+    else
+        counters_.refused.fetch_add(1, std::memory_order_relaxed);
+}
+
+void PubSubPublisher::publishGroup(Group& g, bool metadata) {
+    for (Writer& w : g.writers) {
+        if (metadata) {
+            buildMetaData(w);
+            send(w.metaTopic, msg_, 1, true);
+        }
+        // Every key_frame_count-th publishing interval a key frame; delta frames between
+        // (none when nothing changed).
+        const std::uint32_t n = w.cfg->key_frame_count;
+        const bool key = w.forceKey || n <= 1 || w.cycle % n == 0;
+        ++w.cycle;
+        if (!buildDataMessage(w, key)) continue;  // a delta frame without changes
+        w.forceKey = false;
+        ++w.sequence;  // every DataSetMessage produced, sent or refused: gaps show losses
+        send(w.dataTopic, msg_, g.cfg->qos, false);
+    }
+}
+
+void PubSubPublisher::run() {
+    bool metadata = true;  // first, and after every reconnect (a broker may have lost them)
+    std::unique_lock lock(mutex_);
+    while (running_) {
+        const std::int64_t now = sdk::monotonic_ms();
+        std::int64_t next = INT64_MAX;
+        const bool again = reconnected_.exchange(false, std::memory_order_acq_rel);
+        if (again) {
+            metadata = true;
+            for (auto& g : groups_)
+                for (auto& w : g->writers) w.forceKey = true;
+        }
+        for (auto& g : groups_) {
+            if (g->dueMs <= now || again) {
+                lock.unlock();
+                publishGroup(*g, metadata);
+                lock.lock();
+                const std::int64_t interval = g->cfg->publishing_interval_ms;
+                g->dueMs = g->dueMs + interval <= now ? now + interval : g->dueMs + interval;
+            }
+            next = std::min(next, g->dueMs);
+        }
+        metadata = false;
+        if (!running_) break;
+        const std::int64_t wait = std::max<std::int64_t>(next - sdk::monotonic_ms(), 0);
+        wake_.wait_for(lock, std::chrono::milliseconds(wait),
+                       [&] { return !running_ || reconnected_.load(std::memory_order_acquire); });
+    }
+}
+
+}  // namespace uaplex::server

@@ -1,0 +1,362 @@
+// SPDX-License-Identifier: Apache-2.0
+// [pubsub] end to end: a throw-away Mosquitto broker on 127.0.0.1 (started and stopped here,
+// bounded in time), the server in this process publishing through the mqtt plugin, and a
+// subscriber of its own (libmosquitto) that checks the JSON NetworkMessages field by field
+// against Part 14 (7.2.5), the topic tree (7.3.4.7), a Write reaching the next message, and a
+// broker restart in the middle of the stream.
+#include <catch2/catch.hpp>
+
+#include <mosquitto.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "in_process_server.hpp"
+#include "support/client_services.hpp"
+#include "support/opcua_client.hpp"
+
+using namespace uaplex;
+using Json = nlohmann::json;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kMosquitto = "/usr/sbin/mosquitto";
+
+bool portOpen(std::uint16_t port) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(fd);
+    return ok;
+}
+
+// A Mosquitto broker of our own: generated configuration, loopback only, persistence in its
+// directory (subscriber sessions survive a restart). Every wait is bounded.
+class Broker {
+  public:
+    Broker()
+        : port(test::freePort()),
+          dir(fs::temp_directory_path() /
+              ("uaplex-mqtt-" + std::to_string(::getpid()) + "-" + std::to_string(port))) {
+        fs::create_directories(dir);
+        std::ofstream(dir / "mosquitto.conf")
+            << "listener " << port << " 127.0.0.1\nallow_anonymous true\npersistence true\n"
+            << "persistence_location " << dir.string() << "/\nuser " << userName() << "\n"
+            << "log_dest file " << (dir / "mosquitto.log").string() << "\n";
+        start();
+    }
+    ~Broker() {
+        stop();
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+    }
+    void start() {
+        REQUIRE(fs::exists(kMosquitto));
+        pid_ = ::fork();
+        REQUIRE(pid_ >= 0);
+        if (pid_ == 0) {
+            const std::string conf = (dir / "mosquitto.conf").string();
+            ::execl(kMosquitto, kMosquitto, "-c", conf.c_str(), static_cast<char*>(nullptr));
+            ::_exit(127);
+        }
+        for (int i = 0; i < 500 && !portOpen(port); ++i) std::this_thread::sleep_for(10ms);
+        REQUIRE(portOpen(port));
+    }
+    // SIGTERM (the broker saves its sessions), then SIGKILL after 5 s.
+    void stop() {
+        if (pid_ <= 0) return;
+        ::kill(pid_, SIGTERM);
+        int status = 0;
+        for (int i = 0; i < 500; ++i) {
+            if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+                pid_ = -1;
+                return;
+            }
+            std::this_thread::sleep_for(10ms);
+        }
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &status, 0);
+        pid_ = -1;
+    }
+    const std::uint16_t port;
+    const fs::path dir;
+
+  private:
+    static std::string userName() {
+        // Run as root, Mosquitto would switch to the user "mosquitto"; stay who we are.
+        const char* u = std::getenv("USER");
+        return ::getuid() == 0 ? "root" : (u ? u : "nobody");
+    }
+    pid_t pid_ = -1;
+};
+
+struct Received {
+    std::string topic;
+    std::string payload;
+    bool retained = false;
+};
+
+// A persistent-session QoS 1 subscriber to opcua/json/# (libmosquitto, its own thread,
+// reconnects on its own).
+class Subscriber {
+  public:
+    explicit Subscriber(std::uint16_t port) {
+        mosquitto_lib_init();
+        const std::string id = "uaplex-test-sub-" + std::to_string(::getpid());
+        m_ = mosquitto_new(id.c_str(), false, this);
+        REQUIRE(m_ != nullptr);
+        mosquitto_connect_callback_set(m_, [](mosquitto* m, void*, int rc) {
+            if (rc == 0) mosquitto_subscribe(m, nullptr, "opcua/json/#", 1);
+        });
+        mosquitto_message_callback_set(m_, [](mosquitto*, void* obj, const mosquitto_message* msg) {
+            auto* self = static_cast<Subscriber*>(obj);
+            std::lock_guard lock(self->mutex_);
+            self->messages_.push_back(
+                {msg->topic, std::string(static_cast<const char*>(msg->payload), msg->payloadlen),
+                 msg->retain});
+            self->cv_.notify_all();
+        });
+        mosquitto_reconnect_delay_set(m_, 1, 1, false);
+        REQUIRE(mosquitto_connect(m_, "127.0.0.1", port, 10) == MOSQ_ERR_SUCCESS);
+        REQUIRE(mosquitto_loop_start(m_) == MOSQ_ERR_SUCCESS);
+    }
+    ~Subscriber() {
+        mosquitto_disconnect(m_);
+        mosquitto_loop_stop(m_, true);
+        mosquitto_destroy(m_);
+        mosquitto_lib_cleanup();
+    }
+    // The first message from index `from` on whose topic is `topic` and that `pred` accepts,
+    // waiting at most `timeout`; its index in *at.
+    std::optional<Received> next(
+        const std::string& topic, std::size_t from, std::size_t* at,
+        std::chrono::milliseconds timeout = 10s,
+        const std::function<bool(const Received&)>& pred = [](const Received&) { return true; }) {
+        std::unique_lock lock(mutex_);
+        const auto deadline = std::chrono::steady_clock::now() + timeout;
+        std::size_t i = from;
+        for (;;) {
+            for (; i < messages_.size(); ++i)
+                if (messages_[i].topic == topic && pred(messages_[i])) {
+                    if (at) *at = i;
+                    return messages_[i];
+                }
+            if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && i == messages_.size())
+                return std::nullopt;
+        }
+    }
+    std::vector<Received> all() {
+        std::lock_guard lock(mutex_);
+        return messages_;
+    }
+    std::size_t count() {
+        std::lock_guard lock(mutex_);
+        return messages_.size();
+    }
+
+  private:
+    mosquitto* m_ = nullptr;
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    std::vector<Received> messages_;
+};
+
+std::string serverTables(std::uint16_t brokerPort, std::uint32_t intervalMs,
+                         std::uint32_t keyFrames, std::uint32_t buffered) {
+    return "[slots]\nrequest_queue = \"fifo\"\n[plugins.fifo]\n[plugins.transport-tcp]\n"
+           "[plugins.benchmark]\n[access]\nanonymous_permissions = [\"All\"]\n"
+           "[plugins.mqtt]\nport = " +
+           std::to_string(brokerPort) +
+           "\nreconnect_min_ms = 50\nreconnect_max_ms = 200\nmax_buffered_messages = " +
+           std::to_string(buffered) +
+           "\n[pubsub]\nplugin = \"mqtt\"\npublisher_id = \"test-pub\"\n"
+           "[[pubsub.data_sets]]\nname = \"Bench\"\nfields = [{ name = \"A\", node = "
+           "\"ns=1;i=1001\" }, { name = \"B\", node = \"ns=1;i=1002\" }]\n"
+           "[[pubsub.writer_groups]]\nname = \"G1\"\nwriter_group_id = 1\n"
+           "publishing_interval_ms = " +
+           std::to_string(intervalMs) +
+           "\nqos = 1\n[[pubsub.writer_groups.writers]]\nname = \"W1\"\n"
+           "data_set_writer_id = 7\ndata_set = \"Bench\"\nkey_frame_count = " +
+           std::to_string(keyFrames) + "\n";
+}
+
+const std::string kData = "opcua/json/data/test-pub/G1/W1";
+const std::string kMeta = "opcua/json/metadata/test-pub/G1/W1";
+const std::string kStatus = "opcua/json/status/test-pub";
+
+const Json& dataSetMessage(const Json& nm) {
+    REQUIRE(nm.is_object());
+    REQUIRE(nm.contains("Messages"));
+    REQUIRE(nm["Messages"].is_array());
+    REQUIRE(nm["Messages"].size() == 1);
+    return nm["Messages"][0];
+}
+
+bool isTimestamp(const Json& j) {
+    if (!j.is_string()) return false;
+    const std::string s = j.get<std::string>();
+    return s.size() >= 20 && s[4] == '-' && s[7] == '-' && s[10] == 'T' && s.back() == 'Z';
+}
+
+}  // namespace
+
+TEST_CASE("JSON NetworkMessages on the MQTT topic tree, field by field (Part 14)") {
+    Broker broker;
+    Subscriber sub(broker.port);
+    test::InProcessServer process(serverTables(broker.port, 100, 3, 1000), "pubsub_json.toml");
+
+    // The Publisher's status: retained, ua-status, Operational.
+    auto status = sub.next(kStatus, 0, nullptr);
+    REQUIRE(status);
+    Json st = Json::parse(status->payload);
+    CHECK(st["MessageType"] == "ua-status");
+    CHECK(st["PublisherId"] == "test-pub");
+    CHECK(st["Status"] == 2);
+    CHECK(st["IsCyclic"] == false);
+    CHECK(isTimestamp(st["Timestamp"]));
+    CHECK(st["MessageId"].is_string());
+
+    // DataSetMetaData, retained (7.2.5.5).
+    auto meta = sub.next(kMeta, 0, nullptr);
+    REQUIRE(meta);
+    Json md = Json::parse(meta->payload);
+    CHECK(md["MessageType"] == "ua-metadata");
+    CHECK(md["PublisherId"] == "test-pub");
+    CHECK(md["DataSetWriterId"] == 7);
+    REQUIRE(md["MetaData"]["Fields"].size() == 2);
+    CHECK(md["MetaData"]["Name"] == "Bench");
+    CHECK(md["MetaData"]["Fields"][0]["Name"] == "A");
+    CHECK(md["MetaData"]["Fields"][0]["BuiltInType"] == 6);  // Int32
+    CHECK(md["MetaData"]["Fields"][1]["Name"] == "B");
+    CHECK(md["MetaData"]["ConfigurationVersion"]["MajorVersion"].is_number_unsigned());
+
+    // Three data messages in a row: a key frame first, sequence numbers one apart, unique
+    // MessageIds.
+    std::size_t at = 0;
+    std::vector<Json> frames;
+    std::set<std::string> ids;
+    for (int i = 0; i < 3; ++i) {
+        auto m = sub.next(kData, frames.empty() ? 0 : at + 1, &at);
+        REQUIRE(m);
+        CHECK_FALSE(m->retained);
+        frames.push_back(Json::parse(m->payload));
+    }
+    std::int64_t prevSeq = -1;
+    for (const Json& nm : frames) {
+        CHECK(nm["MessageType"] == "ua-data");
+        CHECK(nm["PublisherId"] == "test-pub");
+        REQUIRE(nm["MessageId"].is_string());
+        CHECK(ids.insert(nm["MessageId"].get<std::string>()).second);
+        const Json& dsm = dataSetMessage(nm);
+        CHECK(dsm["DataSetWriterId"] == 7);
+        REQUIRE(dsm["SequenceNumber"].is_number_unsigned());
+        const auto seq = dsm["SequenceNumber"].get<std::int64_t>();
+        if (prevSeq >= 0) CHECK(seq == prevSeq + 1);
+        prevSeq = seq;
+        CHECK(dsm["MetaDataVersion"]["MajorVersion"] ==
+              md["MetaData"]["ConfigurationVersion"]["MajorVersion"]);
+        CHECK(dsm["MetaDataVersion"]["MinorVersion"].is_number_unsigned());
+        CHECK(isTimestamp(dsm["Timestamp"]));
+        CHECK_FALSE(dsm.contains("Status"));  // Good: omitted
+    }
+    // The first is a key frame with every field, encoded per Part 6 (Int32 0).
+    const Json& first = dataSetMessage(frames[0]);
+    CHECK(first["MessageType"] == "ua-keyframe");
+    REQUIRE(first["Payload"].size() == 2);
+    CHECK(first["Payload"]["A"]["Type"] == 6);
+    CHECK(first["Payload"]["A"]["Body"].get<std::int64_t>() == 0);
+    CHECK(first["Payload"]["B"]["Type"] == 6);
+}
+
+TEST_CASE("a Write to a published variable appears in the next message") {
+    Broker broker;
+    Subscriber sub(broker.port);
+    test::InProcessServer process(serverTables(broker.port, 100, 1000, 1000), "pubsub_write.toml");
+    std::size_t at = 0;
+    REQUIRE(sub.next(kData, 0, &at));  // the first (key) frame: the stream runs
+
+    test::Client c;
+    REQUIRE(c.open(process.port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    REQUIRE(test::writeInt32(c, ua::numericNodeId(1, 1001), 4242) == UAPLEX_Good);
+    const std::size_t after = sub.count();
+    // The first data message after the Write (the one in flight may predate it) carries the
+    // value; with key frames only every 1000th message, it is a delta frame with field A only.
+    std::optional<Received> m;
+    int dataMessages = 0;
+    for (std::size_t from = after; !m;) {
+        auto next = sub.next(kData, from, &at, 10s);
+        REQUIRE(next);
+        from = at + 1;
+        Json nm = Json::parse(next->payload);
+        const Json& dsm = dataSetMessage(nm);
+        if (dsm["Payload"].contains("A") && dsm["Payload"]["A"]["Body"] == 4242) m = next;
+        REQUIRE(++dataMessages <= 2);  // the next message, or the one after it
+    }
+    Json dsm = dataSetMessage(Json::parse(m->payload));
+    CHECK(dsm["MessageType"] == "ua-deltaframe");
+    CHECK(dsm["Payload"].size() == 1);
+    CHECK(dsm["Payload"]["A"]["Type"] == 6);
+}
+
+TEST_CASE("a broker restart mid-stream reconnects, and losses are the counted drops") {
+    constexpr std::uint32_t kBuffered = 5;
+    Broker broker;
+    Subscriber sub(broker.port);
+    test::InProcessServer process(serverTables(broker.port, 50, 1, kBuffered),
+                                  "pubsub_restart.toml");
+    std::size_t at = 0;
+    auto seqOf = [](const Received& r) {
+        return dataSetMessage(Json::parse(r.payload))["SequenceNumber"].get<std::int64_t>();
+    };
+    auto before = sub.next(kData, 0, &at);
+    REQUIRE(before);
+    // Let some messages through, then take the broker away for a while: the publisher goes on
+    // producing (50 ms), buffers kBuffered messages and drops the rest.
+    REQUIRE(sub.next(kData, at + 1, &at, 10s,
+                     [&](const Received& r) { return seqOf(r) >= seqOf(*before) + 5; }));
+    broker.stop();
+    std::this_thread::sleep_for(1500ms);
+    broker.start();
+    // Well after the reconnect: messages flow again.
+    std::int64_t lastBefore = 0;
+    for (const auto& r : sub.all())
+        if (r.topic == kData) lastBefore = std::max(lastBefore, seqOf(r));
+    auto resumed = sub.next(kData, 0, &at, 20s,
+                            [&](const Received& r) { return seqOf(r) >= lastBefore + 40; });
+    REQUIRE(resumed);
+    std::int64_t dropped = -1, reconnects = -1;
+    process.host.services().metrics.value("mqtt.dropped", dropped);
+    process.host.services().metrics.value("mqtt.reconnects", reconnects);
+    CHECK(reconnects >= 1);
+    CHECK(dropped > 0);  // the outage outlasted the buffer
+    // Every sequence number from the first received to the resumed one arrived, except the
+    // dropped ones: nothing was lost beyond what did not fit the buffer.
+    std::set<std::int64_t> seen;
+    for (const auto& r : sub.all())
+        if (r.topic == kData) seen.insert(seqOf(r));
+    const std::int64_t lo = *seen.begin(), hi = seqOf(*resumed);
+    std::int64_t missing = 0;
+    for (std::int64_t s = lo; s <= hi; ++s) missing += seen.count(s) ? 0 : 1;
+    INFO("missing " << missing << ", dropped " << dropped << ", buffer " << kBuffered);
+    CHECK(missing <= dropped);
+    CHECK(missing >= 1);
+}
