@@ -29,6 +29,7 @@ LAYERS = [
     "session",
     "pipeline",
     "subscription",
+    "conditions",
     "services",
     "server",
     "main",  # kernel/*.cpp: the executable

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: Apache-2.0
+// Conditions as the kernel's state (Part 9 5.5 ConditionType, 5.7 AcknowledgeableConditionType,
+// 5.8 AlarmConditionType and its subtypes): per condition its EnabledState, ActiveState,
+// AckedState and ConfirmedState (two-state variables with Id and TransitionTime), Retain,
+// Severity, LastSeverity, Quality, Comment, ClientUserId, BranchId, Message; the methods
+// Enable, Disable, AddComment, Acknowledge and Confirm; and the event every change raises,
+// with all those fields, through a sink the services set. A node manager reports what it
+// measures (ActiveState/Id, Severity, Message, Quality) by raising an event on the condition;
+// acknowledgement, confirmation, comments and enabling belong to the kernel.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "uaplex/encoding/encoding.hpp"
+#include "uaplex/node_manager.h"
+
+namespace uaplex::conditions {
+
+// Namespace-0 ids of Part 9 (NodeIds.csv).
+inline constexpr std::uint32_t kConditionType = 2782;
+inline constexpr std::uint32_t kAcknowledgeableConditionType = 2881;
+inline constexpr std::uint32_t kAlarmConditionType = 2915;
+inline constexpr std::uint32_t kTwoStateVariableType = 8995;
+inline constexpr std::uint32_t kConditionVariableType = 9002;
+inline constexpr std::uint32_t kHasCondition = 9006;
+inline constexpr std::uint32_t kEnable = 9027;
+inline constexpr std::uint32_t kDisable = 9028;
+inline constexpr std::uint32_t kAddComment = 9029;
+inline constexpr std::uint32_t kAcknowledge = 9111;
+inline constexpr std::uint32_t kConfirm = 9113;
+
+// What a condition's type makes of it: the state machines it has.
+enum class Kind : std::uint8_t {
+    Condition,        // ConditionType: EnabledState
+    Acknowledgeable,  // AcknowledgeableConditionType: + AckedState, ConfirmedState
+    Alarm,            // AlarmConditionType and subtypes: + ActiveState
+};
+
+// The state variables and properties the kernel serves for a condition (its nodes' values and
+// its events' fields). Paths below each field's browse path.
+enum class Field : std::uint8_t {
+    EnabledState,
+    EnabledStateId,
+    EnabledStateTransitionTime,
+    ActiveState,
+    ActiveStateId,
+    ActiveStateTransitionTime,
+    AckedState,
+    AckedStateId,
+    AckedStateTransitionTime,
+    ConfirmedState,
+    ConfirmedStateId,
+    ConfirmedStateTransitionTime,
+    Retain,
+    Severity,
+    LastSeverity,
+    Quality,
+    Comment,
+    ClientUserId,
+    BranchId,
+    Message,
+    ConditionName,
+    Count,
+};
+
+// One field's place: its browse path (namespace 0 names, one or two steps) and whether a
+// condition of `kind` has it.
+struct FieldInfo {
+    std::string_view name;    // the first step ("AckedState")
+    std::string_view member;  // the second step ("Id", "TransitionTime") or empty
+    Kind least;               // the least kind that has it
+    std::uint32_t dataType;   // ns0 DataType id of the value
+};
+const FieldInfo& fieldInfo(Field f) noexcept;
+bool hasField(Kind kind, Field f) noexcept;
+
+// Limits: every table is finite. A condition keeps its last EventId only (the one a client
+// acknowledges); the texts it keeps are cut at kMaxText bytes.
+inline constexpr std::size_t kMaxText = 4096;
+inline constexpr std::size_t kMaxReportedFields = 64;  // a report's fields passed on as given
+
+class ConditionTable {
+  public:
+    // Receives each event a condition raises (`spec` and what it points to are borrowed for
+    // the call). Changes are serialised: events arrive in the order of the changes. The
+    // state's lock is not held (a read of a condition's node may run under the lock the sink
+    // takes).
+    using Sink = uaplex_status (*)(void* user, const uaplex_event_spec& spec);
+
+    // `maxConditions` bounds add() (0: none may be added).
+    explicit ConditionTable(std::size_t maxConditions);
+    ~ConditionTable();
+    ConditionTable(const ConditionTable&) = delete;
+    ConditionTable& operator=(const ConditionTable&) = delete;
+
+    // Set before the first condition changes; null: events are dropped.
+    void setSink(Sink sink, void* user) noexcept;
+
+    // Registers a condition (before it is served): its NodeId, type, kind, the source whose
+    // events it is (SourceNode, SourceName) and its ConditionName. Enabled, inactive, acked,
+    // confirmed, Retain false, Severity 0. False when the table is full or `id` is known.
+    bool add(const ua::NodeId& id, const ua::NodeId& type, Kind kind, const ua::NodeId& source,
+             std::string_view sourceName, std::string_view conditionName);
+    bool contains(const ua::NodeId& id) const noexcept;
+    std::size_t size() const noexcept;
+
+    // A node manager's report on a condition (raise_event with its condition_id): the fields
+    // ActiveState/Id (Boolean), Severity (UInt16), Message (LocalizedText), Quality
+    // (StatusCode) change the state (the others the kernel owns are ignored, the rest are
+    // passed on in this event); an alarm that becomes active is unacknowledged and
+    // unconfirmed again. Raises the condition's event while it is enabled. BadNodeIdUnknown
+    // for an unknown condition.
+    uaplex_status report(const ua::NodeId& id, const uaplex_event_spec& spec, ua::DateTime now);
+
+    // A Call of `method` on `object` (Part 9 5.5.4-5.5.6, 5.7.3, 5.7.4), inputs as given:
+    // BadNodeIdInvalid when `object` is no condition, BadMethodInvalid for a method the
+    // condition's type does not have, BadInvalidArgument for wrong inputs, the state checks'
+    // codes, Good with the event raised. `user` becomes ClientUserId.
+    uaplex_status call(const ua::NodeId& object, std::uint32_t method,
+                       std::span<const ua::Variant> inputs, std::string_view user,
+                       ua::DateTime now);
+
+    // The current value of a field (node reads), its strings allocated through `alloc`.
+    // BadNodeIdUnknown for an unknown condition, BadNotReadable for a field its kind lacks.
+    uaplex_status read(const ua::NodeId& id, Field f, const uaplex_value_alloc& alloc,
+                       ua::Variant& out) const;
+
+    // The condition's last EventId (empty before its first event); for tests.
+    std::vector<std::uint8_t> lastEventId(const ua::NodeId& id) const;
+
+  private:
+    struct Condition;
+    struct Built;
+    Condition* find(const ua::NodeId& id) const noexcept;
+    // Builds the condition's event (state as it is now, a new EventId) into `out`, under
+    // mutex_; `extra` are a report's own fields.
+    void build(Condition& c, ua::DateTime now, std::span<const uaplex_event_field> extra,
+               Built& out);
+    void deliver(Built& built);
+    uaplex_status reportLocked(const ua::NodeId& id, const uaplex_event_spec& spec,
+                               ua::DateTime now, Built& built);
+    uaplex_status callLocked(const ua::NodeId& object, std::uint32_t method,
+                             std::span<const ua::Variant> inputs, std::string_view user,
+                             ua::DateTime now, Built& built);
+
+    std::mutex changeMutex_;    // serialises changes and their events (taken first)
+    mutable std::mutex mutex_;  // the state
+    std::size_t max_;
+    std::vector<std::unique_ptr<Condition>> conditions_;
+    Sink sink_ = nullptr;
+    void* sinkUser_ = nullptr;
+    std::uint64_t eventSalt_ = 0;
+    std::uint64_t eventCounter_ = 0;
+};
+
+}  // namespace uaplex::conditions

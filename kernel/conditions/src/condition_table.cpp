@@ -1,0 +1,535 @@
+// SPDX-License-Identifier: Apache-2.0
+// The condition state machines of Part 9 (5.5 Condition, 5.7 Acknowledgeable, 5.8 Alarm) and
+// the events they raise.
+#include <uaplex/conditions/condition_table.hpp>
+
+#include <array>
+#include <cstring>
+#include <random>
+
+namespace uaplex::conditions {
+
+namespace {
+
+constexpr std::uint32_t kBoolean = 1, kUInt16 = 5, kString = 12, kDateTime = 13,
+                        kLocalizedText = 21, kNodeId = 17, kStatusCode = 19;
+
+constexpr std::array<FieldInfo, std::size_t(Field::Count)> kFields{{
+    {"EnabledState", "", Kind::Condition, kLocalizedText},
+    {"EnabledState", "Id", Kind::Condition, kBoolean},
+    {"EnabledState", "TransitionTime", Kind::Condition, kDateTime},
+    {"ActiveState", "", Kind::Alarm, kLocalizedText},
+    {"ActiveState", "Id", Kind::Alarm, kBoolean},
+    {"ActiveState", "TransitionTime", Kind::Alarm, kDateTime},
+    {"AckedState", "", Kind::Acknowledgeable, kLocalizedText},
+    {"AckedState", "Id", Kind::Acknowledgeable, kBoolean},
+    {"AckedState", "TransitionTime", Kind::Acknowledgeable, kDateTime},
+    {"ConfirmedState", "", Kind::Acknowledgeable, kLocalizedText},
+    {"ConfirmedState", "Id", Kind::Acknowledgeable, kBoolean},
+    {"ConfirmedState", "TransitionTime", Kind::Acknowledgeable, kDateTime},
+    {"Retain", "", Kind::Condition, kBoolean},
+    {"Severity", "", Kind::Condition, kUInt16},
+    {"LastSeverity", "", Kind::Condition, kUInt16},
+    {"Quality", "", Kind::Condition, kStatusCode},
+    {"Comment", "", Kind::Condition, kLocalizedText},
+    {"ClientUserId", "", Kind::Condition, kString},
+    {"BranchId", "", Kind::Condition, kNodeId},
+    {"Message", "", Kind::Condition, kLocalizedText},
+    {"ConditionName", "", Kind::Condition, kString},
+}};
+
+// The browse paths of the fields, and of the base event fields the table sets itself.
+struct Path {
+    ua::QualifiedName steps[2];
+    std::uint32_t length;
+};
+ua::QualifiedName ns0Name(std::string_view s) noexcept {
+    return ua::QualifiedName{0, ua::makeString(s)};
+}
+const std::array<Path, std::size_t(Field::Count)>& fieldPaths() {
+    static const auto paths = [] {
+        std::array<Path, std::size_t(Field::Count)> p{};
+        for (std::size_t i = 0; i < kFields.size(); ++i) {
+            p[i].steps[0] = ns0Name(kFields[i].name);
+            p[i].length = 1;
+            if (!kFields[i].member.empty()) {
+                p[i].steps[1] = ns0Name(kFields[i].member);
+                p[i].length = 2;
+            }
+        }
+        return p;
+    }();
+    return paths;
+}
+const ua::QualifiedName kEventId = ns0Name("EventId");
+const ua::QualifiedName kEventType = ns0Name("EventType");
+const ua::QualifiedName kSourceNode = ns0Name("SourceNode");
+const ua::QualifiedName kSourceName = ns0Name("SourceName");
+const ua::QualifiedName kTime = ns0Name("Time");
+const ua::QualifiedName kReceiveTime = ns0Name("ReceiveTime");
+
+// A NodeId with its own copy of a string or opaque identifier.
+struct OwnedNodeId {
+    ua::NodeId id{};
+    std::string text;
+    void assign(const ua::NodeId& from) {
+        id = from;
+        if (from.identifier_type == UAPLEX_ID_STRING) {
+            text.assign(ua::view(from.identifier.string));
+            id.identifier.string = ua::makeString(text);
+        } else if (from.identifier_type == UAPLEX_ID_BYTESTRING) {
+            auto b = ua::view(from.identifier.bytestring);
+            text.assign(reinterpret_cast<const char*>(b.data()), b.size());
+            id.identifier.bytestring = ua::ByteString{
+                std::int32_t(text.size()), reinterpret_cast<const std::uint8_t*>(text.data())};
+        }
+    }
+};
+
+struct Text {
+    std::string locale, text;
+    bool set = false;
+};
+
+bool isScalar(const ua::Variant& v, ua::BuiltinType t) noexcept {
+    return ua::variantType(v) == t && !ua::isArray(v);
+}
+
+// Fields of a report by their browse path.
+bool pathIs(const uaplex_event_field& f, std::string_view first, std::string_view second = {}) {
+    const std::uint32_t want = second.empty() ? 1 : 2;
+    if (f.browse_path_length != want || f.browse_path == nullptr) return false;
+    auto step = [&](std::uint32_t i, std::string_view name) {
+        return f.browse_path[i].namespace_index == 0 && ua::view(f.browse_path[i].name) == name;
+    };
+    return step(0, first) && (want == 1 || step(1, second));
+}
+
+// The first step of a field the kernel owns (a report's value for it is not passed on).
+bool kernelOwned(const uaplex_event_field& f) {
+    if (f.browse_path_length == 0 || f.browse_path == nullptr ||
+        f.browse_path[0].namespace_index != 0)
+        return false;
+    std::string_view first = ua::view(f.browse_path[0].name);
+    for (const FieldInfo& i : kFields)
+        if (i.name == first) return true;
+    for (std::string_view n :
+         {"EventId", "EventType", "SourceNode", "SourceName", "Time", "ReceiveTime"})
+        if (n == first) return true;
+    return false;
+}
+
+void* allocate(const uaplex_value_alloc& a, std::size_t size, std::size_t align) {
+    return a.allocate ? a.allocate(a.self, size, align) : nullptr;
+}
+
+}  // namespace
+
+const FieldInfo& fieldInfo(Field f) noexcept {
+    return kFields[std::size_t(f)];
+}
+
+bool hasField(Kind kind, Field f) noexcept {
+    return f < Field::Count && std::uint8_t(kind) >= std::uint8_t(kFields[std::size_t(f)].least);
+}
+
+struct ConditionTable::Condition {
+    OwnedNodeId id, type, source;
+    Kind kind = Kind::Condition;
+    std::string sourceName, conditionName;
+    bool enabled = true, active = false, acked = true, confirmed = true;
+    bool reportedRetain = false;  // ConditionType: Retain as its node manager reports it
+    ua::DateTime enabledTime = 0, activeTime = 0, ackedTime = 0, confirmedTime = 0;
+    std::uint16_t severity = 0, lastSeverity = 0;
+    ua::StatusCode quality = UAPLEX_Good;
+    Text message, comment;
+    std::string clientUserId;
+    std::vector<std::uint8_t> eventId;
+
+    bool retain() const noexcept {
+        if (!enabled) return false;
+        switch (kind) {
+            case Kind::Condition:
+                return reportedRetain;
+            case Kind::Acknowledgeable:
+                return !acked || !confirmed;
+            case Kind::Alarm:
+                return active || !acked || !confirmed;
+        }
+        return false;
+    }
+};
+
+ConditionTable::ConditionTable(std::size_t maxConditions) : max_(maxConditions) {
+    std::random_device rd;
+    eventSalt_ = (std::uint64_t(rd()) << 32) ^ rd();
+}
+
+ConditionTable::~ConditionTable() = default;
+
+void ConditionTable::setSink(Sink sink, void* user) noexcept {
+    std::lock_guard lock(mutex_);
+    sink_ = sink;
+    sinkUser_ = user;
+}
+
+ConditionTable::Condition* ConditionTable::find(const ua::NodeId& id) const noexcept {
+    for (const auto& c : conditions_)
+        if (ua::equal(c->id.id, id)) return c.get();
+    return nullptr;
+}
+
+bool ConditionTable::add(const ua::NodeId& id, const ua::NodeId& type, Kind kind,
+                         const ua::NodeId& source, std::string_view sourceName,
+                         std::string_view conditionName) {
+    std::lock_guard lock(mutex_);
+    if (conditions_.size() >= max_ || find(id) != nullptr) return false;
+    auto c = std::make_unique<Condition>();
+    c->id.assign(id);
+    c->type.assign(type);
+    c->source.assign(source);
+    c->kind = kind;
+    c->sourceName.assign(sourceName.substr(0, kMaxText));
+    c->conditionName.assign(conditionName.substr(0, kMaxText));
+    const ua::DateTime now = ua::utcNow();
+    c->enabledTime = c->activeTime = c->ackedTime = c->confirmedTime = now;
+    conditions_.push_back(std::move(c));
+    return true;
+}
+
+bool ConditionTable::contains(const ua::NodeId& id) const noexcept {
+    std::lock_guard lock(mutex_);
+    return find(id) != nullptr;
+}
+
+std::size_t ConditionTable::size() const noexcept {
+    std::lock_guard lock(mutex_);
+    return conditions_.size();
+}
+
+std::vector<std::uint8_t> ConditionTable::lastEventId(const ua::NodeId& id) const {
+    std::lock_guard lock(mutex_);
+    const Condition* c = find(id);
+    return c ? c->eventId : std::vector<std::uint8_t>{};
+}
+
+namespace {
+
+// The value of `f` in `c`, strings through `alloc`; false when memory ran out.
+template <class C>
+bool valueOf(const C& c, Field f, const uaplex_value_alloc& alloc, ua::Variant& out) {
+    auto text = [&](std::string_view locale, std::string_view s) {
+        auto* t = static_cast<ua::LocalizedText*>(
+            allocate(alloc, sizeof(ua::LocalizedText), alignof(ua::LocalizedText)));
+        char* buf = static_cast<char*>(allocate(alloc, locale.size() + s.size() + 1, 1));
+        if (t == nullptr || buf == nullptr) return false;
+        std::memcpy(buf, locale.data(), locale.size());
+        std::memcpy(buf + locale.size(), s.data(), s.size());
+        *t = ua::makeLocalizedText({buf, locale.size()}, {buf + locale.size(), s.size()});
+        out = ua::makeVariant(ua::BuiltinType::LocalizedText);
+        out.value.pointer = t;
+        return true;
+    };
+    auto boolean = [&](bool b) {
+        out = ua::variantBoolean(b);
+        return true;
+    };
+    auto time = [&](ua::DateTime t) {
+        out = ua::makeVariant(ua::BuiltinType::DateTime);
+        out.value.datetime = t;
+        return true;
+    };
+    auto uint16 = [&](std::uint16_t x) {
+        out = ua::makeVariant(ua::BuiltinType::UInt16);
+        out.value.uint16 = x;
+        return true;
+    };
+    auto string = [&](std::string_view s) {
+        char* buf = static_cast<char*>(allocate(alloc, s.size() + 1, 1));
+        if (buf == nullptr) return false;
+        std::memcpy(buf, s.data(), s.size());
+        out = ua::variantString({buf, s.size()});
+        return true;
+    };
+    switch (f) {
+        case Field::EnabledState:
+            return text("en", c.enabled ? "Enabled" : "Disabled");
+        case Field::EnabledStateId:
+            return boolean(c.enabled);
+        case Field::EnabledStateTransitionTime:
+            return time(c.enabledTime);
+        case Field::ActiveState:
+            return text("en", c.active ? "Active" : "Inactive");
+        case Field::ActiveStateId:
+            return boolean(c.active);
+        case Field::ActiveStateTransitionTime:
+            return time(c.activeTime);
+        case Field::AckedState:
+            return text("en", c.acked ? "Acknowledged" : "Unacknowledged");
+        case Field::AckedStateId:
+            return boolean(c.acked);
+        case Field::AckedStateTransitionTime:
+            return time(c.ackedTime);
+        case Field::ConfirmedState:
+            return text("en", c.confirmed ? "Confirmed" : "Unconfirmed");
+        case Field::ConfirmedStateId:
+            return boolean(c.confirmed);
+        case Field::ConfirmedStateTransitionTime:
+            return time(c.confirmedTime);
+        case Field::Retain:
+            return boolean(c.retain());
+        case Field::Severity:
+            return uint16(c.severity);
+        case Field::LastSeverity:
+            return uint16(c.lastSeverity);
+        case Field::Quality:
+            out = ua::makeVariant(ua::BuiltinType::StatusCode);
+            out.value.statuscode = c.quality;
+            return true;
+        case Field::Comment:
+            return text(c.comment.locale, c.comment.text);
+        case Field::ClientUserId:
+            return string(c.clientUserId);
+        case Field::BranchId: {
+            // Null for every event of the condition's current state (no branches).
+            auto* n =
+                static_cast<ua::NodeId*>(allocate(alloc, sizeof(ua::NodeId), alignof(ua::NodeId)));
+            if (n == nullptr) return false;
+            *n = ua::numericNodeId(0, 0);
+            out = ua::makeVariant(ua::BuiltinType::NodeId);
+            out.value.pointer = n;
+            return true;
+        }
+        case Field::Message:
+            return text(c.message.locale, c.message.text);
+        case Field::ConditionName:
+            return string(c.conditionName);
+        case Field::Count:
+            break;
+    }
+    return false;
+}
+
+uaplex_value_alloc arenaAlloc(enc::Arena& arena) noexcept {
+    return uaplex_value_alloc{&arena, [](void* self, size_t size, size_t align) -> void* {
+                                  return static_cast<enc::Arena*>(self)->allocate(
+                                      size == 0 ? 1 : size, align == 0 ? 8 : align);
+                              }};
+}
+
+}  // namespace
+
+uaplex_status ConditionTable::read(const ua::NodeId& id, Field f, const uaplex_value_alloc& alloc,
+                                   ua::Variant& out) const {
+    std::lock_guard lock(mutex_);
+    const Condition* c = find(id);
+    if (c == nullptr) return UAPLEX_BadNodeIdUnknown;
+    if (!hasField(c->kind, f)) return UAPLEX_BadNotReadable;
+    return valueOf(*c, f, alloc, out) ? UAPLEX_Good : UAPLEX_BadOutOfMemory;
+}
+
+struct ConditionTable::Built {
+    enc::Arena arena{std::size_t(-1), 1024};
+    std::vector<ua::Variant> values;
+    std::vector<uaplex_event_field> fields;
+    uaplex_event_spec spec{};
+    Sink sink = nullptr;
+    void* user = nullptr;
+};
+
+void ConditionTable::build(Condition& c, ua::DateTime now,
+                           std::span<const uaplex_event_field> extra, Built& out) {
+    // A fresh EventId per event: a random salt and a counter, 16 bytes.
+    ++eventCounter_;
+    c.eventId.resize(16);
+    for (std::size_t i = 0; i < 8; ++i) {
+        c.eventId[i] = std::uint8_t(eventSalt_ >> (8 * i));
+        c.eventId[8 + i] = std::uint8_t(eventCounter_ >> (8 * i));
+    }
+    if (sink_ == nullptr) return;
+    uaplex_value_alloc alloc = arenaAlloc(out.arena);
+    out.values.reserve(std::size_t(Field::Count) + 6);
+    out.fields.reserve(std::size_t(Field::Count) + 6 + extra.size());
+    auto add = [&](const ua::QualifiedName* path, std::uint32_t length, const ua::Variant& v) {
+        out.values.push_back(v);
+        uaplex_event_field f{};
+        f.browse_path = path;
+        f.browse_path_length = length;
+        out.fields.push_back(f);
+    };
+    // The values below point into the condition: no other change runs until it is delivered.
+    ua::Variant v = ua::makeVariant(ua::BuiltinType::ByteString);
+    v.value.bytestring = ua::ByteString{std::int32_t(c.eventId.size()), c.eventId.data()};
+    add(&kEventId, 1, v);
+    v = ua::makeVariant(ua::BuiltinType::NodeId);
+    v.value.pointer = &c.type.id;
+    add(&kEventType, 1, v);
+    v.value.pointer = &c.source.id;
+    add(&kSourceNode, 1, v);
+    add(&kSourceName, 1, ua::variantString(c.sourceName));
+    v = ua::makeVariant(ua::BuiltinType::DateTime);
+    v.value.datetime = now;
+    add(&kTime, 1, v);
+    add(&kReceiveTime, 1, v);
+    const auto& paths = fieldPaths();
+    for (std::size_t i = 0; i < std::size_t(Field::Count); ++i) {
+        if (!hasField(c.kind, Field(i))) continue;
+        ua::Variant fv{};
+        if (!valueOf(c, Field(i), alloc, fv)) return;  // out of memory: no event
+        add(paths[i].steps, paths[i].length, fv);
+    }
+    for (std::size_t i = 0; i < out.values.size(); ++i) out.fields[i].value = &out.values[i];
+    for (const uaplex_event_field& f : extra) out.fields.push_back(f);
+    out.spec.hdr = UAPLEX_HEADER_INIT(uaplex_event_spec, UAPLEX_STYPE_EVENT_SPEC);
+    out.spec.field_count = std::uint32_t(out.fields.size());
+    out.spec.event_type = &c.type.id;
+    out.spec.source_node = &c.source.id;
+    out.spec.condition_id = &c.id.id;
+    out.spec.fields = out.fields.data();
+    out.sink = sink_;
+    out.user = sinkUser_;
+}
+
+void ConditionTable::deliver(Built& built) {
+    if (built.sink != nullptr) built.sink(built.user, built.spec);
+}
+
+uaplex_status ConditionTable::report(const ua::NodeId& id, const uaplex_event_spec& spec,
+                                     ua::DateTime now) {
+    std::lock_guard change(changeMutex_);
+    Built built;
+    uaplex_status st = reportLocked(id, spec, now, built);
+    deliver(built);
+    return st;
+}
+
+uaplex_status ConditionTable::reportLocked(const ua::NodeId& id, const uaplex_event_spec& spec,
+                                           ua::DateTime now, Built& built) {
+    std::lock_guard lock(mutex_);
+    Condition* c = find(id);
+    if (c == nullptr) return UAPLEX_BadNodeIdUnknown;
+    std::vector<uaplex_event_field> extra;
+    for (std::uint32_t i = 0; i < spec.field_count && spec.fields != nullptr; ++i) {
+        const uaplex_event_field& f = spec.fields[i];
+        if (f.value == nullptr) continue;
+        const ua::Variant& v = *f.value;
+        if (pathIs(f, "ActiveState", "Id") && c->kind == Kind::Alarm &&
+            isScalar(v, ua::BuiltinType::Boolean)) {
+            if (v.value.boolean != c->active) {
+                c->active = v.value.boolean;
+                c->activeTime = now;
+                if (c->active) {
+                    // A new occurrence: to be acknowledged and confirmed again.
+                    c->acked = c->confirmed = false;
+                    c->ackedTime = c->confirmedTime = now;
+                }
+            }
+        } else if (pathIs(f, "AckedState", "Id") && c->kind == Kind::Acknowledgeable &&
+                   isScalar(v, ua::BuiltinType::Boolean)) {
+            if (!v.value.boolean && c->acked) {  // the node manager asks for acknowledgement
+                c->acked = c->confirmed = false;
+                c->ackedTime = c->confirmedTime = now;
+            }
+        } else if (pathIs(f, "Retain") && c->kind == Kind::Condition &&
+                   isScalar(v, ua::BuiltinType::Boolean)) {
+            c->reportedRetain = v.value.boolean;
+        } else if (pathIs(f, "Severity") && isScalar(v, ua::BuiltinType::UInt16)) {
+            // Severity is 1..1000 (Part 5 6.4.2); values out of range are clamped.
+            std::uint16_t s = std::uint16_t(
+                std::min<std::uint16_t>(std::max<std::uint16_t>(v.value.uint16, 1), 1000));
+            if (s != c->severity) {
+                c->lastSeverity = c->severity;
+                c->severity = s;
+            }
+        } else if (pathIs(f, "Message") && isScalar(v, ua::BuiltinType::LocalizedText) &&
+                   v.value.pointer != nullptr) {
+            const auto& t = *static_cast<const ua::LocalizedText*>(v.value.pointer);
+            c->message.locale.assign(ua::view(t.locale).substr(0, 64));
+            c->message.text.assign(ua::view(t.text).substr(0, kMaxText));
+        } else if (pathIs(f, "Quality") && isScalar(v, ua::BuiltinType::StatusCode)) {
+            c->quality = v.value.statuscode;
+        } else if (!kernelOwned(f) && extra.size() < kMaxReportedFields) {
+            extra.push_back(f);
+        }
+    }
+    if (c->enabled) build(*c, now, extra, built);  // no events while disabled (Part 9 4.3)
+    return UAPLEX_Good;
+}
+
+uaplex_status ConditionTable::call(const ua::NodeId& object, std::uint32_t method,
+                                   std::span<const ua::Variant> inputs, std::string_view user,
+                                   ua::DateTime now) {
+    std::lock_guard change(changeMutex_);
+    Built built;
+    uaplex_status st = callLocked(object, method, inputs, user, now, built);
+    deliver(built);
+    return st;
+}
+
+uaplex_status ConditionTable::callLocked(const ua::NodeId& object, std::uint32_t method,
+                                         std::span<const ua::Variant> inputs, std::string_view user,
+                                         ua::DateTime now, Built& built) {
+    std::lock_guard lock(mutex_);
+    Condition* c = find(object);
+    if (c == nullptr) return UAPLEX_BadNodeIdInvalid;
+    const bool acknowledgeable = c->kind != Kind::Condition;
+    switch (method) {
+        case kEnable:
+        case kDisable:
+            if (!inputs.empty()) return UAPLEX_BadTooManyArguments;
+            break;
+        case kAcknowledge:
+        case kConfirm:
+            if (!acknowledgeable) return UAPLEX_BadMethodInvalid;
+            [[fallthrough]];
+        case kAddComment:
+            if (inputs.size() < 2) return UAPLEX_BadArgumentsMissing;
+            if (inputs.size() > 2) return UAPLEX_BadTooManyArguments;
+            if (!isScalar(inputs[0], ua::BuiltinType::ByteString) ||
+                !isScalar(inputs[1], ua::BuiltinType::LocalizedText))
+                return UAPLEX_BadInvalidArgument;
+            break;
+        default:
+            return UAPLEX_BadMethodInvalid;
+    }
+    if (method == kEnable || method == kDisable) {
+        const bool enable = method == kEnable;
+        if (c->enabled == enable)
+            return enable ? UAPLEX_BadConditionAlreadyEnabled : UAPLEX_BadConditionAlreadyDisabled;
+        c->enabled = enable;
+        c->enabledTime = now;
+        // Disable reports EnabledState false and Retain false, the last event until Enable,
+        // which reports the state as it is then.
+        build(*c, now, {}, built);
+        return UAPLEX_Good;
+    }
+    if (!c->enabled) return UAPLEX_BadConditionDisabled;
+    auto eventId = ua::view(inputs[0].value.bytestring);
+    if (c->eventId.empty() || eventId.size() != c->eventId.size() ||
+        !std::equal(eventId.begin(), eventId.end(), c->eventId.begin()))
+        return UAPLEX_BadEventIdUnknown;
+    const auto* comment = static_cast<const ua::LocalizedText*>(inputs[1].value.pointer);
+    if (comment != nullptr &&
+        (ua::view(comment->text).size() > kMaxText || ua::view(comment->locale).size() > 64))
+        return UAPLEX_BadInvalidArgument;
+    if (method == kAcknowledge && c->acked) return UAPLEX_BadConditionBranchAlreadyAcked;
+    if (method == kConfirm && c->confirmed) return UAPLEX_BadConditionBranchAlreadyConfirmed;
+    if (method == kAcknowledge) {
+        c->acked = true;
+        c->ackedTime = now;
+    } else if (method == kConfirm) {
+        c->confirmed = true;
+        c->confirmedTime = now;
+    }
+    // A comment with a text replaces the condition's; an empty one leaves it (Part 9 5.5.6).
+    if (comment != nullptr && (comment->mask & UAPLEX_LOCALIZEDTEXT_TEXT) != 0 &&
+        comment->text.length > 0) {
+        c->comment.locale.assign(ua::view(comment->locale));
+        c->comment.text.assign(ua::view(comment->text));
+    }
+    c->clientUserId.assign(user.substr(0, kMaxText));
+    build(*c, now, {}, built);
+    return UAPLEX_Good;
+}
+
+}  // namespace uaplex::conditions
