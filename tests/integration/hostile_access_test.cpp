@@ -140,12 +140,14 @@ TEST_CASE(
     std::uint32_t anonSub = subscribeToServerEvents(anon);
     std::uint32_t opSub = subscribeToServerEvents(op);
 
-    // Until the Operator has seen the alarm (it changes state every 5 s) and both the
-    // periodic events: at most 30 s on a loaded machine.
+    // Until the Operator has seen two of the alarm's events (it changes state every 5 s; the
+    // demo's first report may be of the inactive alarm, which is not retained, every later one
+    // is, as nobody acknowledges it) and both the periodic events: at most 30 s on a loaded
+    // machine.
     std::multiset<std::string> anonSeen, opSeen;
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (std::chrono::steady_clock::now() < deadline &&
-           (!opSeen.count("Demo.Dynamic") || !anonSeen.count("Demo.Events"))) {
+           (opSeen.count("Demo.Dynamic") < 2 || !anonSeen.count("Demo.Events"))) {
         for (const auto& id : publishSources(anon)) anonSeen.insert(id);
         for (const auto& id : publishSources(op)) opSeen.insert(id);
     }

@@ -809,6 +809,7 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
                 {"max_nodes_per_method_call", &l.max_nodes_per_method_call, 0},
                 {"max_references_per_node", &l.max_references_per_node, 1},
                 {"max_monitored_items_per_call", &l.max_monitored_items_per_call, 0},
+                {"max_conditions", &l.max_conditions, 0},
                 {"max_subscriptions", &l.max_subscriptions, 1},
                 {"max_subscriptions_per_session", &l.max_subscriptions_per_session, 0},
                 // Monitored items: no "no limit" value (the hardening work made them finite).

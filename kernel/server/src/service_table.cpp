@@ -133,6 +133,41 @@ void conditionRefresh(SubscriptionService& subscriptions, std::uint64_t session,
     }
 }
 
+// Enable (i=9027), Disable (i=9028), AddComment (i=9029) of ConditionType, Acknowledge
+// (i=9111) and Confirm (i=9113) of AcknowledgeableConditionType (Part 9 5.5.4-5.5.6, 5.7.3,
+// 5.7.4): the services checked the object (a component of its type), the session's Call
+// permission on object and method and the inputs, and left them unimplemented; the
+// conditions act for the session's user, their ClientUserId.
+void conditionMethods(const NodeServices& services, const session::Session& session,
+                      const ua::CallRequest& req, ua::CallResponse& resp) noexcept {
+    std::string user;
+    bool known = false;
+    for (std::size_t i = 0; i < req.methodsToCall.size() && i < resp.results.size(); ++i) {
+        const auto& m = req.methodsToCall[i];
+        auto& r = resp.results[i];
+        if (r.statusCode != UAPLEX_BadNotImplemented || m.methodId.namespace_index != 0 ||
+            m.methodId.identifier_type != UAPLEX_ID_NUMERIC)
+            continue;
+        const std::uint32_t method = m.methodId.identifier.numeric;
+        if (method != 9027 && method != 9028 && method != 9029 && method != 9111 && method != 9113)
+            continue;
+        try {
+            if (!known) {
+                session::UserIdentity id = session.identity();
+                user = id.name.empty() ? id.key : id.name;
+                known = true;
+            }
+        } catch (...) {
+            r.statusCode = UAPLEX_BadOutOfMemory;
+            continue;
+        }
+        r.statusCode =
+            services.conditionCall(services.self, m.objectId, method,
+                                   {m.inputArguments.data, m.inputArguments.size()}, user);
+        r.outputArguments = {0, nullptr};
+    }
+}
+
 // The values a Write is about to replace (AuditWriteUpdate's OldValue), read as the session
 // may read them and without deferral; empty when they cannot be read.
 std::span<const ua::DataValue> oldValues(ServiceRequest& c, const ua::WriteRequest& w) noexcept {
@@ -175,6 +210,9 @@ uaplex_status write(ServiceRequest& c) noexcept {
 
 uaplex_status callMethods(ServiceRequest& c) noexcept {
     uaplex_status st = nodeService<&NodeServices::call>(c);
+    if (st == UAPLEX_Good && c.response != nullptr && c.nodeServices.conditionCall != nullptr)
+        conditionMethods(c.nodeServices, *c.session, requestOf<ua::CallRequest>(c),
+                         *static_cast<ua::CallResponse*>(c.response));
     if (st == UAPLEX_Good && c.subscriptions)
         conditionRefresh(*c.subscriptions, sessionKey(*c.session), requestOf<ua::CallRequest>(c),
                          *static_cast<ua::CallResponse*>(c.response));

@@ -45,6 +45,10 @@ class ServiceSetHandler final : public ServiceHandler {
         n.registerNodes = &thunk<ua::RegisterNodesRequest, &S::registerNodes>;
         n.unregisterNodes = &thunk<ua::UnregisterNodesRequest, &S::unregisterNodes>;
         n.call = &thunk<ua::CallRequest, &S::callMethods>;
+        n.conditionCall = [](void* self, const ua::NodeId& object, std::uint32_t method,
+                             std::span<const ua::Variant> inputs, std::string_view user) noexcept {
+            return static_cast<S*>(self)->callCondition(object, method, inputs, user);
+        };
         return n;
     }
     session::ServerCounters& counters() noexcept override { return set_.counters(); }

@@ -30,8 +30,8 @@ struct EventScratch {
 };
 }  // namespace
 
-uaplex_status ServiceSet::Impl::raiseEvent(uaplex_plugin_ctx*,
-                                           const uaplex_event_spec* spec) noexcept {
+uaplex_status ServiceSet::Impl::deliverEvent(const uaplex_event_spec& event) noexcept {
+    const uaplex_event_spec* spec = &event;
     try {
         if (!space.sealed()) return UAPLEX_BadInvalidState;
         NodeRef source = space.find(*spec->source_node);

@@ -76,6 +76,8 @@ ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
             }
         }
         host.startNodeManagers();
+        std::lock_guard lock(buildMutex());
+        buildConditions();
     } catch (...) {
         host.destroyNodeManagers();
         host.services().address_space.store(nullptr, std::memory_order_release);

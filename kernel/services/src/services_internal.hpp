@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <uaplex/addressspace/address_space.hpp>
+#include <uaplex/conditions/condition_table.hpp>
 #include <uaplex/config/config.hpp>
 #include <uaplex/cpp/mpmc_ring.hpp>
 #include <uaplex/host/address_space_hooks.hpp>
@@ -376,6 +377,26 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
     std::atomic<ServiceSet::DiagnosticsArrayFn> diagnosticsArrays{nullptr};
     void* diagnosticsArraysUser = nullptr;  // set before the first fn, never cleared
     uaplex_status raiseEvent(uaplex_plugin_ctx*, const uaplex_event_spec* spec) noexcept override;
+    // An event checked and completed (EventId, Time, ...) and handed to the engine: the
+    // raise_event of a non-condition event, the server's own, a condition's (its table's sink).
+    uaplex_status deliverEvent(const uaplex_event_spec& spec) noexcept;
+    // Conditions (condition_nodes.cpp): the table, built with the address space (before
+    // seal) from the Objects of ConditionType subtypes, and the nodes of their fields.
+    struct ConditionFieldNode {
+        Impl* impl = nullptr;
+        ua::NodeId condition{};  // interned in the address space
+        conditions::Field field{};
+    };
+    std::unique_ptr<conditions::ConditionTable> conditions;
+    std::vector<std::unique_ptr<ConditionFieldNode>> conditionFields;
+    void buildConditions();
+    static uaplex_status readConditionField(void* user, const uaplex_nodeid* id,
+                                            const uaplex_value_alloc* alloc,
+                                            uaplex_datavalue* out) noexcept;
+    static uaplex_status conditionEvent(void* user, const uaplex_event_spec& spec);
+    uaplex_status callCondition(const ua::NodeId& object, std::uint32_t method,
+                                std::span<const ua::Variant> inputs,
+                                std::string_view user) noexcept;
     uaplex_status methodBind(uaplex_plugin_ctx*, const uaplex_method_spec* spec) noexcept override;
     // The handle an event item on notifier `n` has (ns0 records odd, stored nodes by address).
     static std::uint64_t notifierKey(const NodeRef& n) noexcept {

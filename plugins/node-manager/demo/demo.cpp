@@ -4,8 +4,10 @@
 // EngineeringUnits, three values that change every 100 ms (Demo.Pushed pushed through
 // value_changed while monitored), the methods Multiply and Reset, and
 // events: the notifier Demo.Events raises a BaseEventType event every event_interval_ms and
-// holds the alarm Demo.Events.HighAlarm (AlarmConditionType) on Demo.Dynamic (active while
-// the sine is above 50; never acknowledged, so it stays retained for ConditionRefresh).
+// holds two alarms, conditions the kernel serves (their state variables, Acknowledge,
+// Confirm, ...): Demo.Events.HighAlarm (AlarmConditionType) on Demo.Dynamic, active while the
+// sine is above 50, and Demo.Events.LevelAlarm (ExclusiveLevelAlarmType) on the writable
+// Demo.Level, active while it is above its HighLimit 80.
 #include <array>
 #include <atomic>
 #include <cmath>
@@ -26,7 +28,9 @@ constexpr uint32_t kFolderType = 61, kPropertyType = 68, kAnalogItemType = 2368;
 constexpr uint32_t kReadWrite = 3, kReadOnly = 1;
 constexpr uint32_t kRange = 884, kEUInformation = 887;
 constexpr uint32_t kBaseObjectType = 58, kBaseEventType = 2041, kAlarmConditionType = 2915;
-constexpr uint32_t kTwoStateVariableType = 8995, kHasEventSource = 36, kHasNotifier = 48;
+constexpr uint32_t kExclusiveLevelAlarmType = 9482;
+constexpr double kLevelHighLimit = 80.0;
+constexpr uint32_t kHasEventSource = 36, kHasNotifier = 48;
 constexpr uint32_t kHasCondition = 9006, kServer = 2253;
 constexpr uint16_t kEventSeverity = 500, kAlarmSeverity = 700;
 
@@ -384,33 +388,32 @@ class Demo : public StoreNodeManager {
         check(add(as, object_spec(alarm_, events_, kHasComponent, qualified_name(ns_, "HighAlarm"),
                                   kAlarmConditionType)));
         check(as.add_reference(dynamic_, kHasCondition, alarm_));
-        for (const char* state : {"EnabledState", "ActiveState", "AckedState"}) {
-            uaplex_nodeid sv = id(std::string("Demo.Events.HighAlarm.") + state);
-            uaplex_localizedtext text = localized_text("en", "");
-            uaplex_datavalue value = data_value(boxed(UAPLEX_TYPE_LOCALIZEDTEXT, &text));
-            NodeSpec v = variable_spec(sv, alarm_, kHasComponent, qualified_name(0, state),
-                                       21 /* LocalizedText */, -1, kReadOnly);
-            v.type_definition = numeric_id(0, kTwoStateVariableType);
+        // The level alarm on Demo.Level (writable; a write reports the alarm's state).
+        level_ = id("Demo.Level");
+        {
+            uaplex_datavalue value = data_value(scalar<double>(UAPLEX_TYPE_DOUBLE, 0.0));
+            NodeSpec v = variable_spec(level_, demo, kOrganizes, qualified_name(ns_, "Level"),
+                                       11 /* Double */, -1, kReadWrite);
             v.spec.value = &value;
+            v.spec.write = &ValueWrite<&Demo::writeLevel>::fn;
+            v.spec.user = this;
             check(add(as, v));
-            uaplex_datavalue idValue = data_value(scalar<bool>(UAPLEX_TYPE_BOOLEAN, false));
-            NodeSpec p = variable_spec(id(std::string("Demo.Events.HighAlarm.") + state + ".Id"),
-                                       sv, kHasProperty, qualified_name(0, "Id"), 1, -1, kReadOnly);
+        }
+        check(as.add_reference(events_, kHasEventSource, level_));
+        level_alarm_ = id("Demo.Events.LevelAlarm");
+        check(add(as, object_spec(level_alarm_, events_, kHasComponent,
+                                  qualified_name(ns_, "LevelAlarm"), kExclusiveLevelAlarmType)));
+        check(as.add_reference(level_, kHasCondition, level_alarm_));
+        {
+            uaplex_datavalue value =
+                data_value(scalar<double>(UAPLEX_TYPE_DOUBLE, kLevelHighLimit));
+            NodeSpec p =
+                variable_spec(id("Demo.Events.LevelAlarm.HighLimit"), level_alarm_, kHasProperty,
+                              qualified_name(0, "HighLimit"), 11 /* Double */, -1, kReadOnly);
             p.type_definition = numeric_id(0, kPropertyType);
-            p.spec.value = &idValue;
+            p.spec.value = &value;
             check(add(as, p));
         }
-        state_ids_ = {string_id(ns_, "Demo.Events.HighAlarm.EnabledState"),
-                      string_id(ns_, "Demo.Events.HighAlarm.EnabledState.Id"),
-                      string_id(ns_, "Demo.Events.HighAlarm.ActiveState"),
-                      string_id(ns_, "Demo.Events.HighAlarm.ActiveState.Id"),
-                      string_id(ns_, "Demo.Events.HighAlarm.AckedState")};
-        uaplex_datavalue retain = data_value(scalar<bool>(UAPLEX_TYPE_BOOLEAN, true));
-        NodeSpec r = variable_spec(id("Demo.Events.HighAlarm.Retain"), alarm_, kHasProperty,
-                                   qualified_name(0, "Retain"), 1, -1, kReadOnly);
-        r.type_definition = numeric_id(0, kPropertyType);
-        r.spec.value = &retain;
-        check(add(as, r));
         return st;
     }
 
@@ -432,34 +435,34 @@ class Demo : public StoreNodeManager {
         bool active = sine > 50.0;
         int state = active ? 1 : 0;
         if (alarm_state_.exchange(state) == state) return;
-        AddressSpace as = space();
-        uaplex_localizedtext enabled = localized_text("en", "Enabled");
-        uaplex_localizedtext activeText = localized_text("en", active ? "Active" : "Inactive");
-        uaplex_localizedtext acked = localized_text("en", "Unacknowledged");
-        const uaplex_variant enabledV = boxed(UAPLEX_TYPE_LOCALIZEDTEXT, &enabled);
-        const uaplex_variant activeV = boxed(UAPLEX_TYPE_LOCALIZEDTEXT, &activeText);
-        const uaplex_variant ackedV = boxed(UAPLEX_TYPE_LOCALIZEDTEXT, &acked);
-        as.set_value(state_ids_[0], data_value(enabledV));
-        as.set_value(state_ids_[1], data_value(scalar<bool>(UAPLEX_TYPE_BOOLEAN, true)));
-        as.set_value(state_ids_[2], data_value(activeV));
-        as.set_value(state_ids_[3], data_value(scalar<bool>(UAPLEX_TYPE_BOOLEAN, active)));
-        as.set_value(state_ids_[4], data_value(ackedV));
+        // The kernel holds the condition's state: the report says what was measured.
         std::string text = active ? "Dynamic is above 50" : "Dynamic is back to normal";
         uaplex_localizedtext message = localized_text("en", text);
         Event event(numeric_id(0, kAlarmConditionType), dynamic_);
         event.condition(alarm_)
             .set("Message", boxed(UAPLEX_TYPE_LOCALIZEDTEXT, &message))
             .set("Severity", scalar<uint16_t>(UAPLEX_TYPE_UINT16, kAlarmSeverity))
-            .set("SourceName", scalar(UAPLEX_TYPE_STRING, ua_string("Dynamic")))
-            .set("ConditionName", scalar(UAPLEX_TYPE_STRING, ua_string("HighAlarm")))
-            .set("Retain", scalar<bool>(UAPLEX_TYPE_BOOLEAN, true))  // never acknowledged
-            .set("EnabledState", enabledV)
-            .set("EnabledState/Id", scalar<bool>(UAPLEX_TYPE_BOOLEAN, true))
-            .set("ActiveState", activeV)
-            .set("ActiveState/Id", scalar<bool>(UAPLEX_TYPE_BOOLEAN, active))
-            .set("AckedState", ackedV)
-            .set("AckedState/Id", scalar<bool>(UAPLEX_TYPE_BOOLEAN, false));
+            .set("ActiveState/Id", scalar<bool>(UAPLEX_TYPE_BOOLEAN, active));
         if (event.raise(ctx_) != UAPLEX_Good) alarm_state_.store(-1);  // e.g. not sealed yet
+    }
+
+    // Demo.Level written: the level alarm's state (reported when it changes).
+    uaplex_status writeLevel(const uaplex_nodeid&, const uaplex_datavalue& dv) {
+        if (!(dv.mask & UAPLEX_DATAVALUE_VALUE) || dv.value.encoding != UAPLEX_TYPE_DOUBLE)
+            return UAPLEX_Good;
+        const double level = dv.value.value.double_;
+        const bool active = level > kLevelHighLimit;
+        if (level_state_.exchange(active ? 1 : 0) == (active ? 1 : 0)) return UAPLEX_Good;
+        std::string text = active ? "Level is above its high limit" : "Level is back to normal";
+        uaplex_localizedtext message = localized_text("en", text);
+        Event event(numeric_id(0, kExclusiveLevelAlarmType), level_);
+        event.condition(level_alarm_)
+            .set("Message", boxed(UAPLEX_TYPE_LOCALIZEDTEXT, &message))
+            .set("Severity", scalar<uint16_t>(UAPLEX_TYPE_UINT16, kAlarmSeverity))
+            .set("ActiveState/Id", scalar<bool>(UAPLEX_TYPE_BOOLEAN, active))
+            .set("HighLimit", scalar<double>(UAPLEX_TYPE_DOUBLE, kLevelHighLimit));
+        if (event.raise(ctx_) != UAPLEX_Good) level_state_.store(-1);
+        return UAPLEX_Good;  // the kernel stores the value
     }
 
     static void tick(void* user) {
@@ -538,9 +541,8 @@ class Demo : public StoreNodeManager {
     uaplex_timer* timer_ = nullptr;
     uaplex_timer* event_timer_ = nullptr;
     uint64_t event_interval_ms_ = 1000;
-    uaplex_nodeid events_{}, alarm_{};
-    // EnabledState, its Id, ActiveState, its Id, AckedState of the alarm.
-    std::array<uaplex_nodeid, 5> state_ids_{};
+    uaplex_nodeid events_{}, alarm_{}, level_{}, level_alarm_{};
+    std::atomic<int> level_state_{0};  // the level alarm: inactive at start
     std::atomic<uint32_t> events_raised_{0};
     std::atomic<int> alarm_state_{-1};  // -1: not reported yet
     std::deque<std::string> names_;     // NodeId text, stable addresses

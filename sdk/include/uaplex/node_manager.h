@@ -202,7 +202,11 @@ typedef struct uaplex_event_spec {
     const struct uaplex_nodeid* source_node; /* routes the event: see host API raise_event */
     /* Conditions (ConditionType subtypes): the condition's NodeId, the ConditionId of
      * select clauses; with a Retain field that is true the kernel keeps the event for
-     * ConditionRefresh until one with Retain false arrives. NULL for other events. */
+     * ConditionRefresh until one with Retain false arrives. NULL for other events. A
+     * condition the kernel holds (added without an EnabledState of its own, see
+     * docs/architecture.md "Alarms and Conditions") takes the event as a report: its
+     * ActiveState/Id, Severity, Message and Quality change the kernel's state, which raises
+     * the condition's event with its own EnabledState, AckedState, Retain, ... */
     const struct uaplex_nodeid* condition_id;
     const uaplex_event_field* fields; /* field_count entries */
 } uaplex_event_spec;

@@ -101,6 +101,9 @@ struct ServerLimits {
     std::uint32_t max_nodes_per_method_call = 1000;
     std::uint32_t max_references_per_node = 1000;        // Browse default when the client asks 0
     std::uint32_t max_monitored_items_per_call = 10000;  // MaxMonitoredItemsPerCall
+    // Conditions (Part 9) the kernel holds: the Objects of a ConditionType subtype beyond it
+    // are not served as conditions (a warning at start).
+    std::uint32_t max_conditions = 10000;
     // Subscriptions (Part 4 5.13; ServerCapabilities, Part 5 6.3.2); 0 means no limit where
     // the comment says so.
     std::uint32_t max_subscriptions = 1000;             // server-wide

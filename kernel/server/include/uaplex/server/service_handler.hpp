@@ -11,6 +11,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace uaplex::enc {
@@ -77,6 +78,12 @@ struct NodeServices {
     NodeServiceFn registerNodes = nullptr;
     NodeServiceFn unregisterNodes = nullptr;
     NodeServiceFn call = nullptr;
+    // The Part 9 condition methods (Enable, Disable, AddComment, Acknowledge, Confirm) the
+    // Call service checked and left BadNotImplemented: run on the condition `object` for
+    // `user` (ClientUserId). Null: not served.
+    uaplex_status (*conditionCall)(void* self, const ua::NodeId& object, std::uint32_t method,
+                                   std::span<const ua::Variant> inputs,
+                                   std::string_view user) noexcept = nullptr;
 };
 
 class ServiceHandler {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 struct uaplex_event_spec;
@@ -132,6 +133,12 @@ class ServiceSet {
     // An event the server itself raises (the Audit events): checked and completed like a
     // node manager's.
     uaplex_status raiseEvent(const uaplex_event_spec& spec) noexcept;
+    // Enable, Disable, AddComment, Acknowledge, Confirm (ns0 method ids, Part 9) on the
+    // condition `object` for `user` (its ClientUserId), inputs checked against the method's
+    // InputArguments already: BadNodeIdInvalid when `object` is no condition the kernel holds.
+    uaplex_status callCondition(const ua::NodeId& object, std::uint32_t method,
+                                std::span<const ua::Variant> inputs,
+                                std::string_view user) noexcept;
     // The Server object's diagnostics arrays (SessionDiagnosticsArray, its security
     // counterpart, SubscriptionDiagnosticsArray: `arrayNode` is the ns=0 id read) are filled
     // by `fn` when read, in the Read's arena; without one they read as empty arrays.

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: Apache-2.0
+// Alarms and Conditions (Part 9) with the demo's LevelAlarm (ExclusiveLevelAlarmType on the
+// writable Demo.Level, HighLimit 80): events on the Server object with the condition's
+// fields, Acknowledge (i=9111) with the event's EventId, Confirm (i=9113), AddComment
+// (i=9029), Disable (i=9028) and Enable (i=9027), the condition's state variables as nodes,
+// and each refusal's status.
+"use strict";
+
+const { test, before, after } = require("node:test");
+const { ua, assert, T_LONG, T_SHORT, sharedSession, assertGood, assertStatus, until } = require("../lib/ua");
+const { AttributeIds, DataType, ClientSubscription, TimestampsToReturn, constructEventFilter, Variant, resolveNodeId } = ua;
+
+const S = sharedSession();
+before(S.open, { timeout: T_SHORT });
+after(S.close, { timeout: T_SHORT });
+
+const NAMES = [
+    "EventId", "EventType", "SourceNode", "SourceName", "ConditionId", "Retain",
+    "EnabledState.Id", "ActiveState.Id", "AckedState.Id", "ConfirmedState.Id",
+    "AckedState.TransitionTime", "Comment", "ClientUserId", "Severity", "LastSeverity", "Message",
+    "BranchId", "Quality", "ConditionName", "AckedState", "HighLimit",
+];
+const F = Object.fromEntries(NAMES.map((n, i) => [n, i]));
+
+const alarmId = () => `ns=${S.demo};s=Demo.Events.LevelAlarm`;
+const levelId = () => `ns=${S.demo};s=Demo.Level`;
+
+async function subscribe() {
+    const sub = ClientSubscription.create(S.session, {
+        requestedPublishingInterval: 50,
+        requestedLifetimeCount: 100,
+        requestedMaxKeepAliveCount: 10,
+        maxNotificationsPerPublish: 100,
+        publishingEnabled: true,
+        priority: 1,
+    });
+    await new Promise((resolve, reject) => {
+        sub.once("started", resolve);
+        sub.once("internal_error", reject);
+    });
+    return sub;
+}
+
+async function writeLevel(value) {
+    const sc = await S.session.write({
+        nodeId: levelId(),
+        attributeId: AttributeIds.Value,
+        value: { value: new Variant({ dataType: DataType.Double, value }) },
+    });
+    assertGood(sc, `write Demo.Level ${value}`);
+}
+
+// One condition method: (EventId, Comment) or no inputs for Enable / Disable.
+async function callOn(objectId, method, eventId, comment) {
+    const inputArguments =
+        eventId === undefined
+            ? []
+            : [
+                  new Variant({ dataType: DataType.ByteString, value: eventId }),
+                  new Variant({ dataType: DataType.LocalizedText, value: { locale: "en", text: comment } }),
+              ];
+    const r = await S.session.call({ objectId: resolveNodeId(objectId), methodId: resolveNodeId(method), inputArguments });
+    return r.statusCode;
+}
+
+test("LevelAlarm: raised, acknowledged with its EventId, confirmed, commented, disabled", { timeout: T_LONG }, async () => {
+    const sub = await subscribe();
+    const events = [];
+    const item = await sub.monitor(
+        { nodeId: "i=2253", attributeId: AttributeIds.EventNotifier },
+        { samplingInterval: 0, discardOldest: true, queueSize: 100, filter: constructEventFilter(NAMES) },
+        TimestampsToReturn.Both,
+    );
+    item.on("changed", (fields) => events.push(fields));
+    const mine = () => events.filter((e) => e[F.ConditionId].value && e[F.ConditionId].value.toString() === alarmId());
+    const next = async (what, n) => {
+        await until(what, 5000, () => mine().length >= n);
+        return mine()[n - 1];
+    };
+    let seen = mine().length;
+
+    // Raised: active, unacknowledged, unconfirmed, retained.
+    await writeLevel(95);
+    let e = await next("the alarm's event", ++seen);
+    assert.equal(e[F.EventType].value.toString(), "ns=0;i=9482");
+    assert.equal(e[F.SourceNode].value.toString(), levelId());
+    assert.equal(e[F.SourceName].value, "Level");
+    assert.equal(e[F.ConditionName].value, "LevelAlarm");
+    assert.equal(e[F["EnabledState.Id"]].value, true);
+    assert.equal(e[F["ActiveState.Id"]].value, true);
+    assert.equal(e[F["AckedState.Id"]].value, false);
+    assert.equal(e[F["ConfirmedState.Id"]].value, false);
+    assert.equal(e[F.AckedState].value.text, "Unacknowledged");
+    assert.equal(e[F.Retain].value, true);
+    assert.equal(e[F.Severity].value, 700);
+    assert.equal(e[F.Message].value.text, "Level is above its high limit");
+    assert.equal(e[F.HighLimit].value, 80);
+    assert.ok(e[F.BranchId].value === null || e[F.BranchId].value.isEmpty(), "BranchId null");
+    assert.equal(e[F.Quality].value.value, 0);
+    const raisedId = e[F.EventId].value;
+    assert.ok(Buffer.isBuffer(raisedId) && raisedId.length === 16, "EventId");
+
+    // Refusals: an EventId the condition never had, an object that is no condition, the type.
+    assertStatus(await callOn(alarmId(), "i=9111", Buffer.alloc(16, 7), "x"), ua.StatusCodes.BadEventIdUnknown, "unknown EventId");
+    assertStatus(await callOn("i=2253", "i=9111", raisedId, "x"), ua.StatusCodes.BadMethodInvalid, "Acknowledge on the Server object");
+    assertStatus(await callOn("i=2881", "i=9111", raisedId, "x"), ua.StatusCodes.BadNodeIdInvalid, "Acknowledge on the type");
+    assertStatus(await callOn(levelId(), "i=9111", raisedId, "x"), ua.StatusCodes.BadNodeIdInvalid, "Acknowledge on a Variable");
+
+    // Acknowledge through i=9111 with the event's EventId.
+    assertGood(await callOn(alarmId(), "i=9111", raisedId, "seen by the operator"), "Acknowledge");
+    e = await next("the acknowledgement's event", ++seen);
+    assert.equal(e[F["AckedState.Id"]].value, true);
+    assert.equal(e[F.AckedState].value.text, "Acknowledged");
+    assert.ok(e[F["AckedState.TransitionTime"]].value instanceof Date, "AckedState/TransitionTime");
+    assert.equal(e[F["ActiveState.Id"]].value, true);
+    assert.equal(e[F.Comment].value.text, "seen by the operator");
+    assert.equal(e[F.ClientUserId].value, "anonymous");
+    assert.equal(e[F.Retain].value, true);
+    assert.notDeepEqual(e[F.EventId].value, raisedId);
+    assertStatus(await callOn(alarmId(), "i=9111", e[F.EventId].value, "again"), ua.StatusCodes.BadConditionBranchAlreadyAcked, "acknowledged twice");
+    assertStatus(await callOn(alarmId(), "i=9111", raisedId, "stale"), ua.StatusCodes.BadEventIdUnknown, "a former EventId");
+
+    // The state variables are nodes of the condition.
+    const dv = await S.session.read({ nodeId: `${alarmId()}.AckedState.Id`, attributeId: AttributeIds.Value });
+    assertGood(dv.statusCode, "read AckedState/Id");
+    assert.equal(dv.value.value, true);
+
+    // Back to normal: still retained until confirmed.
+    await writeLevel(10);
+    e = await next("the return to normal", ++seen);
+    assert.equal(e[F["ActiveState.Id"]].value, false);
+    assert.equal(e[F.Retain].value, true);
+    assertGood(await callOn(alarmId(), "i=9113", e[F.EventId].value, "confirmed"), "Confirm");
+    e = await next("the confirmation's event", ++seen);
+    assert.equal(e[F["ConfirmedState.Id"]].value, true);
+    assert.equal(e[F.Retain].value, false);
+    assertStatus(await callOn(alarmId(), "i=9113", e[F.EventId].value, "again"), ua.StatusCodes.BadConditionBranchAlreadyConfirmed, "confirmed twice");
+
+    // AddComment (i=9029).
+    assertGood(await callOn(alarmId(), "i=9029", e[F.EventId].value, "pump replaced"), "AddComment");
+    e = await next("the comment's event", ++seen);
+    assert.equal(e[F.Comment].value.text, "pump replaced");
+
+    // Disable and Enable (i=9028, i=9027).
+    assertGood(await callOn(alarmId(), "i=9028"), "Disable");
+    e = await next("the disable's event", ++seen);
+    assert.equal(e[F["EnabledState.Id"]].value, false);
+    assert.equal(e[F.Retain].value, false);
+    assertStatus(await callOn(alarmId(), "i=9028"), ua.StatusCodes.BadConditionAlreadyDisabled, "disabled twice");
+    assertStatus(await callOn(alarmId(), "i=9029", e[F.EventId].value, "x"), ua.StatusCodes.BadConditionDisabled, "comment while disabled");
+    assertGood(await callOn(alarmId(), "i=9027"), "Enable");
+    e = await next("the enable's event", ++seen);
+    assert.equal(e[F["EnabledState.Id"]].value, true);
+    assertStatus(await callOn(alarmId(), "i=9027"), ua.StatusCodes.BadConditionAlreadyEnabled, "enabled twice");
+    await sub.terminate();
+});
