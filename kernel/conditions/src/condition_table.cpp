@@ -4,6 +4,7 @@
 #include <uaplex/conditions/condition_table.hpp>
 
 #include <array>
+#include <chrono>
 #include <cstring>
 #include <random>
 
@@ -14,33 +15,42 @@ namespace {
 constexpr std::uint32_t kBoolean = 1, kUInt16 = 5, kString = 12, kDateTime = 13,
                         kLocalizedText = 21, kNodeId = 17, kStatusCode = 19;
 
+constexpr std::uint32_t kDuration = 290;
+constexpr std::uint32_t kPropertyType = 68, kFiniteStateVariableType = 2760;
+constexpr auto C = Kind::Condition, K = Kind::Acknowledgeable, A = Kind::Alarm;
+
 constexpr std::array<FieldInfo, std::size_t(Field::Count)> kFields{{
-    {"EnabledState", "", Kind::Condition, kLocalizedText},
-    {"EnabledState", "Id", Kind::Condition, kBoolean},
-    {"EnabledState", "TransitionTime", Kind::Condition, kDateTime},
-    {"ActiveState", "", Kind::Alarm, kLocalizedText},
-    {"ActiveState", "Id", Kind::Alarm, kBoolean},
-    {"ActiveState", "TransitionTime", Kind::Alarm, kDateTime},
-    {"AckedState", "", Kind::Acknowledgeable, kLocalizedText},
-    {"AckedState", "Id", Kind::Acknowledgeable, kBoolean},
-    {"AckedState", "TransitionTime", Kind::Acknowledgeable, kDateTime},
-    {"ConfirmedState", "", Kind::Acknowledgeable, kLocalizedText},
-    {"ConfirmedState", "Id", Kind::Acknowledgeable, kBoolean},
-    {"ConfirmedState", "TransitionTime", Kind::Acknowledgeable, kDateTime},
-    {"Retain", "", Kind::Condition, kBoolean},
-    {"Severity", "", Kind::Condition, kUInt16},
-    {"LastSeverity", "", Kind::Condition, kUInt16},
-    {"Quality", "", Kind::Condition, kStatusCode},
-    {"Comment", "", Kind::Condition, kLocalizedText},
-    {"ClientUserId", "", Kind::Condition, kString},
-    {"BranchId", "", Kind::Condition, kNodeId},
-    {"Message", "", Kind::Condition, kLocalizedText},
-    {"ConditionName", "", Kind::Condition, kString},
+    {{"EnabledState"}, 1, C, kLocalizedText, kTwoStateVariableType, true},
+    {{"EnabledState", "Id"}, 2, C, kBoolean, kPropertyType, false},
+    {{"EnabledState", "TransitionTime"}, 2, C, kDateTime, kPropertyType, false},
+    {{"ActiveState"}, 1, A, kLocalizedText, kTwoStateVariableType, true},
+    {{"ActiveState", "Id"}, 2, A, kBoolean, kPropertyType, false},
+    {{"ActiveState", "TransitionTime"}, 2, A, kDateTime, kPropertyType, false},
+    {{"AckedState"}, 1, K, kLocalizedText, kTwoStateVariableType, true},
+    {{"AckedState", "Id"}, 2, K, kBoolean, kPropertyType, false},
+    {{"AckedState", "TransitionTime"}, 2, K, kDateTime, kPropertyType, false},
+    {{"ConfirmedState"}, 1, K, kLocalizedText, kTwoStateVariableType, true},
+    {{"ConfirmedState", "Id"}, 2, K, kBoolean, kPropertyType, false},
+    {{"ConfirmedState", "TransitionTime"}, 2, K, kDateTime, kPropertyType, false},
+    {{"Retain"}, 1, C, kBoolean, kPropertyType, false},
+    {{"Severity"}, 1, C, kUInt16, kPropertyType, false},
+    {{"LastSeverity"}, 1, C, kUInt16, kConditionVariableType, true},
+    {{"Quality"}, 1, C, kStatusCode, kConditionVariableType, true},
+    {{"Comment"}, 1, C, kLocalizedText, kConditionVariableType, true},
+    {{"ClientUserId"}, 1, C, kString, kPropertyType, false},
+    {{"BranchId"}, 1, C, kNodeId, kPropertyType, false},
+    {{"Message"}, 1, C, kLocalizedText, kPropertyType, false},
+    {{"ConditionName"}, 1, C, kString, kPropertyType, false},
+    {{"SuppressedOrShelved"}, 1, A, kBoolean, kPropertyType, false},
+    {{"ShelvingState"}, 1, A, 0, kShelvedStateMachineType, true},
+    {{"ShelvingState", "CurrentState"}, 2, A, kLocalizedText, kFiniteStateVariableType, true},
+    {{"ShelvingState", "CurrentState", "Id"}, 3, A, kNodeId, kPropertyType, false},
+    {{"ShelvingState", "UnshelveTime"}, 2, A, kDuration, kPropertyType, false},
 }};
 
 // The browse paths of the fields, and of the base event fields the table sets itself.
 struct Path {
-    ua::QualifiedName steps[2];
+    ua::QualifiedName steps[3];
     std::uint32_t length;
 };
 ua::QualifiedName ns0Name(std::string_view s) noexcept {
@@ -50,12 +60,9 @@ const std::array<Path, std::size_t(Field::Count)>& fieldPaths() {
     static const auto paths = [] {
         std::array<Path, std::size_t(Field::Count)> p{};
         for (std::size_t i = 0; i < kFields.size(); ++i) {
-            p[i].steps[0] = ns0Name(kFields[i].name);
-            p[i].length = 1;
-            if (!kFields[i].member.empty()) {
-                p[i].steps[1] = ns0Name(kFields[i].member);
-                p[i].length = 2;
-            }
+            for (std::uint32_t k = 0; k < kFields[i].depth; ++k)
+                p[i].steps[k] = ns0Name(kFields[i].steps[k]);
+            p[i].length = kFields[i].depth;
         }
         return p;
     }();
@@ -112,7 +119,7 @@ bool kernelOwned(const uaplex_event_field& f) {
         return false;
     std::string_view first = ua::view(f.browse_path[0].name);
     for (const FieldInfo& i : kFields)
-        if (i.name == first) return true;
+        if (i.steps[0] == first) return true;
     for (std::string_view n :
          {"EventId", "EventType", "SourceNode", "SourceName", "Time", "ReceiveTime"})
         if (n == first) return true;
@@ -145,6 +152,11 @@ struct ConditionTable::Condition {
     Text message, comment;
     std::string clientUserId;
     std::vector<std::uint8_t> eventId;
+    // Shelving (alarms): the state, when a TimedShelve ends, the ShelvingState Object.
+    std::uint32_t shelving = kUnshelved;
+    ua::DateTime unshelveAt = 0;
+    OwnedNodeId shelvingObject;
+    bool hasShelvingObject = false;
 
     bool retain() const noexcept {
         if (!enabled) return false;
@@ -165,7 +177,14 @@ ConditionTable::ConditionTable(std::size_t maxConditions) : max_(maxConditions) 
     eventSalt_ = (std::uint64_t(rd()) << 32) ^ rd();
 }
 
-ConditionTable::~ConditionTable() = default;
+ConditionTable::~ConditionTable() {
+    {
+        std::lock_guard lock(timerMutex_);
+        stopTimer_ = true;
+    }
+    timerCv_.notify_all();
+    if (timer_.joinable()) timer_.join();
+}
 
 void ConditionTable::setSink(Sink sink, void* user) noexcept {
     std::lock_guard lock(mutex_);
@@ -197,6 +216,22 @@ bool ConditionTable::add(const ua::NodeId& id, const ua::NodeId& type, Kind kind
     return true;
 }
 
+ConditionTable::Condition* ConditionTable::findShelving(const ua::NodeId& object) const noexcept {
+    for (const auto& c : conditions_)
+        if (c->hasShelvingObject && ua::equal(c->shelvingObject.id, object)) return c.get();
+    return nullptr;
+}
+
+bool ConditionTable::setShelvingObject(const ua::NodeId& condition, const ua::NodeId& object) {
+    std::lock_guard lock(mutex_);
+    Condition* c = find(condition);
+    if (c == nullptr || c->kind != Kind::Alarm || find(object) || findShelving(object))
+        return false;
+    c->shelvingObject.assign(object);
+    c->hasShelvingObject = true;
+    return true;
+}
+
 bool ConditionTable::contains(const ua::NodeId& id) const noexcept {
     std::lock_guard lock(mutex_);
     return find(id) != nullptr;
@@ -216,8 +251,9 @@ std::vector<std::uint8_t> ConditionTable::lastEventId(const ua::NodeId& id) cons
 namespace {
 
 // The value of `f` in `c`, strings through `alloc`; false when memory ran out.
-template <class C>
-bool valueOf(const C& c, Field f, const uaplex_value_alloc& alloc, ua::Variant& out) {
+template <class Cond>
+bool valueOf(const Cond& c, Field f, ua::DateTime now, const uaplex_value_alloc& alloc,
+             ua::Variant& out) {
     auto text = [&](std::string_view locale, std::string_view s) {
         auto* t = static_cast<ua::LocalizedText*>(
             allocate(alloc, sizeof(ua::LocalizedText), alignof(ua::LocalizedText)));
@@ -304,6 +340,28 @@ bool valueOf(const C& c, Field f, const uaplex_value_alloc& alloc, ua::Variant& 
             return text(c.message.locale, c.message.text);
         case Field::ConditionName:
             return string(c.conditionName);
+        case Field::SuppressedOrShelved:
+            return boolean(c.shelving != kUnshelved);
+        case Field::ShelvingStateCurrentState:
+            return text("en", c.shelving == kTimedShelved     ? "TimedShelved"
+                              : c.shelving == kOneShotShelved ? "OneShotShelved"
+                                                              : "Unshelved");
+        case Field::ShelvingStateCurrentStateId: {
+            auto* n =
+                static_cast<ua::NodeId*>(allocate(alloc, sizeof(ua::NodeId), alignof(ua::NodeId)));
+            if (n == nullptr) return false;
+            *n = ua::numericNodeId(0, c.shelving);
+            out = ua::makeVariant(ua::BuiltinType::NodeId);
+            out.value.pointer = n;
+            return true;
+        }
+        case Field::ShelvingStateUnshelveTime:
+            // The milliseconds left of a TimedShelve; 0 otherwise.
+            out = ua::variantDouble(c.shelving == kTimedShelved && c.unshelveAt > now
+                                        ? double(c.unshelveAt - now) / 10000.0
+                                        : 0.0);
+            return true;
+        case Field::ShelvingState:
         case Field::Count:
             break;
     }
@@ -324,8 +382,9 @@ uaplex_status ConditionTable::read(const ua::NodeId& id, Field f, const uaplex_v
     std::lock_guard lock(mutex_);
     const Condition* c = find(id);
     if (c == nullptr) return UAPLEX_BadNodeIdUnknown;
-    if (!hasField(c->kind, f)) return UAPLEX_BadNotReadable;
-    return valueOf(*c, f, alloc, out) ? UAPLEX_Good : UAPLEX_BadOutOfMemory;
+    if (!hasField(c->kind, f) || kFields[std::size_t(f)].dataType == 0)
+        return UAPLEX_BadNotReadable;
+    return valueOf(*c, f, ua::utcNow(), alloc, out) ? UAPLEX_Good : UAPLEX_BadOutOfMemory;
 }
 
 struct ConditionTable::Built {
@@ -373,9 +432,9 @@ void ConditionTable::build(Condition& c, ua::DateTime now,
     add(&kReceiveTime, 1, v);
     const auto& paths = fieldPaths();
     for (std::size_t i = 0; i < std::size_t(Field::Count); ++i) {
-        if (!hasField(c.kind, Field(i))) continue;
+        if (!hasField(c.kind, Field(i)) || kFields[i].dataType == 0) continue;
         ua::Variant fv{};
-        if (!valueOf(c, Field(i), alloc, fv)) return;  // out of memory: no event
+        if (!valueOf(c, Field(i), now, alloc, fv)) return;  // out of memory: no event
         add(paths[i].steps, paths[i].length, fv);
     }
     for (std::size_t i = 0; i < out.values.size(); ++i) out.fields[i].value = &out.values[i];
@@ -392,6 +451,93 @@ void ConditionTable::build(Condition& c, ua::DateTime now,
 
 void ConditionTable::deliver(Built& built) {
     if (built.sink != nullptr) built.sink(built.user, built.spec);
+}
+
+uaplex_status ConditionTable::shelve(Condition& c, std::uint32_t method,
+                                     std::span<const ua::Variant> inputs, std::string_view user,
+                                     ua::DateTime now, Built& built) {
+    if (method == kTimedShelve) {
+        if (inputs.empty()) return UAPLEX_BadArgumentsMissing;
+        if (inputs.size() > 1) return UAPLEX_BadTooManyArguments;
+        if (!isScalar(inputs[0], ua::BuiltinType::Double)) return UAPLEX_BadInvalidArgument;
+        const double ms = inputs[0].value.double_;
+        if (!(ms > 0 && ms <= kMaxShelvingTimeMs)) return UAPLEX_BadShelvingTimeOutOfRange;
+        if (c.shelving == kTimedShelved) return UAPLEX_BadConditionAlreadyShelved;
+        c.shelving = kTimedShelved;
+        c.unshelveAt = now + ua::DateTime(ms * 10000.0);
+    } else {
+        if (!inputs.empty()) return UAPLEX_BadTooManyArguments;
+        if (method == kOneShotShelve) {
+            if (c.shelving == kOneShotShelved) return UAPLEX_BadConditionAlreadyShelved;
+            c.shelving = kOneShotShelved;
+        } else {
+            if (c.shelving == kUnshelved) return UAPLEX_BadConditionNotShelved;
+            c.shelving = kUnshelved;
+        }
+    }
+    c.clientUserId.assign(user.substr(0, kMaxText));
+    if (c.enabled) build(c, now, {}, built);
+    return UAPLEX_Good;
+}
+
+void ConditionTable::expire(ua::DateTime now) {
+    std::lock_guard change(changeMutex_);
+    std::vector<std::unique_ptr<Built>> events;
+    {
+        std::lock_guard lock(mutex_);
+        for (const auto& c : conditions_) {
+            if (c->shelving != kTimedShelved || c->unshelveAt > now) continue;
+            c->shelving = kUnshelved;
+            c->unshelveAt = 0;
+            if (!c->enabled) continue;
+            events.push_back(std::make_unique<Built>());
+            build(*c, now, {}, *events.back());
+        }
+    }
+    for (auto& e : events) deliver(*e);
+}
+
+ua::DateTime ConditionTable::nextUnshelve() const {
+    std::lock_guard lock(mutex_);
+    ua::DateTime next = 0;
+    for (const auto& c : conditions_)
+        if (c->shelving == kTimedShelved && (next == 0 || c->unshelveAt < next))
+            next = c->unshelveAt;
+    return next;
+}
+
+void ConditionTable::wakeTimer() {
+    {
+        std::lock_guard lock(timerMutex_);
+        ++timerGeneration_;
+    }
+    timerCv_.notify_all();
+}
+
+void ConditionTable::startTimer() {
+    std::lock_guard lock(timerMutex_);
+    if (!timer_.joinable() && !stopTimer_) timer_ = std::thread([this] { timerLoop(); });
+}
+
+void ConditionTable::timerLoop() {
+    std::unique_lock lock(timerMutex_);
+    while (!stopTimer_) {
+        const std::uint64_t seen = timerGeneration_;
+        const ua::DateTime next = nextUnshelve();
+        auto woken = [&] { return stopTimer_ || timerGeneration_ != seen; };
+        if (next == 0) {
+            timerCv_.wait(lock, woken);
+        } else {
+            const ua::DateTime now = ua::utcNow();
+            if (next > now &&
+                timerCv_.wait_for(lock, std::chrono::microseconds((next - now) / 10 + 1), woken))
+                continue;  // a change or the stop: look again
+        }
+        if (stopTimer_) break;
+        lock.unlock();
+        expire(ua::utcNow());
+        lock.lock();
+    }
 }
 
 uaplex_status ConditionTable::report(const ua::NodeId& id, const uaplex_event_spec& spec,
@@ -418,6 +564,8 @@ uaplex_status ConditionTable::reportLocked(const ua::NodeId& id, const uaplex_ev
             if (v.value.boolean != c->active) {
                 c->active = v.value.boolean;
                 c->activeTime = now;
+                if (!c->active && c->shelving == kOneShotShelved)
+                    c->shelving = kUnshelved;  // a one-shot shelve ends with the occurrence
                 if (c->active) {
                     // A new occurrence: to be acknowledged and confirmed again.
                     c->acked = c->confirmed = false;
@@ -463,6 +611,7 @@ uaplex_status ConditionTable::call(const ua::NodeId& object, std::uint32_t metho
     Built built;
     uaplex_status st = callLocked(object, method, inputs, user, now, built);
     deliver(built);
+    if (st == UAPLEX_Good && method == kTimedShelve) wakeTimer();
     return st;
 }
 
@@ -471,7 +620,13 @@ uaplex_status ConditionTable::callLocked(const ua::NodeId& object, std::uint32_t
                                          ua::DateTime now, Built& built) {
     std::lock_guard lock(mutex_);
     Condition* c = find(object);
+    const bool viaShelving = c == nullptr && (c = findShelving(object)) != nullptr;
     if (c == nullptr) return UAPLEX_BadNodeIdInvalid;
+    const bool shelvingMethod =
+        method == kUnshelve || method == kOneShotShelve || method == kTimedShelve;
+    // The shelving methods are the ShelvingState's, the others the condition's.
+    if (shelvingMethod != viaShelving) return UAPLEX_BadMethodInvalid;
+    if (shelvingMethod) return shelve(*c, method, inputs, user, now, built);
     const bool acknowledgeable = c->kind != Kind::Condition;
     switch (method) {
         case kEnable:

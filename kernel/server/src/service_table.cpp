@@ -135,9 +135,10 @@ void conditionRefresh(SubscriptionService& subscriptions, std::uint64_t session,
 
 // Enable (i=9027), Disable (i=9028), AddComment (i=9029) of ConditionType, Acknowledge
 // (i=9111) and Confirm (i=9113) of AcknowledgeableConditionType (Part 9 5.5.4-5.5.6, 5.7.3,
-// 5.7.4): the services checked the object (a component of its type), the session's Call
-// permission on object and method and the inputs, and left them unimplemented; the
-// conditions act for the session's user, their ClientUserId.
+// 5.7.4), Unshelve (i=2947), OneShotShelve (i=2948) and TimedShelve (i=2949) of an alarm's
+// ShelvingState (5.8.10): the services checked the object (a component of its type), the session's
+// Call permission on object and method and the inputs, and left them unimplemented; the conditions
+// act for the session's user, their ClientUserId.
 void conditionMethods(const NodeServices& services, const session::Session& session,
                       const ua::CallRequest& req, ua::CallResponse& resp) noexcept {
     std::string user;
@@ -149,7 +150,8 @@ void conditionMethods(const NodeServices& services, const session::Session& sess
             m.methodId.identifier_type != UAPLEX_ID_NUMERIC)
             continue;
         const std::uint32_t method = m.methodId.identifier.numeric;
-        if (method != 9027 && method != 9028 && method != 9029 && method != 9111 && method != 9113)
+        if (method != 9027 && method != 9028 && method != 9029 && method != 9111 &&
+            method != 9113 && method != 2947 && method != 2948 && method != 2949)
             continue;
         try {
             if (!known) {

@@ -16,39 +16,6 @@ namespace uaplex::services {
 namespace {
 
 namespace cond = conditions;
-constexpr std::uint32_t kPropertyType = 68;
-constexpr std::uint32_t kBaseDataVariableType = 63;
-
-// How a field hangs below its parent (Part 9 Tables of ConditionType and its subtypes).
-bool isComponent(cond::Field f) {
-    switch (f) {
-        case cond::Field::EnabledState:
-        case cond::Field::ActiveState:
-        case cond::Field::AckedState:
-        case cond::Field::ConfirmedState:
-        case cond::Field::Quality:
-        case cond::Field::LastSeverity:
-        case cond::Field::Comment:
-            return true;
-        default:
-            return false;
-    }
-}
-std::uint32_t typeOf(cond::Field f) {
-    switch (f) {
-        case cond::Field::EnabledState:
-        case cond::Field::ActiveState:
-        case cond::Field::AckedState:
-        case cond::Field::ConfirmedState:
-            return cond::kTwoStateVariableType;
-        case cond::Field::Quality:
-        case cond::Field::LastSeverity:
-        case cond::Field::Comment:
-            return cond::kConditionVariableType;
-        default:
-            return isComponent(f) ? kBaseDataVariableType : kPropertyType;
-    }
-}
 
 // Does `parent` have a hierarchical child named `name` (namespace 0) already?
 bool hasChild(const AddressSpace& space, const NodeRef& parent, std::string_view name) {
@@ -133,33 +100,42 @@ void ServiceSet::Impl::buildConditions() {
             const auto f = cond::Field(i);
             if (!cond::hasField(kind, f)) continue;
             const cond::FieldInfo& info = cond::fieldInfo(f);
-            const bool member = !info.member.empty();
-            std::string parentText = prefix + "." + std::string(info.name);
-            ua::NodeId parent = member ? ua::stringNodeId(id.namespace_index, parentText) : id;
+            std::string parentText = prefix;
+            for (std::uint32_t k = 0; k + 1 < info.depth; ++k)
+                parentText += "." + std::string(info.steps[k]);
+            ua::NodeId parent =
+                info.depth > 1 ? ua::stringNodeId(id.namespace_index, parentText) : id;
             NodeRef parentRef = space.find(parent);
             if (!parentRef) continue;  // the node manager's own state variable
-            std::string_view childName = member ? info.member : info.name;
+            std::string_view childName = info.steps[info.depth - 1];
             if (hasChild(space, parentRef, childName)) continue;
-            std::string text = member ? parentText + "." + std::string(info.member) : parentText;
+            std::string text = parentText + "." + std::string(childName);
             ua::NodeId childId = ua::stringNodeId(id.namespace_index, text);
-            auto ref = std::make_unique<ConditionFieldNode>();
-            ref->impl = this;
-            ref->condition = id;
-            ref->field = f;
             ua::QualifiedName bn{0, ua::makeString(childName)};
-            ua::NodeId refType =
-                ua::numericNodeId(0, !member && isComponent(f) ? addressspace::kHasComponent
-                                                               : addressspace::kHasProperty);
-            ua::NodeId typeDef = ua::numericNodeId(0, member ? kPropertyType : typeOf(f));
+            ua::NodeId refType = ua::numericNodeId(
+                0, info.component ? addressspace::kHasComponent : addressspace::kHasProperty);
+            ua::NodeId typeDef = ua::numericNodeId(0, info.typeDefinition);
             ua::NodeId dataType = ua::numericNodeId(0, info.dataType);
             uaplex_node_spec spec{};
             spec.hdr = UAPLEX_HEADER_INIT(uaplex_node_spec, UAPLEX_STYPE_NODE_SPEC);
-            spec.node_class = addressspace::kVariable;
             spec.node_id = &childId;
             spec.parent_id = &parent;
             spec.reference_type_id = &refType;
             spec.type_definition = &typeDef;
             spec.browse_name = &bn;
+            if (info.dataType == 0) {  // the ShelvingState Object: its methods' ObjectId
+                spec.node_class = addressspace::kObject;
+                if (space.addNode(spec) == UAPLEX_Good) {
+                    NodeRef added = space.find(childId);
+                    conditions->setShelvingObject(id, space.nodeIdOf(added));  // interned
+                }
+                continue;
+            }
+            auto ref = std::make_unique<ConditionFieldNode>();
+            ref->impl = this;
+            ref->condition = id;
+            ref->field = f;
+            spec.node_class = addressspace::kVariable;
             spec.data_type = &dataType;
             spec.value_rank = -1;
             spec.access_level = addressspace::kCurrentRead;
@@ -168,6 +144,7 @@ void ServiceSet::Impl::buildConditions() {
             if (space.addNode(spec) == UAPLEX_Good) conditionFields.push_back(std::move(ref));
         }
     }
+    conditions->startTimer();  // timed shelving ends on time
 }
 
 uaplex_status ServiceSet::Impl::raiseEvent(uaplex_plugin_ctx*,

@@ -321,3 +321,69 @@ TEST_CASE("ConditionTable: bounded, unknown conditions, duplicate ids") {
     CHECK(table.report(a, spec, 0) == UAPLEX_Good);  // no sink: nothing raised
     CHECK(table.lastEventId(a).size() == 16);
 }
+
+TEST_CASE("AlarmConditionType: shelving (TimedShelve, OneShotShelve, Unshelve) on ShelvingState") {
+    Fixture fx(Kind::Alarm, kAlarmConditionType);
+    const ua::NodeId shelving = ua::stringNodeId(2, "Tank.HighLevel.ShelvingState");
+    REQUIRE(fx.table.setShelvingObject(Fixture::id(), shelving));
+    CHECK_FALSE(fx.table.setShelvingObject(Fixture::id(), Fixture::id()));
+    CHECK(fx.read(Field::ShelvingStateCurrentStateId) == "0;i=2930");
+    CHECK(fx.read(Field::ShelvingStateCurrentState) == "en|Unshelved");
+    CHECK(fx.read(Field::SuppressedOrShelved) == "false");
+    CHECK(fx.read(Field::ShelvingState) == "status " + std::to_string(UAPLEX_BadNotReadable));
+    auto shelve = [&](std::uint32_t method, std::vector<ua::Variant> in) {
+        fx.now += 10'000'000;
+        return fx.table.call(shelving, method, in, "user:op", fx.now);
+    };
+    const ua::Variant minute = ua::variantDouble(60'000);
+    // The shelving methods are the ShelvingState's, the others the alarm's.
+    CHECK(fx.table.call(Fixture::id(), kTimedShelve, {&minute, 1}, "u", fx.now) ==
+          UAPLEX_BadMethodInvalid);
+    CHECK(fx.table.call(shelving, kEnable, {}, "u", fx.now) == UAPLEX_BadMethodInvalid);
+    CHECK(shelve(kUnshelve, {}) == UAPLEX_BadConditionNotShelved);
+    CHECK(shelve(kTimedShelve, {}) == UAPLEX_BadArgumentsMissing);
+    CHECK(shelve(kTimedShelve, {ua::variantBoolean(true)}) == UAPLEX_BadInvalidArgument);
+    CHECK(shelve(kTimedShelve, {ua::variantDouble(0)}) == UAPLEX_BadShelvingTimeOutOfRange);
+    CHECK(shelve(kTimedShelve, {ua::variantDouble(-5)}) == UAPLEX_BadShelvingTimeOutOfRange);
+    CHECK(shelve(kTimedShelve, {ua::variantDouble(kMaxShelvingTimeMs * 2)}) ==
+          UAPLEX_BadShelvingTimeOutOfRange);
+    CHECK(shelve(kOneShotShelve, {minute}) == UAPLEX_BadTooManyArguments);
+    CHECK(fx.rec.events.empty());
+
+    REQUIRE(shelve(kTimedShelve, {minute}) == UAPLEX_Good);
+    const ua::DateTime shelvedAt = fx.now;
+    CHECK(fx.last().at("ShelvingState/CurrentState/Id") == "0;i=2932");
+    CHECK(fx.last().at("ShelvingState/CurrentState") == "en|TimedShelved");
+    CHECK(fx.last().at("ShelvingState/UnshelveTime") == std::to_string(60'000.0));
+    CHECK(fx.last().at("SuppressedOrShelved") == "true");
+    CHECK(fx.last().at("ClientUserId") == "user:op");
+    CHECK(shelve(kTimedShelve, {minute}) == UAPLEX_BadConditionAlreadyShelved);
+    // The ShelvingTime runs out: unshelved with an event, not before.
+    std::size_t events = fx.rec.events.size();
+    fx.table.expire(shelvedAt + 59 * 10'000'000LL);
+    CHECK(fx.rec.events.size() == events);
+    fx.table.expire(shelvedAt + 60 * 10'000'000LL);
+    REQUIRE(fx.rec.events.size() == events + 1);
+    CHECK(fx.last().at("ShelvingState/CurrentState/Id") == "0;i=2930");
+    CHECK(fx.last().at("SuppressedOrShelved") == "false");
+    CHECK(fx.last().at("ShelvingState/UnshelveTime") == std::to_string(0.0));
+
+    // OneShotShelve: ends when the occurrence ends (the alarm returns to normal).
+    REQUIRE(shelve(kOneShotShelve, {}) == UAPLEX_Good);
+    CHECK(fx.last().at("ShelvingState/CurrentState/Id") == "0;i=2933");
+    CHECK(shelve(kOneShotShelve, {}) == UAPLEX_BadConditionAlreadyShelved);
+    REQUIRE(fx.report(true, 500) == UAPLEX_Good);
+    CHECK(fx.last().at("ShelvingState/CurrentState/Id") == "0;i=2933");
+    REQUIRE(fx.report(false, 500) == UAPLEX_Good);
+    CHECK(fx.last().at("ShelvingState/CurrentState/Id") == "0;i=2930");
+
+    // From a TimedShelve to a OneShotShelve, then Unshelve.
+    REQUIRE(shelve(kTimedShelve, {minute}) == UAPLEX_Good);
+    REQUIRE(shelve(kOneShotShelve, {}) == UAPLEX_Good);
+    CHECK(fx.last().at("ShelvingState/UnshelveTime") == std::to_string(0.0));
+    fx.table.expire(fx.now + 120 * 10'000'000LL);  // no timed shelve left to end
+    CHECK(fx.last().at("ShelvingState/CurrentState/Id") == "0;i=2933");
+    REQUIRE(shelve(kUnshelve, {}) == UAPLEX_Good);
+    CHECK(fx.last().at("ShelvingState/CurrentState/Id") == "0;i=2930");
+    CHECK(shelve(kUnshelve, {}) == UAPLEX_BadConditionNotShelved);
+}

@@ -2,7 +2,8 @@
 // Alarms and Conditions (Part 9) with the demo's LevelAlarm (ExclusiveLevelAlarmType on the
 // writable Demo.Level, HighLimit 80): events on the Server object with the condition's
 // fields, Acknowledge (i=9111) with the event's EventId, Confirm (i=9113), AddComment
-// (i=9029), Disable (i=9028) and Enable (i=9027), the condition's state variables as nodes,
+// (i=9029), Disable (i=9028) and Enable (i=9027), shelving on its ShelvingState (TimedShelve
+// i=2949, OneShotShelve i=2948, Unshelve i=2947), the condition's state variables as nodes,
 // and each refusal's status.
 "use strict";
 
@@ -19,6 +20,7 @@ const NAMES = [
     "EnabledState.Id", "ActiveState.Id", "AckedState.Id", "ConfirmedState.Id",
     "AckedState.TransitionTime", "Comment", "ClientUserId", "Severity", "LastSeverity", "Message",
     "BranchId", "Quality", "ConditionName", "AckedState", "HighLimit",
+    "ShelvingState.CurrentState.Id", "SuppressedOrShelved", "ShelvingState.UnshelveTime",
 ];
 const F = Object.fromEntries(NAMES.map((n, i) => [n, i]));
 
@@ -50,11 +52,14 @@ async function writeLevel(value) {
     assertGood(sc, `write Demo.Level ${value}`);
 }
 
-// One condition method: (EventId, Comment) or no inputs for Enable / Disable.
+// One condition method: (EventId, Comment), no inputs (Enable, Disable, Unshelve,
+// OneShotShelve) or a ShelvingTime in milliseconds (TimedShelve).
 async function callOn(objectId, method, eventId, comment) {
     const inputArguments =
         eventId === undefined
             ? []
+            : typeof eventId === "number"
+            ? [new Variant({ dataType: DataType.Double, value: eventId })]
             : [
                   new Variant({ dataType: DataType.ByteString, value: eventId }),
                   new Variant({ dataType: DataType.LocalizedText, value: { locale: "en", text: comment } }),
@@ -152,5 +157,69 @@ test("LevelAlarm: raised, acknowledged with its EventId, confirmed, commented, d
     e = await next("the enable's event", ++seen);
     assert.equal(e[F["EnabledState.Id"]].value, true);
     assertStatus(await callOn(alarmId(), "i=9027"), ua.StatusCodes.BadConditionAlreadyEnabled, "enabled twice");
+    await sub.terminate();
+});
+
+test("LevelAlarm shelving: TimedShelve, OneShotShelve and Unshelve on its ShelvingState", { timeout: T_LONG }, async () => {
+    const sub = await subscribe();
+    const events = [];
+    const item = await sub.monitor(
+        { nodeId: "i=2253", attributeId: AttributeIds.EventNotifier },
+        { samplingInterval: 0, discardOldest: true, queueSize: 100, filter: constructEventFilter(NAMES) },
+        TimestampsToReturn.Both,
+    );
+    item.on("changed", (fields) => events.push(fields));
+    const mine = () => events.filter((e) => e[F.ConditionId].value && e[F.ConditionId].value.toString() === alarmId());
+    const next = async (what, n) => {
+        await until(what, 5000, () => mine().length >= n);
+        return mine()[n - 1];
+    };
+    const stateOf = (e) => e[F["ShelvingState.CurrentState.Id"]].value.toString();
+    const shelving = () => `${alarmId()}.ShelvingState`;
+    let seen = mine().length;
+
+    assertStatus(await callOn(shelving(), "i=2949", 0), ua.StatusCodes.BadShelvingTimeOutOfRange, "ShelvingTime 0");
+    assertStatus(await callOn(shelving(), "i=2947"), ua.StatusCodes.BadConditionNotShelved, "Unshelve when unshelved");
+    assertStatus(await callOn(alarmId(), "i=2949", 60000), ua.StatusCodes.BadMethodInvalid, "TimedShelve on the alarm");
+
+    assertGood(await callOn(shelving(), "i=2949", 600000), "TimedShelve");
+    let e = await next("the TimedShelve's event", ++seen);
+    assert.equal(stateOf(e), "ns=0;i=2932");
+    assert.equal(e[F.SuppressedOrShelved].value, true);
+    const left = e[F["ShelvingState.UnshelveTime"]].value;
+    assert.ok(left > 0 && left <= 600000, `UnshelveTime ${left}`);
+    const dv = await S.session.read({ nodeId: `${shelving()}.CurrentState.Id`, attributeId: AttributeIds.Value });
+    assert.equal(dv.value.value.toString(), "ns=0;i=2932");
+    assertStatus(await callOn(shelving(), "i=2949", 600000), ua.StatusCodes.BadConditionAlreadyShelved, "TimedShelve twice");
+    assertGood(await callOn(shelving(), "i=2947"), "Unshelve");
+    e = await next("the Unshelve's event", ++seen);
+    assert.equal(stateOf(e), "ns=0;i=2930");
+    assert.equal(e[F.SuppressedOrShelved].value, false);
+
+    // A short TimedShelve ends by itself.
+    assertGood(await callOn(shelving(), "i=2949", 200), "TimedShelve 200 ms");
+    e = await next("the short TimedShelve's event", ++seen);
+    assert.equal(stateOf(e), "ns=0;i=2932");
+    e = await next("the end of the TimedShelve", ++seen);
+    assert.equal(stateOf(e), "ns=0;i=2930");
+
+    // A OneShotShelve lasts until the alarm returns to normal.
+    assertGood(await callOn(shelving(), "i=2948"), "OneShotShelve");
+    e = await next("the OneShotShelve's event", ++seen);
+    assert.equal(stateOf(e), "ns=0;i=2933");
+    assertStatus(await callOn(shelving(), "i=2948"), ua.StatusCodes.BadConditionAlreadyShelved, "OneShotShelve twice");
+    await writeLevel(95);
+    e = await next("the alarm while shelved", ++seen);
+    assert.equal(e[F["ActiveState.Id"]].value, true);
+    assert.equal(stateOf(e), "ns=0;i=2933");
+    await writeLevel(10);
+    e = await next("the return to normal", ++seen);
+    assert.equal(stateOf(e), "ns=0;i=2930");
+    // Acknowledged and confirmed, the alarm is no longer retained.
+    assertGood(await callOn(alarmId(), "i=9111", e[F.EventId].value, "ok"), "Acknowledge");
+    e = await next("the acknowledgement", ++seen);
+    assertGood(await callOn(alarmId(), "i=9113", e[F.EventId].value, "ok"), "Confirm");
+    e = await next("the confirmation", ++seen);
+    assert.equal(e[F.Retain].value, false);
     await sub.terminate();
 });

@@ -9,12 +9,15 @@
 // acknowledgement, confirmation, comments and enabling belong to the kernel.
 #pragma once
 
+#include <array>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "uaplex/encoding/encoding.hpp"
@@ -34,6 +37,16 @@ inline constexpr std::uint32_t kDisable = 9028;
 inline constexpr std::uint32_t kAddComment = 9029;
 inline constexpr std::uint32_t kAcknowledge = 9111;
 inline constexpr std::uint32_t kConfirm = 9113;
+// Shelving (Part 9 5.8.10): ShelvedStateMachineType, its states and methods.
+inline constexpr std::uint32_t kShelvedStateMachineType = 2929;
+inline constexpr std::uint32_t kUnshelved = 2930;
+inline constexpr std::uint32_t kTimedShelved = 2932;
+inline constexpr std::uint32_t kOneShotShelved = 2933;
+inline constexpr std::uint32_t kUnshelve = 2947;
+inline constexpr std::uint32_t kOneShotShelve = 2948;
+inline constexpr std::uint32_t kTimedShelve = 2949;
+// The longest TimedShelve (ShelvingTime in milliseconds): 30 days.
+inline constexpr double kMaxShelvingTimeMs = 30.0 * 24 * 3600 * 1000;
 
 // What a condition's type makes of it: the state machines it has.
 enum class Kind : std::uint8_t {
@@ -66,16 +79,24 @@ enum class Field : std::uint8_t {
     BranchId,
     Message,
     ConditionName,
+    // Alarms: shelving (ShelvingState is the Object of the state machine, no value).
+    SuppressedOrShelved,
+    ShelvingState,
+    ShelvingStateCurrentState,
+    ShelvingStateCurrentStateId,
+    ShelvingStateUnshelveTime,
     Count,
 };
 
-// One field's place: its browse path (namespace 0 names, one or two steps) and whether a
-// condition of `kind` has it.
+// One field's place: its browse path (namespace 0 names, one to three steps), whether a
+// condition of `kind` has it, and how its node hangs below its parent.
 struct FieldInfo {
-    std::string_view name;    // the first step ("AckedState")
-    std::string_view member;  // the second step ("Id", "TransitionTime") or empty
-    Kind least;               // the least kind that has it
-    std::uint32_t dataType;   // ns0 DataType id of the value
+    std::array<std::string_view, 3> steps;  // "AckedState", "Id"
+    std::uint32_t depth;                    // steps used
+    Kind least;                             // the least kind that has it
+    std::uint32_t dataType;                 // ns0 DataType of the value; 0: an Object
+    std::uint32_t typeDefinition;           // ns0 type of its node
+    bool component;                         // HasComponent (else HasProperty) from its parent
 };
 const FieldInfo& fieldInfo(Field f) noexcept;
 bool hasField(Kind kind, Field f) noexcept;
@@ -108,6 +129,8 @@ class ConditionTable {
     bool add(const ua::NodeId& id, const ua::NodeId& type, Kind kind, const ua::NodeId& source,
              std::string_view sourceName, std::string_view conditionName);
     bool contains(const ua::NodeId& id) const noexcept;
+    // The ShelvingState Object of an alarm, the ObjectId of its shelving methods.
+    bool setShelvingObject(const ua::NodeId& condition, const ua::NodeId& object);
     std::size_t size() const noexcept;
 
     // A node manager's report on a condition (raise_event with its condition_id): the fields
@@ -118,7 +141,8 @@ class ConditionTable {
     // for an unknown condition.
     uaplex_status report(const ua::NodeId& id, const uaplex_event_spec& spec, ua::DateTime now);
 
-    // A Call of `method` on `object` (Part 9 5.5.4-5.5.6, 5.7.3, 5.7.4), inputs as given:
+    // A Call of `method` on `object` (Part 9 5.5.4-5.5.6, 5.7.3, 5.7.4; the shelving methods
+    // 5.8.10 on the alarm's ShelvingState Object), inputs as given:
     // BadNodeIdInvalid when `object` is no condition, BadMethodInvalid for a method the
     // condition's type does not have, BadInvalidArgument for wrong inputs, the state checks'
     // codes, Good with the event raised. `user` becomes ClientUserId.
@@ -131,6 +155,12 @@ class ConditionTable {
     uaplex_status read(const ua::NodeId& id, Field f, const uaplex_value_alloc& alloc,
                        ua::Variant& out) const;
 
+    // Timed shelving: unshelves the alarms whose ShelvingTime ended by `now` (each with its
+    // event). startTimer() runs it on a thread of the table's when each ends (stopped by the
+    // destructor); without it nothing expires on its own (tests call expire).
+    void expire(ua::DateTime now);
+    void startTimer();
+
     // The condition's last EventId (empty before its first event); for tests.
     std::vector<std::uint8_t> lastEventId(const ua::NodeId& id) const;
 
@@ -138,6 +168,10 @@ class ConditionTable {
     struct Condition;
     struct Built;
     Condition* find(const ua::NodeId& id) const noexcept;
+    Condition* findShelving(const ua::NodeId& object) const noexcept;
+    ua::DateTime nextUnshelve() const;  // 0: none
+    void timerLoop();
+    void wakeTimer();
     // Builds the condition's event (state as it is now, a new EventId) into `out`, under
     // mutex_; `extra` are a report's own fields.
     void build(Condition& c, ua::DateTime now, std::span<const uaplex_event_field> extra,
@@ -145,6 +179,8 @@ class ConditionTable {
     void deliver(Built& built);
     uaplex_status reportLocked(const ua::NodeId& id, const uaplex_event_spec& spec,
                                ua::DateTime now, Built& built);
+    uaplex_status shelve(Condition& c, std::uint32_t method, std::span<const ua::Variant> inputs,
+                         std::string_view user, ua::DateTime now, Built& built);
     uaplex_status callLocked(const ua::NodeId& object, std::uint32_t method,
                              std::span<const ua::Variant> inputs, std::string_view user,
                              ua::DateTime now, Built& built);
@@ -157,6 +193,12 @@ class ConditionTable {
     void* sinkUser_ = nullptr;
     std::uint64_t eventSalt_ = 0;
     std::uint64_t eventCounter_ = 0;
+    // The timed shelving's thread (startTimer).
+    std::mutex timerMutex_;
+    std::condition_variable timerCv_;
+    std::uint64_t timerGeneration_ = 0;
+    bool stopTimer_ = false;
+    std::thread timer_;
 };
 
 }  // namespace uaplex::conditions
