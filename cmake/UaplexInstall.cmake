@@ -55,7 +55,7 @@ set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "OPC UA server framework: kernel, plugins 
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGING_INSTALL_PREFIX /opt/uaplex)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS OFF)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "libssl3, libspdlog1.10, libfmt9, libtomlplusplus3, libsqlite3-0")
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libssl3, libspdlog1.10, libfmt9, libtomlplusplus3, libsqlite3-0, libpq5")
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_GENERATOR DEB)

@@ -15,6 +15,8 @@ pkgs=(
   iproute2 ethtool     # the netfault test: namespaces, veth, tc; offloads off for impair.py
   libmosquitto-dev     # plugins/pubsub/mqtt (docs/pubsub.md)
   mosquitto mosquitto-clients nlohmann-json3-dev   # the PubSub tests: broker, JSON checks
+  libpq-dev            # plugins/history/postgres
+  postgresql           # its tests: initdb and postgres for a throw-away server
 )
 # Node.js and npm drive the interop tests; keep a newer Node.js when one is installed.
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)

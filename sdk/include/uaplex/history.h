@@ -154,7 +154,8 @@ typedef struct uaplex_history_ops {
                            size_t* out_accepted);
     /* A raw read (see uaplex_history_read); completes with Good (also with no value),
      * BadContinuationPointInvalid, or a Bad status of the store (BadInternalError,
-     * BadResourceUnavailable). Values queued by store before the read are seen by it. Any
+     * BadResourceUnavailable; BadDataUnavailable while its database is unreachable, as
+     * updates and deletes then). Values queued by store before the read are seen by it. Any
      * thread; must not block. */
     uaplex_status (*read_raw)(void* self, const uaplex_history_read* read,
                               uaplex_history_read_result* result,
