@@ -8,7 +8,7 @@
 "use strict";
 
 const { test, before, after } = require("node:test");
-const { ua, assert, T_LONG, T_SHORT, sharedSession, assertGood, assertStatus, until } = require("../lib/ua");
+const { ua, assert, PEER, DEMO_URI, T_LONG, T_SHORT, makeClient, sharedSession, assertGood, assertStatus, until } = require("../lib/ua");
 const { AttributeIds, DataType, ClientSubscription, TimestampsToReturn, constructEventFilter, Variant, resolveNodeId } = ua;
 
 const S = sharedSession();
@@ -222,4 +222,87 @@ test("LevelAlarm shelving: TimedShelve, OneShotShelve and Unshelve on its Shelvi
     e = await next("the confirmation", ++seen);
     assert.equal(e[F.Retain].value, false);
     await sub.terminate();
+});
+
+// The access server of run_suite.sh: Anonymous may Browse and Read the demo namespace, the
+// Operator also Write, Call and ReceiveEvents. The Call permission is the condition's.
+const ACCESS = process.env.UAPLEX_ACCESS_ENDPOINT;
+const accessSkip = PEER || !ACCESS ? "needs run_suite.sh's access server" : false;
+
+async function onAccessServer(identity, fn) {
+    const client = makeClient();
+    await client.connect(ACCESS);
+    let session;
+    try {
+        session = await client.createSession(identity);
+        const dv = await session.read({ nodeId: "i=2255", attributeId: AttributeIds.Value });
+        const ns = dv.value.value.indexOf(DEMO_URI);
+        assert.ok(ns > 1, "demo namespace");
+        return await fn(session, ns);
+    } finally {
+        if (session) await session.close().catch(() => {});
+        await client.disconnect().catch(() => {});
+    }
+}
+
+const ack = (session, objectId, eventId) =>
+    session.call({
+        objectId: resolveNodeId(objectId),
+        methodId: resolveNodeId("i=9111"),
+        inputArguments: [
+            new Variant({ dataType: DataType.ByteString, value: eventId }),
+            new Variant({ dataType: DataType.LocalizedText, value: { locale: "en", text: "by operator" } }),
+        ],
+    });
+
+test("Acknowledge needs Call on the condition; ClientUserId is the session's user", { skip: accessSkip, timeout: T_LONG }, async () => {
+    await onAccessServer(undefined, async (session, ns) => {
+        const r = await ack(session, `ns=${ns};s=Demo.Events.LevelAlarm`, Buffer.alloc(16));
+        assertStatus(r.statusCode, ua.StatusCodes.BadUserAccessDenied, "anonymous Acknowledge");
+    });
+    const operator = { type: ua.UserTokenType.UserName, userName: "operator", password: "op-secret" };
+    await onAccessServer(operator, async (session, ns) => {
+        const alarm = `ns=${ns};s=Demo.Events.LevelAlarm`;
+        const sub = await session.createSubscription2({
+            requestedPublishingInterval: 50,
+            requestedLifetimeCount: 100,
+            requestedMaxKeepAliveCount: 10,
+            maxNotificationsPerPublish: 100,
+            publishingEnabled: true,
+            priority: 1,
+        });
+        const events = [];
+        const item = await sub.monitor(
+            { nodeId: "i=2253", attributeId: AttributeIds.EventNotifier },
+            { samplingInterval: 0, discardOldest: true, queueSize: 100, filter: constructEventFilter(NAMES) },
+            TimestampsToReturn.Both,
+        );
+        item.on("changed", (fields) => events.push(fields));
+        const mine = () => events.filter((e) => e[F.ConditionId].value && e[F.ConditionId].value.toString() === alarm);
+        // Past the permission check: the EventId is checked.
+        assertStatus((await ack(session, alarm, Buffer.alloc(16))).statusCode, ua.StatusCodes.BadEventIdUnknown, "operator, unknown EventId");
+        const write = (value) =>
+            session.write({ nodeId: `ns=${ns};s=Demo.Level`, attributeId: AttributeIds.Value, value: { value: new Variant({ dataType: DataType.Double, value }) } });
+        assertGood(await write(95), "write Level");
+        await until("the alarm's event", 5000, () => mine().length >= 1);
+        assertGood((await ack(session, alarm, mine()[0][F.EventId].value)).statusCode, "operator Acknowledge");
+        await until("the acknowledgement", 5000, () => mine().length >= 2);
+        assert.equal(mine()[1][F.ClientUserId].value, "operator");
+        assert.equal(mine()[1][F.Comment].value.text, "by operator");
+        assertGood(await write(10), "write Level back");
+        await until("the return to normal", 5000, () => mine().length >= 3);
+        const confirm = await session.call({
+            objectId: resolveNodeId(alarm),
+            methodId: resolveNodeId("i=9113"),
+            inputArguments: [
+                new Variant({ dataType: DataType.ByteString, value: mine()[2][F.EventId].value }),
+                new Variant({ dataType: DataType.LocalizedText, value: { locale: "en", text: "" } }),
+            ],
+        });
+        assertGood(confirm.statusCode, "operator Confirm");
+        await until("the confirmation", 5000, () => mine().length >= 4);
+        assert.equal(mine()[3][F.Retain].value, false);
+        assert.equal(mine()[3][F.Comment].value.text, "by operator");  // an empty comment keeps it
+        await sub.terminate();
+    });
 });
