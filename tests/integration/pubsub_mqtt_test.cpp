@@ -13,14 +13,17 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -52,16 +55,48 @@ bool portOpen(std::uint16_t port) {
 // directory (subscriber sessions survive a restart). Every wait is bounded.
 class Broker {
   public:
-    Broker()
+    // With `user`: no anonymous clients, one account user/password (mosquitto_passwd).
+    // With `tls`: TLS only, a server certificate for 127.0.0.1 from a CA made here (ca.pem).
+    explicit Broker(const std::string& user = "", const std::string& password = "",
+                    bool tls = false)
         : port(test::freePort()),
           dir(fs::temp_directory_path() /
               ("uaplex-mqtt-" + std::to_string(::getpid()) + "-" + std::to_string(port))) {
         fs::create_directories(dir);
-        std::ofstream(dir / "mosquitto.conf")
-            << "listener " << port << " 127.0.0.1\nallow_anonymous true\npersistence true\n"
-            << "persistence_location " << dir.string() << "/\nuser " << userName() << "\n"
-            << "log_dest file " << (dir / "mosquitto.log").string() << "\n";
+        if (tls) makeCertificates();
+        std::ofstream conf(dir / "mosquitto.conf");
+        conf << "listener " << port << " 127.0.0.1\npersistence true\n"
+             << "persistence_location " << dir.string() << "/\nuser " << userName() << "\n"
+             << "log_dest file " << (dir / "mosquitto.log").string() << "\n";
+        // After the listener line: these options are that listener's.
+        if (tls)
+            conf << "cafile " << caFile() << "\ncertfile " << (dir / "server.pem").string()
+                 << "\nkeyfile " << (dir / "server.key").string() << "\n";
+        if (user.empty()) {
+            conf << "allow_anonymous true\n";
+        } else {
+            const std::string file = (dir / "passwords").string();
+            const std::string cmd = "/usr/bin/mosquitto_passwd -b -c '" + file + "' '" + user +
+                                    "' '" + password + "' >/dev/null 2>&1";
+            REQUIRE(std::system(cmd.c_str()) == 0);
+            conf << "allow_anonymous false\npassword_file " << file << "\n";
+        }
+        conf.close();
         start();
+    }
+    // True once the broker's log has a line with every one of `parts` (bounded wait).
+    bool logged(std::initializer_list<std::string_view> parts, std::chrono::seconds within = 10s) {
+        const auto deadline = std::chrono::steady_clock::now() + within;
+        while (std::chrono::steady_clock::now() < deadline) {
+            std::ifstream log(dir / "mosquitto.log");
+            for (std::string line; std::getline(log, line);) {
+                bool all = true;
+                for (auto p : parts) all = all && line.find(p) != std::string::npos;
+                if (all) return true;
+            }
+            std::this_thread::sleep_for(20ms);
+        }
+        return false;
     }
     ~Broker() {
         stop();
@@ -99,7 +134,20 @@ class Broker {
     const std::uint16_t port;
     const fs::path dir;
 
+    std::string caFile() const { return (dir / "ca.pem").string(); }
+
   private:
+    void makeCertificates() {
+        const std::string d = dir.string();
+        std::ofstream(dir / "san.ext") << "subjectAltName=IP:127.0.0.1\n";
+        const std::string cmd =
+            "cd '" + d +
+            "' && openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 1 "
+            "-subj /CN=uaplex-test-ca && openssl req -newkey rsa:2048 -nodes -keyout server.key "
+            "-out server.csr -subj /CN=127.0.0.1 && openssl x509 -req -in server.csr -CA ca.pem "
+            "-CAkey ca.key -CAcreateserial -out server.pem -days 1 -extfile san.ext";
+        REQUIRE(std::system(("(" + cmd + ") >/dev/null 2>&1").c_str()) == 0);
+    }
     static std::string userName() {
         // Run as root, Mosquitto would switch to the user "mosquitto"; stay who we are.
         const char* u = std::getenv("USER");
@@ -118,11 +166,16 @@ struct Received {
 // reconnects on its own).
 class Subscriber {
   public:
-    explicit Subscriber(std::uint16_t port) {
+    explicit Subscriber(std::uint16_t port, const char* user = nullptr,
+                        const char* password = nullptr, const std::string& caFile = "") {
         mosquitto_lib_init();
         const std::string id = "uaplex-test-sub-" + std::to_string(::getpid());
         m_ = mosquitto_new(id.c_str(), false, this);
         REQUIRE(m_ != nullptr);
+        if (user) REQUIRE(mosquitto_username_pw_set(m_, user, password) == MOSQ_ERR_SUCCESS);
+        if (!caFile.empty())
+            REQUIRE(mosquitto_tls_set(m_, caFile.c_str(), nullptr, nullptr, nullptr, nullptr) ==
+                    MOSQ_ERR_SUCCESS);
         mosquitto_connect_callback_set(m_, [](mosquitto* m, void*, int rc) {
             if (rc == 0) mosquitto_subscribe(m, nullptr, "opcua/json/#", 1);
         });
@@ -180,11 +233,12 @@ class Subscriber {
 };
 
 std::string serverTables(std::uint16_t brokerPort, std::uint32_t intervalMs,
-                         std::uint32_t keyFrames, std::uint32_t buffered) {
+                         std::uint32_t keyFrames, std::uint32_t buffered,
+                         const std::string& mqtt = "") {
     return "[slots]\nrequest_queue = \"fifo\"\n[plugins.fifo]\n[plugins.transport-tcp]\n"
            "[plugins.benchmark]\n[access]\nanonymous_permissions = [\"All\"]\n"
-           "[plugins.mqtt]\nport = " +
-           std::to_string(brokerPort) +
+           "[plugins.mqtt]\n" +
+           mqtt + "port = " + std::to_string(brokerPort) +
            "\nreconnect_min_ms = 50\nreconnect_max_ms = 200\nmax_buffered_messages = " +
            std::to_string(buffered) +
            "\n[pubsub]\nplugin = \"mqtt\"\npublisher_id = \"test-pub\"\n"
@@ -359,4 +413,78 @@ TEST_CASE("a broker restart mid-stream reconnects, and losses are the counted dr
     INFO("missing " << missing << ", dropped " << dropped << ", buffer " << kBuffered);
     CHECK(missing <= dropped);
     CHECK(missing >= 1);
+}
+
+TEST_CASE("the Publisher's status goes offline (Disabled) when the server stops") {
+    Broker broker;
+    Subscriber sub(broker.port);
+    {
+        test::InProcessServer process(serverTables(broker.port, 100, 1, 1000), "pubsub_stop.toml");
+        REQUIRE(sub.next(kData, 0, nullptr));
+    }
+    auto offline = sub.next(kStatus, 0, nullptr, 10s, [](const Received& r) {
+        return Json::parse(r.payload)["Status"] == 0;
+    });
+    REQUIRE(offline);
+    Json st = Json::parse(offline->payload);
+    CHECK(st["MessageType"] == "ua-status");
+    CHECK(st["PublisherId"] == "test-pub");
+}
+
+TEST_CASE("MQTT 5: the same NetworkMessages") {
+    Broker broker;
+    Subscriber sub(broker.port);
+    test::InProcessServer process(serverTables(broker.port, 100, 1, 1000, "protocol = \"5\"\n"),
+                                  "pubsub_v5.toml");
+    auto m = sub.next(kData, 0, nullptr);
+    REQUIRE(m);
+    const Json nm = Json::parse(m->payload);
+    const Json& dsm = dataSetMessage(nm);
+    CHECK(dsm["DataSetWriterId"] == 7);
+    CHECK(dsm["MessageType"] == "ua-keyframe");
+    CHECK(broker.logged({"uaplex-test-pub", "p5"}));  // the broker saw an MQTT 5 client
+}
+
+TEST_CASE("username and password: accepted with the right ones, refused with wrong ones") {
+    Broker broker("pub", "s3cret");
+    Subscriber sub(broker.port, "pub", "s3cret");
+    {
+        test::InProcessServer process(
+            serverTables(broker.port, 100, 1, 1000, "username = \"pub\"\npassword = \"s3cret\"\n"),
+            "pubsub_auth.toml");
+        REQUIRE(sub.next(kData, 0, nullptr));
+    }
+    const std::size_t before = sub.count();
+    test::InProcessServer wrong(
+        serverTables(broker.port, 100, 1, 1000, "username = \"pub\"\npassword = \"nope\"\n"),
+        "pubsub_auth_wrong.toml");
+    REQUIRE(broker.logged({"not authorised"}));
+    std::int64_t connected = -1;
+    wrong.host.services().metrics.value("mqtt.connected", connected);
+    CHECK(connected == 0);
+    const auto all = sub.all();
+    for (std::size_t i = before; i < all.size(); ++i) CHECK(all[i].topic != kData);
+}
+
+TEST_CASE("TLS: the broker's certificate checked against tls_ca_file") {
+    Broker broker("", "", true);
+    Subscriber sub(broker.port, nullptr, nullptr, broker.caFile());
+    test::InProcessServer process(
+        serverTables(broker.port, 100, 1, 1000, "tls_ca_file = \"" + broker.caFile() + "\"\n"),
+        "pubsub_tls.toml");
+    auto m = sub.next(kData, 0, nullptr);
+    REQUIRE(m);
+    CHECK(dataSetMessage(Json::parse(m->payload))["DataSetWriterId"] == 7);
+}
+
+TEST_CASE("TLS: a broker certificate from another CA is refused") {
+    Broker broker("", "", true);
+    Broker other("", "", true);  // its CA did not sign the first broker's certificate
+    test::InProcessServer process(
+        serverTables(broker.port, 100, 1, 1000, "tls_ca_file = \"" + other.caFile() + "\"\n"),
+        "pubsub_tls_wrong.toml");
+    REQUIRE(broker.logged({"OpenSSL Error", "unknown ca"}));
+    std::int64_t connected = -1;
+    process.host.services().metrics.value("mqtt.connected", connected);
+    CHECK(connected == 0);
 }
