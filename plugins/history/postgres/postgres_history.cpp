@@ -585,26 +585,28 @@ class PostgresHistory final : public uaplex::sdk::HistoryStore {
                 return false;
             }
         }
-        copy_sql_ = "COPY " + t + " (node, ts, seq, server_ts, status, ps, value) FROM STDIN " +
-                    "(FORMAT binary)";
+        copy_cols_ = " (node, ts, seq, server_ts, status, ps, value) FROM STDIN (FORMAT binary)";
+        copy_sql_ = "COPY " + t + copy_cols_;
         return true;
     }
 
     // The next seq number (the order stored); blocks of kSeqBlock from the sequence, so a
     // restart continues after every value stored before it. 0 on error.
     int64_t nextSeq() {
-        if (seq_next_ == seq_end_) {
-            Result r(Params().exec(conn_, "seq"));
-            if (!r.ok() || r.rows() != 1) return 0;
-            seq_next_ = r.i64(0, 0);
-            seq_end_ = seq_next_ + kSeqBlock;
-        }
+        if (seq_next_ == seq_end_ && !refillSeq()) return 0;
         return seq_next_++;
+    }
+    bool refillSeq() {
+        Result r(Params().exec(conn_, "seq"));
+        if (!r.ok() || r.rows() != 1) return false;
+        seq_next_ = r.i64(0, 0);
+        seq_end_ = seq_next_ + kSeqBlock;
+        return true;
     }
 
     // The id of a node key; 0 when unknown and `create` is false, -1 on error.
     int32_t nodeId(std::string_view key, bool create) {
-        if (auto it = node_ids_.find(std::string(key)); it != node_ids_.end()) return it->second;
+        if (auto it = node_ids_.find(key); it != node_ids_.end()) return it->second;
         Result r(Params().text(key).exec(conn_, create ? "node_add" : "node_find"));
         if (!r.ok()) return -1;
         if (r.rows() == 0) return 0;
@@ -831,14 +833,16 @@ class PostgresHistory final : public uaplex::sdk::HistoryStore {
     }
 
     // Writes ring slots [from, from + n) with one binary COPY. The slots are not touched by
-    // store meanwhile: they stay counted in used_ until this returns.
+    // store meanwhile: they stay counted in used_ until this returns. First what needs the
+    // database (node ids, partitions, seq numbers), then the rows streamed in chunks, so the
+    // server stores a chunk while the next one is encoded.
     Outcome writeBatch(size_t from, size_t n) {
-        copy_.clear();
-        copy_.append("PGCOPY\n\377\r\n\0", 11);
-        put32(copy_, 0);
-        put32(copy_, 0);
+        ids_.resize(n);
         int64_t lo = 0;
         int64_t hi = 0;  // the month of partitions already made sure of
+        // One monthly partition for the whole batch (the usual case): COPY goes straight into
+        // it, without routing each row.
+        int32_t only = -1;
         for (size_t i = 0; i < n; ++i) {
             const Slot& s = ring_[(from + i) % capacity_];
             if (s.source < lo || s.source >= hi) {
@@ -847,20 +851,58 @@ class PostgresHistory final : public uaplex::sdk::HistoryStore {
                 if (monthOf(s.source, m)) {
                     lo = monthStart(m);
                     hi = monthStart(m + 1);
+                } else {
+                    lo = hi = 0;
                 }
+                only = (i == 0 && lo != hi && months_.count(m)) ? m : -2;
                 if (lost()) return Outcome::Lost;
             }
-            const int32_t node = nodeId(s.key, true);
-            if (node <= 0) return lost() ? Outcome::Lost : Outcome::Failed;
-            const int64_t seq = nextSeq();
-            if (seq == 0) return lost() ? Outcome::Lost : Outcome::Failed;
+            ids_[i] = nodeId(s.key, true);
+            if (ids_[i] <= 0) return lost() ? Outcome::Lost : Outcome::Failed;
+        }
+        // Seq numbers: blocks from the sequence, in order.
+        seqs_.clear();
+        for (size_t have = 0; have < n;) {
+            if (seq_next_ == seq_end_ && !refillSeq())
+                return lost() ? Outcome::Lost : Outcome::Failed;
+            const int64_t first = seq_next_;
+            const auto take = size_t(std::min<int64_t>(seq_end_ - seq_next_, int64_t(n - have)));
+            seq_next_ += int64_t(take);
+            seqs_.push_back({first, take});
+            have += take;
+        }
+        const std::string direct =
+            only >= 0 ? "COPY \"" + partitionName(only) + "\"" + copy_cols_ : std::string();
+        Result start(PQexec(conn_, only >= 0 ? direct.c_str() : copy_sql_.c_str()));
+        if (!start.get() || PQresultStatus(start.get()) != PGRES_COPY_IN) {
+            if (lost()) return Outcome::Lost;
+            context().warn("COPY: " + why());
+            return Outcome::Failed;
+        }
+        constexpr size_t kChunk = 256 * 1024;
+        bool sent = true;
+        copy_.clear();
+        copy_.append("PGCOPY\n\377\r\n\0", 11);
+        put32(copy_, 0);
+        put32(copy_, 0);
+        size_t run = 0;  // seqs_ entry
+        int64_t seq = seqs_.empty() ? 0 : seqs_[0].first;
+        size_t left = seqs_.empty() ? 0 : seqs_[0].count;
+        for (size_t i = 0; i < n && sent; ++i) {
+            const Slot& s = ring_[(from + i) % capacity_];
+            if (left == 0) {
+                ++run;
+                seq = seqs_[run].first;
+                left = seqs_[run].count;
+            }
+            --left;
             put16(copy_, 7);
             put32(copy_, 4);
-            put32(copy_, uint32_t(node));
+            put32(copy_, uint32_t(ids_[i]));
             put32(copy_, 8);
             put64(copy_, uint64_t(s.source));
             put32(copy_, 8);
-            put64(copy_, uint64_t(seq));
+            put64(copy_, uint64_t(seq++));
             put32(copy_, 8);
             put64(copy_, uint64_t(s.server));
             put32(copy_, 4);
@@ -869,15 +911,13 @@ class PostgresHistory final : public uaplex::sdk::HistoryStore {
             put32(copy_, (uint32_t(s.source_ps) << 16) | s.server_ps);
             put32(copy_, uint32_t(s.value.size()));
             copy_.append(s.value);
+            if (copy_.size() >= kChunk) {
+                sent = PQputCopyData(conn_, copy_.data(), int(copy_.size())) == 1;
+                copy_.clear();
+            }
         }
         put16(copy_, 0xFFFF);
-        Result start(PQexec(conn_, copy_sql_.c_str()));
-        if (!start.get() || PQresultStatus(start.get()) != PGRES_COPY_IN) {
-            if (lost()) return Outcome::Lost;
-            context().warn("COPY: " + why());
-            return Outcome::Failed;
-        }
-        bool sent = PQputCopyData(conn_, copy_.data(), int(copy_.size())) == 1;
+        sent = sent && PQputCopyData(conn_, copy_.data(), int(copy_.size())) == 1;
         sent = PQputCopyEnd(conn_, sent ? nullptr : "send failed") == 1 && sent;
         bool ok = sent;
         for (Result r(PQgetResult(conn_)); r.get(); r = Result(PQgetResult(conn_)))
@@ -1106,7 +1146,7 @@ class PostgresHistory final : public uaplex::sdk::HistoryStore {
     const int64_t reconnect_max_ms_;
     std::vector<std::string> keywords_;
     std::vector<std::string> values_;
-    std::string t_, nodes_, seqname_, copy_sql_;
+    std::string t_, nodes_, seqname_, copy_sql_, copy_cols_;
 
     std::mutex mu_;
     std::condition_variable cv_;
@@ -1129,8 +1169,21 @@ class PostgresHistory final : public uaplex::sdk::HistoryStore {
     int64_t seq_next_ = 0;
     int64_t seq_end_ = 0;
     std::set<int32_t> months_;
-    std::unordered_map<std::string, int32_t> node_ids_;
+    // Heterogeneous lookup: a key from a slot or a request is looked up without a copy.
+    struct KeyHash {
+        using is_transparent = void;
+        size_t operator()(std::string_view k) const noexcept {
+            return std::hash<std::string_view>{}(k);
+        }
+    };
+    std::unordered_map<std::string, int32_t, KeyHash, std::equal_to<>> node_ids_;
     std::string copy_;
+    std::vector<int32_t> ids_;  // a batch's node ids
+    struct SeqRun {
+        int64_t first;
+        size_t count;
+    };
+    std::vector<SeqRun> seqs_;  // a batch's seq numbers
 
     uaplex_metric* m_stored_ = nullptr;
     uaplex_metric* m_dropped_ = nullptr;
