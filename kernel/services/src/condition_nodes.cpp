@@ -93,8 +93,11 @@ void ServiceSet::Impl::buildConditions() {
             continue;
         }
         // Its state variables, unless the node manager added one of that name itself.
+        // Child NodeIds: `<string id>.<Name>`, `i=<number>.<Name>`, else `Condition<n>.<Name>`.
         const std::string prefix = id.identifier_type == UAPLEX_ID_STRING
                                        ? std::string(ua::view(id.identifier.string))
+                                   : id.identifier_type == UAPLEX_ID_NUMERIC
+                                       ? "i=" + std::to_string(id.identifier.numeric)
                                        : "Condition" + std::to_string(conditions->size());
         for (std::size_t i = 0; i < std::size_t(cond::Field::Count); ++i) {
             const auto f = cond::Field(i);

@@ -4,7 +4,8 @@
 // fields, Acknowledge (i=9111) with the event's EventId, Confirm (i=9113), AddComment
 // (i=9029), Disable (i=9028) and Enable (i=9027), shelving on its ShelvingState (TimedShelve
 // i=2949, OneShotShelve i=2948, Unshelve i=2947), the condition's state variables as nodes,
-// and each refusal's status.
+// and each refusal's status; on the access server the Call permission on the condition and
+// ClientUserId from the session's user.
 "use strict";
 
 const { test, before, after } = require("node:test");
