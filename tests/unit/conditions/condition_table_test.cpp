@@ -195,6 +195,10 @@ TEST_CASE("ConditionType: Enable, Disable and AddComment with their events and r
     CHECK(fx.read(Field::Comment) == "en|checked the tank");
     CHECK(fx.eventId() != first);
     CHECK(fx.call(kAddComment, first, "stale id") == UAPLEX_BadEventIdUnknown);
+    // A comment beyond kMaxText bytes is refused, the condition's stays.
+    CHECK(fx.call(kAddComment, fx.eventId(), std::string(kMaxText + 1, 'x')) ==
+          UAPLEX_BadInvalidArgument);
+    CHECK(fx.read(Field::Comment) == "en|checked the tank");
     // Wrong inputs.
     ua::Variant wrong[2] = {ua::variantBoolean(true), ua::variantBoolean(true)};
     CHECK(fx.table.call(Fixture::id(), kAddComment, wrong, "u", fx.now) ==

@@ -190,12 +190,14 @@ TEST_CASE("[server.limits] subscription limits: defaults and overrides") {
     CHECK(d.max_monitored_items_per_session == 50000);
     CHECK(d.max_monitored_items_per_subscription == 10000);
     CHECK(d.max_monitored_items_per_call == 10000);
+    CHECK(d.max_conditions == 10000);
     CHECK(d.min_publishing_interval_ms == 50);
     auto cfg = parseString(
         "[server.limits]\nmax_subscriptions = 5\nmax_subscriptions_per_session = 2\n"
         "max_monitored_items = 9\nmax_monitored_items_per_subscription = 3\n"
         "max_monitored_items_per_session = 7\n"
         "max_monitored_items_per_call = 4\nmax_monitored_item_queue_size = 8\n"
+        "max_conditions = 0\n"
         "max_event_queue_size = 16\nmax_publish_requests_per_session = 6\n"
         "max_notifications_per_publish = 0\n"
         "min_publishing_interval_ms = 20\nmax_publishing_interval_ms = 60000\n"
@@ -213,6 +215,7 @@ TEST_CASE("[server.limits] subscription limits: defaults and overrides") {
         CHECK(error_of(std::string("[server.limits]\n") + key + " = 0\n")
                   .find(std::string(key) + " must be an integer from 1") != std::string::npos);
     CHECK(l.max_monitored_items_per_call == 4);
+    CHECK(l.max_conditions == 0);  // no conditions served
     CHECK(l.max_monitored_item_queue_size == 8);
     CHECK(l.max_event_queue_size == 16);
     CHECK(l.max_publish_requests_per_session == 6);
