@@ -79,13 +79,14 @@ struct Store : Loaded {
         load(lib, *factory, extra);
     }
     // Stores values at `times` for node "k"; returns the status, *accepted how many.
-    uaplex_status put(const std::vector<int64_t>& times, size_t* accepted = nullptr) {
+    uaplex_status put(const std::vector<int64_t>& times, size_t* accepted = nullptr,
+                      std::string_view key = "k") {
         std::vector<uaplex_history_value> in(times.size());
         std::vector<std::string> bytes(times.size());
         for (size_t i = 0; i < times.size(); ++i) {
             bytes[i] = "v" + std::to_string(times[i]);
             in[i].hdr = UAPLEX_HEADER_INIT(uaplex_history_value, UAPLEX_STYPE_HISTORY_VALUE);
-            in[i].node_key = {"k", 1};
+            in[i].node_key = {key.data(), key.size()};
             in[i].source_timestamp = times[i];
             in[i].value = {reinterpret_cast<const uint8_t*>(bytes[i].data()), bytes[i].size()};
         }
@@ -98,12 +99,13 @@ struct Store : Loaded {
         uaplex_status status = 0;
         std::vector<int64_t> times;
     };
-    Page read(int64_t start = UAPLEX_HISTORY_TIME_MIN + 1, int64_t end = UAPLEX_HISTORY_TIME_MAX) {
+    Page read(int64_t start = UAPLEX_HISTORY_TIME_MIN + 1, int64_t end = UAPLEX_HISTORY_TIME_MAX,
+              std::string_view key = "k") {
         Alloc a;
         uaplex_history_read r{};
         r.hdr = UAPLEX_HEADER_INIT(uaplex_history_read, UAPLEX_STYPE_HISTORY_READ);
         r.max_values = 10000;
-        r.node_key = {"k", 1};
+        r.node_key = {key.data(), key.size()};
         r.start_time = start;
         r.end_time = end;
         r.alloc = &a.alloc;
@@ -263,4 +265,19 @@ TEST_CASE("a store started while the database is away serves once it appears") {
     REQUIRE(s.awaitMetric("written", 10));
     CHECK(s.read().times == ramp(t0, 10));
     CHECK(s.metric("reconnects") == 0);  // the first connection is not a reconnect
+}
+
+TEST_CASE("node keys are bytes: a NUL or invalid UTF-8 spoils no batch") {
+    uaplex::test::PgCluster pg;
+    Store s(pg, "keys", toml::table{{"batch_size", 1000}, {"flush_interval_ms", 10}});
+    const int64_t t0 = utcNow(s);
+    const std::string odd("s=A\0\xff\xfe", 7);
+    REQUIRE(s.put(ramp(t0, 3)) == UAPLEX_Good);
+    REQUIRE(s.put(ramp(t0, 2), nullptr, odd) == UAPLEX_Good);
+    REQUIRE(s.put(ramp(t0 + 10, 1)) == UAPLEX_Good);
+    REQUIRE(s.awaitMetric("written", 6));
+    CHECK(s.metric("write_errors") == 0);
+    CHECK(s.read().times == std::vector<int64_t>{t0, t0 + 1, t0 + 2, t0 + 10});
+    CHECK(s.read(UAPLEX_HISTORY_TIME_MIN + 1, UAPLEX_HISTORY_TIME_MAX, odd).times == ramp(t0, 2));
+    CHECK(s.read(UAPLEX_HISTORY_TIME_MIN + 1, UAPLEX_HISTORY_TIME_MAX, "s=A").times.empty());
 }
