@@ -39,6 +39,7 @@ constexpr std::uint32_t kAuditActivateSession = 2075;
 constexpr std::uint32_t kAuditCancel = 2078;
 constexpr std::uint32_t kAuditWriteUpdate = 2100;
 constexpr std::uint32_t kAuditUrlMismatch = 2748;
+constexpr std::uint32_t kAuditConditionEnable = 2803;
 
 fs::path usersFile(const fs::path& dir) {
     fs::path f = dir / "users.toml";
@@ -165,6 +166,14 @@ TEST_CASE("audit: Audit events reach a client subscribed to the Server object an
     ua::CancelRequest cancel{};
     cancel.requestHandle = 4242;
     CHECK(Client::result(op.call(cancel, ++handle)) == UAPLEX_Good);
+    // Disable of the demo's LevelAlarm, a condition method (Part 9 AuditConditionEnable).
+    ua::CallMethodRequest disable{};
+    disable.objectId = ua::stringNodeId(demo, "Demo.Events.LevelAlarm");
+    disable.methodId = ua::numericNodeId(0, 9028);
+    disable.inputArguments = {0, nullptr};
+    ua::CallRequest callReq{};
+    callReq.methodsToCall = {1, &disable};
+    CHECK(Client::result(op.call(callReq, ++handle)) == UAPLEX_Good);
     // A third: the wrong password.
     Client bad;
     REQUIRE(bad.open(s.port));
@@ -186,6 +195,7 @@ TEST_CASE("audit: Audit events reach a client subscribed to the Server object an
                has(seen, kAuditActivateSession, true, "operator") &&
                has(seen, kAuditWriteUpdate, true, "operator") &&
                has(seen, kAuditCancel, true, "operator") &&
+               has(seen, kAuditConditionEnable, true, "operator") &&
                has(seen, kAuditActivateSession, false, "operator") &&
                has(seen, kAuditUrlMismatch, true, "");
     };
@@ -196,6 +206,7 @@ TEST_CASE("audit: Audit events reach a client subscribed to the Server object an
     CHECK(has(seen, kAuditActivateSession, true, "operator"));
     CHECK(has(seen, kAuditWriteUpdate, true, "operator"));
     CHECK(has(seen, kAuditCancel, true, "operator"));
+    CHECK(has(seen, kAuditConditionEnable, true, "operator"));
     CHECK(has(seen, kAuditActivateSession, false, "operator"));  // the wrong password
     CHECK(has(seen, kAuditUrlMismatch, true, ""));
     // The AuditSessionEventType subtypes name their session (a refused CreateSession has none).
@@ -243,6 +254,7 @@ TEST_CASE("audit: Audit events reach a client subscribed to the Server object an
     CHECK_THAT(text, Catch::Contains("\"NewValue\":\"type 6\",\"OldValue\":\"type 6\""));
     CHECK(counts["AuditCancelEventType true"] == 1);
     CHECK(counts["AuditUrlMismatchEventType true"] == 1);
+    CHECK(counts["AuditConditionEnableEventType true"] == 1);
     // The counters: every event raised, nothing dropped.
     CHECK(metric("uaplex_audit_events_total") >= 8);
     CHECK(metric("uaplex_audit_records_dropped_total") == 0);

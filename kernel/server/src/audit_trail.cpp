@@ -120,6 +120,16 @@ const char* eventTypeName(std::uint32_t type) noexcept {
             return "AuditCertificateRevokedEventType";
         case ns0::AuditCertificateMismatchEventType:
             return "AuditCertificateMismatchEventType";
+        case ns0::AuditConditionEnableEventType:
+            return "AuditConditionEnableEventType";
+        case ns0::AuditConditionCommentEventType:
+            return "AuditConditionCommentEventType";
+        case ns0::AuditConditionAcknowledgeEventType:
+            return "AuditConditionAcknowledgeEventType";
+        case ns0::AuditConditionConfirmEventType:
+            return "AuditConditionConfirmEventType";
+        case ns0::AuditConditionShelvingEventType:
+            return "AuditConditionShelvingEventType";
         default:
             return "AuditCertificateEventType";
     }
@@ -527,6 +537,59 @@ void AuditTrail::cancel(const session::Session& s, const ua::CancelRequest& req,
                  userOf(s), ua::utcNow());
         r.addNodeId("SessionId", s.sessionId());
         r.addUInt32("RequestHandle", req.requestHandle);
+        emit(r);
+    } catch (...) {
+        dropped_.fetch_add(1, std::memory_order_relaxed);
+    }
+}
+
+void AuditTrail::conditionMethod(const session::Session& s, const ua::CallRequest& req,
+                                 const ua::CallMethodRequest& m, std::uint32_t method,
+                                 uaplex_status status) noexcept {
+    try {
+        std::uint32_t type = 0;
+        switch (method) {
+            case 9027:  // Enable
+            case 9028:  // Disable
+                type = ns0::AuditConditionEnableEventType;
+                break;
+            case 9029:
+                type = ns0::AuditConditionCommentEventType;
+                break;
+            case 9111:
+                type = ns0::AuditConditionAcknowledgeEventType;
+                break;
+            case 9113:
+                type = ns0::AuditConditionConfirmEventType;
+                break;
+            default:  // Unshelve, OneShotShelve, TimedShelve
+                type = ns0::AuditConditionShelvingEventType;
+                break;
+        }
+        Record r(type);
+        r.common(serverId_, status == UAPLEX_Good, status, ua::view(req.requestHeader.auditEntryId),
+                 userOf(s), ua::utcNow());
+        r.addNodeId("SourceNode", m.objectId);
+        r.addNodeId("MethodId", m.methodId);
+        const std::size_t n = m.inputArguments.size();
+        r.add("InputArguments",
+              ua::variantArray(ua::BuiltinType::Variant, std::int32_t(n), m.inputArguments.data),
+              std::to_string(n) + " arguments", true);
+        const bool withComment = method == 9029 || method == 9111 || method == 9113;
+        if (withComment && n == 2 &&
+            ua::variantType(m.inputArguments[0]) == ua::BuiltinType::ByteString &&
+            ua::variantType(m.inputArguments[1]) == ua::BuiltinType::LocalizedText &&
+            m.inputArguments[1].value.pointer != nullptr) {
+            r.add("ConditionEventId", m.inputArguments[0],
+                  std::to_string(ua::view(m.inputArguments[0].value.bytestring).size()) + " bytes",
+                  true);
+            const auto* c =
+                static_cast<const ua::LocalizedText*>(m.inputArguments[1].value.pointer);
+            r.add("Comment", m.inputArguments[1], cleanText(std::string(ua::view(c->text))), true);
+        }
+        if (method == 2949 && n == 1 &&
+            ua::variantType(m.inputArguments[0]) == ua::BuiltinType::Double)
+            r.addDouble("ShelvingTime", m.inputArguments[0].value.double_);
         emit(r);
     } catch (...) {
         dropped_.fetch_add(1, std::memory_order_relaxed);

@@ -140,7 +140,8 @@ void conditionRefresh(SubscriptionService& subscriptions, std::uint64_t session,
 // Call permission on object and method and the inputs, and left them unimplemented; the conditions
 // act for the session's user, their ClientUserId.
 void conditionMethods(const NodeServices& services, const session::Session& session,
-                      const ua::CallRequest& req, ua::CallResponse& resp) noexcept {
+                      AuditTrail* audit, const ua::CallRequest& req,
+                      ua::CallResponse& resp) noexcept {
     std::string user;
     bool known = false;
     for (std::size_t i = 0; i < req.methodsToCall.size() && i < resp.results.size(); ++i) {
@@ -167,6 +168,7 @@ void conditionMethods(const NodeServices& services, const session::Session& sess
             services.conditionCall(services.self, m.objectId, method,
                                    {m.inputArguments.data, m.inputArguments.size()}, user);
         r.outputArguments = {0, nullptr};
+        if (audit) audit->conditionMethod(session, req, m, method, r.statusCode);
     }
 }
 
@@ -213,7 +215,7 @@ uaplex_status write(ServiceRequest& c) noexcept {
 uaplex_status callMethods(ServiceRequest& c) noexcept {
     uaplex_status st = nodeService<&NodeServices::call>(c);
     if (st == UAPLEX_Good && c.response != nullptr && c.nodeServices.conditionCall != nullptr)
-        conditionMethods(c.nodeServices, *c.session, requestOf<ua::CallRequest>(c),
+        conditionMethods(c.nodeServices, *c.session, c.audit, requestOf<ua::CallRequest>(c),
                          *static_cast<ua::CallResponse*>(c.response));
     if (st == UAPLEX_Good && c.subscriptions)
         conditionRefresh(*c.subscriptions, sessionKey(*c.session), requestOf<ua::CallRequest>(c),

@@ -50,6 +50,14 @@ class AuditTrail {
     // AuditCancelEventType.
     void cancel(const session::Session& session, const ua::CancelRequest& request,
                 uaplex_status status) noexcept;
+    // A condition method (Part 9 5.10): AuditConditionEnableEventType (Enable, Disable),
+    // AuditConditionCommentEventType, AuditConditionAcknowledgeEventType,
+    // AuditConditionConfirmEventType, AuditConditionShelvingEventType, with the condition as
+    // SourceNode, MethodId, InputArguments and, where the type has them, ConditionEventId and
+    // Comment (ShelvingTime). `method` is the ns0 method id the call named.
+    void conditionMethod(const session::Session& session, const ua::CallRequest& request,
+                         const ua::CallMethodRequest& call, std::uint32_t method,
+                         uaplex_status status) noexcept;
     // AuditWriteUpdateEventType, one per WriteValue; `response` null when the whole request
     // failed; `oldValues` what was read before the write (one per WriteValue, or empty).
     void write(const session::Session& session, const ua::WriteRequest& request,
