@@ -44,7 +44,17 @@ class PgCluster {
                                    "trust", "-E", "UTF8", "--locale=C", "--no-sync"},
                                   60);
         if (rc != 0) throw std::runtime_error("initdb failed: " + log());
-        start();
+        // Another process may take the port between the pick and the server's bind: a few
+        // more ports then.
+        for (int attempt = 0;; ++attempt) {
+            try {
+                start();
+                return;
+            } catch (const std::runtime_error&) {
+                if (attempt == 4 || log().find("could not bind") == std::string::npos) throw;
+                port_ = freePort();
+            }
+        }
     }
     ~PgCluster() {
         stop();
@@ -119,7 +129,8 @@ class PgCluster {
 
     // A loopback port below the ephemeral range that nothing listens on just now.
     static std::uint16_t freePort() {
-        std::minstd_rand pick(std::uint32_t(::getpid()) * 7919U + std::uint32_t(::time(nullptr)));
+        static std::minstd_rand pick(std::uint32_t(::getpid()) * 7919U +
+                                     std::uint32_t(::time(nullptr)));
         for (int attempt = 0; attempt < 200; ++attempt) {
             auto port = std::uint16_t(20000 + pick() % 8000);
             const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
