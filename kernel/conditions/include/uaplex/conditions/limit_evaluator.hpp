@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: Apache-2.0
+// The kernel's own evaluation of a limit or off-normal alarm (Part 9 5.8.17 LimitAlarmType,
+// 5.8.18 ExclusiveLimitStateMachineType, 5.8.19-5.8.21 the exclusive and non-exclusive
+// level alarms, 5.8.23 OffNormalAlarmType; OnDelay and OffDelay of AlarmConditionType 5.8.2)
+// from the values of its input node. Pure state: no lock, no clock of its own (the caller
+// passes the time), no allocation after construction.
+//
+// Each limit is a two-state machine with hysteresis: a high limit (HighHigh, High) becomes
+// active when the value reaches it (value >= limit) and inactive when the value falls below
+// limit - deadband; a low limit (Low, LowLow) becomes active at value <= limit and inactive
+// above limit + deadband. An off-normal alarm has one such state: active while the value is
+// not its normal value. Delays act on each state: a change to active takes effect once the
+// input has wanted it for OnDelay without interruption, a change to inactive after OffDelay;
+// a change the input takes back within its delay never takes effect. The exclusive alarm's
+// LimitState is the most severe active limit (HighHigh before High, LowLow before Low); the
+// non-exclusive alarm shows each limit's state. Severity is the greatest of the active
+// limits' severities (the off-normal alarm's own severity while it is active).
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "uaplex/encoding/encoding.hpp"
+
+namespace uaplex::conditions {
+
+// Namespace-0 ids of Part 9 (NodeIds.csv) the limit alarms use.
+inline constexpr std::uint32_t kExclusiveLevelAlarmType = 9482;
+inline constexpr std::uint32_t kNonExclusiveLevelAlarmType = 10060;
+inline constexpr std::uint32_t kOffNormalAlarmType = 10637;
+inline constexpr std::uint32_t kExclusiveLimitStateMachineType = 9318;
+inline constexpr std::uint32_t kLimitStateHighHigh = 9329;
+inline constexpr std::uint32_t kLimitStateHigh = 9331;
+inline constexpr std::uint32_t kLimitStateLow = 9333;
+inline constexpr std::uint32_t kLimitStateLowLow = 9335;
+
+enum class AlarmKind : std::uint8_t { ExclusiveLevel, NonExclusiveLevel, OffNormal };
+
+// The limits, in this order everywhere (an index into LimitAlarmSpec::limits).
+enum class Limit : std::uint8_t { HighHigh = 0, High = 1, Low = 2, LowLow = 3 };
+inline constexpr std::size_t kLimitCount = 4;
+
+// The exclusive alarm's LimitState (None: inactive, no current state).
+enum class LimitLevel : std::uint8_t { None, HighHigh, High, Low, LowLow };
+
+struct LimitSpec {
+    bool present = false;
+    double value = 0.0;
+    std::uint16_t severity = 500;  // 1..1000
+};
+
+struct LimitAlarmSpec {
+    AlarmKind kind = AlarmKind::ExclusiveLevel;
+    std::array<LimitSpec, kLimitCount> limits{};
+    double deadband = 0.0;         // >= 0, in the value's unit
+    double normalValue = 0.0;      // OffNormal
+    std::uint16_t severity = 500;  // OffNormal: its severity while active
+    std::int64_t onDelay = 0;      // 100 ns ticks, >= 0
+    std::int64_t offDelay = 0;     // 100 ns ticks, >= 0
+};
+
+// The ns0 NodeId number of a level's state (0 for None).
+std::uint32_t limitStateId(LimitLevel level) noexcept;
+// "HighHigh", "High", "Low", "LowLow"; "" for None.
+const char* limitStateName(LimitLevel level) noexcept;
+
+class LimitEvaluator {
+  public:
+    explicit LimitEvaluator(const LimitAlarmSpec& spec) noexcept : spec_(spec) {}
+
+    // A new input value at `now`. True when the alarm's state (active, a limit's state,
+    // severity) changed. A NaN leaves everything as it is.
+    bool update(double value, ua::DateTime now) noexcept;
+    // Applies the delays that ended by `now` (without a new value). True on a change.
+    bool tick(ua::DateTime now) noexcept;
+    // The earliest time a pending delay ends; 0 when none is pending.
+    ua::DateTime nextDeadline() const noexcept;
+
+    bool active() const noexcept;
+    bool limitActive(Limit l) const noexcept { return state_[index(l)].effective; }
+    LimitLevel level() const noexcept;        // the exclusive alarm's LimitState
+    std::uint16_t severity() const noexcept;  // 0 while inactive
+    const LimitAlarmSpec& spec() const noexcept { return spec_; }
+
+  private:
+    struct State {
+        bool wanted = false;     // what the input (with hysteresis) asks for
+        bool effective = false;  // what the alarm shows
+        ua::DateTime since = 0;  // when `wanted` last changed
+    };
+    static constexpr std::size_t index(Limit l) noexcept { return static_cast<std::size_t>(l); }
+    std::size_t stateCount() const noexcept {
+        return spec_.kind == AlarmKind::OffNormal ? 1 : kLimitCount;
+    }
+    bool settle(State& s, ua::DateTime now) const noexcept;
+
+    LimitAlarmSpec spec_;
+    std::array<State, kLimitCount> state_{};
+};
+
+}  // namespace uaplex::conditions
