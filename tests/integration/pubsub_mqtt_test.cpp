@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <initializer_list>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -487,4 +488,32 @@ TEST_CASE("TLS: a broker certificate from another CA is refused") {
     std::int64_t connected = -1;
     process.host.services().metrics.value("mqtt.connected", connected);
     CHECK(connected == 0);
+}
+
+TEST_CASE("a reload with another [pubsub] says it needs a restart") {
+    Broker broker;
+    auto toml = [&](std::uint16_t port, const fs::path& dir, std::uint32_t interval) {
+        return "[log]\nlevel = \"info\"\nsink = \"file\"\nfile = \"" +
+               (dir / "uaplex.log").string() +
+               "\"\n[host]\nplugin_dirs = [\"" UAPLEX_PLUGIN_DIR
+               "\"]\n[server]\nendpoints = [\"opc.tcp://127.0.0.1:" +
+               std::to_string(port) + "\"]\n" + serverTables(broker.port, interval, 1, 1000);
+    };
+    test::ServerProcess server("pubsub-reload", [&](std::uint16_t port, const fs::path& dir) {
+        return toml(port, dir, 100);
+    });
+    REQUIRE(server.alive());
+    auto logHas = [&](const std::string& what) {
+        std::ifstream in(server.dir / "uaplex.log");
+        std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        return all.find(what) != std::string::npos;
+    };
+    for (int i = 0; i < 100 && !logHas("pubsub: publisher"); ++i) std::this_thread::sleep_for(50ms);
+    std::ofstream(server.dir / "test.toml") << toml(server.port, server.dir, 200);
+    ::kill(server.pid, SIGHUP);
+    // Warnings are flushed at once.
+    for (int i = 0; i < 100 && !logHas("take effect after a restart"); ++i)
+        std::this_thread::sleep_for(50ms);
+    CHECK(logHas("take effect after a restart"));
+    CHECK(server.alive());
 }

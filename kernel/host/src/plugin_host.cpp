@@ -627,7 +627,8 @@ void Host::reload(const config::ServerConfig& cfg) {
                           cfg.server.endpoints != config_.server.endpoints ||
                           cfg.slots.admission != config_.slots.admission ||
                           cfg.slots.buffer_pool != config_.slots.buffer_pool ||
-                          cfg.admin != config_.admin || cfg.audit != config_.audit;
+                          cfg.admin != config_.admin || cfg.audit != config_.audit ||
+                          cfg.pubsub != config_.pubsub;
     // (monitored_item_queue was handled above)
     for (const auto& pc : cfg.plugins) {
         if (pc.name == after || (mi_changed && (pc.name == mi_before || pc.name == mi_after)))

@@ -231,6 +231,7 @@ struct PersistentNode {
     std::string string_id;
     std::uint32_t numeric = 0;
     std::string text;  // as written, for messages
+    bool operator==(const PersistentNode&) const = default;
 };
 
 // [persistence] (docs/configuration.md "State across restarts"): stored values kept in an
@@ -250,16 +251,19 @@ struct PersistenceSection {
 struct PubSubField {
     std::string name;     // the field name in the DataSetMessage's Payload
     PersistentNode node;  // a stored Variable's NodeId (its Value)
+    bool operator==(const PubSubField&) const = default;  // a reload's "needs a restart"
 };
 struct PubSubDataSet {  // a PublishedDataSet of variables
     std::string name;
     std::vector<PubSubField> fields;
+    bool operator==(const PubSubDataSet&) const = default;  // a reload's "needs a restart"
 };
 struct PubSubWriter {  // a DataSetWriter
     std::string name;
     std::uint16_t id = 0;  // DataSetWriterId, unique in the Publisher
     std::string data_set;
-    std::uint32_t key_frame_count = 1;  // every n-th message a key frame, delta frames between
+    std::uint32_t key_frame_count = 1;  // every n-th interval a key frame, delta frames between
+    bool operator==(const PubSubWriter&) const = default;  // a reload's "needs a restart"
 };
 struct PubSubGroup {  // a WriterGroup
     std::string name;
@@ -267,6 +271,7 @@ struct PubSubGroup {  // a WriterGroup
     std::uint32_t publishing_interval_ms = 1000;
     std::uint32_t qos = 1;  // 0: at most once, 1: at least once
     std::vector<PubSubWriter> writers;
+    bool operator==(const PubSubGroup&) const = default;  // a reload's "needs a restart"
 };
 struct PubSubSection {
     bool enabled = false;  // the section is present
@@ -277,6 +282,7 @@ struct PubSubSection {
     std::uint32_t max_field_bytes = 1024;     // one field's encoded value
     std::vector<PubSubDataSet> data_sets;
     std::vector<PubSubGroup> writer_groups;
+    bool operator==(const PubSubSection&) const = default;  // a reload's "needs a restart"
 };
 
 // [admin]: the admin listener (/metrics, /health, /ready), plain HTTP or TLS, apart from the
