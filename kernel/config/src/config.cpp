@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -494,6 +495,131 @@ void buildPubSub(const toml::table& t, const fs::path& file, ServerConfig& cfg) 
     }
 }
 
+// A number (integer or float), finite.
+double getNumber(const toml::table& t, std::string_view key, double def,
+                 const std::string& table_name, const fs::path& file) {
+    const toml::node* node = t.get(key);
+    if (!node) return def;
+    double v = 0;
+    if (const auto* i = node->as_integer())
+        v = double(i->get());
+    else if (const auto* f = node->as_floating_point())
+        v = f->get();
+    else if (const auto* b = node->as_boolean())
+        v = b->get() ? 1.0 : 0.0;
+    else
+        fail(*node, file, "[" + table_name + "] " + std::string(key) + " must be a number");
+    if (!std::isfinite(v))
+        fail(*node, file, "[" + table_name + "] " + std::string(key) + " must be finite");
+    return v;
+}
+
+void buildAlarms(const toml::node& node, const fs::path& file, ServerConfig& cfg) {
+    const std::string name = "alarms";
+    const toml::array* arr = node.as_array();
+    if (!arr || !arr->is_array_of_tables())
+        fail(node, file, "alarms must be an array of tables ([[alarms]])");
+    if (arr->size() > cfg.server.limits.max_conditions)
+        fail(node, file,
+             "[[alarms]] declares " + std::to_string(arr->size()) +
+                 " alarms, more than [server.limits] max_conditions = " +
+                 std::to_string(cfg.server.limits.max_conditions));
+    static constexpr const char* kNodeForm =
+        " must be \"nsu=<uri>;s=<text>\", \"nsu=<uri>;i=<n>\" or the same with "
+        "\"ns=<index>;\" (1 to 65535)";
+    for (const toml::node& item : *arr) {
+        const toml::table& t = *item.as_table();
+        checkKeys(
+            t,
+            {"name", "type", "source", "parent", "high_high", "high", "low", "low_low",
+             "high_high_severity", "high_severity", "low_severity", "low_low_severity", "deadband",
+             "normal_value", "severity", "message", "on_delay_ms", "off_delay_ms"},
+            name, file, cfg);
+        auto at = [&](std::string_view key) -> const toml::node& {
+            return t.get(key) ? *t.get(key) : static_cast<const toml::node&>(t);
+        };
+        AlarmConfig a;
+        a.position = positionOf(t, file);
+        a.name = getString(t, "name", "", name, file);
+        bool printable = !a.name.empty() && a.name.size() <= 128;
+        for (unsigned char c : a.name) printable = printable && c >= 0x20 && c != 0x7f;
+        if (!printable)
+            fail(at("name"), file, "[[alarms]] name must be 1 to 128 printable characters");
+        for (const auto& other : cfg.alarms)
+            if (other.name == a.name) fail(at("name"), file, "[[alarms]] '" + a.name + "' twice");
+        const std::string what = "[[alarms]] '" + a.name + "': ";
+        a.type = getString(t, "type", "", name, file);
+        const bool offNormal = a.type == "off_normal";
+        if (a.type != "exclusive_level" && a.type != "non_exclusive_level" && !offNormal)
+            fail(at("type"), file,
+                 what +
+                     "type must be \"exclusive_level\", \"non_exclusive_level\" or "
+                     "\"off_normal\"");
+        if (!parsePersistentNode(getString(t, "source", "", name, file), a.source))
+            fail(at("source"), file, what + "source" + kNodeForm);
+        if (t.get("parent")) {
+            a.has_parent = true;
+            if (!parsePersistentNode(getString(t, "parent", "", name, file), a.parent))
+                fail(at("parent"), file, what + "parent" + kNodeForm);
+        }
+        struct LimitKey {
+            const char* key;
+            const char* severityKey;
+            AlarmLimitConfig* out;
+            std::uint32_t severity;
+        };
+        const LimitKey limits[] = {{"high_high", "high_high_severity", &a.high_high, 800},
+                                   {"high", "high_severity", &a.high, 500},
+                                   {"low", "low_severity", &a.low, 500},
+                                   {"low_low", "low_low_severity", &a.low_low, 800}};
+        for (const LimitKey& k : limits) {
+            if (offNormal && (t.get(k.key) || t.get(k.severityKey)))
+                fail(at(t.get(k.key) ? k.key : k.severityKey), file,
+                     what + "an off_normal alarm has no " + k.key + " limit");
+            k.out->present = t.get(k.key) != nullptr;
+            k.out->value = getNumber(t, k.key, 0.0, name, file);
+            k.out->severity = getUint(t, k.severityKey, k.severity, 1, 1000, name, file);
+        }
+        if (!offNormal) {
+            if (!a.high_high.present && !a.high.present && !a.low.present && !a.low_low.present)
+                fail(t, file,
+                     what +
+                         "a level alarm needs at least one of high_high, high, low, "
+                         "low_low");
+            // The limits in order: high_high >= high > low >= low_low (those given).
+            std::vector<std::pair<const char*, double>> given;
+            for (const LimitKey& k : limits)
+                if (k.out->present) given.emplace_back(k.key, k.out->value);
+            for (std::size_t i = 1; i < given.size(); ++i)
+                if (given[i].second > given[i - 1].second)
+                    fail(at(given[i].first), file,
+                         what + given[i].first + " must not be above " + given[i - 1].first);
+            if (a.high.present && a.low.present && !(a.low.value < a.high.value))
+                fail(at("low"), file, what + "low must be below high");
+            if (t.get("normal_value") || t.get("severity"))
+                fail(at(t.get("normal_value") ? "normal_value" : "severity"), file,
+                     what +
+                         "normal_value and severity are for off_normal alarms (a level "
+                         "alarm has a severity per limit)");
+        } else {
+            if (!t.get("normal_value"))
+                fail(t, file, what + "an off_normal alarm needs normal_value");
+            a.normal_value = getNumber(t, "normal_value", 0.0, name, file);
+            a.severity = getUint(t, "severity", a.severity, 1, 1000, name, file);
+            if (t.get("deadband"))
+                fail(at("deadband"), file, what + "an off_normal alarm has no deadband");
+        }
+        a.deadband = getNumber(t, "deadband", 0.0, name, file);
+        if (a.deadband < 0) fail(at("deadband"), file, what + "deadband must not be negative");
+        a.message = getString(t, "message", "", name, file);
+        if (a.message.size() > 4096)
+            fail(at("message"), file, what + "message must be at most 4096 bytes");
+        a.on_delay_ms = getUint(t, "on_delay_ms", 0, 0, 86400000, name, file);
+        a.off_delay_ms = getUint(t, "off_delay_ms", 0, 0, 86400000, name, file);
+        cfg.alarms.push_back(std::move(a));
+    }
+}
+
 void buildPersistence(const toml::table& t, const fs::path& file, const PathContext& paths,
                       ServerConfig& cfg) {
     const std::string name = "persistence";
@@ -646,7 +772,7 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
     cfg.file = file;
     checkKeys(root,
               {"log", "host", "server", "access", "slots", "plugins", "persistence", "admin",
-               "control", "audit", "pubsub"},
+               "control", "audit", "pubsub", "alarms"},
               "top level", file, cfg);
     if (const toml::table* audit = subTable(root, "audit", file))
         buildAudit(*audit, file, paths, cfg);
@@ -918,6 +1044,7 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
     if (const toml::table* persistence = subTable(root, "persistence", file))
         buildPersistence(*persistence, file, paths, cfg);
     if (const toml::table* pubsub = subTable(root, "pubsub", file)) buildPubSub(*pubsub, file, cfg);
+    if (const toml::node* alarms = root.get("alarms")) buildAlarms(*alarms, file, cfg);
 
     if (const toml::table* plugins = subTable(root, "plugins", file)) {
         for (auto&& [key, node] : *plugins) {

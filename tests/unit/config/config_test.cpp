@@ -790,3 +790,98 @@ TEST_CASE("pubsub section: bad values are refused with their position") {
     REQUIRE(warned.warnings.size() == 1);
     CHECK_THAT(warned.warnings[0], Catch::Contains("unknown key 'colour' in [pubsub]"));
 }
+
+TEST_CASE("[[alarms]]: level and off-normal alarms with their defaults") {
+    auto cfg = parseString(
+        "[[alarms]]\nname = \"TankHigh\"\ntype = \"exclusive_level\"\n"
+        "source = \"ns=1;s=Tank.Level\"\nhigh_high = 95\nhigh = 80.5\nlow = 10\n"
+        "high_severity = 600\ndeadband = 1.5\nmessage = \"Tank level\"\non_delay_ms = 2000\n"
+        "[[alarms]]\nname = \"PumpOff\"\ntype = \"off_normal\"\nsource = \"nsu=urn:x;i=7\"\n"
+        "normal_value = true\nseverity = 300\nparent = \"ns=1;s=Pumps\"\noff_delay_ms = 500\n",
+        "/etc/uaplex/test.toml", kPaths);
+    CHECK(cfg.warnings.empty());
+    REQUIRE(cfg.alarms.size() == 2);
+    const auto& a = cfg.alarms[0];
+    CHECK(a.name == "TankHigh");
+    CHECK(a.type == "exclusive_level");
+    CHECK(a.source.ns == 1);
+    CHECK(a.source.string_id == "Tank.Level");
+    CHECK(a.high_high.present);
+    CHECK(a.high_high.value == 95.0);
+    CHECK(a.high_high.severity == 800);  // the default of the outer limits
+    CHECK(a.high.value == 80.5);
+    CHECK(a.high.severity == 600);
+    CHECK(a.low.severity == 500);
+    CHECK_FALSE(a.low_low.present);
+    CHECK(a.deadband == 1.5);
+    CHECK(a.message == "Tank level");
+    CHECK(a.on_delay_ms == 2000);
+    CHECK(a.off_delay_ms == 0);
+    CHECK_FALSE(a.has_parent);
+    CHECK_THAT(a.position, Catch::Contains("test.toml:1:"));
+    const auto& b = cfg.alarms[1];
+    CHECK(b.type == "off_normal");
+    CHECK(b.source.namespace_uri == "urn:x");
+    CHECK(b.source.numeric == 7);
+    CHECK(b.normal_value == 1.0);
+    CHECK(b.severity == 300);
+    CHECK(b.has_parent);
+    CHECK(b.parent.string_id == "Pumps");
+    CHECK(b.off_delay_ms == 500);
+    CHECK_FALSE(a == b);
+    CHECK(a == cfg.alarms[0]);
+    CHECK(parseString("", "/etc/uaplex/test.toml", kPaths).alarms.empty());
+}
+
+TEST_CASE("[[alarms]]: bad declarations are refused with their position") {
+    const std::string head =
+        "[[alarms]]\nname = \"A\"\ntype = \"exclusive_level\"\n"
+        "source = \"ns=1;s=V\"\n";
+    CHECK_THAT(error_of(head + "high = 1\nlow = 5\n"),
+               Catch::Contains("test.toml:6:7: [[alarms]] 'A': low must not be above high"));
+    CHECK_THAT(error_of(head + "high = 5\nlow = 5\n"), Catch::Contains("low must be below high"));
+    CHECK_THAT(error_of(head + "high_high = 5\nhigh = 6\n"),
+               Catch::Contains("high must not be above high_high"));
+    CHECK_THAT(error_of(head), Catch::Contains("test.toml:1:1: [[alarms]] 'A': a level alarm "
+                                               "needs at least one of"));
+    CHECK_THAT(error_of(head + "high = 1\ndeadband = -1\n"),
+               Catch::Contains("deadband must not be negative"));
+    CHECK_THAT(error_of(head + "high = nan\n"), Catch::Contains("high must be finite"));
+    CHECK_THAT(error_of(head + "high = \"x\"\n"), Catch::Contains("high must be a number"));
+    CHECK_THAT(error_of(head + "high = 1\nhigh_severity = 0\n"),
+               Catch::Contains("high_severity must be an integer from 1 to 1000"));
+    CHECK_THAT(error_of(head + "high = 1\nhigh_severity = 1001\n"),
+               Catch::Contains("high_severity must be an integer from 1 to 1000"));
+    CHECK_THAT(error_of(head + "high = 1\non_delay_ms = 86400001\n"),
+               Catch::Contains("on_delay_ms must be an integer from 0 to 86400000"));
+    CHECK_THAT(error_of(head + "high = 1\nnormal_value = 1\n"),
+               Catch::Contains("normal_value and severity are for off_normal alarms"));
+    CHECK_THAT(error_of(head + "high = 1\nmessage = \"" + std::string(4097, 'm') + "\"\n"),
+               Catch::Contains("message must be at most 4096 bytes"));
+    CHECK_THAT(error_of("[[alarms]]\nname = \"A\"\ntype = \"rate\"\nsource = \"ns=1;s=V\"\n"),
+               Catch::Contains("test.toml:3:8: [[alarms]] 'A': type must be"));
+    CHECK_THAT(error_of("[[alarms]]\nname = \"A\"\ntype = \"off_normal\"\nsource = \"i=5\"\n"),
+               Catch::Contains("source must be"));
+    CHECK_THAT(error_of("[[alarms]]\nname = \"A\"\ntype = \"off_normal\"\nsource = \"ns=1;i=5\"\n"),
+               Catch::Contains("an off_normal alarm needs normal_value"));
+    CHECK_THAT(error_of("[[alarms]]\nname = \"A\"\ntype = \"off_normal\"\nsource = \"ns=1;i=5\"\n"
+                        "normal_value = 0\nhigh = 3\n"),
+               Catch::Contains("an off_normal alarm has no high limit"));
+    CHECK_THAT(error_of("[[alarms]]\nname = \"A\"\ntype = \"off_normal\"\nsource = \"ns=1;i=5\"\n"
+                        "normal_value = 0\nparent = \"Objects\"\n"),
+               Catch::Contains("parent must be"));
+    CHECK_THAT(error_of("[[alarms]]\nname = \"\"\ntype = \"off_normal\"\n"),
+               Catch::Contains("name must be 1 to 128 printable characters"));
+    CHECK_THAT(error_of(head + "high = 1\n" + head + "high = 2\n"),
+               Catch::Contains("[[alarms]] 'A' twice"));
+    CHECK_THAT(error_of("[alarms]\nname = \"A\"\n"),
+               Catch::Contains("alarms must be an array of tables"));
+    // Finite: no more alarms than [server.limits] max_conditions.
+    CHECK_THAT(error_of("[server.limits]\nmax_conditions = 1\n" + head + "high = 1\n" +
+                        "[[alarms]]\nname = \"B\"\ntype = \"exclusive_level\"\n"
+                        "source = \"ns=1;s=V\"\nhigh = 1\n"),
+               Catch::Contains("declares 2 alarms, more than [server.limits] max_conditions = 1"));
+    auto warned = parseString(head + "high = 1\ncolour = 1\n", "/etc/uaplex/test.toml", kPaths);
+    REQUIRE(warned.warnings.size() == 1);
+    CHECK_THAT(warned.warnings[0], Catch::Contains("unknown key 'colour' in [alarms]"));
+}

@@ -9,6 +9,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <toml++/toml.h>
@@ -285,6 +286,40 @@ struct PubSubSection {
     bool operator==(const PubSubSection&) const = default;  // a reload's "needs a restart"
 };
 
+// [[alarms]] (docs/configuration.md "Alarms"): limit and off-normal alarms the kernel
+// evaluates on a variable's value changes. At most [server.limits] max_conditions.
+struct AlarmLimitConfig {
+    bool present = false;
+    double value = 0.0;
+    std::uint32_t severity = 500;  // 1..1000
+};
+struct AlarmConfig {
+    std::string name;         // its ConditionName and browse name, unique
+    std::string type;         // "exclusive_level", "non_exclusive_level", "off_normal"
+    PersistentNode source;    // the input variable (InputNode)
+    bool has_parent = false;  // else the kernel's alarms folder
+    PersistentNode parent;    // where the condition node goes
+    AlarmLimitConfig high_high, high, low, low_low;  // level alarms: at least one
+    double deadband = 0.0;                           // >= 0, on the way back
+    double normal_value = 0.0;                       // off_normal
+    std::uint32_t severity = 500;                    // off_normal, 1..1000
+    std::string message;             // the events' Message (empty: the kernel's text)
+    std::uint32_t on_delay_ms = 0;   // OnDelay, 0..86,400,000
+    std::uint32_t off_delay_ms = 0;  // OffDelay, 0..86,400,000
+    std::string position;            // "file:line:column" of its table, for messages
+    bool operator==(const AlarmConfig& o) const {
+        auto key = [](const AlarmLimitConfig& l) {
+            return std::tuple(l.present, l.value, l.severity);
+        };
+        return name == o.name && type == o.type && source.text == o.source.text &&
+               has_parent == o.has_parent && parent.text == o.parent.text &&
+               key(high_high) == key(o.high_high) && key(high) == key(o.high) &&
+               key(low) == key(o.low) && key(low_low) == key(o.low_low) && deadband == o.deadband &&
+               normal_value == o.normal_value && severity == o.severity && message == o.message &&
+               on_delay_ms == o.on_delay_ms && off_delay_ms == o.off_delay_ms;
+    }
+};
+
 // [admin]: the admin listener (/metrics, /health, /ready), plain HTTP or TLS, apart from the
 // OPC UA transports (docs/configuration.md, docs/metrics.md).
 struct AdminConfig {
@@ -336,6 +371,7 @@ struct ServerConfig {
     SlotsConfig slots;
     PersistenceSection persistence;
     PubSubSection pubsub;
+    std::vector<AlarmConfig> alarms;    // [[alarms]], in file order
     std::vector<PluginConfig> plugins;  // in file order
     std::vector<std::string> warnings;  // unknown keys and similar, one line each
 
