@@ -315,6 +315,8 @@ uaplex_status AddressSpace::addNode(const uaplex_node_spec& spec, Node** out) {
         if (spec.user_access_level != 0)
             node->userAccessLevel = static_cast<std::uint8_t>(spec.user_access_level);
         node->minimumSamplingInterval = spec.minimum_sampling_interval;
+        if (spec.node_class == kVariable)
+            node->historizing = UAPLEX_FIELD_OR(&spec, uaplex_node_spec, historizing, 0u) != 0;
         if (spec.value != nullptr) {
             // A value without a source timestamp is as of now (Read returns one).
             ua::DataValue initial = *spec.value;

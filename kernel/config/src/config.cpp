@@ -664,6 +664,45 @@ void buildPersistence(const toml::table& t, const fs::path& file, const PathCont
         fail(t, file, "[persistence] names no nodes and no namespaces");
 }
 
+void buildHistory(const toml::table& t, const fs::path& file, ServerConfig& cfg) {
+    const std::string name = "history";
+    checkKeys(t,
+              {"plugin", "nodes", "historizing", "max_nodes", "max_value_bytes",
+               "max_nodes_per_read", "max_values_per_node", "max_continuation_points"},
+              name, file, cfg);
+    HistorySection& h = cfg.history;
+    h.enabled = true;
+    h.plugin = getString(t, "plugin", "", name, file);
+    if (h.plugin.empty()) fail(t, file, "[history] plugin must name a history plugin");
+    if (const toml::node* n = t.get("historizing")) {
+        if (!n->is_boolean()) fail(*n, file, "[history] historizing must be a boolean");
+        h.historizing = n->as_boolean()->get();
+    }
+    h.max_nodes = getUint(t, "max_nodes", h.max_nodes, 1, 1000000, name, file);
+    h.max_value_bytes = getUint(t, "max_value_bytes", h.max_value_bytes, 16, 1u << 20, name, file);
+    h.max_nodes_per_read =
+        getUint(t, "max_nodes_per_read", h.max_nodes_per_read, 1, 100000, name, file);
+    h.max_values_per_node =
+        getUint(t, "max_values_per_node", h.max_values_per_node, 1, 1000000, name, file);
+    h.max_continuation_points =
+        getUint(t, "max_continuation_points", h.max_continuation_points, 1, 65535, name, file);
+    for (const auto& text : getStrings(t, "nodes", {}, name, file)) {
+        PersistentNode n;
+        if (!parsePersistentNode(text, n))
+            fail(*t.get("nodes"), file,
+                 "[history] nodes: '" + text.substr(0, 200) +
+                     "' must be \"nsu=<uri>;s=<text>\", \"nsu=<uri>;i=<n>\" or the same with "
+                     "\"ns=<index>;\" (1 to 65535)");
+        h.nodes.push_back(std::move(n));
+    }
+    if (h.nodes.size() > h.max_nodes)
+        fail(*t.get("nodes"), file,
+             "[history] nodes names " + std::to_string(h.nodes.size()) +
+                 " nodes, more than max_nodes = " + std::to_string(h.max_nodes));
+    if (h.nodes.empty() && !h.historizing)
+        fail(t, file, "[history] names no nodes and historizing is false");
+}
+
 // "host:port" or "[v6]:port".
 void splitListen(const toml::node& at, const fs::path& file, AdminConfig& a) {
     const std::string& l = a.listen;
@@ -771,8 +810,8 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
     ServerConfig cfg;
     cfg.file = file;
     checkKeys(root,
-              {"log", "host", "server", "access", "slots", "plugins", "persistence", "admin",
-               "control", "audit", "pubsub", "alarms"},
+              {"log", "host", "server", "access", "slots", "plugins", "persistence", "history",
+               "admin", "control", "audit", "pubsub", "alarms"},
               "top level", file, cfg);
     if (const toml::table* audit = subTable(root, "audit", file))
         buildAudit(*audit, file, paths, cfg);
@@ -1045,6 +1084,8 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
         buildPersistence(*persistence, file, paths, cfg);
     if (const toml::table* pubsub = subTable(root, "pubsub", file)) buildPubSub(*pubsub, file, cfg);
     if (const toml::node* alarms = root.get("alarms")) buildAlarms(*alarms, file, cfg);
+    if (const toml::table* history = subTable(root, "history", file))
+        buildHistory(*history, file, cfg);
 
     if (const toml::table* plugins = subTable(root, "plugins", file)) {
         for (auto&& [key, node] : *plugins) {

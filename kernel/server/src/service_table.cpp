@@ -366,6 +366,9 @@ constexpr ServiceDescriptor kServices[] = {
         &nodeService<&NodeServices::unregisterNodes>),
     row<ua::ReadRequest, ua::ReadResponse>(ns0::ReadRequest_Encoding_DefaultBinary, "Read",
                                            Activated, &nodeService<&NodeServices::read>),
+    row<ua::HistoryReadRequest, ua::HistoryReadResponse>(
+        ns0::HistoryReadRequest_Encoding_DefaultBinary, "HistoryRead", Activated,
+        &nodeService<&NodeServices::historyRead>),
     row<ua::WriteRequest, ua::WriteResponse>(ns0::WriteRequest_Encoding_DefaultBinary, "Write",
                                              Activated, &write),
     row<ua::CallRequest, ua::CallResponse>(ns0::CallRequest_Encoding_DefaultBinary, "Call",

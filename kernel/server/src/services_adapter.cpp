@@ -49,6 +49,7 @@ class ServiceSetHandler final : public ServiceHandler {
                              std::span<const ua::Variant> inputs, std::string_view user) noexcept {
             return static_cast<S*>(self)->callCondition(object, method, inputs, user);
         };
+        n.historyRead = &thunk<ua::HistoryReadRequest, &S::historyRead>;
         return n;
     }
     session::ServerCounters& counters() noexcept override { return set_.counters(); }

@@ -776,7 +776,7 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, st
             break;
         case kAttrHistorizing:
             setScalar<bool>(v, ua::BuiltinType::Boolean,
-                            rec ? (rec->flags & ns0::kHistorizing) != 0 : false);
+                            rec ? (rec->flags & ns0::kHistorizing) != 0 : dyn->historizing.load());
             break;
         case kAttrExecutable:
         case kAttrUserExecutable: {

@@ -179,6 +179,11 @@ void ServiceSet::Impl::buildServerObject() {
         constant(n0::Server_ServerCapabilities_MaxBrowseContinuationPoints, v);
         v.value.uint16 = 0;
         constant(n0::Server_ServerCapabilities_MaxQueryContinuationPoints, v);
+        // [history]: per session (0: HistoryRead is not served).
+        v.value.uint16 =
+            cfg.history.enabled
+                ? std::uint16_t(std::min<std::uint32_t>(cfg.history.max_continuation_points, 65535))
+                : 0;
         constant(n0::Server_ServerCapabilities_MaxHistoryContinuationPoints, v);
     }
     constant(n0::Server_ServerCapabilities_MaxArrayLength,
@@ -257,9 +262,10 @@ void ServiceSet::Impl::buildServerObject() {
     // The Server object's other variables that the nodeset leaves without a value: a client
     // reading the whole object gets a typed answer for each. Limits of services that arrive
     // later read 0 (no limit stated) until those services set them.
+    constant(n0::Server_ServerCapabilities_OperationLimits_MaxNodesPerHistoryReadData,
+             scalarUInt32(cfg.history.enabled ? cfg.history.max_nodes_per_read : 0));
     for (std::uint32_t id :
-         {n0::Server_ServerCapabilities_OperationLimits_MaxNodesPerHistoryReadData,
-          n0::Server_ServerCapabilities_OperationLimits_MaxNodesPerHistoryReadEvents,
+         {n0::Server_ServerCapabilities_OperationLimits_MaxNodesPerHistoryReadEvents,
           n0::Server_ServerCapabilities_OperationLimits_MaxNodesPerHistoryUpdateData,
           n0::Server_ServerCapabilities_OperationLimits_MaxNodesPerHistoryUpdateEvents,
           n0::Server_ServerCapabilities_OperationLimits_MaxNodesPerNodeManagement,

@@ -3,6 +3,7 @@
 
 #include <chrono>
 
+#include "history.hpp"
 #include "persistence.hpp"
 #include "services_internal.hpp"
 
@@ -100,11 +101,27 @@ ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
             throw;
         }
     }
+    if (c.history.enabled) {
+        // Recording starts before any client is served; the store is started here.
+        try {
+            history = std::make_unique<History>(c.history, host, space,
+                                                c.server.limits.max_async_operations);
+            recording.store(history.get(), std::memory_order_release);
+        } catch (...) {
+            persisting.store(nullptr, std::memory_order_release);
+            persistence.reset();
+            host.destroyNodeManagers();
+            host.services().address_space.store(nullptr, std::memory_order_release);
+            throw;
+        }
+    }
 }
 
 ServiceSet::Impl::~Impl() {
     values.reset();  // its sampling threads call the node managers: joined first
+    recording.store(nullptr, std::memory_order_release);
     host.destroyNodeManagers();
+    history.reset();  // completes the reads still pending, then stops the store
     // No value_set any more: what is queued is committed and answered, then it closes.
     persisting.store(nullptr, std::memory_order_release);
     persistence.reset();
@@ -258,6 +275,9 @@ uaplex_status ServiceSet::guarded(ServiceCall& c,
 
 uaplex_status ServiceSet::read(ServiceCall& c) noexcept {
     return guarded(c, &Impl::read);
+}
+uaplex_status ServiceSet::historyRead(ServiceCall& c) noexcept {
+    return guarded(c, &Impl::historyRead);
 }
 uaplex_status ServiceSet::write(ServiceCall& c) noexcept {
     return guarded(c, &Impl::write);

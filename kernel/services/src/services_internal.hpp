@@ -121,6 +121,17 @@ struct ContinuationPoint {
     std::uint32_t offset = 0;  // references already returned
 };
 
+// A HistoryRead continuation point kept in the session (Part 11 6.3): the store's cursor
+// and the read it belongs to.
+struct HistoryContinuation {
+    std::uint64_t id = 0;
+    std::string key;  // the node's key
+    std::int64_t start = 0;
+    std::int64_t end = 0;
+    std::uint32_t flags = 0;
+    std::vector<std::uint8_t> cursor;
+};
+
 // One matching reference of a browse, before paging.
 struct BrowseHit {
     std::uint32_t referenceType;
@@ -137,6 +148,7 @@ class uaplex::services::SessionState {
   public:
     std::mutex mutex;
     std::vector<ContinuationPoint> continuationPoints;
+    std::vector<HistoryContinuation> historyPoints;  // [history] max_continuation_points
     std::uint64_t nextContinuationId = 1;
     // The session's handle and each pending asynchronous browse hold one (SessionStateDeleter
     // drops the session's): a browse completing after its session closed finds it still there.
@@ -165,6 +177,7 @@ struct NamespaceOwner {
 class AsyncRequest;
 class AsyncBatch;
 class Persistence;
+class History;
 
 // The completions of the pending asynchronous operations (uaplex_completion, docs/pipeline.md
 // "Asynchronous operations"): max_async_operations slots, each named by its index and a
@@ -247,6 +260,7 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
     uaplex_status registerNodes(ServiceCall& call) noexcept;
     uaplex_status unregisterNodes(ServiceCall& call) noexcept;
     uaplex_status callMethods(ServiceCall& call) noexcept;
+    uaplex_status historyRead(ServiceCall& call) noexcept;  // history.cpp
     // The end of an owned namespace's Method call (`status` from its plugin): outputs and
     // input results as the response carries them (BadInternalError when not encodable).
     static void finishOwnedCall(uaplex_status status, std::size_t outCount, ua::Variant* outputs,
@@ -340,6 +354,10 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
     // node managers may already call value_set: they read `persisting`.
     std::unique_ptr<Persistence> persistence;
     std::atomic<Persistence*> persisting{nullptr};
+    // [history] (history.cpp); null without the section. The recorder reads `recording`.
+    std::unique_ptr<History> history;
+    std::atomic<History*> recording{nullptr};
+    void record(const Node& n, const ua::DataValue& v) noexcept;  // history.cpp
     std::vector<ManagerRef> managers;
     const ManagerRef* managerOf(const void* ctx) const noexcept {
         for (const ManagerRef& m : managers)
@@ -407,6 +425,7 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
     void changed(const Node& n, const ua::DataValue& v) noexcept {
         if (auto fn = valueChanged.load(std::memory_order_acquire))
             fn(valueChangedUser, reinterpret_cast<std::uintptr_t>(&n), v);
+        if (n.historizing.load(std::memory_order_relaxed)) record(n, v);
     }
 };
 

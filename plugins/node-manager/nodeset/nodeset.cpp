@@ -60,7 +60,7 @@ struct NodeV {
     int32_t value_rank = -1;
     std::vector<uint32_t> array_dimensions;
     double minimum_sampling_interval = 0;
-    bool is_abstract = false, symmetric = false, executable = true;
+    bool is_abstract = false, symmetric = false, executable = true, historizing = false;
     const XmlElement* value = nullptr;
     const XmlElement* definition = nullptr;
     NodeIdV type_definition;
@@ -330,6 +330,7 @@ class NodeSetLoader final : public StoreNodeManager {
             return fallback;
         };
         n.is_abstract = flag("IsAbstract", false);
+        n.historizing = flag("Historizing", false);
         n.symmetric = flag("Symmetric", false);
         n.executable = flag("Executable", true);
         const std::string key = n.id.key();
@@ -570,6 +571,7 @@ class NodeSetLoader final : public StoreNodeManager {
             spec.access_level = n.access_level;
             spec.user_access_level = n.user_access_level;
             spec.minimum_sampling_interval = n.minimum_sampling_interval;
+            spec.historizing = n.historizing ? 1u : 0u;
             if (has_value[i]) spec.value = &values[i];
             // Methods of a file have no implementation here: Call answers BadNotExecutable.
             if (n.node_class == 4) spec.method_flags = UAPLEX_METHOD_NOT_EXECUTABLE;

@@ -68,7 +68,8 @@ typedef struct uaplex_history_read {
      * fewer, with a continuation. */
     uint32_t max_values;
     uaplex_str node_key;
-    const struct uaplex_nodeid* node_id; /* the node as this run names it (for logs) */
+    /* The node as this run names it (for logs); NULL when the kernel does not pass it. */
+    const struct uaplex_nodeid* node_id;
     int64_t start_time;
     int64_t end_time;
     /* Empty: the read starts. Otherwise a continuation this store returned for a read with

@@ -175,6 +175,13 @@ typedef struct uaplex_node_spec {
      * its sampling, see uaplex_node_manager_ops). */
     uaplex_value_read_async_fn read_async;
     uaplex_value_write_async_fn write_async;
+
+    /* --- since 1.11 ---
+     * Variables: non-zero makes the Historizing attribute true; with [history] historizing =
+     * true the kernel records the node's changes into the history store (docs/configuration.md
+     * "Historical access"). */
+    uint32_t historizing;
+    uint32_t reserved2;
 } uaplex_node_spec;
 
 #define UAPLEX_METHOD_NOT_EXECUTABLE 0x1u

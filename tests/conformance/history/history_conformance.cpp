@@ -6,12 +6,15 @@
 // process starts for the run (support/pg_cluster.hpp), one table per store instead of a file.
 #include <unistd.h>
 
+#include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <uaplex/types.h>
@@ -438,4 +441,31 @@ TEST_CASE("9: retention by age drops old values at start") {
         CHECK(s.metric("retention_deleted") == 1);
     else
         CHECK(s.metric("retention_deleted") + partitions >= 1);
+}
+
+// Not run by default (hidden tag): `history_conformance "[.bench]"` stores values from one
+// thread as fast as the queue takes them and prints what the store's thread wrote per second.
+TEST_CASE("ingest rate", "[.bench]") {
+    toml::table t{{"queue_capacity", 65536}, {"batch_size", 4096}, {"retention_max_age_s", 0}};
+    Store s(tempDb(), t);
+    constexpr int kNodes = 100, kValues = 1000000;
+    std::vector<std::string> keys;
+    for (int i = 0; i < kNodes; ++i) keys.push_back("nsu=urn:bench;i=" + std::to_string(i));
+    const std::string bytes(9, 'x');  // a Double Variant's encoding is 9 bytes
+    auto t0 = std::chrono::steady_clock::now();
+    int64_t sent = 0;
+    for (int i = 0; i < kValues; ++i) {
+        uaplex_history_value v{};
+        v.hdr = UAPLEX_HEADER_INIT(uaplex_history_value, UAPLEX_STYPE_HISTORY_VALUE);
+        v.node_key = {keys[size_t(i % kNodes)].data(), keys[size_t(i % kNodes)].size()};
+        v.source_timestamp = 1000 + i;
+        v.value = {reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()};
+        size_t n = 0;
+        while (s.ops->store(s.self, 1, &v, &n) != UAPLEX_Good) std::this_thread::yield();
+        ++sent;
+    }
+    while (s.metric("written") < sent) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("ingest: %lld values over %d nodes in %.2f s: %.0f values/s (dropped %lld)\n",
+                (long long)sent, kNodes, secs, double(sent) / secs, (long long)s.metric("dropped"));
 }

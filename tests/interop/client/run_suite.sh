@@ -138,6 +138,13 @@ for cfg in interop limits; do
     >>"$work/$cfg.toml"
 done
 
+# 17-history: the main server records Demo.Scalars.Double into history-sqlite.
+if [ -e "$plugins/uaplex-history-sqlite.so" ]; then
+  printf '[plugins.history-sqlite]\npath = "%s"\n[history]\nplugin = "history-sqlite"\nnodes = ["nsu=urn:uaplex:demo;s=Demo.Scalars.Double"]\nmax_continuation_points = 4\n' \
+    "$work/history.db" >>"$work/interop.toml"
+  export UAPLEX_HISTORY=1
+fi
+
 pids=()
 for cfg in interop access noanon limits; do
   "$uaplex" --config "$work/$cfg.toml" &

@@ -526,6 +526,62 @@ TEST_CASE("[persistence]: absent by default; file, nodes, namespaces and finite 
     CHECK(normal.persistence.max_value_bytes == 16);
 }
 
+TEST_CASE("[history]: absent by default; plugin, nodes, historizing and finite defaults") {
+    auto none = parseString("", "/etc/uaplex/test.toml", kPaths);
+    CHECK_FALSE(none.history.enabled);
+    auto cfg = parseString(
+        "[history]\nplugin = \"history-sqlite\"\n"
+        "nodes = [\"nsu=urn:uaplex:demo;s=Demo.Dynamic\", \"ns=2;i=7\"]\n",
+        "/etc/uaplex/test.toml", kPaths);
+    const auto& h = cfg.history;
+    CHECK(h.enabled);
+    CHECK(h.plugin == "history-sqlite");
+    CHECK_FALSE(h.historizing);
+    CHECK(h.max_nodes == 10000);
+    CHECK(h.max_value_bytes == 4096);
+    CHECK(h.max_nodes_per_read == 100);
+    CHECK(h.max_values_per_node == 1000);
+    CHECK(h.max_continuation_points == 16);
+    REQUIRE(h.nodes.size() == 2);
+    CHECK(h.nodes[0].namespace_uri == "urn:uaplex:demo");
+    CHECK(h.nodes[0].string_id == "Demo.Dynamic");
+    CHECK(h.nodes[1].numeric == 7);
+    CHECK(cfg.warnings.empty());
+    auto all = parseString(
+        "[history]\nplugin = \"h\"\nhistorizing = true\nmax_nodes = 5\nmax_value_bytes = 16\n"
+        "max_nodes_per_read = 1\nmax_values_per_node = 2\nmax_continuation_points = 3\n",
+        "/etc/uaplex/test.toml", kPaths);
+    CHECK(all.history.historizing);
+    CHECK(all.history.max_nodes == 5);
+    CHECK(all.history.max_nodes_per_read == 1);
+    CHECK(all.history.max_values_per_node == 2);
+    CHECK(all.history.max_continuation_points == 3);
+}
+
+TEST_CASE("[history]: bad values are refused with their position") {
+    const std::string head = "[history]\nplugin = \"h\"\n";
+    CHECK_THAT(error_of("[history]\nnodes = [\"ns=2;i=1\"]\n"),
+               Catch::Contains("[history] plugin must name a history plugin"));
+    CHECK_THAT(error_of(head), Catch::Contains("names no nodes and historizing is false"));
+    CHECK_THAT(error_of(head + "nodes = [\"ns=0;i=5\"]\n"),
+               Catch::Contains("test.toml:3:") && Catch::Contains("[history] nodes:"));
+    CHECK_THAT(error_of(head + "historizing = 1\n"),
+               Catch::Contains("historizing must be a boolean"));
+    CHECK_THAT(error_of(head + "nodes = [\"ns=2;i=1\", \"ns=2;i=2\"]\nmax_nodes = 1\n"),
+               Catch::Contains("more than max_nodes = 1"));
+    for (const char* key :
+         {"max_nodes_per_read", "max_values_per_node", "max_continuation_points", "max_nodes"}) {
+        INFO(key);
+        CHECK_THAT(error_of(head + "historizing = true\n" + key + " = 0\n"),
+                   Catch::Contains(std::string(key) + " must be an integer from 1"));
+    }
+    CHECK_THAT(error_of(head + "historizing = true\nmax_continuation_points = 65536\n"),
+               Catch::Contains("max_continuation_points must be an integer from 1 to 65535"));
+    auto w = parseString(head + "historizing = true\nbogus = 1\n", "/etc/uaplex/test.toml", kPaths);
+    REQUIRE(w.warnings.size() == 1);
+    CHECK_THAT(w.warnings[0], Catch::Contains("unknown key 'bogus' in [history]"));
+}
+
 TEST_CASE("[persistence]: bad values are refused with their position") {
     const std::string head = "[persistence]\nfile = \"/v.db\"\n";
     CHECK_THAT(error_of("[persistence]\nnodes = [\"ns=2;i=1\"]\n"),

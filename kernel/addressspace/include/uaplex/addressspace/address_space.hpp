@@ -112,6 +112,8 @@ struct Node {
     // Narrows AccessLevel (the effective UserAccessLevel is both ANDed): 0xFF narrows nothing.
     std::atomic<std::uint8_t> userAccessLevel{0xFF};
     std::atomic<double> minimumSamplingInterval{0};
+    // Historizing: its changes are recorded into the history store ([history]).
+    std::atomic<bool> historizing{false};
     // Methods.
     std::atomic<bool> executable{true};
     // Type nodes (ObjectType, VariableType, ReferenceType, DataType).

@@ -320,6 +320,20 @@ struct AlarmConfig {
     }
 };
 
+// [history] (docs/configuration.md "Historical access"): which Variables the kernel records
+// into the history store plugin `plugin`, and the limits of HistoryRead. Absent: no history.
+struct HistorySection {
+    bool enabled = false;                    // the section is present
+    std::string plugin;                      // an enabled history plugin ([plugins.<name>])
+    std::vector<PersistentNode> nodes;       // recorded stored Variables (as [persistence] nodes)
+    bool historizing = false;                // also every stored Variable whose Historizing is true
+    std::uint32_t max_nodes = 10000;         // recorded nodes at most
+    std::uint32_t max_value_bytes = 4096;    // one encoded Variant; a larger value is not recorded
+    std::uint32_t max_nodes_per_read = 100;  // HistoryRead nodesToRead at most
+    std::uint32_t max_values_per_node = 1000;    // values per node in one HistoryRead response
+    std::uint32_t max_continuation_points = 16;  // per session
+};
+
 // [admin]: the admin listener (/metrics, /health, /ready), plain HTTP or TLS, apart from the
 // OPC UA transports (docs/configuration.md, docs/metrics.md).
 struct AdminConfig {
@@ -372,6 +386,7 @@ struct ServerConfig {
     PersistenceSection persistence;
     PubSubSection pubsub;
     std::vector<AlarmConfig> alarms;    // [[alarms]], in file order
+    HistorySection history;
     std::vector<PluginConfig> plugins;  // in file order
     std::vector<std::string> warnings;  // unknown keys and similar, one line each
 

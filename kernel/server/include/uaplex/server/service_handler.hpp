@@ -84,6 +84,7 @@ struct NodeServices {
     uaplex_status (*conditionCall)(void* self, const ua::NodeId& object, std::uint32_t method,
                                    std::span<const ua::Variant> inputs,
                                    std::string_view user) noexcept = nullptr;
+    NodeServiceFn historyRead = nullptr;
 };
 
 class ServiceHandler {

@@ -112,6 +112,8 @@ class ServiceSet {
     uaplex_status registerNodes(ServiceCall& call) noexcept;
     uaplex_status unregisterNodes(ServiceCall& call) noexcept;
     uaplex_status callMethods(ServiceCall& call) noexcept;
+    // HistoryRead ([history]; BadServiceUnsupported without it).
+    uaplex_status historyRead(ServiceCall& call) noexcept;
 
     ServerCounters& counters() noexcept;
     // The namespace table (NamespaceArray order).

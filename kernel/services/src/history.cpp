@@ -1,0 +1,602 @@
+// SPDX-License-Identifier: Apache-2.0
+// The recorder and HistoryRead (history.hpp).
+#include "history.hpp"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <random>
+
+#include <uaplex/host/logging.hpp>
+#include <uaplex/session/deferred_request.hpp>
+#include <uaplex/session/session_services.hpp>
+
+namespace uaplex::services {
+
+using host::logger;
+
+namespace {
+
+constexpr std::uint8_t kHistoryReadBit = 4;  // AccessLevel HistoryRead (Part 3 8.57)
+constexpr std::size_t kCpBytes = 8;          // a continuation point on the wire
+
+const enc::DataType& variantCodec() noexcept {
+    static const enc::DataType* t = enc::findDataType("Variant");
+    return *t;
+}
+
+std::string hex(const std::uint8_t* p, std::size_t n) {
+    static const char* d = "0123456789abcdef";
+    std::string out;
+    for (std::size_t i = 0; i < n; ++i) {
+        out += d[p[i] >> 4];
+        out += d[p[i] & 15];
+    }
+    return out;
+}
+
+// A per-process secret mixed into the continuation point ids a client sees.
+std::uint64_t cpSalt() noexcept {
+    static const std::uint64_t salt = [] {
+        std::random_device rd;
+        return (std::uint64_t(rd()) << 32) ^ rd();
+    }();
+    return salt;
+}
+
+// One node of a HistoryRead that goes to the store.
+struct Part {
+    std::uint32_t index = 0;  // in the request
+    std::string key;
+    std::vector<std::uint8_t> cursor;
+    uaplex_history_read read{};
+    uaplex_history_read_result result{};
+    uaplex_completion completion{};
+    std::atomic<bool> done{false};
+};
+
+// A HistoryRead waiting for the store: the response lives in `arena`, answered (or handed to
+// the waiting worker) when the last part completes.
+class PendingRead {
+  public:
+    PendingRead(History& h, SessionState* session, std::int32_t timestamps, std::size_t parts)
+        : history(h), session(session), timestamps(timestamps), parts(parts) {
+        if (session != nullptr) session->acquire();
+        alloc = {this, [](void* self, size_t size, size_t align) -> void* {
+                     auto* p = static_cast<PendingRead*>(self);
+                     std::lock_guard lock(p->mutex);
+                     return p->arena->allocate(size == 0 ? 1 : size, align == 0 ? 8 : align);
+                 }};
+    }
+    ~PendingRead() {
+        if (session != nullptr) session->release();
+    }
+    PendingRead(const PendingRead&) = delete;
+    PendingRead& operator=(const PendingRead&) = delete;
+
+    History& history;
+    SessionState* session;
+    const std::int32_t timestamps;
+    std::vector<Part> parts;
+    enc::Arena own{64u << 20, 64 * 1024};
+    enc::Arena* arena = &own;  // the worker's arena when it waits
+    uaplex_value_alloc alloc{};
+    std::mutex mutex;
+    std::condition_variable cv;
+    ua::HistoryReadResponse* response = nullptr;
+    ua::HistoryReadResult* results = nullptr;
+    std::shared_ptr<session::DeferredRequest> deferred;  // null: a worker waits
+    std::atomic<std::uint32_t> outstanding{0};
+    bool finished = false;
+    // Only one time and numValuesPerNode (at most one page): that many values, no
+    // continuation (Part 11 6.5.3.2).
+    bool single = false;
+
+    static uaplex_status complete(void* self, std::uint64_t token, uaplex_status st) noexcept {
+        auto* p = static_cast<PendingRead*>(self);
+        if (token >= p->parts.size() || p->parts[token].done.exchange(true))
+            return UAPLEX_BadInvalidState;
+        p->history.pending.fetch_sub(1, std::memory_order_relaxed);
+        p->finishPart(p->parts[token], st);
+        p->release();
+        return UAPLEX_Good;
+    }
+    static uaplex_status status(void* self, std::uint64_t) noexcept {
+        auto* p = static_cast<PendingRead*>(self);
+        return p->deferred ? p->deferred->status() : UAPLEX_Good;
+    }
+
+    // One reference less; the last answers the request.
+    void release() noexcept {
+        if (outstanding.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+        if (deferred) {
+            deferred->answer(UAPLEX_Good, enc::dataTypeOf<ua::HistoryReadResponse>(), response,
+                             *arena);
+            delete this;
+            return;
+        }
+        std::lock_guard lock(mutex);
+        finished = true;
+        cv.notify_all();
+    }
+
+    void finishPart(Part& part, uaplex_status st) noexcept;
+};
+
+// The store's answer for one node into its HistoryReadResult (Part 11 6.4.3 and 6.3).
+void PendingRead::finishPart(Part& part, uaplex_status st) noexcept {
+    std::lock_guard lock(mutex);
+    ua::HistoryReadResult& r = results[part.index];
+    r.continuationPoint = {-1, nullptr};
+    if (st != UAPLEX_Good) {
+        r.statusCode = pluginStatusOk(st) && (st & 0x80000000u) ? st : UAPLEX_BadInternalError;
+        if (st == UAPLEX_BadContinuationPointInvalid || st == UAPLEX_BadServerHalted ||
+            st == UAPLEX_BadResourceUnavailable || st == UAPLEX_BadOutOfMemory)
+            r.statusCode = st;
+        return;
+    }
+    const uaplex_history_read_result& res = part.result;
+    const std::uint32_t n =
+        res.values != nullptr ? std::min(res.value_count, part.read.max_values) : 0;
+    auto* data = arena->allocateArray<ua::HistoryData>(1);
+    auto* dvs = n ? arena->allocateArray<ua::DataValue>(n) : nullptr;
+    if (data == nullptr || (n && dvs == nullptr)) {
+        r.statusCode = UAPLEX_BadOutOfMemory;
+        return;
+    }
+    enc::DecodeLimits limits;
+    for (std::uint32_t i = 0; i < n; ++i) {
+        const uaplex_history_value& v = res.values[i];
+        ua::DataValue& dv = dvs[i];
+        dv = ua::DataValue{};
+        if (v.status != UAPLEX_Good) {
+            dv.mask |= UAPLEX_DATAVALUE_STATUS;
+            dv.status = v.status;
+        }
+        if (v.value.len > 0 && v.value.data != nullptr) {
+            void* out = nullptr;
+            if (enc::decodeValue({v.value.data, v.value.len}, *arena, limits, variantCodec(),
+                                 &out) == UAPLEX_Good &&
+                out != nullptr) {
+                dv.value = *static_cast<const ua::Variant*>(out);
+                dv.mask |= UAPLEX_DATAVALUE_VALUE;
+            } else {
+                dv.mask |= UAPLEX_DATAVALUE_STATUS;
+                dv.status = UAPLEX_BadDataLost;
+            }
+        }
+        const bool bound = v.status == UAPLEX_BadBoundNotFound;
+        if (timestamps != 1 || bound) {  // Source or Both; a missing bound shows its time
+            dv.mask |= UAPLEX_DATAVALUE_SOURCE_TIMESTAMP;
+            dv.source_timestamp = v.source_timestamp;
+            if (v.source_picoseconds) {
+                dv.mask |= UAPLEX_DATAVALUE_SOURCE_PICOSECONDS;
+                dv.source_picoseconds = v.source_picoseconds;
+            }
+        }
+        if ((timestamps == 1 || timestamps == 2) && !bound && v.server_timestamp != 0) {
+            dv.mask |= UAPLEX_DATAVALUE_SERVER_TIMESTAMP;
+            dv.server_timestamp = v.server_timestamp;
+            if (v.server_picoseconds) {
+                dv.mask |= UAPLEX_DATAVALUE_SERVER_PICOSECONDS;
+                dv.server_picoseconds = v.server_picoseconds;
+            }
+        }
+    }
+    data->dataValues = {std::int32_t(n), dvs};
+    r.historyData = ua::ExtensionObject{};
+    const enc::DataType* t = enc::dataTypeOf<ua::HistoryData>();
+    r.historyData.type_id = ua::numericNodeId(0, t->binaryEncodingId);
+    r.historyData.encoding = UAPLEX_EXTENSIONOBJECT_BINARY;
+    r.historyData.data_type = t;
+    r.historyData.object = data;
+    r.statusCode = UAPLEX_Good;
+    const bool more = !single && res.continuation.len > 0 && res.continuation.data != nullptr &&
+                      res.continuation.len <= UAPLEX_HISTORY_MAX_CONTINUATION;
+    if (!more) {
+        if (n == 0) r.statusCode = UAPLEX_GoodNoData;
+        return;
+    }
+    if (session == nullptr) {
+        r.statusCode = UAPLEX_BadNoContinuationPoints;
+        data->dataValues = {0, nullptr};
+        return;
+    }
+    auto* idBytes = static_cast<std::uint8_t*>(arena->allocate(kCpBytes, 1));
+    if (idBytes == nullptr) {
+        r.statusCode = UAPLEX_BadOutOfMemory;
+        return;
+    }
+    try {
+        std::lock_guard sl(session->mutex);
+        if (session->historyPoints.size() >= history.config().max_continuation_points) {
+            r.statusCode = UAPLEX_BadNoContinuationPoints;
+            data->dataValues = {0, nullptr};
+            return;
+        }
+        HistoryContinuation cp;
+        cp.id = (session->nextContinuationId++) ^ cpSalt();
+        cp.key = part.key;
+        cp.start = part.read.start_time;
+        cp.end = part.read.end_time;
+        cp.flags = part.read.flags;
+        cp.cursor.assign(res.continuation.data, res.continuation.data + res.continuation.len);
+        std::memcpy(idBytes, &cp.id, kCpBytes);
+        session->historyPoints.push_back(std::move(cp));
+    } catch (...) {
+        r.statusCode = UAPLEX_BadOutOfMemory;
+        return;
+    }
+    r.continuationPoint = {std::int32_t(kCpBytes), idBytes};
+}
+
+// The continuation point `bytes` of `session`, taken out of it; false when there is none.
+bool takeContinuation(SessionState* session, const ua::ByteString& bytes,
+                      HistoryContinuation& out) noexcept {
+    if (session == nullptr || bytes.length != std::int32_t(kCpBytes) || bytes.data == nullptr)
+        return false;
+    std::uint64_t id = 0;
+    std::memcpy(&id, bytes.data, kCpBytes);
+    std::lock_guard lock(session->mutex);
+    auto& v = session->historyPoints;
+    for (auto it = v.begin(); it != v.end(); ++it) {
+        if (it->id != id) continue;
+        out = std::move(*it);
+        v.erase(it);
+        return true;
+    }
+    return false;
+}
+
+bool isDetails(const ua::ExtensionObject& eo, const enc::DataType* t) noexcept {
+    return eo.data_type == t && eo.object != nullptr;
+}
+
+}  // namespace
+
+std::string History::keyOf(const ua::NodeId& id, const std::vector<std::string>& uris) {
+    std::string out;
+    if (id.namespace_index != 0) {
+        out = "nsu=";
+        out += id.namespace_index < uris.size() ? uris[id.namespace_index]
+                                                : std::to_string(id.namespace_index);
+        out += ';';
+    }
+    switch (id.identifier_type) {
+        case UAPLEX_ID_NUMERIC:
+            out += "i=" + std::to_string(id.identifier.numeric);
+            break;
+        case UAPLEX_ID_STRING:
+            out += "s=";
+            out.append(id.identifier.string.data,
+                       std::size_t(std::max(0, id.identifier.string.length)));
+            break;
+        case UAPLEX_ID_GUID: {
+            std::uint8_t b[16];
+            std::memcpy(b, &id.identifier.guid, sizeof b);
+            out += "g=" + hex(b, sizeof b);
+            break;
+        }
+        default:
+            out += "b=" + hex(id.identifier.bytestring.data,
+                              std::size_t(std::max(0, id.identifier.bytestring.length)));
+            break;
+    }
+    return out;
+}
+
+History::History(const config::HistorySection& cfg, host::Host& host, AddressSpace& space,
+                 std::uint32_t maxPendingReads)
+    : maxPending(maxPendingReads), cfg_(cfg), space_(space) {
+    const auto& uris = space.namespaces();
+    auto add = [&](Node& n, const std::string& how) {
+        if (byNode_.count(&n)) return;
+        if (n.nodeClass != addressspace::kVariable || n.callbacks.readsValue()) {
+            logger()->warn("history: {} is not a stored Variable: not recorded", how);
+            return;
+        }
+        if (byNode_.size() >= cfg.max_nodes)
+            throw std::runtime_error("history: more than max_nodes = " +
+                                     std::to_string(cfg.max_nodes) + " recorded nodes");
+        keys_.push_back(std::make_unique<std::string>(keyOf(n.id, uris)));
+        byNode_.emplace(&n, keys_.back().get());
+        n.accessLevel.fetch_or(kHistoryReadBit);
+        n.historizing = true;
+    };
+    for (const config::PersistentNode& p : cfg.nodes) {
+        std::size_t ns = 0;
+        if (!p.namespace_uri.empty()) {
+            auto it = std::find(uris.begin(), uris.end(), p.namespace_uri);
+            if (it == uris.end()) {
+                logger()->warn("history: {}: no such namespace", p.text);
+                continue;
+            }
+            ns = std::size_t(it - uris.begin());
+        } else {
+            ns = std::size_t(p.ns);
+            if (ns >= uris.size()) {
+                logger()->warn("history: {}: no such namespace", p.text);
+                continue;
+            }
+        }
+        ua::NodeId id = p.is_string ? ua::stringNodeId(std::uint16_t(ns), p.string_id)
+                                    : ua::numericNodeId(std::uint16_t(ns), p.numeric);
+        Node* n = space.mutableNode(id);
+        if (n == nullptr) {
+            logger()->warn("history: {}: no such node: not recorded", p.text);
+            continue;
+        }
+        add(*n, p.text);
+    }
+    if (cfg.historizing) {
+        std::vector<Node*> nodes;
+        space.forEachNode([&](Node& n) {
+            if (n.nodeClass == addressspace::kVariable && n.historizing.load()) nodes.push_back(&n);
+        });
+        for (Node* n : nodes) add(*n, keyOf(n->id, uris));
+    }
+    uaplex_history_params params{};
+    params.hdr = UAPLEX_HEADER_INIT(uaplex_history_params, UAPLEX_STYPE_HISTORY_PARAMS);
+    params.max_values_per_read = cfg.max_values_per_node;
+    store_ = host.createHistory(cfg.plugin, params);
+    store_->start();
+    ops_ = store_->ops<uaplex_history_ops>();
+    self_ = store_->self();
+    logger()->info("history: {} node(s) recorded into '{}'", byNode_.size(), cfg.plugin);
+}
+
+History::~History() {
+    // Completes every pending read (BadServerHalted at the latest) before it returns.
+    store_.reset();
+}
+
+void History::record(const Node& node, const ua::DataValue& v) noexcept {
+    auto it = byNode_.find(&node);
+    if (it == byNode_.end()) return;
+    thread_local enc::ByteBuffer buf;
+    buf.clear();
+    if ((v.mask & UAPLEX_DATAVALUE_VALUE) &&
+        enc::encodeValue(buf, variantCodec(), &v.value, std::size_t(cfg_.max_value_bytes) + 1) !=
+            UAPLEX_Good) {
+        dropped_.fetch_add(1, std::memory_order_relaxed);
+        return;
+    }
+    if (buf.size() > cfg_.max_value_bytes) {
+        dropped_.fetch_add(1, std::memory_order_relaxed);
+        return;
+    }
+    const ua::DateTime now = ua::utcNow();
+    uaplex_history_value hv{};
+    hv.hdr = UAPLEX_HEADER_INIT(uaplex_history_value, UAPLEX_STYPE_HISTORY_VALUE);
+    hv.node_key = {it->second->data(), it->second->size()};
+    hv.server_timestamp = (v.mask & UAPLEX_DATAVALUE_SERVER_TIMESTAMP) ? v.server_timestamp : now;
+    hv.source_timestamp =
+        (v.mask & UAPLEX_DATAVALUE_SOURCE_TIMESTAMP) ? v.source_timestamp : hv.server_timestamp;
+    hv.status = (v.mask & UAPLEX_DATAVALUE_STATUS) ? v.status : UAPLEX_Good;
+    hv.source_picoseconds =
+        (v.mask & UAPLEX_DATAVALUE_SOURCE_PICOSECONDS) ? v.source_picoseconds : 0;
+    hv.server_picoseconds =
+        (v.mask & UAPLEX_DATAVALUE_SERVER_PICOSECONDS) ? v.server_picoseconds : 0;
+    hv.value = {buf.data(), buf.size()};
+    size_t accepted = 0;
+    if (ops_->store(self_, 1, &hv, &accepted) != UAPLEX_Good || accepted != 1)
+        dropped_.fetch_add(1, std::memory_order_relaxed);
+}
+
+uaplex_status History::read(ServiceCall& call) noexcept {
+    const auto& req = *static_cast<const ua::HistoryReadRequest*>(call.request);
+    const auto ts = static_cast<std::int32_t>(req.timestampsToReturn);
+    // Part 11 6.4.1: Neither is not a HistoryRead choice.
+    if (ts < 0 || ts > 2) return UAPLEX_BadTimestampsToReturnInvalid;
+    const std::size_t n = req.nodesToRead.size();
+    if (n == 0) return UAPLEX_BadNothingToDo;
+    if (n > cfg_.max_nodes_per_read) return UAPLEX_BadTooManyOperations;
+
+    const auto& eo = req.historyReadDetails;
+    const ua::ReadRawModifiedDetails* raw = nullptr;
+    if (isDetails(eo, enc::dataTypeOf<ua::ReadRawModifiedDetails>())) {
+        raw = static_cast<const ua::ReadRawModifiedDetails*>(eo.object);
+    } else if (!isDetails(eo, enc::dataTypeOf<ua::ReadProcessedDetails>()) &&
+               !isDetails(eo, enc::dataTypeOf<ua::ReadAtTimeDetails>()) &&
+               !isDetails(eo, enc::dataTypeOf<ua::ReadEventDetails>()) &&
+               !isDetails(eo, enc::dataTypeOf<ua::ReadAnnotationDataDetails>())) {
+        return UAPLEX_BadHistoryOperationInvalid;
+    }
+
+    // What each node gets without the store: a status, or a part.
+    std::vector<uaplex_status> statuses(n, UAPLEX_Good);
+    std::vector<std::size_t> partOf(n, SIZE_MAX);
+    std::vector<HistoryContinuation> cps(n);
+    std::size_t partCount = 0;
+    std::int64_t start = 0, end = 0;
+    std::uint32_t flags = 0, perNode = cfg_.max_values_per_node;
+    uaplex_status domain = UAPLEX_Good;
+    bool single = false;
+    if (raw == nullptr || raw->isReadModified) {
+        domain = UAPLEX_BadHistoryOperationUnsupported;
+    } else {
+        const bool s = raw->startTime != 0, e = raw->endTime != 0;
+        const std::uint32_t nv = raw->numValuesPerNode;
+        if (nv != 0) perNode = std::min(perNode, nv);
+        if (s && e) {
+            start = raw->startTime;
+            end = raw->endTime;
+            if (raw->returnBounds) flags |= UAPLEX_HISTORY_READ_BOUNDS;
+        } else if (s && nv != 0) {
+            start = raw->startTime;
+            end = UAPLEX_HISTORY_TIME_MAX;
+            single = nv <= cfg_.max_values_per_node;
+        } else if (e && nv != 0) {
+            start = raw->endTime;  // backward from endTime
+            end = UAPLEX_HISTORY_TIME_MIN;
+            single = nv <= cfg_.max_values_per_node;
+        } else {
+            domain = UAPLEX_BadInvalidTimestampArgument;
+        }
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+        const ua::HistoryReadValueId& item = req.nodesToRead[i];
+        if (req.releaseContinuationPoints) {
+            if (item.continuationPoint.length > 0 &&
+                !takeContinuation(call.session, item.continuationPoint, cps[i]))
+                statuses[i] = UAPLEX_BadContinuationPointInvalid;
+            continue;
+        }
+        if (domain != UAPLEX_Good) {
+            statuses[i] = domain;
+            continue;
+        }
+        const NodeRef ref = space_.find(item.nodeId);
+        const std::uint32_t perms =
+            call.access ? call.access->permissions(item.nodeId) : config::kAllPermissions;
+        if (!ref || !(perms & session::kPermBrowse)) {
+            statuses[i] = UAPLEX_BadNodeIdUnknown;
+            continue;
+        }
+        if (item.indexRange.length > 0) {
+            statuses[i] = UAPLEX_BadIndexRangeInvalid;
+            continue;
+        }
+        if (item.dataEncoding.name.length > 0) {
+            statuses[i] = UAPLEX_BadDataEncodingInvalid;
+            continue;
+        }
+        const Node* node = ref.dyn;
+        if (node == nullptr || node->nodeClass != addressspace::kVariable ||
+            !(node->accessLevel.load() & kHistoryReadBit)) {
+            statuses[i] = UAPLEX_BadNotReadable;
+            continue;
+        }
+        if (!(perms & session::kPermReadHistory) ||
+            !(node->userAccessLevel.load() & kHistoryReadBit)) {
+            statuses[i] = UAPLEX_BadUserAccessDenied;
+            continue;
+        }
+        if (item.continuationPoint.length > 0) {
+            if (!takeContinuation(call.session, item.continuationPoint, cps[i])) {
+                statuses[i] = UAPLEX_BadContinuationPointInvalid;
+                continue;
+            }
+        }
+        partOf[i] = partCount++;
+    }
+
+    auto* resp = call.arena.allocateArray<ua::HistoryReadResponse>(1);
+    if (resp == nullptr) return UAPLEX_BadOutOfMemory;
+    call.responseType = enc::dataTypeOf<ua::HistoryReadResponse>();
+    if (partCount == 0 || pending.load(std::memory_order_relaxed) + partCount > maxPending) {
+        auto* results = call.arena.allocateArray<ua::HistoryReadResult>(n);
+        if (results == nullptr) return UAPLEX_BadOutOfMemory;
+        for (std::size_t i = 0; i < n; ++i) {
+            results[i] = ua::HistoryReadResult{};
+            results[i].continuationPoint = {-1, nullptr};
+            results[i].statusCode =
+                partOf[i] != SIZE_MAX ? UAPLEX_BadResourceUnavailable : statuses[i];
+        }
+        resp->results = {std::int32_t(n), results};
+        call.response = resp;
+        return UAPLEX_Good;
+    }
+
+    // The store's reads: parked while they run, or waited for when the request cannot park.
+    std::unique_ptr<PendingRead> p;
+    try {
+        p = std::make_unique<PendingRead>(*this, call.session, ts, partCount);
+    } catch (...) {
+        return UAPLEX_BadOutOfMemory;
+    }
+    if (call.ctx != nullptr && call.ctx->defer != nullptr)
+        p->deferred = call.ctx->defer(call.ctx->deferUser, call.returnDiagnostics);
+    if (!p->deferred) p->arena = &call.arena;
+    p->single = single;
+    p->response = p->deferred ? p->arena->allocateArray<ua::HistoryReadResponse>(1) : resp;
+    p->results = p->arena->allocateArray<ua::HistoryReadResult>(n);
+    if (p->response == nullptr || p->results == nullptr) {
+        if (p->deferred) p->deferred->answer(UAPLEX_BadOutOfMemory, nullptr, nullptr, *p->arena);
+        return p->deferred ? UAPLEX_GoodCompletesAsynchronously : UAPLEX_BadOutOfMemory;
+    }
+    *p->response = ua::HistoryReadResponse{};
+    for (std::size_t i = 0; i < n; ++i) {
+        p->results[i] = ua::HistoryReadResult{};
+        p->results[i].continuationPoint = {-1, nullptr};
+        p->results[i].statusCode = statuses[i];
+    }
+    p->response->results = {std::int32_t(n), p->results};
+    try {
+        for (std::size_t i = 0; i < n; ++i) {
+            if (partOf[i] == SIZE_MAX) continue;
+            Part& part = p->parts[partOf[i]];
+            part.index = std::uint32_t(i);
+            part.key = keyOf(req.nodesToRead[i].nodeId, space_.namespaces());
+            const HistoryContinuation& cp = cps[i];
+            if (cp.id != 0) {
+                // A continuation is only good for the read it came from.
+                if (cp.key != part.key || cp.start != start || cp.end != end || cp.flags != flags) {
+                    p->results[i].statusCode = UAPLEX_BadContinuationPointInvalid;
+                    part.done = true;
+                    continue;
+                }
+                part.cursor = cp.cursor;
+            }
+        }
+    } catch (...) {
+        if (p->deferred) p->deferred->answer(UAPLEX_BadOutOfMemory, nullptr, nullptr, *p->arena);
+        return p->deferred ? UAPLEX_GoodCompletesAsynchronously : UAPLEX_BadOutOfMemory;
+    }
+    PendingRead* raw_p = p.release();
+    raw_p->outstanding.store(std::uint32_t(partCount) + 1, std::memory_order_relaxed);
+    for (std::size_t k = 0; k < raw_p->parts.size(); ++k) {
+        Part& part = raw_p->parts[k];
+        if (part.done.load()) {
+            raw_p->release();
+            continue;
+        }
+        part.read.hdr = UAPLEX_HEADER_INIT(uaplex_history_read, UAPLEX_STYPE_HISTORY_READ);
+        part.read.flags = flags;
+        part.read.max_values = perNode;
+        part.read.node_key = {part.key.data(), part.key.size()};
+        part.read.start_time = start;
+        part.read.end_time = end;
+        part.read.continuation = {part.cursor.data(), part.cursor.size()};
+        part.read.alloc = &raw_p->alloc;
+        part.result.hdr =
+            UAPLEX_HEADER_INIT(uaplex_history_read_result, UAPLEX_STYPE_HISTORY_READ_RESULT);
+        part.completion.hdr = UAPLEX_HEADER_INIT(uaplex_completion, UAPLEX_STYPE_COMPLETION);
+        part.completion.self = raw_p;
+        part.completion.token = k;
+        part.completion.complete = &PendingRead::complete;
+        part.completion.status = &PendingRead::status;
+        pending.fetch_add(1, std::memory_order_relaxed);
+        uaplex_status st = ops_->read_raw(self_, &part.read, &part.result, &part.completion);
+        if (st != UAPLEX_GoodCompletesAsynchronously && !part.done.exchange(true)) {
+            pending.fetch_sub(1, std::memory_order_relaxed);
+            raw_p->finishPart(part, st);
+            raw_p->release();
+        }
+    }
+    if (raw_p->deferred) {
+        raw_p->release();
+        return UAPLEX_GoodCompletesAsynchronously;
+    }
+    {
+        std::unique_lock lock(raw_p->mutex);
+        raw_p->outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1
+            ? void(raw_p->finished = true)
+            : raw_p->cv.wait(lock, [&] { return raw_p->finished; });
+    }
+    delete raw_p;
+    call.response = resp;
+    return UAPLEX_Good;
+}
+
+void ServiceSet::Impl::record(const Node& n, const ua::DataValue& v) noexcept {
+    if (History* h = recording.load(std::memory_order_acquire)) h->record(n, v);
+}
+
+uaplex_status ServiceSet::Impl::historyRead(ServiceCall& call) noexcept {
+    History* h = history.get();
+    if (h == nullptr) return UAPLEX_BadServiceUnsupported;
+    return h->read(call);
+}
+
+}  // namespace uaplex::services

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: Apache-2.0
+// Historical access ([history], docs/configuration.md "Historical access"): the recorder that
+// hands each change of a recorded stored Variable to the history store plugin, and the
+// HistoryRead service (ReadRawModifiedDetails) over it. The store answers reads
+// asynchronously; a request waits parked (session::DeferredRequest) while it does, so no
+// worker waits for a database.
+#pragma once
+
+#include <uaplex/history.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "services_internal.hpp"
+
+namespace uaplex::services {
+
+class History {
+  public:
+    // Creates and starts the store instance ([history] plugin), resolves the recorded nodes
+    // against the sealed address space and sets their HistoryRead access bit and Historizing.
+    // Throws std::runtime_error (HostError) with a one-line message.
+    History(const config::HistorySection& cfg, host::Host& host, AddressSpace& space,
+            std::uint32_t maxPending);
+    ~History();
+    History(const History&) = delete;
+    History& operator=(const History&) = delete;
+
+    // A stored value changed: recorded when the node is. The value-change path: no lock, no
+    // allocation once this thread's encode buffer is warm. Any thread.
+    void record(const Node& node, const ua::DataValue& value) noexcept;
+    std::size_t recordedCount() const noexcept { return byNode_.size(); }
+    // Values the recorder could not hand to the store (full queue, too large, stopped).
+    std::uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
+
+    // HistoryRead (Part 11 6.4, Part 4 5.10.3). Good with call.response set, Good-completes-
+    // asynchronously when parked, or a Bad status for a ServiceFault.
+    uaplex_status read(ServiceCall& call) noexcept;
+
+    // The key of a node in the store: its NodeId with the namespace URI (history.h).
+    static std::string keyOf(const ua::NodeId& id, const std::vector<std::string>& uris);
+
+    const config::HistorySection& config() const noexcept { return cfg_; }
+    const uaplex_history_ops* ops() const noexcept { return ops_; }
+    void* self() const noexcept { return self_; }
+    std::atomic<std::uint32_t> pending{0};  // reads issued and not completed
+    const std::uint32_t maxPending;
+
+  private:
+    config::HistorySection cfg_;
+    AddressSpace& space_;
+    std::shared_ptr<host::PluginInstance> store_;
+    const uaplex_history_ops* ops_ = nullptr;
+    void* self_ = nullptr;
+    std::vector<std::unique_ptr<std::string>> keys_;
+    std::unordered_map<const Node*, const std::string*> byNode_;  // fixed after construction
+    std::atomic<std::uint64_t> dropped_{0};
+};
+
+}  // namespace uaplex::services

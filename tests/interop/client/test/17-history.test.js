@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: Apache-2.0
+// Historical access (Part 11): run_suite.sh records Demo.Scalars.Double into history-sqlite
+// ([history]); values written to it come back from HistoryRead (ReadRawModifiedDetails) in
+// pages with continuation points, in both directions, with the status codes of Part 11.
+// Skipped when the server under test records nothing (UAPLEX_HISTORY unset).
+"use strict";
+
+const { test, before, after } = require("node:test");
+const { ua, assert, T_SHORT, T_LONG, sharedSession, assertGood, assertStatus } = require("../lib/ua");
+const { AttributeIds, DataType, StatusCodes, TimestampsToReturn } = ua;
+const {
+    HistoryReadRequest, ReadRawModifiedDetails, ReadProcessedDetails, HistoryData,
+} = require("node-opcua-service-history");
+
+const skip = process.env.UAPLEX_HISTORY !== "1" && "the server under test records no history";
+const S = sharedSession();
+before(S.open, { timeout: T_SHORT });
+after(S.close, { timeout: T_SHORT });
+
+const recorded = () => `ns=${S.demo};s=Demo.Scalars.Double`;
+const unrecorded = () => `ns=${S.demo};s=Demo.Scalars.Int32`;
+
+function historyRead(session, details, nodes, extra = {}) {
+    const request = new HistoryReadRequest({
+        historyReadDetails: details,
+        timestampsToReturn: TimestampsToReturn.Both,
+        releaseContinuationPoints: false,
+        nodesToRead: nodes,
+        ...extra,
+    });
+    return new Promise((resolve, reject) =>
+        session.historyRead(request, (err, response) => (err ? reject(err) : resolve(response))));
+}
+
+function raw(start, end, numValuesPerNode, returnBounds = false) {
+    return new ReadRawModifiedDetails({
+        isReadModified: false, startTime: start, endTime: end, numValuesPerNode, returnBounds,
+    });
+}
+
+// Every page of a raw read of `nodeId`, `n` values each; the pages' values and count.
+async function readAll(nodeId, details) {
+    const values = [];
+    let cp = null;
+    let pages = 0;
+    do {
+        const resp = await historyRead(S.session, details, [{ nodeId, continuationPoint: cp }]);
+        assert.equal(resp.results.length, 1);
+        const r = resp.results[0];
+        assert.ok(r.statusCode.isGood(), `page ${pages}: ${r.statusCode.toString()}`);
+        assert.ok(r.historyData instanceof HistoryData);
+        values.push(...(r.historyData.dataValues || []));
+        cp = r.continuationPoint && r.continuationPoint.length ? r.continuationPoint : null;
+        pages++;
+        assert.ok(pages < 100, "too many pages");
+    } while (cp);
+    return { values, pages };
+}
+
+test("the recorded node says so: AccessLevel HistoryRead and Historizing", { timeout: T_SHORT, skip }, async () => {
+    const [al, ual, hist, other] = await S.session.read([
+        { nodeId: recorded(), attributeId: AttributeIds.AccessLevel },
+        { nodeId: recorded(), attributeId: AttributeIds.UserAccessLevel },
+        { nodeId: recorded(), attributeId: AttributeIds.Historizing },
+        { nodeId: unrecorded(), attributeId: AttributeIds.Historizing },
+    ]);
+    assert.ok(al.value.value & 4, `AccessLevel ${al.value.value}`);
+    assert.ok(ual.value.value & 4, `UserAccessLevel ${ual.value.value}`);
+    assert.equal(hist.value.value, true);
+    assert.equal(other.value.value, false);
+});
+
+test("written values come back raw, page by page, forward and backward", { timeout: T_LONG, skip }, async () => {
+    const before = new Date(Date.now() - 1000);
+    const written = [1.5, 2.5, 3.5, 4.5, 5.5];
+    for (const v of written) {
+        const st = await S.session.write({
+            nodeId: recorded(), attributeId: AttributeIds.Value,
+            value: { value: { dataType: DataType.Double, value: v } },
+        });
+        assertGood(st, `write ${v}`);
+    }
+    const after = new Date(Date.now() + 60000);
+    // Forward, two per page: five values in three pages, oldest first.
+    const fwd = await readAll(recorded(), raw(before, after, 2));
+    const got = fwd.values.map((dv) => dv.value.value).slice(-written.length);
+    assert.deepEqual(got, written);
+    assert.ok(fwd.pages >= 3, `pages ${fwd.pages}`);
+    for (const dv of fwd.values) {
+        assert.ok(dv.statusCode.isGood());
+        assert.ok(dv.sourceTimestamp instanceof Date);
+        assert.ok(dv.serverTimestamp instanceof Date);
+    }
+    for (let i = 1; i < fwd.values.length; i++)
+        assert.ok(fwd.values[i - 1].sourceTimestamp <= fwd.values[i].sourceTimestamp);
+    // Backward (endTime before startTime): newest first.
+    const back = await readAll(recorded(), raw(after, before, 3));
+    assert.deepEqual(back.values.map((dv) => dv.value.value).slice(0, written.length),
+        [...written].reverse());
+    // Only endTime and numValuesPerNode: the newest values, newest first.
+    const last = await historyRead(S.session, raw(null, after, 1), [{ nodeId: recorded() }]);
+    assert.deepEqual(last.results[0].historyData.dataValues.map((dv) => dv.value.value), [5.5]);
+    // One time and numValuesPerNode ask for that many values: no continuation point.
+    assert.ok(!last.results[0].continuationPoint || last.results[0].continuationPoint.length === 0);
+    // TimestampsToReturn Source: no server timestamps.
+    const src = await historyRead(S.session, raw(before, after, 1), [{ nodeId: recorded() }],
+        { timestampsToReturn: TimestampsToReturn.Source });
+    const dv = src.results[0].historyData.dataValues[0];
+    assert.ok(dv.sourceTimestamp instanceof Date);
+    assert.equal(dv.serverTimestamp, null);
+    // A time range without values: GoodNoData.
+    const none = await historyRead(S.session,
+        raw(new Date(Date.UTC(2001, 0, 1)), new Date(Date.UTC(2001, 0, 2)), 0), [{ nodeId: recorded() }]);
+    assertStatus(none.results[0].statusCode, StatusCodes.GoodNoData, "empty range");
+});
+
+test("continuation points: reused, foreign, released", { timeout: T_LONG, skip }, async () => {
+    const before = new Date(Date.now() - 3600000), after = new Date(Date.now() + 60000);
+    const first = await historyRead(S.session, raw(before, after, 1), [{ nodeId: recorded() }]);
+    const cp = first.results[0].continuationPoint;
+    assert.ok(cp && cp.length > 0, "a continuation point");
+    const next = await historyRead(S.session, raw(before, after, 1), [{ nodeId: recorded(), continuationPoint: cp }]);
+    assert.ok(next.results[0].statusCode.isGood());
+    // A continuation point is good once.
+    const again = await historyRead(S.session, raw(before, after, 1), [{ nodeId: recorded(), continuationPoint: cp }]);
+    assertStatus(again.results[0].statusCode, StatusCodes.BadContinuationPointInvalid, "used twice");
+    const junk = await historyRead(S.session, raw(before, after, 1),
+        [{ nodeId: recorded(), continuationPoint: Buffer.from([1, 2, 3, 4, 5, 6, 7, 8]) }]);
+    assertStatus(junk.results[0].statusCode, StatusCodes.BadContinuationPointInvalid, "junk");
+    // Released: Good, and gone afterwards.
+    const cp2 = next.results[0].continuationPoint;
+    assert.ok(cp2 && cp2.length > 0);
+    const rel = await historyRead(S.session, raw(before, after, 1), [{ nodeId: recorded(), continuationPoint: cp2 }],
+        { releaseContinuationPoints: true });
+    assertGood(rel.results[0].statusCode, "release");
+    const gone = await historyRead(S.session, raw(before, after, 1), [{ nodeId: recorded(), continuationPoint: cp2 }]);
+    assertStatus(gone.results[0].statusCode, StatusCodes.BadContinuationPointInvalid, "released");
+});
+
+test("nodes without history, unknown nodes, unserved details", { timeout: T_SHORT, skip }, async () => {
+    const before = new Date(Date.now() - 3600000), after = new Date(Date.now() + 60000);
+    const r = await historyRead(S.session, raw(before, after, 10), [
+        { nodeId: unrecorded() }, { nodeId: `ns=${S.demo};s=Demo.NoSuchNode` }, { nodeId: recorded() },
+    ]);
+    assertStatus(r.results[0].statusCode, StatusCodes.BadNotReadable, "unrecorded");
+    assertStatus(r.results[1].statusCode, StatusCodes.BadNodeIdUnknown, "unknown");
+    assert.ok(r.results[2].statusCode.isGood());
+    const p = await historyRead(S.session, new ReadProcessedDetails({
+        startTime: before, endTime: after, processingInterval: 1000,
+        aggregateType: [ua.coerceNodeId("i=2342")],
+    }), [{ nodeId: recorded() }]);
+    assertStatus(p.results[0].statusCode, StatusCodes.BadHistoryOperationUnsupported, "processed");
+    // Neither timestamp is not a HistoryRead choice; no time at all is no time domain.
+    await assert.rejects(historyRead(S.session, raw(before, after, 1), [{ nodeId: recorded() }],
+        { timestampsToReturn: TimestampsToReturn.Neither }), /BadTimestampsToReturnInvalid/);
+    const t = await historyRead(S.session, raw(null, null, 0), [{ nodeId: recorded() }]);
+    assertStatus(t.results[0].statusCode, StatusCodes.BadInvalidTimestampArgument, "no times");
+});
