@@ -159,6 +159,128 @@ void MonitoredItem::setFilter(const DataChangeFilterSpec& f) {
     if (!isDefault || extras_) extras().filter = f;
 }
 
+void MonitoredItem::setAggregate(const AggregateSpec* spec) {
+    if (!spec) {
+        if (extras_) extras_->aggregate.reset();
+        return;
+    }
+    auto a = std::make_unique<AggregateState>();
+    a->spec = *spec;
+    a->spec.capacity = std::max<uint32_t>(spec->capacity, 1);
+    a->raw.reserve(size_t(a->spec.capacity) + 2);
+    a->intervalStart = spec->startTime;
+    extras().aggregate = std::move(a);
+}
+
+const AggregateSpec* MonitoredItem::aggregate() const {
+    return extras_ && extras_->aggregate ? &extras_->aggregate->spec : nullptr;
+}
+
+uint64_t MonitoredItem::aggregateDroppedSamples() const {
+    return extras_ && extras_->aggregate ? extras_->aggregate->dropped : 0;
+}
+
+namespace {
+// A sample as the aggregates take it: its status and numeric scalar at the sampling time.
+// A Good or Uncertain value that is no numeric scalar becomes Bad_TypeMismatch.
+ua::DataValue rawSample(const ValueCell& v, uaplex_status error, ua::DateTime t) {
+    ua::DataValue dv{};
+    dv.mask = UAPLEX_DATAVALUE_STATUS | UAPLEX_DATAVALUE_SOURCE_TIMESTAMP;
+    dv.source_timestamp = t;
+    dv.status = (error & 0x80000000u) ? error : v.dv.status;
+    bool scalar = v.payload == ValueCell::Payload::Inline && (v.dv.mask & UAPLEX_DATAVALUE_VALUE) &&
+                  (v.isNumeric() || v.type() == UAPLEX_TYPE_BOOLEAN) &&
+                  !(v.dv.value.encoding & ~UAPLEX_VARIANT_TYPE_MASK);
+    if (scalar) {
+        dv.value = v.dv.value;
+        dv.mask |= UAPLEX_DATAVALUE_VALUE;
+    } else if (!(dv.status & 0x80000000u)) {
+        dv.status = UAPLEX_BadTypeMismatch;
+    }
+    return dv;
+}
+constexpr int kMaxIntervalsPerSample = 16;  // results queued for one sample; older ones skipped
+}  // namespace
+
+void MonitoredItem::aggregateSample(const ValueCell& v, uaplex_status error, int64_t now) {
+    auto& a = *extras_->aggregate;
+    ua::DateTime t = sub_->context().clock.utcNow();
+    ua::DataValue raw = rawSample(v, error, t);
+    // Strictly increasing times: a second sample at the same instant replaces the first.
+    if (!a.raw.empty() && t <= a.raw.back().source_timestamp) {
+        raw.source_timestamp = a.raw.back().source_timestamp;
+        a.raw.back() = raw;
+        return;
+    }
+    closeIntervals(t, &raw, now);
+    if (t < a.intervalStart) {  // before the revised start time: only the bounding value
+        a.raw.clear();
+        a.raw.push_back(raw);
+        a.hasBound = true;
+        return;
+    }
+    if (a.raw.size() - (a.hasBound ? 1 : 0) >= a.spec.capacity) {
+        ++a.dropped;
+        return;
+    }
+    a.raw.push_back(raw);
+}
+
+void MonitoredItem::closeIntervals(ua::DateTime t, const ua::DataValue* after, int64_t now) {
+    auto& a = *extras_->aggregate;
+    const auto ticks = ua::DateTime(a.spec.processingIntervalMs * 10000.0);
+    if (ticks <= 0 || t < a.intervalStart + ticks) return;
+    // After a long silence only the latest intervals get a result.
+    int64_t elapsed = (t - a.intervalStart) / ticks;
+    for (int n = 0; a.intervalStart + ticks <= t; ++n) {
+        if (n == 0 && elapsed > kMaxIntervalsPerSample) {
+            // The skipped intervals get no result; their last value bounds the next one.
+            a.intervalStart += (elapsed - kMaxIntervalsPerSample) * ticks;
+            if (a.raw.size() > 1) {
+                a.raw.front() = a.raw.back();
+                a.raw.resize(1);
+                a.hasBound = true;
+            }
+        }
+        aggregates::ProcessedRequest rq;
+        rq.startTime = a.intervalStart;
+        rq.endTime = a.intervalStart + ticks;
+        rq.processingIntervalMs = a.spec.processingIntervalMs;
+        rq.configuration = a.spec.configuration;
+        rq.endOfData = after ? after->source_timestamp : rq.endTime;
+        bool pushed = false;
+        if (after && a.raw.size() < a.raw.capacity()) {
+            a.raw.push_back(*after);  // the bounding value after the interval
+            pushed = true;
+        }
+        ua::DataValue out[1]{};
+        auto r = aggregates::compute(a.spec.function, a.raw, rq, out);
+        if (pushed) a.raw.pop_back();
+        ua::DataValue result = out[0];
+        if (r.status != UAPLEX_Good || r.written != 1) {
+            result = {};
+            result.status = r.status != UAPLEX_Good ? r.status : UAPLEX_BadInternalError;
+        }
+        result.mask |= UAPLEX_DATAVALUE_STATUS | UAPLEX_DATAVALUE_SOURCE_TIMESTAMP |
+                       UAPLEX_DATAVALUE_SERVER_TIMESTAMP;
+        result.source_timestamp = rq.startTime;
+        result.server_timestamp = sub_->context().clock.utcNow();
+        // Queued like a data change, past the data change filter, at the monotonic time of
+        // the interval's end: the queue keeps one value per sampling interval, and results
+        // closed by one sample are a processing interval (at least a sampling interval) apart.
+        int64_t at = now - (t - rq.endTime) / 10000;
+        if (ValueCell* cell = sub_->context().values.copy(result))
+            queueCell(cell, *cell, UAPLEX_Good, at, true);
+        // The interval's last value bounds the next one.
+        if (!a.raw.empty()) {
+            a.raw.front() = a.raw.back();
+            a.raw.resize(1);
+            a.hasBound = true;
+        }
+        a.intervalStart = rq.endTime;
+    }
+}
+
 void MonitoredItem::setMode(ua::MonitoringMode m, int64_t now) {
     auto old = ua::MonitoringMode(mode_);
     mode_ = uint8_t(m);
@@ -211,12 +333,18 @@ bool MonitoredItem::queueValue(const ua::DataValue& in, uaplex_status error, int
     }
     flags_ &= uint16_t(~kLastIsSample);  // not a node sample: the next one compares in full
     if (!cell) return false;
+    if (extras_ && extras_->aggregate) {  // the interval's result is queued when it ends
+        aggregateSample(*cell, error, now);
+        pool.release(cell);
+        return false;
+    }
     return queueCell(cell, *cell, error, now, false);
 }
 
 bool MonitoredItem::defaultFilter() const {
     if (flags_ & kAlwaysReport) return false;
     if (!extras_) return true;
+    if (extras_->aggregate) return false;  // every sample goes into the interval
     const auto& f = extras_->filter;
     return f.trigger == ua::DataChangeTrigger::StatusValue &&
            f.deadbandType == ua::DeadbandType::None_;
@@ -228,6 +356,10 @@ bool MonitoredItem::takeSample(NodeSample& node, int64_t gridTime, int64_t) {
     sampledVersion_ = node.version;
     nextSamplingTime_ = gridTime + samplingInterval_;
     if (!node.latest) return false;
+    if (extras_ && extras_->aggregate) {
+        aggregateSample(*node.latest, UAPLEX_Good, gridTime);
+        return false;
+    }
     bool plain = defaultFilter();
     bool knownChanged = false;
     // The default filter is an equivalence: when the last value equals the node's previous

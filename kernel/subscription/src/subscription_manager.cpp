@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <random>
 
 namespace uaplex::subscription {
@@ -12,6 +13,7 @@ namespace uaplex::subscription {
 namespace {
 
 constexpr uint32_t kEventNotifierAttribute = 12;
+constexpr uint32_t kValueAttribute = 13;
 
 template <typename T>
 ua::Array<T> arrayOf(enc::Arena& arena, size_t n) {
@@ -587,6 +589,55 @@ uaplex_status SubscriptionManager::applyEventFilter(const ua::EventFilter& f,
     return st;
 }
 
+void SubscriptionManager::applyAggregate(Subscription& s, MonitoredItem& it,
+                                         const ua::AggregateFilter& f,
+                                         aggregates::AggregateFunction function,
+                                         const aggregates::AggregateConfiguration& configuration,
+                                         double samplingInterval) {
+    const auto& lim = ctx_.limits;
+    // The processing interval: whole ms, at least the sampling interval (the publishing
+    // interval when that is 0), at most maxProcessingInterval.
+    double pi = std::floor(f.processingInterval);
+    double floorPi = samplingInterval > 0 ? samplingInterval : s.settings().publishingInterval;
+    pi = std::max(pi, std::max(floorPi, 1.0));
+    pi = std::min(pi, std::max(lim.maxProcessingInterval, floorPi));
+    AggregateSpec spec;
+    spec.function = function;
+    spec.configuration = configuration;
+    spec.processingIntervalMs = pi;
+    // One interval's samples: pi / si, one more for a sample on each edge.
+    double perInterval = samplingInterval > 0 ? std::ceil(pi / samplingInterval) + 1 : 1e18;
+    spec.capacity = uint32_t(std::max(1.0, std::min(perInterval, double(lim.maxAggregateSamples))));
+    // The start time: a future one stays; a past one (or none) moves forward by whole
+    // processing intervals to the interval that holds now, as there is no history to fill.
+    const int64_t ticks = int64_t(pi * 10000.0);
+    ua::DateTime now = ctx_.clock.utcNow();
+    // A start more than one maxProcessingInterval ahead is revised to that far.
+    ua::DateTime start = std::max<ua::DateTime>(f.startTime, 0);
+    const auto ahead = ua::DateTime(std::max(lim.maxProcessingInterval, pi) * 10000.0);
+    if (start > now + ahead) start = now + ahead;
+    if (start < now) start += (now - start) / ticks * ticks;
+    spec.startTime = start;
+    it.setAggregate(&spec);
+    if (filterOut_ && filterArena_) {
+        auto* result = filterArena_->allocateArray<ua::AggregateFilterResult>(1);
+        if (!result) return;
+        result->revisedStartTime = start;
+        result->revisedProcessingInterval = pi;
+        auto& c = result->revisedAggregateConfiguration;
+        c.useServerCapabilitiesDefaults = f.aggregateConfiguration.useServerCapabilitiesDefaults;
+        c.treatUncertainAsBad = configuration.treatUncertainAsBad;
+        c.percentDataBad = configuration.percentDataBad;
+        c.percentDataGood = configuration.percentDataGood;
+        c.useSlopedExtrapolation = configuration.useSlopedExtrapolation;
+        filterOut_->type_id =
+            ua::numericNodeId(0, enc::dataTypeOf<ua::AggregateFilterResult>()->binaryEncodingId);
+        filterOut_->encoding = UAPLEX_EXTENSIONOBJECT_BINARY;
+        filterOut_->data_type = enc::dataTypeOf<ua::AggregateFilterResult>();
+        filterOut_->object = result;
+    }
+}
+
 uaplex_status SubscriptionManager::applyParameters(Subscription& s, MonitoredItem& it,
                                                    const ua::MonitoringParameters& p, bool creating,
                                                    double* revisedInterval,
@@ -594,6 +645,9 @@ uaplex_status SubscriptionManager::applyParameters(Subscription& s, MonitoredIte
     const auto& lim = ctx_.limits;
     // The filter first: a refused filter changes nothing.
     DataChangeFilterSpec filter;
+    const ua::AggregateFilter* aggregate = nullptr;
+    std::optional<aggregates::AggregateFunction> function;
+    aggregates::AggregateConfiguration configuration;
     const ua::ExtensionObject& f = p.filter;
     bool hasFilter = f.encoding != UAPLEX_EXTENSIONOBJECT_NOBODY || f.object != nullptr;
     if (hasFilter) {
@@ -603,8 +657,23 @@ uaplex_status SubscriptionManager::applyParameters(Subscription& s, MonitoredIte
         } else {
             if (f.data_type == enc::dataTypeOf<ua::EventFilter>())
                 return UAPLEX_BadFilterNotAllowed;
-            if (f.data_type != enc::dataTypeOf<ua::DataChangeFilter>() || !f.object)
+            if (f.data_type == enc::dataTypeOf<ua::AggregateFilter>() && f.object) {
+                // Part 4 7.22.4: an aggregate the server does not compute, a configuration
+                // Part 13 4.2.1.2 refuses, a processing interval that is no duration.
+                aggregate = static_cast<const ua::AggregateFilter*>(f.object);
+                function = aggregates::aggregateFromNodeId(aggregate->aggregateType);
+                if (!function) return UAPLEX_BadAggregateNotSupported;
+                double pi = aggregate->processingInterval;
+                if (std::isnan(pi) || std::isinf(pi) || pi < 0)
+                    return UAPLEX_BadMonitoredItemFilterInvalid;
+                configuration = aggregates::effectiveConfiguration(
+                    aggregate->aggregateConfiguration, aggregates::AggregateConfiguration{});
+                if (aggregates::checkConfiguration(configuration) != UAPLEX_Good)
+                    return UAPLEX_BadAggregateConfigurationRejected;
+            } else if (f.data_type != enc::dataTypeOf<ua::DataChangeFilter>() || !f.object)
                 return UAPLEX_BadMonitoredItemFilterUnsupported;
+        }
+        if (!it.isEventItem() && !aggregate) {
             auto* dcf = static_cast<const ua::DataChangeFilter*>(f.object);
             if (int32_t(dcf->trigger) < 0 || int32_t(dcf->trigger) > 2 || dcf->deadbandType > 2)
                 return UAPLEX_BadDeadbandFilterInvalid;
@@ -639,6 +708,12 @@ uaplex_status SubscriptionManager::applyParameters(Subscription& s, MonitoredIte
     }
     *revisedInterval = si;
     if (!it.isEventItem()) it.setFilter(filter);
+    if (!it.isEventItem()) {
+        if (aggregate)
+            applyAggregate(s, it, *aggregate, *function, configuration, si);
+        else
+            it.setAggregate(nullptr);
+    }
 
     uint32_t size = p.queueSize;
     if (it.isEventItem()) {
@@ -703,6 +778,12 @@ uaplex_status SubscriptionManager::createItem(Subscription& s, ua::TimestampsToR
     block = nullptr;
     if (!it) return UAPLEX_BadOutOfMemory;
     if (r.itemToMonitor.attributeId == kEventNotifierAttribute) it->markEventItem();
+    // An AggregateFilter aggregates values: only on the Value attribute (Part 4 7.22.4).
+    if (r.itemToMonitor.attributeId != kValueAttribute &&
+        r.requestedParameters.filter.data_type == enc::dataTypeOf<ua::AggregateFilter>()) {
+        s.deleteItem(it->id());
+        return UAPLEX_BadFilterNotAllowed;
+    }
     it->setTimestamps(ts);
     double si = 0;
     uint32_t q = 0;

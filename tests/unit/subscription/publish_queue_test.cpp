@@ -1354,3 +1354,119 @@ TEST_CASE("services: the diagnostics summary counts live and created subscriptio
     s.mgr.reset();  // live subscriptions stop counting with the engine
     CHECK(current == 0);
 }
+
+namespace {
+// CreateMonitoredItems of one Value item on node 7 with an AggregateFilter.
+ua::MonitoredItemCreateResult createAggregateItem(Server& s, uint32_t sub, ua::AggregateFilter& f,
+                                                  double si = 100, uint32_t attribute = 13) {
+    ua::MonitoredItemCreateRequest item{};
+    item.itemToMonitor.nodeId = ua::numericNodeId(1, 7);
+    item.itemToMonitor.attributeId = attribute;
+    item.monitoringMode = ua::MonitoringMode::Reporting;
+    item.requestedParameters.clientHandle = 7;
+    item.requestedParameters.samplingInterval = si;
+    item.requestedParameters.queueSize = 4;
+    item.requestedParameters.discardOldest = true;
+    auto& eo = item.requestedParameters.filter;
+    eo.type_id = ua::numericNodeId(0, enc::dataTypeOf<ua::AggregateFilter>()->binaryEncodingId);
+    eo.encoding = UAPLEX_EXTENSIONOBJECT_BINARY;
+    eo.data_type = enc::dataTypeOf<ua::AggregateFilter>();
+    eo.object = &f;
+    ua::CreateMonitoredItemsRequest req{};
+    req.subscriptionId = sub;
+    req.timestampsToReturn = ua::TimestampsToReturn::Both;
+    req.itemsToCreate = {1, &item};
+    ua::CreateMonitoredItemsResponse resp{};
+    REQUIRE(s.mgr->createMonitoredItems(1, req, resp, s.arena) == UAPLEX_Good);
+    return resp.results[0];
+}
+ua::AggregateFilter averageFilter(double pi) {
+    ua::AggregateFilter f{};
+    f.aggregateType = ua::numericNodeId(0, 2342);  // AggregateFunction_Average
+    f.processingInterval = pi;
+    f.aggregateConfiguration.useServerCapabilitiesDefaults = true;
+    return f;
+}
+}  // namespace
+
+TEST_CASE("services: AggregateFilter refusals (Part 4 7.22.4)") {
+    Server s;
+    uint32_t sub = s.subscribe(1);
+    auto f = averageFilter(200);
+    f.aggregateType = ua::numericNodeId(0, 2351);  // AnnotationCount: not computed
+    CHECK(createAggregateItem(s, sub, f).statusCode == UAPLEX_BadAggregateNotSupported);
+    f.aggregateType = ua::numericNodeId(2, 2342);  // another namespace
+    CHECK(createAggregateItem(s, sub, f).statusCode == UAPLEX_BadAggregateNotSupported);
+    f = averageFilter(200);
+    f.aggregateConfiguration.useServerCapabilitiesDefaults = false;
+    f.aggregateConfiguration.percentDataBad = 50;
+    f.aggregateConfiguration.percentDataGood = 20;  // below 100 - 50: a gap
+    CHECK(createAggregateItem(s, sub, f).statusCode == UAPLEX_BadAggregateConfigurationRejected);
+    f.aggregateConfiguration.percentDataGood = 101;
+    CHECK(createAggregateItem(s, sub, f).statusCode == UAPLEX_BadAggregateConfigurationRejected);
+    f = averageFilter(200);
+    CHECK(createAggregateItem(s, sub, f, 100, 4).statusCode == UAPLEX_BadFilterNotAllowed);
+    for (double pi : {-1.0, std::numeric_limits<double>::quiet_NaN(),
+                      std::numeric_limits<double>::infinity()}) {
+        f = averageFilter(pi);
+        CHECK(createAggregateItem(s, sub, f).statusCode == UAPLEX_BadMonitoredItemFilterInvalid);
+    }
+}
+
+TEST_CASE("services: AggregateFilter is accepted with its AggregateFilterResult") {
+    Server s;
+    s.clock.mono = 12345;
+    uint32_t sub = s.subscribe(1);
+    auto f = averageFilter(150);  // below the sampling interval: revised to 200
+    auto r = createAggregateItem(s, sub, f, 200);
+    REQUIRE(r.statusCode == UAPLEX_Good);
+    REQUIRE(r.filterResult.data_type == enc::dataTypeOf<ua::AggregateFilterResult>());
+    auto* res = static_cast<const ua::AggregateFilterResult*>(r.filterResult.object);
+    CHECK(res->revisedProcessingInterval == 200);
+    // No start time: the interval boundary at or before now, on the 200 ms grid from 1601.
+    ua::DateTime now = s.clock.utcNow();
+    CHECK(res->revisedStartTime <= now);
+    CHECK(now - res->revisedStartTime < 200 * 10000);
+    CHECK(res->revisedStartTime % (200 * 10000) == 0);
+    // The server's defaults (Part 13 4.2.1.2).
+    CHECK(res->revisedAggregateConfiguration.useServerCapabilitiesDefaults);
+    CHECK(res->revisedAggregateConfiguration.treatUncertainAsBad);
+    CHECK(res->revisedAggregateConfiguration.percentDataBad == 100);
+    CHECK(res->revisedAggregateConfiguration.percentDataGood == 100);
+    CHECK_FALSE(res->revisedAggregateConfiguration.useSlopedExtrapolation);
+    // A future start time stays.
+    f = averageFilter(500);
+    f.startTime = now + 10000000;
+    r = createAggregateItem(s, sub, f, 200);
+    REQUIRE(r.statusCode == UAPLEX_Good);
+    res = static_cast<const ua::AggregateFilterResult*>(r.filterResult.object);
+    CHECK(res->revisedStartTime == now + 10000000);
+    CHECK(res->revisedProcessingInterval == 500);
+}
+
+TEST_CASE("services: an AggregateFilter item publishes one Average per interval") {
+    Server s;
+    uint32_t sub = s.subscribe(1, 0, 100);
+    s.source.polled.insert(7);
+    auto f = averageFilter(200);
+    f.startTime = s.clock.utcNow();  // mono 0 is an interval boundary
+    s.source.values[7] = 2;
+    auto r = createAggregateItem(s, sub, f, 100);
+    REQUIRE(r.statusCode == UAPLEX_Good);
+    // Samples every 100 ms: 2 (at creation, 0), 4 (100), then 9 at 200 ends [0, 200).
+    s.source.values[7] = 4;
+    s.tickTo(100);
+    s.source.values[7] = 9;
+    s.tickTo(200);
+    s.tickTo(301);
+    uint64_t id = s.publish(1);
+    REQUIRE(s.sink.find(id));
+    const auto& m = s.sink.find(id)->outcome.message.message();
+    REQUIRE(m.notificationData.size() == 1);
+    auto* d = static_cast<ua::DataChangeNotification*>(m.notificationData[0].object);
+    REQUIRE(d->monitoredItems.size() >= 1);
+    CHECK(d->monitoredItems[0].value.value.value.double_ == 3);  // (2 + 4) / 2
+    CHECK(d->monitoredItems[0].value.status ==
+          (aggregates::kInfoTypeDataValue | aggregates::kHistorianCalculated));
+    CHECK(d->monitoredItems[0].value.source_timestamp == f.startTime);
+}

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include <uaplex/aggregates/aggregates.hpp>
 #include <uaplex/subscription/event_filter.hpp>
 #include <uaplex/subscription/queue_handlers.hpp>
 #include "uaplex/encoding/encoding.hpp"
@@ -21,6 +22,28 @@ struct DataChangeFilterSpec {
     ua::DeadbandType deadbandType = ua::DeadbandType::None_;
     double deadbandValue = 0;
     double euLow = 0, euHigh = 0;  // EURange, for Percent
+};
+
+// The AggregateFilter as the engine applies it (Part 4 7.22.4; docs/pipeline.md,
+// AggregateFilter): the revised start time and processing interval, and how many raw samples
+// one interval buffers (sized at creation; samples beyond it in one interval are dropped).
+struct AggregateSpec {
+    aggregates::AggregateFunction function = aggregates::AggregateFunction::Average;
+    aggregates::AggregateConfiguration configuration;
+    ua::DateTime startTime = 0;       // the first interval's start (a DateTime)
+    double processingIntervalMs = 0;  // > 0, whole milliseconds
+    uint32_t capacity = 1;            // raw samples kept per interval
+};
+
+// An aggregate item's interval: raw[0] is the bounding value from the previous interval when
+// hasBound, then the samples of the interval. Reserved at creation (capacity + 2: the bound
+// and the sample after the interval's end), so sampling never allocates.
+struct AggregateState {
+    AggregateSpec spec;
+    std::vector<ua::DataValue> raw;
+    bool hasBound = false;
+    ua::DateTime intervalStart = 0;
+    uint64_t dropped = 0;
 };
 
 // True when `next` is a change against `last` (null: no previous value).
@@ -107,6 +130,12 @@ class MonitoredItem {
     void setDiagnosticsMask(uint32_t mask) { extras().diagnosticsMask = mask; }
     uint32_t diagnosticsMask() const { return extras_ ? extras_->diagnosticsMask : 0; }
     void setFilter(const DataChangeFilterSpec& f);
+    // An AggregateFilter (null: none): the item then reports one aggregated value per
+    // processing interval instead of its data changes. Starts a fresh interval buffer.
+    void setAggregate(const AggregateSpec* spec);
+    const AggregateSpec* aggregate() const;
+    // Samples dropped because an interval held `capacity` samples already.
+    uint64_t aggregateDroppedSamples() const;
     void setMode(ua::MonitoringMode m, int64_t now);
     void markEventItem() { flags_ |= kEvents; }
     void requestResend();
@@ -170,6 +199,7 @@ class MonitoredItem {
         std::unique_ptr<EventFilterSpec> eventFilter;
         std::vector<uint32_t> links;
         uint32_t diagnosticsMask = 0;
+        std::unique_ptr<AggregateState> aggregate;
     };
     Extras& extras();
     void signalReady();
@@ -185,6 +215,10 @@ class MonitoredItem {
     bool queueCell(ValueCell* owned, const ValueCell& v, uaplex_status error, int64_t now,
                    bool knownChanged);
     bool defaultFilter() const;
+    // The AggregateFilter's step in place of the data change filter: closes the intervals
+    // that ended before this sample, then keeps it.
+    void aggregateSample(const ValueCell& v, uaplex_status error, int64_t now);
+    void closeIntervals(ua::DateTime t, const ua::DataValue* after, int64_t now);
 
     // The last value passed by the filter (size 1: also the pending one), embedded so that an
     // item is one allocation.

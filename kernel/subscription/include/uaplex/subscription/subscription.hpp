@@ -39,6 +39,12 @@ struct SubscriptionLimits {
     uint32_t maxMonitoredItemsPerCall = 0;          // 0 = unlimited (OperationLimits)
     double minSamplingInterval = 0;
     double maxSamplingInterval = 3600000;
+    // AggregateFilter: raw samples one item buffers per processing interval (the buffer is
+    // ProcessingInterval / SamplingInterval + 1, at most this; this
+    // with a sampling interval of 0); later samples of a full
+    // interval are dropped. Processing intervals above maxProcessingInterval are revised down.
+    uint32_t maxAggregateSamples = 1000;
+    double maxProcessingInterval = 86400000;  // one day
     // > 0: a new (or re-timed) subscription's first publishing cycle is delayed by up to one
     // interval, in steps of this many ms, to the phase the fewest subscriptions of its interval
     // share, so that their bursts do not coincide. 0: each keeps its creation phase.

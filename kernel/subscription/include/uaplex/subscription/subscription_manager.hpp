@@ -414,6 +414,12 @@ class SubscriptionManager {
     };
     // Validates an item's EventFilter; the EventFilterResult goes to filterOut_ (if set).
     uaplex_status applyEventFilter(const ua::EventFilter& f, std::unique_ptr<EventFilterSpec>& out);
+    // Sets an item's accepted AggregateFilter, revised; the AggregateFilterResult goes to
+    // filterOut_ (if set).
+    void applyAggregate(Subscription& s, MonitoredItem& it, const ua::AggregateFilter& f,
+                        aggregates::AggregateFunction function,
+                        const aggregates::AggregateConfiguration& configuration,
+                        double samplingInterval);
 
     EngineContext ctx_;
     NodeValueSource& source_;
