@@ -990,6 +990,8 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
                 {"max_publishing_interval_ms", &l.max_publishing_interval_ms, 10},
                 {"min_sampling_interval_ms", &l.min_sampling_interval_ms, 0},
                 {"max_sampling_interval_ms", &l.max_sampling_interval_ms, 1},
+                {"max_aggregate_samples", &l.max_aggregate_samples, 1},
+                {"max_processing_interval_ms", &l.max_processing_interval_ms, 1},
             };
             // Decoding limits: 0 is no limit (the message size bounds them); a positive value
             // must leave room for a CreateSession's URIs and a client certificate.
@@ -1042,6 +1044,8 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
             if (l.min_sampling_interval_ms > l.max_sampling_interval_ms)
                 fail(*limits, file,
                      "[server.limits] min_sampling_interval_ms exceeds max_sampling_interval_ms");
+            if (l.max_aggregate_samples > 100000)
+                fail(*limits, file, "[server.limits] max_aggregate_samples must be at most 100000");
             if (l.min_token_lifetime_ms > l.max_token_lifetime_ms)
                 fail(*limits, file,
                      "[server.limits] min_token_lifetime_ms exceeds max_token_lifetime_ms");

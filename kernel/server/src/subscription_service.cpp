@@ -36,6 +36,8 @@ subscription::SubscriptionLimits subscriptionLimitsOf(const config::ServerConfig
     l.maxNotificationsPerPublish = c.max_notifications_per_publish;
     l.minSamplingInterval = c.min_sampling_interval_ms;
     l.maxSamplingInterval = std::max(c.max_sampling_interval_ms, c.min_sampling_interval_ms);
+    l.maxAggregateSamples = c.max_aggregate_samples;
+    l.maxProcessingInterval = c.max_processing_interval_ms;
     // Subscriptions created together publish on phases 10 ms apart, not in one burst: one
     // subscription's items per tick stay in the cache (docs/results-log.md, scale).
     l.phaseSlotMs = 10;

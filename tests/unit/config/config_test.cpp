@@ -201,7 +201,8 @@ TEST_CASE("[server.limits] subscription limits: defaults and overrides") {
         "max_event_queue_size = 16\nmax_publish_requests_per_session = 6\n"
         "max_notifications_per_publish = 0\n"
         "min_publishing_interval_ms = 20\nmax_publishing_interval_ms = 60000\n"
-        "min_sampling_interval_ms = 10\nmax_sampling_interval_ms = 30000\n",
+        "min_sampling_interval_ms = 10\nmax_sampling_interval_ms = 30000\n"
+        "max_aggregate_samples = 64\nmax_processing_interval_ms = 60000\n",
         "/etc/uaplex/test.toml", kPaths);
     const auto& l = cfg.server.limits;
     CHECK(cfg.warnings.empty());
@@ -226,6 +227,14 @@ TEST_CASE("[server.limits] subscription limits: defaults and overrides") {
     CHECK(l.max_publishing_interval_ms == 60000);
     CHECK(l.min_sampling_interval_ms == 10);
     CHECK(l.max_sampling_interval_ms == 30000);
+    CHECK(l.max_aggregate_samples == 64);
+    CHECK(l.max_processing_interval_ms == 60000);
+    CHECK(parseString("", "/etc/uaplex/test.toml", kPaths).server.limits.max_aggregate_samples ==
+          1000);
+    CHECK(error_of("[server.limits]\nmax_aggregate_samples = 100001\n")
+              .find("max_aggregate_samples must be at most 100000") != std::string::npos);
+    CHECK(error_of("[server.limits]\nmax_aggregate_samples = 0\n")
+              .find("max_aggregate_samples must be") != std::string::npos);
     CHECK(error_of("[server.limits]\nmin_publishing_interval_ms = 1\n")
               .find("min_publishing_interval_ms must be") != std::string::npos);
     CHECK(error_of("[server.limits]\nmin_publishing_interval_ms = 5000\n"

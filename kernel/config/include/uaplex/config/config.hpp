@@ -123,6 +123,10 @@ struct ServerLimits {
     std::uint32_t max_publishing_interval_ms = 3600000;
     std::uint32_t min_sampling_interval_ms = 0;  // MinSupportedSampleRate
     std::uint32_t max_sampling_interval_ms = 3600000;
+    // AggregateFilter: raw samples an item buffers per processing interval, and the largest
+    // revised ProcessingInterval.
+    std::uint32_t max_aggregate_samples = 1000;
+    std::uint32_t max_processing_interval_ms = 86400000;
 };
 
 // One security policy the endpoints offer (Part 7) and its MessageSecurityModes.
@@ -385,7 +389,7 @@ struct ServerConfig {
     SlotsConfig slots;
     PersistenceSection persistence;
     PubSubSection pubsub;
-    std::vector<AlarmConfig> alarms;    // [[alarms]], in file order
+    std::vector<AlarmConfig> alarms;  // [[alarms]], in file order
     HistorySection history;
     std::vector<PluginConfig> plugins;  // in file order
     std::vector<std::string> warnings;  // unknown keys and similar, one line each
