@@ -211,6 +211,8 @@ int main(int argc, char** argv) {
             logConfigWarnings(next);
             if (next.control != cfg.control)
                 logger()->warn("[control] changes take effect after a restart");
+            if (next.alarms != cfg.alarms)  // the running alarms keep their nodes and state
+                logger()->warn("[[alarms]] changes take effect after a restart");
             cfg = std::move(next);
             logger()->info("configuration reloaded");
         } catch (const std::exception& e) {

@@ -56,6 +56,7 @@ uaplex_status ServiceSet::Impl::conditionEvent(void* user, const uaplex_event_sp
 void ServiceSet::Impl::buildConditions() {
     conditions = std::make_unique<cond::ConditionTable>(cfg.server.limits.max_conditions);
     conditions->setSink(&Impl::conditionEvent, this);
+    addConfiguredAlarms();  // [[alarms]]: their Objects, collected below as any condition
     const ua::NodeId conditionType = ua::numericNodeId(0, cond::kConditionType);
     const ua::NodeId acknowledgeable = ua::numericNodeId(0, cond::kAcknowledgeableConditionType);
     const ua::NodeId alarm = ua::numericNodeId(0, cond::kAlarmConditionType);

@@ -4,6 +4,7 @@
 
 #include <uaplex/encoding/encoding.hpp>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -16,6 +17,7 @@
 
 #include <uaplex/addressspace/address_space.hpp>
 #include <uaplex/conditions/condition_table.hpp>
+#include <uaplex/conditions/limit_evaluator.hpp>
 #include <uaplex/config/config.hpp>
 #include <uaplex/cpp/mpmc_ring.hpp>
 #include <uaplex/host/address_space_hooks.hpp>
@@ -416,6 +418,38 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
                                 std::span<const ua::Variant> inputs,
                                 std::string_view user) noexcept;
     uaplex_status methodBind(uaplex_plugin_ctx*, const uaplex_method_spec* spec) noexcept override;
+    // [[alarms]] (config_alarms.cpp): the configured alarms' nodes, added before the
+    // conditions are collected, and their evaluation on each value change of their source.
+    struct ConfiguredAlarm {
+        ua::NodeId condition{};  // interned in the address space
+        ua::NodeId type{};
+        ua::NodeId source{};  // interned
+        std::string message;
+        // Taken first, across an evaluation and its report: reports arrive in the order of the
+        // evaluations. Not held by node reads (sampling reads under the engine's lock).
+        std::mutex reportMutex;
+        mutable std::mutex mutex;  // the evaluator (value changes, node reads)
+        conditions::LimitEvaluator eval;
+        explicit ConfiguredAlarm(const conditions::LimitAlarmSpec& s) : eval(s) {}
+    };
+    struct AlarmFieldNode {  // a node of the limit state, read from the evaluator
+        const ConfiguredAlarm* alarm = nullptr;
+        enum class What : std::uint8_t { CurrentState, CurrentStateId, LimitState, LimitStateId };
+        What what{};
+        conditions::Limit limit{};
+    };
+    std::vector<std::unique_ptr<ConfiguredAlarm>> configuredAlarms;
+    std::vector<std::unique_ptr<AlarmFieldNode>> alarmFields;
+    std::vector<std::pair<const Node*, ConfiguredAlarm*>> alarmsBySource;  // sorted, fixed
+    void addConfiguredAlarms();
+    void evaluateAlarms(const Node& n, const ua::DataValue& v) noexcept;
+    void reportAlarm(const ConfiguredAlarm& a, bool active, std::uint16_t severity,
+                     conditions::LimitLevel level,
+                     const std::array<bool, conditions::kLimitCount>& limits,
+                     ua::DateTime t) noexcept;
+    static uaplex_status readAlarmField(void* user, const uaplex_nodeid* id,
+                                        const uaplex_value_alloc* alloc,
+                                        uaplex_datavalue* out) noexcept;
     // The handle an event item on notifier `n` has (ns0 records odd, stored nodes by address).
     static std::uint64_t notifierKey(const NodeRef& n) noexcept {
         return n.rec ? (std::uint64_t(n.rec->id) << 1) | 1
@@ -423,6 +457,7 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
     }
     // After a stored value changed: tells the subscription engine (handle = the Node).
     void changed(const Node& n, const ua::DataValue& v) noexcept {
+        if (!alarmsBySource.empty()) evaluateAlarms(n, v);  // [[alarms]]
         if (auto fn = valueChanged.load(std::memory_order_acquire))
             fn(valueChangedUser, reinterpret_cast<std::uintptr_t>(&n), v);
         if (n.historizing.load(std::memory_order_relaxed)) record(n, v);

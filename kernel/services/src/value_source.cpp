@@ -796,6 +796,9 @@ uaplex_status ServiceSet::Impl::valueChangedSink(void* user, const uaplex_nodeid
                                                  const uaplex_datavalue* value) noexcept {
     auto* impl = static_cast<ServiceSet::Impl*>(user);
     if (!impl || !node || !value) return UAPLEX_BadInvalidArgument;
+    if (!impl->alarmsBySource.empty())  // [[alarms]] on a plugin-served node
+        if (NodeRef n = impl->space.find(*node); n.dyn && attributeId == 13)
+            impl->evaluateAlarms(*n.dyn, *value);
     // Set after the value source is made: before it, no item watches anything.
     if (!impl->valueChanged.load(std::memory_order_acquire)) return UAPLEX_Good;
     ua::DataValue dv = *value;

@@ -52,3 +52,36 @@ TEST_CASE("steady-state scalar Read and Write do not touch the heap") {
     CHECK(allocations == 0);
     CHECK(bytes == 0);
 }
+
+TEST_CASE("a write that leaves a configured alarm's state as it is allocates nothing") {
+    test::Server s("", test::benchmarkPlugin() +
+                           "[[alarms]]\nname = \"A\"\ntype = \"non_exclusive_level\"\n"
+                           "source = \"ns=1;i=1042\"\nhigh_high = 2000000\nhigh = 1000000\n"
+                           "low = -1000000\ndeadband = 10\n");
+    ua::WriteValue wv{};
+    wv.nodeId = ua::numericNodeId(1, 1042);
+    wv.attributeId = 13;
+    wv.indexRange = ua::nullString();
+    wv.value.mask = UAPLEX_DATAVALUE_VALUE;
+    ua::WriteRequest write{};
+    write.nodesToWrite = {1, &wv};
+    enc::Arena arena;
+    auto cycle = [&](std::int32_t value) {
+        arena.reset();
+        wv.value.value = ua::variantInt32(value);
+        services::ServiceCall w{arena, s.session.get(), enc::dataTypeOf<ua::WriteRequest>(),
+                                &write};
+        return s.services->write(w) == UAPLEX_Good &&
+               static_cast<ua::WriteResponse*>(w.response)->results[0] == UAPLEX_Good;
+    };
+    bool ok = true;
+    for (int i = 0; i < 10; ++i) ok = cycle(i) && ok;
+    ok = cycle(1500000) && ok;  // High active: a change, its event (allocates)
+    REQUIRE(ok);
+    test::HeapScope heap;
+    // Within High and its deadband, then within the normal band: no state change.
+    for (int i = 0; i < 500; ++i) ok = cycle(1000000 - (i % 10)) && ok;
+    std::size_t allocations = heap.allocations();
+    CHECK(ok);
+    CHECK(allocations == 0);
+}
