@@ -796,7 +796,8 @@ uaplex_status ServiceSet::Impl::valueChangedSink(void* user, const uaplex_nodeid
                                                  const uaplex_datavalue* value) noexcept {
     auto* impl = static_cast<ServiceSet::Impl*>(user);
     if (!impl || !node || !value) return UAPLEX_BadInvalidArgument;
-    if (!impl->alarmsBySource.empty())  // [[alarms]] on a plugin-served node
+    // [[alarms]] on a plugin-served node (their table is fixed once the space is sealed).
+    if (impl->space.sealed() && !impl->alarmsBySource.empty())
         if (NodeRef n = impl->space.find(*node); n.dyn && attributeId == 13)
             impl->evaluateAlarms(*n.dyn, *value);
     // Set after the value source is made: before it, no item watches anything.
