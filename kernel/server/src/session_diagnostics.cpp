@@ -249,6 +249,8 @@ void Server::diagnosticsArray(std::uint32_t arrayNode, enc::Arena& arena,
                 d.unacknowledgedMessageCount = std::uint32_t(sub.unacknowledgedMessageCount());
                 d.monitoredItemCount = std::uint32_t(sub.itemCount());
                 d.monitoringQueueOverflowCount = std::uint32_t(sub.monitoringQueueOverflowCount());
+                d.discardedMessageCount = std::uint32_t(sub.discardedMessageCount());
+                d.eventQueueOverFlowCount = std::uint32_t(sub.eventQueueOverflowCount());
                 d.nextSequenceNumber = sub.nextSequenceNumber();
                 const subscription::SubscriptionCounts& c = sub.counts();
                 d.modifyCount = c.modify;

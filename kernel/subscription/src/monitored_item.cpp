@@ -435,11 +435,12 @@ bool MonitoredItem::queueEvent(EventCell* e) {
     if (!q || mode_ == uint8_t(ua::MonitoringMode::Disabled)) return false;
     if (q->containsEvent(e->entry.source_handle)) return false;  // a duplicate, not an overflow
     if (q->setOverflowIfFull()) {
-        sub_->countQueueOverflow();
+        sub_->countEventQueueOverflow();
         return false;
     }
+    const bool full = q->full();
     if (q->queueEvent(&e->entry) != UAPLEX_Good) return false;
-    if (q->overflow) sub_->countQueueOverflow();
+    if (full) sub_->countEventQueueOverflow();
     signalReady();
     return true;
 }

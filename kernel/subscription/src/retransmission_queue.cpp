@@ -85,6 +85,7 @@ RetransmissionQueue::Sent RetransmissionQueue::enqueue(std::vector<RetainedMessa
     size_t skip = k > max_ ? k - max_ : 0;
     for (size_t i = 0; i < skip; ++i) messages[i]->pool->release(messages[i]);
     k -= skip;
+    discarded_ += skip;
     // Make room: the oldest retained go, acknowledged or not (all of them when k >= M).
     if (retained_.size() + k > max_) {
         size_t drop = std::min(retained_.size(), k >= max_ ? retained_.size() : k);
@@ -94,6 +95,7 @@ RetransmissionQueue::Sent RetransmissionQueue::enqueue(std::vector<RetainedMessa
             m->pool->release(m);
         }
         sent_ = sent_ > drop ? sent_ - drop : 0;
+        discarded_ += drop;
     }
     size_t first = retained_.size();
     for (size_t i = skip; i < messages.size(); ++i) retained_.push_back(messages[i]);

@@ -30,7 +30,9 @@ TEST_CASE("items 8: event overflow with discardOldest=true goes first") {
     Staged s(e.ctx);
     CHECK_FALSE(it->publish(s.data, s.events, 10, 0));
     CHECK(s.eventValues() == std::vector<double>{-1, 2, 3});
-    CHECK_FALSE(it->holdsNotification());  // overflow cleared
+    CHECK_FALSE(it->holdsNotification());        // overflow cleared
+    CHECK(sub->eventQueueOverflowCount() == 1);  // event 1 was lost
+    CHECK(sub->monitoringQueueOverflowCount() == 1);
 }
 
 TEST_CASE("items 9: event overflow with discardOldest=false goes last, or waits") {
@@ -39,9 +41,11 @@ TEST_CASE("items 9: event overflow with discardOldest=false goes last, or waits"
     SECTION("max 10") {
         MonitoredItem* it = e.eventItem(*sub, 2, false);
         for (int i = 1; i <= 3; ++i) e.queueEvent(it, i, uint64_t(i));
+        CHECK_FALSE(e.queueEvent(it, 4, 4));
         Staged s(e.ctx);
         CHECK_FALSE(it->publish(s.data, s.events, 10, 0));
         CHECK(s.eventValues() == std::vector<double>{1, 2, -1});
+        CHECK(sub->eventQueueOverflowCount() == 2);  // events 3 and 4 were lost
     }
     SECTION("max 2") {
         MonitoredItem* it = e.eventItem(*sub, 2, false);
@@ -65,6 +69,7 @@ TEST_CASE("items 10: a duplicate source handle is queued once, without overflow"
     it->publish(s.data, s.events, 0, 0);
     CHECK(s.eventValues() == std::vector<double>{1});
     CHECK(sub->monitoringQueueOverflowCount() == 0);
+    CHECK(sub->eventQueueOverflowCount() == 0);
 }
 
 TEST_CASE("items 11: absolute and percent deadbands") {

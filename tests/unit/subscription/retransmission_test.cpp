@@ -53,6 +53,7 @@ TEST_CASE("retransmission 3: M=3 retains the newest three") {
     CHECK_FALSE(q.findForRepublish(1));  // the service maps this to BadMessageNotAvailable
     CHECK(q.findForRepublish(4));
     CHECK(b.pool.returned() == 2);
+    CHECK(q.discardedCount() == 2);  // 1 and 2 went unacknowledged
 }
 
 TEST_CASE("retransmission 4: more messages than M at once drop the oldest new ones") {
@@ -72,6 +73,7 @@ TEST_CASE("retransmission 4: more messages than M at once drop the oldest new on
     CHECK_FALSE(third.more);
     CHECK_FALSE(q.tryDequeueQueued(true).lease);
     CHECK(b.pool.returned() == 2);
+    CHECK(q.discardedCount() == 2);  // 1 and 2 never left the server
 }
 
 TEST_CASE("retransmission 5: acknowledgement statuses; acknowledge moves the cursor") {
@@ -122,4 +124,16 @@ TEST_CASE("retransmission: trimming while a response is in flight defers the pay
     CHECK(first.lease.sequenceNumber() == 1);
     first.lease.reset();
     CHECK(b.pool.returned() == 1);
+}
+
+TEST_CASE("retransmission 3b: acknowledged messages are not counted as discarded") {
+    Builder b;
+    RetransmissionQueue q(2);
+    q.enqueue({b.build()});
+    q.enqueue({b.build()});
+    CHECK(q.acknowledge(1) == UAPLEX_Good);
+    q.enqueue({b.build()});  // room was made by the acknowledgement
+    CHECK(q.discardedCount() == 0);
+    q.enqueue({b.build()});  // 2 goes unacknowledged
+    CHECK(q.discardedCount() == 1);
 }

@@ -96,6 +96,8 @@ class EventQueueHandler {
     // Dequeues up to max events (0 = all) into out; returns the count.
     uint32_t publish(std::vector<uaplex_event_entry*>& out, uint32_t max);
     uint32_t itemsInQueue() const;
+    // The next event overflows: queued with discardOldest, it drops the oldest.
+    bool full() const { return size_ > 0 && itemsInQueue() >= size_; }
     bool overflow = false;
     bool discardOldest() const { return discardOldest_; }
 

@@ -138,6 +138,8 @@ class RetransmissionQueue {
     void clear();
     size_t retainedCount() const { return retained_.size(); }
     uint32_t maxMessages() const { return max_; }
+    // Messages dropped unacknowledged to make room (DiscardedMessageCount of Part 5).
+    uint64_t discardedCount() const { return discarded_; }
 
   private:
     std::vector<uint32_t> availableThrough(size_t count) const;
@@ -145,6 +147,7 @@ class RetransmissionQueue {
     uint32_t max_;
     RingQueue<RetainedMessage*, 2> retained_;  // oldest first; at most max_
     size_t sent_ = 0;                          // retained_[0, sent_) have been sent
+    uint64_t discarded_ = 0;
 };
 
 }  // namespace uaplex::subscription

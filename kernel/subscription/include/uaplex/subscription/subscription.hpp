@@ -142,6 +142,9 @@ class Subscription {
     uint32_t lifetimeCounter() const { return lifetimeCounter_; }
     uint64_t latePublishRequestCount() const { return latePublishRequests_; }
     uint64_t monitoringQueueOverflowCount() const { return queueOverflows_; }
+    // Events lost to a full event queue, the overflow event's cause (EventQueueOverflowCount).
+    uint64_t eventQueueOverflowCount() const { return eventQueueOverflows_; }
+    uint64_t discardedMessageCount() const { return retransmission_.discardedCount(); }
     bool expired() const { return expired_; }
     bool transferring = false;
 
@@ -213,6 +216,10 @@ class Subscription {
     // of being examined again by that tick.
     void setSamplingForTick(bool on) { samplingForTick_ = on && publishingEnabled_ && sessionId_; }
     void countQueueOverflow() { ++queueOverflows_; }
+    void countEventQueueOverflow() {
+        ++queueOverflows_;
+        ++eventQueueOverflows_;
+    }
     EngineContext& context() { return ctx_; }
     // The items moved to the publish list by the last tick of any subscription of the context
     // (tests compare with a full scan).
@@ -254,7 +261,7 @@ class Subscription {
     uint32_t keepAliveCounter_;
     uint32_t lifetimeCounter_ = 0;
     int64_t timerExpiry_;
-    uint64_t latePublishRequests_ = 0, queueOverflows_ = 0;
+    uint64_t latePublishRequests_ = 0, queueOverflows_ = 0, eventQueueOverflows_ = 0;
     SequenceNumbers sequence_;
     RetransmissionQueue retransmission_;
     // Items by id - 1 (in ctx_.itemSlab): 8 bytes per item instead of a hash node; freed ids
