@@ -1111,6 +1111,14 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
                     if (!v.is_string())
                         fail(v, file, "[plugins." + name + "] library must be a string");
                     pc.library = resolve(v.as_string()->get(), file, paths);
+                } else if (k.str() == "blocking_threads") {
+                    const auto n = v.value<std::int64_t>();
+                    if (!v.is_integer() || !n || *n < 0 || *n > kMaxBlockingThreads)
+                        fail(v, file,
+                             "[plugins." + name +
+                                 "] blocking_threads must be an integer from 0 to " +
+                                 std::to_string(kMaxBlockingThreads));
+                    pc.blocking_threads = std::uint32_t(*n);
                 } else {
                     pc.settings.insert(k, v);
                     pc.key_positions.emplace(std::string(k.str()), positionOf(v, file));

@@ -3,6 +3,8 @@
 // batch a Read or Write gathers its asynchronous items in (async_operations.hpp).
 #include "async_operations.hpp"
 
+#include "blocking_calls.hpp"
+
 #include "persistence.hpp"
 
 #include <algorithm>
@@ -483,6 +485,12 @@ uaplex_status AsyncBatch::run() noexcept {
                                                                align == 0 ? 8 : align);
                                  }};
     const std::uint32_t n = std::uint32_t(r.parts.size());
+    // A blocking node manager's synchronous entry, on its lane (blocking_calls.hpp).
+    auto offload = [&](AsyncPart& p) noexcept {
+        return impl_.blocking != nullptr && impl_.blocking->submit(&p, &r)
+                   ? UAPLEX_GoodCompletesAsynchronously
+                   : UAPLEX_BadResourceUnavailable;
+    };
     // One reference per operation and one for this thread, so that no completion can answer
     // before every operation is issued.
     r.outstanding.store(n + 1, std::memory_order_relaxed);
@@ -497,11 +505,17 @@ uaplex_status AsyncBatch::run() noexcept {
         uaplex_status st = UAPLEX_BadInternalError;
         switch (p.kind) {
             case AsyncPart::Kind::OwnerRead:
-                st = p.owner->readAsync(p.owner->self, p.count,
-                                        static_cast<const uaplex_read_item*>(p.items), p.results,
-                                        p.statuses, &c);
+                st = p.owner->readAsync == nullptr
+                         ? offload(p)
+                         : p.owner->readAsync(p.owner->self, p.count,
+                                              static_cast<const uaplex_read_item*>(p.items),
+                                              p.results, p.statuses, &c);
                 break;
             case AsyncPart::Kind::StoreRead: {
+                if (p.node->callbacks.readAsync == nullptr) {
+                    st = offload(p);
+                    break;
+                }
                 ua::DataValue& out = r.readResults[p.index];
                 out = ua::DataValue{};
                 st = p.node->callbacks.readAsync(p.node->callbacks.user, &p.node->id, &r.alloc,
@@ -509,13 +523,17 @@ uaplex_status AsyncBatch::run() noexcept {
                 break;
             }
             case AsyncPart::Kind::OwnerWrite:
-                st = p.owner->writeAsync(p.owner->self, p.count,
-                                         static_cast<const uaplex_write_item*>(p.items), p.statuses,
-                                         &c);
+                st = p.owner->writeAsync == nullptr
+                         ? offload(p)
+                         : p.owner->writeAsync(p.owner->self, p.count,
+                                               static_cast<const uaplex_write_item*>(p.items),
+                                               p.statuses, &c);
                 break;
             case AsyncPart::Kind::StoreWrite:
-                st =
-                    p.node->callbacks.writeAsync(p.node->callbacks.user, &p.node->id, &p.value, &c);
+                st = p.node->callbacks.writeAsync == nullptr
+                         ? offload(p)
+                         : p.node->callbacks.writeAsync(p.node->callbacks.user, &p.node->id,
+                                                        &p.value, &c);
                 break;
             case AsyncPart::Kind::PersistWrite:
                 st = impl_.persistence->submit(&p) ? UAPLEX_GoodCompletesAsynchronously

@@ -613,7 +613,9 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, st
         // The permission before the owner's read: a read may be device I/O, and a session
         // without Read must not cause it (nor learn whether the node exists).
         if (!permitted) return fail(deniedStatus(perms));
-        if (owner->readAsync != nullptr && batch != nullptr && batch->enabled() &&
+        const bool parks =
+            owner->readAsync != nullptr || (owner->blocking && owner->ops->read != nullptr);
+        if (parks && batch != nullptr && batch->enabled() &&
             batch->addOwnerRead(*owner, index, attr, perms))
             return;  // filled when the operation completes
         if (owner->ops->read == nullptr) return fail(UAPLEX_BadNotSupported);
@@ -705,8 +707,10 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, st
                                     dyn ? dyn->eventNotifier.load() : rec->eventNotifier);
             break;
         case kAttrValue: {
-            if (dyn && dyn->callbacks.readAsync != nullptr && batch != nullptr &&
-                batch->enabled() &&
+            const bool parks = dyn != nullptr &&
+                               (dyn->callbacks.readAsync != nullptr ||
+                                (dyn->callbacks.read != nullptr && offloads(dyn->callbacks.owner)));
+            if (parks && batch != nullptr && batch->enabled() &&
                 batch->addStoreRead(*const_cast<Node*>(dyn), index, range, timestamps))
                 return;  // filled when the operation completes
             uaplex_status st = readValue(arena, node, out);
@@ -1037,8 +1041,9 @@ uaplex_status ServiceSet::Impl::writeOne(enc::Arena& arena, const ua::WriteValue
                 m = mask.value.value.uint32;
             if (uaplex_status st = checkAttributeWrite(m, wv); st != UAPLEX_Good) return st;
         }
-        if (owner->writeAsync != nullptr && batch != nullptr && batch->enabled() &&
-            batch->addOwnerWrite(*owner, index))
+        const bool parks =
+            owner->writeAsync != nullptr || (owner->blocking && owner->ops->write != nullptr);
+        if (parks && batch != nullptr && batch->enabled() && batch->addOwnerWrite(*owner, index))
             return UAPLEX_Good;  // set when the operation completes
         if (owner->ops->write == nullptr) return UAPLEX_BadNotSupported;
         uaplex_write_item item{};
@@ -1126,8 +1131,9 @@ uaplex_status ServiceSet::Impl::writeOne(enc::Arena& arena, const ua::WriteValue
     }
     dv.mask |= UAPLEX_DATAVALUE_SERVER_TIMESTAMP;
     dv.server_timestamp = t;
-    if (n.callbacks.writeAsync != nullptr && batch != nullptr && batch->enabled() &&
-        batch->addStoreWrite(n, index, dv))
+    const bool parks = n.callbacks.writeAsync != nullptr ||
+                       (n.callbacks.write != nullptr && offloads(n.callbacks.owner));
+    if (parks && batch != nullptr && batch->enabled() && batch->addStoreWrite(n, index, dv))
         return UAPLEX_Good;  // set when the operation completes
     if (n.callbacks.write != nullptr) {
         uaplex_status st =

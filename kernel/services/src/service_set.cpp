@@ -3,6 +3,7 @@
 
 #include <chrono>
 
+#include "blocking_calls.hpp"
 #include "history.hpp"
 #include "persistence.hpp"
 #include "services_internal.hpp"
@@ -57,6 +58,15 @@ ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
                 ManagerRef{inst->context(), ops, inst->self(), monitors, inst->name()});
             managers.back().readAsync =
                 UAPLEX_FIELD_OR(ops, uaplex_node_manager_ops, read_async, nullptr);
+            const config::PluginConfig* pc = c.plugin(inst->name());
+            const bool blocks = pc != nullptr && pc->blocking_threads > 0;
+            if (blocks) {
+                if (!blocking)
+                    blocking = std::make_unique<BlockingCalls>(
+                        completions, c.server.limits.max_async_operations,
+                        std::chrono::milliseconds(c.server.limits.sampling_stop_timeout_ms));
+                blocking->addLane(inst->context(), ops, inst->name(), pc->blocking_threads);
+            }
             size_t count = 0;
             if (ops->namespace_count == nullptr || ops->namespace_uri == nullptr ||
                 ops->namespace_count(inst->self(), &count) != UAPLEX_Good)
@@ -73,6 +83,7 @@ ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
                 o.callAsync = UAPLEX_FIELD_OR(ops, uaplex_node_manager_ops, call_async, nullptr);
                 o.browseAsync =
                     UAPLEX_FIELD_OR(ops, uaplex_node_manager_ops, browse_async, nullptr);
+                o.blocking = blocks;
                 owners.push_back(o);
             }
         }
@@ -80,6 +91,7 @@ ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
         std::lock_guard lock(buildMutex());
         buildConditions();
     } catch (...) {
+        if (blocking) blocking->stop();
         host.destroyNodeManagers();
         host.services().address_space.store(nullptr, std::memory_order_release);
         throw;
@@ -96,6 +108,7 @@ ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
                 c.server.limits.max_async_operations);
             persisting.store(persistence.get(), std::memory_order_release);
         } catch (...) {
+            if (blocking) blocking->stop();
             host.destroyNodeManagers();
             host.services().address_space.store(nullptr, std::memory_order_release);
             throw;
@@ -119,6 +132,7 @@ ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
 
 ServiceSet::Impl::~Impl() {
     values.reset();  // its sampling threads call the node managers: joined first
+    if (blocking) blocking->stop();  // so do the lanes of the blocking node managers
     recording.store(nullptr, std::memory_order_release);
     host.destroyNodeManagers();
     history.reset();  // completes the reads still pending, then stops the store
@@ -130,6 +144,10 @@ ServiceSet::Impl::~Impl() {
 
 ua::DateTime ServiceSet::Impl::now() const noexcept {
     return ua::utcNow();
+}
+
+bool ServiceSet::Impl::offloads(const void* ctx) const noexcept {
+    return blocking != nullptr && ctx != nullptr && blocking->offloads(ctx);
 }
 
 const NamespaceOwner* ServiceSet::Impl::ownerOf(std::uint16_t ns) const noexcept {

@@ -174,12 +174,15 @@ struct NamespaceOwner {
     decltype(uaplex_node_manager_ops::write_async) writeAsync = nullptr;
     decltype(uaplex_node_manager_ops::call_async) callAsync = nullptr;
     decltype(uaplex_node_manager_ops::browse_async) browseAsync = nullptr;
+    // Its synchronous read and write run on its lane (blocking_calls.hpp).
+    bool blocking = false;
 };
 
 class AsyncRequest;
 class AsyncBatch;
 class Persistence;
 class History;
+class BlockingCalls;
 
 // The completions of the pending asynchronous operations (uaplex_completion, docs/pipeline.md
 // "Asynchronous operations"): max_async_operations slots, each named by its index and a
@@ -360,6 +363,9 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
     std::unique_ptr<History> history;
     std::atomic<History*> recording{nullptr};
     void record(const Node& n, const ua::DataValue& v) noexcept;  // history.cpp
+    // The lanes of the node managers with blocking_threads (null when none has them).
+    std::unique_ptr<BlockingCalls> blocking;
+    bool offloads(const void* ctx) const noexcept;
     std::vector<ManagerRef> managers;
     const ManagerRef* managerOf(const void* ctx) const noexcept {
         for (const ManagerRef& m : managers)

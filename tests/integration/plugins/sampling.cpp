@@ -4,7 +4,9 @@
 // test holds the gate closed), i=101..199 slow registers (20 ms per node read; the sampling
 // bench, tools/bench/micro/server/bench_plugin_sampling.cpp), i=500 pushes its changes through
 // params.value_changed once monitored, and the store node i=900 is a stored value set through
-// value_set. The test steers it through the exported test_sampling_* functions.
+// value_set. The test steers it through the exported test_sampling_* functions. In the
+// synchronous build the gated nodes also take writes, and the store node i=902 has read and
+// write callbacks behind the same gate (the blocking node manager tests).
 // Built a second time as test-sampling-async (TEST_SAMPLING_ASYNC): the owned nodes are read
 // through read_async, completed from the plugin's own thread once the gate is open, and the
 // store node i=901 has only a read_async callback (901000 + the number of its reads so far,
@@ -24,7 +26,7 @@ namespace {
 
 using namespace uaplex::sdk;
 
-constexpr uint32_t kPushed = 500, kStored = 900, kStoredAsync = 901;
+constexpr uint32_t kPushed = 500, kStored = 900, kStoredAsync = 901, kGatedStore = 902;
 
 struct Control {
     std::mutex mutex;
@@ -34,6 +36,7 @@ struct Control {
     std::vector<size_t> readCounts;  // items of each read call on gated nodes
     int monitorOn = 0, monitorOff = 0;
     int32_t pushedValue = 0;
+    int32_t gatedStoreValue = 902;
     uint16_t ns = 0;
     uaplex_node_manager_params params{};
     uaplex_plugin_ctx* ctx = nullptr;
@@ -49,6 +52,7 @@ class Sampling : public NodeManager {
         control.readCounts.clear();
         control.monitorOn = control.monitorOff = 0;
         control.pushedValue = 0;
+        control.gatedStoreValue = 902;
         control.params = params_;
         control.ctx = ctx.raw();
         control.api = ctx.api();
@@ -80,8 +84,52 @@ class Sampling : public NodeManager {
         a.spec.user = this;
         return as.add(a.get());
 #else
-        return as.add(v.get());
+        if (uaplex_status st = as.add(v.get()); st != UAPLEX_Good) return st;
+        NodeSpec g = variable_spec(numeric_id(ns, kGatedStore), numeric_id(0, 85), 47,
+                                   qualified_name(ns, "GatedStore"), 6, -1, 3);
+        g.spec.read = &Sampling::readGatedStore;
+        g.spec.write = &Sampling::writeGatedStore;
+        g.spec.user = this;
+        return as.add(g.get());
 #endif
+    }
+#ifndef TEST_SAMPLING_ASYNC
+    // Gated nodes take Int32 writes once the gate opens (the synchronous build).
+    uaplex_status write(size_t count, const uaplex_write_item* items,
+                        uaplex_status* statuses) override {
+        bool gated = false;
+        for (size_t i = 0; i < count; ++i) {
+            const uaplex_nodeid& id = *items[i].node_id;
+            statuses[i] = UAPLEX_BadNodeIdUnknown;
+            if (id.identifier_type != UAPLEX_ID_NUMERIC || id.identifier.numeric < 1 ||
+                id.identifier.numeric > 99 || items[i].attribute_id != 13)
+                continue;
+            gated = true;
+            statuses[i] = UAPLEX_Good;
+        }
+        if (gated) waitAtGate();
+        return UAPLEX_Good;
+    }
+#endif
+    static void waitAtGate() {
+        std::unique_lock lock(control.mutex);
+        ++control.blocked;
+        control.changed.notify_all();
+        control.changed.wait(lock, [] { return control.open; });
+        --control.blocked;
+    }
+    static uaplex_status readGatedStore(void*, const uaplex_nodeid*, const uaplex_value_alloc*,
+                                        uaplex_datavalue* out) {
+        waitAtGate();
+        std::lock_guard lock(control.mutex);
+        *out = data_value(scalar<int32_t>(UAPLEX_TYPE_INT32, control.gatedStoreValue));
+        return UAPLEX_Good;
+    }
+    static uaplex_status writeGatedStore(void*, const uaplex_nodeid*, const uaplex_datavalue* v) {
+        waitAtGate();
+        std::lock_guard lock(control.mutex);
+        control.gatedStoreValue = v->value.value.int32;
+        return UAPLEX_Good;
     }
     // The async build has only read_async (its read is the default, BadNotSupported).
     uaplex_status read(size_t count, const uaplex_read_item* items,

@@ -168,6 +168,18 @@ TEST_CASE("[server] identity and limits: defaults, overrides, range checks") {
         std::string::npos);
     CHECK(parseString("", "/etc/uaplex/test.toml", kPaths).server.limits.sampling_stop_timeout_ms ==
           2000);
+    CHECK(error_of("[plugins.dev]\nblocking_threads = 65\n") ==
+          "/etc/uaplex/test.toml:2:20: [plugins.dev] blocking_threads must be an integer from 0 "
+          "to 64");
+    CHECK(error_of("[plugins.dev]\nblocking_threads = \"4\"\n").find("from 0 to 64") !=
+          std::string::npos);
+    {
+        auto cfg = parseString("[plugins.dev]\nblocking_threads = 8\n[plugins.other]\n",
+                               "/etc/uaplex/test.toml", kPaths);
+        CHECK(cfg.plugin("dev")->blocking_threads == 8);
+        CHECK(cfg.plugin("dev")->settings.empty());  // the host's key, not the plugin's
+        CHECK(cfg.plugin("other")->blocking_threads == 0);
+    }
     CHECK(parseString("[server.limits]\nsampling_stop_timeout_ms = 50\n", "/etc/uaplex/test.toml",
                       kPaths)
               .server.limits.sampling_stop_timeout_ms == 50);

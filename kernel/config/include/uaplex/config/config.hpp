@@ -169,10 +169,16 @@ struct SlotsConfig {
     std::string monitored_item_queue;
 };
 
+// [plugins.<name>] blocking_threads at most.
+inline constexpr std::int64_t kMaxBlockingThreads = 64;
+
 struct PluginConfig {
     std::string name;
     bool enabled = true;
     std::optional<std::filesystem::path> library;  // explicit path instead of the scan
+    // Node managers: threads of their own for the synchronous reads and writes (0: the
+    // request's worker calls them).
+    std::uint32_t blocking_threads = 0;
     toml::table settings;  // the plugin's table without the host's keys (enabled, library)
     std::string position;  // "file:line:column" of the [plugins.<name>] table
     std::map<std::string, std::string> key_positions;  // settings key -> "file:line:column"

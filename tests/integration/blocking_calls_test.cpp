@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: Apache-2.0
+// A node manager whose synchronous reads and writes block ([plugins.<name>] blocking_threads,
+// docs/pipeline.md "Blocking node managers"): its calls run on its own threads, so they hold
+// none of the request workers. The server runs in this process with the test-sampling plugin,
+// whose gated nodes (owned i=1..99, store i=902) block until the test opens the gate.
+#include <catch2/catch.hpp>
+
+#include <dlfcn.h>
+
+#include <chrono>
+#include <cstdint>
+#include <future>
+#include <vector>
+
+#include "in_process_server.hpp"
+#include "support/client_services.hpp"
+#include "support/opcua_client.hpp"
+
+using namespace uaplex;
+using test::Client;
+
+namespace {
+
+struct Plugin {
+    void (*gate)(int);
+    int (*waitBlocked)(int, int);
+    std::size_t (*readCounts)(std::size_t*, std::size_t);
+};
+
+Plugin plugin() {
+    void* lib = dlopen(UAPLEX_SAMPLING_PLUGIN, RTLD_NOW | RTLD_NOLOAD);  // the server loaded it
+    REQUIRE(lib != nullptr);
+    Plugin p{};
+    p.gate = reinterpret_cast<void (*)(int)>(dlsym(lib, "test_sampling_gate"));
+    p.waitBlocked = reinterpret_cast<int (*)(int, int)>(dlsym(lib, "test_sampling_wait_blocked"));
+    p.readCounts = reinterpret_cast<std::size_t (*)(std::size_t*, std::size_t)>(
+        dlsym(lib, "test_sampling_read_counts"));
+    REQUIRE((p.gate && p.waitBlocked && p.readCounts));
+    return p;
+}
+
+// Two request workers; the plugin's calls get `threads` threads of their own.
+std::string tables(int threads, const std::string& limits = "") {
+    return "request_threads = 2\n[server.limits]\n" + limits +
+           "[slots]\nrequest_queue = \"fifo\"\n[plugins.fifo]\n[plugins.transport-tcp]\n"
+           "[plugins.test-sampling]\nlibrary = \"" UAPLEX_SAMPLING_PLUGIN
+           "\"\nblocking_threads = " +
+           std::to_string(threads) + "\n[access]\nanonymous_permissions = [\"All\"]\n";
+}
+
+struct Outcome {
+    uaplex_status service = UAPLEX_BadInternalError;  // the response's ServiceResult
+    uaplex_status status = UAPLEX_BadInternalError;   // the operation's
+    std::int32_t value = 0;
+};
+
+// A client of its own per call, so that calls can wait at the gate side by side (no Catch2
+// assertions off the test's thread).
+Outcome readOn(std::uint16_t port, const ua::NodeId& node, std::uint32_t timeoutHint = 10000) {
+    Outcome o;
+    Client c;
+    if (!c.open(port) || c.createSession() != UAPLEX_Good) return o;
+    c.setTimeoutHint(timeoutHint);
+    ua::ReadValueId id{};
+    id.nodeId = node;
+    id.attributeId = 13;
+    ua::ReadRequest r{};
+    r.nodesToRead = {1, &id};
+    auto m = c.call(r);
+    o.service = Client::result(m);
+    if (o.service != UAPLEX_Good || m.type != enc::dataTypeOf<ua::ReadResponse>()) return o;
+    const ua::DataValue& dv = static_cast<ua::ReadResponse*>(m.object)->results[0];
+    o.status = (dv.mask & UAPLEX_DATAVALUE_STATUS) ? dv.status : UAPLEX_Good;
+    o.value = dv.value.value.int32;
+    return o;
+}
+
+Outcome writeOn(std::uint16_t port, const ua::NodeId& node, std::int32_t value) {
+    Outcome o;
+    Client c;
+    if (!c.open(port) || c.createSession() != UAPLEX_Good) return o;
+    ua::WriteValue wv{};
+    wv.nodeId = node;
+    wv.attributeId = 13;
+    wv.indexRange = ua::nullString();
+    wv.value.mask = UAPLEX_DATAVALUE_VALUE;
+    wv.value.value = ua::variantInt32(value);
+    ua::WriteRequest w{};
+    w.nodesToWrite = {1, &wv};
+    auto m = c.call(w);
+    o.service = Client::result(m);
+    if (o.service == UAPLEX_Good && m.type == enc::dataTypeOf<ua::WriteResponse>())
+        o.status = static_cast<ua::WriteResponse*>(m.object)->results[0];
+    return o;
+}
+
+template <class F>
+std::future<Outcome> later(F f) {
+    return std::async(std::launch::async, std::move(f));
+}
+
+bool ready(std::future<Outcome>& f, int seconds) {
+    return f.wait_for(std::chrono::seconds(seconds)) == std::future_status::ready;
+}
+
+}  // namespace
+
+TEST_CASE("blocking node manager: stuck reads and writes hold no request worker") {
+    test::InProcessServer process(tables(4), "blocking.toml");
+    Plugin p = plugin();
+    Client a;
+    REQUIRE(a.open(process.port));
+    REQUIRE(a.createSession() == UAPLEX_Good);
+    const std::uint16_t ns = test::namespaceIndex(a, "urn:uaplex:test-sampling");
+    const std::uint16_t port = process.port;
+
+    p.gate(0);
+    // More stuck calls than the server has workers: an owned read and write, a store read.
+    auto ownedRead = later([&] { return readOn(port, ua::numericNodeId(ns, 1)); });
+    auto ownedWrite = later([&] { return writeOn(port, ua::numericNodeId(ns, 2), 5); });
+    auto storeRead = later([&] { return readOn(port, ua::numericNodeId(ns, 902)); });
+    REQUIRE(p.waitBlocked(3, 5000) == 3);  // with the calls on the workers only two get there
+    auto storeWrite = later([&] { return writeOn(port, ua::numericNodeId(ns, 902), 7); });
+    REQUIRE(p.waitBlocked(4, 5000) == 4);
+
+    // Everyone else is served meanwhile.
+    auto fast = later([&] { return readOn(port, ua::numericNodeId(0, 2258)); });  // CurrentTime
+    REQUIRE(ready(fast, 5));
+    CHECK(fast.get().status == UAPLEX_Good);
+    auto stored = later([&] { return writeOn(port, ua::numericNodeId(ns, 900), 11); });
+    REQUIRE(ready(stored, 5));
+    CHECK(stored.get().status == UAPLEX_Good);
+    CHECK(p.waitBlocked(4, 0) == 4);
+
+    p.gate(1);
+    REQUIRE(ready(ownedRead, 10));
+    REQUIRE(ready(ownedWrite, 10));
+    REQUIRE(ready(storeRead, 10));
+    REQUIRE(ready(storeWrite, 10));
+    Outcome r1 = ownedRead.get();
+    CHECK(r1.status == UAPLEX_Good);
+    CHECK(r1.value == 1);
+    CHECK(ownedWrite.get().status == UAPLEX_Good);
+    Outcome r2 = storeRead.get();
+    CHECK(r2.status == UAPLEX_Good);
+    CHECK(r2.value == 902);
+    CHECK(storeWrite.get().status == UAPLEX_Good);
+    CHECK(test::readOne(a, ua::numericNodeId(ns, 902)).value.value.int32 == 7);
+}
+
+TEST_CASE("blocking node manager: a call whose request was answered is not made") {
+    test::InProcessServer process(tables(1), "blocking.toml");
+    Plugin p = plugin();
+    Client a;
+    REQUIRE(a.open(process.port));
+    REQUIRE(a.createSession() == UAPLEX_Good);
+    const std::uint16_t ns = test::namespaceIndex(a, "urn:uaplex:test-sampling");
+    const std::uint16_t port = process.port;
+    std::size_t counts[8];
+    p.readCounts(counts, 8);
+
+    p.gate(0);
+    auto first = later([&] { return readOn(port, ua::numericNodeId(ns, 1)); });
+    REQUIRE(p.waitBlocked(1, 5000) == 1);
+    // Queued behind it on the manager's one thread; its TimeoutHint passes there.
+    auto expired = later([&] { return readOn(port, ua::numericNodeId(ns, 3), 300); });
+    REQUIRE(ready(expired, 10));
+    Outcome e = expired.get();
+    CHECK((e.service == UAPLEX_BadTimeout || e.status == UAPLEX_BadTimeout));
+    p.gate(1);
+    REQUIRE(ready(first, 10));
+    CHECK(first.get().value == 1);
+    // FIFO on one thread: once this read answers, the expired one's turn has passed.
+    Outcome after = readOn(port, ua::numericNodeId(ns, 4));
+    CHECK(after.value == 4);
+    CHECK(p.readCounts(counts, 8) == 2);  // the first read and this one, not the expired one
+}
+
+TEST_CASE("blocking node manager: stop is bounded while a call never returns") {
+    Plugin p{};
+    std::future<void> stopped;
+    std::future<Outcome> stuck;
+    {
+        auto process = std::make_unique<test::InProcessServer>(
+            tables(1, "sampling_stop_timeout_ms = 200\n"), "blocking.toml");
+        p = plugin();
+        Client a;
+        REQUIRE(a.open(process->port));
+        REQUIRE(a.createSession() == UAPLEX_Good);
+        const std::uint16_t ns = test::namespaceIndex(a, "urn:uaplex:test-sampling");
+        const std::uint16_t port = process->port;
+        p.gate(0);
+        // Its TimeoutHint ends the shutdown's wait for executing requests early.
+        stuck = later([=] { return readOn(port, ua::numericNodeId(ns, 1), 1000); });
+        REQUIRE(p.waitBlocked(1, 5000) == 1);
+        a.disconnect();
+        stopped = std::async(std::launch::async, [s = std::move(process)]() mutable { s.reset(); });
+    }
+    CHECK(stopped.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+    CHECK(p.waitBlocked(1, 0) == 1);
+    p.gate(1);  // the thread left behind returns from the read and completes nothing
+    stopped.wait();
+    stuck.wait();
+}
