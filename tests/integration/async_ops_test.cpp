@@ -24,13 +24,16 @@ namespace {
 constexpr std::uint16_t kOwned = 2;
 constexpr std::uint16_t kStore = 3;
 
+constexpr const char* kFifo = "[slots]\nrequest_queue = \"fifo\"\n[plugins.fifo]\n";
+
 struct AsyncServer : test::ServerProcess {
-    AsyncServer(int requestThreads, const std::string& limits, const std::string& plugin)
+    AsyncServer(int requestThreads, const std::string& limits, const std::string& plugin,
+                const std::string& slots = kFifo)
         : test::ServerProcess("async", [=](std::uint16_t port, const std::filesystem::path&) {
               std::ostringstream s;
               s << test::configHead(port) << "request_threads = " << requestThreads << "\n"
                 << "[server.limits]\n"
-                << limits << "[slots]\nrequest_queue = \"fifo\"\n[plugins.fifo]\n"
+                << limits << slots
                 << "[plugins.transport-tcp]\n[plugins.test-asyncread]\nlibrary = \""
                 << UAPLEX_ASYNCREAD_PLUGIN << "\"\n"
                 << plugin << "[access]\nanonymous_permissions = [\"All\"]\n";
@@ -119,6 +122,29 @@ TEST_CASE("async: a pending read holds no worker and fast reads pass it") {
     REQUIRE(v.size() == 1);
     CHECK(v[0].status == UAPLEX_Good);
     CHECK(v[0].text == "delayed");
+}
+
+TEST_CASE("async: a pending read gives back its execution lease in the fair queue") {
+    // The fair queue with admission charges one execution lease per running request; a
+    // parked request that kept it would hold the session's next requests behind it.
+    static AsyncServer fair(1, "", "delay_ms = 400\nlate_ms = 1500\n",
+                            "[slots]\nrequest_queue = \"fair\"\nadmission = \"leases\"\n"
+                            "[plugins.fair]\n[plugins.leases]\n");
+    Client c;
+    REQUIRE(c.open(fair.port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    std::vector<ua::ReadValueId> slowIds, fastIds;
+    auto slow = readOf(slowIds, {{kOwned, "Delayed"}});
+    auto fast = readOf(fastIds, {{kStore, "Stored"}});
+    REQUIRE(c.send(slow, 1));
+    for (std::uint32_t h = 2; h <= 4; ++h) REQUIRE(c.send(fast, h));
+    std::vector<std::uint32_t> order;
+    for (int i = 0; i < 4; ++i) {
+        auto m = c.receiveResponse();
+        REQUIRE(m.object != nullptr);
+        order.push_back(handleOf(m));
+    }
+    CHECK(order == std::vector<std::uint32_t>{2, 3, 4, 1});
 }
 
 TEST_CASE("async: one Read mixes store asynchronous inline and synchronous items") {

@@ -167,6 +167,14 @@ void RequestQueueSlot::dispose(PluginInstance* from, uaplex_request_entry* entry
     from->dispatched.fetch_sub(1, std::memory_order_release);
 }
 
+void RequestQueueSlot::releaseExecution(PluginInstance* from,
+                                        uaplex_request_entry* entry) noexcept {
+    if (!from) return;
+    const auto* ops = from->ops<uaplex_request_queue_ops>();
+    if (auto fn = UAPLEX_FIELD_OR(ops, uaplex_request_queue_ops, release_execution, nullptr))
+        fn(from->self(), entry);
+}
+
 uaplex_status RequestQueueSlot::enqueue(uaplex_request_entry* entry) noexcept {
     auto ref = slot_.acquire();
     if (!ref) return UAPLEX_BadServerHalted;

@@ -160,6 +160,9 @@ std::shared_ptr<session::DeferredRequest> DeferSource::make(void* user,
     } catch (...) {
         return nullptr;
     }
+    // Its execution lease goes while the request is still only this worker's: once parked,
+    // the canceller or a completion may finish and recycle the entry on another thread.
+    host::RequestQueueSlot::releaseExecution(d.queue, &r.entry);
     // Set before the registry can hand the request to the canceller.
     r.parked = p;
     if (!r.registry->park(r.tracked)) {

@@ -95,9 +95,10 @@ typedef struct uaplex_request_queue_ops {
     uaplex_status (*cancel)(void* self, uaplex_request_entry* entry, uaplex_status status);
     /* Number of queued entries. Any thread; must not block. */
     uaplex_status (*count)(void* self, uint64_t* out_count);
-    /* Releases the execution lease of a running entry at its park point. NULL when the
-     * queue does not charge execution. Any thread; must not block. Reserved: not called by
-     * the kernel yet. */
+    /* Releases the execution lease of a running entry at its park point: the kernel calls
+     * it on the worker when a request parks for an asynchronous operation, before anything
+     * else can answer it; dispose follows when it is answered. NULL when the queue does not
+     * charge execution. Any thread; must not block. */
     uaplex_status (*release_execution)(void* self, uaplex_request_entry* entry);
     /* The kernel is done with a dispatched entry: returns its remaining leases (idempotent).
      * NULL when the queue holds no per-entry state after dequeue. Any thread. */

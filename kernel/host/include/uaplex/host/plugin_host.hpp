@@ -98,6 +98,9 @@ class RequestQueueSlot {
     uaplex_status dequeue(uint32_t timeout_ms, uaplex_request_entry** out,
                           PluginInstance** from = nullptr) noexcept;
     static void dispose(PluginInstance* from, uaplex_request_entry* entry) noexcept;
+    // The entry parks (an asynchronous operation answers it): its execution lease goes back,
+    // so that the queue runs the owner's next requests meanwhile.
+    static void releaseExecution(PluginInstance* from, uaplex_request_entry* entry) noexcept;
     uaplex_status cancel(uaplex_request_entry* entry, uaplex_status status) noexcept;
     uaplex_status count(uint64_t* out) noexcept;
 
