@@ -123,6 +123,7 @@ ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
         } catch (...) {
             persisting.store(nullptr, std::memory_order_release);
             persistence.reset();
+            if (blocking) blocking->stop();
             host.destroyNodeManagers();
             host.services().address_space.store(nullptr, std::memory_order_release);
             throw;
