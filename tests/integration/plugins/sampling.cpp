@@ -120,9 +120,13 @@ class Sampling : public NodeManager {
     }
     static uaplex_status readGatedStore(void*, const uaplex_nodeid*, const uaplex_value_alloc*,
                                         uaplex_datavalue* out) {
+        int32_t value = 0;  // as it was when the read came, whatever is written meanwhile
+        {
+            std::lock_guard lock(control.mutex);
+            value = control.gatedStoreValue;
+        }
         waitAtGate();
-        std::lock_guard lock(control.mutex);
-        *out = data_value(scalar<int32_t>(UAPLEX_TYPE_INT32, control.gatedStoreValue));
+        *out = data_value(scalar<int32_t>(UAPLEX_TYPE_INT32, value));
         return UAPLEX_Good;
     }
     static uaplex_status writeGatedStore(void*, const uaplex_nodeid*, const uaplex_datavalue* v) {
