@@ -125,11 +125,13 @@ TEST_CASE("async: a pending read holds no worker and fast reads pass it") {
 }
 
 TEST_CASE("async: a pending read gives back its execution lease in the fair queue") {
-    // The fair queue with admission charges one execution lease per running request; a
-    // parked request that kept it would hold the session's next requests behind it.
+    // The fair queue with admission charges one execution lease per running request; with
+    // one worker and the shipped configuration's bootstrap place there is one for the
+    // session, and a parked request that kept it would hold its next requests behind it.
     static AsyncServer fair(1, "", "delay_ms = 400\nlate_ms = 1500\n",
                             "[slots]\nrequest_queue = \"fair\"\nadmission = \"leases\"\n"
-                            "[plugins.fair]\n[plugins.leases]\n");
+                            "[plugins.fair]\n[plugins.leases]\n"
+                            "[plugins.leases.stages.request_execution]\nbootstrap = 1\n");
     Client c;
     REQUIRE(c.open(fair.port));
     REQUIRE(c.createSession() == UAPLEX_Good);
