@@ -16,67 +16,21 @@
 
 #include <uaplex/types.h>
 
-#include "plugin_fixture.hpp"
+#include "history/history_fixture.hpp"
 #include "support/pg_cluster.hpp"
 
 namespace {
 
-using Loaded =
-    uaplex::conformance::Loaded<uaplex_history_factory, uaplex_history_params, uaplex_history_ops>;
+using uaplex::conformance::history::Alloc;
+using uaplex::conformance::history::Done;
+using uaplex::conformance::history::Loaded;
 constexpr int64_t kDay = int64_t(86400) * UAPLEX_DATETIME_TICKS_PER_SECOND;
-
-struct Alloc {
-    std::vector<std::unique_ptr<std::max_align_t[]>> blocks;
-    std::mutex mu;
-    uaplex_value_alloc alloc{
-        this, [](void* self, size_t size, size_t) -> void* {
-            auto* a = static_cast<Alloc*>(self);
-            std::lock_guard lock(a->mu);
-            size_t n = (size + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t) + 1;
-            a->blocks.emplace_back(new std::max_align_t[n]);
-            return a->blocks.back().get();
-        }};
-};
-
-struct Done {
-    std::mutex mu;
-    std::condition_variable cv;
-    int calls = 0;
-    uaplex_status status = 0;
-    uaplex_completion c{};
-    Done() {
-        c.hdr = UAPLEX_HEADER_INIT(uaplex_completion, UAPLEX_STYPE_COMPLETION);
-        c.self = this;
-        c.complete = [](void* self, uint64_t, uaplex_status st) -> uaplex_status {
-            auto* d = static_cast<Done*>(self);
-            std::lock_guard lock(d->mu);
-            d->calls++;
-            d->status = st;
-            d->cv.notify_all();
-            return UAPLEX_Good;
-        };
-        c.status = [](void*, uint64_t) -> uaplex_status { return UAPLEX_Good; };
-    }
-    uaplex_status wait(uaplex_status returned) {
-        if (returned != UAPLEX_GoodCompletesAsynchronously) return returned;
-        std::unique_lock lock(mu);
-        REQUIRE(cv.wait_for(lock, std::chrono::seconds(20), [&] { return calls > 0; }));
-        CHECK(calls == 1);
-        return status;
-    }
-};
 
 struct Store : Loaded {
     Store(const uaplex::test::PgCluster& pg, const std::string& table, toml::table extra = {}) {
-        auto lib = uaplex::conformance::library_from_env("UAPLEX_HISTORY_PLUGIN");
-        const auto* factory =
-            UAPLEX_FIELD_OR(&lib->descriptor(), uaplex_plugin_descriptor, history, nullptr);
-        REQUIRE(factory != nullptr);
-        params.hdr = UAPLEX_HEADER_INIT(uaplex_history_params, UAPLEX_STYPE_HISTORY_PARAMS);
-        params.max_values_per_read = 10000;
         extra.insert_or_assign("conninfo", pg.conninfo());
         extra.insert_or_assign("table", table);
-        load(lib, *factory, extra);
+        uaplex::conformance::history::loadStore(*this, 10000, extra);
     }
     // Stores values at `times` for node "k"; returns the status, *accepted how many.
     uaplex_status put(const std::vector<int64_t>& times, size_t* accepted = nullptr,
@@ -85,10 +39,7 @@ struct Store : Loaded {
         std::vector<std::string> bytes(times.size());
         for (size_t i = 0; i < times.size(); ++i) {
             bytes[i] = "v" + std::to_string(times[i]);
-            in[i].hdr = UAPLEX_HEADER_INIT(uaplex_history_value, UAPLEX_STYPE_HISTORY_VALUE);
-            in[i].node_key = {key.data(), key.size()};
-            in[i].source_timestamp = times[i];
-            in[i].value = {reinterpret_cast<const uint8_t*>(bytes[i].data()), bytes[i].size()};
+            in[i] = uaplex::conformance::history::value(key, times[i], bytes[i]);
         }
         size_t n = 0;
         const uaplex_status st = ops->store(self, in.size(), in.data(), &n);
@@ -102,15 +53,9 @@ struct Store : Loaded {
     Page read(int64_t start = UAPLEX_HISTORY_TIME_MIN + 1, int64_t end = UAPLEX_HISTORY_TIME_MAX,
               std::string_view key = "k") {
         Alloc a;
-        uaplex_history_read r{};
-        r.hdr = UAPLEX_HEADER_INIT(uaplex_history_read, UAPLEX_STYPE_HISTORY_READ);
-        r.max_values = 10000;
-        r.node_key = {key.data(), key.size()};
-        r.start_time = start;
-        r.end_time = end;
-        r.alloc = &a.alloc;
-        uaplex_history_read_result res{};
-        res.hdr = UAPLEX_HEADER_INIT(uaplex_history_read_result, UAPLEX_STYPE_HISTORY_READ_RESULT);
+        uaplex_history_read r =
+            uaplex::conformance::history::readRequest(key, start, end, 10000, a);
+        uaplex_history_read_result res = uaplex::conformance::history::readResult();
         Done d;
         Page p;
         p.status = d.wait(ops->read_raw(self, &r, &res, &d.c));

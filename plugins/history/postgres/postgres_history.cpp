@@ -15,11 +15,9 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <functional>
 #include <mutex>
 #include <set>
@@ -32,25 +30,22 @@
 #include <uaplex/cpp/clock.hpp>
 #include <uaplex/cpp/kinds.hpp>
 
+#include "queued_history_store.hpp"
+
 namespace {
 
-using uaplex::sdk::Completion;
 using uaplex::sdk::Context;
 
-constexpr int64_t kTicksPerSecond = UAPLEX_DATETIME_TICKS_PER_SECOND;
+using uaplex::history_store::kTicksPerSecond;
+using uaplex::history_store::setting;
+using uaplex::history_store::Slot;
+// The continuation of a raw read ('P').
+using Cursor = uaplex::history_store::Cursor<0x50>;
+
 // DateTime ticks (100 ns since 1601-01-01) of the Unix epoch.
 constexpr int64_t kUnixEpochTicks = 116444736000000000LL;
 constexpr int64_t kSeqBlock = 65536;  // seq numbers one nextval of the sequence reserves
 constexpr int kMaxIdentifier = 40;    // table names; partitions add "_pYYYYMM"
-
-int64_t setting(const Context& ctx, std::string_view key, int64_t def, int64_t lo, int64_t hi) {
-    auto v = ctx.config_int(key).value_or(def);
-    if (v < lo || v > hi)
-        throw uaplex::sdk::StatusError(UAPLEX_BadConfigurationError,
-                                       std::string(key) + " out of range [" + std::to_string(lo) +
-                                           ", " + std::to_string(hi) + "]");
-    return v;
-}
 
 // --- months: partition bounds in DateTime ticks ------------------------------------------
 
@@ -163,64 +158,6 @@ class Params {
     std::vector<const char*> ptrs_;
 };
 
-// One queued value; strings keep their capacity when the slot is reused.
-struct Slot {
-    std::string key;
-    std::string value;
-    int64_t source = 0;
-    int64_t server = 0;
-    uint32_t status = 0;
-    uint16_t source_ps = 0;
-    uint16_t server_ps = 0;
-};
-
-// The continuation of a raw read (self-contained; the store keeps nothing per read).
-struct Cursor {
-    static constexpr uint8_t kMagic = 0x50;  // 'P'
-    static constexpr uint8_t kVersion = 1;
-    uint8_t phase = 0;  // 0 first bound, 1 range, 2 end bound, 3 done
-    int64_t ts = 0;
-    int64_t seq = 0;
-    bool started = false;
-    uint64_t digest = 0;
-    static constexpr size_t kSize = 4 + 8 + 8 + 8;
-    void encode(uint8_t* out) const noexcept {
-        out[0] = kMagic;
-        out[1] = kVersion;
-        out[2] = phase;
-        out[3] = started ? 1 : 0;
-        std::memcpy(out + 4, &ts, 8);
-        std::memcpy(out + 12, &seq, 8);
-        std::memcpy(out + 20, &digest, 8);
-    }
-    bool decode(uaplex_bytes in) noexcept {
-        if (in.len != kSize || in.data[0] != kMagic || in.data[1] != kVersion || in.data[2] > 2 ||
-            in.data[3] > 1)
-            return false;
-        phase = in.data[2];
-        started = in.data[3] != 0;
-        std::memcpy(&ts, in.data + 4, 8);
-        std::memcpy(&seq, in.data + 12, 8);
-        std::memcpy(&digest, in.data + 20, 8);
-        return true;
-    }
-};
-
-uint64_t fnv(uint64_t h, const void* p, size_t n) noexcept {
-    const auto* b = static_cast<const uint8_t*>(p);
-    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ULL;
-    return h;
-}
-
-uint64_t digestOf(const uaplex_history_read& r) noexcept {
-    uint64_t h = 14695981039346656037ULL;
-    h = fnv(h, r.node_key.data, r.node_key.len);
-    h = fnv(h, &r.start_time, sizeof r.start_time);
-    h = fnv(h, &r.end_time, sizeof r.end_time);
-    h = fnv(h, &r.flags, sizeof r.flags);
-    return h;
-}
-
 bool validIdentifier(std::string_view s) noexcept {
     if (s.empty() || s.size() > size_t(kMaxIdentifier)) return false;
     if (!(std::islower(uint8_t(s[0])) || s[0] == '_')) return false;
@@ -232,17 +169,11 @@ bool validIdentifier(std::string_view s) noexcept {
 // What a database step came to.
 enum class Outcome { Ok, Failed, Lost };  // Lost: the connection is gone
 
-class PostgresHistory final : public uaplex::sdk::HistoryStore {
+class PostgresHistory final : public uaplex::history_store::QueuedHistoryStore {
   public:
     PostgresHistory(Context ctx, const uaplex_history_params& params)
-        : HistoryStore(ctx, params),
+        : QueuedHistoryStore(ctx, params, 8192),
           table_(ctx.config_string("table").value_or("uaplex_history")),
-          capacity_(size_t(setting(ctx, "queue_capacity", 65536, 1, 16 << 20))),
-          batch_(size_t(setting(ctx, "batch_size", 8192, 1, 1 << 20))),
-          flush_ms_(setting(ctx, "flush_interval_ms", 200, 1, 60000)),
-          max_value_bytes_(size_t(setting(ctx, "max_value_bytes", 4096, 16, 1 << 20))),
-          max_key_bytes_(size_t(setting(ctx, "max_key_bytes", 512, 8, 4096))),
-          max_pending_(size_t(setting(ctx, "max_pending_operations", 256, 1, 65536))),
           max_age_s_(setting(ctx, "retention_max_age_s", 90 * 86400, 0, int64_t(1) << 40)),
           maintenance_s_(setting(ctx, "retention_interval_s", 600, 1, 86400)),
           ahead_(int32_t(setting(ctx, "partitions_ahead", 2, 0, 24))),
@@ -250,8 +181,8 @@ class PostgresHistory final : public uaplex::sdk::HistoryStore {
           connect_timeout_s_(setting(ctx, "connect_timeout_s", 5, 1, 300)),
           statement_timeout_ms_(setting(ctx, "statement_timeout_ms", 30000, 0, 3600000)),
           reconnect_min_ms_(setting(ctx, "reconnect_min_ms", 100, 1, 600000)),
-          reconnect_max_ms_(setting(ctx, "reconnect_max_ms", 30000, 1, 3600000)),
-          ring_(capacity_) {
+          reconnect_max_ms_(setting(ctx, "reconnect_max_ms", 30000, 1, 3600000)) {
+        ring_.resize(capacity_);
         ctx.check_known_keys({"conninfo",
                               "host",
                               "port",
@@ -301,11 +232,7 @@ class PostgresHistory final : public uaplex::sdk::HistoryStore {
         t_ = "\"" + table_ + "\"";
         nodes_ = "\"" + table_ + "_nodes\"";
         seqname_ = table_ + "_seq";
-        metric("stored", UAPLEX_METRIC_COUNTER, &m_stored_);
-        metric("dropped", UAPLEX_METRIC_COUNTER, &m_dropped_);
-        metric("written", UAPLEX_METRIC_COUNTER, &m_written_);
-        metric("write_errors", UAPLEX_METRIC_COUNTER, &m_write_errors_);
-        metric("queued", UAPLEX_METRIC_GAUGE, &m_queued_);
+        registerQueueMetrics();
         metric("connected", UAPLEX_METRIC_GAUGE, &m_connected_);
         metric("reconnects", UAPLEX_METRIC_COUNTER, &m_reconnects_);
         metric("partitions_created", UAPLEX_METRIC_COUNTER, &m_parts_created_);
@@ -322,125 +249,25 @@ class PostgresHistory final : public uaplex::sdk::HistoryStore {
         // thread keeps trying.
         if (!connect())
             context().warn("database not reachable at start; retrying in the background");
-        std::lock_guard lock(mu_);
-        running_ = true;
-        thread_ = std::thread([this] { run(); });
+        startThread();
         return UAPLEX_Good;
     }
 
     uaplex_status stop() override {
-        {
-            std::lock_guard lock(mu_);
-            if (!running_) return UAPLEX_Good;
-            running_ = false;
-        }
-        cv_.notify_all();
-        if (thread_.joinable()) thread_.join();
+        stopThread();
         return UAPLEX_Good;
     }
 
-    uaplex_status store(size_t count, const uaplex_history_value* values,
-                        size_t* out_accepted) override {
-        size_t accepted = 0;
-        uint64_t dropped = 0;
-        bool wake = false;
-        {
-            std::lock_guard lock(mu_);
-            if (!running_) {
-                if (out_accepted) *out_accepted = 0;
-                return UAPLEX_BadServerHalted;
-            }
-            for (size_t i = 0; i < count; ++i) {
-                const auto& v = values[i];
-                if (used_ == capacity_ || v.node_key.len == 0 || v.node_key.len > max_key_bytes_ ||
-                    v.value.len > max_value_bytes_) {
-                    dropped = count - i;  // a prefix is accepted, the rest refused
-                    break;
-                }
-                Slot& s = ring_[(head_ + used_) % capacity_];
-                s.key.assign(v.node_key.data, v.node_key.len);
-                s.value.assign(reinterpret_cast<const char*>(v.value.data), v.value.len);
-                s.source = v.source_timestamp;
-                s.server = v.server_timestamp;
-                s.status = v.status;
-                s.source_ps = v.source_picoseconds;
-                s.server_ps = v.server_picoseconds;
-                ++used_;
-                ++accepted;
-            }
-            enqueued_ += accepted;
-            dropped_unlogged_ += dropped;
-            wake = used_ >= batch_;
-        }
-        if (accepted) add(m_stored_, int64_t(accepted));
-        if (dropped) add(m_dropped_, int64_t(dropped));
-        if (out_accepted) *out_accepted = accepted;
-        if (wake) cv_.notify_one();
-        return dropped ? UAPLEX_BadResourceUnavailable : UAPLEX_Good;
-    }
-
-    uaplex_status read_raw(const uaplex_history_read& read, uaplex_history_read_result& result,
-                           Completion& done) override {
-        if (read.max_values == 0 || read.alloc == nullptr || read.node_key.len == 0)
-            return UAPLEX_BadInvalidArgument;
-        const uaplex_history_read* r = &read;
-        uaplex_history_read_result* out = &result;
-        return post(done, [this, r, out]() { return doRead(*r, *out); });
-    }
-
-    uaplex_status update(const uaplex_history_update& update, Completion& done) override {
-        if (update.perform < UAPLEX_HISTORY_INSERT || update.perform > UAPLEX_HISTORY_UPDATE ||
-            update.node_key.len == 0 || update.node_key.len > max_key_bytes_ ||
-            (update.value_count > 0 && (update.values == nullptr || update.results == nullptr)))
-            return UAPLEX_BadInvalidArgument;
-        const uaplex_history_update* u = &update;
-        return post(done, [this, u]() { return doUpdate(*u); });
-    }
-
-    uaplex_status delete_raw(uaplex_history_delete& del, Completion& done) override {
-        if (del.node_key.len == 0 || del.node_key.len > max_key_bytes_)
-            return UAPLEX_BadInvalidArgument;
-        uaplex_history_delete* d = &del;
-        return post(done, [this, d]() { return doDelete(*d); });
-    }
-
   private:
-    struct Job {
-        Completion done;
-        std::function<uaplex_status()> run;
-        uint64_t after = 0;  // runs once this many values were written
-    };
-
     void addKeyword(const char* k, std::string v) {
         keywords_.emplace_back(k);
         values_.push_back(std::move(v));
     }
-    void metric(const char* name, uint32_t kind, uaplex_metric** out) {
-        const auto* api = context().api();
-        if (api && api->metric_register)
-            api->metric_register(context().raw(), uaplex::sdk::to_str(name), kind, out);
+    // The database is away: no waiting for it.
+    uaplex_status acceptsJobs() const noexcept override {
+        return connected_ ? UAPLEX_Good : UAPLEX_BadDataUnavailable;
     }
-    void add(uaplex_metric* m, int64_t d) const noexcept {
-        const auto* api = context().api();
-        if (m && api && api->metric_add) api->metric_add(context().raw(), m, d);
-    }
-    void set(uaplex_metric* m, int64_t v) const noexcept {
-        const auto* api = context().api();
-        if (m && api && api->metric_set) api->metric_set(context().raw(), m, v);
-    }
-    template <class Fn>
-    uaplex_status post(Completion& done, Fn&& fn) {
-        {
-            std::lock_guard lock(mu_);
-            if (!running_) return UAPLEX_BadServerHalted;
-            // The database is away: no waiting for it.
-            if (!connected_) return UAPLEX_BadDataUnavailable;
-            if (jobs_.size() >= max_pending_) return UAPLEX_BadResourceUnavailable;
-            jobs_.push_back(Job{std::move(done), std::forward<Fn>(fn), enqueued_});
-        }
-        cv_.notify_one();
-        return UAPLEX_GoodCompletesAsynchronously;
-    }
+    void refused(uint64_t n) noexcept override { dropped_unlogged_ += n; }
 
     // --- connection (the store's thread, or start before it runs) --------------------------
 
@@ -688,7 +515,7 @@ class PostgresHistory final : public uaplex::sdk::HistoryStore {
 
     // --- the store's thread ----------------------------------------------------------------
 
-    void run() noexcept {
+    void run() noexcept override {
         int64_t backoff = reconnect_min_ms_;
         int64_t next_connect = 0;
         int64_t last_drop_log = 0;
@@ -929,52 +756,16 @@ class PostgresHistory final : public uaplex::sdk::HistoryStore {
 
     static bool rowValue(const Result& r, int row, const uaplex_value_alloc& alloc,
                          uaplex_history_value& v) noexcept {
-        v = {};
-        v.hdr = UAPLEX_HEADER_INIT(uaplex_history_value, UAPLEX_STYPE_HISTORY_VALUE);
-        v.source_timestamp = r.i64(row, 0);
-        v.server_timestamp = r.i64(row, 2);
-        v.status = r.u32(row, 3);
-        const uint32_t ps = r.u32(row, 4);
-        v.source_picoseconds = uint16_t(ps >> 16);
-        v.server_picoseconds = uint16_t(ps & 0xFFFF);
         const int len = PQgetlength(r.get(), row, 5);
-        if (len > 0) {
-            auto* p = static_cast<uint8_t*>(alloc.allocate(alloc.self, size_t(len), 1));
-            if (!p) return false;
-            std::memcpy(p, PQgetvalue(r.get(), row, 5), size_t(len));
-            v.value = {p, size_t(len)};
-        }
-        return true;
+        return uaplex::history_store::fillValue(v, r.i64(row, 0), r.i64(row, 2), r.u32(row, 3),
+                                                r.u32(row, 4), PQgetvalue(r.get(), row, 5),
+                                                size_t(len > 0 ? len : 0), alloc);
     }
 
-    static uaplex_history_value missingBound(int64_t time) noexcept {
-        uaplex_history_value v{};
-        v.hdr = UAPLEX_HEADER_INIT(uaplex_history_value, UAPLEX_STYPE_HISTORY_VALUE);
-        v.source_timestamp = time;
-        v.status = UAPLEX_BadBoundNotFound;
-        return v;
-    }
-
-    uaplex_status doRead(const uaplex_history_read& r, uaplex_history_read_result& out) {
+    uaplex_status doRead(const uaplex_history_read& r, uaplex_history_read_result& out) override {
         const uaplex_value_alloc& alloc = *r.alloc;
-        Cursor c;
-        c.digest = digestOf(r);
-        const bool bounds =
-            (r.flags & UAPLEX_HISTORY_READ_BOUNDS) != 0 && r.start_time != r.end_time;
-        c.phase = bounds ? 0 : 1;
-        if (r.continuation.len > 0) {
-            Cursor in;
-            if (!in.decode(r.continuation) || in.digest != c.digest)
-                return UAPLEX_BadContinuationPointInvalid;
-            c = in;
-        }
-        const bool forward = r.start_time <= r.end_time;
-        const uint32_t max = std::min(
-            r.max_values, params_.max_values_per_read ? params_.max_values_per_read : r.max_values);
-        auto* values = static_cast<uaplex_history_value*>(alloc.allocate(
-            alloc.self, sizeof(uaplex_history_value) * max, alignof(uaplex_history_value)));
-        if (!values) return UAPLEX_BadOutOfMemory;
-        uint32_t n = 0;
+        uaplex::history_store::ReadState<Cursor> rs;
+        if (const uaplex_status st = rs.begin(r, params_); st != UAPLEX_Good) return st;
         const int32_t node = nodeId(std::string_view(r.node_key.data, r.node_key.len), false);
         if (node < 0) return UAPLEX_BadInternalError;
 
@@ -990,73 +781,61 @@ class PostgresHistory final : public uaplex::sdk::HistoryStore {
                     return false;
                 }
                 if (q.rows() == 1) {
-                    if (!rowValue(q, 0, alloc, values[n])) return false;
-                    ++n;
+                    if (!rowValue(q, 0, alloc, rs.values[rs.n])) return false;
+                    ++rs.n;
                     return true;
                 }
             }
-            values[n++] = missingBound(time);
+            rs.values[rs.n++] = uaplex::history_store::missingBound(time);
             return true;
         };
 
-        if (c.phase == 0) {
+        if (rs.cursor.phase == 0) {
             bool at_start = false;
             if (node > 0) {
                 Result q(Params().i32(uint32_t(node)).i64(r.start_time).exec(conn_, "at"));
                 if (!q.ok()) return UAPLEX_BadInternalError;
                 at_start = q.rows() > 0;
             }
-            if (!at_start && !bound(r.start_time, forward))
+            if (!at_start && !bound(r.start_time, rs.forward))
                 return failed ? UAPLEX_BadInternalError : UAPLEX_BadOutOfMemory;
-            c.phase = 1;
+            rs.cursor.phase = 1;
         }
-        if (c.phase == 1 && n < max) {
+        if (rs.cursor.phase == 1 && rs.n < rs.max) {
             bool range_done = true;
             if (node > 0) {
-                const bool exact = r.start_time == r.end_time;
-                int64_t end = r.end_time;
-                if (exact) end = r.end_time == INT64_MAX ? INT64_MAX : r.end_time + 1;
-                const uint32_t want = max - n;
+                const uint32_t want = rs.max - rs.n;
                 Result q(Params()
                              .i32(uint32_t(node))
                              .i64(r.start_time)
-                             .i64(end)
-                             .i64(c.started ? c.ts : (forward ? INT64_MIN : INT64_MAX))
-                             .i64(c.started ? c.seq : (forward ? INT64_MIN : INT64_MAX))
+                             .i64(rs.rangeEnd(r))
+                             .i64(rs.cursor.afterTs(rs.forward))
+                             .i64(rs.cursor.afterSeq(rs.forward))
                              .i64(int64_t(want) + 1)
-                             .exec(conn_, forward ? "fwd" : "bwd"));
+                             .exec(conn_, rs.forward ? "fwd" : "bwd"));
                 if (!q.ok()) return UAPLEX_BadInternalError;
                 const int rows = q.rows();
                 const int take = std::min(rows, int(want));
                 for (int i = 0; i < take; ++i) {
-                    if (!rowValue(q, i, alloc, values[n])) return UAPLEX_BadOutOfMemory;
-                    c.ts = q.i64(i, 0);
-                    c.seq = q.i64(i, 1);
-                    c.started = true;
-                    ++n;
+                    if (!rowValue(q, i, alloc, rs.values[rs.n])) return UAPLEX_BadOutOfMemory;
+                    rs.cursor.ts = q.i64(i, 0);
+                    rs.cursor.seq = q.i64(i, 1);
+                    rs.cursor.started = true;
+                    ++rs.n;
                 }
                 range_done = rows <= int(want);
             }
-            if (range_done) c.phase = bounds ? 2 : 3;
+            if (range_done) rs.cursor.phase = rs.bounds ? 2 : 3;
         }
-        if (c.phase == 2 && n < max) {
-            if (!bound(r.end_time, !forward))
+        if (rs.cursor.phase == 2 && rs.n < rs.max) {
+            if (!bound(r.end_time, !rs.forward))
                 return failed ? UAPLEX_BadInternalError : UAPLEX_BadOutOfMemory;
-            c.phase = 3;
+            rs.cursor.phase = 3;
         }
-        out.values = values;
-        out.value_count = n;
-        out.continuation = {nullptr, 0};
-        if (c.phase != 3) {
-            auto* p = static_cast<uint8_t*>(alloc.allocate(alloc.self, Cursor::kSize, 1));
-            if (!p) return UAPLEX_BadOutOfMemory;
-            c.encode(p);
-            out.continuation = {p, Cursor::kSize};
-        }
-        return UAPLEX_Good;
+        return rs.finish(alloc, out);
     }
 
-    uaplex_status doUpdate(const uaplex_history_update& u) {
+    uaplex_status doUpdate(const uaplex_history_update& u) override {
         const int32_t node = nodeId(std::string_view(u.node_key.data, u.node_key.len), true);
         if (node <= 0) return UAPLEX_BadInternalError;
         for (uint32_t i = 0; i < u.value_count; ++i) ensureMonth(u.values[i].source_timestamp);
@@ -1074,12 +853,9 @@ class PostgresHistory final : public uaplex::sdk::HistoryStore {
                 break;
             }
             const bool exists = at.rows() > 0;
-            if (u.perform == UAPLEX_HISTORY_INSERT && exists) {
-                u.results[i] = UAPLEX_BadEntryExists;
-                continue;
-            }
-            if (u.perform == UAPLEX_HISTORY_REPLACE && !exists) {
-                u.results[i] = UAPLEX_BadNoEntryExists;
+            if (const uaplex_status no = uaplex::history_store::updateConflict(u.perform, exists);
+                no != UAPLEX_Good) {
+                u.results[i] = no;
                 continue;
             }
             if (exists) {
@@ -1110,7 +886,7 @@ class PostgresHistory final : public uaplex::sdk::HistoryStore {
         return UAPLEX_Good;
     }
 
-    uaplex_status doDelete(uaplex_history_delete& d) {
+    uaplex_status doDelete(uaplex_history_delete& d) override {
         d.deleted = 0;
         const int32_t node = nodeId(std::string_view(d.node_key.data, d.node_key.len), false);
         if (node < 0) return UAPLEX_BadInternalError;
@@ -1126,12 +902,6 @@ class PostgresHistory final : public uaplex::sdk::HistoryStore {
     }
 
     const std::string table_;
-    const size_t capacity_;
-    const size_t batch_;
-    const int64_t flush_ms_;
-    const size_t max_value_bytes_;
-    const size_t max_key_bytes_;
-    const size_t max_pending_;
     const int64_t max_age_s_;
     const int64_t maintenance_s_;
     const int32_t ahead_;
@@ -1144,18 +914,9 @@ class PostgresHistory final : public uaplex::sdk::HistoryStore {
     std::vector<std::string> values_;
     std::string t_, nodes_, seqname_, copy_sql_, copy_cols_;
 
-    std::mutex mu_;
-    std::condition_variable cv_;
-    bool running_ = false;
+    // Under mu_.
     bool connected_ = false;
-    std::vector<Slot> ring_;
-    size_t head_ = 0;
-    size_t used_ = 0;
-    uint64_t enqueued_ = 0;  // values accepted by store, ever
-    uint64_t written_ = 0;   // values taken from the queue (written or failed), ever
     uint64_t dropped_unlogged_ = 0;
-    std::deque<Job> jobs_;
-    std::thread thread_;
 
     // The store's thread only (or start, before the thread runs).
     PGconn* conn_ = nullptr;
@@ -1181,11 +942,6 @@ class PostgresHistory final : public uaplex::sdk::HistoryStore {
     };
     std::vector<SeqRun> seqs_;  // a batch's seq numbers
 
-    uaplex_metric* m_stored_ = nullptr;
-    uaplex_metric* m_dropped_ = nullptr;
-    uaplex_metric* m_written_ = nullptr;
-    uaplex_metric* m_write_errors_ = nullptr;
-    uaplex_metric* m_queued_ = nullptr;
     uaplex_metric* m_connected_ = nullptr;
     uaplex_metric* m_reconnects_ = nullptr;
     uaplex_metric* m_parts_created_ = nullptr;

@@ -7,12 +7,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
-#include <array>
-#include <condition_variable>
 #include <cstring>
-#include <deque>
-#include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -22,81 +17,17 @@
 #include <uaplex/cpp/clock.hpp>
 #include <uaplex/cpp/kinds.hpp>
 
+#include "queued_history_store.hpp"
+
 namespace {
 
-using uaplex::sdk::Completion;
 using uaplex::sdk::Context;
 
-constexpr int64_t kTicksPerSecond = UAPLEX_DATETIME_TICKS_PER_SECOND;
-
-int64_t setting(const Context& ctx, std::string_view key, int64_t def, int64_t lo, int64_t hi) {
-    auto v = ctx.config_int(key).value_or(def);
-    if (v < lo || v > hi)
-        throw uaplex::sdk::StatusError(UAPLEX_BadConfigurationError,
-                                       std::string(key) + " out of range [" + std::to_string(lo) +
-                                           ", " + std::to_string(hi) + "]");
-    return v;
-}
-
-// One queued value: strings keep their capacity when the slot is reused, so a warm queue
-// copies without allocating.
-struct Slot {
-    std::string key;
-    std::string value;
-    int64_t source = 0;
-    int64_t server = 0;
-    uint32_t status = 0;
-    uint16_t source_ps = 0;
-    uint16_t server_ps = 0;
-};
-
-// The continuation of a raw read: where the read goes on, and a digest of the request it
-// belongs to. Self-contained: the store keeps nothing per read.
-struct Cursor {
-    static constexpr uint8_t kMagic = 0x48;  // 'H'
-    static constexpr uint8_t kVersion = 1;
-    uint8_t phase = 0;  // 0 first bound, 1 range, 2 end bound
-    int64_t ts = 0;
-    int64_t seq = 0;
-    bool started = false;  // ts/seq hold the last value returned in the range
-    uint64_t digest = 0;
-    static constexpr size_t kSize = 4 + 8 + 8 + 8;
-    void encode(uint8_t* out) const noexcept {
-        out[0] = kMagic;
-        out[1] = kVersion;
-        out[2] = phase;
-        out[3] = started ? 1 : 0;
-        std::memcpy(out + 4, &ts, 8);
-        std::memcpy(out + 12, &seq, 8);
-        std::memcpy(out + 20, &digest, 8);
-    }
-    bool decode(uaplex_bytes in) noexcept {
-        if (in.len != kSize || in.data[0] != kMagic || in.data[1] != kVersion || in.data[2] > 2 ||
-            in.data[3] > 1)
-            return false;
-        phase = in.data[2];
-        started = in.data[3] != 0;
-        std::memcpy(&ts, in.data + 4, 8);
-        std::memcpy(&seq, in.data + 12, 8);
-        std::memcpy(&digest, in.data + 20, 8);
-        return true;
-    }
-};
-
-uint64_t fnv(uint64_t h, const void* p, size_t n) noexcept {
-    const auto* b = static_cast<const uint8_t*>(p);
-    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
-    return h;
-}
-
-uint64_t digestOf(const uaplex_history_read& r) noexcept {
-    uint64_t h = 14695981039346656037ull;
-    h = fnv(h, r.node_key.data, r.node_key.len);
-    h = fnv(h, &r.start_time, sizeof r.start_time);
-    h = fnv(h, &r.end_time, sizeof r.end_time);
-    h = fnv(h, &r.flags, sizeof r.flags);
-    return h;
-}
+using uaplex::history_store::kTicksPerSecond;
+using uaplex::history_store::setting;
+using uaplex::history_store::Slot;
+// The continuation of a raw read ('H').
+using Cursor = uaplex::history_store::Cursor<0x48>;
 
 class Statement {
   public:
@@ -125,32 +56,22 @@ class Statement {
     sqlite3_stmt* s_ = nullptr;
 };
 
-class SqliteHistory final : public uaplex::sdk::HistoryStore {
+class SqliteHistory final : public uaplex::history_store::QueuedHistoryStore {
   public:
     SqliteHistory(Context ctx, const uaplex_history_params& params)
-        : HistoryStore(ctx, params),
+        : QueuedHistoryStore(ctx, params, 1024),
           path_(ctx.config_string("path").value_or("uaplex-history.db")),
-          capacity_(size_t(setting(ctx, "queue_capacity", 65536, 1, 16 << 20))),
-          batch_(size_t(setting(ctx, "batch_size", 1024, 1, 1 << 20))),
-          flush_ms_(setting(ctx, "flush_interval_ms", 200, 1, 60000)),
-          max_value_bytes_(size_t(setting(ctx, "max_value_bytes", 4096, 16, 1 << 20))),
-          max_key_bytes_(size_t(setting(ctx, "max_key_bytes", 512, 8, 4096))),
-          max_pending_(size_t(setting(ctx, "max_pending_operations", 256, 1, 65536))),
           max_age_s_(setting(ctx, "retention_max_age_s", 30 * 86400, 0, int64_t(1) << 40)),
           max_bytes_(setting(ctx, "retention_max_bytes", int64_t(1) << 30, 0, int64_t(1) << 50)),
-          retention_s_(setting(ctx, "retention_interval_s", 60, 1, 86400)),
-          ring_(capacity_) {
+          retention_s_(setting(ctx, "retention_interval_s", 60, 1, 86400)) {
+        ring_.resize(capacity_);
         ctx.check_known_keys({"path", "queue_capacity", "batch_size", "flush_interval_ms",
                               "max_value_bytes", "max_key_bytes", "max_pending_operations",
                               "retention_max_age_s", "retention_max_bytes",
                               "retention_interval_s"});
         if (path_.empty())
             throw uaplex::sdk::StatusError(UAPLEX_BadConfigurationError, "path is empty");
-        metric("stored", UAPLEX_METRIC_COUNTER, &m_stored_);
-        metric("dropped", UAPLEX_METRIC_COUNTER, &m_dropped_);
-        metric("written", UAPLEX_METRIC_COUNTER, &m_written_);
-        metric("write_errors", UAPLEX_METRIC_COUNTER, &m_write_errors_);
-        metric("queued", UAPLEX_METRIC_GAUGE, &m_queued_);
+        registerQueueMetrics();
         metric("retention_deleted", UAPLEX_METRIC_COUNTER, &m_retired_);
         batch_slots_.resize(batch_);
     }
@@ -158,122 +79,16 @@ class SqliteHistory final : public uaplex::sdk::HistoryStore {
 
     uaplex_status start() override {
         open();
-        std::lock_guard lock(mu_);
-        running_ = true;
-        thread_ = std::thread([this] { run(); });
+        startThread();
         return UAPLEX_Good;
     }
 
     uaplex_status stop() override {
-        {
-            std::lock_guard lock(mu_);
-            if (!running_) return UAPLEX_Good;
-            running_ = false;
-        }
-        cv_.notify_all();
-        if (thread_.joinable()) thread_.join();
-        close();
+        if (stopThread()) close();
         return UAPLEX_Good;
     }
 
-    uaplex_status store(size_t count, const uaplex_history_value* values,
-                        size_t* out_accepted) override {
-        size_t accepted = 0;
-        uint64_t dropped = 0;
-        bool wake = false;
-        {
-            std::lock_guard lock(mu_);
-            if (!running_) {
-                if (out_accepted) *out_accepted = 0;
-                return UAPLEX_BadServerHalted;
-            }
-            for (size_t i = 0; i < count; ++i) {
-                const auto& v = values[i];
-                if (used_ == capacity_ || v.node_key.len == 0 || v.node_key.len > max_key_bytes_ ||
-                    v.value.len > max_value_bytes_) {
-                    // Values past the first refused one are refused too, so *out_accepted
-                    // names a prefix.
-                    dropped = count - i;
-                    break;
-                }
-                Slot& s = ring_[(head_ + used_) % capacity_];
-                s.key.assign(v.node_key.data, v.node_key.len);
-                s.value.assign(reinterpret_cast<const char*>(v.value.data), v.value.len);
-                s.source = v.source_timestamp;
-                s.server = v.server_timestamp;
-                s.status = v.status;
-                s.source_ps = v.source_picoseconds;
-                s.server_ps = v.server_picoseconds;
-                ++used_;
-                ++accepted;
-            }
-            enqueued_ += accepted;
-            wake = used_ >= batch_;
-        }
-        if (accepted) add(m_stored_, int64_t(accepted));
-        if (dropped) add(m_dropped_, int64_t(dropped));
-        if (out_accepted) *out_accepted = accepted;
-        if (wake) cv_.notify_one();
-        return dropped ? UAPLEX_BadResourceUnavailable : UAPLEX_Good;
-    }
-
-    uaplex_status read_raw(const uaplex_history_read& read, uaplex_history_read_result& result,
-                           Completion& done) override {
-        if (read.max_values == 0 || read.alloc == nullptr || read.node_key.len == 0)
-            return UAPLEX_BadInvalidArgument;
-        const uaplex_history_read* r = &read;
-        uaplex_history_read_result* out = &result;
-        return post(done, [this, r, out]() { return doRead(*r, *out); });
-    }
-
-    uaplex_status update(const uaplex_history_update& update, Completion& done) override {
-        if (update.perform < UAPLEX_HISTORY_INSERT || update.perform > UAPLEX_HISTORY_UPDATE ||
-            update.node_key.len == 0 || update.node_key.len > max_key_bytes_ ||
-            (update.value_count > 0 && (update.values == nullptr || update.results == nullptr)))
-            return UAPLEX_BadInvalidArgument;
-        const uaplex_history_update* u = &update;
-        return post(done, [this, u]() { return doUpdate(*u); });
-    }
-
-    uaplex_status delete_raw(uaplex_history_delete& del, Completion& done) override {
-        if (del.node_key.len == 0 || del.node_key.len > max_key_bytes_)
-            return UAPLEX_BadInvalidArgument;
-        uaplex_history_delete* d = &del;
-        return post(done, [this, d]() { return doDelete(*d); });
-    }
-
   private:
-    struct Job {
-        Completion done;
-        std::function<uaplex_status()> run;
-        uint64_t after = 0;  // runs once this many values were taken from the queue and written
-    };
-
-    void metric(const char* name, uint32_t kind, uaplex_metric** out) {
-        const auto* api = context().api();
-        if (api && api->metric_register)
-            api->metric_register(context().raw(), uaplex::sdk::to_str(name), kind, out);
-    }
-    void add(uaplex_metric* m, int64_t d) const noexcept {
-        const auto* api = context().api();
-        if (m && api && api->metric_add) api->metric_add(context().raw(), m, d);
-    }
-    void set(uaplex_metric* m, int64_t v) const noexcept {
-        const auto* api = context().api();
-        if (m && api && api->metric_set) api->metric_set(context().raw(), m, v);
-    }
-    template <class Fn>
-    uaplex_status post(Completion& done, Fn&& fn) {
-        {
-            std::lock_guard lock(mu_);
-            if (!running_) return UAPLEX_BadServerHalted;
-            if (jobs_.size() >= max_pending_) return UAPLEX_BadResourceUnavailable;
-            jobs_.push_back(Job{std::move(done), std::forward<Fn>(fn), enqueued_});
-        }
-        cv_.notify_one();
-        return UAPLEX_GoodCompletesAsynchronously;
-    }
-
     // --- the store's thread --------------------------------------------------------------
 
     void open() {
@@ -378,7 +193,7 @@ class SqliteHistory final : public uaplex::sdk::HistoryStore {
         return id;
     }
 
-    void run() noexcept {
+    void run() noexcept override {
         retain();  // at start, before anything else
         int64_t next_retention = uaplex::sdk::monotonic_ms() + retention_s_ * 1000;
         std::unique_lock lock(mu_);
@@ -463,53 +278,17 @@ class SqliteHistory final : public uaplex::sdk::HistoryStore {
     // Copies the current row into `v`, with its bytes from `alloc`; false when out of memory.
     static bool rowValue(sqlite3_stmt* s, const uaplex_value_alloc& alloc,
                          uaplex_history_value& v) noexcept {
-        v = {};
-        v.hdr = UAPLEX_HEADER_INIT(uaplex_history_value, UAPLEX_STYPE_HISTORY_VALUE);
-        v.source_timestamp = sqlite3_column_int64(s, 0);
-        v.server_timestamp = sqlite3_column_int64(s, 2);
-        v.status = uint32_t(sqlite3_column_int64(s, 3));
-        int64_t ps = sqlite3_column_int64(s, 4);
-        v.source_picoseconds = uint16_t(ps >> 16);
-        v.server_picoseconds = uint16_t(ps & 0xFFFF);
-        const void* blob = sqlite3_column_blob(s, 5);
-        int len = sqlite3_column_bytes(s, 5);
-        if (len > 0 && blob) {
-            auto* p = static_cast<uint8_t*>(alloc.allocate(alloc.self, size_t(len), 1));
-            if (!p) return false;
-            std::memcpy(p, blob, size_t(len));
-            v.value = {p, size_t(len)};
-        }
-        return true;
+        const int len = sqlite3_column_bytes(s, 5);
+        return uaplex::history_store::fillValue(
+            v, sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 2),
+            uint32_t(sqlite3_column_int64(s, 3)), sqlite3_column_int64(s, 4),
+            sqlite3_column_blob(s, 5), size_t(len > 0 ? len : 0), alloc);
     }
 
-    static uaplex_history_value missingBound(int64_t time) noexcept {
-        uaplex_history_value v{};
-        v.hdr = UAPLEX_HEADER_INIT(uaplex_history_value, UAPLEX_STYPE_HISTORY_VALUE);
-        v.source_timestamp = time;
-        v.status = UAPLEX_BadBoundNotFound;
-        return v;
-    }
-
-    uaplex_status doRead(const uaplex_history_read& r, uaplex_history_read_result& out) {
+    uaplex_status doRead(const uaplex_history_read& r, uaplex_history_read_result& out) override {
         const uaplex_value_alloc& alloc = *r.alloc;
-        Cursor c;
-        c.digest = digestOf(r);
-        const bool bounds =
-            (r.flags & UAPLEX_HISTORY_READ_BOUNDS) != 0 && r.start_time != r.end_time;
-        c.phase = bounds ? 0 : 1;
-        if (r.continuation.len > 0) {
-            Cursor in;
-            if (!in.decode(r.continuation) || in.digest != c.digest)
-                return UAPLEX_BadContinuationPointInvalid;
-            c = in;
-        }
-        const bool forward = r.start_time <= r.end_time;
-        const uint32_t max = std::min(
-            r.max_values, params_.max_values_per_read ? params_.max_values_per_read : r.max_values);
-        auto* values = static_cast<uaplex_history_value*>(alloc.allocate(
-            alloc.self, sizeof(uaplex_history_value) * max, alignof(uaplex_history_value)));
-        if (!values) return UAPLEX_BadOutOfMemory;
-        uint32_t n = 0;
+        uaplex::history_store::ReadState<Cursor> rs;
+        if (const uaplex_status st = rs.begin(r, params_); st != UAPLEX_Good) return st;
         const int64_t node = nodeId(std::string_view(r.node_key.data, r.node_key.len), false);
         if (node < 0) return UAPLEX_BadInternalError;
 
@@ -522,19 +301,19 @@ class SqliteHistory final : public uaplex::sdk::HistoryStore {
                 sqlite3_bind_int64(s, 2, time);
                 int rc = sqlite3_step(s);
                 if (rc == SQLITE_ROW) {
-                    bool ok = rowValue(s, alloc, values[n]);
+                    bool ok = rowValue(s, alloc, rs.values[rs.n]);
                     sqlite3_reset(s);
                     if (!ok) return false;
-                    ++n;
+                    ++rs.n;
                     return true;
                 }
                 sqlite3_reset(s);
             }
-            values[n++] = missingBound(time);
+            rs.values[rs.n++] = uaplex::history_store::missingBound(time);
             return true;
         };
 
-        if (c.phase == 0) {
+        if (rs.cursor.phase == 0) {
             // The first bound, unless a value at start_time opens the range itself.
             bool at_start = false;
             if (node > 0) {
@@ -544,38 +323,34 @@ class SqliteHistory final : public uaplex::sdk::HistoryStore {
                 at_start = sqlite3_step(s) == SQLITE_ROW;
                 sqlite3_reset(s);
             }
-            if (!at_start && !bound(r.start_time, forward)) return UAPLEX_BadOutOfMemory;
-            c.phase = 1;
+            if (!at_start && !bound(r.start_time, rs.forward)) return UAPLEX_BadOutOfMemory;
+            rs.cursor.phase = 1;
         }
         bool range_done = false;
-        if (c.phase == 1 && n < max) {
+        if (rs.cursor.phase == 1 && rs.n < rs.max) {
             if (node == 0) {
                 range_done = true;
             } else {
-                const bool exact = r.start_time == r.end_time;
-                sqlite3_stmt* s = (forward ? fwd_ : bwd_).reset();
+                sqlite3_stmt* s = (rs.forward ? fwd_ : bwd_).reset();
                 sqlite3_bind_int64(s, 1, node);
                 sqlite3_bind_int64(s, 2, r.start_time);
-                // The values at exactly start_time when both times are the same.
-                int64_t end = r.end_time;
-                if (exact) end = r.end_time == INT64_MAX ? INT64_MAX : r.end_time + 1;
-                sqlite3_bind_int64(s, 3, end);
-                sqlite3_bind_int64(s, 4, c.started ? c.ts : (forward ? INT64_MIN : INT64_MAX));
-                sqlite3_bind_int64(s, 5, c.started ? c.seq : (forward ? INT64_MIN : INT64_MAX));
-                const uint32_t want = max - n;
+                sqlite3_bind_int64(s, 3, rs.rangeEnd(r));
+                sqlite3_bind_int64(s, 4, rs.cursor.afterTs(rs.forward));
+                sqlite3_bind_int64(s, 5, rs.cursor.afterSeq(rs.forward));
+                const uint32_t want = rs.max - rs.n;
                 sqlite3_bind_int64(s, 6, int64_t(want) + 1);
                 uint32_t got = 0;
                 int rc = SQLITE_ROW;
                 while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
                     if (got == want) break;  // one more exists
-                    if (!rowValue(s, alloc, values[n])) {
+                    if (!rowValue(s, alloc, rs.values[rs.n])) {
                         sqlite3_reset(s);
                         return UAPLEX_BadOutOfMemory;
                     }
-                    c.ts = sqlite3_column_int64(s, 0);
-                    c.seq = sqlite3_column_int64(s, 1);
-                    c.started = true;
-                    ++n;
+                    rs.cursor.ts = sqlite3_column_int64(s, 0);
+                    rs.cursor.seq = sqlite3_column_int64(s, 1);
+                    rs.cursor.started = true;
+                    ++rs.n;
                     ++got;
                 }
                 if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
@@ -585,25 +360,16 @@ class SqliteHistory final : public uaplex::sdk::HistoryStore {
                 range_done = rc == SQLITE_DONE;
                 sqlite3_reset(s);
             }
-            if (range_done) c.phase = bounds ? 2 : 3;
+            if (range_done) rs.cursor.phase = rs.bounds ? 2 : 3;
         }
-        if (c.phase == 2 && n < max) {
-            if (!bound(r.end_time, !forward)) return UAPLEX_BadOutOfMemory;
-            c.phase = 3;
+        if (rs.cursor.phase == 2 && rs.n < rs.max) {
+            if (!bound(r.end_time, !rs.forward)) return UAPLEX_BadOutOfMemory;
+            rs.cursor.phase = 3;
         }
-        out.values = values;
-        out.value_count = n;
-        out.continuation = {nullptr, 0};
-        if (c.phase != 3) {
-            auto* p = static_cast<uint8_t*>(alloc.allocate(alloc.self, Cursor::kSize, 1));
-            if (!p) return UAPLEX_BadOutOfMemory;
-            c.encode(p);
-            out.continuation = {p, Cursor::kSize};
-        }
-        return UAPLEX_Good;
+        return rs.finish(alloc, out);
     }
 
-    uaplex_status doUpdate(const uaplex_history_update& u) {
+    uaplex_status doUpdate(const uaplex_history_update& u) override {
         if (!execNoThrow("BEGIN")) return UAPLEX_BadInternalError;
         const int64_t node = nodeId(std::string_view(u.node_key.data, u.node_key.len), true);
         if (node <= 0) {
@@ -622,12 +388,9 @@ class SqliteHistory final : public uaplex::sdk::HistoryStore {
             sqlite3_bind_int64(s, 2, v.source_timestamp);
             const bool exists = sqlite3_step(s) == SQLITE_ROW;
             sqlite3_reset(s);
-            if (u.perform == UAPLEX_HISTORY_INSERT && exists) {
-                u.results[i] = UAPLEX_BadEntryExists;
-                continue;
-            }
-            if (u.perform == UAPLEX_HISTORY_REPLACE && !exists) {
-                u.results[i] = UAPLEX_BadNoEntryExists;
+            if (const uaplex_status no = uaplex::history_store::updateConflict(u.perform, exists);
+                no != UAPLEX_Good) {
+                u.results[i] = no;
                 continue;
             }
             if (exists) {
@@ -659,7 +422,7 @@ class SqliteHistory final : public uaplex::sdk::HistoryStore {
         return UAPLEX_Good;
     }
 
-    uaplex_status doDelete(uaplex_history_delete& d) {
+    uaplex_status doDelete(uaplex_history_delete& d) override {
         d.deleted = 0;
         const int64_t node = nodeId(std::string_view(d.node_key.data, d.node_key.len), false);
         if (node < 0) return UAPLEX_BadInternalError;
@@ -727,26 +490,9 @@ class SqliteHistory final : public uaplex::sdk::HistoryStore {
     }
 
     const std::string path_;
-    const size_t capacity_;
-    const size_t batch_;
-    const int64_t flush_ms_;
-    const size_t max_value_bytes_;
-    const size_t max_key_bytes_;
-    const size_t max_pending_;
     const int64_t max_age_s_;
     const int64_t max_bytes_;
     const int64_t retention_s_;
-
-    std::mutex mu_;
-    std::condition_variable cv_;
-    bool running_ = false;
-    std::vector<Slot> ring_;
-    size_t head_ = 0;
-    size_t used_ = 0;
-    uint64_t enqueued_ = 0;  // values accepted by store, ever
-    uint64_t written_ = 0;   // values taken from the queue and written, ever
-    std::deque<Job> jobs_;
-    std::thread thread_;
 
     // The store's thread only.
     std::vector<Slot> batch_slots_;
@@ -756,11 +502,6 @@ class SqliteHistory final : public uaplex::sdk::HistoryStore {
     Statement insert_, node_find_, node_add_, fwd_, bwd_, at_or_before_, at_or_after_, at_time_,
         delete_at_, delete_range_;
 
-    uaplex_metric* m_stored_ = nullptr;
-    uaplex_metric* m_dropped_ = nullptr;
-    uaplex_metric* m_written_ = nullptr;
-    uaplex_metric* m_write_errors_ = nullptr;
-    uaplex_metric* m_queued_ = nullptr;
     uaplex_metric* m_retired_ = nullptr;
 };
 

@@ -19,62 +19,14 @@
 
 #include <uaplex/types.h>
 
-#include "plugin_fixture.hpp"
+#include "history/history_fixture.hpp"
 #include "support/pg_cluster.hpp"
 
 namespace {
 
-using Loaded =
-    uaplex::conformance::Loaded<uaplex_history_factory, uaplex_history_params, uaplex_history_ops>;
-
-// Memory handed to the store for a result, freed with the test.
-struct Alloc {
-    std::vector<std::unique_ptr<std::max_align_t[]>> blocks;
-    std::mutex mu;
-    uaplex_value_alloc alloc{
-        this, [](void* self, size_t size, size_t) -> void* {
-            auto* a = static_cast<Alloc*>(self);
-            std::lock_guard lock(a->mu);
-            size_t n = (size + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t) + 1;
-            a->blocks.emplace_back(new std::max_align_t[n]);
-            return a->blocks.back().get();
-        }};
-};
-
-// A completion the test waits for.
-struct Done {
-    std::mutex mu;
-    std::condition_variable cv;
-    int calls = 0;
-    uaplex_status status = 0;
-    uaplex_completion c{};
-    Done() {
-        c.hdr = UAPLEX_HEADER_INIT(uaplex_completion, UAPLEX_STYPE_COMPLETION);
-        c.self = this;
-        c.token = 7;
-        c.complete = [](void* self, uint64_t token, uaplex_status st) -> uaplex_status {
-            auto* d = static_cast<Done*>(self);
-            std::lock_guard lock(d->mu);
-            if (token != 7 || d->calls > 0) return UAPLEX_BadInvalidState;
-            d->calls++;
-            d->status = st;
-            d->cv.notify_all();
-            return UAPLEX_Good;
-        };
-        c.status = [](void*, uint64_t) -> uaplex_status { return UAPLEX_Good; };
-    }
-    // The operation's status: the entry's return, or its completion's.
-    uaplex_status wait(uaplex_status returned) {
-        if (returned != UAPLEX_GoodCompletesAsynchronously) {
-            std::lock_guard lock(mu);
-            CHECK(calls == 0);
-            return returned;
-        }
-        std::unique_lock lock(mu);
-        REQUIRE(cv.wait_for(lock, std::chrono::seconds(20), [&] { return calls > 0; }));
-        return status;
-    }
-};
+using uaplex::conformance::history::Alloc;
+using uaplex::conformance::history::Done;
+using uaplex::conformance::history::Loaded;
 
 bool onPostgres() {
     const char* b = std::getenv("UAPLEX_HISTORY_BACKEND");
@@ -107,12 +59,6 @@ struct Value {
 struct Store : Loaded {
     std::string path;
     explicit Store(std::string db = tempDb(), toml::table extra = {}) : path(std::move(db)) {
-        auto lib = uaplex::conformance::library_from_env("UAPLEX_HISTORY_PLUGIN");
-        const auto* factory =
-            UAPLEX_FIELD_OR(&lib->descriptor(), uaplex_plugin_descriptor, history, nullptr);
-        REQUIRE(factory != nullptr);
-        params.hdr = UAPLEX_HEADER_INIT(uaplex_history_params, UAPLEX_STYPE_HISTORY_PARAMS);
-        params.max_values_per_read = 1000;
         toml::table settings = extra;
         if (onPostgres()) {
             settings.insert_or_assign("table", path);
@@ -120,20 +66,16 @@ struct Store : Loaded {
         } else {
             settings.insert_or_assign("path", path);
         }
-        load(lib, *factory, settings);
+        uaplex::conformance::history::loadStore(*this, 1000, settings);
     }
     uaplex_status put(std::string_view key, const std::vector<Value>& vs,
                       size_t* accepted = nullptr) {
         std::vector<uaplex_history_value> in(vs.size());
         for (size_t i = 0; i < vs.size(); ++i) {
-            in[i].hdr = UAPLEX_HEADER_INIT(uaplex_history_value, UAPLEX_STYPE_HISTORY_VALUE);
-            in[i].node_key = {key.data(), key.size()};
-            in[i].source_timestamp = vs[i].ts;
+            in[i] = uaplex::conformance::history::value(key, vs[i].ts, vs[i].bytes);
             in[i].server_timestamp = vs[i].ts + 1;
             in[i].status = vs[i].status;
             in[i].source_picoseconds = 3;
-            in[i].value = {reinterpret_cast<const uint8_t*>(vs[i].bytes.data()),
-                           vs[i].bytes.size()};
         }
         size_t n = 0;
         uaplex_status st = ops->store(self, in.size(), in.data(), &n);
@@ -148,17 +90,10 @@ struct Store : Loaded {
     Page read(std::string_view key, int64_t start, int64_t end, uint32_t max, bool bounds = false,
               const std::vector<uint8_t>& cont = {}) {
         Alloc a;
-        uaplex_history_read r{};
-        r.hdr = UAPLEX_HEADER_INIT(uaplex_history_read, UAPLEX_STYPE_HISTORY_READ);
+        uaplex_history_read r = uaplex::conformance::history::readRequest(key, start, end, max, a);
         r.flags = bounds ? UAPLEX_HISTORY_READ_BOUNDS : 0;
-        r.max_values = max;
-        r.node_key = {key.data(), key.size()};
-        r.start_time = start;
-        r.end_time = end;
         r.continuation = {cont.data(), cont.size()};
-        r.alloc = &a.alloc;
-        uaplex_history_read_result res{};
-        res.hdr = UAPLEX_HEADER_INIT(uaplex_history_read_result, UAPLEX_STYPE_HISTORY_READ_RESULT);
+        uaplex_history_read_result res = uaplex::conformance::history::readResult();
         Done d;
         Page p;
         p.status = d.wait(ops->read_raw(self, &r, &res, &d.c));
