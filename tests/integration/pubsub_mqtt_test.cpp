@@ -193,8 +193,10 @@ class Subscriber {
         REQUIRE(mosquitto_loop_start(m_) == MOSQ_ERR_SUCCESS);
     }
     ~Subscriber() {
+        // Disconnect ends the loop thread by itself; a forced stop cancels it, maybe inside
+        // the message callback or the library with a mutex held.
         mosquitto_disconnect(m_);
-        mosquitto_loop_stop(m_, true);
+        mosquitto_loop_stop(m_, false);
         mosquitto_destroy(m_);
         mosquitto_lib_cleanup();
     }
