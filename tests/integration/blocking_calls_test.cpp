@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "in_process_server.hpp"
+#include "sampling_plugin.hpp"
 #include "support/client_services.hpp"
 #include "support/opcua_client.hpp"
 
@@ -21,22 +22,9 @@ using test::Client;
 
 namespace {
 
-struct Plugin {
-    void (*gate)(int);
-    int (*waitBlocked)(int, int);
-    std::size_t (*readCounts)(std::size_t*, std::size_t);
-};
-
+using Plugin = test::SamplingPlugin;
 Plugin plugin() {
-    void* lib = dlopen(UAPLEX_SAMPLING_PLUGIN, RTLD_NOW | RTLD_NOLOAD);  // the server loaded it
-    REQUIRE(lib != nullptr);
-    Plugin p{};
-    p.gate = reinterpret_cast<void (*)(int)>(dlsym(lib, "test_sampling_gate"));
-    p.waitBlocked = reinterpret_cast<int (*)(int, int)>(dlsym(lib, "test_sampling_wait_blocked"));
-    p.readCounts = reinterpret_cast<std::size_t (*)(std::size_t*, std::size_t)>(
-        dlsym(lib, "test_sampling_read_counts"));
-    REQUIRE((p.gate && p.waitBlocked && p.readCounts));
-    return p;
+    return test::samplingPlugin();
 }
 
 // Two request workers; the plugin's calls get `threads` threads of their own.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "in_process_server.hpp"
+#include "sampling_plugin.hpp"
 #include "support/client_services.hpp"
 #include "support/opcua_client.hpp"
 
@@ -20,31 +21,9 @@ using test::Client;
 
 namespace {
 
-// The plugin's test entry points (plugins/sampling.cpp).
-struct Plugin {
-    void (*gate)(int);
-    int (*waitBlocked)(int, int);
-    std::size_t (*readCounts)(std::size_t*, std::size_t);
-    int (*waitMonitor)(int, int, int);
-    uaplex_status (*push)(std::int32_t);
-    uaplex_status (*valueSet)(std::int32_t);
-};
-
+using Plugin = test::SamplingPlugin;
 Plugin plugin() {
-    void* lib = dlopen(UAPLEX_SAMPLING_PLUGIN, RTLD_NOW | RTLD_NOLOAD);  // the server loaded it
-    REQUIRE(lib != nullptr);
-    Plugin p{};
-    p.gate = reinterpret_cast<void (*)(int)>(dlsym(lib, "test_sampling_gate"));
-    p.waitBlocked = reinterpret_cast<int (*)(int, int)>(dlsym(lib, "test_sampling_wait_blocked"));
-    p.readCounts = reinterpret_cast<std::size_t (*)(std::size_t*, std::size_t)>(
-        dlsym(lib, "test_sampling_read_counts"));
-    p.waitMonitor =
-        reinterpret_cast<int (*)(int, int, int)>(dlsym(lib, "test_sampling_wait_monitor"));
-    p.push = reinterpret_cast<uaplex_status (*)(std::int32_t)>(dlsym(lib, "test_sampling_push"));
-    p.valueSet =
-        reinterpret_cast<uaplex_status (*)(std::int32_t)>(dlsym(lib, "test_sampling_value_set"));
-    REQUIRE((p.gate && p.waitBlocked && p.readCounts && p.waitMonitor && p.push && p.valueSet));
-    return p;
+    return test::samplingPlugin();
 }
 
 std::string tables() {

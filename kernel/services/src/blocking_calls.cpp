@@ -45,19 +45,9 @@ bool BlockingCalls::submit(AsyncPart* part, AsyncRequest* request) noexcept {
         if (lane->stopping || lane->count == lane->ring.size()) return false;
         lane->ring[(lane->head + lane->count) % lane->ring.size()] = Job{part, request};
         ++lane->count;
-        if (lane->busy + lane->count > lane->threads.size()) ++lane->queued;
     }
     lane->wake.notify_one();
     return true;
-}
-
-std::uint64_t BlockingCalls::queued() const noexcept {
-    std::uint64_t n = 0;
-    for (const auto& l : lanes_) {
-        std::lock_guard lock(l->mutex);
-        n += l->queued;
-    }
-    return n;
 }
 
 void BlockingCalls::run(Lane& lane) noexcept {

@@ -43,8 +43,6 @@ class BlockingCalls {
     // Completes what is queued with BadServerHalted and waits up to stopBound for the calls
     // in progress; a thread still inside a call is left behind (its library kept loaded).
     void stop() noexcept;
-    // Operations that waited for a thread of a lane, for the metrics.
-    std::uint64_t queued() const noexcept;
 
   private:
     struct Job {
@@ -63,7 +61,6 @@ class BlockingCalls {
         std::uint32_t busy = 0, running = 0;
         bool stopping = false;
         bool abandoned = false;  // stop gave up waiting: the threads complete nothing more
-        std::uint64_t queued = 0;
         std::vector<std::thread> threads;
     };
     Lane* laneOf(const void* ctx) const noexcept {
