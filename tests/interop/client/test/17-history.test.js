@@ -156,3 +156,41 @@ test("nodes without history, unknown nodes, unserved details", { timeout: T_SHOR
     const t = await historyRead(S.session, raw(null, null, 0), [{ nodeId: recorded() }]);
     assertStatus(t.results[0].statusCode, StatusCodes.BadInvalidTimestampArgument, "no times");
 });
+
+test("hostile: more nodes than max_nodes_per_read, a flood of continuation points", { timeout: T_LONG, skip }, async () => {
+    const before = new Date(Date.now() - 3600000), after = new Date(Date.now() + 60000);
+    for (const v of [7.5, 8.5]) {
+        const st = await S.session.write({
+            nodeId: recorded(), attributeId: AttributeIds.Value,
+            value: { value: { dataType: DataType.Double, value: v } },
+        });
+        assertGood(st, "write");
+    }
+    // [history] max_nodes_per_read is 100 by default: 101 nodes are refused as a whole.
+    const many = Array.from({ length: 101 }, () => ({ nodeId: recorded() }));
+    await assert.rejects(historyRead(S.session, raw(before, after, 1), many),
+        (err) => /BadTooManyOperations/.test(String(err && err.message)), "101 nodes");
+    // run_suite.sh sets max_continuation_points = 4: paged reads of one session hold at most
+    // four (an earlier case may still hold one); the next gets none of its own.
+    const held = [];
+    let refused = null;
+    for (let i = 0; i < 10 && !refused; i++) {
+        const r = await historyRead(S.session, raw(before, after, 1), [{ nodeId: recorded() }]);
+        if (r.results[0].statusCode.isGood()) {
+            assert.ok(r.results[0].continuationPoint && r.results[0].continuationPoint.length > 0);
+            held.push(r.results[0].continuationPoint);
+        } else {
+            refused = r.results[0].statusCode;
+        }
+    }
+    assert.ok(held.length >= 1 && held.length <= 4, `held ${held.length}`);
+    assertStatus(refused, StatusCodes.BadNoContinuationPoints, "over the limit");
+    // Released, they make room again.
+    const rel = await historyRead(S.session, raw(before, after, 1),
+        held.map((cp) => ({ nodeId: recorded(), continuationPoint: cp })), { releaseContinuationPoints: true });
+    for (const r of rel.results) assertGood(r.statusCode, "release");
+    const again = await historyRead(S.session, raw(before, after, 1), [{ nodeId: recorded() }]);
+    assertGood(again.results[0].statusCode, "after the release");
+    await historyRead(S.session, raw(before, after, 1),
+        [{ nodeId: recorded(), continuationPoint: again.results[0].continuationPoint }], { releaseContinuationPoints: true });
+});
