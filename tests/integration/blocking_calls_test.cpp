@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // A node manager whose synchronous reads and writes block ([plugins.<name>] blocking_threads,
 // docs/pipeline.md "Blocking node managers"): its calls run on its own threads, so they hold
-// none of the request workers. The server runs in this process with the test-sampling plugin,
+// none of the request workers; so do their Browse and Call, and CreateMonitoredItems makes no
+// read of their nodes on a worker. The server runs in this process with the test-sampling plugin,
 // whose gated nodes (owned i=1..99, store i=902) block until the test opens the gate.
 #include <catch2/catch.hpp>
 
@@ -82,6 +83,49 @@ Outcome writeOn(std::uint16_t port, const ua::NodeId& node, std::int32_t value) 
     return o;
 }
 
+// A Browse of `node` (forward, all references): the first target's numeric id as `value`.
+Outcome browseOn(std::uint16_t port, const ua::NodeId& node) {
+    Outcome o;
+    Client c;
+    if (!c.open(port) || c.createSession() != UAPLEX_Good) return o;
+    ua::BrowseDescription d{};
+    d.nodeId = node;
+    d.browseDirection = ua::BrowseDirection::Forward;
+    d.includeSubtypes = true;
+    d.resultMask = 63;
+    ua::BrowseRequest b{};
+    b.nodesToBrowse = {1, &d};
+    auto m = c.call(b);
+    o.service = Client::result(m);
+    if (o.service != UAPLEX_Good || m.type != enc::dataTypeOf<ua::BrowseResponse>()) return o;
+    const ua::BrowseResult& r = static_cast<ua::BrowseResponse*>(m.object)->results[0];
+    o.status = r.statusCode;
+    if (r.references.size() == 1 &&
+        r.references[0].nodeId.node_id.identifier_type == UAPLEX_ID_NUMERIC)
+        o.value = std::int32_t(r.references[0].nodeId.node_id.identifier.numeric);
+    return o;
+}
+
+// A Call on the Object `object` (the plugin answers its number as the one output).
+Outcome callOn(std::uint16_t port, const ua::NodeId& object, const ua::NodeId& method) {
+    Outcome o;
+    Client c;
+    if (!c.open(port) || c.createSession() != UAPLEX_Good) return o;
+    ua::CallMethodRequest cm{};
+    cm.objectId = object;
+    cm.methodId = method;
+    cm.inputArguments = {0, nullptr};
+    ua::CallRequest r{};
+    r.methodsToCall = {1, &cm};
+    auto m = c.call(r);
+    o.service = Client::result(m);
+    if (o.service != UAPLEX_Good || m.type != enc::dataTypeOf<ua::CallResponse>()) return o;
+    const ua::CallMethodResult& cr = static_cast<ua::CallResponse*>(m.object)->results[0];
+    o.status = cr.statusCode;
+    if (cr.outputArguments.size() == 1) o.value = cr.outputArguments[0].value.int32;
+    return o;
+}
+
 template <class F>
 std::future<Outcome> later(F f) {
     return std::async(std::launch::async, std::move(f));
@@ -134,6 +178,94 @@ TEST_CASE("blocking node manager: stuck reads and writes hold no request worker"
     CHECK(r2.value == 902);
     CHECK(storeWrite.get().status == UAPLEX_Good);
     CHECK(test::readOne(a, ua::numericNodeId(ns, 902)).value.value.int32 == 7);
+}
+
+TEST_CASE("blocking node manager: stuck browses and method calls hold no request worker") {
+    test::InProcessServer process(tables(4), "blocking.toml");
+    Plugin p = plugin();
+    Client a;
+    REQUIRE(a.open(process.port));
+    REQUIRE(a.createSession() == UAPLEX_Good);
+    const std::uint16_t ns = test::namespaceIndex(a, "urn:uaplex:test-sampling");
+    const std::uint16_t port = process.port;
+
+    p.gate(0);
+    auto browse = later([&] { return browseOn(port, ua::numericNodeId(ns, 1)); });
+    auto method =
+        later([&] { return callOn(port, ua::numericNodeId(ns, 2), ua::numericNodeId(ns, 3)); });
+    auto read = later([&] { return readOn(port, ua::numericNodeId(ns, 4)); });
+    // With Browse and Call on the two workers the read would not get to the plugin.
+    REQUIRE(p.waitBlocked(3, 5000) == 3);
+    auto fast = later([&] { return readOn(port, ua::numericNodeId(0, 2258)); });
+    REQUIRE(ready(fast, 5));
+    CHECK(fast.get().status == UAPLEX_Good);
+
+    p.gate(1);
+    REQUIRE(ready(browse, 10));
+    REQUIRE(ready(method, 10));
+    REQUIRE(ready(read, 10));
+    Outcome b = browse.get();
+    CHECK(b.service == UAPLEX_Good);
+    CHECK(b.status == UAPLEX_Good);
+    CHECK(b.value == 500);  // the plugin's one reference, collected on its lane
+    Outcome c = method.get();
+    CHECK(c.service == UAPLEX_Good);
+    CHECK(c.status == UAPLEX_Good);
+    CHECK(c.value == 2);
+    CHECK(read.get().value == 4);
+}
+
+TEST_CASE("blocking node manager: a monitored item is created without a read on the worker") {
+    test::InProcessServer process(tables(2), "blocking.toml");
+    Plugin p = plugin();
+    Client a;
+    REQUIRE(a.open(process.port));
+    REQUIRE(a.createSession() == UAPLEX_Good);
+    const std::uint16_t ns = test::namespaceIndex(a, "urn:uaplex:test-sampling");
+    test::SubscriptionParams sp;
+    sp.publishingInterval = 50;
+    const std::uint32_t sub = test::createSubscription(a, sp);
+
+    p.gate(0);
+    ua::MonitoredItemCreateRequest it{};
+    it.itemToMonitor.nodeId = ua::numericNodeId(ns, 5);
+    it.itemToMonitor.attributeId = 13;
+    it.itemToMonitor.indexRange = ua::nullString();
+    it.monitoringMode = ua::MonitoringMode::Reporting;
+    it.requestedParameters.clientHandle = 7;
+    it.requestedParameters.samplingInterval = 50;
+    it.requestedParameters.queueSize = 1;
+    it.requestedParameters.discardOldest = true;
+    ua::CreateMonitoredItemsRequest cmi{};
+    cmi.subscriptionId = sub;
+    cmi.timestampsToReturn = ua::TimestampsToReturn::Both;
+    cmi.itemsToCreate = {1, &it};
+    REQUIRE(a.send(cmi, 41));
+    // Answered while the gate is closed: the first sample is left to the sampling thread,
+    // which waits at the gate instead of a worker.
+    auto m = a.receiveResponse();
+    REQUIRE(m.type == enc::dataTypeOf<ua::CreateMonitoredItemsResponse>());
+    const auto& cr = *static_cast<ua::CreateMonitoredItemsResponse*>(m.object);
+    REQUIRE(cr.results.size() == 1);
+    CHECK(cr.results[0].statusCode == UAPLEX_Good);
+    CHECK(p.waitBlocked(1, 5000) >= 1);  // the sampling read
+    p.gate(1);
+
+    // The first sample arrives once the gate opens.
+    bool seen = false;
+    for (int round = 0; round < 40 && !seen; ++round) {
+        ua::PublishRequest pr{};
+        auto pm = a.call(pr);
+        REQUIRE(Client::result(pm) == UAPLEX_Good);
+        const auto& r = *static_cast<ua::PublishResponse*>(pm.object);
+        for (const auto& eo : r.notificationMessage.notificationData) {
+            if (eo.data_type != enc::dataTypeOf<ua::DataChangeNotification>()) continue;
+            for (const auto& n :
+                 static_cast<const ua::DataChangeNotification*>(eo.object)->monitoredItems)
+                if (n.clientHandle == 7 && n.value.value.value.int32 == 5) seen = true;
+        }
+    }
+    CHECK(seen);
 }
 
 TEST_CASE("blocking node manager: a call whose request was answered is not made") {

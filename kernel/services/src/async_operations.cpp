@@ -306,6 +306,7 @@ bool AsyncBatch::addOwnerBrowse(const NamespaceOwner& owner, std::uint32_t index
         b->nodeId = &nodeId;
         b->isNewBrowse = isNewBrowse;
         b->limit = limit;
+        b->sink = &ServiceSet::Impl::collectAsyncReference;
         if (call_.access != nullptr) b->access = *call_.access;  // the view may change meanwhile
         b->referenceType = referenceType != nullptr ? &b->cp.referenceType : nullptr;
         if (call_.session != nullptr) {
@@ -540,6 +541,10 @@ uaplex_status AsyncBatch::run() noexcept {
                                                    : UAPLEX_BadResourceUnavailable;
                 break;
             case AsyncPart::Kind::OwnerCall: {
+                if (p.owner->callAsync == nullptr) {
+                    st = offload(p);  // a blocking node manager's call, on its lane
+                    break;
+                }
                 const auto& m = *static_cast<const ua::CallMethodRequest*>(p.items);
                 st = p.owner->callAsync(p.owner->self, &m.objectId, &m.methodId, p.count,
                                         m.inputArguments.data, &r.alloc, p.statuses, &p.outCount,
@@ -547,6 +552,10 @@ uaplex_status AsyncBatch::run() noexcept {
                 break;
             }
             case AsyncPart::Kind::OwnerBrowse: {
+                if (p.owner->browseAsync == nullptr) {
+                    st = offload(p);  // a blocking node manager's browse, on its lane
+                    break;
+                }
                 PendingBrowse& b = *p.browse;
                 st = p.owner->browseAsync(p.owner->self, b.nodeId, std::uint32_t(b.cp.direction),
                                           b.referenceType, b.cp.includeSubtypes,

@@ -36,6 +36,8 @@ struct PendingBrowse {
     std::size_t limit = 0;
     bool faulty = false;
     bool done = false;  // completed: the sink takes nothing more
+    // Collects into `hits` (ServiceSet::Impl::collectAsyncReference), for a blocking lane.
+    uaplex_reference_sink sink = nullptr;
 };
 
 // One operation: a call of an owned namespace's entry with the request's items for it, or of

@@ -105,6 +105,24 @@ void BlockingCalls::execute(const Job& job, Lane& lane) noexcept {
                     return p.node->callbacks.write(p.node->callbacks.user, &p.node->id, &p.value);
                 });
                 break;
+            case AsyncPart::Kind::OwnerCall: {
+                const auto& m = *static_cast<const ua::CallMethodRequest*>(p.items);
+                st = storeCallback("call", [&] {
+                    return p.owner->ops->call(p.owner->self, &m.objectId, &m.methodId, p.count,
+                                              m.inputArguments.data, &r.alloc, p.statuses,
+                                              &p.outCount, &p.outputs);
+                });
+                break;
+            }
+            case AsyncPart::Kind::OwnerBrowse: {
+                PendingBrowse& b = *p.browse;
+                st = storeCallback("browse", [&] {
+                    return p.owner->ops->browse(p.owner->self, b.nodeId,
+                                                std::uint32_t(b.cp.direction), b.referenceType,
+                                                b.cp.includeSubtypes, b.sink, &b);
+                });
+                break;
+            }
             default:
                 st = UAPLEX_BadInternalError;
                 break;

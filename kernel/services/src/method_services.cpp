@@ -148,8 +148,9 @@ uaplex_status ServiceSet::Impl::callMethods(ServiceCall& call) noexcept {
             }
             auto* inputResults = arena.allocateArray<uaplex_status>(given);
             if (given != 0 && inputResults == nullptr) return UAPLEX_BadOutOfMemory;
-            if (invokeAsync != nullptr && batch.enabled() &&
-                batch.addOwnerCall(*owner, std::uint32_t(i), m, inputResults))
+            // A blocking node manager's synchronous call runs on its lane (blocking_calls.hpp).
+            if ((invokeAsync != nullptr || (owner->blocking && invoke != nullptr)) &&
+                batch.enabled() && batch.addOwnerCall(*owner, std::uint32_t(i), m, inputResults))
                 continue;  // answered when the operation completes
             if (invoke == nullptr) {
                 r.statusCode = UAPLEX_BadNotImplemented;  // no request to answer later

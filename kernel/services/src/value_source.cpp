@@ -95,6 +95,9 @@ class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource
         NodeRef n = impl_.space.find(id.nodeId);
         const void* ctx = servedBy(id, n);
         if (!ctx) return false;
+        // A blocking node manager ([plugins.<name>] blocking_threads) is never read on a
+        // worker: its sampling thread takes the first sample on its next tick.
+        if (impl_.offloads(ctx)) return false;
         // A node manager with read_async is sampled through it, also for the first sample: no
         // read here (a worker must not wait for it), its sampler's next batch takes it.
         if (!n) {

@@ -287,15 +287,18 @@ void ServiceSet::Impl::pageBrowse(enc::Arena& arena, SessionState* session, Cont
 
 namespace {
 
-// A node of an owned namespace whose manager has browse_async: left to the batch (its result
-// answered when the operation completes); false to browse it now.
+// A node of an owned namespace whose manager has browse_async (or blocks): left to the batch (its
+// result answered when the operation completes); false to browse it now.
 template <class Impl>
 bool browseLater(Impl& impl, AsyncBatch& batch, const ServiceCall& call,
                  const ContinuationPoint& cp, const ua::NodeId& nodeId, bool isNewBrowse,
                  std::uint32_t index, ua::BrowseResult& result) noexcept {
     if (!batch.enabled() || impl.space.find(nodeId)) return false;
     const NamespaceOwner* owner = impl.ownerOf(nodeId.namespace_index);
-    if (owner == nullptr || owner->browseAsync == nullptr) return false;
+    // A blocking node manager's synchronous browse goes to its lane the same way.
+    if (owner == nullptr ||
+        (owner->browseAsync == nullptr && !(owner->blocking && owner->ops->browse != nullptr)))
+        return false;
     if (!(Impl::permissionsOf(call, nodeId) & session::kPermBrowse)) return false;
     if (!batch.addOwnerBrowse(*owner, index, cp, nodeId,
                               isNull(cp.referenceType) ? nullptr : &cp.referenceType, isNewBrowse,

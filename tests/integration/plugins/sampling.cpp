@@ -6,7 +6,8 @@
 // params.value_changed once monitored, and the store node i=900 is a stored value set through
 // value_set. The test steers it through the exported test_sampling_* functions. In the
 // synchronous build the gated nodes also take writes, and the store node i=902 has read and
-// write callbacks behind the same gate (the blocking node manager tests).
+// write callbacks behind the same gate (the blocking node manager tests); the gated nodes'
+// Browse and Call wait at the gate as well.
 // Built a second time as test-sampling-async (TEST_SAMPLING_ASYNC): the owned nodes are read
 // through read_async, completed from the plugin's own thread once the gate is open, and the
 // store node i=901 has only a read_async callback (901000 + the number of its reads so far,
@@ -109,6 +110,39 @@ class Sampling : public NodeManager {
         }
         if (gated) waitAtGate();
         return UAPLEX_Good;
+    }
+    // Gated nodes browse to i=500 (HasComponent) and take a Call (on the Object, any method)
+    // that answers the Object's number, once the gate opens (the synchronous build).
+    uaplex_status browse(const uaplex_nodeid* id, uint32_t, const uaplex_nodeid*, int32_t,
+                         uaplex_reference_sink sink, void* sink_user) override {
+        if (!gatedId(*id)) return UAPLEX_BadNodeIdUnknown;
+        waitAtGate();
+        const uaplex_nodeid type = numeric_id(0, 47);
+        const uaplex_nodeid target = numeric_id(control.ns, kPushed);
+        uaplex_reference ref{};
+        ref.hdr = {sizeof(ref), UAPLEX_STYPE_NODE_MANAGER_REFERENCE};
+        ref.is_forward = 1;
+        ref.reference_type_id = &type;
+        ref.target_id = &target;
+        ref.node_class = 2;
+        return sink(sink_user, &ref);
+    }
+    uaplex_status call(const uaplex_nodeid* object, const uaplex_nodeid*, size_t,
+                       const uaplex_variant*, const uaplex_value_alloc* alloc, uaplex_status*,
+                       size_t* out_count, uaplex_variant** out) override {
+        if (!gatedId(*object)) return UAPLEX_BadNodeIdUnknown;
+        waitAtGate();
+        auto* v = static_cast<uaplex_variant*>(
+            alloc->allocate(alloc->self, sizeof(uaplex_variant), alignof(uaplex_variant)));
+        if (v == nullptr) return UAPLEX_BadOutOfMemory;
+        *v = scalar<int32_t>(UAPLEX_TYPE_INT32, int32_t(object->identifier.numeric));
+        *out = v;
+        *out_count = 1;
+        return UAPLEX_Good;
+    }
+    static bool gatedId(const uaplex_nodeid& id) {
+        return id.identifier_type == UAPLEX_ID_NUMERIC && id.identifier.numeric >= 1 &&
+               id.identifier.numeric <= 99;
     }
 #endif
     static void waitAtGate() {
