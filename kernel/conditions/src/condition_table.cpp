@@ -3,10 +3,13 @@
 // the events they raise.
 #include <uaplex/conditions/condition_table.hpp>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstring>
 #include <random>
+
+#include <uaplex/encoding/datatype.hpp>
 
 namespace uaplex::conditions {
 
@@ -151,12 +154,30 @@ struct ConditionTable::Condition {
     ua::StatusCode quality = UAPLEX_Good;
     Text message, comment;
     std::string clientUserId;
-    std::vector<std::uint8_t> eventId;
+    std::vector<std::uint8_t> eventId;  // the last event's
+    // The EventIds of the last kRecentEventIds events (a ring): a method names any of them.
+    std::array<std::array<std::uint8_t, 16>, kRecentEventIds> recent{};
+    std::size_t recentCount = 0, recentNext = 0;
+    // The fields its node manager (or configured alarm) reported beyond the kernel's own
+    // (LimitState, HighLimit, ...), the latest value of each path, kept for every later event.
+    struct Reported {
+        std::vector<std::string> names;
+        std::vector<std::uint16_t> namespaces;
+        std::vector<std::uint8_t> value;  // the Variant, binary encoded
+    };
+    std::vector<Reported> reported;
     // Shelving (alarms): the state, when a TimedShelve ends, the ShelvingState Object.
     std::uint32_t shelving = kUnshelved;
     ua::DateTime unshelveAt = 0;
     OwnedNodeId shelvingObject;
     bool hasShelvingObject = false;
+
+    bool knownEventId(std::span<const std::uint8_t> id) const noexcept {
+        if (id.size() != 16) return false;
+        for (std::size_t i = 0; i < recentCount; ++i)
+            if (std::equal(id.begin(), id.end(), recent[i].begin())) return true;
+        return false;
+    }
 
     bool retain() const noexcept {
         if (!enabled) return false;
@@ -368,6 +389,44 @@ bool valueOf(const Cond& c, Field f, ua::DateTime now, const uaplex_value_alloc&
     return false;
 }
 
+const enc::DataType& variantDataType() noexcept {
+    static const enc::DataType* t = enc::findDataType("Variant");
+    return *t;
+}
+
+// Keeps a reported field's latest value (by path) in `c`: false when it is not kept (too
+// long a path or value, or the condition keeps kMaxReportedFields already).
+template <class Cond>
+bool keepReported(Cond& c, const uaplex_event_field& f) {
+    if (f.browse_path_length == 0 || f.browse_path_length > kMaxReportedPath ||
+        f.browse_path == nullptr || f.value == nullptr)
+        return false;
+    auto same = [&](const auto& r) {
+        if (r.names.size() != f.browse_path_length) return false;
+        for (std::uint32_t k = 0; k < f.browse_path_length; ++k)
+            if (r.namespaces[k] != f.browse_path[k].namespace_index ||
+                r.names[k] != ua::view(f.browse_path[k].name))
+                return false;
+        return true;
+    };
+    enc::ByteBuffer buf;
+    if (enc::encodeValue(buf, variantDataType(), f.value, kMaxReportedValue) != UAPLEX_Good)
+        return false;
+    auto it = std::find_if(c.reported.begin(), c.reported.end(), same);
+    if (it == c.reported.end()) {
+        if (c.reported.size() >= kMaxReportedFields) return false;
+        for (std::uint32_t k = 0; k < f.browse_path_length; ++k)
+            if (f.browse_path[k].name.length > std::int32_t(kMaxText)) return false;
+        it = c.reported.emplace(c.reported.end());
+        for (std::uint32_t k = 0; k < f.browse_path_length; ++k) {
+            it->names.emplace_back(ua::view(f.browse_path[k].name));
+            it->namespaces.push_back(f.browse_path[k].namespace_index);
+        }
+    }
+    it->value.assign(buf.data(), buf.data() + buf.size());
+    return true;
+}
+
 uaplex_value_alloc arenaAlloc(enc::Arena& arena) noexcept {
     return uaplex_value_alloc{&arena, [](void* self, size_t size, size_t align) -> void* {
                                   return static_cast<enc::Arena*>(self)->allocate(
@@ -396,8 +455,7 @@ struct ConditionTable::Built {
     void* user = nullptr;
 };
 
-void ConditionTable::build(Condition& c, ua::DateTime now,
-                           std::span<const uaplex_event_field> extra, Built& out) {
+void ConditionTable::build(Condition& c, ua::DateTime now, Built& out) {
     // A fresh EventId per event: a random salt and a counter, 16 bytes.
     ++eventCounter_;
     c.eventId.resize(16);
@@ -405,10 +463,13 @@ void ConditionTable::build(Condition& c, ua::DateTime now,
         c.eventId[i] = std::uint8_t(eventSalt_ >> (8 * i));
         c.eventId[8 + i] = std::uint8_t(eventCounter_ >> (8 * i));
     }
+    std::copy(c.eventId.begin(), c.eventId.end(), c.recent[c.recentNext].begin());
+    c.recentNext = (c.recentNext + 1) % kRecentEventIds;
+    c.recentCount = std::min(c.recentCount + 1, kRecentEventIds);
     if (sink_ == nullptr) return;
     uaplex_value_alloc alloc = arenaAlloc(out.arena);
-    out.values.reserve(std::size_t(Field::Count) + 6);
-    out.fields.reserve(std::size_t(Field::Count) + 6 + extra.size());
+    out.values.reserve(std::size_t(Field::Count) + 6 + c.reported.size());
+    out.fields.reserve(std::size_t(Field::Count) + 6 + c.reported.size());
     auto add = [&](const ua::QualifiedName* path, std::uint32_t length, const ua::Variant& v) {
         out.values.push_back(v);
         uaplex_event_field f{};
@@ -437,8 +498,23 @@ void ConditionTable::build(Condition& c, ua::DateTime now,
         if (!valueOf(c, Field(i), now, alloc, fv)) return;  // out of memory: no event
         add(paths[i].steps, paths[i].length, fv);
     }
+    // The reported fields as last reported, in every event of the condition.
+    for (const auto& r : c.reported) {
+        auto* path = static_cast<ua::QualifiedName*>(out.arena.allocate(
+            sizeof(ua::QualifiedName) * r.names.size(), alignof(ua::QualifiedName)));
+        auto* bytes = static_cast<std::uint8_t*>(out.arena.allocate(r.value.size() + 1, 8));
+        if (path == nullptr || bytes == nullptr) return;
+        for (std::size_t k = 0; k < r.names.size(); ++k)
+            path[k] = ua::QualifiedName{r.namespaces[k], ua::makeString(r.names[k])};
+        std::memcpy(bytes, r.value.data(), r.value.size());
+        void* decoded = nullptr;
+        if (enc::decodeValue({bytes, r.value.size()}, out.arena, enc::DecodeLimits{},
+                             variantDataType(), &decoded) != UAPLEX_Good ||
+            decoded == nullptr)
+            continue;
+        add(path, std::uint32_t(r.names.size()), *static_cast<ua::Variant*>(decoded));
+    }
     for (std::size_t i = 0; i < out.values.size(); ++i) out.fields[i].value = &out.values[i];
-    for (const uaplex_event_field& f : extra) out.fields.push_back(f);
     out.spec.hdr = UAPLEX_HEADER_INIT(uaplex_event_spec, UAPLEX_STYPE_EVENT_SPEC);
     out.spec.field_count = std::uint32_t(out.fields.size());
     out.spec.event_type = &c.type.id;
@@ -476,7 +552,7 @@ uaplex_status ConditionTable::shelve(Condition& c, std::uint32_t method,
         }
     }
     c.clientUserId.assign(user.substr(0, kMaxText));
-    if (c.enabled) build(c, now, {}, built);
+    if (c.enabled) build(c, now, built);
     return UAPLEX_Good;
 }
 
@@ -491,7 +567,7 @@ void ConditionTable::expire(ua::DateTime now) {
             c->unshelveAt = 0;
             if (!c->enabled) continue;
             events.push_back(std::make_unique<Built>());
-            build(*c, now, {}, *events.back());
+            build(*c, now, *events.back());
         }
     }
     for (auto& e : events) deliver(*e);
@@ -554,7 +630,6 @@ uaplex_status ConditionTable::reportLocked(const ua::NodeId& id, const uaplex_ev
     std::lock_guard lock(mutex_);
     Condition* c = find(id);
     if (c == nullptr) return UAPLEX_BadNodeIdUnknown;
-    std::vector<uaplex_event_field> extra;
     for (std::uint32_t i = 0; i < spec.field_count && spec.fields != nullptr; ++i) {
         const uaplex_event_field& f = spec.fields[i];
         if (f.value == nullptr) continue;
@@ -596,11 +671,11 @@ uaplex_status ConditionTable::reportLocked(const ua::NodeId& id, const uaplex_ev
             c->message.text.assign(ua::view(t.text).substr(0, kMaxText));
         } else if (pathIs(f, "Quality") && isScalar(v, ua::BuiltinType::StatusCode)) {
             c->quality = v.value.statuscode;
-        } else if (!kernelOwned(f) && extra.size() < kMaxReportedFields) {
-            extra.push_back(f);
+        } else if (!kernelOwned(f)) {
+            (void)keepReported(*c, f);
         }
     }
-    if (c->enabled) build(*c, now, extra, built);  // no events while disabled (Part 9 4.3)
+    if (c->enabled) build(*c, now, built);  // no events while disabled (Part 9 4.3)
     return UAPLEX_Good;
 }
 
@@ -655,20 +730,19 @@ uaplex_status ConditionTable::callLocked(const ua::NodeId& object, std::uint32_t
         c->enabledTime = now;
         // Disable reports EnabledState false and Retain false, the last event until Enable,
         // which reports the state as it is then.
-        build(*c, now, {}, built);
+        build(*c, now, built);
         return UAPLEX_Good;
     }
     if (!c->enabled) return UAPLEX_BadConditionDisabled;
-    auto eventId = ua::view(inputs[0].value.bytestring);
-    if (c->eventId.empty() || eventId.size() != c->eventId.size() ||
-        !std::equal(eventId.begin(), eventId.end(), c->eventId.begin()))
-        return UAPLEX_BadEventIdUnknown;
+    if (!c->knownEventId(ua::view(inputs[0].value.bytestring))) return UAPLEX_BadEventIdUnknown;
     const auto* comment = static_cast<const ua::LocalizedText*>(inputs[1].value.pointer);
     if (comment != nullptr &&
         (ua::view(comment->text).size() > kMaxText || ua::view(comment->locale).size() > 64))
         return UAPLEX_BadInvalidArgument;
     if (method == kAcknowledge && c->acked) return UAPLEX_BadConditionBranchAlreadyAcked;
     if (method == kConfirm && c->confirmed) return UAPLEX_BadConditionBranchAlreadyConfirmed;
+    // The Confirmed Acknowledge model (Part 9 4.3) confirms an acknowledged state only.
+    if (method == kConfirm && !c->acked) return UAPLEX_BadInvalidState;
     if (method == kAcknowledge) {
         c->acked = true;
         c->ackedTime = now;
@@ -683,7 +757,7 @@ uaplex_status ConditionTable::callLocked(const ua::NodeId& object, std::uint32_t
         c->comment.text.assign(ua::view(comment->text));
     }
     c->clientUserId.assign(user.substr(0, kMaxText));
-    build(*c, now, {}, built);
+    build(*c, now, built);
     return UAPLEX_Good;
 }
 

@@ -336,7 +336,11 @@ void ServiceSet::Impl::reportAlarm(const ConfiguredAlarm& a, bool active, std::u
         {{0, ua::makeString("HighState")}, {0, ua::makeString("Id")}},
         {{0, ua::makeString("LowState")}, {0, ua::makeString("Id")}},
         {{0, ua::makeString("LowLowState")}, {0, ua::makeString("Id")}}};
-    std::array<uaplex_event_field, 4 + 2 + cond::kLimitCount> fields{};
+    static const ua::QualifiedName kLimits[][1] = {{{0, ua::makeString("HighHighLimit")}},
+                                                   {{0, ua::makeString("HighLimit")}},
+                                                   {{0, ua::makeString("LowLimit")}},
+                                                   {{0, ua::makeString("LowLowLimit")}}};
+    std::array<uaplex_event_field, 4 + 2 + 2 * cond::kLimitCount> fields{};
     std::array<ua::Variant, fields.size()> values{};
     std::uint32_t count = 0;
     auto add = [&](const ua::QualifiedName* path, std::uint32_t len, const ua::Variant& v) {
@@ -366,6 +370,11 @@ void ServiceSet::Impl::reportAlarm(const ConfiguredAlarm& a, bool active, std::u
         for (std::size_t i = 0; i < cond::kLimitCount; ++i)
             if (a.eval.spec().limits[i].present) add(kStates[i], 2, ua::variantBoolean(limits[i]));
     }
+    // The limits (the table keeps them for the events of its methods too).
+    if (kind != cond::AlarmKind::OffNormal)
+        for (std::size_t i = 0; i < cond::kLimitCount; ++i)
+            if (a.eval.spec().limits[i].present)
+                add(kLimits[i], 1, ua::variantDouble(a.eval.spec().limits[i].value));
     uaplex_event_spec spec{};
     spec.hdr = UAPLEX_HEADER_INIT(uaplex_event_spec, UAPLEX_STYPE_EVENT_SPEC);
     spec.field_count = count;

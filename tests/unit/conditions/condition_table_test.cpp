@@ -186,7 +186,7 @@ TEST_CASE("ConditionType: Enable, Disable and AddComment with their events and r
     CHECK(fx.last().at("EnabledState/Id") == "true");
     CHECK(fx.last().at("Severity") == "300");
 
-    // AddComment: only with the last EventId; the comment and the user are in the event.
+    // AddComment: with a recent EventId; the comment and the user are in the event.
     auto first = fx.eventId();
     CHECK(fx.call(kAddComment, {9, 9, 9}, "wrong id") == UAPLEX_BadEventIdUnknown);
     REQUIRE(fx.call(kAddComment, first, "checked the tank", "user:alice") == UAPLEX_Good);
@@ -194,7 +194,6 @@ TEST_CASE("ConditionType: Enable, Disable and AddComment with their events and r
     CHECK(fx.last().at("ClientUserId") == "user:alice");
     CHECK(fx.read(Field::Comment) == "en|checked the tank");
     CHECK(fx.eventId() != first);
-    CHECK(fx.call(kAddComment, first, "stale id") == UAPLEX_BadEventIdUnknown);
     // A comment beyond kMaxText bytes is refused, the condition's stays.
     CHECK(fx.call(kAddComment, fx.eventId(), std::string(kMaxText + 1, 'x')) ==
           UAPLEX_BadInvalidArgument);
@@ -239,7 +238,7 @@ TEST_CASE("AcknowledgeableConditionType: Acknowledge and Confirm") {
     CHECK(fx.last().at("ClientUserId") == "user:op");
     CHECK(fx.call(kAcknowledge, fx.eventId()) == UAPLEX_BadConditionBranchAlreadyAcked);
     // The EventId is checked before the state.
-    CHECK(fx.call(kAcknowledge, stale) == UAPLEX_BadEventIdUnknown);
+    CHECK(fx.call(kAcknowledge, {1, 2, 3}) == UAPLEX_BadEventIdUnknown);
 
     // An empty comment leaves the condition's comment.
     REQUIRE(fx.call(kConfirm, fx.eventId(), "") == UAPLEX_Good);
@@ -281,7 +280,7 @@ TEST_CASE("AlarmConditionType: ActiveState from reports, Retain, Severity and La
     CHECK(fx.last().at("AckedState/Id") == "true");
     CHECK(fx.last().at("ActiveState/Id") == "true");
     CHECK(fx.last().at("ActiveState/TransitionTime") == std::to_string(activated));
-    CHECK(fx.last().count("HighLimit") == 0);
+    CHECK(fx.last().at("HighLimit") == std::to_string(80.0));  // kept from the report
     REQUIRE(fx.call(kConfirm, fx.eventId()) == UAPLEX_Good);
     CHECK(fx.last().at("Retain") == "true");  // still active
 
@@ -390,4 +389,49 @@ TEST_CASE("AlarmConditionType: shelving (TimedShelve, OneShotShelve, Unshelve) o
     REQUIRE(shelve(kUnshelve, {}) == UAPLEX_Good);
     CHECK(fx.last().at("ShelvingState/CurrentState/Id") == "0;i=2930");
     CHECK(shelve(kUnshelve, {}) == UAPLEX_BadConditionNotShelved);
+}
+
+TEST_CASE(
+    "Methods: the last kRecentEventIds EventIds, Confirm after Acknowledge, reported fields") {
+    Fixture fx(Kind::Alarm, kAlarmConditionType);
+    REQUIRE(fx.report(true, 500) == UAPLEX_Good);
+    const auto activation = fx.eventId();
+    // Confirm of an unacknowledged state (Part 9 4.3, the Confirmed Acknowledge model).
+    CHECK(fx.call(kConfirm, activation) == UAPLEX_BadInvalidState);
+    CHECK(fx.read(Field::ConfirmedStateId) == "false");
+    // Seven more events: the activation's EventId is the oldest of the last eight.
+    for (int i = 0; i < int(kRecentEventIds) - 1; ++i)
+        REQUIRE(fx.call(kAddComment, fx.eventId(), "note") == UAPLEX_Good);
+    REQUIRE(fx.call(kAcknowledge, activation, "seen") == UAPLEX_Good);
+    CHECK(fx.last().at("AckedState/Id") == "true");
+    // Now it is the ninth last: unknown.
+    CHECK(fx.call(kConfirm, activation) == UAPLEX_BadEventIdUnknown);
+    // The method's event carries what the node manager reported (HighLimit), also after
+    // later reports without it, which replace only what they bring.
+    CHECK(fx.last().at("HighLimit") == std::to_string(80.0));
+    REQUIRE(fx.call(kConfirm, fx.eventId()) == UAPLEX_Good);
+    CHECK(fx.last().at("HighLimit") == std::to_string(80.0));
+    static const ua::QualifiedName limit[1] = {{0, ua::makeString("HighLimit")}};
+    ua::Variant l = ua::variantDouble(95.0);
+    uaplex_event_field f{limit, 1, 0, &l};
+    uaplex_event_spec spec{};
+    spec.field_count = 1;
+    spec.fields = &f;
+    REQUIRE(fx.table.report(Fixture::id(), spec, fx.now) == UAPLEX_Good);
+    CHECK(fx.last().at("HighLimit") == std::to_string(95.0));
+    REQUIRE(fx.toggle(kDisable) == UAPLEX_Good);
+    REQUIRE(fx.toggle(kEnable) == UAPLEX_Good);
+    CHECK(fx.last().at("HighLimit") == std::to_string(95.0));
+    // A field too large to keep is not passed on; the others stay.
+    std::vector<double> big(kMaxReportedValue / sizeof(double) + 1, 1.0);
+    ua::Variant arr = ua::makeVariant(ua::BuiltinType::Double);
+    arr.encoding |= UAPLEX_VARIANT_ARRAY;
+    arr.array_length = std::int32_t(big.size());
+    arr.value.pointer = big.data();
+    static const ua::QualifiedName huge[1] = {{2, ua::makeString("Samples")}};
+    uaplex_event_field g{huge, 1, 0, &arr};
+    spec.fields = &g;
+    REQUIRE(fx.table.report(Fixture::id(), spec, fx.now) == UAPLEX_Good);
+    CHECK(fx.last().count("Samples") == 0);
+    CHECK(fx.last().at("HighLimit") == std::to_string(95.0));
 }

@@ -26,6 +26,8 @@ struct Captured {
     std::uint32_t limitStateId = 0;
     std::map<std::string, bool> states;  // "HighState" -> Id
     std::vector<std::uint8_t> eventId;
+    std::map<std::string, double> limits;  // "HighLimit" -> value
+    bool hasLimitState = false;
 };
 
 struct Recorder {
@@ -52,6 +54,10 @@ struct Recorder {
                 path.find("State/Id") != std::string::npos &&
                 ua::variantType(v) == ua::BuiltinType::Boolean)
                 c.states[path.substr(0, path.size() - 3)] = v.value.boolean;
+            if (path.size() > 5 && path.substr(path.size() - 5) == "Limit" &&
+                ua::variantType(v) == ua::BuiltinType::Double)
+                c.limits[path] = v.value.double_;
+            if (path == "LimitState/CurrentState/Id") c.hasLimitState = true;
             if (path == "EventId") {
                 auto b = ua::view(v.value.bytestring);
                 c.eventId.assign(b.begin(), b.end());
@@ -121,6 +127,8 @@ TEST_CASE("[[alarms]]: a level alarm on a stored variable, its nodes, events and
     CHECK(ev[0].activeId);
     CHECK(ev[0].limitStateId == 9331);  // High
     CHECK(ev[0].severity == 600);
+    CHECK(ev[0].limits == std::map<std::string, double>{
+                              {"HighHighLimit", 90}, {"HighLimit", 80}, {"LowLimit", 20}});
     CHECK(ev[0].retain);
     CHECK_FALSE(ev[0].acked);
     v = s.read(ua::stringNodeId(ns, "Alarms.Tank.LimitState.CurrentState"));
@@ -172,6 +180,10 @@ TEST_CASE("[[alarms]]: a level alarm on a stored variable, its nodes, events and
     ev = tankEvents();
     REQUIRE(ev.size() == 1);
     CHECK(ev[0].acked);
+    // The method's event carries the alarm's LimitState and limits as last evaluated.
+    CHECK(ev[0].hasLimitState);
+    CHECK(ev[0].limitStateId == 0);
+    CHECK(ev[0].limits.at("HighLimit") == 80.0);
     CHECK(s.read(ua::stringNodeId(ns, "Alarms.Tank.AckedState.Id")).value.value.boolean);
 }
 

@@ -101,10 +101,17 @@ struct FieldInfo {
 const FieldInfo& fieldInfo(Field f) noexcept;
 bool hasField(Kind kind, Field f) noexcept;
 
-// Limits: every table is finite. A condition keeps its last EventId only (the one a client
-// acknowledges); the texts it keeps are cut at kMaxText bytes.
+// Limits: every table is finite. A condition keeps the EventIds of its last kRecentEventIds
+// events (a method names one of them; older ones are BadEventIdUnknown); the texts it keeps
+// are cut at kMaxText bytes. The fields a report brings beyond the kernel's own (LimitState,
+// HighLimit, ...) are kept, the latest value of each, and go into every later event of the
+// condition: at most kMaxReportedFields paths of up to kMaxReportedPath steps, each value at
+// most kMaxReportedValue bytes encoded (others are not passed on).
 inline constexpr std::size_t kMaxText = 4096;
-inline constexpr std::size_t kMaxReportedFields = 64;  // a report's fields passed on as given
+inline constexpr std::size_t kRecentEventIds = 8;
+inline constexpr std::size_t kMaxReportedFields = 64;
+inline constexpr std::uint32_t kMaxReportedPath = 8;
+inline constexpr std::size_t kMaxReportedValue = 16384;
 
 class ConditionTable {
   public:
@@ -136,16 +143,18 @@ class ConditionTable {
     // A node manager's report on a condition (raise_event with its condition_id): the fields
     // ActiveState/Id (Boolean), Severity (UInt16), Message (LocalizedText), Quality
     // (StatusCode) change the state (the others the kernel owns are ignored, the rest are
-    // passed on in this event); an alarm that becomes active is unacknowledged and
-    // unconfirmed again. Raises the condition's event while it is enabled. BadNodeIdUnknown
-    // for an unknown condition.
+    // kept and passed on in this and every later event); an alarm that becomes active is
+    // unacknowledged and unconfirmed again. Raises the condition's event while it is enabled.
+    // BadNodeIdUnknown for an unknown condition.
     uaplex_status report(const ua::NodeId& id, const uaplex_event_spec& spec, ua::DateTime now);
 
     // A Call of `method` on `object` (Part 9 5.5.4-5.5.6, 5.7.3, 5.7.4; the shelving methods
     // 5.8.10 on the alarm's ShelvingState Object), inputs as given:
     // BadNodeIdInvalid when `object` is no condition, BadMethodInvalid for a method the
-    // condition's type does not have, BadInvalidArgument for wrong inputs, the state checks'
-    // codes, Good with the event raised. `user` becomes ClientUserId.
+    // condition's type does not have, BadInvalidArgument for wrong inputs, BadEventIdUnknown
+    // for an EventId not among the condition's last kRecentEventIds, the state checks' codes
+    // (Confirm of an unacknowledged condition: BadInvalidState), Good with the event raised. `user`
+    // becomes ClientUserId.
     uaplex_status call(const ua::NodeId& object, std::uint32_t method,
                        std::span<const ua::Variant> inputs, std::string_view user,
                        ua::DateTime now);
@@ -172,10 +181,9 @@ class ConditionTable {
     ua::DateTime nextUnshelve() const;  // 0: none
     void timerLoop();
     void wakeTimer();
-    // Builds the condition's event (state as it is now, a new EventId) into `out`, under
-    // mutex_; `extra` are a report's own fields.
-    void build(Condition& c, ua::DateTime now, std::span<const uaplex_event_field> extra,
-               Built& out);
+    // Builds the condition's event (state as it is now, its reported fields, a new EventId)
+    // into `out`, under mutex_.
+    void build(Condition& c, ua::DateTime now, Built& out);
     void deliver(Built& built);
     uaplex_status reportLocked(const ua::NodeId& id, const uaplex_event_spec& spec,
                                ua::DateTime now, Built& built);
