@@ -998,19 +998,35 @@ StatusCode intervalCount(const ProcessedRequest& rq, std::size_t maxIntervals,
 
 ComputeResult compute(AggregateFunction function, std::span<const DataValue> raw,
                       const ProcessedRequest& rq, std::span<DataValue> out) noexcept {
+    std::size_t n = 0;
+    if (StatusCode s = intervalCount(rq, out.size(), n); UAPLEX_STATUS_IS_BAD(s)) {
+        if (StatusCode c = checkConfiguration(rq.configuration); UAPLEX_STATUS_IS_BAD(c))
+            return {c, 0};
+        return {s, 0};
+    }
+    return computeIntervals(function, raw, rq, 0, out.first(n));
+}
+
+ComputeResult computeIntervals(AggregateFunction function, std::span<const DataValue> raw,
+                               const ProcessedRequest& rq, std::size_t first,
+                               std::span<DataValue> out) noexcept {
     if (StatusCode s = checkConfiguration(rq.configuration); UAPLEX_STATUS_IS_BAD(s)) return {s, 0};
     std::size_t n = 0;
-    if (StatusCode s = intervalCount(rq, out.size(), n); UAPLEX_STATUS_IS_BAD(s)) return {s, 0};
+    if (StatusCode s = intervalCount(rq, std::numeric_limits<std::size_t>::max(), n);
+        UAPLEX_STATUS_IS_BAD(s))
+        return {s, 0};
+    if (first > n || out.size() > n - first) return {UAPLEX_BadTooManyOperations, 0};
     if (StatusCode s = validate(raw); UAPLEX_STATUS_IS_BAD(s)) return {s, 0};
     Calculator calc(raw, rq);
     bool reverse = rq.endTime < rq.startTime;
     std::int64_t step = intervalTicks(rq.processingIntervalMs);
     DateTime range = reverse ? rq.startTime - rq.endTime : rq.endTime - rq.startTime;
     if (step == 0 || step >= range) step = range;
+    const std::size_t count = out.size();
     // Chronological order keeps the bound searches moving forward; a backward request is
     // written from its last interval (the earliest in time) up.
-    for (std::size_t m = 0; m < n; ++m) {
-        std::size_t k = reverse ? n - 1 - m : m;
+    for (std::size_t m = 0; m < count; ++m) {
+        std::size_t k = first + (reverse ? count - 1 - m : m);
         Window w;
         w.reverse = reverse;
         auto offset = static_cast<DateTime>(k) * step;
@@ -1029,9 +1045,39 @@ ComputeResult compute(AggregateFunction function, std::span<const DataValue> raw
         }
         w.shortInterval = w.hi - w.lo < step;
         w.noData = calc.noDataTime(w.lo, w.hi);
-        computeOne(function, calc, w, out[k]);
+        computeOne(function, calc, w, out[k - first]);
     }
-    return {UAPLEX_Good, n};
+    return {UAPLEX_Good, count};
+}
+
+ComputeResult valuesAtTimes(std::span<const DataValue> raw, std::span<const DateTime> times,
+                            bool simpleBounds, const ProcessedRequest& rq,
+                            std::span<DataValue> out) noexcept {
+    if (StatusCode s = checkConfiguration(rq.configuration); UAPLEX_STATUS_IS_BAD(s)) return {s, 0};
+    if (out.size() < times.size()) return {UAPLEX_BadTooManyOperations, 0};
+    if (StatusCode s = validate(raw); UAPLEX_STATUS_IS_BAD(s)) return {s, 0};
+    Calculator calc(raw, rq);
+    for (std::size_t i = 0; i < times.size(); ++i) {
+        const DateTime at = times[i];
+        DataValue& o = out[i];
+        Point b = simpleBounds ? calc.simpleBound(at) : calc.interpolatedBound(at, calc.stepped());
+        if (b.raw) {  // a value at the time: as stored (Raw)
+            const DataValue& r = calc.at(b.idx);
+            setResult(o, at, rawStatus(r));
+            if ((r.mask & UAPLEX_DATAVALUE_VALUE) != 0) {
+                o.mask |= UAPLEX_DATAVALUE_VALUE;
+                o.value = r.value;
+            }
+            continue;
+        }
+        if (!nonBad(b.sev)) {
+            setNoData(o, at);
+            continue;
+        }
+        StatusCode st = b.sev == Sev::Good ? UAPLEX_Good : UAPLEX_UncertainDataSubNormal;
+        setSourceTyped(o, at, withBits(st, kHistorianInterpolated), b.v, calc.sourceType());
+    }
+    return {UAPLEX_Good, times.size()};
 }
 
 }  // namespace uaplex::aggregates

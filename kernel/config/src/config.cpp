@@ -668,7 +668,8 @@ void buildHistory(const toml::table& t, const fs::path& file, ServerConfig& cfg)
     const std::string name = "history";
     checkKeys(t,
               {"plugin", "nodes", "historizing", "max_nodes", "max_value_bytes",
-               "max_nodes_per_read", "max_values_per_node", "max_continuation_points"},
+               "max_nodes_per_read", "max_values_per_node", "max_continuation_points",
+               "max_intervals_per_node", "max_processed_values", "max_req_times"},
               name, file, cfg);
     HistorySection& h = cfg.history;
     h.enabled = true;
@@ -686,6 +687,11 @@ void buildHistory(const toml::table& t, const fs::path& file, ServerConfig& cfg)
         getUint(t, "max_values_per_node", h.max_values_per_node, 1, 1000000, name, file);
     h.max_continuation_points =
         getUint(t, "max_continuation_points", h.max_continuation_points, 1, 65535, name, file);
+    h.max_intervals_per_node =
+        getUint(t, "max_intervals_per_node", h.max_intervals_per_node, 1, 1000000, name, file);
+    h.max_processed_values =
+        getUint(t, "max_processed_values", h.max_processed_values, 16, 100000000, name, file);
+    h.max_req_times = getUint(t, "max_req_times", h.max_req_times, 1, 1000000, name, file);
     for (const auto& text : getStrings(t, "nodes", {}, name, file)) {
         PersistentNode n;
         if (!parsePersistentNode(text, n))

@@ -3,13 +3,17 @@
 #include "history.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <condition_variable>
 #include <cstring>
 #include <random>
 
+#include <uaplex/aggregates/aggregates.hpp>
 #include <uaplex/host/logging.hpp>
 #include <uaplex/session/deferred_request.hpp>
 #include <uaplex/session/session_services.hpp>
+
+#include "history_derived.hpp"
 
 namespace uaplex::services {
 
@@ -44,6 +48,19 @@ std::uint64_t cpSalt() noexcept {
     return salt;
 }
 
+// The flags of a continuation point of a processed or an at-time read (a raw read's are its
+// uaplex_history_read_flags).
+constexpr std::uint32_t kProcessedPoint = 0x100;
+constexpr std::uint32_t kAtTimePoint = 0x200;
+constexpr std::size_t kDerivedCursor = 16;  // digest, next interval or time
+
+std::uint64_t fnv(std::uint64_t h, const void* p, std::size_t n) noexcept {
+    const auto* b = static_cast<const std::uint8_t*>(p);
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ULL;
+    return h;
+}
+constexpr std::uint64_t kFnvBasis = 14695981039346656037ULL;
+
 // One node of a HistoryRead that goes to the store.
 struct Part {
     std::uint32_t index = 0;  // in the request
@@ -53,6 +70,13 @@ struct Part {
     uaplex_history_read_result result{};
     uaplex_completion completion{};
     std::atomic<bool> done{false};
+    // Processed and at-time reads: the pages and the computation; what their continuation
+    // point is tied to (start, end, flags of the point, the digest of the rest).
+    std::unique_ptr<DerivedRead> derived;
+    std::int64_t cpStart = 0;
+    std::int64_t cpEnd = 0;
+    std::uint32_t cpFlags = 0;
+    std::uint64_t digest = 0;
 };
 
 // A HistoryRead waiting for the store: the response lives in `arena`, answered (or handed to
@@ -91,13 +115,19 @@ class PendingRead {
     // Only one time and numValuesPerNode (at most one page): that many values, no
     // continuation (Part 11 6.5.3.2).
     bool single = false;
+    std::vector<ua::DateTime> times;  // ReadAtTimeDetails reqTimes, copied
 
     static uaplex_status complete(void* self, std::uint64_t token, uaplex_status st) noexcept {
         auto* p = static_cast<PendingRead*>(self);
         if (token >= p->parts.size() || p->parts[token].done.exchange(true))
             return UAPLEX_BadInvalidState;
         p->history.pending.fetch_sub(1, std::memory_order_relaxed);
-        p->finishPart(p->parts[token], st);
+        Part& part = p->parts[token];
+        if (part.derived) {
+            p->advance(part, st);
+            return UAPLEX_Good;
+        }
+        p->finishPart(part, st);
         p->release();
         return UAPLEX_Good;
     }
@@ -121,10 +151,51 @@ class PendingRead {
     }
 
     void finishPart(Part& part, uaplex_status st) noexcept;
+    void finishDerived(Part& part) noexcept;
+    // Issues the part's (next) store read: its status (GoodCompletesAsynchronously: the
+    // completion goes on with it).
+    uaplex_status issue(Part& part) noexcept;
+    // A derived part's page came with `st`: the next one issued, or the part answered.
+    void advance(Part& part, uaplex_status st) noexcept;
+    // A new continuation point of the session for `part` (its cursor `bytes`) into r; false
+    // when r got a Bad status instead.
+    bool keepPoint(Part& part, ua::HistoryReadResult& r, std::int64_t start, std::int64_t end,
+                   std::uint32_t flags, const std::uint8_t* bytes, std::size_t len) noexcept;
 };
+
+uaplex_status PendingRead::issue(Part& part) noexcept {
+    part.result = uaplex_history_read_result{};
+    part.result.hdr =
+        UAPLEX_HEADER_INIT(uaplex_history_read_result, UAPLEX_STYPE_HISTORY_READ_RESULT);
+    if (part.derived) part.derived->nextRead(part.read);
+    part.done.store(false);
+    history.pending.fetch_add(1, std::memory_order_relaxed);
+    uaplex_status st =
+        history.ops()->read_raw(history.self(), &part.read, &part.result, &part.completion);
+    if (st == UAPLEX_GoodCompletesAsynchronously) return st;
+    // Completed and returned at once: the completion has answered it.
+    if (part.done.exchange(true)) return UAPLEX_GoodCompletesAsynchronously;
+    history.pending.fetch_sub(1, std::memory_order_relaxed);
+    return st;
+}
+
+void PendingRead::advance(Part& part, uaplex_status st) noexcept {
+    while (part.derived->onPage(st, part.result)) {
+        const uaplex_status req = deferred ? deferred->status() : UAPLEX_Good;
+        if (req != UAPLEX_Good) {  // timed out, cancelled, its session gone: no more pages
+            part.derived->fail(req);
+            break;
+        }
+        st = issue(part);
+        if (st == UAPLEX_GoodCompletesAsynchronously) return;
+    }
+    finishPart(part, UAPLEX_Good);
+    release();
+}
 
 // The store's answer for one node into its HistoryReadResult (Part 11 6.4.3 and 6.3).
 void PendingRead::finishPart(Part& part, uaplex_status st) noexcept {
+    if (part.derived) return finishDerived(part);
     std::lock_guard lock(mutex);
     ua::HistoryReadResult& r = results[part.index];
     r.continuationPoint = {-1, nullptr};
@@ -197,37 +268,102 @@ void PendingRead::finishPart(Part& part, uaplex_status st) noexcept {
         if (n == 0) r.statusCode = UAPLEX_GoodNoData;
         return;
     }
+    if (!keepPoint(part, r, part.read.start_time, part.read.end_time, part.read.flags,
+                   res.continuation.data, res.continuation.len))
+        data->dataValues = {0, nullptr};
+}
+
+bool PendingRead::keepPoint(Part& part, ua::HistoryReadResult& r, std::int64_t start,
+                            std::int64_t end, std::uint32_t flags, const std::uint8_t* bytes,
+                            std::size_t len) noexcept {
     if (session == nullptr) {
         r.statusCode = UAPLEX_BadNoContinuationPoints;
-        data->dataValues = {0, nullptr};
-        return;
+        return false;
     }
     auto* idBytes = static_cast<std::uint8_t*>(arena->allocate(kCpBytes, 1));
     if (idBytes == nullptr) {
         r.statusCode = UAPLEX_BadOutOfMemory;
-        return;
+        return false;
     }
     try {
         std::lock_guard sl(session->mutex);
         if (session->historyPoints.size() >= history.config().max_continuation_points) {
             r.statusCode = UAPLEX_BadNoContinuationPoints;
-            data->dataValues = {0, nullptr};
-            return;
+            return false;
         }
         HistoryContinuation cp;
         cp.id = (session->nextContinuationId++) ^ cpSalt();
         cp.key = part.key;
-        cp.start = part.read.start_time;
-        cp.end = part.read.end_time;
-        cp.flags = part.read.flags;
-        cp.cursor.assign(res.continuation.data, res.continuation.data + res.continuation.len);
+        cp.start = start;
+        cp.end = end;
+        cp.flags = flags;
+        cp.cursor.assign(bytes, bytes + len);
         std::memcpy(idBytes, &cp.id, kCpBytes);
         session->historyPoints.push_back(std::move(cp));
     } catch (...) {
         r.statusCode = UAPLEX_BadOutOfMemory;
-        return;
+        return false;
     }
     r.continuationPoint = {std::int32_t(kCpBytes), idBytes};
+    return true;
+}
+
+// A processed or at-time part's results into its HistoryReadResult: the computed values, with
+// the interval's (or requested) time as the timestamps asked for, and a continuation point
+// when intervals or times are left.
+void PendingRead::finishDerived(Part& part) noexcept {
+    std::lock_guard lock(mutex);
+    ua::HistoryReadResult& r = results[part.index];
+    r.continuationPoint = {-1, nullptr};
+    const DerivedRead& d = *part.derived;
+    if (const uaplex_status st = d.status(); st != UAPLEX_Good) {
+        r.statusCode = pluginStatusOk(st) && (st & 0x80000000u) ? st : UAPLEX_BadInternalError;
+        return;
+    }
+    const auto values = d.results();
+    const std::size_t n = values.size();
+    auto* data = arena->allocateArray<ua::HistoryData>(1);
+    auto* dvs = n ? arena->allocateArray<ua::DataValue>(n) : nullptr;
+    if (data == nullptr || (n && dvs == nullptr)) {
+        r.statusCode = UAPLEX_BadOutOfMemory;
+        return;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+        ua::DataValue dv = values[i];
+        const ua::DateTime t = dv.source_timestamp;
+        dv.mask &= ~std::uint32_t(
+            UAPLEX_DATAVALUE_SOURCE_TIMESTAMP | UAPLEX_DATAVALUE_SERVER_TIMESTAMP |
+            UAPLEX_DATAVALUE_SOURCE_PICOSECONDS | UAPLEX_DATAVALUE_SERVER_PICOSECONDS);
+        dv.source_timestamp = 0;
+        dv.server_timestamp = 0;
+        if (timestamps != 1) {
+            dv.mask |= UAPLEX_DATAVALUE_SOURCE_TIMESTAMP;
+            dv.source_timestamp = t;
+        }
+        if (timestamps != 0) {
+            dv.mask |= UAPLEX_DATAVALUE_SERVER_TIMESTAMP;
+            dv.server_timestamp = t;
+        }
+        dvs[i] = dv;
+    }
+    data->dataValues = {std::int32_t(n), dvs};
+    r.historyData = ua::ExtensionObject{};
+    const enc::DataType* t = enc::dataTypeOf<ua::HistoryData>();
+    r.historyData.type_id = ua::numericNodeId(0, t->binaryEncodingId);
+    r.historyData.encoding = UAPLEX_EXTENSIONOBJECT_BINARY;
+    r.historyData.data_type = t;
+    r.historyData.object = data;
+    r.statusCode = UAPLEX_Good;
+    if (d.next() >= d.total()) {
+        if (n == 0) r.statusCode = UAPLEX_GoodNoData;
+        return;
+    }
+    std::uint8_t cursor[kDerivedCursor];
+    const std::uint64_t next = d.next();
+    std::memcpy(cursor, &part.digest, 8);
+    std::memcpy(cursor + 8, &next, 8);
+    if (!keepPoint(part, r, part.cpStart, part.cpEnd, part.cpFlags, cursor, sizeof cursor))
+        data->dataValues = {0, nullptr};
 }
 
 // The continuation point `bytes` of `session`, taken out of it; false when there is none.
@@ -394,13 +530,39 @@ uaplex_status History::read(ServiceCall& call) noexcept {
 
     const auto& eo = req.historyReadDetails;
     const ua::ReadRawModifiedDetails* raw = nullptr;
+    const ua::ReadProcessedDetails* processed = nullptr;
+    const ua::ReadAtTimeDetails* atTime = nullptr;
     if (isDetails(eo, enc::dataTypeOf<ua::ReadRawModifiedDetails>())) {
         raw = static_cast<const ua::ReadRawModifiedDetails*>(eo.object);
-    } else if (!isDetails(eo, enc::dataTypeOf<ua::ReadProcessedDetails>()) &&
-               !isDetails(eo, enc::dataTypeOf<ua::ReadAtTimeDetails>()) &&
-               !isDetails(eo, enc::dataTypeOf<ua::ReadEventDetails>()) &&
+    } else if (isDetails(eo, enc::dataTypeOf<ua::ReadProcessedDetails>())) {
+        processed = static_cast<const ua::ReadProcessedDetails*>(eo.object);
+    } else if (isDetails(eo, enc::dataTypeOf<ua::ReadAtTimeDetails>())) {
+        atTime = static_cast<const ua::ReadAtTimeDetails*>(eo.object);
+        if (atTime->reqTimes.size() > cfg_.max_req_times) return UAPLEX_BadTooManyOperations;
+    } else if (!isDetails(eo, enc::dataTypeOf<ua::ReadEventDetails>()) &&
                !isDetails(eo, enc::dataTypeOf<ua::ReadAnnotationDataDetails>())) {
         return UAPLEX_BadHistoryOperationInvalid;
+    }
+    const bool derived = processed != nullptr || atTime != nullptr;
+    // Processed and at-time reads: each node's aggregate, its interval count and the digest
+    // its continuation points carry.
+    std::vector<aggregates::AggregateFunction> functions(processed ? n : 0);
+    std::vector<std::size_t> totals(derived ? n : 0);
+    std::vector<std::uint64_t> digests(derived ? n : 0);
+    aggregates::ProcessedRequest rq;
+    rq.endOfData = ua::utcNow();  // recorded values hold until now
+    std::uint64_t timesDigest = kFnvBasis;
+    if (processed) {
+        rq.startTime = processed->startTime;
+        rq.endTime = processed->endTime;
+        rq.processingIntervalMs = processed->processingInterval;
+        rq.configuration = aggregates::effectiveConfiguration(processed->aggregateConfiguration,
+                                                              aggregates::AggregateConfiguration{});
+    }
+    if (atTime) {
+        for (std::int32_t i = 0; i < atTime->reqTimes.length; ++i)
+            timesDigest = fnv(timesDigest, &atTime->reqTimes.data[i], sizeof(ua::DateTime));
+        timesDigest = fnv(timesDigest, &atTime->useSimpleBounds, 1);
     }
 
     // What each node gets without the store: a status, or a part.
@@ -412,7 +574,12 @@ uaplex_status History::read(ServiceCall& call) noexcept {
     std::uint32_t flags = 0, perNode = cfg_.max_values_per_node;
     uaplex_status domain = UAPLEX_Good;
     bool single = false;
-    if (raw == nullptr || raw->isReadModified) {
+    if (processed) {
+        // Part 11 6.5.4: one aggregate per node.
+        if (processed->aggregateType.size() != n) domain = UAPLEX_BadAggregateListMismatch;
+    } else if (atTime) {
+        if (atTime->reqTimes.size() == 0) domain = UAPLEX_BadInvalidTimestampArgument;
+    } else if (raw == nullptr || raw->isReadModified) {
         domain = UAPLEX_BadHistoryOperationUnsupported;
     } else {
         const bool s = raw->startTime != 0, e = raw->endTime != 0;
@@ -472,6 +639,35 @@ uaplex_status History::read(ServiceCall& call) noexcept {
             statuses[i] = UAPLEX_BadUserAccessDenied;
             continue;
         }
+        if (processed) {
+            const auto f = aggregates::aggregateFromNodeId(processed->aggregateType.data[i]);
+            if (!f) {
+                statuses[i] = UAPLEX_BadAggregateNotSupported;
+                continue;
+            }
+            if (aggregates::checkConfiguration(rq.configuration) != UAPLEX_Good) {
+                statuses[i] = UAPLEX_BadAggregateConfigurationRejected;
+                continue;
+            }
+            if (const uaplex_status st = aggregates::intervalCount(
+                    rq, std::numeric_limits<std::size_t>::max(), totals[i]);
+                st != UAPLEX_Good) {
+                statuses[i] = st;  // startTime == endTime, an interval that is no duration
+                continue;
+            }
+            functions[i] = *f;
+            std::uint64_t h = kFnvBasis;
+            const std::uint32_t id = aggregates::aggregateNodeId(*f);
+            h = fnv(h, &id, sizeof id);
+            h = fnv(h, &rq.processingIntervalMs, sizeof rq.processingIntervalMs);
+            const std::uint8_t c[4] = {
+                rq.configuration.treatUncertainAsBad, rq.configuration.percentDataBad,
+                rq.configuration.percentDataGood, rq.configuration.useSlopedExtrapolation};
+            digests[i] = fnv(h, c, sizeof c);
+        } else if (atTime) {
+            totals[i] = atTime->reqTimes.size();
+            digests[i] = timesDigest;
+        }
         if (item.continuationPoint.length > 0) {
             if (!takeContinuation(call.session, item.continuationPoint, cps[i])) {
                 statuses[i] = UAPLEX_BadContinuationPointInvalid;
@@ -509,6 +705,13 @@ uaplex_status History::read(ServiceCall& call) noexcept {
         p->deferred = call.ctx->defer(call.ctx->deferUser, call.returnDiagnostics);
     if (!p->deferred) p->arena = &call.arena;
     p->single = single;
+    try {
+        if (atTime)
+            p->times.assign(atTime->reqTimes.data, atTime->reqTimes.data + atTime->reqTimes.size());
+    } catch (...) {
+        if (p->deferred) p->deferred->answer(UAPLEX_BadOutOfMemory, nullptr, nullptr, *p->arena);
+        return p->deferred ? UAPLEX_GoodCompletesAsynchronously : UAPLEX_BadOutOfMemory;
+    }
     p->response = p->deferred ? p->arena->allocateArray<ua::HistoryReadResponse>(1) : resp;
     p->results = p->arena->allocateArray<ua::HistoryReadResult>(n);
     if (p->response == nullptr || p->results == nullptr) {
@@ -529,14 +732,55 @@ uaplex_status History::read(ServiceCall& call) noexcept {
             part.index = std::uint32_t(i);
             part.key = keyOf(req.nodesToRead[i].nodeId, space_.namespaces());
             const HistoryContinuation& cp = cps[i];
+            if (!derived) {
+                part.cpStart = start;
+                part.cpEnd = end;
+                part.cpFlags = flags;
+            } else if (processed) {
+                part.cpStart = processed->startTime;
+                part.cpEnd = processed->endTime;
+                part.cpFlags = kProcessedPoint;
+                part.digest = digests[i];
+            } else {
+                part.cpStart = 0;
+                part.cpEnd = std::int64_t(totals[i]);
+                part.cpFlags = kAtTimePoint | (atTime->useSimpleBounds ? 1u : 0u);
+                part.digest = digests[i];
+            }
+            std::size_t first = 0;
             if (cp.id != 0) {
                 // A continuation is only good for the read it came from.
-                if (cp.key != part.key || cp.start != start || cp.end != end || cp.flags != flags) {
+                bool ok = cp.key == part.key && cp.start == part.cpStart && cp.end == part.cpEnd &&
+                          cp.flags == part.cpFlags;
+                if (ok && derived) {
+                    std::uint64_t digest = 0, next = 0;
+                    ok = cp.cursor.size() == kDerivedCursor;
+                    if (ok) {
+                        std::memcpy(&digest, cp.cursor.data(), 8);
+                        std::memcpy(&next, cp.cursor.data() + 8, 8);
+                        ok = digest == part.digest && next > 0 && next < totals[i];
+                        first = std::size_t(next);
+                    }
+                }
+                if (!ok) {
                     p->results[i].statusCode = UAPLEX_BadContinuationPointInvalid;
                     part.done = true;
                     continue;
                 }
-                part.cursor = cp.cursor;
+                if (!derived) part.cursor = cp.cursor;
+            }
+            DerivedRead::Limits limits;
+            limits.pageValues = std::min(cfg_.max_values_per_node, cfg_.max_processed_values);
+            limits.maxRawValues = cfg_.max_processed_values;
+            if (processed) {
+                limits.maxResults = cfg_.max_intervals_per_node;
+                part.derived =
+                    std::make_unique<DerivedRead>(functions[i], rq, totals[i], first, limits);
+            } else if (atTime) {
+                limits.maxResults = cfg_.max_values_per_node;
+                part.derived =
+                    std::make_unique<DerivedRead>(std::span<const ua::DateTime>(p->times),
+                                                  atTime->useSimpleBounds, rq, first, limits);
             }
         }
     } catch (...) {
@@ -559,17 +803,16 @@ uaplex_status History::read(ServiceCall& call) noexcept {
         part.read.end_time = end;
         part.read.continuation = {part.cursor.data(), part.cursor.size()};
         part.read.alloc = &raw_p->alloc;
-        part.result.hdr =
-            UAPLEX_HEADER_INIT(uaplex_history_read_result, UAPLEX_STYPE_HISTORY_READ_RESULT);
         part.completion.hdr = UAPLEX_HEADER_INIT(uaplex_completion, UAPLEX_STYPE_COMPLETION);
         part.completion.self = raw_p;
         part.completion.token = k;
         part.completion.complete = &PendingRead::complete;
         part.completion.status = &PendingRead::status;
-        pending.fetch_add(1, std::memory_order_relaxed);
-        uaplex_status st = ops_->read_raw(self_, &part.read, &part.result, &part.completion);
-        if (st != UAPLEX_GoodCompletesAsynchronously && !part.done.exchange(true)) {
-            pending.fetch_sub(1, std::memory_order_relaxed);
+        const uaplex_status st = raw_p->issue(part);
+        if (st == UAPLEX_GoodCompletesAsynchronously) continue;
+        if (part.derived) {
+            raw_p->advance(part, st);
+        } else {
             raw_p->finishPart(part, st);
             raw_p->release();
         }

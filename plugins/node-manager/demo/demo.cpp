@@ -314,6 +314,17 @@ class Demo : public StoreNodeManager {
             check(add(as, p));
         }
 
+        // Written with a source timestamp and status (AccessLevel StatusWrite 0x20 and
+        // TimestampWrite 0x40): a client fills a history with values of times it chooses.
+        {
+            uaplex_datavalue value = data_value(scalar<double>(UAPLEX_TYPE_DOUBLE, 0.0));
+            NodeSpec v = variable_spec(id("Demo.Measured"), demo, kOrganizes,
+                                       qualified_name(ns_, "Measured"), 11 /* Double */, -1,
+                                       kReadWrite | 0x20 | 0x40);
+            v.spec.value = &value;
+            check(add(as, v));
+        }
+
         // Values that change on the timer: read-only for clients.
         dynamic_ = id("Demo.Dynamic");
         counter_id_ = id("Demo.Counter");

@@ -115,4 +115,23 @@ struct ComputeResult {
 ComputeResult compute(AggregateFunction function, std::span<const ua::DataValue> raw,
                       const ProcessedRequest& request, std::span<ua::DataValue> out) noexcept;
 
+// compute() for the intervals [first, first + out.size()) of `request` only, the others
+// skipped: a history read pages through a long request with it, each call over the raw
+// values of its own intervals (and their bounds). Bad_TooManyOperations when the range
+// runs past the request's last interval; the other refusals as compute().
+ComputeResult computeIntervals(AggregateFunction function, std::span<const ua::DataValue> raw,
+                               const ProcessedRequest& request, std::size_t first,
+                               std::span<ua::DataValue> out) noexcept;
+
+// The value at each of `times` (ReadAtTimeDetails, Part 11 6.5.5.2) into out[0..times.size()):
+// a raw value at the time as stored (Raw), else the bound Interpolative computes there
+// (simpleBounds false: interpolated bounds, 3.1.8) or the simple bound (true: 3.1.9), with
+// the Interpolated bit, Good or Uncertain_DataSubNormal; Bad_NoData where there is none.
+// `request` gives the configuration, stepped and endOfData (its times are not used); `raw`
+// as for compute. Times in any order. Refusals as compute() (Bad_TooManyOperations: `out`
+// smaller than `times`).
+ComputeResult valuesAtTimes(std::span<const ua::DataValue> raw, std::span<const ua::DateTime> times,
+                            bool simpleBounds, const ProcessedRequest& request,
+                            std::span<ua::DataValue> out) noexcept;
+
 }  // namespace uaplex::aggregates

@@ -340,8 +340,11 @@ struct HistorySection {
     std::uint32_t max_nodes = 10000;         // recorded nodes at most
     std::uint32_t max_value_bytes = 4096;    // one encoded Variant; a larger value is not recorded
     std::uint32_t max_nodes_per_read = 100;  // HistoryRead nodesToRead at most
-    std::uint32_t max_values_per_node = 1000;    // values per node in one HistoryRead response
-    std::uint32_t max_continuation_points = 16;  // per session
+    std::uint32_t max_values_per_node = 1000;      // values per node in one HistoryRead response
+    std::uint32_t max_continuation_points = 16;    // per session
+    std::uint32_t max_intervals_per_node = 1000;   // ReadProcessed: intervals per node and call
+    std::uint32_t max_processed_values = 1000000;  // raw values a processed read holds at once
+    std::uint32_t max_req_times = 10000;           // ReadAtTime: reqTimes of one request
 };
 
 // [admin]: the admin listener (/metrics, /health, /ready), plain HTTP or TLS, apart from the
