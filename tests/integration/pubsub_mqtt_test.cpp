@@ -17,8 +17,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <iterator>
 #include <initializer_list>
+#include <iterator>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -27,6 +27,8 @@
 #include <string_view>
 #include <thread>
 #include <vector>
+
+#include <uaplex/encoding/uadp.hpp>
 
 #include "in_process_server.hpp"
 #include "support/client_services.hpp"
@@ -163,12 +165,14 @@ struct Received {
     bool retained = false;
 };
 
-// A persistent-session QoS 1 subscriber to opcua/json/# (libmosquitto, its own thread,
-// reconnects on its own).
+// A persistent-session QoS 1 subscriber to opcua/json/# (or `filter`; libmosquitto, its own
+// thread, reconnects on its own).
 class Subscriber {
   public:
     explicit Subscriber(std::uint16_t port, const char* user = nullptr,
-                        const char* password = nullptr, const std::string& caFile = "") {
+                        const char* password = nullptr, const std::string& caFile = "",
+                        const std::string& filter = "opcua/json/#")
+        : filter_(filter) {
         mosquitto_lib_init();
         const std::string id = "uaplex-test-sub-" + std::to_string(::getpid());
         m_ = mosquitto_new(id.c_str(), false, this);
@@ -177,8 +181,9 @@ class Subscriber {
         if (!caFile.empty())
             REQUIRE(mosquitto_tls_set(m_, caFile.c_str(), nullptr, nullptr, nullptr, nullptr) ==
                     MOSQ_ERR_SUCCESS);
-        mosquitto_connect_callback_set(m_, [](mosquitto* m, void*, int rc) {
-            if (rc == 0) mosquitto_subscribe(m, nullptr, "opcua/json/#", 1);
+        mosquitto_connect_callback_set(m_, [](mosquitto* m, void* obj, int rc) {
+            if (rc == 0)
+                mosquitto_subscribe(m, nullptr, static_cast<Subscriber*>(obj)->filter_.c_str(), 1);
         });
         mosquitto_message_callback_set(m_, [](mosquitto*, void* obj, const mosquitto_message* msg) {
             auto* self = static_cast<Subscriber*>(obj);
@@ -229,6 +234,7 @@ class Subscriber {
     }
 
   private:
+    const std::string filter_;
     mosquitto* m_ = nullptr;
     std::mutex mutex_;
     std::condition_variable cv_;
@@ -237,7 +243,8 @@ class Subscriber {
 
 std::string serverTables(std::uint16_t brokerPort, std::uint32_t intervalMs,
                          std::uint32_t keyFrames, std::uint32_t buffered,
-                         const std::string& mqtt = "") {
+                         const std::string& mqtt = "", const std::string& group = "",
+                         const std::string& writer = "") {
     return "[slots]\nrequest_queue = \"fifo\"\n[plugins.fifo]\n[plugins.transport-tcp]\n"
            "[plugins.benchmark]\n[access]\nanonymous_permissions = [\"All\"]\n"
            "[plugins.mqtt]\n" +
@@ -249,10 +256,10 @@ std::string serverTables(std::uint16_t brokerPort, std::uint32_t intervalMs,
            "\"ns=1;i=1001\" }, { name = \"B\", node = \"ns=1;i=1002\" }]\n"
            "[[pubsub.writer_groups]]\nname = \"G1\"\nwriter_group_id = 1\n"
            "publishing_interval_ms = " +
-           std::to_string(intervalMs) +
-           "\nqos = 1\n[[pubsub.writer_groups.writers]]\nname = \"W1\"\n"
+           std::to_string(intervalMs) + "\nqos = 1\n" + group +
+           "[[pubsub.writer_groups.writers]]\nname = \"W1\"\n"
            "data_set_writer_id = 7\ndata_set = \"Bench\"\nkey_frame_count = " +
-           std::to_string(keyFrames) + "\n";
+           std::to_string(keyFrames) + "\n" + writer;
 }
 
 const std::string kData = "opcua/json/data/test-pub/G1/W1";
@@ -518,4 +525,73 @@ TEST_CASE("a reload with another [pubsub] says it needs a restart") {
         std::this_thread::sleep_for(50ms);
     CHECK(logHas("take effect after a restart"));
     CHECK(server.alive());
+}
+
+TEST_CASE("UADP NetworkMessages on opcua/uadp/data, key and delta frames (Part 14 7.2.4)") {
+    Broker broker;
+    Subscriber sub(broker.port, nullptr, nullptr, "", "opcua/uadp/#");
+    test::InProcessServer process(
+        serverTables(broker.port, 100, 1000, 1000, "", "encoding = \"uadp\"\n",
+                     "field_content_mask = 1\n"),  // DataValue fields with their StatusCode
+        "pubsub_uadp.toml");
+    const std::string topic = "opcua/uadp/data/test-pub/G1/W1";
+    enc::Arena arena;
+    enc::DecodeLimits limits;
+    auto decode = [&](const Received& r) {
+        enc::uadp::NetworkMessage nm;
+        arena.reset();
+        const auto* p = reinterpret_cast<const std::uint8_t*>(r.payload.data());
+        REQUIRE(enc::uadp::decodeNetworkMessage({p, r.payload.size()}, arena, limits, nm) ==
+                UAPLEX_Good);
+        return nm;
+    };
+    std::size_t at = 0;
+    auto first = sub.next(topic, 0, &at);
+    REQUIRE(first);
+    CHECK_FALSE(first->retained);
+    enc::uadp::NetworkMessage nm = decode(*first);
+    CHECK(nm.publisherIdType == 4);  // String
+    CHECK(nm.publisherIdString == "test-pub");
+    CHECK(nm.writerGroupId == 1);
+    CHECK(nm.groupVersion != 0);
+    CHECK(nm.networkMessageNumber == 1);
+    REQUIRE(nm.count == 1);
+    CHECK(nm.messages[0].dataSetWriterId == 7);
+    CHECK(nm.messages[0].type == enc::uadp::MessageType::KeyFrame);
+    CHECK(nm.messages[0].encoding == enc::uadp::FieldEncoding::DataValue);
+    CHECK(nm.messages[0].hasTimestamp);
+    CHECK(nm.messages[0].majorVersion == nm.groupVersion);
+    REQUIRE(nm.messages[0].fieldCount == 2);
+    CHECK(nm.messages[0].values[0].value.encoding == UAPLEX_TYPE_INT32);
+
+    // A Write of field A: in the next message (or the one after it, when a key frame after the
+    // connect was in flight), a delta frame with FieldIndex 0 only; the sequence numbers of
+    // the group and of the writer one above the previous message's.
+    test::Client c;
+    REQUIRE(c.open(process.port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    REQUIRE(test::writeInt32(c, ua::numericNodeId(1, 1001), 4242) == UAPLEX_Good);
+    std::uint16_t groupSeq = 0, dsSeq = 0;
+    bool found = false;
+    for (int i = 0; i < 3 && !found; ++i) {
+        std::size_t prev = at;
+        auto m = sub.next(topic, at + 1, &at);
+        REQUIRE(m);
+        nm = decode(sub.all()[prev]);
+        groupSeq = nm.sequenceNumber;
+        dsSeq = nm.messages[0].sequenceNumber;
+        nm = decode(*m);
+        REQUIRE(nm.count == 1);
+        const enc::uadp::DataSetMessage& d = nm.messages[0];
+        found = d.type == enc::uadp::MessageType::DeltaFrame;
+        if (!found) continue;
+        CHECK(nm.sequenceNumber == std::uint16_t(groupSeq + 1));
+        CHECK(d.sequenceNumber == std::uint16_t(dsSeq + 1));
+        REQUIRE(d.fieldCount == 1);
+        CHECK(d.fieldIndexes[0] == 0);
+        CHECK(d.values[0].value.value.int32 == 4242);
+    }
+    CHECK(found);
+    // Only data messages on the uadp tree (no metadata, no status in UADP so far).
+    for (const auto& r : sub.all()) CHECK(r.topic.rfind("opcua/uadp/data/", 0) == 0);
 }

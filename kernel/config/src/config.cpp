@@ -445,8 +445,10 @@ void buildPubSub(const toml::table& t, const fs::path& file, ServerConfig& cfg) 
     std::vector<std::uint16_t> writer_ids;
     for (const toml::table* g : getTables(t, "writer_groups", name, file, 256)) {
         const std::string gn = "pubsub.writer_groups";
-        checkKeys(*g, {"name", "writer_group_id", "publishing_interval_ms", "qos", "writers"}, gn,
-                  file, cfg);
+        checkKeys(*g,
+                  {"name", "writer_group_id", "publishing_interval_ms", "qos", "encoding",
+                   "network_message_content_mask", "writers"},
+                  gn, file, cfg);
         PubSubGroup group;
         group.name = getName(*g, gn, file);
         group.id = std::uint16_t(getUint(*g, "writer_group_id", 0, 1, 65535, gn, file));
@@ -460,10 +462,23 @@ void buildPubSub(const toml::table& t, const fs::path& file, ServerConfig& cfg) 
         group.publishing_interval_ms = getUint(*g, "publishing_interval_ms",
                                                group.publishing_interval_ms, 10, 3600000, gn, file);
         group.qos = getUint(*g, "qos", group.qos, 0, 1, gn, file);
+        const std::string encoding = getString(*g, "encoding", "json", gn, file);
+        if (encoding != "json" && encoding != "uadp")
+            fail(*g->get("encoding"), file,
+                 "[pubsub] writer group '" + group.name +
+                     "': encoding must be \"json\" or \"uadp\"");
+        group.uadp = encoding == "uadp";
+        // UadpNetworkMessageContentMask bits 0-8 (DataSetClassId and PromotedFields are not
+        // supported).
+        group.network_message_content_mask =
+            getUint(*g, "network_message_content_mask", group.network_message_content_mask, 0,
+                    0x1FF, gn, file);
         for (const toml::table* w : getTables(*g, "writers", gn, file, 256)) {
             const std::string wn = gn + ".writers";
-            checkKeys(*w, {"name", "data_set_writer_id", "data_set", "key_frame_count"}, wn, file,
-                      cfg);
+            checkKeys(*w,
+                      {"name", "data_set_writer_id", "data_set", "key_frame_count",
+                       "data_set_message_content_mask", "field_content_mask"},
+                      wn, file, cfg);
             PubSubWriter writer;
             writer.name = getName(*w, wn, file);
             writer.id = std::uint16_t(getUint(*w, "data_set_writer_id", 0, 1, 65535, wn, file));
@@ -487,6 +502,13 @@ void buildPubSub(const toml::table& t, const fs::path& file, ServerConfig& cfg) 
                          "' is not in [[pubsub.data_sets]]");
             writer.key_frame_count =
                 getUint(*w, "key_frame_count", writer.key_frame_count, 1, 65535, wn, file);
+            // UadpDataSetMessageContentMask bits 0-5; DataSetFieldContentMask bits 0-4 (RawData
+            // is not supported).
+            writer.data_set_message_content_mask =
+                getUint(*w, "data_set_message_content_mask", writer.data_set_message_content_mask,
+                        0, 0x3F, wn, file);
+            writer.field_content_mask =
+                getUint(*w, "field_content_mask", writer.field_content_mask, 0, 0x1F, wn, file);
             group.writers.push_back(std::move(writer));
         }
         if (group.writers.empty())

@@ -9,6 +9,7 @@
 #include <uaplex/cpp/clock.hpp>
 #include <uaplex/encoding/guid_text.hpp>
 #include <uaplex/encoding/json.hpp>
+#include <uaplex/encoding/uadp.hpp>
 #include <uaplex/host/logging.hpp>
 #include <uaplex/host/plugin_host.hpp>
 #include <uaplex/subscription/subscription_manager.hpp>
@@ -55,22 +56,35 @@ std::uint32_t versionTimeNow() {
 
 }  // namespace
 
+// One encoded form of a field's value: JSON (a Part 6 JSON Variant) or UADP (the binary
+// Variant or DataValue a DataSetFieldContentMask asks for). A field has one slot per form
+// its writers use.
+struct PubSubPublisher::Slot {
+    bool uadp = false;
+    std::uint32_t fieldMask = 0;  // UADP: the DataSetFieldContentMask
+    std::unique_ptr<char[]> data;
+    std::uint32_t length = 0;
+};
+
 struct PubSubPublisher::Field {
     std::string name, nameJson;  // "Name": as JSON text
     std::uint64_t handle = 0;
     std::uint8_t builtinType = 0;  // of the first value (the metadata's BuiltInType)
     std::int32_t valueRank = -1;
-    // The slot: the field's value as JSON, guarded by `lock` (held for a copy only).
+    std::uint32_t capacity = 0;
+    // The slots (fixed after construction), guarded by `lock` (held for a copy only).
     std::atomic_flag lock = ATOMIC_FLAG_INIT;
-    std::unique_ptr<char[]> json;
-    std::uint32_t length = 0, capacity = 0;
-    bool changed = false, hasValue = false;
+    std::vector<Slot> slots;
+    std::uint64_t version = 0;  // counts the stored values: each writer's delta frames
+    bool hasValue = false;
 };
 
 struct PubSubPublisher::Writer {
     const config::PubSubWriter* cfg = nullptr;
     const config::PubSubDataSet* dataSet = nullptr;
     std::vector<Field*> fields;
+    std::vector<std::uint32_t> slotOf;  // per field: the slot of this writer's form
+    std::vector<std::uint64_t> seen;    // per field: the version last sent
     std::string dataTopic, metaTopic;
     std::uint32_t sequence = 0;
     std::uint64_t cycle = 0;  // publishing intervals: every key_frame_count-th is a key frame
@@ -81,6 +95,7 @@ struct PubSubPublisher::Group {
     const config::PubSubGroup* cfg = nullptr;
     std::vector<Writer> writers;
     std::int64_t dueMs = 0;
+    std::uint16_t sequence = 0;  // UADP: the GroupHeader's SequenceNumber
 };
 
 PubSubPublisher::PubSubPublisher(const config::PubSubSection& cfg, host::Host& host,
@@ -131,14 +146,6 @@ PubSubPublisher::PubSubPublisher(const config::PubSubSection& cfg, host::Host& h
             field->nameJson = jsonString(f.name);
             field->handle = handle;
             field->capacity = cfg_.max_field_bytes;
-            field->json = std::make_unique<char[]>(field->capacity);
-            arena.reset();
-            ua::DataValue first{};
-            if (source->read(handle, arena, first) == UAPLEX_Good) {
-                field->builtinType = first.value.encoding & UAPLEX_VARIANT_TYPE_MASK;
-                field->valueRank = (first.value.encoding & UAPLEX_VARIANT_ARRAY) ? 1 : -1;
-                storeField(*field, first, true);
-            }
             mine.push_back(field.get());
             byHandle_.emplace_back(handle, field.get());
             fields_.push_back(std::move(field));
@@ -148,6 +155,7 @@ PubSubPublisher::PubSubPublisher(const config::PubSubSection& cfg, host::Host& h
     std::sort(byHandle_.begin(), byHandle_.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
     const std::string base = cfg_.topic_prefix + "/json/";
+    const std::string uadpBase = cfg_.topic_prefix + "/uadp/";
     for (const auto& g : cfg_.writer_groups) {
         auto group = std::make_unique<Group>();
         group->cfg = &g;
@@ -162,12 +170,39 @@ PubSubPublisher::PubSubPublisher(const config::PubSubSection& cfg, host::Host& h
             if (!writer.dataSet)
                 throw std::runtime_error("pubsub: writer '" + w.name + "': no data set '" +
                                          w.data_set + "'");
+            // The slot of this writer's form in each of its fields (added when new).
+            const std::uint32_t mask = g.uadp ? w.field_content_mask : 0;
+            for (Field* f : writer.fields) {
+                std::uint32_t k = 0;
+                while (k < f->slots.size() &&
+                       (f->slots[k].uadp != g.uadp || f->slots[k].fieldMask != mask))
+                    ++k;
+                if (k == f->slots.size()) {
+                    Slot slot;
+                    slot.uadp = g.uadp;
+                    slot.fieldMask = mask;
+                    slot.data = std::make_unique<char[]>(f->capacity);
+                    f->slots.push_back(std::move(slot));
+                }
+                writer.slotOf.push_back(k);
+                writer.seen.push_back(0);
+            }
             const std::string levels = cfg_.publisher_id + "/" + g.name + "/" + w.name;
-            writer.dataTopic = base + "data/" + levels;
+            writer.dataTopic = (g.uadp ? uadpBase : base) + "data/" + levels;
             writer.metaTopic = base + "metadata/" + levels;
             group->writers.push_back(std::move(writer));
         }
         groups_.push_back(std::move(group));
+    }
+    // The first values, once every field knows its slots.
+    for (auto& field : fields_) {
+        arena.reset();
+        ua::DataValue first{};
+        if (source->read(field->handle, arena, first) == UAPLEX_Good) {
+            field->builtinType = first.value.encoding & UAPLEX_VARIANT_TYPE_MASK;
+            field->valueRank = (first.value.encoding & UAPLEX_VARIANT_ARRAY) ? 1 : -1;
+            storeField(*field, first, true);
+        }
     }
     // A MessageId prefix unique to this run (random), then a counter (appendMessageId).
     std::random_device rd;
@@ -188,6 +223,8 @@ PubSubPublisher::PubSubPublisher(const config::PubSubSection& cfg, host::Host& h
     statusOffline_ = status(kStateDisabled);
     msg_.clear();
     msg_.reserve(cfg_.max_message_bytes + 256);
+    for (const auto& g : cfg_.writer_groups)
+        if (g.uadp) bin_.reserve(cfg_.max_message_bytes);
 
     uaplex_pubsub_params params{};
     params.hdr = UAPLEX_HEADER_INIT(uaplex_pubsub_params, UAPLEX_STYPE_PUBSUB_PARAMS);
@@ -236,8 +273,10 @@ void PubSubPublisher::onConnectionChanged(void* user, std::uint32_t connected) {
     self->wake_.notify_all();
 }
 
-void PubSubPublisher::storeField(Field& f, const ua::DataValue& v, bool initial) noexcept {
-    // Per Part 14 (Variant field encoding) a Bad value is sent as its StatusCode.
+namespace {
+
+// The JSON form: per Part 14 (Variant field encoding) a Bad value is sent as its StatusCode.
+bool encodeJsonSlot(enc::ByteBuffer& buf, const ua::DataValue& v, std::uint32_t capacity) {
     ua::Variant value = v.value;
     if ((v.mask & UAPLEX_DATAVALUE_STATUS) && (v.status & 0x80000000u) != 0) {
         value = ua::Variant{};
@@ -246,24 +285,52 @@ void PubSubPublisher::storeField(Field& f, const ua::DataValue& v, bool initial)
     } else if (!(v.mask & UAPLEX_DATAVALUE_VALUE)) {
         value = ua::Variant{};
     }
-    thread_local enc::ByteBuffer buf;
     buf.clear();
-    uaplex_status st = enc::encodeJson(buf, variantType(), &value, f.capacity);
-    if (st != UAPLEX_Good || buf.size() > f.capacity) {
-        // Too large (or not representable): the field carries BadEncodingLimitsExceeded.
-        counters_.fieldOverflow.fetch_add(1, std::memory_order_relaxed);
-        buf.clear();
-        ua::Variant bad{};
-        bad.encoding = std::uint8_t(UAPLEX_TYPE_STATUSCODE);
-        bad.value.statuscode = UAPLEX_BadEncodingLimitsExceeded;
-        if (enc::encodeJson(buf, variantType(), &bad, f.capacity) != UAPLEX_Good) return;
+    return enc::encodeJson(buf, variantType(), &value, capacity) == UAPLEX_Good &&
+           buf.size() <= capacity;
+}
+
+// The UADP form: the kernel's binary Variant or DataValue (Part 14 7.2.4.5.6).
+bool encodeUadpSlot(enc::ByteBuffer& buf, const ua::DataValue& v, std::uint32_t fieldMask,
+                    std::uint32_t capacity) {
+    buf.clear();
+    enc::BinaryWriter w(buf, capacity);
+    enc::uadp::writeField(w, fieldMask, v);
+    return w.ok() && buf.size() <= capacity;
+}
+
+}  // namespace
+
+void PubSubPublisher::storeField(Field& f, const ua::DataValue& v, bool initial) noexcept {
+    // Every form encoded into buffers of this thread (kept between calls), then copied.
+    thread_local std::vector<enc::ByteBuffer> bufs;
+    if (bufs.size() < f.slots.size()) bufs.resize(f.slots.size());
+    for (std::size_t k = 0; k < f.slots.size(); ++k) {
+        const Slot& s = f.slots[k];
+        bool ok = s.uadp ? encodeUadpSlot(bufs[k], v, s.fieldMask, f.capacity)
+                         : encodeJsonSlot(bufs[k], v, f.capacity);
+        if (!ok) {
+            // Too large (or not representable): the field carries BadEncodingLimitsExceeded.
+            counters_.fieldOverflow.fetch_add(1, std::memory_order_relaxed);
+            ua::DataValue bad{};
+            bad.mask = UAPLEX_DATAVALUE_STATUS;
+            bad.status = UAPLEX_BadEncodingLimitsExceeded;
+            ok = s.uadp
+                     ? encodeUadpSlot(bufs[k], bad,
+                                      s.fieldMask ? s.fieldMask | enc::uadp::kFieldStatusCode : 0,
+                                      f.capacity)
+                     : encodeJsonSlot(bufs[k], bad, f.capacity);
+            if (!ok) return;
+        }
     }
     while (f.lock.test_and_set(std::memory_order_acquire)) {
     }
     if (!(initial && f.hasValue)) {  // the first read never overwrites a change
-        std::memcpy(f.json.get(), buf.data(), buf.size());
-        f.length = std::uint32_t(buf.size());
-        f.changed = true;
+        for (std::size_t k = 0; k < f.slots.size(); ++k) {
+            std::memcpy(f.slots[k].data.get(), bufs[k].data(), bufs[k].size());
+            f.slots[k].length = std::uint32_t(bufs[k].size());
+        }
+        ++f.version;
         f.hasValue = true;
     }
     f.lock.clear(std::memory_order_release);
@@ -321,25 +388,81 @@ bool PubSubPublisher::buildDataMessage(Writer& w, bool key) {
     msg_ += key ? ",\"MessageType\":\"ua-keyframe\"" : ",\"MessageType\":\"ua-deltaframe\"";
     msg_ += ",\"Payload\":{";
     bool any = false;
-    for (Field* f : w.fields) {
+    for (std::size_t i = 0; i < w.fields.size(); ++i) {
+        Field* f = w.fields[i];
+        const Slot& slot = f->slots[w.slotOf[i]];
         while (f->lock.test_and_set(std::memory_order_acquire)) {
         }
-        const bool include = key || f->changed;
+        const bool include = key || f->version != w.seen[i];
         if (include) {
             if (any) msg_ += ',';
             msg_ += f->nameJson;
             msg_ += ':';
             if (f->hasValue)
-                msg_.append(f->json.get(), f->length);
+                msg_.append(slot.data.get(), slot.length);
             else
                 msg_ += "{}";
-            f->changed = false;
             any = true;
         }
+        w.seen[i] = f->version;
         f->lock.clear(std::memory_order_release);
     }
     msg_ += "}}]}";
     return key || any;
+}
+
+// Part 14 7.2.4 UADP NetworkMessage with one DataSetMessage: a key frame (every field in
+// order) or a delta frame (FieldIndex and value of each changed field); false when a delta
+// frame has nothing to say or the message grew beyond max_message_bytes (counted).
+bool PubSubPublisher::buildUadpMessage(Group& g, Writer& w, bool key,
+                                       std::uint16_t networkMessageNumber) {
+    namespace uadp = enc::uadp;
+    bin_.clear();
+    enc::BinaryWriter bw(bin_, std::size_t(cfg_.max_message_bytes));
+    const ua::DateTime now = ua::utcNow();
+    uadp::NetworkHeader nh;
+    nh.contentMask = g.cfg->network_message_content_mask;
+    nh.publisherId = cfg_.publisher_id;
+    nh.writerGroupId = g.cfg->id;
+    nh.groupVersion = configVersion_;
+    nh.networkMessageNumber = networkMessageNumber;
+    nh.sequenceNumber = g.sequence;
+    nh.timestamp = now;
+    uadp::writeNetworkHeader(bw, nh, w.cfg->id);
+    uadp::DataSetHeader dh;
+    dh.contentMask = w.cfg->data_set_message_content_mask;
+    dh.fieldContentMask = w.cfg->field_content_mask;
+    dh.type = key ? uadp::MessageType::KeyFrame : uadp::MessageType::DeltaFrame;
+    dh.sequenceNumber = std::uint16_t(w.sequence);
+    dh.timestamp = now;
+    dh.majorVersion = configVersion_;
+    dh.minorVersion = configVersion_;
+    const std::size_t countAt = uadp::writeDataSetHeader(bw, dh);
+    std::uint16_t count = 0;
+    for (std::size_t i = 0; i < w.fields.size(); ++i) {
+        Field* f = w.fields[i];
+        const Slot& slot = f->slots[w.slotOf[i]];
+        while (f->lock.test_and_set(std::memory_order_acquire)) {
+        }
+        if (key || f->version != w.seen[i]) {
+            if (!key) encode(bw, std::uint16_t(i));  // FieldIndex
+            if (f->hasValue)
+                bw.writeBytes(slot.data.get(), slot.length);
+            else
+                encode(bw, std::uint8_t(0));  // an empty Variant / DataValue
+            ++count;
+        }
+        w.seen[i] = f->version;
+        f->lock.clear(std::memory_order_release);
+    }
+    uadp::patchFieldCount(bw, countAt, count);
+    if (!bw.ok()) {
+        if (counters_.oversized.fetch_add(1) % 1000 == 0)
+            logger()->warn("pubsub: a UADP message of {} is above max_message_bytes = {}: not sent",
+                           w.dataTopic, cfg_.max_message_bytes);
+        return false;
+    }
+    return key || count > 0;
 }
 
 // Part 14 7.2.5.5 DataSetMetaData message (retained on the metadata topic).
@@ -367,18 +490,23 @@ void PubSubPublisher::buildMetaData(const Writer& w) {
 
 void PubSubPublisher::send(const std::string& topic, const std::string& payload, std::uint32_t qos,
                            bool retain) {
-    if (payload.size() > cfg_.max_message_bytes) {
+    send(topic, reinterpret_cast<const std::uint8_t*>(payload.data()), payload.size(), qos, retain);
+}
+
+void PubSubPublisher::send(const std::string& topic, const std::uint8_t* payload, std::size_t size,
+                           std::uint32_t qos, bool retain) {
+    if (size > cfg_.max_message_bytes) {
         if (counters_.oversized.fetch_add(1) % 1000 == 0)
             logger()->warn(
                 "pubsub: message to {} has {} bytes, above max_message_bytes = {}: "
                 "not sent",
-                topic, payload.size(), cfg_.max_message_bytes);
+                topic, size, cfg_.max_message_bytes);
         return;
     }
     uaplex_pubsub_message m{};
     m.hdr = UAPLEX_HEADER_INIT(uaplex_pubsub_message, UAPLEX_STYPE_PUBSUB_MESSAGE);
     m.topic = {topic.data(), topic.size()};
-    m.payload = {reinterpret_cast<const std::uint8_t*>(payload.data()), payload.size()};
+    m.payload = {payload, size};
     m.qos = qos;
     m.flags = retain ? UAPLEX_PUBSUB_RETAIN : 0;
     const auto* ops = plugin_->ops<uaplex_pubsub_ops>();
@@ -390,8 +518,9 @@ void PubSubPublisher::send(const std::string& topic, const std::string& payload,
 }
 
 void PubSubPublisher::publishGroup(Group& g, bool metadata) {
+    std::uint16_t networkMessages = 0;  // UADP: NetworkMessageNumber counts from 1 per interval
     for (Writer& w : g.writers) {
-        if (metadata) {
+        if (metadata && !g.cfg->uadp) {
             buildMetaData(w);
             send(w.metaTopic, msg_, 1, true);
         }
@@ -400,6 +529,15 @@ void PubSubPublisher::publishGroup(Group& g, bool metadata) {
         const std::uint32_t n = w.cfg->key_frame_count;
         const bool key = w.forceKey || n <= 1 || w.cycle % n == 0;
         ++w.cycle;
+        if (g.cfg->uadp) {
+            if (!buildUadpMessage(g, w, key, std::uint16_t(networkMessages + 1))) continue;
+            ++networkMessages;
+            ++g.sequence;
+            w.forceKey = false;
+            ++w.sequence;
+            send(w.dataTopic, bin_.data(), bin_.size(), g.cfg->qos, false);
+            continue;
+        }
         if (!buildDataMessage(w, key)) continue;  // a delta frame without changes
         w.forceKey = false;
         ++w.sequence;  // every DataSetMessage produced, sent or refused: gaps show losses

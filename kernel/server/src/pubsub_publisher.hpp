@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The [pubsub] publishers (OPC UA Part 14, docs/pubsub.md): PublishedDataSets of stored
-// Variables, DataSetWriters and WriterGroups, encoded with the JSON message mapping (Part 14
-// 7.2.5) and handed to the pubsub plugin of the connection on the standard MQTT topic tree.
+// Variables, DataSetWriters and WriterGroups, encoded with the JSON (Part 14 7.2.5) or UADP
+// (7.2.4, enc::uadp) message mapping and handed to the pubsub plugin of the connection on the
+// standard MQTT topic tree.
 //
 // Values arrive on the stored-value change path (valueChanged, the same hook that feeds the
 // monitored items), on the writing thread: the value is encoded into a thread-local buffer and
@@ -59,6 +60,7 @@ class PubSubPublisher {
     const Counters& counters() const noexcept { return counters_; }
 
   private:
+    struct Slot;
     struct Field;
     struct Writer;
     struct Group;
@@ -66,8 +68,11 @@ class PubSubPublisher {
     void run();
     void publishGroup(Group& g, bool metadata);
     bool buildDataMessage(Writer& w, bool key);
+    bool buildUadpMessage(Group& g, Writer& w, bool key, std::uint16_t networkMessageNumber);
     void buildMetaData(const Writer& w);
     void send(const std::string& topic, const std::string& payload, std::uint32_t qos, bool retain);
+    void send(const std::string& topic, const std::uint8_t* payload, std::size_t size,
+              std::uint32_t qos, bool retain);
     void appendMessageId();
     void appendTimestamp();
     void storeField(Field& f, const ua::DataValue& v, bool initial) noexcept;
@@ -83,6 +88,7 @@ class PubSubPublisher {
     std::uint64_t idBase_[2] = {0, 0};
     std::uint64_t idCounter_ = 0;
     std::string msg_, scratch_;  // the publishing thread's buffers
+    enc::ByteBuffer bin_;        // ... for UADP
     std::shared_ptr<host::PluginInstance> plugin_;
     std::atomic<bool> reconnected_{false};
     std::thread thread_;

@@ -868,6 +868,33 @@ TEST_CASE("pubsub section: bad values are refused with their position") {
     CHECK_THAT(warned.warnings[0], Catch::Contains("unknown key 'colour' in [pubsub]"));
 }
 
+TEST_CASE("pubsub section: the UADP encoding of a writer group and its content masks") {
+    auto defaults = parseString(pubsubToml(), "/etc/uaplex/test.toml", kPaths).pubsub;
+    CHECK_FALSE(defaults.writer_groups[0].uadp);
+    CHECK(defaults.writer_groups[0].network_message_content_mask == 0x7F);
+    CHECK(defaults.writer_groups[0].writers[0].data_set_message_content_mask == 0x3D);
+    CHECK(defaults.writer_groups[0].writers[0].field_content_mask == 0);
+    auto p =
+        parseString(pubsubToml("", "ns=1;i=1",
+                               "encoding = \"uadp\"\nnetwork_message_content_mask = 0x1C1\n",
+                               "data_set_message_content_mask = 0x21\nfield_content_mask = 3\n"),
+                    "/etc/uaplex/test.toml", kPaths)
+            .pubsub;
+    CHECK(p.writer_groups[0].uadp);
+    CHECK(p.writer_groups[0].network_message_content_mask == 0x1C1);
+    CHECK(p.writer_groups[0].writers[0].data_set_message_content_mask == 0x21);
+    CHECK(p.writer_groups[0].writers[0].field_content_mask == 3);
+    CHECK_THAT(error_of(pubsubToml("", "ns=1;i=1", "encoding = \"xml\"\n")),
+               Catch::Contains("encoding must be \"json\" or \"uadp\""));
+    // DataSetClassId (bit 9), RawData (bit 5) and unknown bits are refused.
+    CHECK_THAT(error_of(pubsubToml("", "ns=1;i=1", "network_message_content_mask = 0x200\n")),
+               Catch::Contains("network_message_content_mask must be an integer from 0 to 511"));
+    CHECK_THAT(error_of(pubsubToml("", "ns=1;i=1", "", "field_content_mask = 0x20\n")),
+               Catch::Contains("field_content_mask must be an integer from 0 to 31"));
+    CHECK_THAT(error_of(pubsubToml("", "ns=1;i=1", "", "data_set_message_content_mask = 64\n")),
+               Catch::Contains("data_set_message_content_mask must be an integer from 0 to 63"));
+}
+
 TEST_CASE("[[alarms]]: level and off-normal alarms with their defaults") {
     auto cfg = parseString(
         "[[alarms]]\nname = \"TankHigh\"\ntype = \"exclusive_level\"\n"

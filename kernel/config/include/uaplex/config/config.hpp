@@ -274,6 +274,10 @@ struct PubSubWriter {  // a DataSetWriter
     std::uint16_t id = 0;  // DataSetWriterId, unique in the Publisher
     std::string data_set;
     std::uint32_t key_frame_count = 1;  // every n-th interval a key frame, delta frames between
+    // UADP groups: UadpDataSetMessageContentMask (Timestamp, Status, MajorVersion,
+    // MinorVersion, SequenceNumber) and DataSetFieldContentMask (0: Variant fields).
+    std::uint32_t data_set_message_content_mask = 0x3D;
+    std::uint32_t field_content_mask = 0;
     bool operator==(const PubSubWriter&) const = default;  // a reload's "needs a restart"
 };
 struct PubSubGroup {  // a WriterGroup
@@ -281,6 +285,10 @@ struct PubSubGroup {  // a WriterGroup
     std::uint16_t id = 0;  // WriterGroupId, unique in the Publisher
     std::uint32_t publishing_interval_ms = 1000;
     std::uint32_t qos = 1;  // 0: at most once, 1: at least once
+    bool uadp = false;      // encoding = "uadp" (else "json")
+    // UADP: UadpNetworkMessageContentMask (PublisherId, GroupHeader with WriterGroupId,
+    // GroupVersion, NetworkMessageNumber, SequenceNumber, PayloadHeader).
+    std::uint32_t network_message_content_mask = 0x7F;
     std::vector<PubSubWriter> writers;
     bool operator==(const PubSubGroup&) const = default;  // a reload's "needs a restart"
 };
