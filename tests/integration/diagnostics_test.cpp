@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <uaplex/encoding/generated/ns0.hpp>
+#include <uaplex/encoding/guid_text.hpp>
 
 #include "support/client_services.hpp"
 #include "support/opcua_client.hpp"
@@ -104,6 +105,77 @@ void reads(Client& c, int n) {
         auto read = test::readServerState(ids);
         REQUIRE(Client::result(c.call(read, ++handle)) == UAPLEX_Good);
     }
+}
+
+// One reference as browsed, with the target's NodeId kept.
+struct Ref {
+    std::uint32_t type = 0;
+    bool forward = false;
+    std::int32_t nodeClass = 0;
+    std::uint16_t ns = 0;
+    std::uint8_t kind = 0;
+    std::uint32_t numeric = 0;
+    ua::Guid guid{};
+    std::string text;
+    std::uint16_t nameNs = 0;
+    std::string name;
+    std::uint32_t typeDefinition = 0;
+    ua::NodeId nodeId() const {
+        ua::NodeId id{};
+        id.namespace_index = ns;
+        id.identifier_type = kind;
+        if (kind == UAPLEX_ID_NUMERIC) id.identifier.numeric = numeric;
+        if (kind == UAPLEX_ID_GUID) id.identifier.guid = guid;
+        if (kind == UAPLEX_ID_STRING)
+            id.identifier.string = ua::String{std::int32_t(text.size()), text.data()};
+        return id;
+    }
+};
+
+std::pair<uaplex_status, std::vector<Ref>> browse(Client& c, const ua::NodeId& node,
+                                                  ua::BrowseDirection direction) {
+    ua::BrowseDescription d{};
+    d.nodeId = node;
+    d.browseDirection = direction;
+    d.includeSubtypes = true;
+    d.resultMask = 63;
+    ua::BrowseRequest r{};
+    r.nodesToBrowse = {1, &d};
+    auto m = c.call(r, ++handle);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    const auto& result = static_cast<ua::BrowseResponse*>(m.object)->results[0];
+    std::vector<Ref> out;
+    for (const auto& rd : result.references) {
+        Ref x;
+        x.type = rd.referenceTypeId.identifier.numeric;
+        x.forward = rd.isForward;
+        x.nodeClass = std::int32_t(rd.nodeClass);
+        const ua::NodeId& id = rd.nodeId.node_id;
+        x.ns = id.namespace_index;
+        x.kind = id.identifier_type;
+        if (x.kind == UAPLEX_ID_NUMERIC) x.numeric = id.identifier.numeric;
+        if (x.kind == UAPLEX_ID_GUID) x.guid = id.identifier.guid;
+        if (x.kind == UAPLEX_ID_STRING) x.text = std::string(ua::view(id.identifier.string));
+        x.nameNs = rd.browseName.namespace_index;
+        x.name = std::string(ua::view(rd.browseName.name));
+        x.typeDefinition = rd.typeDefinition.node_id.identifier.numeric;
+        out.push_back(std::move(x));
+    }
+    return {result.statusCode, out};
+}
+
+const Ref* named(const std::vector<Ref>& refs, std::string_view name) {
+    for (const Ref& r : refs)
+        if (r.forward && r.name == name) return &r;
+    return nullptr;
+}
+
+ua::NodeId sessionObject(const Client& c) {
+    ua::NodeId id{};
+    id.namespace_index = 1;
+    id.identifier_type = UAPLEX_ID_GUID;
+    id.identifier.guid = c.sessionGuid();
+    return id;
 }
 
 }  // namespace
@@ -300,4 +372,236 @@ TEST_CASE("diagnostics: EnabledFlag, written by an admin, stops and resumes the 
     CHECK(w->readCount.totalCount == 4);  // the reads while off are not in it
     CHECK(w->writeCount.totalCount == 1);
     CHECK(w->writeCount.errorCount == 0);  // a refused operation is no ServiceFault
+}
+
+TEST_CASE("diagnostics: a SessionDiagnosticsObject per session, from creation to close") {
+    auto server = startServer();
+    REQUIRE(server.alive());
+    Client a, b, auditor;
+    REQUIRE(a.open(server.port));
+    REQUIRE(a.createSession() == UAPLEX_Good);
+    REQUIRE(b.open(server.port));
+    REQUIRE(b.createSession() == UAPLEX_Good);
+    REQUIRE(auditor.open(server.port));
+    Client::UserName token("username", "auditor", "audit-secret");
+    REQUIRE(auditor.createSessionAs(&token.eo) == UAPLEX_Good);
+    const ua::NodeId summary =
+        ua::numericNodeId(0, n0::Server_ServerDiagnostics_SessionsDiagnosticsSummary);
+
+    // SessionsDiagnosticsSummary has one object per session, its NodeId the SessionId.
+    auto [st, objects] = browse(b, summary, ua::BrowseDirection::Forward);
+    REQUIRE(st == UAPLEX_Good);
+    const Ref* ofA = nullptr;
+    std::size_t sessions = 0;
+    for (const Ref& r : objects) {
+        if (r.ns != 1 || r.kind != UAPLEX_ID_GUID) continue;
+        ++sessions;
+        CHECK(r.type == 47);  // HasComponent
+        CHECK(r.nodeClass == 1);
+        CHECK(r.typeDefinition == n0::SessionDiagnosticsObjectType);
+        if (std::memcmp(&r.guid, &a.sessionGuid(), sizeof r.guid) == 0) ofA = &r;
+    }
+    CHECK(sessions == 3);
+    REQUIRE(ofA != nullptr);
+    CHECK(ofA->name == "integration");
+    CHECK(ofA->nameNs == 1);
+    const ua::NodeId objectA = sessionObject(a);
+
+    // Its attributes, as a client reads them.
+    CHECK(test::readOne(b, objectA, 2).value.value.int32 == 1);  // NodeClass Object
+    {
+        auto dv = test::readOne(b, objectA, 1);
+        REQUIRE(dv.status == UAPLEX_Good);
+        CHECK(ua::equal(*static_cast<const ua::NodeId*>(dv.value.value.pointer), objectA));
+    }
+    {
+        auto dv = test::readOne(b, objectA, 4);
+        REQUIRE(dv.status == UAPLEX_Good);
+        CHECK(ua::view(static_cast<const ua::LocalizedText*>(dv.value.value.pointer)->text) ==
+              "integration");
+    }
+    CHECK(test::readOne(b, objectA, 13).status == UAPLEX_BadAttributeIdInvalid);
+
+    // Its references: back to SessionsDiagnosticsSummary, its type, its three components.
+    auto [st2, refs] = browse(b, objectA, ua::BrowseDirection::Both);
+    REQUIRE(st2 == UAPLEX_Good);
+    bool up = false, type = false;
+    for (const Ref& r : refs) {
+        up = up || (!r.forward && r.type == 47 && r.ns == 0 &&
+                    r.numeric == n0::Server_ServerDiagnostics_SessionsDiagnosticsSummary);
+        type = type || (r.forward && r.type == 40 && r.numeric == n0::SessionDiagnosticsObjectType);
+    }
+    CHECK(up);
+    CHECK(type);
+    const Ref* diag = named(refs, "SessionDiagnostics");
+    const Ref* security = named(refs, "SessionSecurityDiagnostics");
+    const Ref* subs = named(refs, "SubscriptionDiagnosticsArray");
+    REQUIRE(diag != nullptr);
+    REQUIRE(security != nullptr);
+    REQUIRE(subs != nullptr);
+    CHECK(diag->typeDefinition == n0::SessionDiagnosticsVariableType);
+    const ua::NodeId diagId = diag->nodeId();
+    const Ref securityRef = *security, subsRef = *subs;
+
+    // SessionDiagnostics: the array's row of that session, and its members as variables.
+    reads(a, 4);
+    auto rowOf = [&](Client& c) {
+        auto dv = test::readOne(c, diagId);
+        REQUIRE(dv.status == UAPLEX_Good);
+        REQUIRE((dv.value.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_EXTENSIONOBJECT);
+        auto* eo = static_cast<const ua::ExtensionObject*>(dv.value.value.pointer);
+        REQUIRE(eo->data_type == enc::dataTypeOf<ua::SessionDiagnosticsDataType>());
+        return *static_cast<const ua::SessionDiagnosticsDataType*>(eo->object);
+    };
+    {
+        const auto row = rowOf(b);
+        CHECK(sameGuid(row.sessionId, a.sessionGuid()));
+        CHECK(row.readCount.totalCount == 4);
+    }
+    reads(a, 2);
+    CHECK(rowOf(b).readCount.totalCount == 6);
+    {
+        auto dv = test::readOne(b, diagId, 14);  // DataType
+        REQUIRE(dv.status == UAPLEX_Good);
+        CHECK(static_cast<const ua::NodeId*>(dv.value.value.pointer)->identifier.numeric ==
+              n0::SessionDiagnosticsDataType);
+    }
+    auto [st3, members] = browse(b, diagId, ua::BrowseDirection::Forward);
+    REQUIRE(st3 == UAPLEX_Good);
+    CHECK(members.size() >= 43);
+    const Ref* readCount = named(members, "ReadCount");
+    const Ref* client = named(members, "ClientDescription");
+    REQUIRE(readCount != nullptr);
+    REQUIRE(client != nullptr);
+    const Ref readCountRef = *readCount, clientRef = *client;
+    {
+        auto dv = test::readOne(b, readCountRef.nodeId());
+        REQUIRE(dv.status == UAPLEX_Good);
+        auto* eo = static_cast<const ua::ExtensionObject*>(dv.value.value.pointer);
+        REQUIRE(eo->data_type == enc::dataTypeOf<ua::ServiceCounterDataType>());
+        CHECK(static_cast<const ua::ServiceCounterDataType*>(eo->object)->totalCount == 6);
+    }
+    {
+        auto dv = test::readOne(b, clientRef.nodeId());
+        REQUIRE(dv.status == UAPLEX_Good);
+        auto* eo = static_cast<const ua::ExtensionObject*>(dv.value.value.pointer);
+        REQUIRE(eo->data_type == enc::dataTypeOf<ua::ApplicationDescription>());
+    }
+    CHECK(test::readOne(b, readCountRef.nodeId(), 2).value.value.int32 == 2);  // Variable
+    CHECK(test::writeInt32(b, readCountRef.nodeId(), 1) == UAPLEX_BadNotWritable);
+
+    // The security diagnostics are the security_diagnostics_roles', as the array.
+    CHECK(test::readOne(b, securityRef.nodeId()).status == UAPLEX_BadUserAccessDenied);
+    {
+        auto dv = test::readOne(auditor, securityRef.nodeId());
+        REQUIRE(dv.status == UAPLEX_Good);
+        auto* eo = static_cast<const ua::ExtensionObject*>(dv.value.value.pointer);
+        REQUIRE(eo->data_type == enc::dataTypeOf<ua::SessionSecurityDiagnosticsDataType>());
+        CHECK(ua::view(static_cast<const ua::SessionSecurityDiagnosticsDataType*>(eo->object)
+                           ->authenticationMechanism) == "Anonymous");
+    }
+
+    // SubscriptionDiagnosticsArray: this session's subscriptions only.
+    const std::uint32_t sub = test::createSubscription(a);
+    test::createSubscription(b);
+    {
+        auto dv = test::readOne(b, subsRef.nodeId());
+        REQUIRE(dv.status == UAPLEX_Good);
+        REQUIRE(dv.value.array_length == 1);
+        auto* eo = static_cast<const ua::ExtensionObject*>(dv.value.value.pointer);
+        CHECK(
+            static_cast<const ua::SubscriptionDiagnosticsDataType*>(eo[0].object)->subscriptionId ==
+            sub);
+    }
+
+    // TranslateBrowsePathsToNodeIds finds it by the session name.
+    {
+        ua::RelativePathElement e[2]{};
+        e[0].referenceTypeId = ua::numericNodeId(0, 47);
+        e[0].targetName = ua::QualifiedName{1, ua::makeString("integration")};
+        e[1].referenceTypeId = ua::numericNodeId(0, 47);
+        e[1].targetName = ua::QualifiedName{0, ua::makeString("SessionDiagnostics")};
+        ua::BrowsePath path{};
+        path.startingNode = summary;
+        path.relativePath.elements = {2, e};
+        ua::TranslateBrowsePathsToNodeIdsRequest t{};
+        t.browsePaths = {1, &path};
+        auto m = b.call(t, ++handle);
+        REQUIRE(Client::result(m) == UAPLEX_Good);
+        const auto& r =
+            static_cast<ua::TranslateBrowsePathsToNodeIdsResponse*>(m.object)->results[0];
+        REQUIRE(r.statusCode == UAPLEX_Good);
+        CHECK(r.targets.length == 3);  // every session here is named "integration"
+    }
+
+    // Closed: the object and its nodes are gone.
+    ua::CloseSessionRequest close{};
+    close.deleteSubscriptions = true;
+    REQUIRE(Client::result(a.call(close, ++handle)) == UAPLEX_Good);
+    CHECK(test::readOne(b, objectA, 2).status == UAPLEX_BadNodeIdUnknown);
+    CHECK(test::readOne(b, diagId).status == UAPLEX_BadNodeIdUnknown);
+    CHECK(test::readOne(b, readCountRef.nodeId()).status == UAPLEX_BadNodeIdUnknown);
+    CHECK(browse(b, objectA, ua::BrowseDirection::Both).first == UAPLEX_BadNodeIdUnknown);
+    auto [st4, after] = browse(b, summary, ua::BrowseDirection::Forward);
+    REQUIRE(st4 == UAPLEX_Good);
+    for (const Ref& r : after)
+        CHECK_FALSE((r.kind == UAPLEX_ID_GUID &&
+                     std::memcmp(&r.guid, &a.sessionGuid(), sizeof r.guid) == 0));
+
+    // EnabledFlag off: no objects, as the arrays read empty.
+    REQUIRE(writeEnabledFlag(auditor, false) == UAPLEX_Good);
+    CHECK(test::readOne(b, sessionObject(b), 2).status == UAPLEX_BadNodeIdUnknown);
+    std::size_t left = 0;
+    for (const Ref& r : browse(b, summary, ua::BrowseDirection::Forward).second)
+        left += r.kind == UAPLEX_ID_GUID;
+    CHECK(left == 0);
+    REQUIRE(writeEnabledFlag(auditor, true) == UAPLEX_Good);
+    CHECK(test::readOne(b, sessionObject(b), 2).value.value.int32 == 1);
+}
+
+TEST_CASE("diagnostics: the diagnostics arrays and a session's counters can be monitored") {
+    // The engine reads a new item's node under its own lock; these values read the engine.
+    auto server = startServer();
+    REQUIRE(server.alive());
+    Client a;
+    REQUIRE(a.open(server.port));
+    REQUIRE(a.createSession() == UAPLEX_Good);
+    const std::uint32_t sub = test::createSubscription(a);
+    std::string readCount =
+        enc::guidText(a.sessionGuid(), enc::HexCase::Lower) + ".SessionDiagnostics.ReadCount";
+    ua::NodeId counter{};
+    counter.namespace_index = 1;
+    counter.identifier_type = UAPLEX_ID_STRING;
+    counter.identifier.string = ua::String{std::int32_t(readCount.size()), readCount.data()};
+    std::vector<ua::MonitoredItemCreateRequest> items(3);
+    items[0].itemToMonitor.nodeId =
+        ua::numericNodeId(0, n0::Server_ServerDiagnostics_SubscriptionDiagnosticsArray);
+    items[1].itemToMonitor.nodeId = ua::numericNodeId(
+        0, n0::Server_ServerDiagnostics_SessionsDiagnosticsSummary_SessionDiagnosticsArray);
+    items[2].itemToMonitor.nodeId = counter;
+    for (std::uint32_t i = 0; i < items.size(); ++i) {
+        items[i].itemToMonitor.attributeId = 13;
+        items[i].monitoringMode = ua::MonitoringMode::Reporting;
+        items[i].requestedParameters.clientHandle = i;
+        items[i].requestedParameters.samplingInterval = 100;
+        items[i].requestedParameters.queueSize = 1;
+    }
+    ua::CreateMonitoredItemsRequest create{};
+    create.subscriptionId = sub;
+    create.timestampsToReturn = ua::TimestampsToReturn::Both;
+    create.itemsToCreate = {3, items.data()};
+    auto m = a.call(create, ++handle);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    const auto& created = *static_cast<ua::CreateMonitoredItemsResponse*>(m.object);
+    REQUIRE(created.results.length == 3);
+    for (const auto& r : created.results) CHECK(r.statusCode == UAPLEX_Good);
+    ua::PublishRequest publish{};
+    auto pm = a.call(publish, ++handle);
+    REQUIRE(Client::result(pm) == UAPLEX_Good);
+    const auto& msg = static_cast<ua::PublishResponse*>(pm.object)->notificationMessage;
+    REQUIRE(msg.notificationData.length == 1);
+    const auto* change =
+        static_cast<const ua::DataChangeNotification*>(msg.notificationData[0].object);
+    CHECK(change->monitoredItems.length == 3);
+    CHECK(server.alive());
 }

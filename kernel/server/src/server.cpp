@@ -130,8 +130,14 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
     dispatcher_->setAccess(identity_.get(), accessPolicy_.get());
     if (services_.valueSource()) setUpSubscriptions();
     services_.setDiagnosticsArrays(
-        [](void* user, std::uint32_t arrayNode, enc::Arena& arena, ua::Variant& out) noexcept {
-            static_cast<Server*>(user)->diagnosticsArray(arrayNode, arena, out);
+        [](void* user, std::uint32_t arrayNode, const ua::Guid* session, enc::Arena& arena,
+           ua::Variant& out) noexcept {
+            static_cast<Server*>(user)->diagnosticsArray(arrayNode, session, arena, out);
+        },
+        [](void* user, const ua::Guid* only, enc::Arena& arena, ua::Guid* guids, ua::String* names,
+           std::size_t capacity) noexcept {
+            return static_cast<Server*>(user)->diagnosedSessions(only, arena, guids, names,
+                                                                 capacity);
         },
         this);
     pipeline_ = std::make_unique<pipeline::Pipeline>(

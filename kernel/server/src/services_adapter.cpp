@@ -76,8 +76,9 @@ class ServiceSetHandler final : public ServiceHandler {
     uaplex_status raiseEvent(const uaplex_event_spec& spec) noexcept override {
         return set_.raiseEvent(spec);
     }
-    void setDiagnosticsArrays(DiagnosticsArrayFn fn, void* user) noexcept override {
-        set_.setDiagnosticsArrays(fn, user);
+    void setDiagnosticsArrays(DiagnosticsArrayFn fn, DiagnosedSessionsFn sessions,
+                              void* user) noexcept override {
+        set_.setDiagnosticsArrays(fn, sessions, user);
     }
     void shutdown() noexcept override { set_.setState(services::ServerState::Shutdown); }
 

@@ -131,11 +131,18 @@ const char* authenticationMechanism(session::IdentityKind k) noexcept {
     }
 }
 
-// The sessions that are not closed, oldest first.
-std::vector<std::shared_ptr<session::Session>> liveSessions(const session::SessionManager& m) {
+// The sessions that are not closed, oldest first; with `only`, the one whose SessionId has
+// that GUID.
+std::vector<std::shared_ptr<session::Session>> liveSessions(const session::SessionManager& m,
+                                                            const ua::Guid* only = nullptr) {
     std::vector<std::shared_ptr<session::Session>> live;
     m.list(live);
-    std::erase_if(live, [](const auto& s) { return s->closed(); });
+    std::erase_if(live, [only](const auto& s) {
+        if (s->closed()) return true;
+        if (only == nullptr) return false;
+        const ua::Guid g = s->sessionId().identifier.guid;
+        return std::memcmp(&g, only, sizeof g) != 0;
+    });
     std::stable_sort(live.begin(), live.end(), [](const auto& a, const auto& b) {
         return a->createdUnixMs() < b->createdUnixMs();
     });
@@ -144,11 +151,27 @@ std::vector<std::shared_ptr<session::Session>> liveSessions(const session::Sessi
 
 }  // namespace
 
-void Server::diagnosticsArray(std::uint32_t arrayNode, enc::Arena& arena,
+std::size_t Server::diagnosedSessions(const ua::Guid* only, enc::Arena& arena, ua::Guid* guids,
+                                      ua::String* names, std::size_t capacity) noexcept {
+    try {
+        std::size_t n = 0;
+        for (const auto& s : liveSessions(*sessions_, only)) {
+            if (n == capacity) break;
+            guids[n] = s->sessionId().identifier.guid;
+            names[n] = arenaString(arena, s->name());
+            ++n;
+        }
+        return n;
+    } catch (...) {
+        return 0;  // out of memory: none shown
+    }
+}
+
+void Server::diagnosticsArray(std::uint32_t arrayNode, const ua::Guid* only, enc::Arena& arena,
                               ua::Variant& out) noexcept {
     out = ua::variantArray(ua::BuiltinType::ExtensionObject, 0, nullptr);
     try {
-        const auto live = liveSessions(*sessions_);
+        const auto live = liveSessions(*sessions_, only);
         if (arrayNode ==
             n0::Server_ServerDiagnostics_SessionsDiagnosticsSummary_SessionDiagnosticsArray) {
             const ua::DateTime utc = ua::utcNow();
@@ -234,8 +257,13 @@ void Server::diagnosticsArray(std::uint32_t arrayNode, enc::Arena& arena,
             std::vector<ua::SubscriptionDiagnosticsDataType> rows;
             subscriptions_->forEachSubscription([&](const subscription::Subscription& sub) {
                 ua::SubscriptionDiagnosticsDataType d{};
+                bool owned = false;
                 for (const auto& [key, id] : owners)
-                    if (key == sub.sessionId()) d.sessionId = id;
+                    if (key == sub.sessionId()) {
+                        d.sessionId = id;
+                        owned = true;
+                    }
+                if (only != nullptr && !owned) return;  // another session's
                 d.subscriptionId = sub.id();
                 d.priority = sub.priority();
                 d.publishingInterval = sub.settings().publishingInterval;

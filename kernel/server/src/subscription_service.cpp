@@ -97,7 +97,7 @@ void SubscriptionService::sampled(subscription::SampleBatch& batch) noexcept {
     std::vector<Done> done;
     thread_local Batches next;
     {
-        std::lock_guard lock(mutex_);
+        EngineLock lock(*this);
         manager_.applyBatch(batch);
         // Items that asked for a sample while it was out go now.
         manager_.takeBatches(next);
@@ -110,7 +110,7 @@ void SubscriptionService::sampled(subscription::SampleBatch& batch) noexcept {
 void SubscriptionService::reportsChangesMoved(std::uint64_t handle) noexcept {
     thread_local Batches next;
     try {
-        std::lock_guard lock(mutex_);
+        EngineLock lock(*this);
         manager_.reportsChangesMoved(handle);
         manager_.takeBatches(next);
     } catch (...) {
@@ -120,7 +120,7 @@ void SubscriptionService::reportsChangesMoved(std::uint64_t handle) noexcept {
 
 void SubscriptionService::setAccess(std::uint64_t session,
                                     const session::AccessView* access) noexcept {
-    std::lock_guard lock(mutex_);
+    EngineLock lock(*this);
     manager_.setAccess(session, access);  // updates the session's subscriptions, allocates nothing
 }
 
@@ -139,17 +139,17 @@ uaplex_status SubscriptionService::run(std::uint64_t session, std::string_view i
     bool trim = false;
     try {
         if (claimsIdentity) {
-            std::lock_guard lock(mutex_);
+            EngineLock lock(*this);
             manager_.setIdentity(session, identity);  // no copy while it stays the same
         }
         {
-            std::lock_guard lock(mutex_);
+            EngineLock lock(*this);
             st = op(manager_, session, access, request, response, arena);
         }
         // Deleting or transferring subscriptions may answer queued Publish requests; items
         // created or re-enabled on a plugin's node wait for a sample batch.
         {
-            std::lock_guard lock(mutex_);
+            EngineLock lock(*this);
             done.swap(done_);
             trim = manager_.takeTrimDue();
             manager_.takeBatches(batches);
@@ -200,7 +200,7 @@ void SubscriptionService::publish(std::uint64_t session, std::shared_ptr<Respons
                                   const ua::PublishRequest& req, std::int64_t deadlineMs) noexcept {
     std::vector<Done> done;
     try {
-        std::lock_guard lock(mutex_);
+        EngineLock lock(*this);
         std::uint64_t id = nextRequestId_++;
         std::uint32_t channel = route->channelId();
         channels_[session] = channel;
@@ -219,7 +219,7 @@ void SubscriptionService::republish(std::uint64_t session, std::shared_ptr<Respo
     Done d{
         Waiting{session, req.requestHeader.requestHandle, std::move(route)}, UAPLEX_Good, {}, {}};
     {
-        std::lock_guard lock(mutex_);
+        EngineLock lock(*this);
         d.status = manager_.republish(session, req, d.outcome);
     }
     d.republish = true;
@@ -231,7 +231,7 @@ std::uint32_t SubscriptionService::cancel(std::uint64_t session,
     std::vector<Done> done;
     std::uint32_t n = 0;
     {
-        std::lock_guard lock(mutex_);
+        EngineLock lock(*this);
         std::vector<std::uint64_t> ids;
         for (const auto& [id, w] : waiting_)
             if (w.session == session && w.requestHandle == requestHandle) ids.push_back(id);
@@ -247,7 +247,7 @@ void SubscriptionService::closeSession(std::uint64_t session, bool deleteSubscri
     std::vector<Done> done;
     bool trim = false;
     {
-        std::lock_guard lock(mutex_);
+        EngineLock lock(*this);
         manager_.closeSession(session, deleteSubscriptions);
         channels_.erase(session);
         done.swap(done_);
@@ -260,7 +260,7 @@ void SubscriptionService::closeSession(std::uint64_t session, bool deleteSubscri
 void SubscriptionService::stop() noexcept {
     std::vector<Done> done;
     {
-        std::lock_guard lock(mutex_);
+        EngineLock lock(*this);
         manager_.stop();
         done.swap(done_);
     }
@@ -272,7 +272,7 @@ void SubscriptionService::timerTick(bool full) noexcept {
     thread_local Batches batches;
     bool trim = false;  // expired subscriptions
     {
-        std::lock_guard lock(mutex_);
+        EngineLock lock(*this);
         manager_.timerTick(full);
         done.swap(done_);
         trim = manager_.takeTrimDue();
@@ -288,19 +288,19 @@ void SubscriptionService::timerTick(bool full) noexcept {
 }
 
 std::int64_t SubscriptionService::nextDueMs() noexcept {
-    std::lock_guard lock(mutex_);
+    EngineLock lock(*this);
     return manager_.nextTickAt();  // SteadyClock counts steady_clock milliseconds
 }
 
 void SubscriptionService::valueChanged(std::uint64_t node, const ua::DataValue& value) noexcept {
-    std::lock_guard lock(mutex_);
+    EngineLock lock(*this);
     manager_.valueChanged(node, value);  // queues only; the next tick publishes
 }
 
 void SubscriptionService::eventRaised(std::span<const std::uint64_t> notifiers,
                                       const subscription::EventView& event) noexcept {
     try {
-        std::lock_guard lock(mutex_);
+        EngineLock lock(*this);
         manager_.raiseEvent(notifiers, event);  // queues only; the next tick publishes
     } catch (...) {
     }
@@ -310,7 +310,7 @@ uaplex_status SubscriptionService::conditionRefresh(std::uint64_t session,
                                                     std::uint32_t subscriptionId,
                                                     std::uint32_t monitoredItemId) noexcept {
     try {
-        std::lock_guard lock(mutex_);
+        EngineLock lock(*this);
         return manager_.conditionRefresh(session, subscriptionId, monitoredItemId);
     } catch (...) {
         return UAPLEX_BadOutOfMemory;
@@ -319,7 +319,7 @@ uaplex_status SubscriptionService::conditionRefresh(std::uint64_t session,
 
 void SubscriptionService::setQueueFactory(const uaplex_mi_queue_factory_ops* ops, void* self,
                                           std::shared_ptr<void> keep) noexcept {
-    std::lock_guard lock(mutex_);
+    EngineLock lock(*this);
     manager_.setQueueFactory(ops, self, std::move(keep));
 }
 
@@ -349,23 +349,23 @@ bool SubscriptionService::channelValid(std::uint64_t requestId, std::uint64_t se
 uaplex_status SubscriptionService::getMonitoredItems(
     std::uint64_t session, std::uint32_t subscriptionId, enc::Arena& arena,
     ua::Array<ua::UInt32>& serverHandles, ua::Array<ua::UInt32>& clientHandles) noexcept {
-    std::lock_guard lock(mutex_);
+    EngineLock lock(*this);
     return manager_.getMonitoredItems(session, subscriptionId, arena, serverHandles, clientHandles);
 }
 
 std::size_t SubscriptionService::subscriptionCount() noexcept {
-    std::lock_guard lock(mutex_);
+    EngineLock lock(*this);
     return manager_.subscriptionCount();
 }
 
 std::size_t SubscriptionService::monitoredItemCount() noexcept {
-    std::lock_guard lock(mutex_);
+    EngineLock lock(*this);
     return manager_.monitoredItemCount();
 }
 
 subscription::SubscriptionManager::SessionCounts SubscriptionService::countsOf(
     std::uint64_t session) noexcept {
-    std::lock_guard lock(mutex_);
+    EngineLock lock(*this);
     return manager_.countsOf(session);
 }
 

@@ -431,7 +431,9 @@ uaplex_status parseIndexRange(const ua::String& text, IndexRange& out) noexcept 
 
 bool ServiceSet::Impl::ownedAttribute(enc::Arena& arena, const ua::NodeId& id,
                                       std::uint32_t attributeId, ua::Variant& out) noexcept {
-    if (space.find(id) || ownerOf(id.namespace_index) == nullptr) return false;
+    if (space.find(id)) return false;
+    if (SessionNodeRef ref; !isSessionNode(id, ref) && ownerOf(id.namespace_index) == nullptr)
+        return false;
     ua::DataValue dv{};
     readAttribute(arena, id, attributeId, ua::nullString(), 3, dv);
     if (dv.status != UAPLEX_Good) return false;
@@ -607,6 +609,8 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, st
     const bool permitted = (perms & readPermission(attr)) != 0;
     NodeRef node = space.find(id);
     if (!node) {
+        if (SessionNodeRef ref; isSessionNode(id, ref))
+            return readSessionNode(arena, id, ref, attr, indexRange, timestamps, out, access);
         const NamespaceOwner* owner = ownerOf(id.namespace_index);
         if (owner == nullptr || (owner->ops->read == nullptr && owner->readAsync == nullptr))
             return fail(UAPLEX_BadNodeIdUnknown);
@@ -1021,6 +1025,13 @@ uaplex_status ServiceSet::Impl::writeOne(enc::Arena& arena, const ua::WriteValue
     const std::uint32_t perms = access ? access->permissions(wv.nodeId) : config::kAllPermissions;
     const bool permitted = (perms & writePermission(attr)) != 0;
     if (!node) {
+        if (SessionNodeRef ref; isSessionNode(wv.nodeId, ref)) {
+            // Diagnostics are read only; a node of another's session is no oracle either.
+            if (!(nodePermissions(access, wv.nodeId) & session::kPermBrowse) ||
+                !sessionDiagnosed(ref.session, arena, nullptr))
+                return UAPLEX_BadNodeIdUnknown;
+            return UAPLEX_BadNotWritable;
+        }
         // The permission before the owner's write (and WriteMask read) runs.
         const NamespaceOwner* owner = ownerOf(wv.nodeId.namespace_index);
         if (!permitted) return owner ? deniedStatus(perms) : UAPLEX_BadNodeIdUnknown;

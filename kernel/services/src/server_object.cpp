@@ -291,6 +291,9 @@ void ServiceSet::Impl::buildServerObject() {
     empty(n0::Server_ServerCapabilities_ConformanceUnits, ua::BuiltinType::QualifiedName);
     empty(n0::Server_ServerDiagnostics_SamplingIntervalDiagnosticsArray,
           ua::BuiltinType::ExtensionObject);
+    // One SessionDiagnosticsObject per session under SessionsDiagnosticsSummary
+    // (session_nodes.cpp), shaped by the image's placeholder.
+    sessionNodes = std::make_unique<SessionNodes>(space);
     // The sessions' and subscriptions' diagnostics: from the server that knows them.
     for (std::uint32_t id :
          {n0::Server_ServerDiagnostics_SubscriptionDiagnosticsArray,
@@ -299,7 +302,7 @@ void ServiceSet::Impl::buildServerObject() {
         set(id, [this, id](enc::Arena& arena, ua::Variant& out) {
             auto fn = diagnosticsArrays.load(std::memory_order_acquire);
             if (fn && counters.diagnosticsEnabled.load(std::memory_order_relaxed))
-                fn(diagnosticsArraysUser, id, arena, out);
+                fn(diagnosticsArraysUser, id, nullptr, arena, out);
             else
                 out = ua::variantArray(ua::BuiltinType::ExtensionObject, 0, nullptr);
         });

@@ -132,7 +132,7 @@ ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
 }
 
 ServiceSet::Impl::~Impl() {
-    values.reset();  // its sampling threads call the node managers: joined first
+    values.reset();                  // its sampling threads call the node managers: joined first
     if (blocking) blocking->stop();  // so do the lanes of the blocking node managers
     recording.store(nullptr, std::memory_order_release);
     host.destroyNodeManagers();
@@ -264,8 +264,10 @@ void ServiceSet::setValueChanged(void (*fn)(void*, std::uint64_t, const ua::Data
     impl_->valueChanged.store(fn, std::memory_order_release);
 }
 
-void ServiceSet::setDiagnosticsArrays(DiagnosticsArrayFn fn, void* user) noexcept {
+void ServiceSet::setDiagnosticsArrays(DiagnosticsArrayFn fn, DiagnosedSessionsFn sessions,
+                                      void* user) noexcept {
     if (user) impl_->diagnosticsArraysUser = user;
+    impl_->diagnosedSessions.store(sessions, std::memory_order_release);
     impl_->diagnosticsArrays.store(fn, std::memory_order_release);
 }
 

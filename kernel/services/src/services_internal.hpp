@@ -181,6 +181,37 @@ struct NamespaceOwner {
 class AsyncRequest;
 class AsyncBatch;
 class Persistence;
+
+// The SessionDiagnosticsObject of each session (Part 5 6.3.4) under
+// Server.ServerDiagnostics.SessionsDiagnosticsSummary, answered from the session table when a
+// node is looked up (session_nodes.cpp); nothing of it is stored. Its shape is the image's
+// placeholder of SessionsDiagnosticsSummaryType (<ClientName>, i=12097) and the nodes below
+// it: the object's NodeId is the SessionId (ns=1, the session's GUID), each node below it
+// ns=1;s=<guid>.<BrowseName path> ("....SessionDiagnostics.ReadCount"). Built once, read
+// without a lock.
+class SessionNodes {
+  public:
+    struct Entry {
+        std::uint32_t id = 0;      // its node of the placeholder's tree in the image
+        std::int32_t parent = -1;  // its parent entry (-1: the object)
+        std::string path;          // BrowseNames from the object, '.'-separated
+        std::uint32_t array = 0;   // the Server's array it repeats: its rows and permissions
+        const enc::FieldDescriptor* field = nullptr;  // the row's member; null: the whole row
+        std::uint8_t nodeClass = 0;
+    };
+    explicit SessionNodes(const AddressSpace& space);
+    // The session and entry of `id` when it has the shape of one of these nodes.
+    bool parse(const ua::NodeId& id, ua::Guid& session, std::uint32_t& entry) const noexcept;
+    // The NodeId of `entry` for `session` (a string one in `arena`); false when it is full.
+    bool nodeId(enc::Arena& arena, const ua::Guid& session, std::uint32_t entry,
+                ua::NodeId& out) const noexcept;
+    const Entry& entry(std::uint32_t i) const noexcept { return entries_[i]; }
+    // The entry of the image node `id`, or -1.
+    std::int32_t entryOf(std::uint32_t id) const noexcept;
+
+  private:
+    std::vector<Entry> entries_;
+};
 class History;
 class BlockingCalls;
 
@@ -400,7 +431,38 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
                                    const subscription::EventView&);
     std::atomic<EventRaisedFn> eventRaised{nullptr};
     void* eventRaisedUser = nullptr;  // set before the first fn, never cleared
+    // The per-session SessionDiagnosticsObjects (session_nodes.cpp).
+    struct SessionNodeRef {
+        ua::Guid session{};
+        std::uint32_t entry = 0;
+    };
+    std::unique_ptr<SessionNodes> sessionNodes;  // made with the Server object
+    bool isSessionNode(const ua::NodeId& id, SessionNodeRef& out) const noexcept {
+        return id.namespace_index == 1 && sessionNodes &&
+               sessionNodes->parse(id, out.session, out.entry);
+    }
+    // The session is live (and diagnostics on): its name into `name` (in `arena`).
+    bool sessionDiagnosed(const ua::Guid& session, enc::Arena& arena,
+                          ua::String* name) const noexcept;
+    // What the session may do on `id`: the per-session nodes have the permissions of the
+    // Server array they repeat (SessionSecurityDiagnostics those of
+    // SessionSecurityDiagnosticsArray).
+    std::uint32_t nodePermissions(const session::AccessView* access,
+                                  const ua::NodeId& id) const noexcept;
+    void readSessionNode(enc::Arena& arena, const ua::NodeId& id, const SessionNodeRef& ref,
+                         std::uint32_t attributeId, const ua::String& indexRange,
+                         std::int32_t timestamps, ua::DataValue& out,
+                         const session::AccessView* access) noexcept;
+    // The references of a per-session node (all directions; the caller filters); false when
+    // the session is gone. May throw std::bad_alloc.
+    bool sessionNodeReferences(enc::Arena& arena, const SessionNodeRef& ref,
+                               std::vector<BrowseHit>& hits) const;
+    // SessionsDiagnosticsSummary's forward HasComponent references to the session objects.
+    void sessionObjectReferences(enc::Arena& arena, std::vector<BrowseHit>& hits) const;
+    // The type definition of a per-session node (null NodeId when not one).
+    ua::NodeId sessionNodeType(const ua::NodeId& id) const noexcept;
     std::atomic<ServiceSet::DiagnosticsArrayFn> diagnosticsArrays{nullptr};
+    std::atomic<ServiceSet::DiagnosedSessionsFn> diagnosedSessions{nullptr};
     void* diagnosticsArraysUser = nullptr;  // set before the first fn, never cleared
     uaplex_status raiseEvent(uaplex_plugin_ctx*, const uaplex_event_spec* spec) noexcept override;
     // An event checked and completed (EventId, Time, ...) and handed to the engine: the

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Browse, BrowseNext, TranslateBrowsePathsToNodeIds, RegisterNodes, UnregisterNodes
 // (Part 4 5.8).
+#include <algorithm>
 #include <cstring>
+
+#include <uaplex/encoding/generated/ns0.hpp>
 
 #include "async_operations.hpp"
 #include "services_internal.hpp"
@@ -145,7 +148,7 @@ void ServiceSet::Impl::browseOne(enc::Arena& arena, SessionState* session, Conti
     result.references = {0, nullptr};
     // Nodes without Browse are not shown; browsing from one is refused.
     auto visible = [&](const ua::NodeId& id) {
-        return !access || (access->permissions(id) & session::kPermBrowse) != 0;
+        return !access || (nodePermissions(access, id) & session::kPermBrowse) != 0;
     };
     if (!visible(nodeId)) {
         result.statusCode = UAPLEX_BadNodeIdUnknown;  // as if it did not exist (no oracle)
@@ -171,6 +174,24 @@ void ServiceSet::Impl::browseOne(enc::Arena& arena, SessionState* session, Conti
                                        if (!visible(target)) return;
                                        hits.push_back(Hit{type, forward, target, nc});
                                    });
+            if (node.rec != nullptr &&
+                node.rec->id == ua::ns0::Server_ServerDiagnostics_SessionsDiagnosticsSummary &&
+                matches(addressspace::kHasComponent, true) &&
+                (cp.nodeClassMask == 0 || (cp.nodeClassMask & addressspace::kObject))) {
+                // Its SessionDiagnosticsObjects, one per session (session_nodes.cpp).
+                const std::size_t first = hits.size();
+                sessionObjectReferences(arena, hits);
+                hits.erase(std::remove_if(hits.begin() + std::ptrdiff_t(first), hits.end(),
+                                          [&](const Hit& h) { return !visible(h.target); }),
+                           hits.end());
+            }
+        } else if (SessionNodeRef ref; isSessionNode(nodeId, ref)) {
+            if (!sessionNodeReferences(arena, ref, hits)) {
+                result.statusCode = UAPLEX_BadNodeIdUnknown;
+                return;
+            }
+            pageBrowse(arena, session, cp, nodeId, isNewBrowse, hits, true, result, access);
+            return;
         } else {
             const NamespaceOwner* owner = ownerOf(nodeId.namespace_index);
             if (owner == nullptr || owner->ops->browse == nullptr) {
@@ -203,7 +224,7 @@ void ServiceSet::Impl::pageBrowse(enc::Arena& arena, SessionState* session, Cont
                                   ua::BrowseResult& result,
                                   const session::AccessView* access) noexcept {
     auto visible = [&](const ua::NodeId& id) {
-        return !access || (access->permissions(id) & session::kPermBrowse) != 0;
+        return !access || (nodePermissions(access, id) & session::kPermBrowse) != 0;
     };
     if (owned) {
         const BrowseMatch matches(space, cp);
@@ -271,6 +292,9 @@ void ServiceSet::Impl::pageBrowse(enc::Arena& arena, SessionState* session, Cont
             if ((cp.resultMask & kMaskDisplayName) && ownedAttribute(arena, h.target, 4, v) &&
                 (v.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_LOCALIZEDTEXT)
                 r.displayName = *static_cast<const ua::LocalizedText*>(v.value.pointer);
+            if ((cp.resultMask & kMaskTypeDefinition) &&
+                (h.nodeClass == addressspace::kObject || h.nodeClass == addressspace::kVariable))
+                r.typeDefinition.node_id = sessionNodeType(h.target);
             continue;
         }
         if (cp.resultMask & kMaskBrowseName) r.browseName = space.browseNameOf(t);
@@ -294,6 +318,7 @@ bool browseLater(Impl& impl, AsyncBatch& batch, const ServiceCall& call,
                  const ContinuationPoint& cp, const ua::NodeId& nodeId, bool isNewBrowse,
                  std::uint32_t index, ua::BrowseResult& result) noexcept {
     if (!batch.enabled() || impl.space.find(nodeId)) return false;
+    if (typename Impl::SessionNodeRef ref; impl.isSessionNode(nodeId, ref)) return false;
     const NamespaceOwner* owner = impl.ownerOf(nodeId.namespace_index);
     // A blocking node manager's synchronous browse goes to its lane the same way.
     if (owner == nullptr ||
@@ -472,7 +497,7 @@ uaplex_status ServiceSet::Impl::translate(ServiceCall& call) noexcept {
                 continue;
             }
         }
-        if (!(permissionsOf(call, path.startingNode) & session::kPermBrowse)) {
+        if (!(nodePermissions(call.access, path.startingNode) & session::kPermBrowse)) {
             r.statusCode = UAPLEX_BadNodeIdUnknown;  // as if it did not exist (no oracle)
             continue;
         }
@@ -489,7 +514,8 @@ uaplex_status ServiceSet::Impl::translate(ServiceCall& call) noexcept {
             next.clear();
             auto consider = [&](std::uint32_t type, bool forward, const ua::NodeId& target) {
                 if (forward == e.isInverse) return;
-                if (!(permissionsOf(call, target) & session::kPermBrowse)) return;  // hidden
+                if (!(nodePermissions(call.access, target) & session::kPermBrowse))
+                    return;  // hidden
                 if (!anyType && !(e.includeSubtypes ? space.isSubtypeOf(type, want) : type == want))
                     return;
                 ua::QualifiedName bn{};
@@ -512,6 +538,19 @@ uaplex_status ServiceSet::Impl::translate(ServiceCall& call) noexcept {
             for (const ua::NodeId& from : current) {
                 if (NodeRef node = space.find(from)) {
                     space.forEachReference(node, consider);
+                    if (node.rec != nullptr &&
+                        node.rec->id ==
+                            ua::ns0::Server_ServerDiagnostics_SessionsDiagnosticsSummary) {
+                        std::vector<Hit> hits;  // its session objects
+                        sessionObjectReferences(call.arena, hits);
+                        for (const Hit& h : hits) consider(h.referenceType, h.isForward, h.target);
+                    }
+                    continue;
+                }
+                if (SessionNodeRef ref; isSessionNode(from, ref)) {
+                    std::vector<Hit> hits;
+                    if (sessionNodeReferences(call.arena, ref, hits))
+                        for (const Hit& h : hits) consider(h.referenceType, h.isForward, h.target);
                     continue;
                 }
                 // A node of an owned namespace: its plugin lists the references.

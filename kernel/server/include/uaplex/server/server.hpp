@@ -127,8 +127,13 @@ class Server {
     void publishingLoop();
     void scheduleSweep(std::int64_t dueMs);
     // SessionDiagnosticsArray, SessionSecurityDiagnosticsArray or SubscriptionDiagnosticsArray
-    // (the ns=0 id) from the sessions and the engine, in `arena` (session_diagnostics.cpp).
-    void diagnosticsArray(std::uint32_t arrayNode, enc::Arena& arena, ua::Variant& out) noexcept;
+    // (the ns=0 id) from the sessions and the engine, in `arena` (session_diagnostics.cpp);
+    // with `only`, the rows of the session whose SessionId has that GUID.
+    void diagnosticsArray(std::uint32_t arrayNode, const ua::Guid* only, enc::Arena& arena,
+                          ua::Variant& out) noexcept;
+    // The live sessions' SessionId GUIDs and names (ServiceHandler DiagnosedSessionsFn).
+    std::size_t diagnosedSessions(const ua::Guid* only, enc::Arena& arena, ua::Guid* guids,
+                                  ua::String* names, std::size_t capacity) noexcept;
 
     config::ServerConfig cfg_;
     host::Host& host_;

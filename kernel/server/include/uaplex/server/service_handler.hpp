@@ -51,9 +51,15 @@ using GetMonitoredItemsFn = uaplex_status (*)(void* user, std::uint64_t session,
                                               ua::Array<ua::UInt32>& clientHandles);
 using EventRaisedFn = void (*)(void* user, std::span<const std::uint64_t> notifiers,
                                const subscription::EventView& event);
-// Fills the Server object's diagnostics array `arrayNode` (its ns=0 id) in `arena`.
-using DiagnosticsArrayFn = void (*)(void* user, std::uint32_t arrayNode, enc::Arena& arena,
-                                    ua::Variant& out) noexcept;
+// Fills the Server object's diagnostics array `arrayNode` (its ns=0 id) in `arena`; with
+// `session` (a SessionId's GUID), the rows of that session only.
+using DiagnosticsArrayFn = void (*)(void* user, std::uint32_t arrayNode, const ua::Guid* session,
+                                    enc::Arena& arena, ua::Variant& out) noexcept;
+// The sessions with a SessionDiagnosticsObject (oldest first, at most `capacity`; with `only`,
+// that one alone): GUIDs and names (in `arena`); returns how many.
+using DiagnosedSessionsFn = std::size_t (*)(void* user, const ua::Guid* only, enc::Arena& arena,
+                                            ua::Guid* guids, ua::String* names,
+                                            std::size_t capacity) noexcept;
 
 // One address-space service: Good with the response set (allocated in `arena`, its
 // ResponseHeader left for the caller), or a Bad status answered as a ServiceFault. `access` is
@@ -114,8 +120,9 @@ class ServiceHandler {
         return UAPLEX_BadNotSupported;
     }
     // Who fills SessionDiagnosticsArray, SessionSecurityDiagnosticsArray and
-    // SubscriptionDiagnosticsArray when they are read (set before serving).
-    virtual void setDiagnosticsArrays(DiagnosticsArrayFn, void*) noexcept {}
+    // SubscriptionDiagnosticsArray when they are read, and lists the sessions of the
+    // per-session SessionDiagnosticsObjects (set before serving).
+    virtual void setDiagnosticsArrays(DiagnosticsArrayFn, DiagnosedSessionsFn, void*) noexcept {}
     // The server is stopping (ServerState Shutdown).
     virtual void shutdown() noexcept {}
 };

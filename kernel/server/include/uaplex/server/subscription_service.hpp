@@ -82,7 +82,7 @@ class SubscriptionService final : public subscription::PublishSink {
     // call back into the engine).
     template <class F>
     void forEachSubscription(F&& f) {
-        std::lock_guard lock(mutex_);
+        EngineLock lock(*this);
         manager_.forEachSubscription(f);
     }
     // Where the engine counts live and created subscriptions (ServerDiagnosticsSummary);
@@ -173,6 +173,30 @@ class SubscriptionService final : public subscription::PublishSink {
     subscription::NodeValueSource& source_;
     std::shared_ptr<Gate> gate_;
     std::mutex mutex_;  // the engine's lock: every manager call, never an encode or a send
+    // Who holds mutex_ on this thread. The engine reads node values under it (the probe of a
+    // new monitored item, the kernel's own values' samples), and a diagnostics value read
+    // there (SubscriptionDiagnosticsArray, the session objects) asks the engine again: on the
+    // thread that holds it, that read goes on under the lock it already has.
+    static inline thread_local const SubscriptionService* holder_ = nullptr;
+    class EngineLock {
+      public:
+        explicit EngineLock(SubscriptionService& s) : s_(s), nested_(holder_ == &s) {
+            if (nested_) return;
+            s_.mutex_.lock();
+            holder_ = &s_;
+        }
+        ~EngineLock() {
+            if (nested_) return;
+            holder_ = nullptr;
+            s_.mutex_.unlock();
+        }
+        EngineLock(const EngineLock&) = delete;
+        EngineLock& operator=(const EngineLock&) = delete;
+
+      private:
+        SubscriptionService& s_;
+        const bool nested_;
+    };
     subscription::SubscriptionManager manager_;
     std::unordered_map<std::uint64_t, Waiting> waiting_;
     // The channel each session last published on: a parked request from another channel is

@@ -143,10 +143,19 @@ class ServiceSet {
                                 std::string_view user) noexcept;
     // The Server object's diagnostics arrays (SessionDiagnosticsArray, its security
     // counterpart, SubscriptionDiagnosticsArray: `arrayNode` is the ns=0 id read) are filled
-    // by `fn` when read, in the Read's arena; without one they read as empty arrays.
-    using DiagnosticsArrayFn = void (*)(void*, std::uint32_t arrayNode, enc::Arena& arena,
-                                        ua::Variant& out) noexcept;
-    void setDiagnosticsArrays(DiagnosticsArrayFn fn, void* user) noexcept;
+    // by `fn` when read, in the Read's arena; without one they read as empty arrays. With
+    // `session` (the GUID of a SessionId), the rows of that session only.
+    using DiagnosticsArrayFn = void (*)(void*, std::uint32_t arrayNode, const ua::Guid* session,
+                                        enc::Arena& arena, ua::Variant& out) noexcept;
+    // The sessions that have a SessionDiagnosticsObject under SessionsDiagnosticsSummary:
+    // at most `capacity` of them, oldest first (with `only`, that session alone), their
+    // SessionIds' GUIDs into `guids` and names (copied into `arena`) into `names`; returns
+    // how many.
+    using DiagnosedSessionsFn = std::size_t (*)(void*, const ua::Guid* only, enc::Arena& arena,
+                                                ua::Guid* guids, ua::String* names,
+                                                std::size_t capacity) noexcept;
+    void setDiagnosticsArrays(DiagnosticsArrayFn fn, DiagnosedSessionsFn sessions,
+                              void* user) noexcept;
     void setState(ServerState state) noexcept;
 
   private:
