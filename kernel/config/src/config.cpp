@@ -689,18 +689,64 @@ void buildPersistence(const toml::table& t, const fs::path& file, const PathCont
 void buildHistory(const toml::table& t, const fs::path& file, ServerConfig& cfg) {
     const std::string name = "history";
     checkKeys(t,
-              {"plugin", "nodes", "historizing", "max_nodes", "max_value_bytes",
-               "max_nodes_per_read", "max_values_per_node", "max_continuation_points",
-               "max_intervals_per_node", "max_processed_values", "max_req_times"},
+              {"plugin",
+               "nodes",
+               "historizing",
+               "max_nodes",
+               "max_value_bytes",
+               "max_nodes_per_read",
+               "max_values_per_node",
+               "max_continuation_points",
+               "max_intervals_per_node",
+               "max_processed_values",
+               "max_req_times",
+               "max_nodes_per_update",
+               "max_values_per_update",
+               "stepped",
+               "min_time_interval_ms",
+               "max_time_interval_ms",
+               "exception_deviation",
+               "treat_uncertain_as_bad",
+               "percent_data_bad",
+               "percent_data_good",
+               "use_sloped_extrapolation"},
               name, file, cfg);
     HistorySection& h = cfg.history;
     h.enabled = true;
     h.plugin = getString(t, "plugin", "", name, file);
     if (h.plugin.empty()) fail(t, file, "[history] plugin must name a history plugin");
-    if (const toml::node* n = t.get("historizing")) {
-        if (!n->is_boolean()) fail(*n, file, "[history] historizing must be a boolean");
-        h.historizing = n->as_boolean()->get();
-    }
+    auto flag = [&](const char* key, bool& out) {
+        if (const toml::node* n = t.get(key)) {
+            if (!n->is_boolean())
+                fail(*n, file, std::string("[history] ") + key + " must be a boolean");
+            out = n->as_boolean()->get();
+        }
+    };
+    flag("historizing", h.historizing);
+    flag("stepped", h.stepped);
+    flag("treat_uncertain_as_bad", h.treat_uncertain_as_bad);
+    flag("use_sloped_extrapolation", h.use_sloped_extrapolation);
+    h.max_nodes_per_update =
+        getUint(t, "max_nodes_per_update", h.max_nodes_per_update, 1, 100000, name, file);
+    h.max_values_per_update =
+        getUint(t, "max_values_per_update", h.max_values_per_update, 1, 1000000, name, file);
+    auto duration = [&](const char* key, double& out) {
+        out = getNumber(t, key, out, name, file);
+        if (!(out >= 0 && out <= 31536000000.0))
+            fail(*t.get(key), file,
+                 std::string("[history] ") + key +
+                     " must be a duration in milliseconds (0 ... one year)");
+    };
+    duration("min_time_interval_ms", h.min_time_interval_ms);
+    duration("max_time_interval_ms", h.max_time_interval_ms);
+    h.exception_deviation = getNumber(t, "exception_deviation", h.exception_deviation, name, file);
+    if (!(h.exception_deviation >= 0 && h.exception_deviation <= 1e300))
+        fail(*t.get("exception_deviation"), file,
+             "[history] exception_deviation must be a finite number, not negative");
+    h.percent_data_bad = getUint(t, "percent_data_bad", h.percent_data_bad, 0, 100, name, file);
+    h.percent_data_good = getUint(t, "percent_data_good", h.percent_data_good, 0, 100, name, file);
+    if (h.percent_data_good < 100 - h.percent_data_bad)
+        fail(t, file, "[history] percent_data_good must be at least 100 - percent_data_bad");
     h.max_nodes = getUint(t, "max_nodes", h.max_nodes, 1, 1000000, name, file);
     h.max_value_bytes = getUint(t, "max_value_bytes", h.max_value_bytes, 16, 1u << 20, name, file);
     h.max_nodes_per_read =

@@ -371,6 +371,9 @@ constexpr ServiceDescriptor kServices[] = {
         &nodeService<&NodeServices::historyRead>),
     row<ua::WriteRequest, ua::WriteResponse>(ns0::WriteRequest_Encoding_DefaultBinary, "Write",
                                              Activated, &write),
+    row<ua::HistoryUpdateRequest, ua::HistoryUpdateResponse>(
+        ns0::HistoryUpdateRequest_Encoding_DefaultBinary, "HistoryUpdate", Activated,
+        &nodeService<&NodeServices::historyUpdate>),
     row<ua::CallRequest, ua::CallResponse>(ns0::CallRequest_Encoding_DefaultBinary, "Call",
                                            Activated, &callMethods),
     row<ua::CreateMonitoredItemsRequest, ua::CreateMonitoredItemsResponse>(

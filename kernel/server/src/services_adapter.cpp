@@ -50,6 +50,7 @@ class ServiceSetHandler final : public ServiceHandler {
             return static_cast<S*>(self)->callCondition(object, method, inputs, user);
         };
         n.historyRead = &thunk<ua::HistoryReadRequest, &S::historyRead>;
+        n.historyUpdate = &thunk<ua::HistoryUpdateRequest, &S::historyUpdate>;
         return n;
     }
     session::ServerCounters& counters() noexcept override { return set_.counters(); }

@@ -21,8 +21,9 @@ using host::logger;
 
 namespace {
 
-constexpr std::uint8_t kHistoryReadBit = 4;  // AccessLevel HistoryRead (Part 3 8.57)
-constexpr std::size_t kCpBytes = 8;          // a continuation point on the wire
+constexpr std::uint8_t kHistoryReadBit = 4;   // AccessLevel HistoryRead (Part 3 8.57)
+constexpr std::uint8_t kHistoryWriteBit = 8;  // AccessLevel HistoryWrite
+constexpr std::size_t kCpBytes = 8;           // a continuation point on the wire
 
 const enc::DataType& variantCodec() noexcept {
     static const enc::DataType* t = enc::findDataType("Variant");
@@ -421,37 +422,35 @@ std::string History::keyOf(const ua::NodeId& id, const std::vector<std::string>&
     return out;
 }
 
-History::History(const config::HistorySection& cfg, host::Host& host, AddressSpace& space,
-                 std::uint32_t maxPendingReads)
-    : maxPending(maxPendingReads), cfg_(cfg), space_(space) {
+std::vector<Node*> History::resolve(const config::HistorySection& cfg, AddressSpace& space,
+                                    bool log) {
     const auto& uris = space.namespaces();
+    std::vector<Node*> out;
+    std::unordered_map<const Node*, bool> seen;
     auto add = [&](Node& n, const std::string& how) {
-        if (byNode_.count(&n)) return;
+        if (!seen.emplace(&n, true).second) return;
         if (n.nodeClass != addressspace::kVariable || n.callbacks.readsValue()) {
-            logger()->warn("history: {} is not a stored Variable: not recorded", how);
+            if (log) logger()->warn("history: {} is not a stored Variable: not recorded", how);
             return;
         }
-        if (byNode_.size() >= cfg.max_nodes)
+        if (out.size() >= cfg.max_nodes)
             throw std::runtime_error("history: more than max_nodes = " +
                                      std::to_string(cfg.max_nodes) + " recorded nodes");
-        keys_.push_back(std::make_unique<std::string>(keyOf(n.id, uris)));
-        byNode_.emplace(&n, keys_.back().get());
-        n.accessLevel.fetch_or(kHistoryReadBit);
-        n.historizing = true;
+        out.push_back(&n);
     };
     for (const config::PersistentNode& p : cfg.nodes) {
         std::size_t ns = 0;
         if (!p.namespace_uri.empty()) {
             auto it = std::find(uris.begin(), uris.end(), p.namespace_uri);
             if (it == uris.end()) {
-                logger()->warn("history: {}: no such namespace", p.text);
+                if (log) logger()->warn("history: {}: no such namespace", p.text);
                 continue;
             }
             ns = std::size_t(it - uris.begin());
         } else {
             ns = std::size_t(p.ns);
             if (ns >= uris.size()) {
-                logger()->warn("history: {}: no such namespace", p.text);
+                if (log) logger()->warn("history: {}: no such namespace", p.text);
                 continue;
             }
         }
@@ -459,7 +458,7 @@ History::History(const config::HistorySection& cfg, host::Host& host, AddressSpa
                                     : ua::numericNodeId(std::uint16_t(ns), p.numeric);
         Node* n = space.mutableNode(id);
         if (n == nullptr) {
-            logger()->warn("history: {}: no such node: not recorded", p.text);
+            if (log) logger()->warn("history: {}: no such node: not recorded", p.text);
             continue;
         }
         add(*n, p.text);
@@ -471,6 +470,18 @@ History::History(const config::HistorySection& cfg, host::Host& host, AddressSpa
         });
         for (Node* n : nodes) add(*n, keyOf(n->id, uris));
     }
+    return out;
+}
+
+History::History(const config::HistorySection& cfg, host::Host& host, AddressSpace& space,
+                 std::uint32_t maxPendingReads, const std::vector<Node*>* resolved)
+    : maxPending(maxPendingReads), cfg_(cfg), space_(space) {
+    const auto& uris = space.namespaces();
+    const std::vector<Node*> nodes = resolved ? *resolved : resolve(cfg, space, true);
+    for (Node* n : nodes) {
+        keys_.push_back(std::make_unique<std::string>(keyOf(n->id, uris)));
+        byNode_.emplace(n, keys_.back().get());
+    }
     uaplex_history_params params{};
     params.hdr = UAPLEX_HEADER_INIT(uaplex_history_params, UAPLEX_STYPE_HISTORY_PARAMS);
     params.max_values_per_read = cfg.max_values_per_node;
@@ -478,6 +489,12 @@ History::History(const config::HistorySection& cfg, host::Host& host, AddressSpa
     store_->start();
     ops_ = store_->ops<uaplex_history_ops>();
     self_ = store_->self();
+    const bool writes = UAPLEX_FIELD_OR(ops_, uaplex_history_ops, update, nullptr) != nullptr ||
+                        UAPLEX_FIELD_OR(ops_, uaplex_history_ops, delete_raw, nullptr) != nullptr;
+    for (Node* n : nodes) {
+        n->accessLevel.fetch_or(std::uint8_t(kHistoryReadBit | (writes ? kHistoryWriteBit : 0)));
+        n->historizing = true;
+    }
     logger()->info("history: {} node(s) recorded into '{}'", byNode_.size(), cfg.plugin);
 }
 

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -24,8 +25,10 @@ class History {
     // Creates and starts the store instance ([history] plugin), resolves the recorded nodes
     // against the sealed address space and sets their HistoryRead access bit and Historizing.
     // Throws std::runtime_error (HostError) with a one-line message.
+    // `resolved`: the nodes resolve() found before seal (null: resolved here). The HistoryWrite
+    // bit is set too when the store updates or deletes.
     History(const config::HistorySection& cfg, host::Host& host, AddressSpace& space,
-            std::uint32_t maxPending);
+            std::uint32_t maxPending, const std::vector<Node*>* resolved = nullptr);
     ~History();
     History(const History&) = delete;
     History& operator=(const History&) = delete;
@@ -37,6 +40,18 @@ class History {
     // Values the recorder could not hand to the store (full queue, too large, stopped).
     std::uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
 
+    // The recorded nodes [history] names (and, with historizing, every stored Variable whose
+    // Historizing is true), at most max_nodes (std::runtime_error past it); what is not a
+    // stored Variable is logged (with `log`) and skipped. Before or after seal.
+    static std::vector<Node*> resolve(const config::HistorySection& cfg, AddressSpace& space,
+                                      bool log);
+
+    // HistoryUpdate (Part 11 6.9, Part 4 5.10.5; history_update.cpp): as read().
+    uaplex_status update(ServiceCall& call) noexcept;
+    // Whether a value may go into the history of a node (its DataType and ValueRank); set
+    // before any client is served. Unset: every value.
+    std::function<bool(const Node&, const ua::Variant&)> valueFits;
+
     // HistoryRead (Part 11 6.4, Part 4 5.10.3). Good with call.response set, Good-completes-
     // asynchronously when parked, or a Bad status for a ServiceFault.
     uaplex_status read(ServiceCall& call) noexcept;
@@ -47,8 +62,14 @@ class History {
     const config::HistorySection& config() const noexcept { return cfg_; }
     const uaplex_history_ops* ops() const noexcept { return ops_; }
     void* self() const noexcept { return self_; }
-    std::atomic<std::uint32_t> pending{0};  // reads issued and not completed
+    std::atomic<std::uint32_t> pending{0};  // store reads, updates, deletes not completed
     const std::uint32_t maxPending;
+
+    // The store key of a recorded node; null for a node that is not recorded.
+    const std::string* keyOf(const Node* n) const noexcept {
+        auto it = byNode_.find(n);
+        return it == byNode_.end() ? nullptr : it->second;
+    }
 
   private:
     config::HistorySection cfg_;

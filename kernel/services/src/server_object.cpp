@@ -264,9 +264,10 @@ void ServiceSet::Impl::buildServerObject() {
     // later read 0 (no limit stated) until those services set them.
     constant(n0::Server_ServerCapabilities_OperationLimits_MaxNodesPerHistoryReadData,
              scalarUInt32(cfg.history.enabled ? cfg.history.max_nodes_per_read : 0));
+    constant(n0::Server_ServerCapabilities_OperationLimits_MaxNodesPerHistoryUpdateData,
+             scalarUInt32(cfg.history.enabled ? cfg.history.max_nodes_per_update : 0));
     for (std::uint32_t id :
          {n0::Server_ServerCapabilities_OperationLimits_MaxNodesPerHistoryReadEvents,
-          n0::Server_ServerCapabilities_OperationLimits_MaxNodesPerHistoryUpdateData,
           n0::Server_ServerCapabilities_OperationLimits_MaxNodesPerHistoryUpdateEvents,
           n0::Server_ServerCapabilities_OperationLimits_MaxNodesPerNodeManagement,
           n0::Server_ServerCapabilities_MaxSelectClauseParameters,

@@ -119,6 +119,9 @@ ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
         try {
             history = std::make_unique<History>(c.history, host, space,
                                                 c.server.limits.max_async_operations);
+            history->valueFits = [this](const Node& n, const ua::Variant& v) {
+                return typeMatches(n.dataType, v) && rankMatches(n.valueRank, v);
+            };
             recording.store(history.get(), std::memory_order_release);
         } catch (...) {
             persisting.store(nullptr, std::memory_order_release);
@@ -299,6 +302,9 @@ uaplex_status ServiceSet::read(ServiceCall& c) noexcept {
 }
 uaplex_status ServiceSet::historyRead(ServiceCall& c) noexcept {
     return guarded(c, &Impl::historyRead);
+}
+uaplex_status ServiceSet::historyUpdate(ServiceCall& c) noexcept {
+    return guarded(c, &Impl::historyUpdate);
 }
 uaplex_status ServiceSet::write(ServiceCall& c) noexcept {
     return guarded(c, &Impl::write);

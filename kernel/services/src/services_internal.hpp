@@ -296,7 +296,8 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
     uaplex_status registerNodes(ServiceCall& call) noexcept;
     uaplex_status unregisterNodes(ServiceCall& call) noexcept;
     uaplex_status callMethods(ServiceCall& call) noexcept;
-    uaplex_status historyRead(ServiceCall& call) noexcept;  // history.cpp
+    uaplex_status historyRead(ServiceCall& call) noexcept;    // history.cpp
+    uaplex_status historyUpdate(ServiceCall& call) noexcept;  // history_update.cpp
     // The end of an owned namespace's Method call (`status` from its plugin): outputs and
     // input results as the response carries them (BadInternalError when not encodable).
     static void finishOwnedCall(uaplex_status status, std::size_t outCount, ua::Variant* outputs,

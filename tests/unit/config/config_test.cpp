@@ -603,6 +603,54 @@ TEST_CASE("[history]: bad values are refused with their position") {
     CHECK_THAT(w.warnings[0], Catch::Contains("unknown key 'bogus' in [history]"));
 }
 
+TEST_CASE("[history]: the update limits and the HistoricalDataConfiguration settings") {
+    const std::string head = "[history]\nplugin = \"h\"\nhistorizing = true\n";
+    auto def = parseString(head, "/etc/uaplex/test.toml", kPaths).history;
+    CHECK(def.max_nodes_per_update == 100);
+    CHECK(def.max_values_per_update == 10000);
+    CHECK_FALSE(def.stepped);
+    CHECK(def.min_time_interval_ms == 0);
+    CHECK(def.max_time_interval_ms == 0);
+    CHECK(def.exception_deviation == 0);
+    CHECK(def.treat_uncertain_as_bad);
+    CHECK(def.percent_data_bad == 100);
+    CHECK(def.percent_data_good == 100);
+    CHECK_FALSE(def.use_sloped_extrapolation);
+    auto set = parseString(head +
+                               "max_nodes_per_update = 2\nmax_values_per_update = 3\n"
+                               "stepped = true\nmin_time_interval_ms = 100\n"
+                               "max_time_interval_ms = 2500.5\nexception_deviation = 0.5\n"
+                               "treat_uncertain_as_bad = false\npercent_data_bad = 20\n"
+                               "percent_data_good = 80\nuse_sloped_extrapolation = true\n",
+                           "/etc/uaplex/test.toml", kPaths);
+    const auto& h = set.history;
+    CHECK(set.warnings.empty());
+    CHECK(h.max_nodes_per_update == 2);
+    CHECK(h.max_values_per_update == 3);
+    CHECK(h.stepped);
+    CHECK(h.min_time_interval_ms == 100);
+    CHECK(h.max_time_interval_ms == 2500.5);
+    CHECK(h.exception_deviation == 0.5);
+    CHECK_FALSE(h.treat_uncertain_as_bad);
+    CHECK(h.percent_data_bad == 20);
+    CHECK(h.percent_data_good == 80);
+    CHECK(h.use_sloped_extrapolation);
+    for (const char* key : {"max_nodes_per_update", "max_values_per_update"}) {
+        INFO(key);
+        CHECK_THAT(error_of(head + key + " = 0\n"),
+                   Catch::Contains(std::string(key) + " must be an integer from 1"));
+    }
+    CHECK_THAT(error_of(head + "stepped = 1\n"), Catch::Contains("stepped must be a boolean"));
+    CHECK_THAT(error_of(head + "min_time_interval_ms = -1\n"),
+               Catch::Contains("min_time_interval_ms must be a duration"));
+    CHECK_THAT(error_of(head + "exception_deviation = -1\n"),
+               Catch::Contains("exception_deviation must be a finite number"));
+    CHECK_THAT(error_of(head + "percent_data_bad = 101\n"),
+               Catch::Contains("percent_data_bad must be an integer from 0 to 100"));
+    CHECK_THAT(error_of(head + "percent_data_bad = 20\npercent_data_good = 70\n"),
+               Catch::Contains("percent_data_good must be at least 100 - percent_data_bad"));
+}
+
 TEST_CASE("[persistence]: bad values are refused with their position") {
     const std::string head = "[persistence]\nfile = \"/v.db\"\n";
     CHECK_THAT(error_of("[persistence]\nnodes = [\"ns=2;i=1\"]\n"),

@@ -317,8 +317,10 @@ TEST_CASE("service table: one row per service, sorted by its request's encoding 
     CHECK(findService(serviceTable().front().requestEncodingId - 1) == nullptr);
     CHECK(findService(serviceTable().back().requestEncodingId + 1) == nullptr);
     CHECK(findService(0xFFFFFFFFu) == nullptr);
-    CHECK(findService(enc::dataTypeOf<ua::HistoryUpdateRequest>()->binaryEncodingId) == nullptr);
+    CHECK(findService(enc::dataTypeOf<ua::QueryFirstRequest>()->binaryEncodingId) == nullptr);
     CHECK(findService(ua::ns0::HistoryReadRequest_Encoding_DefaultBinary)->session ==
+          SessionUse::Activated);
+    CHECK(findService(ua::ns0::HistoryUpdateRequest_Encoding_DefaultBinary)->session ==
           SessionUse::Activated);
     // Discovery needs no session; the session services find theirs; the rest need one.
     CHECK(findService(ua::ns0::GetEndpointsRequest_Encoding_DefaultBinary)->session ==

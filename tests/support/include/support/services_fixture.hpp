@@ -45,6 +45,10 @@ constexpr auto serviceFor() {
         return &S::registerNodes;
     else if constexpr (std::is_same_v<Req, ua::UnregisterNodesRequest>)
         return &S::unregisterNodes;
+    else if constexpr (std::is_same_v<Req, ua::HistoryReadRequest>)
+        return &S::historyRead;
+    else if constexpr (std::is_same_v<Req, ua::HistoryUpdateRequest>)
+        return &S::historyUpdate;
     else {
         static_assert(std::is_same_v<Req, ua::CallRequest>, "not a service of the ServiceSet");
         return &S::callMethods;

@@ -353,6 +353,17 @@ struct HistorySection {
     std::uint32_t max_intervals_per_node = 1000;   // ReadProcessed: intervals per node and call
     std::uint32_t max_processed_values = 1000000;  // raw values a processed read holds at once
     std::uint32_t max_req_times = 10000;           // ReadAtTime: reqTimes of one request
+    std::uint32_t max_nodes_per_update = 100;      // HistoryUpdate historyUpdateDetails at most
+    std::uint32_t max_values_per_update = 10000;   // updateValues and reqTimes of one call
+    // The HistoricalDataConfiguration of every recorded Variable (Part 11 5.3.3).
+    bool stepped = false;
+    double min_time_interval_ms = 0;
+    double max_time_interval_ms = 0;
+    double exception_deviation = 0;
+    bool treat_uncertain_as_bad = true;  // AggregateConfiguration (Part 13 4.2.1.2)
+    std::uint32_t percent_data_bad = 100;
+    std::uint32_t percent_data_good = 100;
+    bool use_sloped_extrapolation = false;
 };
 
 // [admin]: the admin listener (/metrics, /health, /ready), plain HTTP or TLS, apart from the

@@ -91,6 +91,7 @@ struct NodeServices {
                                    std::span<const ua::Variant> inputs,
                                    std::string_view user) noexcept = nullptr;
     NodeServiceFn historyRead = nullptr;
+    NodeServiceFn historyUpdate = nullptr;
 };
 
 class ServiceHandler {

@@ -114,6 +114,8 @@ class ServiceSet {
     uaplex_status callMethods(ServiceCall& call) noexcept;
     // HistoryRead ([history]; BadServiceUnsupported without it).
     uaplex_status historyRead(ServiceCall& call) noexcept;
+    // HistoryUpdate ([history]; BadServiceUnsupported without it).
+    uaplex_status historyUpdate(ServiceCall& call) noexcept;
 
     ServerCounters& counters() noexcept;
     // The namespace table (NamespaceArray order).
