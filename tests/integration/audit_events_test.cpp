@@ -40,6 +40,7 @@ constexpr std::uint32_t kAuditCancel = 2078;
 constexpr std::uint32_t kAuditWriteUpdate = 2100;
 constexpr std::uint32_t kAuditUrlMismatch = 2748;
 constexpr std::uint32_t kAuditConditionEnable = 2803;
+constexpr std::uint32_t kAuditUpdateMethod = 2127;
 
 fs::path usersFile(const fs::path& dir) {
     fs::path f = dir / "users.toml";
@@ -357,4 +358,86 @@ TEST_CASE("audit: a reload with another [audit] says it needs a restart and chan
     REQUIRE(c.createSession() == UAPLEX_Good);
     ua::DataValue auditing = test::readOne(c, ua::numericNodeId(0, 2994), 13, ++handle);
     CHECK_FALSE(auditing.value.value.boolean);  // still the running configuration's
+}
+
+TEST_CASE("audit: writes and calls completed later and method calls raise their events") {
+    test::ServerProcess s("audit-async", [](std::uint16_t port, const fs::path& dir) {
+        std::ostringstream t;
+        t << test::configHead(port)
+          << "[slots]\nrequest_queue = \"fifo\"\nmonitored_item_queue = \"mi-default\"\n"
+          << "[plugins.fifo]\n[plugins.transport-tcp]\n[plugins.mi-default]\n"
+          << "[plugins.test-asyncread]\nlibrary = \"" << UAPLEX_ASYNCREAD_PLUGIN << "\"\n"
+          << "delay_ms = 50\n"
+          << "[access]\nusers_file = \"" << usersFile(dir).string() << "\"\n"
+          << "[audit]\nenabled = true\nfile = \"audit.jsonl\"\nformat = \"json\"\n";
+        return t.str();
+    });
+    Client watcher;
+    REQUIRE(watcher.open(s.port));
+    REQUIRE(watcher.createSession() == UAPLEX_Good);
+    subscribeToServerEvents(watcher);
+    Client op;
+    REQUIRE(op.open(s.port));
+    Client::UserName operatorToken("username", "operator", "op-secret");
+    REQUIRE(op.createSessionAs(&operatorToken.eo) == UAPLEX_Good);
+    const std::uint16_t ns = test::namespaceIndex(op, "urn:uaplex:test-async", ++handle);
+    REQUIRE(ns != 0);
+
+    // write_async: answered after delay_ms, from the plugin's thread.
+    CHECK(test::writeInt32(op, ua::stringNodeId(ns, "Delayed"), 7) == UAPLEX_Good);
+    // call_async (2x after delay_ms), and one answered at once.
+    ua::Variant in = ua::variantInt32(21);
+    ua::CallMethodRequest calls[2]{};
+    calls[0].objectId = ua::stringNodeId(ns, "Object");
+    calls[0].methodId = ua::stringNodeId(ns, "DelayedMethod");
+    calls[0].inputArguments = {1, &in};
+    calls[1].objectId = ua::stringNodeId(ns, "Object");
+    calls[1].methodId = ua::stringNodeId(ns, "SyncMethod");
+    calls[1].inputArguments = {0, nullptr};
+    ua::CallRequest callReq{};
+    callReq.methodsToCall = {2, calls};
+    auto m = op.call(callReq, ++handle);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    const auto& results = static_cast<ua::CallResponse*>(m.object)->results;
+    REQUIRE(results.length == 2);
+    CHECK(results[0].statusCode == UAPLEX_Good);
+    // A method that is no component of the object: the call fails, the event says so.
+    ua::CallMethodRequest wrong{};
+    wrong.objectId = ua::numericNodeId(0, 2253);  // Server
+    wrong.methodId = ua::numericNodeId(0, 11492 + 100000);
+    wrong.inputArguments = {0, nullptr};
+    ua::CallRequest wrongReq{};
+    wrongReq.methodsToCall = {1, &wrong};
+    REQUIRE(Client::result(op.call(wrongReq, ++handle)) == UAPLEX_Good);
+
+    std::vector<Seen> seen;
+    auto count = [&](std::uint32_t type, bool status) {
+        std::size_t n = 0;
+        for (const Seen& e : seen)
+            n += e.type == type && e.status == status && e.user == "operator";
+        return n;
+    };
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline &&
+           (count(kAuditWriteUpdate, true) < 1 || count(kAuditUpdateMethod, true) < 2 ||
+            count(kAuditUpdateMethod, false) < 1))
+        publishEvents(watcher, seen);
+    CHECK(count(kAuditWriteUpdate, true) == 1);
+    CHECK(count(kAuditUpdateMethod, true) == 2);
+    CHECK(count(kAuditUpdateMethod, false) == 1);
+
+    // The log has the same records, with the written value and the method's arguments.
+    std::string text;
+    deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline &&
+           text.find("\"Status\":false") == std::string::npos) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        text = slurp(s.dir / "audit.jsonl");
+    }
+    CHECK_THAT(text, Catch::Contains("\"EventType\":\"AuditWriteUpdateEventType\"") &&
+                         Catch::Contains("\"NewValue\":\"type 6\"") &&
+                         Catch::Contains("DelayedMethod") &&
+                         Catch::Contains("\"InputArguments\":\"1 arguments\"") &&
+                         Catch::Contains("\"OutputArguments\":\"1 arguments\""));
+    CHECK(s.alive());
 }

@@ -108,6 +108,8 @@ const char* eventTypeName(std::uint32_t type) noexcept {
             return "AuditCancelEventType";
         case ns0::AuditWriteUpdateEventType:
             return "AuditWriteUpdateEventType";
+        case ns0::AuditUpdateMethodEventType:
+            return "AuditUpdateMethodEventType";
         case ns0::AuditUrlMismatchEventType:
             return "AuditUrlMismatchEventType";
         case ns0::AuditCertificateUntrustedEventType:
@@ -194,12 +196,12 @@ bool isWildcardHost(std::string_view host) noexcept {
     return host == "0.0.0.0" || host == "[::]" || host == "[0:0:0:0:0:0:0:0]";
 }
 
-std::string userOf(const session::Session& s) {
+}  // namespace
+
+std::string AuditTrail::userOf(const session::Session& s) {
     session::UserIdentity id = s.identity();
     return cleanText(id.name.empty() ? id.key : id.name);
 }
-
-}  // namespace
 
 // Every value a field points to lives in the record (deques keep addresses) or in the request
 // the service is answering, for the duration of emit().
@@ -600,7 +602,50 @@ void AuditTrail::write(const session::Session& s, const ua::WriteRequest& req, u
                        const ua::WriteResponse* resp,
                        std::span<const ua::DataValue> oldValues) noexcept {
     try {
-        const std::string user = userOf(s);
+        write(userOf(s), s.sessionId(), req, status, resp, oldValues);
+    } catch (...) {
+        dropped_.fetch_add(1, std::memory_order_relaxed);
+    }
+}
+
+void AuditTrail::methodCall(std::string_view user, const ua::NodeId& sessionId,
+                            const ua::CallRequest& req, uaplex_status status,
+                            const ua::CallResponse* resp, std::span<const bool> skip) noexcept {
+    try {
+        const std::int64_t utc = ua::utcNow();
+        for (std::size_t i = 0; i < req.methodsToCall.size(); ++i) {
+            if (i < skip.size() && skip[i]) continue;
+            const ua::CallMethodRequest& m = req.methodsToCall[i];
+            const ua::CallMethodResult* result =
+                status == UAPLEX_Good && resp && i < resp->results.size() ? &resp->results[i]
+                                                                          : nullptr;
+            uaplex_status st = status;
+            if (st == UAPLEX_Good) st = result ? result->statusCode : UAPLEX_BadInternalError;
+            Record r(ns0::AuditUpdateMethodEventType);
+            r.common(serverId_, st == UAPLEX_Good, st, ua::view(req.requestHeader.auditEntryId),
+                     user, utc);
+            r.addNodeId("SessionId", sessionId);
+            r.addNodeId("SourceNode", m.objectId);
+            r.addNodeId("MethodId", m.methodId);
+            const std::size_t n = m.inputArguments.size();
+            r.add(
+                "InputArguments",
+                ua::variantArray(ua::BuiltinType::Variant, std::int32_t(n), m.inputArguments.data),
+                std::to_string(n) + " arguments", true);
+            r.logOnly("OutputArguments",
+                      std::to_string(result ? result->outputArguments.size() : 0) + " arguments");
+            emit(r);
+        }
+    } catch (...) {
+        dropped_.fetch_add(1, std::memory_order_relaxed);
+    }
+}
+
+void AuditTrail::write(std::string_view user, const ua::NodeId& sessionId,
+                       const ua::WriteRequest& req, uaplex_status status,
+                       const ua::WriteResponse* resp,
+                       std::span<const ua::DataValue> oldValues) noexcept {
+    try {
         const std::int64_t utc = ua::utcNow();
         for (std::size_t i = 0; i < req.nodesToWrite.size(); ++i) {
             const ua::WriteValue& wv = req.nodesToWrite[i];
@@ -610,7 +655,7 @@ void AuditTrail::write(const session::Session& s, const ua::WriteRequest& req, u
             Record r(ns0::AuditWriteUpdateEventType);
             r.common(serverId_, st == UAPLEX_Good, st, ua::view(req.requestHeader.auditEntryId),
                      user, utc);
-            r.addNodeId("SessionId", s.sessionId());
+            r.addNodeId("SessionId", sessionId);
             // The written node (Part 5 6.4.21); the event still reaches the Server's items.
             r.addNodeId("SourceNode", wv.nodeId);
             r.addUInt32("AttributeId", wv.attributeId);

@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <uaplex/server/service_table.hpp>
 
+#include <algorithm>
 #include <array>
+#include <atomic>
+#include <cstring>
 #include <iterator>
+#include <memory>
+#include <optional>
 
 #include <uaplex/server/audit_trail.hpp>
 #include <uaplex/server/discovery.hpp>
@@ -101,13 +106,135 @@ uaplex_status cancel(ServiceRequest& c) noexcept {
 
 // --- attribute, view and method services: the ServiceHandler's NodeServices ---------------------
 
+// With `ctx` instead of the request's own context (the audited Write and Call's).
 template <NodeServiceFn NodeServices::*Fn>
-uaplex_status nodeService(ServiceRequest& c) noexcept {
+uaplex_status nodeServiceIn(ServiceRequest& c, const session::RequestContext* ctx) noexcept {
     NodeServiceFn fn = c.nodeServices.*Fn;
     if (fn == nullptr) return UAPLEX_BadServiceUnsupported;
-    return fn(c.nodeServices.self, c.arena, c.session->state(), c.session->access(), c.request,
-              &c.ctx, c.header.returnDiagnostics, c.responseType, c.response);
+    return fn(c.nodeServices.self, c.arena, c.session->state(), c.session->access(), c.request, ctx,
+              c.header.returnDiagnostics, c.responseType, c.response);
 }
+
+template <NodeServiceFn NodeServices::*Fn>
+uaplex_status nodeService(ServiceRequest& c) noexcept {
+    return nodeServiceIn<Fn>(c, &c.ctx);
+}
+
+// A deep copy of `value` of `type` in `arena` (encoded, then decoded there); null when it
+// does not encode or memory is short.
+void* copyInto(enc::Arena& arena, const enc::DataType& type, const void* value) noexcept {
+    try {
+        enc::ByteBuffer buf;
+        if (enc::encodeValue(buf, type, value) != UAPLEX_Good) return nullptr;
+        auto* bytes = static_cast<std::uint8_t*>(arena.allocate(buf.size() ? buf.size() : 1, 8));
+        if (bytes == nullptr) return nullptr;
+        std::memcpy(bytes, buf.data(), buf.size());
+        void* out = nullptr;
+        if (enc::decodeValue({bytes, buf.size()}, arena, enc::DecodeLimits{}, type, &out) !=
+            UAPLEX_Good)
+            return nullptr;
+        return out;
+    } catch (...) {
+        return nullptr;
+    }
+}
+
+// A Write or Call whose operations complete later (write_async, call_async, the blocking
+// lanes): its Audit events are raised when it is answered, from copies taken when it was
+// parked (the worker's request is gone by then), with the results it is answered with.
+class AuditedAnswer final : public session::DeferredRequest {
+  public:
+    AuditedAnswer(std::shared_ptr<session::DeferredRequest> inner, AuditTrail& audit,
+                  std::string user, const ua::NodeId& sessionId)
+        : inner_(std::move(inner)), audit_(audit), user_(std::move(user)), sessionId_(sessionId) {}
+    bool answer(uaplex_status status, const enc::DataType* responseType, void* response,
+                enc::Arena& arena) noexcept override {
+        if (!reported_.exchange(true, std::memory_order_acq_rel)) {
+            if (write) {
+                const bool ok =
+                    status == UAPLEX_Good && responseType == enc::dataTypeOf<ua::WriteResponse>();
+                audit_.write(
+                    user_, sessionId_, *write, reported(status, ok),
+                    ok ? static_cast<const ua::WriteResponse*>(response) : nullptr,
+                    old ? std::span<const ua::DataValue>(old->results.data, old->results.size())
+                        : std::span<const ua::DataValue>{});
+            } else if (call) {
+                const bool ok =
+                    status == UAPLEX_Good && responseType == enc::dataTypeOf<ua::CallResponse>();
+                audit_.methodCall(user_, sessionId_, *call, reported(status, ok),
+                                  ok ? static_cast<const ua::CallResponse*>(response) : nullptr);
+            }
+        }
+        return inner_->answer(status, responseType, response, arena);
+    }
+    uaplex_status status() const noexcept override { return inner_->status(); }
+
+    enc::Arena arena;  // the copies
+    const ua::WriteRequest* write = nullptr;
+    const ua::ReadResponse* old = nullptr;  // the values the Write replaces
+    const ua::CallRequest* call = nullptr;
+
+  private:
+    // Good with the response expected, the answer's Bad status, or BadInternalError.
+    static uaplex_status reported(uaplex_status status, bool ok) noexcept {
+        return ok || status != UAPLEX_Good ? status : UAPLEX_BadInternalError;
+    }
+    std::shared_ptr<session::DeferredRequest> inner_;
+    AuditTrail& audit_;
+    const std::string user_;
+    const ua::NodeId sessionId_;  // ns=1, a GUID: nothing to copy
+    std::atomic<bool> reported_{false};
+};
+
+// The request context a Write or Call runs with when [audit] is on: its `defer` parks the
+// request as the original does and wraps it in an AuditedAnswer.
+struct AuditedDefer {
+    const session::RequestContext& original;
+    AuditTrail& audit;
+    const session::Session& session;
+    const ua::WriteRequest* write = nullptr;
+    std::span<const ua::DataValue> old;
+    const ua::CallRequest* call = nullptr;
+    session::RequestContext ctx;
+
+    AuditedDefer(const session::RequestContext& o, AuditTrail& a, const session::Session& s)
+        : original(o), audit(a), session(s), ctx(o) {
+        if (ctx.defer == nullptr) return;
+        ctx.defer = &AuditedDefer::defer;
+        ctx.deferUser = this;
+    }
+    static std::shared_ptr<session::DeferredRequest> defer(void* user,
+                                                           std::uint32_t returnDiagnostics) {
+        auto& self = *static_cast<AuditedDefer*>(user);
+        auto inner = self.original.defer(self.original.deferUser, returnDiagnostics);
+        if (!inner) return inner;
+        try {
+            auto a = std::make_shared<AuditedAnswer>(
+                inner, self.audit, AuditTrail::userOf(self.session), self.session.sessionId());
+            if (self.write) {
+                a->write = static_cast<const ua::WriteRequest*>(
+                    copyInto(a->arena, *enc::dataTypeOf<ua::WriteRequest>(), self.write));
+                if (!self.old.empty()) {
+                    ua::ReadResponse r{};
+                    r.results = {std::int32_t(self.old.size()),
+                                 const_cast<ua::DataValue*>(self.old.data())};
+                    r.diagnosticInfos = {-1, nullptr};
+                    a->old = static_cast<const ua::ReadResponse*>(
+                        copyInto(a->arena, *enc::dataTypeOf<ua::ReadResponse>(), &r));
+                }
+                if (a->write == nullptr) return inner;  // not reported: memory is short
+            }
+            if (self.call) {
+                a->call = static_cast<const ua::CallRequest*>(
+                    copyInto(a->arena, *enc::dataTypeOf<ua::CallRequest>(), self.call));
+                if (a->call == nullptr) return inner;
+            }
+            return a;
+        } catch (...) {
+            return inner;
+        }
+    }
+};
 
 // ConditionRefresh (i=3875) and ConditionRefresh2 (i=12912) of ConditionType (Part 9 5.5.7):
 // the services checked the object, method and inputs and left them unimplemented; they act
@@ -140,8 +267,8 @@ void conditionRefresh(SubscriptionService& subscriptions, std::uint64_t session,
 // Call permission on object and method and the inputs, and left them unimplemented; the conditions
 // act for the session's user, their ClientUserId.
 void conditionMethods(const NodeServices& services, const session::Session& session,
-                      AuditTrail* audit, const ua::CallRequest& req,
-                      ua::CallResponse& resp) noexcept {
+                      AuditTrail* audit, const ua::CallRequest& req, ua::CallResponse& resp,
+                      bool* reported) noexcept {
     std::string user;
     bool known = false;
     for (std::size_t i = 0; i < req.methodsToCall.size() && i < resp.results.size(); ++i) {
@@ -169,6 +296,7 @@ void conditionMethods(const NodeServices& services, const session::Session& sess
                                    {m.inputArguments.data, m.inputArguments.size()}, user);
         r.outputArguments = {0, nullptr};
         if (audit) audit->conditionMethod(session, req, m, method, r.statusCode);
+        if (reported) reported[i] = true;  // its own Audit event
     }
 }
 
@@ -198,13 +326,16 @@ std::span<const ua::DataValue> oldValues(ServiceRequest& c, const ua::WriteReque
     return {results.data, results.size()};
 }
 
-// Write with its AuditWriteUpdate events. A write answered later (GoodCompletesAsynchronously)
-// owns the request by then and is not reported.
+// Write with its AuditWriteUpdate events; a write answered later (GoodCompletesAsynchronously)
+// reports when it is answered (AuditedAnswer).
 uaplex_status write(ServiceRequest& c) noexcept {
     if (!c.audit) return nodeService<&NodeServices::write>(c);
     const auto& req = requestOf<ua::WriteRequest>(c);
     std::span<const ua::DataValue> old = oldValues(c, req);
-    uaplex_status st = nodeService<&NodeServices::write>(c);
+    AuditedDefer parked(c.ctx, *c.audit, *c.session);
+    parked.write = &req;
+    parked.old = old;
+    uaplex_status st = nodeServiceIn<&NodeServices::write>(c, &parked.ctx);
     if (st != UAPLEX_GoodCompletesAsynchronously)
         c.audit->write(
             *c.session, req, st,
@@ -212,14 +343,38 @@ uaplex_status write(ServiceRequest& c) noexcept {
     return st;
 }
 
+// Call with its AuditUpdateMethod events (the condition methods raise their own, more specific
+// ones); a call answered later reports when it is answered.
 uaplex_status callMethods(ServiceRequest& c) noexcept {
-    uaplex_status st = nodeService<&NodeServices::call>(c);
+    const auto& req = requestOf<ua::CallRequest>(c);
+    std::optional<AuditedDefer> parked;
+    if (c.audit) {
+        parked.emplace(c.ctx, *c.audit, *c.session);
+        parked->call = &req;
+    }
+    uaplex_status st = nodeServiceIn<&NodeServices::call>(c, parked ? &parked->ctx : &c.ctx);
+    bool* reported = nullptr;
+    if (c.audit && st == UAPLEX_Good && c.response != nullptr) {
+        reported = c.arena.allocateArray<bool>(std::max<std::size_t>(req.methodsToCall.size(), 1));
+        if (reported) std::fill_n(reported, req.methodsToCall.size(), false);
+    }
     if (st == UAPLEX_Good && c.response != nullptr && c.nodeServices.conditionCall != nullptr)
-        conditionMethods(c.nodeServices, *c.session, c.audit, requestOf<ua::CallRequest>(c),
-                         *static_cast<ua::CallResponse*>(c.response));
+        conditionMethods(c.nodeServices, *c.session, c.audit, req,
+                         *static_cast<ua::CallResponse*>(c.response), reported);
     if (st == UAPLEX_Good && c.subscriptions)
-        conditionRefresh(*c.subscriptions, sessionKey(*c.session), requestOf<ua::CallRequest>(c),
+        conditionRefresh(*c.subscriptions, sessionKey(*c.session), req,
                          *static_cast<ua::CallResponse*>(c.response));
+    if (c.audit && st != UAPLEX_GoodCompletesAsynchronously) {
+        try {
+            c.audit->methodCall(
+                AuditTrail::userOf(*c.session), c.session->sessionId(), req, st,
+                st == UAPLEX_Good ? static_cast<const ua::CallResponse*>(c.response) : nullptr,
+                reported ? std::span<const bool>(reported, req.methodsToCall.size())
+                         : std::span<const bool>{});
+        } catch (...) {
+            // userOf out of memory: the event is lost, as when the log queue is full
+        }
+    }
     return st;
 }
 

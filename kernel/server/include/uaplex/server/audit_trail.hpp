@@ -63,6 +63,21 @@ class AuditTrail {
     void write(const session::Session& session, const ua::WriteRequest& request,
                uaplex_status status, const ua::WriteResponse* response,
                std::span<const ua::DataValue> oldValues = {}) noexcept;
+    // The same for a Write answered later (write_async, the blocking lanes): the session's
+    // user and SessionId as they were when it was parked.
+    void write(std::string_view user, const ua::NodeId& sessionId, const ua::WriteRequest& request,
+               uaplex_status status, const ua::WriteResponse* response,
+               std::span<const ua::DataValue> oldValues) noexcept;
+    // AuditUpdateMethodEventType (Part 5 6.4.27), one per method called: the Object as
+    // SourceNode, MethodId, InputArguments; the log adds the number of output arguments
+    // (StatusCodeId and OutputArguments of 1.05 are not in this namespace-0 image). `response`
+    // null when the whole request failed; `skip[i]` true for a call already reported by its
+    // own Audit event (the condition methods').
+    void methodCall(std::string_view user, const ua::NodeId& sessionId,
+                    const ua::CallRequest& request, uaplex_status status,
+                    const ua::CallResponse* response, std::span<const bool> skip = {}) noexcept;
+    // The session's user as the Audit events name it (ClientUserId).
+    static std::string userOf(const session::Session& session);
     // AuditCertificate*EventType by `status` (Untrusted, Expired, Invalid, Revoked, Mismatch,
     // or the base type) for a client certificate refused with it.
     void certificate(std::span<const std::uint8_t> der, uaplex_status status,
