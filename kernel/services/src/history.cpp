@@ -573,8 +573,13 @@ uaplex_status History::read(ServiceCall& call) noexcept {
         rq.startTime = processed->startTime;
         rq.endTime = processed->endTime;
         rq.processingIntervalMs = processed->processingInterval;
-        rq.configuration = aggregates::effectiveConfiguration(processed->aggregateConfiguration,
-                                                              aggregates::AggregateConfiguration{});
+        // The variables' HistoricalDataConfiguration ([history]) is the server's default.
+        const aggregates::AggregateConfiguration defaults{
+            cfg_.treat_uncertain_as_bad, std::uint8_t(cfg_.percent_data_bad),
+            std::uint8_t(cfg_.percent_data_good), cfg_.use_sloped_extrapolation};
+        rq.configuration =
+            aggregates::effectiveConfiguration(processed->aggregateConfiguration, defaults);
+        rq.stepped = cfg_.stepped;
     }
     if (atTime) {
         for (std::int32_t i = 0; i < atTime->reqTimes.length; ++i)

@@ -90,6 +90,7 @@ ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
         host.startNodeManagers();
         std::lock_guard lock(buildMutex());
         buildConditions();
+        buildHistoryModel();
     } catch (...) {
         if (blocking) blocking->stop();
         host.destroyNodeManagers();
@@ -117,8 +118,8 @@ ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
     if (c.history.enabled) {
         // Recording starts before any client is served; the store is started here.
         try {
-            history = std::make_unique<History>(c.history, host, space,
-                                                c.server.limits.max_async_operations);
+            history = std::make_unique<History>(
+                c.history, host, space, c.server.limits.max_async_operations, &historyNodes);
             history->valueFits = [this](const Node& n, const ua::Variant& v) {
                 return typeMatches(n.dataType, v) && rankMatches(n.valueRank, v);
             };

@@ -393,6 +393,10 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
     std::atomic<Persistence*> persisting{nullptr};
     // [history] (history.cpp); null without the section. The recorder reads `recording`.
     std::unique_ptr<History> history;
+    // The recorded Variables, resolved before seal (history_model.cpp), and their model:
+    // HistoricalDataConfigurations, HistoryServerCapabilities, AggregateFunctions.
+    std::vector<Node*> historyNodes;
+    void buildHistoryModel();
     std::atomic<History*> recording{nullptr};
     void record(const Node& n, const ua::DataValue& v) noexcept;  // history.cpp
     // The lanes of the node managers with blocking_threads (null when none has them).

@@ -8,8 +8,11 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
+
+#include <uaplex/aggregates/aggregates.hpp>
 
 #include "support/services_fixture.hpp"
 
@@ -300,4 +303,73 @@ TEST_CASE("history update: InsertHistory, ModifyHistory and DeleteHistory are ch
     CHECK(h.updateOne(h.deleteAt(h.recorded, {t})).statusCode == UAPLEX_BadUserAccessDenied);
     h.s.access = nullptr;
     CHECK(h.history() == V{{t, 1}});
+}
+
+TEST_CASE("history model: HistoryServerCapabilities, AggregateFunctions, HA Configuration") {
+    using ua::BuiltinType;
+    auto organized = [](test::Server& s, std::uint32_t folder) {
+        auto r = s.browse(ua::numericNodeId(0, folder), 0, ua::BrowseDirection::Forward,
+                          ua::numericNodeId(0, 35));
+        REQUIRE(r.statusCode == UAPLEX_Good);
+        return r.references.size();
+    };
+    auto boolean = [](test::Server& s, std::uint32_t id) {
+        ua::DataValue dv = s.read(ua::numericNodeId(0, id));
+        REQUIRE(dv.status == UAPLEX_Good);
+        REQUIRE(ua::variantType(dv.value) == BuiltinType::Boolean);
+        return bool(dv.value.value.boolean);
+    };
+    {
+        test::Server none;                  // no [history]: nothing is offered
+        CHECK_FALSE(boolean(none, 11193));  // AccessHistoryDataCapability
+        CHECK_FALSE(boolean(none, 11196));  // InsertDataCapability
+        CHECK_FALSE(boolean(none, 11199));  // DeleteRawCapability
+        CHECK_FALSE(boolean(none, 19091));  // ServerTimestampSupported
+        CHECK(none.read(ua::numericNodeId(0, 11273)).value.value.uint32 == 0);
+        CHECK(organized(none, 11201) == 0);
+        // AggregateFilters compute the aggregates anyway.
+        CHECK(organized(none, 2997) == aggregates::kAggregateFunctionCount);
+    }
+    HistoryServer h(
+        "stepped = true\nmin_time_interval_ms = 250\nexception_deviation = 0.5\n"
+        "percent_data_bad = 30\npercent_data_good = 80\nmax_values_per_node = 77\n");
+    test::Server& s = h.s;
+    for (std::uint32_t id : {11193u, 11196u, 11197u, 11198u, 11199u, 11200u, 19091u})
+        CHECK(boolean(s, id));
+    for (std::uint32_t id : {11242u, 11281u, 11282u, 11283u, 11502u, 11275u})
+        CHECK_FALSE(boolean(s, id));
+    CHECK(s.read(ua::numericNodeId(0, 11273)).value.value.uint32 == 77);  // MaxReturnDataValues
+    CHECK(organized(s, 11201) == aggregates::kAggregateFunctionCount);
+    CHECK(organized(s, 2997) == aggregates::kAggregateFunctionCount);
+
+    // The recorded Variable's HA Configuration, through HasHistoricalConfiguration.
+    auto hdcRefs = s.browse(h.recorded, 0, ua::BrowseDirection::Forward, ua::numericNodeId(0, 56));
+    REQUIRE(hdcRefs.references.size() == 1);
+    CHECK(ua::view(hdcRefs.references[0].browseName.name) == "HA Configuration");
+    CHECK(hdcRefs.references[0].typeDefinition.node_id.identifier.numeric == 2318);
+    const ua::NodeId hdc = hdcRefs.references[0].nodeId.node_id;
+    CHECK(s.browse(h.unrecorded, 0, ua::BrowseDirection::Forward, ua::numericNodeId(0, 56))
+              .references.size() == 0);
+    std::map<std::string, ua::Variant> props;
+    auto collect = [&](const ua::NodeId& node) {
+        for (const auto& ref :
+             s.browse(node, 0, ua::BrowseDirection::Forward, ua::numericNodeId(0, 46)).references) {
+            ua::DataValue dv = s.read(ref.nodeId.node_id);
+            REQUIRE(dv.status == UAPLEX_Good);
+            props[std::string(ua::view(ref.browseName.name))] = dv.value;
+        }
+    };
+    collect(hdc);
+    auto agg = s.browse(hdc, 0, ua::BrowseDirection::Forward, ua::numericNodeId(0, 47));
+    REQUIRE(agg.references.size() == 1);
+    CHECK(ua::view(agg.references[0].browseName.name) == "AggregateConfiguration");
+    collect(agg.references[0].nodeId.node_id);
+    CHECK(props.at("Stepped").value.boolean);
+    CHECK(props.at("MinTimeInterval").value.double_ == 250);
+    CHECK(props.at("MaxTimeInterval").value.double_ == 0);
+    CHECK(props.at("ExceptionDeviation").value.double_ == 0.5);
+    CHECK(props.at("TreatUncertainAsBad").value.boolean);
+    CHECK(props.at("PercentDataBad").value.byte == 30);
+    CHECK(props.at("PercentDataGood").value.byte == 80);
+    CHECK_FALSE(props.at("UseSlopedExtrapolation").value.boolean);
 }
