@@ -163,3 +163,52 @@ test("SessionDiagnosticsArray and SubscriptionDiagnosticsArray show this session
         }
     });
 });
+
+// The SessionDiagnosticsObject of each session (Part 5 6.3.4) under SessionsDiagnosticsSummary
+// (i=3706): found by its SessionId, its SessionDiagnostics counting this session's Reads; gone
+// for a second client once the session is closed.
+test("SessionsDiagnosticsSummary has this session's object, its Read count grows, it goes at close", { timeout: T_SHORT }, async () => {
+    let objectId;
+    await withSession(async (session) => {
+        const browsed = await session.browse({
+            nodeId: "i=3706", browseDirection: BrowseDirection.Forward,
+            referenceTypeId: "i=47", includeSubtypes: true, resultMask: 63,
+        });
+        assertGood(browsed.statusCode, "browse SessionsDiagnosticsSummary");
+        const mine = browsed.references.find((r) => r.nodeId.toString() === session.sessionId.toString());
+        assert.ok(mine, "no object with this session's SessionId under SessionsDiagnosticsSummary");
+        assert.equal(mine.nodeClass, NodeClass.Object);
+        assert.equal(mine.typeDefinition.toString(), "ns=0;i=2029");  // SessionDiagnosticsObjectType
+        objectId = mine.nodeId;
+
+        const parts = await session.browse({
+            nodeId: objectId, browseDirection: BrowseDirection.Forward,
+            referenceTypeId: "i=47", includeSubtypes: true, resultMask: 63,
+        });
+        assertGood(parts.statusCode, "browse the session's object");
+        const diag = parts.references.find((r) => r.browseName.name === "SessionDiagnostics");
+        assert.ok(diag, "no SessionDiagnostics component");
+        const readCount = async () => {
+            const dv = await session.read({ nodeId: diag.nodeId, attributeId: AttributeIds.Value });
+            assertGood(dv.statusCode, "SessionDiagnostics");
+            assert.equal(dv.value.value.sessionId.toString(), session.sessionId.toString());
+            return dv.value.value.readCount.totalCount;
+        };
+        const before = await readCount();
+        for (let i = 0; i < 4; ++i) await session.read({ nodeId: "i=2259" });
+        // Four Reads and the Read of SessionDiagnostics before them.
+        assert.equal(await readCount(), before + 5);
+        const name = await session.read({ nodeId: objectId, attributeId: AttributeIds.BrowseName });
+        assertGood(name.statusCode, "BrowseName of the object");
+    });
+    await withSession(async (other) => {
+        const dv = await other.read({ nodeId: objectId, attributeId: AttributeIds.NodeClass });
+        assert.equal(dv.statusCode.name, "BadNodeIdUnknown", "the closed session's object is still there");
+        const browsed = await other.browse({
+            nodeId: "i=3706", browseDirection: BrowseDirection.Forward, referenceTypeId: "i=47",
+            includeSubtypes: true, resultMask: 63,
+        });
+        assert.ok(!browsed.references.some((r) => r.nodeId.toString() === objectId.toString()),
+            "the closed session's object is still browsed");
+    });
+});
