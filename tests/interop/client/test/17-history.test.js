@@ -194,3 +194,111 @@ test("hostile: more nodes than max_nodes_per_read, a flood of continuation point
     await historyRead(S.session, raw(before, after, 1),
         [{ nodeId: recorded(), continuationPoint: again.results[0].continuationPoint }], { releaseContinuationPoints: true });
 });
+
+// --- HistoryUpdate (Part 11 6.9) and the history information model --------------------------
+// The main server grants Anonymous every permission (run_suite.sh), InsertHistory,
+// ModifyHistory and DeleteHistory included. The values go into 2001, apart from the values
+// the other tests record now.
+const { UpdateDataDetails, DeleteRawModifiedDetails, DeleteAtTimeDetails, HistoryUpdateRequest } =
+    require("node-opcua-types");
+const base = Date.UTC(2001, 0, 1);
+const at = (s) => new Date(base + s * 1000);
+const Insert = 1, Replace = 2, Update = 3, Remove = 4;
+
+function historyUpdate(details) {
+    const request = new HistoryUpdateRequest({ historyUpdateDetails: details });
+    return new Promise((resolve, reject) =>
+        S.session.performMessageTransaction(request, (err, response) => (err ? reject(err) : resolve(response))));
+}
+function dataDetails(nodeId, perform, values) {
+    return new UpdateDataDetails({
+        nodeId, performInsertReplace: perform,
+        updateValues: values.map(([s, v]) => ({
+            value: { dataType: DataType.Double, value: v }, sourceTimestamp: at(s),
+        })),
+    });
+}
+function codes(result) {
+    return (result.operationResults || []).map((sc) => sc.name);
+}
+// The recorded node's values of 2001's first minute as [second, value] pairs.
+async function history2001() {
+    const resp = await historyRead(S.session, raw(at(0), at(60), 0), [{ nodeId: recorded() }]);
+    const r = resp.results[0];
+    if (r.statusCode.equals(StatusCodes.GoodNoData)) return [];
+    assert.ok(r.statusCode.isGood(), r.statusCode.toString());
+    return (r.historyData.dataValues || []).map((dv) =>
+        [(dv.sourceTimestamp.getTime() - base) / 1000, dv.value.value]);
+}
+
+test("HistoryUpdate: insert, replace, update, delete raw, delete at time, read back", { timeout: T_LONG, skip }, async () => {
+    let r = await historyUpdate([dataDetails(recorded(), Insert, [[1, 1], [2, 2]])]);
+    assertGood(r.results[0].statusCode, "insert");
+    assert.deepEqual(codes(r.results[0]), ["GoodEntryInserted", "GoodEntryInserted"]);
+    assert.deepEqual(await history2001(), [[1, 1], [2, 2]]);
+
+    r = await historyUpdate([dataDetails(recorded(), Insert, [[1, 10], [3, 3]])]);
+    assert.deepEqual(codes(r.results[0]), ["BadEntryExists", "GoodEntryInserted"]);
+    assert.deepEqual(await history2001(), [[1, 1], [2, 2], [3, 3]]);
+
+    r = await historyUpdate([dataDetails(recorded(), Replace, [[2, 20], [4, 4]])]);
+    assert.deepEqual(codes(r.results[0]), ["GoodEntryReplaced", "BadNoEntryExists"]);
+    r = await historyUpdate([dataDetails(recorded(), Update, [[3, 30], [5, 5]])]);
+    assert.deepEqual(codes(r.results[0]), ["GoodEntryReplaced", "GoodEntryInserted"]);
+    assert.deepEqual(await history2001(), [[1, 1], [2, 20], [3, 30], [5, 5]]);
+
+    r = await historyUpdate([new DeleteRawModifiedDetails({
+        nodeId: recorded(), isDeleteModified: false, startTime: at(1), endTime: at(3),
+    })]);
+    assertGood(r.results[0].statusCode, "delete raw");
+    assert.deepEqual(await history2001(), [[3, 30], [5, 5]]);
+    r = await historyUpdate([new DeleteRawModifiedDetails({
+        nodeId: recorded(), isDeleteModified: false, startTime: at(1), endTime: at(3),
+    })]);
+    assertStatus(r.results[0].statusCode, StatusCodes.BadNoData, "delete raw of nothing");
+
+    r = await historyUpdate([new DeleteAtTimeDetails({ nodeId: recorded(), reqTimes: [at(5), at(9)] })]);
+    assertGood(r.results[0].statusCode, "delete at time");
+    assert.deepEqual(codes(r.results[0]), ["Good", "BadNoEntryExists"]);
+    assert.deepEqual(await history2001(), [[3, 30]]);
+    // What is left goes, so that a second run starts empty.
+    await historyUpdate([new DeleteRawModifiedDetails({
+        nodeId: recorded(), isDeleteModified: false, startTime: at(0), endTime: at(60),
+    })]);
+});
+
+test("HistoryUpdate refusals: a node not recorded, Remove, modified values", { timeout: T_SHORT, skip }, async () => {
+    const r = await historyUpdate([
+        dataDetails(unrecorded(), Insert, [[1, 1]]),
+        dataDetails(recorded(), Remove, [[1, 1]]),
+        new DeleteRawModifiedDetails({ nodeId: recorded(), isDeleteModified: true, startTime: at(0), endTime: at(60) }),
+        dataDetails(`ns=${S.demo};s=Demo.NoSuchNode`, Insert, [[1, 1]]),
+    ]);
+    assert.equal(r.results.length, 4);
+    assertStatus(r.results[0].statusCode, StatusCodes.BadHistoryOperationUnsupported, "unrecorded");
+    assertStatus(r.results[1].statusCode, StatusCodes.BadHistoryOperationInvalid, "Remove");
+    assertStatus(r.results[2].statusCode, StatusCodes.BadHistoryOperationUnsupported, "modified");
+    assertStatus(r.results[3].statusCode, StatusCodes.BadNodeIdUnknown, "unknown");
+    const [al] = await S.session.read([{ nodeId: recorded(), attributeId: AttributeIds.AccessLevel }]);
+    assert.equal(al.value.value & 12, 12, `AccessLevel ${al.value.value}: HistoryRead | HistoryWrite`);
+});
+
+test("HistoryServerCapabilities, AggregateFunctions and the HA Configuration", { timeout: T_SHORT, skip }, async () => {
+    const ids = { access: 11193, events: 11242, maxValues: 11273, insert: 11196, replace: 11197,
+        update: 11198, deleteRaw: 11199, deleteAtTime: 11200, insertEvent: 11281, serverTs: 19091 };
+    const dvs = await S.session.read(Object.values(ids).map((i) => ({ nodeId: `i=${i}`, attributeId: AttributeIds.Value })));
+    const v = Object.fromEntries(Object.keys(ids).map((k, i) => [k, dvs[i].value.value]));
+    assert.deepEqual(v, { access: true, events: false, maxValues: 1000, insert: true, replace: true,
+        update: true, deleteRaw: true, deleteAtTime: true, insertEvent: false, serverTs: true });
+    const folder = await S.session.browse({ nodeId: "i=11201", referenceTypeId: "i=35", browseDirection: 0, resultMask: 63 });
+    assert.equal(folder.references.length, 23, "the aggregates served");
+    assert.ok(folder.references.some((ref) => ref.nodeId.value === 2342), "Average");
+    const hdc = await S.session.browse({ nodeId: recorded(), referenceTypeId: "i=56", browseDirection: 0, resultMask: 63 });
+    assert.equal(hdc.references.length, 1);
+    assert.equal(hdc.references[0].browseName.name, "HA Configuration");
+    const props = await S.session.browse({ nodeId: hdc.references[0].nodeId, referenceTypeId: "i=46", browseDirection: 0, resultMask: 63 });
+    const stepped = props.references.find((ref) => ref.browseName.name === "Stepped");
+    assert.ok(stepped, "Stepped");
+    const [sv] = await S.session.read([{ nodeId: stepped.nodeId, attributeId: AttributeIds.Value }]);
+    assert.equal(sv.value.value, false);
+});
