@@ -605,3 +605,137 @@ TEST_CASE("diagnostics: the diagnostics arrays and a session's counters can be m
     CHECK(change->monitoredItems.length == 3);
     CHECK(server.alive());
 }
+
+TEST_CASE("diagnostics: DiscardedMessageCount and EventQueueOverflowCount read as provoked") {
+    // [audit] on: each CreateSession and ActivateSession raises an event on the Server object.
+    auto server =
+        test::ServerProcess("diagnostics-overflow", [](std::uint16_t port, const fs::path&) {
+            return test::configHead(port) +
+                   "[slots]\nrequest_queue = \"fifo\"\nmonitored_item_queue = \"mi-default\"\n"
+                   "[plugins.fifo]\n[plugins.transport-tcp]\n[plugins.mi-default]\n"
+                   "[audit]\nenabled = true\n";
+        });
+    REQUIRE(server.alive());
+    Client a, b;
+    REQUIRE(a.open(server.port));
+    REQUIRE(a.createSession() == UAPLEX_Good);
+    REQUIRE(b.open(server.port));
+    REQUIRE(b.createSession() == UAPLEX_Good);
+
+    // a: ServerStatus.CurrentTime changes every publishing interval; a never acknowledges, so
+    // past the retransmission queue's ten messages each new one drops the oldest.
+    const std::uint32_t discarding = test::createSubscription(a, {100, 3000, 10}, ++handle);
+    ua::MonitoredItemCreateRequest clock{};
+    clock.itemToMonitor.nodeId = ua::numericNodeId(0, 2258);
+    clock.itemToMonitor.attributeId = 13;
+    clock.monitoringMode = ua::MonitoringMode::Reporting;
+    clock.requestedParameters.clientHandle = 1;
+    clock.requestedParameters.samplingInterval = 50;
+    clock.requestedParameters.queueSize = 1;
+    ua::CreateMonitoredItemsRequest create{};
+    create.subscriptionId = discarding;
+    create.timestampsToReturn = ua::TimestampsToReturn::Both;
+    create.itemsToCreate = {1, &clock};
+    REQUIRE(Client::result(a.call(create, ++handle)) == UAPLEX_Good);
+    std::uint32_t messages = 0;
+    while (messages < 13) {
+        ua::PublishRequest publish{};  // no acknowledgements
+        auto pm = a.call(publish, ++handle);
+        REQUIRE(Client::result(pm) == UAPLEX_Good);
+        if (static_cast<ua::PublishResponse*>(pm.object)
+                ->notificationMessage.notificationData.length > 0)
+            ++messages;
+    }
+
+    // b: an event item with a queue of one on the Server object, not published while the
+    // sessions of c and d raise four events.
+    const std::uint32_t overflowing = test::createSubscription(b, {100, 3000, 10}, ++handle);
+    ua::QualifiedName typeName{0, ua::makeString("EventType")};
+    ua::SimpleAttributeOperand select{};
+    select.typeDefinitionId = ua::numericNodeId(0, 2041);
+    select.browsePath = {1, &typeName};
+    select.attributeId = 13;
+    select.indexRange = ua::nullString();
+    ua::EventFilter filter{};
+    filter.selectClauses = {1, &select};
+    filter.whereClause.elements = {0, nullptr};
+    ua::MonitoredItemCreateRequest events{};
+    events.itemToMonitor.nodeId = ua::numericNodeId(0, 2253);
+    events.itemToMonitor.attributeId = 12;
+    events.itemToMonitor.indexRange = ua::nullString();
+    events.monitoringMode = ua::MonitoringMode::Reporting;
+    events.requestedParameters.clientHandle = 2;
+    events.requestedParameters.queueSize = 1;
+    events.requestedParameters.discardOldest = true;
+    auto& eo = events.requestedParameters.filter;
+    eo.encoding = UAPLEX_EXTENSIONOBJECT_BINARY;
+    eo.type_id = ua::numericNodeId(0, enc::dataTypeOf<ua::EventFilter>()->binaryEncodingId);
+    eo.data_type = enc::dataTypeOf<ua::EventFilter>();
+    eo.object = &filter;
+    create.subscriptionId = overflowing;
+    create.itemsToCreate = {1, &events};
+    auto cm = b.call(create, ++handle);
+    REQUIRE(Client::result(cm) == UAPLEX_Good);
+    REQUIRE(static_cast<ua::CreateMonitoredItemsResponse*>(cm.object)->results[0].statusCode ==
+            UAPLEX_Good);
+    {
+        Client c, d;
+        REQUIRE(c.open(server.port));
+        REQUIRE(c.createSession() == UAPLEX_Good);
+        REQUIRE(d.open(server.port));
+        REQUIRE(d.createSession() == UAPLEX_Good);
+    }
+
+    auto rows = [&](Client& reader, const ua::NodeId& node) {
+        ua::ReadValueId id{};
+        id.nodeId = node;
+        id.attributeId = 13;
+        ua::ReadRequest read{};
+        read.nodesToRead = {1, &id};
+        auto m = reader.call(read, ++handle);
+        REQUIRE(Client::result(m) == UAPLEX_Good);
+        const ua::DataValue& dv = static_cast<ua::ReadResponse*>(m.object)->results[0];
+        REQUIRE(dv.status == UAPLEX_Good);
+        std::vector<std::pair<std::uint32_t, std::pair<std::uint32_t, std::uint32_t>>> out;
+        auto* rows = static_cast<const ua::ExtensionObject*>(dv.value.value.pointer);
+        for (std::int32_t i = 0; i < dv.value.array_length; ++i) {
+            const auto* r = static_cast<const ua::SubscriptionDiagnosticsDataType*>(rows[i].object);
+            out.push_back(
+                {r->subscriptionId, {r->discardedMessageCount, r->eventQueueOverFlowCount}});
+        }
+        return out;
+    };
+    auto countsOf = [](const auto& list, std::uint32_t id) {
+        for (const auto& [sub, counts] : list)
+            if (sub == id) return counts;
+        FAIL("subscription " << id << " not listed");
+        return std::pair<std::uint32_t, std::uint32_t>{};
+    };
+    // Through the Server's SubscriptionDiagnosticsArray: thirteen messages kept ten.
+    const auto all =
+        rows(b, ua::numericNodeId(0, n0::Server_ServerDiagnostics_SubscriptionDiagnosticsArray));
+    CHECK(countsOf(all, discarding).first == 3);
+    CHECK(countsOf(all, discarding).second == 0);
+    CHECK(countsOf(all, overflowing).first == 0);
+    // Four events, one kept: three lost.
+    CHECK(countsOf(all, overflowing).second == 3);
+
+    // Through each session's own SessionDiagnosticsObject: only its subscription.
+    auto ofSessionObject = [&](const Client& owner) {
+        std::string text = enc::guidText(owner.sessionGuid(), enc::HexCase::Lower) +
+                           ".SubscriptionDiagnosticsArray";
+        ua::NodeId id{};
+        id.namespace_index = 1;
+        id.identifier_type = UAPLEX_ID_STRING;
+        id.identifier.string = ua::String{std::int32_t(text.size()), text.data()};
+        return rows(b, id);
+    };
+    const auto ofA = ofSessionObject(a);
+    REQUIRE(ofA.size() == 1);
+    CHECK(ofA[0].first == discarding);
+    CHECK(ofA[0].second.first == 3);
+    const auto ofB = ofSessionObject(b);
+    REQUIRE(ofB.size() == 1);
+    CHECK(ofB[0].first == overflowing);
+    CHECK(ofB[0].second.second == 3);
+}
