@@ -422,15 +422,35 @@ std::string History::keyOf(const ua::NodeId& id, const std::vector<std::string>&
     return out;
 }
 
+// The namespace index a configured node names, or -1 (logged when `log`).
+static int namespaceOf(const config::PersistentNode& p, const std::vector<std::string>& uris,
+                       bool log) {
+    if (!p.namespace_uri.empty()) {
+        auto it = std::find(uris.begin(), uris.end(), p.namespace_uri);
+        if (it == uris.end()) {
+            if (log) logger()->warn("history: {}: no such namespace", p.text);
+            return -1;
+        }
+        return int(it - uris.begin());
+    }
+    if (std::size_t(p.ns) >= uris.size()) {
+        if (log) logger()->warn("history: {}: no such namespace", p.text);
+        return -1;
+    }
+    return int(p.ns);
+}
+
 std::vector<Node*> History::resolve(const config::HistorySection& cfg, AddressSpace& space,
-                                    bool log) {
+                                    bool log, const std::function<bool(std::uint16_t)>& owned) {
     const auto& uris = space.namespaces();
     std::vector<Node*> out;
     std::unordered_map<const Node*, bool> seen;
     auto add = [&](Node& n, const std::string& how) {
         if (!seen.emplace(&n, true).second) return;
         if (n.nodeClass != addressspace::kVariable || n.callbacks.readsValue()) {
-            if (log) logger()->warn("history: {} is not a stored Variable: not recorded", how);
+            // One a node manager serves is recorded from its pushes (resolvePushed).
+            if (log && !(n.nodeClass == addressspace::kVariable && n.callbacks.owner != nullptr))
+                logger()->warn("history: {} is not a stored Variable: not recorded", how);
             return;
         }
         if (out.size() >= cfg.max_nodes)
@@ -439,26 +459,14 @@ std::vector<Node*> History::resolve(const config::HistorySection& cfg, AddressSp
         out.push_back(&n);
     };
     for (const config::PersistentNode& p : cfg.nodes) {
-        std::size_t ns = 0;
-        if (!p.namespace_uri.empty()) {
-            auto it = std::find(uris.begin(), uris.end(), p.namespace_uri);
-            if (it == uris.end()) {
-                if (log) logger()->warn("history: {}: no such namespace", p.text);
-                continue;
-            }
-            ns = std::size_t(it - uris.begin());
-        } else {
-            ns = std::size_t(p.ns);
-            if (ns >= uris.size()) {
-                if (log) logger()->warn("history: {}: no such namespace", p.text);
-                continue;
-            }
-        }
+        const int ns = namespaceOf(p, uris, log);
+        if (ns < 0) continue;
         ua::NodeId id = p.is_string ? ua::stringNodeId(std::uint16_t(ns), p.string_id)
                                     : ua::numericNodeId(std::uint16_t(ns), p.numeric);
         Node* n = space.mutableNode(id);
         if (n == nullptr) {
-            if (log) logger()->warn("history: {}: no such node: not recorded", p.text);
+            if (log && !(owned && owned(std::uint16_t(ns))))
+                logger()->warn("history: {}: no such node: not recorded", p.text);
             continue;
         }
         add(*n, p.text);
@@ -473,15 +481,77 @@ std::vector<Node*> History::resolve(const config::HistorySection& cfg, AddressSp
     return out;
 }
 
+std::vector<Node*> History::resolvePushed(const config::HistorySection& cfg, AddressSpace& space,
+                                          const std::function<bool(std::uint16_t)>& owned) {
+    const auto& uris = space.namespaces();
+    std::vector<Node*> served;  // in the store: their access bits are set with the others'
+    auto full = [&] {
+        if (byNode_.size() + pushed_.size() >= cfg.max_nodes)
+            throw std::runtime_error("history: more than max_nodes = " +
+                                     std::to_string(cfg.max_nodes) + " recorded nodes");
+    };
+    // A Variable of the store a node manager's read callback serves.
+    auto add = [&](Node& n) {
+        if (n.nodeClass != addressspace::kVariable || !n.callbacks.readsValue() ||
+            n.callbacks.owner == nullptr || pushed_.count(n.id))
+            return;
+        full();
+        keys_.push_back(std::make_unique<std::string>(keyOf(n.id, uris)));
+        pushed_.emplace(n.id, keys_.back().get());
+        served.push_back(&n);
+    };
+    // A node of a namespace a node manager owns (not in the store).
+    auto addOwned = [&](const ua::NodeId& id, const std::string& how) {
+        if (pushed_.count(id)) return;
+        full();
+        auto text = std::make_unique<std::string>();
+        ua::NodeId kept = id;
+        if (id.identifier_type == UAPLEX_ID_STRING || id.identifier_type == UAPLEX_ID_BYTESTRING) {
+            text->assign(reinterpret_cast<const char*>(id.identifier.string.data),
+                         std::size_t(std::max(0, id.identifier.string.length)));
+            kept.identifier.string.data =
+                reinterpret_cast<decltype(kept.identifier.string.data)>(text->data());
+        }
+        texts_.push_back(std::move(text));
+        keys_.push_back(std::make_unique<std::string>(keyOf(kept, uris)));
+        pushed_.emplace(kept, keys_.back().get());
+        logger()->info(
+            "history: {} of an owned namespace: recorded from its node manager's "
+            "pushed changes",
+            how);
+    };
+    for (const config::PersistentNode& p : cfg.nodes) {
+        const int ns = namespaceOf(p, uris, false);
+        if (ns < 0) continue;
+        ua::NodeId id = p.is_string ? ua::stringNodeId(std::uint16_t(ns), p.string_id)
+                                    : ua::numericNodeId(std::uint16_t(ns), p.numeric);
+        if (Node* n = space.mutableNode(id))
+            add(*n);
+        else if (owned && owned(std::uint16_t(ns)))
+            addOwned(id, p.text);
+    }
+    if (cfg.historizing) {
+        std::vector<Node*> nodes;
+        space.forEachNode([&](Node& n) {
+            if (n.nodeClass == addressspace::kVariable && n.historizing.load()) nodes.push_back(&n);
+        });
+        for (Node* n : nodes) add(*n);
+    }
+    return served;
+}
+
 History::History(const config::HistorySection& cfg, host::Host& host, AddressSpace& space,
-                 std::uint32_t maxPendingReads, const std::vector<Node*>* resolved)
+                 std::uint32_t maxPendingReads, const std::vector<Node*>* resolved,
+                 const std::function<bool(std::uint16_t)>& owned)
     : maxPending(maxPendingReads), cfg_(cfg), space_(space) {
     const auto& uris = space.namespaces();
-    const std::vector<Node*> nodes = resolved ? *resolved : resolve(cfg, space, true);
+    std::vector<Node*> nodes = resolved ? *resolved : resolve(cfg, space, true, owned);
     for (Node* n : nodes) {
         keys_.push_back(std::make_unique<std::string>(keyOf(n->id, uris)));
         byNode_.emplace(n, keys_.back().get());
     }
+    // Variables node managers serve: recorded from the changes they push (value_changed).
+    for (Node* n : resolvePushed(cfg, space, owned)) nodes.push_back(n);
     uaplex_history_params params{};
     params.hdr = UAPLEX_HEADER_INIT(uaplex_history_params, UAPLEX_STYPE_HISTORY_PARAMS);
     params.max_values_per_read = cfg.max_values_per_node;
@@ -495,7 +565,8 @@ History::History(const config::HistorySection& cfg, host::Host& host, AddressSpa
         n->accessLevel.fetch_or(std::uint8_t(kHistoryReadBit | (writes ? kHistoryWriteBit : 0)));
         n->historizing = true;
     }
-    logger()->info("history: {} node(s) recorded into '{}'", byNode_.size(), cfg.plugin);
+    logger()->info("history: {} node(s) recorded into '{}'", byNode_.size() + pushed_.size(),
+                   cfg.plugin);
 }
 
 History::~History() {
@@ -506,6 +577,24 @@ History::~History() {
 void History::record(const Node& node, const ua::DataValue& v) noexcept {
     auto it = byNode_.find(&node);
     if (it == byNode_.end()) return;
+    put(*it->second, v);
+}
+
+void History::recordPushed(const ua::NodeId& id, const ua::DataValue& v) noexcept {
+    if (pushed_.empty()) return;
+    auto it = pushed_.find(id);
+    if (it == pushed_.end()) return;
+    put(*it->second, v);
+}
+
+std::vector<ua::NodeId> History::pushedNodes() const {
+    std::vector<ua::NodeId> out;
+    out.reserve(pushed_.size());
+    for (const auto& [id, key] : pushed_) out.push_back(id);
+    return out;
+}
+
+void History::put(const std::string& key, const ua::DataValue& v) noexcept {
     thread_local enc::ByteBuffer buf;
     buf.clear();
     if ((v.mask & UAPLEX_DATAVALUE_VALUE) &&
@@ -521,7 +610,7 @@ void History::record(const Node& node, const ua::DataValue& v) noexcept {
     const ua::DateTime now = ua::utcNow();
     uaplex_history_value hv{};
     hv.hdr = UAPLEX_HEADER_INIT(uaplex_history_value, UAPLEX_STYPE_HISTORY_VALUE);
-    hv.node_key = {it->second->data(), it->second->size()};
+    hv.node_key = {key.data(), key.size()};
     hv.server_timestamp = (v.mask & UAPLEX_DATAVALUE_SERVER_TIMESTAMP) ? v.server_timestamp : now;
     hv.source_timestamp =
         (v.mask & UAPLEX_DATAVALUE_SOURCE_TIMESTAMP) ? v.source_timestamp : hv.server_timestamp;
@@ -638,7 +727,9 @@ uaplex_status History::read(ServiceCall& call) noexcept {
         const NodeRef ref = space_.find(item.nodeId);
         const std::uint32_t perms =
             call.access ? call.access->permissions(item.nodeId) : config::kAllPermissions;
-        if (!ref || !(perms & session::kPermBrowse)) {
+        // A recorded node of an owned namespace: its node manager serves its attributes.
+        const bool owned = !ref && !pushed_.empty() && pushed_.count(item.nodeId) != 0;
+        if ((!ref && !owned) || !(perms & session::kPermBrowse)) {
             statuses[i] = UAPLEX_BadNodeIdUnknown;
             continue;
         }
@@ -651,13 +742,13 @@ uaplex_status History::read(ServiceCall& call) noexcept {
             continue;
         }
         const Node* node = ref.dyn;
-        if (node == nullptr || node->nodeClass != addressspace::kVariable ||
-            !(node->accessLevel.load() & kHistoryReadBit)) {
+        if (!owned && (node == nullptr || node->nodeClass != addressspace::kVariable ||
+                       !(node->accessLevel.load() & kHistoryReadBit))) {
             statuses[i] = UAPLEX_BadNotReadable;
             continue;
         }
         if (!(perms & session::kPermReadHistory) ||
-            !(node->userAccessLevel.load() & kHistoryReadBit)) {
+            (!owned && !(node->userAccessLevel.load() & kHistoryReadBit))) {
             statuses[i] = UAPLEX_BadUserAccessDenied;
             continue;
         }
@@ -856,6 +947,10 @@ uaplex_status History::read(ServiceCall& call) noexcept {
 
 void ServiceSet::Impl::record(const Node& n, const ua::DataValue& v) noexcept {
     if (History* h = recording.load(std::memory_order_acquire)) h->record(n, v);
+}
+
+void ServiceSet::Impl::recordPushed(const ua::NodeId& id, const ua::DataValue& v) noexcept {
+    if (History* h = recording.load(std::memory_order_acquire)) h->recordPushed(id, v);
 }
 
 uaplex_status ServiceSet::Impl::historyRead(ServiceCall& call) noexcept {

@@ -27,8 +27,12 @@ class History {
     // Throws std::runtime_error (HostError) with a one-line message.
     // `resolved`: the nodes resolve() found before seal (null: resolved here). The HistoryWrite
     // bit is set too when the store updates or deletes.
+    // `owned` tells whether a node manager owns a namespace: a configured node of it that the
+    // store does not hold is recorded from its node manager's pushed changes, as is a
+    // Variable of the store a node manager's read callback serves.
     History(const config::HistorySection& cfg, host::Host& host, AddressSpace& space,
-            std::uint32_t maxPending, const std::vector<Node*>* resolved = nullptr);
+            std::uint32_t maxPending, const std::vector<Node*>* resolved = nullptr,
+            const std::function<bool(std::uint16_t)>& owned = {});
     ~History();
     History(const History&) = delete;
     History& operator=(const History&) = delete;
@@ -36,15 +40,23 @@ class History {
     // A stored value changed: recorded when the node is. The value-change path: no lock, no
     // allocation once this thread's encode buffer is warm. Any thread.
     void record(const Node& node, const ua::DataValue& value) noexcept;
-    std::size_t recordedCount() const noexcept { return byNode_.size(); }
+    // A node manager pushed a change of a node's Value (params->value_changed): recorded when
+    // the node is one served by a node manager (a read callback, an owned namespace). The
+    // same path: a hash lookup by NodeId value, no lock, no allocation once warm. Any thread.
+    void recordPushed(const ua::NodeId& id, const ua::DataValue& value) noexcept;
+    // The recorded nodes whose changes come pushed: the kernel keeps them monitored.
+    std::vector<ua::NodeId> pushedNodes() const;
+    std::size_t recordedCount() const noexcept { return byNode_.size() + pushed_.size(); }
     // Values the recorder could not hand to the store (full queue, too large, stopped).
     std::uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
 
     // The recorded nodes [history] names (and, with historizing, every stored Variable whose
     // Historizing is true), at most max_nodes (std::runtime_error past it); what is not a
-    // stored Variable is logged (with `log`) and skipped. Before or after seal.
+    // stored Variable is logged (with `log`) and skipped, but for those a node manager
+    // serves (a read callback, a namespace `owned` says it owns). Before or after seal.
     static std::vector<Node*> resolve(const config::HistorySection& cfg, AddressSpace& space,
-                                      bool log);
+                                      bool log,
+                                      const std::function<bool(std::uint16_t)>& owned = {});
 
     // HistoryUpdate (Part 11 6.9, Part 4 5.10.5; history_update.cpp): as read().
     uaplex_status update(ServiceCall& call) noexcept;
@@ -72,6 +84,11 @@ class History {
     }
 
   private:
+    void put(const std::string& key, const ua::DataValue& value) noexcept;
+    // The recorded Variables node managers serve into pushed_; those of the store returned.
+    std::vector<Node*> resolvePushed(const config::HistorySection& cfg, AddressSpace& space,
+                                     const std::function<bool(std::uint16_t)>& owned);
+
     config::HistorySection cfg_;
     AddressSpace& space_;
     std::shared_ptr<host::PluginInstance> store_;
@@ -79,6 +96,11 @@ class History {
     void* self_ = nullptr;
     std::vector<std::unique_ptr<std::string>> keys_;
     std::unordered_map<const Node*, const std::string*> byNode_;  // fixed after construction
+    std::vector<std::unique_ptr<std::string>> texts_;  // identifiers of pushed_'s own NodeIds
+    // Nodes served by node managers, recorded from their pushes; fixed after construction.
+    std::unordered_map<ua::NodeId, const std::string*, addressspace::NodeIdHash,
+                       addressspace::NodeIdEqual>
+        pushed_;
     std::atomic<std::uint64_t> dropped_{0};
 };
 

@@ -87,7 +87,9 @@ void ServiceSet::Impl::buildHistoryModel() {
 
     // One HA Configuration per recorded Variable (HasHistoricalConfiguration), its NodeId in
     // the server's namespace named after the Variable's history key, with constant values.
-    historyNodes = History::resolve(h, space, true);
+    historyNodes = History::resolve(h, space, true, [this](std::uint16_t index) {
+        return ownerOf(index) != nullptr;  // its nodes are recorded from their pushes
+    });
     const std::uint16_t ns = 1;  // the server's own namespace (its ApplicationUri)
     const auto& uris = space.namespaces();
     auto add = [&](const ua::NodeId& parent, const std::string& idText, std::string_view name,

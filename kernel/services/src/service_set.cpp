@@ -3,6 +3,8 @@
 
 #include <chrono>
 
+#include <uaplex/host/logging.hpp>
+
 #include "blocking_calls.hpp"
 #include "history.hpp"
 #include "persistence.hpp"
@@ -119,11 +121,21 @@ ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
         // Recording starts before any client is served; the store is started here.
         try {
             history = std::make_unique<History>(
-                c.history, host, space, c.server.limits.max_async_operations, &historyNodes);
+                c.history, host, space, c.server.limits.max_async_operations, &historyNodes,
+                [this](std::uint16_t ns) { return ownerOf(ns) != nullptr; });
             history->valueFits = [this](const Node& n, const ua::Variant& v) {
                 return typeMatches(n.dataType, v) && rankMatches(n.valueRank, v);
             };
             recording.store(history.get(), std::memory_order_release);
+            for (const ua::NodeId& id : history->pushedNodes())
+                if (!holdPushes(id))
+                    host::logger()->warn(
+                        "history: ns={};{}: its node manager does not push its changes: not "
+                        "recorded",
+                        id.namespace_index,
+                        id.identifier_type == UAPLEX_ID_NUMERIC
+                            ? "i=" + std::to_string(id.identifier.numeric)
+                            : "s=" + std::string(ua::view(id.identifier.string)));
         } catch (...) {
             persisting.store(nullptr, std::memory_order_release);
             persistence.reset();

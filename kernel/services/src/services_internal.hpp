@@ -398,7 +398,12 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
     std::vector<Node*> historyNodes;
     void buildHistoryModel();
     std::atomic<History*> recording{nullptr};
-    void record(const Node& n, const ua::DataValue& v) noexcept;  // history.cpp
+    void record(const Node& n, const ua::DataValue& v) noexcept;               // history.cpp
+    void recordPushed(const ua::NodeId& id, const ua::DataValue& v) noexcept;  // history.cpp
+    // Keeps a recorded node's pushes on for good (value_source.cpp): its node manager's
+    // monitor op is called once, and the last monitored item does not switch it off. False
+    // when its node manager does not push it.
+    bool holdPushes(const ua::NodeId& id);
     // The lanes of the node managers with blocking_threads (null when none has them).
     std::unique_ptr<BlockingCalls> blocking;
     bool offloads(const void* ctx) const noexcept;

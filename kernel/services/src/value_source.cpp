@@ -37,6 +37,7 @@ class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource
         bool owned = false;                 // in an owned namespace (not in the store)
         bool monitorable = false;           // the node manager's monitor op may be called
         bool pushed = false;                // monitor answered Good: changes come pushed
+        bool held = false;                  // recorded: pushes stay on without items
     };
 
   public:
@@ -121,6 +122,8 @@ class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource
         return true;
     }
 
+    // A recorded node's pushes on for good (Impl::holdPushes).
+    bool hold(const ua::NodeId& nodeId);
     subscription::Sampler* samplerOf(std::uint64_t handle) override;
     void watch(std::uint64_t handle, bool enabled) override;
     void setListener(const std::shared_ptr<subscription::SourceListener>& l) override {
@@ -597,6 +600,28 @@ std::uint64_t ServiceSet::Impl::ValueSource::entryFor(const ua::ReadValueId& id,
     return handle;
 }
 
+bool ServiceSet::Impl::ValueSource::hold(const ua::NodeId& nodeId) {
+    ua::ReadValueId id{};
+    id.nodeId = nodeId;
+    id.attributeId = kAttrValue;
+    id.indexRange = ua::nullString();
+    id.dataEncoding.name = ua::nullString();
+    NodeRef n = impl_.space.find(nodeId);
+    const void* ctx = servedBy(id, n);
+    if (!ctx) return false;
+    const std::uint64_t handle = entryFor(id, ctx, n);
+    ManagerSampler* sampler = nullptr;
+    {
+        std::lock_guard lock(mutex_);
+        Polled& p = polled_[handle >> 1];
+        if (!p.monitorable) return false;
+        p.held = true;
+        sampler = p.sampler;
+    }
+    sampler->monitor(handle, true);
+    return true;
+}
+
 subscription::Sampler* ServiceSet::Impl::ValueSource::samplerOf(std::uint64_t handle) {
     const Polled* p = entry(handle);
     return p ? p->sampler : nullptr;
@@ -604,7 +629,8 @@ subscription::Sampler* ServiceSet::Impl::ValueSource::samplerOf(std::uint64_t ha
 
 void ServiceSet::Impl::ValueSource::watch(std::uint64_t handle, bool enabled) {
     const Polled* p = entry(handle);
-    if (p && p->monitorable) p->sampler->monitor(handle, enabled);  // its thread calls monitor
+    // Its thread calls monitor; a recorded node's pushes stay on (held before any item).
+    if (p && p->monitorable && !p->held) p->sampler->monitor(handle, enabled);
 }
 
 void ServiceSet::Impl::ValueSource::setPushed(std::uint64_t handle, bool pushed) noexcept {
@@ -803,14 +829,20 @@ uaplex_status ServiceSet::Impl::valueChangedSink(void* user, const uaplex_nodeid
     if (impl->space.sealed() && !impl->alarmsBySource.empty())
         if (NodeRef n = impl->space.find(*node); n.dyn && attributeId == 13)
             impl->evaluateAlarms(*n.dyn, *value);
-    // Set after the value source is made: before it, no item watches anything.
-    if (!impl->valueChanged.load(std::memory_order_acquire)) return UAPLEX_Good;
     ua::DataValue dv = *value;
     if (!(dv.mask & UAPLEX_DATAVALUE_SOURCE_TIMESTAMP)) {  // as value_set does
         dv.mask |= UAPLEX_DATAVALUE_SOURCE_TIMESTAMP;
         dv.source_timestamp = ua::utcNow();
     }
+    if (attributeId == kAttrValue) impl->recordPushed(*node, dv);  // [history]
+    // Set after the value source is made: before it, no item watches anything.
+    if (!impl->valueChanged.load(std::memory_order_acquire)) return UAPLEX_Good;
     return static_cast<ValueSource&>(*impl->values).pushed(*node, attributeId, dv);
+}
+
+bool ServiceSet::Impl::holdPushes(const ua::NodeId& id) {
+    if (!values) values = makeValueSource();
+    return static_cast<ValueSource&>(*values).hold(id);
 }
 
 std::unique_ptr<subscription::NodeValueSource> ServiceSet::Impl::makeValueSource() {

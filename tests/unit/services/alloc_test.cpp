@@ -1,8 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // A steady-state Read and Write of a benchmark scalar allocate nothing from the heap: the
-// response lives in the call's arena and the stored value is overwritten in place.
+// response lives in the call's arena and the stored value is overwritten in place. Recording
+// the changes a node manager pushes ([history]) allocates nothing either.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include <uaplex/encoding/generated/types.hpp>
+
+#include "sampling_plugin.hpp"
 #include "support/counting_new.hpp"
 #include "support/services_fixture.hpp"
 
@@ -84,4 +94,79 @@ TEST_CASE("a write that leaves a configured alarm's state as it is allocates not
     std::size_t allocations = heap.allocations();
     CHECK(ok);
     CHECK(allocations == 0);
+}
+
+namespace {
+// A history database of the test's own.
+struct HistoryDb {
+    std::filesystem::path path = std::filesystem::temp_directory_path() /
+                                 ("uaplex-history-pushed-" + std::to_string(::getpid()) + ".db");
+    HistoryDb() { clean(); }
+    ~HistoryDb() { clean(); }
+    void clean() {
+        std::error_code ec;
+        for (const char* s : {"", "-wal", "-shm"}) std::filesystem::remove(path.string() + s, ec);
+    }
+};
+}  // namespace
+
+TEST_CASE("pushed changes of an owned namespace are recorded, without allocating") {
+    HistoryDb db;
+    // The store writes only when 64 values are queued (or on a read): in between its thread
+    // sleeps, so what the heap counts is the pushing thread's.
+    test::Server s("", std::string("[plugins.test-sampling]\nlibrary = \"") +
+                           UAPLEX_SAMPLING_PLUGIN + "\"\n[plugins.history-sqlite]\nlibrary = \"" +
+                           UAPLEX_HISTORY_SQLITE_PLUGIN + "\"\npath = \"" + db.path.string() +
+                           "\"\nqueue_capacity = 64\nbatch_size = 64\nflush_interval_ms = 60000\n"
+                           "[history]\nplugin = \"history-sqlite\"\n"
+                           "nodes = [\"nsu=urn:uaplex:test-sampling;i=500\"]\n");
+    const test::SamplingPlugin plugin = test::samplingPlugin();
+    // The recorder switched the node manager's pushes on (no monitored item asked for them).
+    REQUIRE(plugin.waitMonitor(1, 0, 5000));
+    const std::uint16_t ns = s.namespaceIndex("urn:uaplex:test-sampling");
+    const ua::DateTime now = ua::utcNow();
+    ua::ReadRawModifiedDetails raw{};
+    raw.startTime = now - ua::DateTime(3600) * 10000000;
+    raw.endTime = now + ua::DateTime(3600) * 10000000;
+    ua::HistoryReadValueId item{};
+    item.nodeId = ua::numericNodeId(ns, 500);
+    item.indexRange = ua::nullString();
+    item.dataEncoding.name = ua::nullString();
+    item.continuationPoint = {-1, nullptr};
+    ua::HistoryReadRequest req{};
+    req.historyReadDetails.data_type = enc::dataTypeOf<ua::ReadRawModifiedDetails>();
+    req.historyReadDetails.object = &raw;
+    req.timestampsToReturn = ua::TimestampsToReturn::Source;
+    req.nodesToRead = {1, &item};
+    // The values recorded so far (the read also makes the store write what is queued).
+    auto recorded = [&] {
+        std::vector<std::int32_t> out;
+        s.arena.reset();
+        services::ServiceCall c{s.arena, s.session.get(), enc::dataTypeOf<ua::HistoryReadRequest>(),
+                                &req};
+        REQUIRE(s.services->historyRead(c) == UAPLEX_Good);
+        const auto& r = static_cast<ua::HistoryReadResponse*>(c.response)->results[0];
+        REQUIRE((r.statusCode == UAPLEX_Good || r.statusCode == UAPLEX_GoodNoData));
+        if (r.historyData.object == nullptr) return out;
+        for (const auto& dv : static_cast<const ua::HistoryData*>(r.historyData.object)->dataValues)
+            out.push_back(dv.value.value.int32);
+        return out;
+    };
+    bool ok = true;
+    std::int32_t next = 1;
+    auto push = [&](int n) {
+        for (int i = 0; i < n; ++i) ok = plugin.push(next++) == UAPLEX_Good && ok;
+    };
+    push(64);  // two rounds through the store's queue: its slots keep their capacity
+    (void)recorded();
+    push(64);
+    (void)recorded();
+    test::HeapScope heap;
+    push(60);
+    const std::size_t allocations = heap.allocations();
+    CHECK(ok);
+    CHECK(allocations == 0);
+    const std::vector<std::int32_t> values = recorded();
+    REQUIRE(values.size() == 188);  // every pushed change, in order
+    for (std::int32_t i = 0; i < 188; ++i) CHECK(values[std::size_t(i)] == i + 1);
 }
