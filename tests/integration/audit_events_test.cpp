@@ -41,6 +41,9 @@ constexpr std::uint32_t kAuditWriteUpdate = 2100;
 constexpr std::uint32_t kAuditUrlMismatch = 2748;
 constexpr std::uint32_t kAuditConditionEnable = 2803;
 constexpr std::uint32_t kAuditUpdateMethod = 2127;
+constexpr std::uint32_t kAuditHistoryValueUpdate = 3006;
+constexpr std::uint32_t kAuditHistoryRawModifyDelete = 3014;
+constexpr std::uint32_t kAuditHistoryAtTimeDelete = 3019;
 
 fs::path usersFile(const fs::path& dir) {
     fs::path f = dir / "users.toml";
@@ -439,5 +442,104 @@ TEST_CASE("audit: writes and calls completed later and method calls raise their 
                          Catch::Contains("DelayedMethod") &&
                          Catch::Contains("\"InputArguments\":\"1 arguments\"") &&
                          Catch::Contains("\"OutputArguments\":\"1 arguments\""));
+    CHECK(s.alive());
+}
+
+TEST_CASE("audit: a HistoryUpdate, answered after the store, raises one event per entry") {
+    test::ServerProcess s("audit-history", [](std::uint16_t port, const fs::path& dir) {
+        std::ostringstream t;
+        t << test::configHead(port)
+          << "[slots]\nrequest_queue = \"fifo\"\nmonitored_item_queue = \"mi-default\"\n"
+          << "[plugins.fifo]\n[plugins.transport-tcp]\n[plugins.mi-default]\n[plugins.demo]\n"
+          << "[plugins.history-sqlite]\npath = \"" << (dir / "history.db").string() << "\"\n"
+          << "[history]\nplugin = \"history-sqlite\"\n"
+          << "nodes = [\"nsu=urn:uaplex:demo;s=Demo.Scalars.Double\"]\n"
+          << "[access]\nusers_file = \"" << usersFile(dir).string() << "\"\n"
+          << "[audit]\nenabled = true\nfile = \"audit.jsonl\"\nformat = \"json\"\n";
+        return t.str();
+    });
+    Client watcher;
+    REQUIRE(watcher.open(s.port));
+    REQUIRE(watcher.createSession() == UAPLEX_Good);
+    subscribeToServerEvents(watcher);
+    Client op;
+    REQUIRE(op.open(s.port));
+    Client::UserName operatorToken("username", "operator", "op-secret");
+    REQUIRE(op.createSessionAs(&operatorToken.eo) == UAPLEX_Good);
+    const std::uint16_t demo = test::namespaceIndex(op, "urn:uaplex:demo", ++handle);
+    const ua::NodeId node = ua::stringNodeId(demo, "Demo.Scalars.Double");
+    const std::int64_t t0 = 133000000000000000;
+
+    ua::DataValue dv{};
+    dv.mask = UAPLEX_DATAVALUE_VALUE | UAPLEX_DATAVALUE_SOURCE_TIMESTAMP;
+    dv.value = ua::variantDouble(1.5);
+    dv.source_timestamp = t0;
+    ua::UpdateDataDetails insert{};
+    insert.nodeId = node;
+    insert.performInsertReplace = ua::PerformUpdateType::Insert;
+    insert.updateValues = {1, &dv};
+    ua::DateTime at = t0 + 10000000;  // no value there: BadNoEntryExists, Status still true
+    ua::DeleteAtTimeDetails atTime{};
+    atTime.nodeId = node;
+    atTime.reqTimes = {1, &at};
+    ua::DeleteRawModifiedDetails raw{};
+    raw.nodeId = node;
+    raw.startTime = t0;
+    raw.endTime = t0 + 1;
+    ua::DeleteRawModifiedDetails modified = raw;  // refused: modified values are not kept
+    modified.isDeleteModified = true;
+    auto wrap = [](const enc::DataType* t, void* object) {
+        ua::ExtensionObject eo{};
+        eo.type_id = ua::numericNodeId(0, t->binaryEncodingId);
+        eo.encoding = UAPLEX_EXTENSIONOBJECT_BINARY;
+        eo.data_type = t;
+        eo.object = object;
+        return eo;
+    };
+    ua::ExtensionObject details[4] = {
+        wrap(enc::dataTypeOf<ua::UpdateDataDetails>(), &insert),
+        wrap(enc::dataTypeOf<ua::DeleteAtTimeDetails>(), &atTime),
+        wrap(enc::dataTypeOf<ua::DeleteRawModifiedDetails>(), &raw),
+        wrap(enc::dataTypeOf<ua::DeleteRawModifiedDetails>(), &modified)};
+    ua::HistoryUpdateRequest req{};
+    req.historyUpdateDetails = {4, details};
+    auto m = op.call(req, ++handle);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    const auto& results = static_cast<ua::HistoryUpdateResponse*>(m.object)->results;
+    REQUIRE(results.length == 4);
+    CHECK(results[0].statusCode == UAPLEX_Good);
+    CHECK(results[2].statusCode == UAPLEX_Good);
+    CHECK(results[3].statusCode == UAPLEX_BadHistoryOperationUnsupported);
+
+    std::vector<Seen> seen;
+    auto count = [&](std::uint32_t type, bool status) {
+        std::size_t n = 0;
+        for (const Seen& e : seen)
+            n += e.type == type && e.status == status && e.user == "operator";
+        return n;
+    };
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline &&
+           (count(kAuditHistoryValueUpdate, true) < 1 ||
+            count(kAuditHistoryAtTimeDelete, true) < 1 ||
+            count(kAuditHistoryRawModifyDelete, true) < 1 ||
+            count(kAuditHistoryRawModifyDelete, false) < 1))
+        publishEvents(watcher, seen);
+    CHECK(count(kAuditHistoryValueUpdate, true) == 1);
+    CHECK(count(kAuditHistoryAtTimeDelete, true) == 1);
+    CHECK(count(kAuditHistoryRawModifyDelete, true) == 1);
+    CHECK(count(kAuditHistoryRawModifyDelete, false) == 1);
+
+    std::string text;
+    deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline &&
+           text.find("AuditHistoryAtTimeDeleteEventType") == std::string::npos) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        text = slurp(s.dir / "audit.jsonl");
+    }
+    CHECK_THAT(text, Catch::Contains("\"EventType\":\"AuditHistoryValueUpdateEventType\"") &&
+                         Catch::Contains("\"NewValues\":\"1 values\"") &&
+                         Catch::Contains("\"ReqTimes\":\"1 times\"") &&
+                         Catch::Contains("AuditHistoryRawModifyDeleteEventType"));
     CHECK(s.alive());
 }

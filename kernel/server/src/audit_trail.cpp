@@ -108,6 +108,12 @@ const char* eventTypeName(std::uint32_t type) noexcept {
             return "AuditCancelEventType";
         case ns0::AuditWriteUpdateEventType:
             return "AuditWriteUpdateEventType";
+        case ns0::AuditHistoryValueUpdateEventType:
+            return "AuditHistoryValueUpdateEventType";
+        case ns0::AuditHistoryRawModifyDeleteEventType:
+            return "AuditHistoryRawModifyDeleteEventType";
+        case ns0::AuditHistoryAtTimeDeleteEventType:
+            return "AuditHistoryAtTimeDeleteEventType";
         case ns0::AuditUpdateMethodEventType:
             return "AuditUpdateMethodEventType";
         case ns0::AuditUrlMismatchEventType:
@@ -634,6 +640,67 @@ void AuditTrail::methodCall(std::string_view user, const ua::NodeId& sessionId,
                 std::to_string(n) + " arguments", true);
             r.logOnly("OutputArguments",
                       std::to_string(result ? result->outputArguments.size() : 0) + " arguments");
+            emit(r);
+        }
+    } catch (...) {
+        dropped_.fetch_add(1, std::memory_order_relaxed);
+    }
+}
+
+void AuditTrail::historyUpdate(std::string_view user, const ua::NodeId& sessionId,
+                               const ua::HistoryUpdateRequest& req, uaplex_status status,
+                               const ua::HistoryUpdateResponse* resp) noexcept {
+    try {
+        const std::int64_t utc = ua::utcNow();
+        for (std::size_t i = 0; i < req.historyUpdateDetails.size(); ++i) {
+            const ua::ExtensionObject& eo = req.historyUpdateDetails[i];
+            if (eo.object == nullptr) continue;
+            std::uint32_t type = 0;
+            const ua::NodeId* node = nullptr;
+            const auto* t = static_cast<const enc::DataType*>(eo.data_type);
+            if (t == enc::dataTypeOf<ua::UpdateDataDetails>()) {
+                type = ns0::AuditHistoryValueUpdateEventType;
+                node = &static_cast<const ua::UpdateDataDetails*>(eo.object)->nodeId;
+            } else if (t == enc::dataTypeOf<ua::DeleteRawModifiedDetails>()) {
+                type = ns0::AuditHistoryRawModifyDeleteEventType;
+                node = &static_cast<const ua::DeleteRawModifiedDetails*>(eo.object)->nodeId;
+            } else if (t == enc::dataTypeOf<ua::DeleteAtTimeDetails>()) {
+                type = ns0::AuditHistoryAtTimeDeleteEventType;
+                node = &static_cast<const ua::DeleteAtTimeDetails*>(eo.object)->nodeId;
+            } else {
+                continue;
+            }
+            uaplex_status st = status;
+            if (st == UAPLEX_Good)
+                st = resp && i < resp->results.size() ? resp->results[i].statusCode
+                                                      : UAPLEX_BadInternalError;
+            Record r(type);
+            r.common(serverId_, (st & 0x80000000u) == 0, st,
+                     ua::view(req.requestHeader.auditEntryId), user, utc);
+            r.addNodeId("SessionId", sessionId);
+            r.addNodeId("SourceNode", *node);
+            r.addNodeId("UpdatedNode", *node);
+            r.addNodeId("ParameterDataTypeId", ua::numericNodeId(0, t->typeId));
+            if (type == ns0::AuditHistoryValueUpdateEventType) {
+                const auto& d = *static_cast<const ua::UpdateDataDetails*>(eo.object);
+                const auto perform = static_cast<std::int32_t>(d.performInsertReplace);
+                r.add("PerformInsertReplace", ua::variantInt32(perform), std::to_string(perform),
+                      false);
+                // NewValues as given; the log shows their number only.
+                ua::Variant nv = ua::variantArray(ua::BuiltinType::DataValue, d.updateValues.length,
+                                                  const_cast<ua::DataValue*>(d.updateValues.data));
+                r.add("NewValues", nv, std::to_string(d.updateValues.size()) + " values", true);
+            } else if (type == ns0::AuditHistoryRawModifyDeleteEventType) {
+                const auto& d = *static_cast<const ua::DeleteRawModifiedDetails*>(eo.object);
+                r.addBool("IsDeleteModified", d.isDeleteModified);
+                r.addDateTime("StartTime", d.startTime);
+                r.addDateTime("EndTime", d.endTime);
+            } else {
+                const auto& d = *static_cast<const ua::DeleteAtTimeDetails*>(eo.object);
+                ua::Variant times = ua::variantArray(ua::BuiltinType::DateTime, d.reqTimes.length,
+                                                     const_cast<ua::DateTime*>(d.reqTimes.data));
+                r.add("ReqTimes", times, std::to_string(d.reqTimes.size()) + " times", true);
+            }
             emit(r);
         }
     } catch (...) {

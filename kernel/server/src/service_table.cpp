@@ -163,6 +163,12 @@ class AuditedAnswer final : public session::DeferredRequest {
                     status == UAPLEX_Good && responseType == enc::dataTypeOf<ua::CallResponse>();
                 audit_.methodCall(user_, sessionId_, *call, reported(status, ok),
                                   ok ? static_cast<const ua::CallResponse*>(response) : nullptr);
+            } else if (history) {
+                const bool ok = status == UAPLEX_Good &&
+                                responseType == enc::dataTypeOf<ua::HistoryUpdateResponse>();
+                audit_.historyUpdate(
+                    user_, sessionId_, *history, reported(status, ok),
+                    ok ? static_cast<const ua::HistoryUpdateResponse*>(response) : nullptr);
             }
         }
         return inner_->answer(status, responseType, response, arena);
@@ -173,6 +179,7 @@ class AuditedAnswer final : public session::DeferredRequest {
     const ua::WriteRequest* write = nullptr;
     const ua::ReadResponse* old = nullptr;  // the values the Write replaces
     const ua::CallRequest* call = nullptr;
+    const ua::HistoryUpdateRequest* history = nullptr;
 
   private:
     // Good with the response expected, the answer's Bad status, or BadInternalError.
@@ -195,6 +202,7 @@ struct AuditedDefer {
     const ua::WriteRequest* write = nullptr;
     std::span<const ua::DataValue> old;
     const ua::CallRequest* call = nullptr;
+    const ua::HistoryUpdateRequest* history = nullptr;
     session::RequestContext ctx;
 
     AuditedDefer(const session::RequestContext& o, AuditTrail& a, const session::Session& s)
@@ -228,6 +236,11 @@ struct AuditedDefer {
                 a->call = static_cast<const ua::CallRequest*>(
                     copyInto(a->arena, *enc::dataTypeOf<ua::CallRequest>(), self.call));
                 if (a->call == nullptr) return inner;
+            }
+            if (self.history) {
+                a->history = static_cast<const ua::HistoryUpdateRequest*>(
+                    copyInto(a->arena, *enc::dataTypeOf<ua::HistoryUpdateRequest>(), self.history));
+                if (a->history == nullptr) return inner;
             }
             return a;
         } catch (...) {
@@ -340,6 +353,26 @@ uaplex_status write(ServiceRequest& c) noexcept {
         c.audit->write(
             *c.session, req, st,
             st == UAPLEX_Good ? static_cast<const ua::WriteResponse*>(c.response) : nullptr, old);
+    return st;
+}
+
+// HistoryUpdate with its AuditHistory*Update/Delete events, also when answered later.
+uaplex_status historyUpdate(ServiceRequest& c) noexcept {
+    if (!c.audit) return nodeService<&NodeServices::historyUpdate>(c);
+    const auto& req = requestOf<ua::HistoryUpdateRequest>(c);
+    AuditedDefer parked(c.ctx, *c.audit, *c.session);
+    parked.history = &req;
+    uaplex_status st = nodeServiceIn<&NodeServices::historyUpdate>(c, &parked.ctx);
+    if (st != UAPLEX_GoodCompletesAsynchronously) {
+        try {
+            c.audit->historyUpdate(AuditTrail::userOf(*c.session), c.session->sessionId(), req, st,
+                                   st == UAPLEX_Good
+                                       ? static_cast<const ua::HistoryUpdateResponse*>(c.response)
+                                       : nullptr);
+        } catch (...) {
+            // userOf out of memory: the event is lost, as when the log queue is full
+        }
+    }
     return st;
 }
 
@@ -528,7 +561,7 @@ constexpr ServiceDescriptor kServices[] = {
                                              Activated, &write),
     row<ua::HistoryUpdateRequest, ua::HistoryUpdateResponse>(
         ns0::HistoryUpdateRequest_Encoding_DefaultBinary, "HistoryUpdate", Activated,
-        &nodeService<&NodeServices::historyUpdate>),
+        &historyUpdate),
     row<ua::CallRequest, ua::CallResponse>(ns0::CallRequest_Encoding_DefaultBinary, "Call",
                                            Activated, &callMethods),
     row<ua::CreateMonitoredItemsRequest, ua::CreateMonitoredItemsResponse>(

@@ -76,6 +76,15 @@ class AuditTrail {
     void methodCall(std::string_view user, const ua::NodeId& sessionId,
                     const ua::CallRequest& request, uaplex_status status,
                     const ua::CallResponse* response, std::span<const bool> skip = {}) noexcept;
+    // A HistoryUpdate (Part 11 5.6): per UpdateDataDetails an AuditHistoryValueUpdateEventType
+    // (UpdatedNode, PerformInsertReplace, NewValues), per DeleteRawModifiedDetails an
+    // AuditHistoryRawModifyDeleteEventType (IsDeleteModified, StartTime, EndTime), per
+    // DeleteAtTimeDetails an AuditHistoryAtTimeDeleteEventType (ReqTimes), each with
+    // ParameterDataTypeId; other details are not reported. OldValues are not read. `response`
+    // null when the whole request failed.
+    void historyUpdate(std::string_view user, const ua::NodeId& sessionId,
+                       const ua::HistoryUpdateRequest& request, uaplex_status status,
+                       const ua::HistoryUpdateResponse* response) noexcept;
     // The session's user as the Audit events name it (ClientUserId).
     static std::string userOf(const session::Session& session);
     // AuditCertificate*EventType by `status` (Untrusted, Expired, Invalid, Revoked, Mismatch,
