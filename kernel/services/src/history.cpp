@@ -225,7 +225,9 @@ void PendingRead::finishPart(Part& part, uaplex_status st) noexcept {
             dv.mask |= UAPLEX_DATAVALUE_STATUS;
             dv.status = v.status;
         }
-        if (v.value.len > 0 && v.value.data != nullptr) {
+        if (decodeNumericScalar(v.value, dv.value)) {  // the common case, without the codec
+            dv.mask |= UAPLEX_DATAVALUE_VALUE;
+        } else if (v.value.len > 0 && v.value.data != nullptr) {
             void* out = nullptr;
             if (enc::decodeValue({v.value.data, v.value.len}, *arena, limits, variantCodec(),
                                  &out) == UAPLEX_Good &&

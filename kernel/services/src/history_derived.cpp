@@ -70,17 +70,7 @@ bool decodeStored(const uaplex_history_value& v, ua::DataValue& dv, enc::Arena& 
     const bool bad =
         (v.status & kSeverityMask) == 0x80000000u || (v.status & kSeverityMask) == 0xC0000000u;
     if (v.value.len == 0 || v.value.data == nullptr) return true;  // a null Variant
-    const std::uint8_t t = v.value.data[0];
-    const std::size_t size = scalarSize(t);
-    if (size != 0 && v.value.len == size + 1) {
-        ua::Variant& var = dv.value;
-        var.encoding = t;
-        var.array_length = -1;
-        const std::uint8_t* p = v.value.data + 1;
-        if (t == UAPLEX_TYPE_BOOLEAN)
-            var.value.boolean = p[0] != 0;
-        else
-            std::memcpy(&var.value, p, size);
+    if (decodeNumericScalar(v.value, dv.value)) {
         dv.mask |= UAPLEX_DATAVALUE_VALUE;
         return true;
     }
@@ -102,6 +92,22 @@ bool decodeStored(const uaplex_history_value& v, ua::DataValue& dv, enc::Arena& 
 }
 
 }  // namespace
+
+bool decodeNumericScalar(uaplex_bytes in, ua::Variant& out) noexcept {
+    if (in.len < 2 || in.data == nullptr) return false;
+    const std::uint8_t t = in.data[0];
+    const std::size_t size = scalarSize(t);
+    if (size == 0 || in.len != size + 1) return false;
+    out = ua::Variant{};
+    out.encoding = t;
+    out.array_length = -1;
+    const std::uint8_t* p = in.data + 1;
+    if (t == UAPLEX_TYPE_BOOLEAN)
+        out.value.boolean = p[0] != 0;
+    else
+        std::memcpy(&out.value, p, size);
+    return true;
+}
 
 DerivedRead::DerivedRead(aggregates::AggregateFunction function,
                          const aggregates::ProcessedRequest& rq, std::size_t total,

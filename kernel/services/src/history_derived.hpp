@@ -19,6 +19,10 @@
 
 namespace uaplex::services {
 
+// A stored Variant that is a numeric scalar (Boolean, the integers, Float, Double), decoded in
+// place (little-endian host, as the encoder assumes); false for anything else.
+bool decodeNumericScalar(uaplex_bytes in, ua::Variant& out) noexcept;
+
 class DerivedRead {
   public:
     struct Limits {
