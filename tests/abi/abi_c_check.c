@@ -70,8 +70,8 @@ int main(void) {
     if (UAPLEX_HAS_FIELD(&d, uaplex_plugin_descriptor, node_manager)) ++failures;
     if (UAPLEX_ABI_MAJOR_OF(UAPLEX_ABI_VERSION) != UAPLEX_ABI_VERSION_MAJOR) ++failures;
     if (UAPLEX_ABI_MINOR_OF(UAPLEX_ABI_VERSION) != UAPLEX_ABI_VERSION_MINOR) ++failures;
-    if (UAPLEX_ABI_VERSION_MINOR != 11u)
-        ++failures; /* 1.11: history stores (1.10: the pubsub kind) */
+    if (UAPLEX_ABI_VERSION_MINOR != 12u)
+        ++failures; /* 1.12: run-time model changes (1.11: history stores) */
     {
         /* A 1.10 descriptor is shorter: it provides no history store. */
         uaplex_plugin_descriptor old;
@@ -93,6 +93,15 @@ int main(void) {
         }
         o.hdr.struct_size = (uint32_t)sizeof o;
         if (!UAPLEX_HAS_FIELD(&o, uaplex_node_manager_ops, browse_async)) ++failures;
+    }
+    {
+        /* A host built for 1.11 has a shorter table: the 1.12 entries are not there. */
+        uaplex_host_api h;
+        memset(&h, 0, sizeof h);
+        h.hdr.struct_size = (uint32_t)offsetof(uaplex_host_api, nodes_add);
+        if (UAPLEX_HAS_FIELD(&h, uaplex_host_api, nodes_add)) ++failures;
+        h.hdr.struct_size = (uint32_t)sizeof h;
+        if (!UAPLEX_HAS_FIELD(&h, uaplex_host_api, reference_delete)) ++failures;
     }
     {
         /* A host built for 1.6 has a shorter table: method_bind is not there. */

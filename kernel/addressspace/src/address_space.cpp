@@ -3,6 +3,8 @@
 
 #include <chrono>
 #include <cstring>
+#include <new>
+#include <unordered_set>
 
 namespace uaplex::addressspace {
 
@@ -38,6 +40,57 @@ std::size_t NodeIdHash::operator()(const ua::NodeId& id) const noexcept {
     }
 }
 
+RefArray* RefArray::make(std::uint32_t capacity) {
+    void* mem = ::operator new(sizeof(RefArray) + std::size_t(capacity) * sizeof(Reference),
+                               std::align_val_t(alignof(RefArray)));
+    auto* a = new (mem) RefArray();
+    a->capacity = capacity;
+    return a;
+}
+
+void RefArray::destroy(void* p) noexcept {
+    if (p == nullptr) return;
+    static_cast<RefArray*>(p)->~RefArray();
+    ::operator delete(p, std::align_val_t(alignof(RefArray)));
+}
+
+Node::~Node() {
+    RefArray::destroy(refs.load(std::memory_order_relaxed));
+}
+
+namespace {
+void ownText(std::string& text, ua::NodeId& id) {
+    if (id.identifier_type == UAPLEX_ID_STRING) {
+        text.assign(ua::view(id.identifier.string));
+    } else if (id.identifier_type == UAPLEX_ID_BYTESTRING) {
+        auto b = ua::view(id.identifier.bytestring);
+        text.assign(reinterpret_cast<const char*>(b.data()), b.size());
+    }
+}
+ua::NodeId withText(ua::NodeId id, const std::string& text) noexcept {
+    if (id.identifier_type == UAPLEX_ID_STRING && id.identifier.string.length >= 0)
+        id.identifier.string = ua::String{std::int32_t(text.size()), text.data()};
+    else if (id.identifier_type == UAPLEX_ID_BYTESTRING && id.identifier.bytestring.length >= 0)
+        id.identifier.bytestring = ua::ByteString{
+            std::int32_t(text.size()), reinterpret_cast<const std::uint8_t*>(text.data())};
+    return id;
+}
+}  // namespace
+
+ua::NodeId ModelChange::affectedId() const noexcept {
+    return withText(affected, text);
+}
+ua::NodeId ModelChange::affectedTypeId() const noexcept {
+    return withText(affectedType, typeText);
+}
+
+AddressSpace::~AddressSpace() {
+    nodes_.forEach([](Node& n) { delete &n; });
+    const ns0::Image& img = ns0::kImage;
+    for (std::uint32_t i = 0; i < img.nodeCount; ++i)
+        RefArray::destroy(ns0Extra_[i].load(std::memory_order_relaxed));
+}
+
 AddressSpace::AddressSpace(std::string applicationUri) {
     namespaces_.emplace_back("http://opcfoundation.org/UA/");
     namespaces_.push_back(std::move(applicationUri));
@@ -45,6 +98,9 @@ AddressSpace::AddressSpace(std::string applicationUri) {
     std::uint32_t maxId = img.nodeCount ? img.nodes[img.nodeCount - 1].id : 0;
     ns0Index_.assign(maxId + 1, kNoRecord);
     ns0SuperType_.assign(img.nodeCount, 0);
+    ns0Extra_ = std::make_unique<std::atomic<RefArray*>[]>(img.nodeCount);
+    for (std::uint32_t i = 0; i < img.nodeCount; ++i)
+        ns0Extra_[i].store(nullptr, std::memory_order_relaxed);
     for (std::uint32_t i = 0; i < img.nodeCount; ++i) {
         const ns0::NodeRecord& r = img.nodes[i];
         ns0Index_[r.id] = static_cast<std::uint16_t>(i);
@@ -68,17 +124,20 @@ NodeRef AddressSpace::find(const ua::NodeId& id) const noexcept {
         if (n < ns0Index_.size() && ns0Index_[n] != kNoRecord)
             return NodeRef{&ns0::kImage.nodes[ns0Index_[n]], nullptr};
     }
-    auto it = nodes_.find(id);
-    return it == nodes_.end() ? NodeRef{} : NodeRef{nullptr, it->second.get()};
+    const Node* n = nodes_.find(id);
+    return n == nullptr ? NodeRef{} : NodeRef{nullptr, n};
+}
+
+const Node* AddressSpace::findSerial(std::uint64_t serial) const noexcept {
+    return bySerial_.find(serial);
 }
 
 Node* AddressSpace::mutableNode(const ua::NodeId& id) noexcept {
-    auto it = nodes_.find(id);
-    return it == nodes_.end() ? nullptr : it->second.get();
+    return nodes_.find(id);
 }
 
 void AddressSpace::forEachNode(const std::function<void(Node&)>& fn) {
-    for (auto& [id, node] : nodes_) fn(*node);
+    nodes_.forEach(fn);
 }
 
 std::string_view AddressSpace::imageString(ns0::Slice s) const noexcept {
@@ -153,7 +212,7 @@ NodeRef AddressSpace::superTypeOf(const NodeRef& type) const noexcept {
         return super == 0 ? NodeRef{} : find(ua::numericNodeId(0, super));
     }
     if (type.dyn)
-        for (const Reference& r : type.dyn->references)
+        for (const Reference& r : type.dyn->references())
             if (r.referenceType == kHasSubtype && !r.isForward) return find(r.target);
     return NodeRef{};
 }
@@ -232,28 +291,201 @@ ua::NodeId AddressSpace::internNodeId(const ua::NodeId& id) {
     return out;
 }
 
-std::vector<Reference>* AddressSpace::referencesOf(const ua::NodeId& id) {
+ua::String AddressSpace::own(Node& n, const ua::String& s) {
+    if (s.length < 0) return ua::nullString();
+    const std::string& stored = n.text.emplace_front(ua::view(s));
+    return ua::String{static_cast<std::int32_t>(stored.size()), stored.data()};
+}
+
+ua::NodeId AddressSpace::ownNodeId(Node& n, const ua::NodeId& id) {
+    ua::NodeId out = id;
+    if (id.identifier_type == UAPLEX_ID_STRING) {
+        out.identifier.string = own(n, id.identifier.string);
+    } else if (id.identifier_type == UAPLEX_ID_BYTESTRING) {
+        auto b = ua::view(id.identifier.bytestring);
+        ua::String s = own(n, ua::String{static_cast<std::int32_t>(b.size()),
+                                         reinterpret_cast<const char*>(b.data())});
+        out.identifier.bytestring =
+            ua::ByteString{s.length, reinterpret_cast<const std::uint8_t*>(s.data)};
+    }
+    return out;
+}
+
+std::atomic<RefArray*>* AddressSpace::referencesOf(const ua::NodeId& id, Node** owner) noexcept {
+    *owner = nullptr;
     NodeRef n = find(id);
-    if (n.rec) return &ns0Extra_[n.rec->id];
-    if (n.dyn) return &const_cast<Node*>(n.dyn)->references;
+    if (n.rec) return &ns0Extra_[std::size_t(n.rec - ns0::kImage.nodes)];
+    if (n.dyn) {
+        *owner = const_cast<Node*>(n.dyn);
+        return &(*owner)->refs;
+    }
     return nullptr;
+}
+
+void AddressSpace::appendReference(std::atomic<RefArray*>& slot, Node* owner,
+                                   const Reference& ref) {
+    Reference r = ref;
+    r.target = owner != nullptr ? ownNodeId(*owner, ref.target) : internNodeId(ref.target);
+    RefArray* a = slot.load(std::memory_order_relaxed);
+    const std::uint32_t count = a != nullptr ? a->count.load(std::memory_order_relaxed) : 0;
+    if (a != nullptr && count < a->capacity) {
+        a->items()[count] = r;  // beyond what readers read until the count says so
+        a->count.store(count + 1, std::memory_order_release);
+        return;
+    }
+    RefArray* grown = RefArray::make(std::max<std::uint32_t>(4, count * 2));
+    if (count > 0) std::memcpy(grown->items(), a->items(), count * sizeof(Reference));
+    grown->items()[count] = r;
+    grown->count.store(count + 1, std::memory_order_relaxed);
+    if (a != nullptr) {
+        try {
+            reclaimer_.retire(a, &RefArray::destroy);
+        } catch (...) {
+            RefArray::destroy(grown);
+            throw;
+        }
+    }
+    slot.store(grown, std::memory_order_release);
+}
+
+template <class Keep>
+void AddressSpace::filterReferences(std::atomic<RefArray*>& slot, Keep&& keep) {
+    RefArray* a = slot.load(std::memory_order_relaxed);
+    if (a == nullptr) return;
+    std::span<const Reference> refs = a->view();
+    std::uint32_t kept = 0;
+    for (const Reference& r : refs) kept += keep(r) ? 1u : 0u;
+    if (kept == refs.size()) return;
+    RefArray* fresh = nullptr;
+    if (kept > 0) {
+        fresh = RefArray::make(std::max<std::uint32_t>(4, kept));
+        std::uint32_t k = 0;
+        for (const Reference& r : refs)
+            if (keep(r)) fresh->items()[k++] = r;
+        fresh->count.store(k, std::memory_order_relaxed);
+    }
+    try {
+        reclaimer_.retire(a, &RefArray::destroy);
+    } catch (...) {
+        RefArray::destroy(fresh);
+        throw;
+    }
+    slot.store(fresh, std::memory_order_seq_cst);
+}
+
+void AddressSpace::record(std::uint8_t verb, const ua::NodeId& affected, const ua::NodeId& type) {
+    if (!sealed()) return;
+    try {
+        ModelChange c;
+        c.verb = verb;
+        c.affected = affected;
+        c.affectedType = type;
+        ownText(c.text, c.affected);
+        ownText(c.typeText, c.affectedType);
+        changes_.push_back(std::move(c));
+    } catch (...) {  // NOLINT(bugprone-empty-catch): the event loses an entry, not the change
+    }
 }
 
 uaplex_status AddressSpace::addReference(const ua::NodeId& source, std::uint32_t referenceType,
                                          const ua::NodeId& target, bool isForward) {
-    if (sealed()) return UAPLEX_BadInvalidState;
-    std::vector<Reference>* from = referencesOf(source);
+    Node* fromOwner = nullptr;
+    std::atomic<RefArray*>* from = referencesOf(source, &fromOwner);
     if (from == nullptr) return UAPLEX_BadNodeIdUnknown;
-    ua::NodeId t = internNodeId(target);
-    from->push_back(Reference{referenceType, isForward, t});
+    appendReference(*from, fromOwner, Reference{referenceType, isForward, target});
     // The other end, when it is a node of this address space.
-    if (std::vector<Reference>* to = referencesOf(target))
-        to->push_back(Reference{referenceType, !isForward, internNodeId(source)});
+    Node* toOwner = nullptr;
+    if (std::atomic<RefArray*>* to = referencesOf(target, &toOwner))
+        appendReference(*to, toOwner, Reference{referenceType, !isForward, source});
+    record(ModelChange::kReferenceAdded, source, ua::NodeId{});
+    return UAPLEX_Good;
+}
+
+uaplex_status AddressSpace::deletable(const Node& n) const noexcept {
+    if (n.nodeClass == kReferenceType) return UAPLEX_BadNodeClassInvalid;
+    if (n.pinned.load(std::memory_order_relaxed)) return UAPLEX_BadUserAccessDenied;
+    return UAPLEX_Good;
+}
+
+void AddressSpace::deleteNodes(std::span<Node* const> nodes, bool deleteTargetReferences) {
+    if (nodes.empty()) return;
+    // Everything that may allocate comes first: the sets, the other ends, the retire list.
+    std::unordered_set<ua::NodeId, NodeIdHash, NodeIdEqual> goneIds;
+    std::unordered_set<const Node*> gone;
+    goneIds.reserve(nodes.size());
+    gone.reserve(nodes.size());
+    for (Node* n : nodes) {
+        goneIds.insert(n->id);
+        gone.insert(n);
+    }
+    struct Other {
+        std::atomic<RefArray*>* slot;
+        ua::NodeId id;
+    };
+    std::vector<Other> others;
+    std::unordered_set<std::atomic<RefArray*>*> seen;
+    for (Node* n : nodes)
+        for (const Reference& r : n->references()) {
+            Node* owner = nullptr;
+            std::atomic<RefArray*>* slot = referencesOf(r.target, &owner);
+            if (slot == nullptr || (owner != nullptr && gone.count(owner))) continue;
+            if (seen.insert(slot).second) others.push_back(Other{slot, r.target});
+        }
+    std::vector<ua::NodeId> types;
+    types.reserve(nodes.size());
+    for (Node* n : nodes) types.push_back(typeDefinitionOf(NodeRef{nullptr, n}));
+    reclaimer_.reserve(nodes.size() + others.size() * 2 + 8);
+
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+        Node* n = nodes[i];
+        record(ModelChange::kNodeDeleted, n->id, types[i]);
+        nodes_.erase(n->id);
+        bySerial_.erase(n->serial);
+        n->deleted.store(true, std::memory_order_release);
+    }
+    for (const Other& o : others) {
+        RefArray* before = o.slot->load(std::memory_order_relaxed);
+        filterReferences(*o.slot, [&](const Reference& r) {
+            // An inverse entry names a deleted source: always gone; a forward one points at a
+            // deleted target: gone with deleteTargetReferences.
+            return !goneIds.count(r.target) || (r.isForward && !deleteTargetReferences);
+        });
+        if (o.slot->load(std::memory_order_relaxed) != before)
+            record(ModelChange::kReferenceDeleted, o.id, ua::NodeId{});
+    }
+    for (Node* n : nodes) reclaimer_.retire(n, [](void* p) { delete static_cast<Node*>(p); });
+}
+
+uaplex_status AddressSpace::deleteReference(const ua::NodeId& source, std::uint32_t referenceType,
+                                            const ua::NodeId& target, bool isForward,
+                                            bool bidirectional) {
+    Node* fromOwner = nullptr;
+    std::atomic<RefArray*>* from = referencesOf(source, &fromOwner);
+    if (from == nullptr) return UAPLEX_BadSourceNodeIdInvalid;
+    auto matches = [&](const Reference& r, bool forward, const ua::NodeId& other) {
+        return r.referenceType == referenceType && r.isForward == forward &&
+               ua::equal(r.target, other);
+    };
+    bool found = false;
+    if (const RefArray* a = from->load(std::memory_order_relaxed))
+        for (const Reference& r : a->view()) found = found || matches(r, isForward, target);
+    if (!found) return UAPLEX_BadNotFound;
+    reclaimer_.reserve(4);
+    filterReferences(*from, [&](const Reference& r) { return !matches(r, isForward, target); });
+    record(ModelChange::kReferenceDeleted, source, ua::NodeId{});
+    Node* toOwner = nullptr;
+    if (bidirectional)
+        if (std::atomic<RefArray*>* to = referencesOf(target, &toOwner)) {
+            RefArray* before = to->load(std::memory_order_relaxed);
+            filterReferences(*to,
+                             [&](const Reference& r) { return !matches(r, !isForward, source); });
+            if (to->load(std::memory_order_relaxed) != before)
+                record(ModelChange::kReferenceDeleted, target, ua::NodeId{});
+        }
     return UAPLEX_Good;
 }
 
 uaplex_status AddressSpace::addNode(const uaplex_node_spec& spec, Node** out) {
-    if (sealed()) return UAPLEX_BadInvalidState;
     if (spec.node_id == nullptr || spec.browse_name == nullptr) return UAPLEX_BadInvalidArgument;
     // Type nodes arrived with ABI minor 2, with the fields that describe them.
     const bool typeFields = UAPLEX_HAS_FIELD(&spec, uaplex_node_spec, data_type_definition);
@@ -262,20 +494,28 @@ uaplex_status AddressSpace::addNode(const uaplex_node_spec& spec, Node** out) {
     if (spec.node_class != kObject && spec.node_class != kVariable && spec.node_class != kMethod &&
         !(isType && typeFields))
         return UAPLEX_BadNodeClassInvalid;
+    // A ReferenceType's code is read without a lock once the server runs: only before.
+    if (spec.node_class == kReferenceType && sealed()) return UAPLEX_BadNodeClassInvalid;
     if (find(*spec.node_id)) return UAPLEX_BadNodeIdExists;
     if (spec.node_id->namespace_index == 0 || spec.node_id->namespace_index >= namespaces_.size())
         return UAPLEX_BadNodeIdRejected;
     if (spec.parent_id != nullptr && !find(*spec.parent_id)) return UAPLEX_BadParentNodeIdInvalid;
+    std::uint32_t parentRefType = kHasComponent;
+    if (spec.parent_id != nullptr && spec.reference_type_id != nullptr) {
+        parentRefType = referenceTypeCode(*spec.reference_type_id);
+        if (parentRefType == 0) return UAPLEX_BadReferenceTypeIdInvalid;
+    }
+    if (nodes_.size() >= maxNodes_) return UAPLEX_BadResourceUnavailable;
 
     auto node = std::make_unique<Node>();
-    node->id = internNodeId(*spec.node_id);
+    node->id = ownNodeId(*node, *spec.node_id);
     node->nodeClass = static_cast<std::uint8_t>(spec.node_class);
     node->browseName.namespace_index = spec.browse_name->namespace_index;
-    node->browseName.name = internString(spec.browse_name->name);
+    node->browseName.name = own(*node, spec.browse_name->name);
     if (spec.display_name != nullptr) {
         node->displayName.mask = spec.display_name->mask;
-        node->displayName.locale = internString(spec.display_name->locale);
-        node->displayName.text = internString(spec.display_name->text);
+        node->displayName.locale = own(*node, spec.display_name->locale);
+        node->displayName.text = own(*node, spec.display_name->text);
     } else {
         node->displayName.mask = UAPLEX_LOCALIZEDTEXT_TEXT;
         node->displayName.locale = ua::nullString();
@@ -283,8 +523,8 @@ uaplex_status AddressSpace::addNode(const uaplex_node_spec& spec, Node** out) {
     }
     if (spec.description != nullptr) {
         node->description.mask = spec.description->mask;
-        node->description.locale = internString(spec.description->locale);
-        node->description.text = internString(spec.description->text);
+        node->description.locale = own(*node, spec.description->locale);
+        node->description.text = own(*node, spec.description->text);
     } else {
         node->description = ua::LocalizedText{0, ua::nullString(), ua::nullString()};
     }
@@ -296,18 +536,18 @@ uaplex_status AddressSpace::addNode(const uaplex_node_spec& spec, Node** out) {
         node->symmetric = spec.symmetric != 0;
         if (spec.inverse_name != nullptr) {
             node->inverseName.mask = spec.inverse_name->mask;
-            node->inverseName.locale = internString(spec.inverse_name->locale);
-            node->inverseName.text = internString(spec.inverse_name->text);
+            node->inverseName.locale = own(*node, spec.inverse_name->locale);
+            node->inverseName.text = own(*node, spec.inverse_name->text);
         }
         if (const uaplex_extensionobject* d = spec.data_type_definition) {
             if (d->encoding != UAPLEX_EXTENSIONOBJECT_BINARY || d->body.length < 0)
                 return UAPLEX_BadInvalidArgument;
-            node->definitionEncoding = internNodeId(d->type_id);
+            node->definitionEncoding = ownNodeId(*node, d->type_id);
             node->definitionBody.assign(d->body.data, d->body.data + d->body.length);
         }
     }
     if (spec.node_class == kVariable || spec.node_class == kVariableType) {
-        if (spec.data_type != nullptr) node->dataType = internNodeId(*spec.data_type);
+        if (spec.data_type != nullptr) node->dataType = ownNodeId(*node, *spec.data_type);
         node->valueRank = spec.value_rank;
         node->arrayDimensions.assign(spec.array_dimensions,
                                      spec.array_dimensions + spec.array_dimensions_count);
@@ -332,23 +572,31 @@ uaplex_status AddressSpace::addNode(const uaplex_node_spec& spec, Node** out) {
     node->callbacks.readAsync = UAPLEX_FIELD_OR(&spec, uaplex_node_spec, read_async, nullptr);
     node->callbacks.writeAsync = UAPLEX_FIELD_OR(&spec, uaplex_node_spec, write_async, nullptr);
     node->executable = (spec.method_flags & UAPLEX_METHOD_NOT_EXECUTABLE) == 0;
-    Node* raw = node.get();
-    nodes_.emplace(raw->id, std::move(node));
-    if (raw->nodeClass == kReferenceType) registerReferenceType(*raw);
-
+    ua::NodeId typeDef{};
     if (spec.node_class == kObject || spec.node_class == kVariable) {
-        ua::NodeId typeDef = ua::numericNodeId(
+        typeDef = ua::numericNodeId(
             0, spec.node_class == kObject ? kBaseObjectType : kBaseDataVariableType);
-        if (spec.type_definition != nullptr) typeDef = internNodeId(*spec.type_definition);
-        raw->references.push_back(Reference{kHasTypeDefinition, true, typeDef});
+        if (spec.type_definition != nullptr) typeDef = *spec.type_definition;
+        appendReference(node->refs, node.get(), Reference{kHasTypeDefinition, true, typeDef});
     }
+    node->serial = nextSerial_;
+    // Complete before it is published: readers may find it from here on.
+    Node* raw = node.get();
+    nodes_.insert(raw);
+    try {
+        bySerial_.insert(raw);
+        if (raw->nodeClass == kReferenceType) registerReferenceType(*raw);
+    } catch (...) {
+        nodes_.erase(raw->id);
+        bySerial_.erase(raw->serial);
+        reclaimer_.retire(node.release(), [](void* p) { delete static_cast<Node*>(p); });
+        throw;
+    }
+    (void)node.release();  // owned by the table now (freed through the Reclaimer)
+    ++nextSerial_;
+    record(ModelChange::kNodeAdded, raw->id, typeDef);
     if (spec.parent_id != nullptr) {
-        std::uint32_t refType = kHasComponent;
-        if (spec.reference_type_id != nullptr) {
-            refType = referenceTypeCode(*spec.reference_type_id);
-            if (refType == 0) return UAPLEX_BadReferenceTypeIdInvalid;
-        }
-        uaplex_status st = addReference(*spec.parent_id, refType, raw->id, true);
+        uaplex_status st = addReference(*spec.parent_id, parentRefType, raw->id, true);
         if (st != UAPLEX_Good) return st;
     }
     if (out != nullptr) *out = raw;

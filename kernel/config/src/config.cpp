@@ -1046,6 +1046,8 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
                 {"max_nodes_per_register_nodes", &l.max_nodes_per_register_nodes, 0},
                 {"max_nodes_per_translate", &l.max_nodes_per_translate, 0},
                 {"max_nodes_per_method_call", &l.max_nodes_per_method_call, 0},
+                {"max_nodes_per_node_management", &l.max_nodes_per_node_management, 1},
+                {"max_store_nodes", &l.max_store_nodes, 1, 100000000},
                 {"max_references_per_node", &l.max_references_per_node, 1},
                 {"max_monitored_items_per_call", &l.max_monitored_items_per_call, 0},
                 {"max_conditions", &l.max_conditions, 0},

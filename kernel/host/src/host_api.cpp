@@ -349,6 +349,30 @@ uaplex_status api_method_bind(uaplex_plugin_ctx* ctx, const uaplex_method_spec* 
     return h ? h->methodBind(ctx, spec) : UAPLEX_BadInvalidState;
 }
 
+uaplex_status api_nodes_add(uaplex_plugin_ctx* ctx, const uaplex_node_spec* const* specs,
+                            size_t count, uaplex_status* results) {
+    auto* h = hooks(ctx);
+    if ((count > 0 && (!specs || !results))) return UAPLEX_BadInvalidArgument;
+    return h ? h->nodesAdd(ctx, specs, count, results) : UAPLEX_BadInvalidState;
+}
+
+uaplex_status api_nodes_delete(uaplex_plugin_ctx* ctx, const uaplex_nodeid* ids, size_t count,
+                               int32_t delete_target_references, uaplex_status* results) {
+    auto* h = hooks(ctx);
+    if ((count > 0 && (!ids || !results))) return UAPLEX_BadInvalidArgument;
+    return h ? h->nodesDelete(ctx, ids, count, delete_target_references != 0, results)
+             : UAPLEX_BadInvalidState;
+}
+
+uaplex_status api_reference_delete(uaplex_plugin_ctx* ctx, const uaplex_nodeid* source,
+                                   const uaplex_nodeid* reference_type, const uaplex_nodeid* target,
+                                   int32_t delete_bidirectional) {
+    auto* h = hooks(ctx);
+    if (!source || !reference_type || !target) return UAPLEX_BadInvalidArgument;
+    return h ? h->referenceDelete(ctx, source, reference_type, target, delete_bidirectional != 0)
+             : UAPLEX_BadInvalidState;
+}
+
 const uaplex_host_api kTable = {
     UAPLEX_HEADER_INIT(uaplex_host_api, UAPLEX_STYPE_HOST_API),
     UAPLEX_ABI_VERSION,
@@ -378,6 +402,9 @@ const uaplex_host_api kTable = {
     &api_value_set,
     &api_raise_event,
     &api_method_bind,
+    &api_nodes_add,
+    &api_nodes_delete,
+    &api_reference_delete,
 };
 
 }  // namespace

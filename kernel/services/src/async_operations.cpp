@@ -129,6 +129,7 @@ void AsyncRequest::reset() noexcept {
     parts.clear();
     items.clear();
     outstanding.store(0, std::memory_order_relaxed);
+    pin = addressspace::Pin{};
 }
 
 void AsyncRequest::completed(std::uint32_t p, uaplex_status status) noexcept {
@@ -326,7 +327,9 @@ bool AsyncBatch::addOwnerBrowse(const NamespaceOwner& owner, std::uint32_t index
 
 bool AsyncBatch::park() noexcept {
     request_->deferred = call_.ctx->defer(call_.ctx->deferUser, call_.returnDiagnostics);
-    return request_->deferred != nullptr;
+    if (request_->deferred == nullptr) return false;
+    request_->pin = impl_.space.pin();  // taken while the worker's Pin still holds
+    return true;
 }
 
 void AsyncBatch::fail(uaplex_status status) noexcept {

@@ -105,6 +105,8 @@ class AsyncRequest {
     std::vector<AsyncItem> items;
     std::atomic<std::uint32_t> outstanding{0};
     uaplex_value_alloc alloc{};
+    // Parked: the store nodes of its parts stay allocated until it is answered.
+    addressspace::Pin pin;
 
     // Operation `part` completed with `status` (its slot already taken back).
     void completed(std::uint32_t part, uaplex_status status) noexcept;

@@ -153,6 +153,7 @@ void ServiceSet::Impl::buildConditions() {
 
 uaplex_status ServiceSet::Impl::raiseEvent(uaplex_plugin_ctx*,
                                            const uaplex_event_spec* spec) noexcept {
+    addressspace::Pin pin = space.pin();  // any thread: the store may change meanwhile
     // A report on a condition the kernel holds: its state changes and it raises the event.
     if (spec->condition_id != nullptr && conditions && space.sealed() &&
         conditions->contains(*spec->condition_id)) {
@@ -171,6 +172,7 @@ uaplex_status ServiceSet::Impl::callCondition(const ua::NodeId& object, std::uin
                                               std::span<const ua::Variant> inputs,
                                               std::string_view user) noexcept {
     if (!conditions) return UAPLEX_BadNodeIdInvalid;
+    addressspace::Pin pin = space.pin();
     try {
         return conditions->call(object, method, inputs, user, now());
     } catch (...) {

@@ -286,7 +286,10 @@ void ServiceSet::Impl::addConfiguredAlarms() {
                          field(AlarmFieldNode::What::LimitStateId, cond::Limit(i)));
             }
         }
-        if (Node* n = space.mutableNode(alarm->source)) alarmsBySource.emplace_back(n, alarm.get());
+        if (Node* n = space.mutableNode(alarm->source)) {
+            n->pinned.store(true, std::memory_order_relaxed);  // alarmsBySource is fixed
+            alarmsBySource.emplace_back(n, alarm.get());
+        }
         configuredAlarms.push_back(std::move(alarm));
     }
     std::sort(alarmsBySource.begin(), alarmsBySource.end(),

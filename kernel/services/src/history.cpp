@@ -458,6 +458,7 @@ std::vector<Node*> History::resolve(const config::HistorySection& cfg, AddressSp
         if (out.size() >= cfg.max_nodes)
             throw std::runtime_error("history: more than max_nodes = " +
                                      std::to_string(cfg.max_nodes) + " recorded nodes");
+        n.pinned.store(true, std::memory_order_relaxed);  // its entry is never removed
         out.push_back(&n);
     };
     for (const config::PersistentNode& p : cfg.nodes) {

@@ -90,6 +90,7 @@ void Persistence::resolve(const config::PersistenceSection& cfg) {
     AddressSpace& space = space_;
     const auto& uris = space.namespaces();
     auto add = [&](Node& n, const std::string& how) {
+        n.pinned.store(true, std::memory_order_relaxed);  // its entry is never removed
         if (byNode_.count(&n)) return;
         auto e = std::make_unique<Entry>();
         e->node = &n;

@@ -199,6 +199,8 @@ void ServiceSet::Impl::buildServerObject() {
              scalarUInt32(l.max_nodes_per_write));
     constant(n0::Server_ServerCapabilities_OperationLimits_MaxNodesPerMethodCall,
              scalarUInt32(l.max_nodes_per_method_call));
+    constant(n0::Server_ServerCapabilities_OperationLimits_MaxNodesPerNodeManagement,
+             scalarUInt32(l.max_nodes_per_node_management));
     constant(n0::Server_ServerCapabilities_OperationLimits_MaxNodesPerBrowse,
              scalarUInt32(l.max_nodes_per_browse));
     constant(n0::Server_ServerCapabilities_OperationLimits_MaxNodesPerRegisterNodes,

@@ -12,16 +12,6 @@
 
 namespace uaplex::services {
 
-namespace {
-
-std::mutex& buildMutex() {
-    // Guards the address space structure while node managers build it (before seal).
-    static std::mutex m;
-    return m;
-}
-
-}  // namespace
-
 uaplex_value_alloc arenaAlloc(enc::Arena& arena) noexcept {
     return uaplex_value_alloc{&arena, [](void* self, size_t size, size_t align) -> void* {
                                   return static_cast<enc::Arena*>(self)->allocate(
@@ -41,6 +31,7 @@ ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
       space(c.server.application_uri),
       completions(c.server.limits.max_async_operations) {
     startTime = ua::utcNow();
+    space.setMaxNodes(c.server.limits.max_store_nodes);
     buildServerObject();
     host.services().address_space.store(this, std::memory_order_release);
     try {
@@ -90,7 +81,7 @@ ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
             }
         }
         host.startNodeManagers();
-        std::lock_guard lock(buildMutex());
+        std::lock_guard lock(modelMutex());
         buildConditions();
         buildHistoryModel();
     } catch (...) {
@@ -175,7 +166,7 @@ const NamespaceOwner* ServiceSet::Impl::ownerOf(std::uint16_t ns) const noexcept
 
 uaplex_status ServiceSet::Impl::namespaceRegister(uaplex_plugin_ctx*, uaplex_str uri,
                                                   uint16_t* out) noexcept {
-    std::lock_guard lock(buildMutex());
+    std::lock_guard lock(modelMutex());
     std::string_view u(uri.data, uri.len);
     if (space.sealed()) {
         // Known namespaces may still be looked up once the server runs.
@@ -197,38 +188,35 @@ uaplex_status ServiceSet::Impl::namespaceRegister(uaplex_plugin_ctx*, uaplex_str
 
 uaplex_status ServiceSet::Impl::nodeAdd(uaplex_plugin_ctx* ctx,
                                         const uaplex_node_spec* spec) noexcept {
-    // The 1.1 layout is the smallest accepted; later fields are read only when present.
-    if (!UAPLEX_HAS_FIELD(spec, uaplex_node_spec, reserved1)) return UAPLEX_BadInvalidArgument;
-    std::lock_guard lock(buildMutex());
-    try {
-        Node* node = nullptr;
-        uaplex_status st = space.addNode(*spec, &node);
-        if (st == UAPLEX_Good && node) node->callbacks.owner = ctx;
-        return st;
-    } catch (...) {
-        return UAPLEX_BadOutOfMemory;
-    }
+    return nodesAdd(ctx, &spec, 1, nullptr);
 }
 
 uaplex_status ServiceSet::Impl::referenceAdd(uaplex_plugin_ctx*, const uaplex_nodeid* source,
                                              const uaplex_nodeid* type,
                                              const uaplex_nodeid* target) noexcept {
-    std::lock_guard lock(buildMutex());
-    // Any ReferenceType of the address space: namespace 0's or one a plugin added.
-    NodeRef t = space.find(*type);
-    std::uint32_t code =
-        t && t.nodeClass() == addressspace::kReferenceType ? space.referenceTypeCode(*type) : 0;
-    if (code == 0) return UAPLEX_BadReferenceTypeIdInvalid;
-    try {
-        return space.addReference(*source, code, *target, true);
-    } catch (...) {
-        return UAPLEX_BadOutOfMemory;
+    std::vector<addressspace::ModelChange> changes;
+    uaplex_status st = UAPLEX_Good;
+    {
+        std::lock_guard lock(modelMutex());
+        // Any ReferenceType of the address space: namespace 0's or one a plugin added.
+        NodeRef t = space.find(*type);
+        std::uint32_t code =
+            t && t.nodeClass() == addressspace::kReferenceType ? space.referenceTypeCode(*type) : 0;
+        if (code == 0) return UAPLEX_BadReferenceTypeIdInvalid;
+        try {
+            st = space.addReference(*source, code, *target, true);
+        } catch (...) {
+            st = UAPLEX_BadOutOfMemory;
+        }
+        changes = finishChanges();
     }
+    raiseModelChange(changes);
+    return st;
 }
 
 uaplex_status ServiceSet::Impl::methodBind(uaplex_plugin_ctx*,
                                            const uaplex_method_spec* spec) noexcept {
-    std::lock_guard lock(buildMutex());
+    std::lock_guard lock(modelMutex());
     try {
         return space.bindMethod(*spec->method_id, spec->object_type_id, spec->call, spec->user);
     } catch (...) {
@@ -238,9 +226,8 @@ uaplex_status ServiceSet::Impl::methodBind(uaplex_plugin_ctx*,
 
 uaplex_status ServiceSet::Impl::valueSet(uaplex_plugin_ctx*, const uaplex_nodeid* nodeId,
                                          const uaplex_datavalue* value) noexcept {
-    // Before seal other plugins may still be adding nodes (the map may rehash).
-    std::unique_lock<std::mutex> lock;
-    if (!space.sealed()) lock = std::unique_lock(buildMutex());
+    // The store is read without a lock, also while other plugins add or delete nodes.
+    addressspace::Pin pin = space.pin();
     Node* node = space.mutableNode(*nodeId);
     if (node == nullptr) return UAPLEX_BadNodeIdUnknown;
     if (node->nodeClass != addressspace::kVariable) return UAPLEX_BadNodeClassInvalid;
@@ -304,6 +291,9 @@ uaplex_status ServiceSet::guarded(ServiceCall& c,
                                   uaplex_status (Impl::*service)(ServiceCall&)) noexcept {
     try {
         if (c.request == nullptr) return UAPLEX_BadInvalidArgument;
+        // What the service finds in the store stays allocated until it returns (a parked
+        // request keeps its own Pin, async_operations.cpp).
+        addressspace::Pin pin = impl_->space.pin();
         return (impl_.get()->*service)(c);
     } catch (...) {
         return UAPLEX_BadInternalError;

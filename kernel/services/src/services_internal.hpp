@@ -283,6 +283,27 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
                                const uaplex_nodeid* target) noexcept override;
     uaplex_status valueSet(uaplex_plugin_ctx*, const uaplex_nodeid* node,
                            const uaplex_datavalue* value) noexcept override;
+    uaplex_status nodesAdd(uaplex_plugin_ctx*, const uaplex_node_spec* const* specs, size_t count,
+                           uaplex_status* results) noexcept override;
+    uaplex_status nodesDelete(uaplex_plugin_ctx*, const uaplex_nodeid* ids, size_t count,
+                              bool deleteTargetReferences,
+                              uaplex_status* results) noexcept override;
+    uaplex_status referenceDelete(uaplex_plugin_ctx*, const uaplex_nodeid* source,
+                                  const uaplex_nodeid* type, const uaplex_nodeid* target,
+                                  bool bidirectional) noexcept override;
+
+    // Structure changes (model_changes.cpp): all under modelMutex(). addSpec adds one node
+    // for `owner` (a plugin context, or null with clientAdded for AddNodes); removeNodes
+    // deletes nodes already checked, after telling their monitored items.
+    static std::mutex& modelMutex();
+    uaplex_status addSpec(const void* owner, const uaplex_node_spec& spec, bool clientAdded,
+                          Node** out = nullptr) noexcept;
+    void removeNodes(std::span<Node* const> nodes, bool deleteTargetReferences);
+    // After a batch of changes (its lock still held): frees what no reader holds, takes the
+    // recorded changes; raiseModelChange (lock released) raises their event.
+    std::vector<addressspace::ModelChange> finishChanges() noexcept;
+    void raiseModelChange(const std::vector<addressspace::ModelChange>& changes) noexcept;
+    void bumpNodeVersion(const ua::NodeId& affected) noexcept;
 
     // The Server object (server_object.cpp).
     void buildServerObject();
@@ -530,14 +551,15 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
                                         uaplex_datavalue* out) noexcept;
     // The handle an event item on notifier `n` has (ns0 records odd, stored nodes by address).
     static std::uint64_t notifierKey(const NodeRef& n) noexcept {
-        return n.rec ? (std::uint64_t(n.rec->id) << 1) | 1
-                     : std::uint64_t(reinterpret_cast<std::uintptr_t>(n.dyn));
+        return n.rec ? (std::uint64_t(n.rec->id) << 1) | 1 : n.dyn->serial << 1;
     }
-    // After a stored value changed: tells the subscription engine (handle = the Node).
+    // After a stored value changed: tells the subscription engine (handle = the Node's serial
+    // << 1). Not after the node was deleted: its items have had BadNodeIdUnknown.
     void changed(const Node& n, const ua::DataValue& v) noexcept {
+        if (n.deleted.load(std::memory_order_acquire)) return;
         if (!alarmsBySource.empty()) evaluateAlarms(n, v);  // [[alarms]]
         if (auto fn = valueChanged.load(std::memory_order_acquire))
-            fn(valueChangedUser, reinterpret_cast<std::uintptr_t>(&n), v);
+            fn(valueChangedUser, n.serial << 1, v);
         if (n.historizing.load(std::memory_order_relaxed)) record(n, v);
     }
 };

@@ -45,6 +45,7 @@ class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource
     ~ValueSource() override;
 
     uaplex_status resolve(const ua::ReadValueId& id, std::uint64_t* handle) override {
+        addressspace::Pin pin = impl_.space.pin();
         NodeRef n = impl_.space.find(id.nodeId);
         // A stored Value without a read callback or IndexRange: none of the errors a Read
         // probe would find (unknown node, invalid attribute or range) can occur, so the item
@@ -52,7 +53,7 @@ class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource
         // sample).
         if (n.dyn && n.dyn->nodeClass == addressspace::kVariable && id.attributeId == kAttrValue &&
             !n.dyn->callbacks.readsValue() && id.indexRange.length <= 0) {
-            *handle = reinterpret_cast<std::uintptr_t>(n.dyn);  // aligned: low bit clear
+            *handle = n.dyn->serial << 1;  // low bit clear; serials are never reused
             return UAPLEX_Good;
         }
         // A plugin's node is not probed here (under the engine's lock): prepare() does it
@@ -93,6 +94,7 @@ class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource
     bool prepare(const ua::ReadValueId& id, enc::Arena& arena,
                  subscription::PreparedItem& out) override {
         if (id.attributeId == kAttrEventNotifier) return false;
+        addressspace::Pin pin = impl_.space.pin();
         NodeRef n = impl_.space.find(id.nodeId);
         const void* ctx = servedBy(id, n);
         if (!ctx) return false;
@@ -136,7 +138,14 @@ class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource
 
     uaplex_status read(std::uint64_t handle, enc::Arena& arena, ua::DataValue& out) override {
         if (!(handle & 1)) {
-            const auto* node = reinterpret_cast<const Node*>(handle);
+            addressspace::Pin pin = impl_.space.pin();
+            const Node* node = impl_.space.findSerial(handle >> 1);
+            if (node == nullptr) {  // deleted
+                out = ua::DataValue{};
+                out.mask = UAPLEX_DATAVALUE_STATUS;
+                out.status = UAPLEX_BadNodeIdUnknown;
+                return UAPLEX_Good;
+            }
             impl_.readAttribute(arena, node->id, kAttrValue, ua::nullString(), kTimestampsBoth,
                                 out);
             return UAPLEX_Good;
@@ -165,9 +174,12 @@ class ServiceSet::Impl::ValueSource final : public subscription::NodeValueSource
     // The EURange property (Part 8 5.3.2) of the node behind `handle`: a Range, decoded or
     // still in its binary body (two Doubles, low then high).
     uaplex_status euRange(std::uint64_t handle, double* low, double* high) override {
+        addressspace::Pin pin = impl_.space.pin();
         ua::NodeId id{};
         if (!(handle & 1)) {
-            id = reinterpret_cast<const Node*>(handle)->id;
+            const Node* node = impl_.space.findSerial(handle >> 1);
+            if (node == nullptr) return UAPLEX_BadMonitoredItemFilterUnsupported;
+            id = node->id;
         } else {
             std::lock_guard lock(mutex_);
             id = polled_.at(handle >> 1).id;  // its text stays put in the deque
@@ -693,6 +705,7 @@ void ServiceSet::Impl::ValueSource::finishSample(uaplex_status st, const uaplex_
 
 bool ServiceSet::Impl::ValueSource::readBatch(
     ManagerSampler& s, const std::shared_ptr<subscription::SampleBatch>& batch) noexcept {
+    addressspace::Pin pin = impl_.space.pin();  // the stored nodes below, until their calls
     subscription::SampleBatch& b = *batch;
     const ManagerRef* manager = s.manager();
     const bool owns = manager != nullptr && (manager->ops->read || manager->readAsync);
@@ -825,6 +838,7 @@ uaplex_status ServiceSet::Impl::valueChangedSink(void* user, const uaplex_nodeid
                                                  const uaplex_datavalue* value) noexcept {
     auto* impl = static_cast<ServiceSet::Impl*>(user);
     if (!impl || !node || !value) return UAPLEX_BadInvalidArgument;
+    addressspace::Pin pin = impl->space.pin();
     // [[alarms]] on a plugin-served node (their table is fixed once the space is sealed).
     if (impl->space.sealed() && !impl->alarmsBySource.empty())
         if (NodeRef n = impl->space.find(*node); n.dyn && attributeId == 13)

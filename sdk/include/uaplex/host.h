@@ -2,7 +2,8 @@
 /* The host API table: everything a plugin may ask of the kernel. Plugins link to nothing
  * in the kernel; logging, clocks, timers, metrics, allocation and configuration come
  * through this table. It is append-only: each group of entries added after 1.0 sits below
- * its `since 1.N` line (address space since 1.1, events since 1.3).
+ * its `since 1.N` line (address space since 1.1, events since 1.3, a model that changes
+ * while the server runs since 1.12).
  *
  * Every entry takes the plugin context the host handed to the plugin's factory `create`
  * (it identifies the plugin: its name goes into each log line, its TOML table is the
@@ -122,14 +123,18 @@ typedef struct uaplex_host_api {
     uaplex_status (*config_unknown_key)(uaplex_plugin_ctx* ctx, uaplex_str key);
 
     /* --- since 1.1: address space ---
-     * Nodes are added while node managers start (create or start, host main thread); once
-     * the server runs the structure is frozen (BadInvalidState) and only values change. */
+     * Nodes are added while node managers start (create or start, host main thread). Since
+     * 1.12 node_add and reference_add also work once the server runs, from any thread (each
+     * call is one change: one GeneralModelChangeEvent); structure changes are serialised by
+     * the host, lookups never wait for them. Once the server runs a ReferenceType node is
+     * refused (BadNodeClassInvalid). */
     /* *out_index = the namespace index of `uri` (borrowed for the call), registering it in
      * NamespaceArray if new. The server's own ApplicationUri gives 1. */
     uaplex_status (*namespace_register)(uaplex_plugin_ctx* ctx, uaplex_str uri,
                                         uint16_t* out_index);
     /* Adds a node to the kernel's store (see uaplex_node_spec). BadNodeIdExists,
-     * BadParentNodeIdInvalid, BadNodeClassInvalid, BadInvalidArgument on failure. */
+     * BadParentNodeIdInvalid, BadNodeClassInvalid, BadInvalidArgument on failure,
+     * BadResourceUnavailable when the store holds [server.limits] max_store_nodes. */
     uaplex_status (*node_add)(uaplex_plugin_ctx* ctx, const struct uaplex_node_spec* spec);
     /* Adds source --reference_type--> target and its inverse; either end may be a namespace-0
      * node. BadNodeIdUnknown when source is unknown. */
@@ -158,6 +163,39 @@ typedef struct uaplex_host_api {
      * method_id is no Method or a known object_type_id no ObjectType, BadInvalidArgument for
      * a NULL method_id or call. */
     uaplex_status (*method_bind)(uaplex_plugin_ctx* ctx, const struct uaplex_method_spec* spec);
+
+    /* --- since 1.12: a model that changes while the server runs ---
+     * Any thread, before or after the server starts; serialised with the other structure
+     * changes. Each call is one change: once the server runs the Server object raises one
+     * GeneralModelChangeEvent for it (its Changes name every node and reference end). A
+     * plugin checks their presence against the table's struct_size (UAPLEX_HAS_FIELD). */
+    /* Adds `count` nodes (specs[i] and what it points to borrowed for the call; NULL entries
+     * answer BadInvalidArgument) in order, so a later spec may name an earlier one as its
+     * parent. results[i] (caller's array of count) is what node_add answers for specs[i].
+     * Returns Good when every item was tried, BadTooManyOperations above [server.limits]
+     * max_nodes_per_node_management (nothing added), BadInvalidArgument for NULL arrays. */
+    uaplex_status (*nodes_add)(uaplex_plugin_ctx* ctx, const struct uaplex_node_spec* const* specs,
+                               size_t count, uaplex_status* results);
+    /* Deletes `count` stored nodes this plugin added (node_ids borrowed for the call) with
+     * their references and the other ends of those; with delete_target_references != 0 also
+     * the references other nodes hold to them (Part 4 5.7.4). results[i]: Good,
+     * BadNodeIdUnknown (not in the store, or twice in the call), BadUserAccessDenied (added
+     * by someone else, or held by [persistence], [history] or [[alarms]]),
+     * BadNodeClassInvalid (a ReferenceType). Monitored items of a deleted Variable get a
+     * BadNodeIdUnknown data change. Memory comes back once no reader holds the node. Returns
+     * as nodes_add does. */
+    uaplex_status (*nodes_delete)(uaplex_plugin_ctx* ctx, const struct uaplex_nodeid* node_ids,
+                                  size_t count, int32_t delete_target_references,
+                                  uaplex_status* results);
+    /* Deletes source --reference_type--> target (forward at the source; all borrowed for the
+     * call) and, with delete_bidirectional != 0, its inverse at the target. The source must
+     * be a node this plugin added or a namespace-0 node. BadSourceNodeIdInvalid (unknown
+     * source), BadUserAccessDenied (another's node), BadReferenceTypeIdInvalid,
+     * BadNotFound (no such reference). */
+    uaplex_status (*reference_delete)(uaplex_plugin_ctx* ctx, const struct uaplex_nodeid* source,
+                                      const struct uaplex_nodeid* reference_type,
+                                      const struct uaplex_nodeid* target,
+                                      int32_t delete_bidirectional);
 } uaplex_host_api;
 
 UAPLEX_END_DECLS

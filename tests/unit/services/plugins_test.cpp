@@ -161,9 +161,62 @@ TEST_CASE("host API address-space entries: before, while and after the services 
     ua::QualifiedName name = test::qn(1, "Late");
     spec.node_id = &fresh;
     spec.browse_name = &name;
-    CHECK(api->node_add(&ctx, &spec) == UAPLEX_BadInvalidState);
     ua::NodeId organizes = ua::numericNodeId(0, 35), objects = ua::numericNodeId(0, 85);
-    CHECK(api->reference_add(&ctx, &objects, &organizes, &folder) == UAPLEX_BadInvalidState);
+    spec.parent_id = &objects;
+    spec.reference_type_id = &organizes;
+    // Since 1.12 the structure changes too: the node is there for the next request.
+    CHECK(api->node_add(&ctx, &spec) == UAPLEX_Good);
+    CHECK(s.read(fresh, 3).value.value.pointer != nullptr);  // BrowseName
+    CHECK(api->node_add(&ctx, &spec) == UAPLEX_BadNodeIdExists);
+    CHECK(api->reference_add(&ctx, &fresh, &organizes, &folder) == UAPLEX_Good);
+    auto organized = [&](const ua::NodeId& from, const ua::NodeId& to) {
+        ua::BrowseResult r = s.browse(from);
+        for (const auto& ref : r.references)
+            if (ref.isForward && ua::equal(ref.nodeId.node_id, to)) return true;
+        return false;
+    };
+    CHECK(organized(objects, fresh));
+    CHECK(organized(fresh, folder));
+    CHECK(api->reference_delete(&ctx, &fresh, &organizes, &folder, 1) == UAPLEX_Good);
+    CHECK_FALSE(organized(fresh, folder));
+    CHECK(api->reference_delete(&ctx, &fresh, &organizes, &folder, 1) == UAPLEX_BadNotFound);
+    // The benchmark plugin's folder is not this plugin's to change.
+    CHECK(api->reference_delete(&ctx, &folder, &organizes, &fresh, 1) ==
+          UAPLEX_BadUserAccessDenied);
+    // A batch: each item its own status, one change.
+    ua::NodeId ids[3] = {ua::numericNodeId(1, 5001), ua::numericNodeId(1, 5002),
+                         ua::numericNodeId(1, 5001)};
+    uaplex_node_spec specs[3] = {spec, spec, spec};
+    const uaplex_node_spec* list[4] = {&specs[0], &specs[1], &specs[2], nullptr};
+    for (int i = 0; i < 3; ++i) specs[i].node_id = &ids[i];
+    uaplex_status results[4] = {};
+    CHECK(api->nodes_add(&ctx, list, 4, results) == UAPLEX_Good);
+    CHECK(results[0] == UAPLEX_Good);
+    CHECK(results[1] == UAPLEX_Good);
+    CHECK(results[2] == UAPLEX_BadNodeIdExists);
+    CHECK(results[3] == UAPLEX_BadInvalidArgument);
+    // Deleting: only what this plugin added, once per call.
+    ua::NodeId doomed[5] = {fresh, ids[0], ids[0], folder, unknown};
+    const uaplex_status expected[5] = {UAPLEX_Good, UAPLEX_Good, UAPLEX_BadNodeIdUnknown,
+                                       UAPLEX_BadUserAccessDenied, UAPLEX_BadNodeIdUnknown};
+    uaplex_status got[5] = {};
+    CHECK(api->nodes_delete(&ctx, doomed, 5, 1, got) == UAPLEX_Good);
+    for (int i = 0; i < 5; ++i) CHECK(got[i] == expected[i]);
+    CHECK(api->nodes_delete(&ctx, doomed, 2, 1, got) == UAPLEX_Good);  // gone by now
+    CHECK(got[0] == UAPLEX_BadNodeIdUnknown);
+    CHECK(got[1] == UAPLEX_BadNodeIdUnknown);
+    CHECK(s.read(fresh, 3).status == UAPLEX_BadNodeIdUnknown);
+    CHECK_FALSE(organized(objects, fresh));
+    CHECK(organized(objects, ids[1]));
+    CHECK(s.read(folder, 3).status == UAPLEX_Good);
+    // Another plugin's context may not delete it.
+    uaplex_plugin_ctx other;
+    other.name = "other";
+    other.services = &s.host.services();
+    CHECK(api->nodes_delete(&other, &ids[1], 1, 1, got) == UAPLEX_Good);
+    CHECK(got[0] == UAPLEX_BadUserAccessDenied);
+    CHECK(api->nodes_delete(&ctx, doomed, 1001, 1, got) == UAPLEX_BadTooManyOperations);
+    CHECK(api->nodes_delete(&ctx, nullptr, 1, 1, got) == UAPLEX_BadInvalidArgument);
     CHECK(api->reference_add(&ctx, &objects, &objects, &folder) ==
           UAPLEX_BadReferenceTypeIdInvalid);
 }

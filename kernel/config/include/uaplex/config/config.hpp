@@ -100,6 +100,12 @@ struct ServerLimits {
     std::uint32_t max_nodes_per_register_nodes = 10000;
     std::uint32_t max_nodes_per_translate = 10000;  // MaxNodesPerTranslateBrowsePathsToNodeIds
     std::uint32_t max_nodes_per_method_call = 1000;
+    // MaxNodesPerNodeManagement: items of one AddNodes, AddReferences, DeleteNodes or
+    // DeleteReferences (and of one nodes_add/nodes_delete host call).
+    std::uint32_t max_nodes_per_node_management = 1000;
+    // Nodes the kernel's store holds at once (added by plugins, clients and the kernel);
+    // beyond it an add answers BadResourceUnavailable.
+    std::uint32_t max_store_nodes = 1000000;
     std::uint32_t max_references_per_node = 1000;        // Browse default when the client asks 0
     std::uint32_t max_monitored_items_per_call = 10000;  // MaxMonitoredItemsPerCall
     // Conditions (Part 9) the kernel holds: the Objects of a ConditionType subtype beyond it

@@ -27,6 +27,16 @@ class AddressSpaceHooks {
     // Host API, since 1.7.
     virtual uaplex_status methodBind(uaplex_plugin_ctx* ctx,
                                      const uaplex_method_spec* spec) noexcept = 0;
+    // Host API, since 1.12.
+    virtual uaplex_status nodesAdd(uaplex_plugin_ctx* ctx, const uaplex_node_spec* const* specs,
+                                   size_t count, uaplex_status* results) noexcept = 0;
+    virtual uaplex_status nodesDelete(uaplex_plugin_ctx* ctx, const uaplex_nodeid* ids,
+                                      size_t count, bool deleteTargetReferences,
+                                      uaplex_status* results) noexcept = 0;
+    virtual uaplex_status referenceDelete(uaplex_plugin_ctx* ctx, const uaplex_nodeid* source,
+                                          const uaplex_nodeid* reference_type,
+                                          const uaplex_nodeid* target,
+                                          bool bidirectional) noexcept = 0;
 };
 
 }  // namespace uaplex::host
