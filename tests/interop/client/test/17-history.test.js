@@ -9,7 +9,8 @@ const { test, before, after } = require("node:test");
 const { ua, assert, T_SHORT, T_LONG, sharedSession, assertGood, assertStatus } = require("../lib/ua");
 const { AttributeIds, DataType, StatusCodes, TimestampsToReturn } = ua;
 const {
-    HistoryReadRequest, ReadRawModifiedDetails, ReadProcessedDetails, HistoryData,
+    HistoryReadRequest, ReadRawModifiedDetails, ReadProcessedDetails, ReadAtTimeDetails,
+    ReadEventDetails, HistoryData,
 } = require("node-opcua-service-history");
 
 const skip = process.env.UAPLEX_HISTORY !== "1" && "the server under test records no history";
@@ -145,11 +146,10 @@ test("nodes without history, unknown nodes, unserved details", { timeout: T_SHOR
     assertStatus(r.results[0].statusCode, StatusCodes.BadNotReadable, "unrecorded");
     assertStatus(r.results[1].statusCode, StatusCodes.BadNodeIdUnknown, "unknown");
     assert.ok(r.results[2].statusCode.isGood());
-    const p = await historyRead(S.session, new ReadProcessedDetails({
-        startTime: before, endTime: after, processingInterval: 1000,
-        aggregateType: [ua.coerceNodeId("i=2342")],
+    const e = await historyRead(S.session, new ReadEventDetails({
+        startTime: before, endTime: after, numValuesPerNode: 10,
     }), [{ nodeId: recorded() }]);
-    assertStatus(p.results[0].statusCode, StatusCodes.BadHistoryOperationUnsupported, "processed");
+    assertStatus(e.results[0].statusCode, StatusCodes.BadHistoryOperationUnsupported, "events");
     // Neither timestamp is not a HistoryRead choice; no time at all is no time domain.
     await assert.rejects(historyRead(S.session, raw(before, after, 1), [{ nodeId: recorded() }],
         { timestampsToReturn: TimestampsToReturn.Neither }), /BadTimestampsToReturnInvalid/);
@@ -301,4 +301,145 @@ test("HistoryServerCapabilities, AggregateFunctions and the HA Configuration", {
     assert.ok(stepped, "Stepped");
     const [sv] = await S.session.read([{ nodeId: stepped.nodeId, attributeId: AttributeIds.Value }]);
     assert.equal(sv.value.value, false);
+});
+
+// Demo.Measured takes values with their source timestamps and statuses (AccessLevel
+// StatusWrite, TimestampWrite): processed and at-time reads over values of 2020-01-01.
+const measured = () => `ns=${S.demo};s=Demo.Measured`;
+const T0 = Date.UTC(2020, 0, 1);
+const at20 = (s) => new Date(T0 + s * 1000);
+let filled = false;
+async function fill() {
+    if (filled) return;
+    // Dataset A: 10 @0 s, 30 @15 s, 20 @30 s, 50 @45 s, 40 @60 s (all Good). Dataset B:
+    // 10 @100 s, BadSensorFailure @110 s, 20 @130 s, 5 @140 s.
+    const values = [[0, 10], [15, 30], [30, 20], [45, 50], [60, 40],
+        [100, 10], [110, 0, StatusCodes.BadSensorFailure], [130, 20], [140, 5]];
+    for (const [t, v, status] of values) {
+        const st = await S.session.write({
+            nodeId: measured(), attributeId: AttributeIds.Value,
+            value: {
+                value: { dataType: DataType.Double, value: v },
+                sourceTimestamp: at20(t),
+                ...(status ? { statusCode: status } : {}),
+            },
+        });
+        assertGood(st, `write ${v} @${t}`);
+    }
+    filled = true;
+}
+function processed(from, to, intervalMs, aggregates, config = { useServerCapabilitiesDefaults: true }) {
+    return new ReadProcessedDetails({
+        startTime: at20(from), endTime: at20(to), processingInterval: intervalMs,
+        aggregateType: aggregates.map((a) => ua.coerceNodeId(`i=${a}`)),
+        aggregateConfiguration: config,
+    });
+}
+const code = (dv) => (dv.statusCode.value >>> 0);
+const num = (dv) => {
+    const x = dv.value.value;
+    return typeof x === "object" && x !== null ? (x.value >>> 0) : x;
+};
+
+test("processed reads of every served aggregate, values worked out by hand", { timeout: T_LONG, skip }, async () => {
+    await fill();
+    // [0, 30) holds 10, 30 (20 at its end), [30, 60) holds 20, 50 (40 at its end). Sloped lines:
+    // areas 675 and 1200 value*s, time averages 22.5 and 40.
+    const expect = {
+        2341: [10, 20], 2342: [20, 35], 2343: [22.5, 40], 11285: [22.5, 40], 2344: [675, 1200],
+        11304: [675, 1200], 2346: [10, 20], 2347: [30, 50], 2348: [10, 20], 2349: [30, 50],
+        2350: [20, 30], 11286: [10, 20], 11287: [30, 50], 2352: [2, 2], 2357: [10, 20],
+        2358: [30, 50], 2359: [20, 30], 2360: [30000, 30000], 2361: [0, 0], 2362: [100, 100],
+        2363: [0, 0], 2364: [0, 0], 11292: [0, 0],
+    };
+    const ids = Object.keys(expect).map(Number);
+    // One aggregate per node: the same node once per aggregate, in one request.
+    const r = await historyRead(S.session, processed(0, 60, 30000, ids),
+        ids.map(() => ({ nodeId: measured() })));
+    assert.equal(r.results.length, ids.length);
+    ids.forEach((id, i) => {
+        const res = r.results[i];
+        assert.ok(res.statusCode.isGood(), `i=${id}: ${res.statusCode.toString()}`);
+        const dvs = res.historyData.dataValues;
+        assert.equal(dvs.length, 2, `i=${id}`);
+        for (let k = 0; k < 2; k++) {
+            assert.equal(code(dvs[k]) >>> 30, 0, `i=${id} interval ${k}: severity of ${code(dvs[k]).toString(16)}`);
+            assert.ok(Math.abs(num(dvs[k]) - expect[id][k]) < 1e-9, `i=${id} interval ${k}: ${num(dvs[k])}`);
+        }
+    });
+    // Average is Calculated (InfoType DataValue 0x400, bit 0x1); the ActualTime forms carry
+    // the raw value's time.
+    const avg = r.results[ids.indexOf(2342)].historyData.dataValues;
+    assert.equal(code(avg[0]) & 0x41f, 0x401);
+    assert.equal(avg[0].sourceTimestamp.getTime(), at20(0).getTime());
+    const maxAt = r.results[ids.indexOf(2349)].historyData.dataValues;
+    assert.equal(maxAt[0].sourceTimestamp.getTime(), at20(15).getTime());
+    assert.equal(maxAt[1].sourceTimestamp.getTime(), at20(45).getTime());
+    // Backward: (30, 60] holds 50, 40: 45; (0, 30] holds 30, 20: 25, the later one first.
+    const back = await historyRead(S.session, processed(60, 0, 30000, [2342]), [{ nodeId: measured() }]);
+    assert.deepEqual(back.results[0].historyData.dataValues.map(num), [45, 25]);
+    // Dataset B in one interval [100, 140): Good 20 s, Bad 20 s; Average of 10 and 20 with a
+    // third of the values Bad: 15, Uncertain_DataSubNormal.
+    const ids2 = [2360, 2361, 2362, 2363, 2364, 2342];
+    const b = await historyRead(S.session, processed(100, 140, 0, ids2), ids2.map(() => ({ nodeId: measured() })));
+    const one = (k) => b.results[k].historyData.dataValues[0];
+    assert.equal(num(one(0)), 20000);
+    assert.equal(num(one(1)), 20000);
+    assert.equal(num(one(2)), 50);
+    assert.equal(num(one(3)), 50);
+    assert.equal(num(one(4)), StatusCodes.BadSensorFailure.value);
+    assert.equal(num(one(5)), 15);
+    assert.equal((code(one(5)) & 0xffff0000) >>> 0, StatusCodes.UncertainDataSubNormal.value);
+});
+
+test("processed reads: continuation points and refusals", { timeout: T_LONG, skip }, async () => {
+    await fill();
+    // Not served, one aggregate for two nodes, a configuration with a gap, a zero range.
+    const r = await historyRead(S.session, processed(0, 60, 30000, [2365]), [{ nodeId: measured() }]);
+    assertStatus(r.results[0].statusCode, StatusCodes.BadAggregateNotSupported, "AnnotationCount");
+    const m = await historyRead(S.session, processed(0, 60, 30000, [2342]),
+        [{ nodeId: measured() }, { nodeId: measured() }]);
+    assertStatus(m.results[0].statusCode, StatusCodes.BadAggregateListMismatch, "mismatch");
+    const c = await historyRead(S.session, processed(0, 60, 30000, [2342], {
+        useServerCapabilitiesDefaults: false, treatUncertainAsBad: true, percentDataBad: 50, percentDataGood: 40,
+    }), [{ nodeId: measured() }]);
+    assertStatus(c.results[0].statusCode, StatusCodes.BadAggregateConfigurationRejected, "config");
+    const z = await historyRead(S.session, processed(10, 10, 1000, [2342]), [{ nodeId: measured() }]);
+    assertStatus(z.results[0].statusCode, StatusCodes.BadInvalidArgument, "start == end");
+    // A foreign continuation point.
+    const j = await historyRead(S.session, processed(0, 60, 30000, [2342]),
+        [{ nodeId: measured(), continuationPoint: Buffer.from([1, 2, 3, 4, 5, 6, 7, 8]) }]);
+    assertStatus(j.results[0].statusCode, StatusCodes.BadContinuationPointInvalid, "junk");
+});
+
+test("at-time reads: raw, interpolated, simple bounds, refusals", { timeout: T_LONG, skip }, async () => {
+    await fill();
+    const times = [at20(15), at20(7.5), at20(37.5), at20(50), at20(-10)];
+    const r = await historyRead(S.session, new ReadAtTimeDetails({ reqTimes: times, useSimpleBounds: false }),
+        [{ nodeId: measured() }]);
+    assert.ok(r.results[0].statusCode.isGood(), r.results[0].statusCode.toString());
+    const dvs = r.results[0].historyData.dataValues;
+    assert.equal(dvs.length, 5);
+    dvs.forEach((dv, i) => assert.equal(dv.sourceTimestamp.getTime(), times[i].getTime()));
+    assert.equal(num(dvs[0]), 30);  // raw: no Interpolated bit
+    assert.equal(code(dvs[0]) & 0x2, 0);
+    assert.equal(num(dvs[1]), 20);  // halfway from 10 @0 to 30 @15
+    assert.equal(code(dvs[1]), 0x402);  // Good, Interpolated
+    assert.equal(num(dvs[2]), 35);
+    assert.ok(Math.abs(num(dvs[3]) - (50 - 10 / 3)) < 1e-9);
+    assert.equal((code(dvs[4]) & 0xffff0000) >>> 0, StatusCodes.BadNoData.value);  // before any value
+    // Simple bounds at 115 s: the value before is the Bad one at 110 s: no value; at 105 s,
+    // 10 @100 then the Bad one: 10 held, Uncertain.
+    const s = await historyRead(S.session, new ReadAtTimeDetails({ reqTimes: [at20(115), at20(105)], useSimpleBounds: true }),
+        [{ nodeId: measured() }]);
+    const sv = s.results[0].historyData.dataValues;
+    assert.ok((code(sv[0]) >>> 31) === 1, code(sv[0]).toString(16));
+    assert.equal(num(sv[1]), 10);
+    assert.equal((code(sv[1]) & 0xffff0000) >>> 0, StatusCodes.UncertainDataSubNormal.value);
+    // No times; more than max_req_times (run_suite.sh: 16).
+    const none = await historyRead(S.session, new ReadAtTimeDetails({ reqTimes: [] }), [{ nodeId: measured() }]);
+    assertStatus(none.results[0].statusCode, StatusCodes.BadInvalidTimestampArgument, "no reqTimes");
+    await assert.rejects(historyRead(S.session,
+        new ReadAtTimeDetails({ reqTimes: Array.from({ length: 17 }, (_, i) => at20(i)) }), [{ nodeId: measured() }]),
+    /BadTooManyOperations/);
 });
