@@ -252,7 +252,8 @@ uaplex_status History::update(ServiceCall& call) noexcept {
     if (operations > cfg_.max_values_per_update) return UAPLEX_BadTooManyOperations;
 
     // The node checks: known, recorded, writable by the store and by the session.
-    std::vector<const Node*> nodes(n, nullptr);
+    std::vector<const Node*> nodes(n, nullptr);        // null for an owned namespace's
+    std::vector<const std::string*> keys(n, nullptr);  // the store key: the entry goes ahead
     std::size_t entryCount = 0;
     for (std::size_t i = 0; i < n; ++i) {
         Checked& c = checked[i];
@@ -260,12 +261,24 @@ uaplex_status History::update(ServiceCall& call) noexcept {
         const NodeRef ref = space_.find(*c.nodeId);
         const std::uint32_t perms =
             call.access ? call.access->permissions(*c.nodeId) : config::kAllPermissions;
-        if (!ref || !(perms & session::kPermBrowse)) {
+        // A recorded node of an owned namespace: its node manager serves its attributes.
+        const bool owned = !ref && !pushed_.empty() && pushed_.count(*c.nodeId) != 0;
+        if ((!ref && !owned) || !(perms & session::kPermBrowse)) {
             c.status = UAPLEX_BadNodeIdUnknown;
             continue;
         }
         const Node* node = ref.dyn;
-        if (node == nullptr || keyOf(node) == nullptr) {
+        const std::string* key = nullptr;
+        if (owned) {
+            key = pushed_.find(*c.nodeId)->second;
+        } else if (node != nullptr) {
+            key = keyOf(node);
+            if (key == nullptr && !pushed_.empty()) {  // a read callback serves its Value
+                auto it = pushed_.find(node->id);
+                if (it != pushed_.end()) key = it->second;
+            }
+        }
+        if (key == nullptr) {
             c.status = UAPLEX_BadHistoryOperationUnsupported;  // not recorded
             continue;
         }
@@ -273,7 +286,7 @@ uaplex_status History::update(ServiceCall& call) noexcept {
             c.kind == Kind::Update
                 ? UAPLEX_FIELD_OR(ops_, uaplex_history_ops, update, nullptr) != nullptr
                 : UAPLEX_FIELD_OR(ops_, uaplex_history_ops, delete_raw, nullptr) != nullptr;
-        if (!(node->accessLevel.load() & kHistoryWriteBit)) {
+        if (!owned && !(node->accessLevel.load() & kHistoryWriteBit)) {
             c.status = UAPLEX_BadNotWritable;
             continue;
         }
@@ -293,11 +306,13 @@ uaplex_status History::update(ServiceCall& call) noexcept {
                        ? session::kPermModifyHistory
                        : session::kPermInsertHistory | session::kPermModifyHistory;
         }
-        if ((perms & need) != need || !(node->userAccessLevel.load() & kHistoryWriteBit)) {
+        if ((perms & need) != need ||
+            (!owned && !(node->userAccessLevel.load() & kHistoryWriteBit))) {
             c.status = UAPLEX_BadUserAccessDenied;
             continue;
         }
         nodes[i] = node;
+        keys[i] = key;
         if (c.operations > 0 || c.kind == Kind::DeleteRaw) ++entryCount;
     }
 
@@ -348,13 +363,13 @@ uaplex_status History::update(ServiceCall& call) noexcept {
     std::size_t k = 0;
     try {
         for (std::size_t i = 0; i < n; ++i) {
-            if (nodes[i] == nullptr) continue;
+            if (keys[i] == nullptr) continue;
             const Checked& c = checked[i];
             if (c.operations == 0 && c.kind != Kind::DeleteRaw) continue;  // nothing to do
             Entry& e = p->entries[k++];
             e.index = std::uint32_t(i);
             e.kind = c.kind;
-            e.key = *keyOf(nodes[i]);
+            e.key = *keys[i];
             const ua::ExtensionObject& eo = req.historyUpdateDetails[i];
             ua::StatusCode* opResults = p->results[i].operationResults.data;
             if (c.kind == Kind::DeleteRaw) {
@@ -380,7 +395,8 @@ uaplex_status History::update(ServiceCall& call) noexcept {
                     }
                     const bool hasValue = (dv.mask & UAPLEX_DATAVALUE_VALUE) != 0 &&
                                           ua::variantType(dv.value) != ua::BuiltinType::Null;
-                    if (hasValue && valueFits && !valueFits(*nodes[i], dv.value)) {
+                    if (hasValue && valueFits && nodes[i] != nullptr &&
+                        !valueFits(*nodes[i], dv.value)) {
                         opResults[v] = UAPLEX_BadTypeMismatch;
                         continue;
                     }

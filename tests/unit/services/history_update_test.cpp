@@ -373,3 +373,52 @@ TEST_CASE("history model: HistoryServerCapabilities, AggregateFunctions, HA Conf
     CHECK(props.at("PercentDataGood").value.byte == 80);
     CHECK_FALSE(props.at("UseSlopedExtrapolation").value.boolean);
 }
+
+TEST_CASE("history update: a recorded node of an owned namespace takes updates and deletes") {
+    const fs::path db = fs::temp_directory_path() /
+                        ("uaplex-history-update-owned-" + std::to_string(::getpid()) + ".db");
+    fs::remove(db);
+    {
+        test::Server s("", std::string("[plugins.test-sampling]\nlibrary = \"") +
+                               UAPLEX_SAMPLING_PLUGIN +
+                               "\"\n[plugins.history-sqlite]\nlibrary = \"" +
+                               UAPLEX_HISTORY_SQLITE_PLUGIN + "\"\npath = \"" + db.string() +
+                               "\"\n[history]\nplugin = \"history-sqlite\"\n"
+                               "nodes = [\"nsu=urn:uaplex:test-sampling;i=500\"]\n");
+        const ua::NodeId node =
+            ua::numericNodeId(s.namespaceIndex("urn:uaplex:test-sampling"), 500);
+        ua::DataValue dv{};
+        dv.mask = UAPLEX_DATAVALUE_VALUE | UAPLEX_DATAVALUE_SOURCE_TIMESTAMP;
+        dv.value = ua::variantInt32(5);
+        dv.source_timestamp = kBase;
+        ua::UpdateDataDetails d{};
+        d.nodeId = node;
+        d.performInsertReplace = ua::PerformUpdateType::Insert;
+        d.updateValues = {1, &dv};
+        ua::DateTime t = kBase;
+        ua::DeleteAtTimeDetails del{};
+        del.nodeId = node;
+        del.reqTimes = {1, &t};
+        ua::ExtensionObject details[3]{};
+        details[0].data_type = enc::dataTypeOf<ua::UpdateDataDetails>();
+        details[0].object = &d;
+        details[1] = details[0];  // the same time again: it exists now
+        details[2].data_type = enc::dataTypeOf<ua::DeleteAtTimeDetails>();
+        details[2].object = &del;
+        for (int k = 0; k < 3; ++k) {
+            ua::HistoryUpdateRequest req{};
+            req.historyUpdateDetails = {1, &details[k]};
+            ua::HistoryUpdateResponse* resp = nullptr;
+            REQUIRE(s.call(req, resp) == UAPLEX_Good);
+            REQUIRE(resp->results.size() == 1);
+            const ua::HistoryUpdateResult& r = resp->results[0];
+            CHECK(r.statusCode == UAPLEX_Good);
+            REQUIRE(r.operationResults.size() == 1);
+            const uaplex_status want[3] = {UAPLEX_GoodEntryInserted, UAPLEX_BadEntryExists,
+                                           UAPLEX_Good};
+            CHECK(r.operationResults[0] == want[k]);
+        }
+    }
+    std::error_code ec;
+    for (const char* x : {"", "-wal", "-shm"}) fs::remove(db.string() + x, ec);
+}
