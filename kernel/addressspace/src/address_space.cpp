@@ -99,8 +99,11 @@ AddressSpace::AddressSpace(std::string applicationUri) {
     ns0Index_.assign(maxId + 1, kNoRecord);
     ns0SuperType_.assign(img.nodeCount, 0);
     ns0Extra_ = std::make_unique<std::atomic<RefArray*>[]>(img.nodeCount);
-    for (std::uint32_t i = 0; i < img.nodeCount; ++i)
+    ns0RefGeneration_ = std::make_unique<std::atomic<std::uint32_t>[]>(img.nodeCount);
+    for (std::uint32_t i = 0; i < img.nodeCount; ++i) {
         ns0Extra_[i].store(nullptr, std::memory_order_relaxed);
+        ns0RefGeneration_[i].store(0, std::memory_order_relaxed);
+    }
     for (std::uint32_t i = 0; i < img.nodeCount; ++i) {
         const ns0::NodeRecord& r = img.nodes[i];
         ns0Index_[r.id] = static_cast<std::uint16_t>(i);
@@ -126,6 +129,21 @@ NodeRef AddressSpace::find(const ua::NodeId& id) const noexcept {
     }
     const Node* n = nodes_.find(id);
     return n == nullptr ? NodeRef{} : NodeRef{nullptr, n};
+}
+
+std::uint32_t AddressSpace::referenceGeneration(const NodeRef& n) const noexcept {
+    if (n.rec)
+        return ns0RefGeneration_[std::size_t(n.rec - ns0::kImage.nodes)].load(
+            std::memory_order_acquire);
+    return n.dyn ? n.dyn->refGeneration.load(std::memory_order_acquire) : 0;
+}
+
+void AddressSpace::bumpGeneration(std::atomic<RefArray*>& slot, Node* owner) noexcept {
+    if (owner != nullptr)
+        owner->refGeneration.fetch_add(1, std::memory_order_release);
+    else
+        ns0RefGeneration_[std::size_t(&slot - ns0Extra_.get())].fetch_add(
+            1, std::memory_order_release);
 }
 
 const Node* AddressSpace::findSerial(std::uint64_t serial) const noexcept {
@@ -331,6 +349,7 @@ void AddressSpace::appendReference(std::atomic<RefArray*>& slot, Node* owner,
     if (a != nullptr && count < a->capacity) {
         a->items()[count] = r;  // beyond what readers read until the count says so
         a->count.store(count + 1, std::memory_order_release);
+        bumpGeneration(slot, owner);
         return;
     }
     RefArray* grown = RefArray::make(std::max<std::uint32_t>(4, count * 2));
@@ -346,16 +365,17 @@ void AddressSpace::appendReference(std::atomic<RefArray*>& slot, Node* owner,
         }
     }
     slot.store(grown, std::memory_order_release);
+    bumpGeneration(slot, owner);
 }
 
 template <class Keep>
-void AddressSpace::filterReferences(std::atomic<RefArray*>& slot, Keep&& keep) {
+bool AddressSpace::filterReferences(std::atomic<RefArray*>& slot, Node* owner, Keep&& keep) {
     RefArray* a = slot.load(std::memory_order_relaxed);
-    if (a == nullptr) return;
+    if (a == nullptr) return false;
     std::span<const Reference> refs = a->view();
     std::uint32_t kept = 0;
     for (const Reference& r : refs) kept += keep(r) ? 1u : 0u;
-    if (kept == refs.size()) return;
+    if (kept == refs.size()) return false;
     RefArray* fresh = nullptr;
     if (kept > 0) {
         fresh = RefArray::make(std::max<std::uint32_t>(4, kept));
@@ -371,6 +391,8 @@ void AddressSpace::filterReferences(std::atomic<RefArray*>& slot, Keep&& keep) {
         throw;
     }
     slot.store(fresh, std::memory_order_seq_cst);
+    bumpGeneration(slot, owner);
+    return true;
 }
 
 void AddressSpace::record(std::uint8_t verb, const ua::NodeId& affected, const ua::NodeId& type) {
@@ -420,6 +442,7 @@ void AddressSpace::deleteNodes(std::span<Node* const> nodes, bool deleteTargetRe
     }
     struct Other {
         std::atomic<RefArray*>* slot;
+        Node* owner;
         ua::NodeId id;
     };
     std::vector<Other> others;
@@ -429,7 +452,7 @@ void AddressSpace::deleteNodes(std::span<Node* const> nodes, bool deleteTargetRe
             Node* owner = nullptr;
             std::atomic<RefArray*>* slot = referencesOf(r.target, &owner);
             if (slot == nullptr || (owner != nullptr && gone.count(owner))) continue;
-            if (seen.insert(slot).second) others.push_back(Other{slot, r.target});
+            if (seen.insert(slot).second) others.push_back(Other{slot, owner, r.target});
         }
     std::vector<ua::NodeId> types;
     types.reserve(nodes.size());
@@ -444,13 +467,11 @@ void AddressSpace::deleteNodes(std::span<Node* const> nodes, bool deleteTargetRe
         n->deleted.store(true, std::memory_order_release);
     }
     for (const Other& o : others) {
-        RefArray* before = o.slot->load(std::memory_order_relaxed);
-        filterReferences(*o.slot, [&](const Reference& r) {
-            // An inverse entry names a deleted source: always gone; a forward one points at a
-            // deleted target: gone with deleteTargetReferences.
-            return !goneIds.count(r.target) || (r.isForward && !deleteTargetReferences);
-        });
-        if (o.slot->load(std::memory_order_relaxed) != before)
+        // An inverse entry names a deleted source: always gone; a forward one points at a
+        // deleted target: gone with deleteTargetReferences.
+        if (filterReferences(*o.slot, o.owner, [&](const Reference& r) {
+                return !goneIds.count(r.target) || (r.isForward && !deleteTargetReferences);
+            }))
             record(ModelChange::kReferenceDeleted, o.id, ua::NodeId{});
     }
     for (Node* n : nodes) reclaimer_.retire(n, [](void* p) { delete static_cast<Node*>(p); });
@@ -471,15 +492,15 @@ uaplex_status AddressSpace::deleteReference(const ua::NodeId& source, std::uint3
         for (const Reference& r : a->view()) found = found || matches(r, isForward, target);
     if (!found) return UAPLEX_BadNotFound;
     reclaimer_.reserve(4);
-    filterReferences(*from, [&](const Reference& r) { return !matches(r, isForward, target); });
+    filterReferences(*from, fromOwner,
+                     [&](const Reference& r) { return !matches(r, isForward, target); });
     record(ModelChange::kReferenceDeleted, source, ua::NodeId{});
     Node* toOwner = nullptr;
     if (bidirectional)
         if (std::atomic<RefArray*>* to = referencesOf(target, &toOwner)) {
-            RefArray* before = to->load(std::memory_order_relaxed);
-            filterReferences(*to,
-                             [&](const Reference& r) { return !matches(r, !isForward, source); });
-            if (to->load(std::memory_order_relaxed) != before)
+            if (filterReferences(*to, toOwner, [&](const Reference& r) {
+                    return !matches(r, !isForward, source);
+                }))
                 record(ModelChange::kReferenceDeleted, target, ua::NodeId{});
         }
     return UAPLEX_Good;

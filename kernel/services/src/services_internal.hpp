@@ -121,6 +121,10 @@ struct ContinuationPoint {
     std::uint32_t resultMask = 0;
     std::uint32_t maxReferences = 0;
     std::uint32_t offset = 0;  // references already returned
+    // A node of the address space: its references' generation when the browse began; a
+    // BrowseNext after they changed (or after the node was deleted) is refused.
+    bool stored = false;
+    std::uint32_t generation = 0;
 };
 
 // A HistoryRead continuation point kept in the session (Part 11 6.3): the store's cursor

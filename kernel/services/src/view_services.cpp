@@ -162,6 +162,15 @@ void ServiceSet::Impl::browseOne(enc::Arena& arena, SessionState* session, Conti
     const BrowseMatch matches(space, cp);
     const bool hasType = matches.hasType;
     NodeRef node = space.find(nodeId);
+    // The offset of a continuation point counts references of the node as they were: once
+    // they changed it would skip or repeat some (Part 4 5.8.3: the point is invalid).
+    if (isNewBrowse) {
+        cp.stored = bool(node);
+        cp.generation = space.referenceGeneration(node);
+    } else if (cp.stored && (!node || space.referenceGeneration(node) != cp.generation)) {
+        result.statusCode = UAPLEX_BadContinuationPointInvalid;
+        return;
+    }
     try {
         if (node) {
             space.forEachReference(node,

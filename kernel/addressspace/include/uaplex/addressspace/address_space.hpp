@@ -168,7 +168,8 @@ struct Node {
         return a != nullptr ? a->view() : std::span<const Reference>{};
     }
     std::atomic<RefArray*> refs{nullptr};
-    std::forward_list<std::string> text;  // what the views of this node point into
+    std::atomic<std::uint32_t> refGeneration{0};  // counts changes of refs
+    std::forward_list<std::string> text;          // what the views of this node point into
 };
 
 // One entry of a GeneralModelChangeEvent's Changes (ModelChangeStructureDataType, Part 5
@@ -216,6 +217,8 @@ class AddressSpace {
     Pin pin() noexcept { return Pin(reclaimer_); }
     Reclaimer& reclaimer() noexcept { return reclaimer_; }
     NodeRef find(const ua::NodeId& id) const noexcept;
+    // Counts the changes of n's references (Browse continuation points compare it).
+    std::uint32_t referenceGeneration(const NodeRef& n) const noexcept;
     // The stored node of a serial (its Value's subscription handle), null once deleted.
     const Node* findSerial(std::uint64_t serial) const noexcept;
     ua::NodeId nodeIdOf(const NodeRef& n) const noexcept;
@@ -303,9 +306,11 @@ class AddressSpace {
     std::atomic<RefArray*>* referencesOf(const ua::NodeId& id, Node** owner) noexcept;
     // Appends r (its target's text copied to `owner`, or interned for namespace 0).
     void appendReference(std::atomic<RefArray*>& slot, Node* owner, const Reference& r);
-    // Publishes the references of `slot` for which keep(r) holds; the old array is retired.
+    // Publishes the references of `slot` (owned by `owner`, null for namespace 0) for which
+    // keep(r) holds; the old array is retired. False when all were kept.
     template <class Keep>
-    void filterReferences(std::atomic<RefArray*>& slot, Keep&& keep);
+    bool filterReferences(std::atomic<RefArray*>& slot, Node* owner, Keep&& keep);
+    void bumpGeneration(std::atomic<RefArray*>& slot, Node* owner) noexcept;
     void record(std::uint8_t verb, const ua::NodeId& affected, const ua::NodeId& type);
     static ua::String own(Node& n, const ua::String& s);
     static ua::NodeId ownNodeId(Node& n, const ua::NodeId& id);
@@ -329,6 +334,7 @@ class AddressSpace {
     std::vector<std::uint32_t> ns0SuperType_;  // record index -> HasSubtype parent id (0 none)
     // record index -> references added to the namespace-0 node (null: none)
     std::unique_ptr<std::atomic<RefArray*>[]> ns0Extra_;
+    std::unique_ptr<std::atomic<std::uint32_t>[]> ns0RefGeneration_;  // as Node::refGeneration
     std::unordered_map<std::uint32_t, ComputedValue> computed_;
     PtrTable<Node, ua::NodeId, ByNodeId> nodes_{reclaimer_};
     PtrTable<Node, std::uint64_t, BySerial> bySerial_{reclaimer_};
