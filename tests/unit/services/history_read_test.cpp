@@ -12,6 +12,7 @@
 #include <uaplex/encoding/generated/ns0.hpp>
 #include <uaplex/encoding/generated/types.hpp>
 
+#include "support/pg_cluster.hpp"
 #include "support/services_fixture.hpp"
 
 namespace {
@@ -42,20 +43,27 @@ struct TempDb {
     }
 };
 
-std::string historyPlugins(const std::string& db, const std::string& history) {
-    return test::nodeManagerPlugins() + "[plugins.history-sqlite]\nlibrary = \"" +
-           UAPLEX_HISTORY_SQLITE_PLUGIN + "\"\npath = \"" + db +
-           "\"\n[history]\nplugin = \"history-sqlite\"\n"
-           "nodes = [\"nsu=urn:uaplex:demo;s=Demo.Measured\"]\n" +
-           history;
+// The store: history-sqlite in `db`, or history-postgres (a table of its own) in `pg`.
+std::string historyPlugins(const std::string& db, const std::string& history,
+                           const test::PgCluster* pg) {
+    static int tables = 0;
+    std::string store =
+        pg ? std::string("[plugins.history-postgres]\nlibrary = \"") +
+                 UAPLEX_HISTORY_POSTGRES_PLUGIN + "\"\nconninfo = \"" + pg->conninfo() +
+                 "\"\ntable = \"read_test_" + std::to_string(++tables) +
+                 "\"\n[history]\nplugin = \"history-postgres\"\n"
+           : std::string("[plugins.history-sqlite]\nlibrary = \"") + UAPLEX_HISTORY_SQLITE_PLUGIN +
+                 "\"\npath = \"" + db + "\"\n[history]\nplugin = \"history-sqlite\"\n";
+    return test::nodeManagerPlugins() + store +
+           "nodes = [\"nsu=urn:uaplex:demo;s=Demo.Measured\"]\n" + history;
 }
 
 struct History {
     TempDb db;
     test::Server s;
     std::uint16_t ns;
-    explicit History(const std::string& history = "")
-        : s("", historyPlugins(db.path.string(), history)),
+    explicit History(const std::string& history = "", const test::PgCluster* pg = nullptr)
+        : s("", historyPlugins(db.path.string(), history, pg)),
           ns(s.namespaceIndex("urn:uaplex:demo")) {}
 
     ua::NodeId measured() { return ua::stringNodeId(ns, "Demo.Measured"); }
@@ -171,8 +179,8 @@ struct Expect {
 
 }  // namespace
 
-TEST_CASE("history: processed reads of every served aggregate, worked out by hand") {
-    History h;
+// Every served aggregate over dataset A (both backends).
+void everyAggregate(History& h) {
     datasetA(h);
     namespace ns0 = ua::ns0;
     // Sloped lines: [0,30) area 0..15 (10+30)/2*15 = 300, 15..30 (30+20)/2*15 = 375, 675 in
@@ -232,6 +240,11 @@ TEST_CASE("history: processed reads of every served aggregate, worked out by han
     v = valuesOf(h.read(processed(0, 60, 30000, ns0::AggregateFunction_Average), {h.node()})
                      ->results.data[0]);
     CHECK((status(v[0]) & kBits) == (0x400 | kCalculated));
+}
+
+TEST_CASE("history: processed reads of every served aggregate, worked out by hand") {
+    History h;
+    everyAggregate(h);
 }
 
 TEST_CASE("history: processed reads backward, partial intervals, Bad values, refusals") {
@@ -354,8 +367,9 @@ TEST_CASE("history: a processed read pages its intervals and its raw values") {
     CHECK(big->results.data[0].statusCode == UAPLEX_BadTooManyOperations);
 }
 
-TEST_CASE("history: values at given times, raw or interpolated, simple or interpolated bounds") {
-    History h("max_values_per_node = 3\nmax_req_times = 8\n");
+// Values at given times over dataset A and a Bad value (both backends); History made with
+// max_values_per_node = 3, max_req_times = 8.
+void atTimes(History& h) {
     datasetA(h);
     h.put(70, 0, UAPLEX_BadSensorFailure);  // 40 @60, Bad @70, 60 @80
     h.put(80, 60);
@@ -417,4 +431,20 @@ TEST_CASE("history: values at given times, raw or interpolated, simple or interp
     CHECK(fault == UAPLEX_BadTooManyOperations);
     d.reqTimes = {0, nullptr};
     CHECK(h.read(d, {h.node()})->results.data[0].statusCode == UAPLEX_BadInvalidTimestampArgument);
+}
+
+TEST_CASE("history: values at given times, raw or interpolated, simple or interpolated bounds") {
+    History h("max_values_per_node = 3\nmax_req_times = 8\n");
+    atTimes(h);
+}
+
+TEST_CASE("history: processed and at-time reads from history-postgres") {
+    test::PgCluster pg;
+    pg.start();
+    {
+        History h("", &pg);
+        everyAggregate(h);
+    }
+    History h("max_values_per_node = 3\nmax_req_times = 8\n", &pg);
+    atTimes(h);
 }
