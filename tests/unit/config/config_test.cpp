@@ -590,12 +590,19 @@ TEST_CASE("[history]: bad values are refused with their position") {
                Catch::Contains("historizing must be a boolean"));
     CHECK_THAT(error_of(head + "nodes = [\"ns=2;i=1\", \"ns=2;i=2\"]\nmax_nodes = 1\n"),
                Catch::Contains("more than max_nodes = 1"));
-    for (const char* key :
-         {"max_nodes_per_read", "max_values_per_node", "max_continuation_points", "max_nodes"}) {
+    for (const char* key : {"max_nodes_per_read", "max_values_per_node", "max_continuation_points",
+                            "max_nodes", "max_intervals_per_node", "max_req_times"}) {
         INFO(key);
         CHECK_THAT(error_of(head + "historizing = true\n" + key + " = 0\n"),
                    Catch::Contains(std::string(key) + " must be an integer from 1"));
     }
+    // The processed and at-time reads' bounds.
+    CHECK_THAT(error_of(head + "historizing = true\nmax_processed_values = 15\n"),
+               Catch::Contains("max_processed_values must be an integer from 16 to 100000000"));
+    CHECK_THAT(error_of(head + "historizing = true\nmax_intervals_per_node = 1000001\n"),
+               Catch::Contains("max_intervals_per_node must be an integer from 1 to 1000000"));
+    CHECK_THAT(error_of(head + "historizing = true\nmax_req_times = 1000001\n"),
+               Catch::Contains("max_req_times must be an integer from 1 to 1000000"));
     CHECK_THAT(error_of(head + "historizing = true\nmax_continuation_points = 65536\n"),
                Catch::Contains("max_continuation_points must be an integer from 1 to 65535"));
     auto w = parseString(head + "historizing = true\nbogus = 1\n", "/etc/uaplex/test.toml", kPaths);
