@@ -141,6 +141,8 @@ TEST_CASE("a Browse continuation point over a node whose references changed is i
     REQUIRE(api->node_add(&ctx, &f) == UAPLEX_Good);
     std::vector<ua::NodeId> ids;
     std::vector<ua::QualifiedName> names;
+    ids.reserve(6);
+    names.reserve(6);
     for (int i = 0; i < 6; ++i) ids.push_back(ua::numericNodeId(1, 8001 + i));
     for (int i = 0; i < 6; ++i) names.push_back(test::qn(1, "C" + std::to_string(i)));
     for (int i = 0; i < 6; ++i) {
