@@ -205,3 +205,37 @@ TEST_CASE("NodeVersion counts the changes of a node's references") {
     REQUIRE(api->reference_delete(&ctx, &node, &organizes, &objects, 1) == UAPLEX_Good);
     CHECK(text() == "4");
 }
+
+TEST_CASE("[server.limits] max_store_nodes caps the store, max_nodes_per_node_management a call") {
+    test::Server s("max_store_nodes = 3\nmax_nodes_per_node_management = 2", "");
+    const uaplex_host_api* api = host::hostApiTable();
+    uaplex_plugin_ctx ctx;
+    ctx.name = "probe";
+    ctx.services = &s.host.services();
+    ua::NodeId objects = ua::numericNodeId(0, 85);
+    std::vector<ua::NodeId> ids;
+    ids.reserve(4);
+    for (std::uint32_t i = 0; i < 4; ++i) ids.push_back(ua::numericNodeId(1, 9500 + i));
+    ua::QualifiedName name = test::qn(1, "Capped");
+    std::vector<uaplex_node_spec> specs(4);
+    const uaplex_node_spec* list[4];
+    for (std::size_t i = 0; i < 4; ++i) {
+        specs[i] = uaplex_node_spec{};
+        specs[i].hdr = UAPLEX_HEADER_INIT(uaplex_node_spec, UAPLEX_STYPE_NODE_SPEC);
+        specs[i].node_class = 1;
+        specs[i].node_id = &ids[i];
+        specs[i].browse_name = &name;
+        specs[i].parent_id = &objects;
+        list[i] = &specs[i];
+    }
+    uaplex_status results[4] = {};
+    CHECK(api->nodes_add(&ctx, list, 3, results) == UAPLEX_BadTooManyOperations);
+    CHECK_FALSE(s.read(ids[0], 3).status == UAPLEX_Good);
+    REQUIRE(api->nodes_add(&ctx, list, 2, results) == UAPLEX_Good);
+    CHECK(results[1] == UAPLEX_Good);
+    CHECK(api->node_add(&ctx, list[2]) == UAPLEX_Good);  // the third node: the cap
+    CHECK(api->node_add(&ctx, list[3]) == UAPLEX_BadResourceUnavailable);
+    uaplex_status st = 0;
+    REQUIRE(api->nodes_delete(&ctx, &ids[0], 1, 1, &st) == UAPLEX_Good);
+    CHECK(api->node_add(&ctx, list[3]) == UAPLEX_Good);  // room again
+}
