@@ -506,7 +506,8 @@ uaplex_status AddressSpace::deleteReference(const ua::NodeId& source, std::uint3
     return UAPLEX_Good;
 }
 
-uaplex_status AddressSpace::addNode(const uaplex_node_spec& spec, Node** out) {
+uaplex_status AddressSpace::addNode(const uaplex_node_spec& spec, Node** out, const void* owner,
+                                    bool clientAdded) {
     if (spec.node_id == nullptr || spec.browse_name == nullptr) return UAPLEX_BadInvalidArgument;
     // Type nodes arrived with ABI minor 2, with the fields that describe them.
     const bool typeFields = UAPLEX_HAS_FIELD(&spec, uaplex_node_spec, data_type_definition);
@@ -593,6 +594,8 @@ uaplex_status AddressSpace::addNode(const uaplex_node_spec& spec, Node** out) {
     node->callbacks.readAsync = UAPLEX_FIELD_OR(&spec, uaplex_node_spec, read_async, nullptr);
     node->callbacks.writeAsync = UAPLEX_FIELD_OR(&spec, uaplex_node_spec, write_async, nullptr);
     node->executable = (spec.method_flags & UAPLEX_METHOD_NOT_EXECUTABLE) == 0;
+    node->callbacks.owner = owner;
+    node->clientAdded = clientAdded;
     ua::NodeId typeDef{};
     if (spec.node_class == kObject || spec.node_class == kVariable) {
         typeDef = ua::numericNodeId(

@@ -22,12 +22,9 @@ uaplex_status ServiceSet::Impl::addSpec(const void* owner, const uaplex_node_spe
     if (!UAPLEX_HAS_FIELD(&spec, uaplex_node_spec, reserved1)) return UAPLEX_BadInvalidArgument;
     try {
         Node* node = nullptr;
-        uaplex_status st = space.addNode(spec, &node);
-        if (st == UAPLEX_Good && node) {
-            node->callbacks.owner = owner;
-            node->clientAdded = clientAdded;
-            if (out != nullptr) *out = node;
-        }
+        // Owner first: readers may find the node as soon as it is published.
+        uaplex_status st = space.addNode(spec, &node, owner, clientAdded);
+        if (st == UAPLEX_Good && node && out != nullptr) *out = node;
         return st;
     } catch (...) {
         return UAPLEX_BadOutOfMemory;

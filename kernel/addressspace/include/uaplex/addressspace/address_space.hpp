@@ -264,7 +264,10 @@ class AddressSpace {
     // Adds a node from a plugin's spec (with its parent reference); Bad on duplicates,
     // unknown parents or invalid specs, BadResourceUnavailable past setMaxNodes. Once sealed,
     // ReferenceTypes are refused (BadNodeClassInvalid: their codes are fixed by then).
-    uaplex_status addNode(const uaplex_node_spec& spec, Node** out = nullptr);
+    // `owner` (the plugin instance, Callbacks::owner) and clientAdded are set before the node
+    // is published.
+    uaplex_status addNode(const uaplex_node_spec& spec, Node** out = nullptr,
+                          const void* owner = nullptr, bool clientAdded = false);
     uaplex_status addReference(const ua::NodeId& source, std::uint32_t referenceType,
                                const ua::NodeId& target, bool isForward);
     // Why `n` may not be deleted (Good when it may): a ReferenceType (BadNodeClassInvalid),
