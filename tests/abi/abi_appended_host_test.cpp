@@ -62,6 +62,7 @@ TEST_CASE("the host under test sees one more field in every versioned struct") {
     UAPLEX_GROWN(uaplex_node_manager_ops);
     UAPLEX_GROWN(uaplex_event_spec);
     UAPLEX_GROWN(uaplex_method_spec);
+    UAPLEX_GROWN(uaplex_condition_spec);
 }
 
 TEST_CASE("every plugin built before the appended field loads") {

@@ -70,8 +70,18 @@ int main(void) {
     if (UAPLEX_HAS_FIELD(&d, uaplex_plugin_descriptor, node_manager)) ++failures;
     if (UAPLEX_ABI_MAJOR_OF(UAPLEX_ABI_VERSION) != UAPLEX_ABI_VERSION_MAJOR) ++failures;
     if (UAPLEX_ABI_MINOR_OF(UAPLEX_ABI_VERSION) != UAPLEX_ABI_VERSION_MINOR) ++failures;
-    if (UAPLEX_ABI_VERSION_MINOR != 12u)
-        ++failures; /* 1.12: run-time model changes (1.11: history stores) */
+    if (UAPLEX_ABI_VERSION_MINOR != 13u)
+        ++failures; /* 1.13: alarms from plugins (1.12: run-time model changes) */
+    {
+        /* A host built for 1.12 has a shorter table: the condition entries are not there. */
+        uaplex_host_api h;
+        memset(&h, 0, sizeof h);
+        h.hdr.struct_size = (uint32_t)offsetof(uaplex_host_api, condition_create);
+        if (UAPLEX_FIELD_OR(&h, uaplex_host_api, condition_create, NULL) != NULL) ++failures;
+        if (UAPLEX_HAS_FIELD(&h, uaplex_host_api, condition_set)) ++failures;
+        h.hdr.struct_size = (uint32_t)sizeof h;
+        if (!UAPLEX_HAS_FIELD(&h, uaplex_host_api, condition_set)) ++failures;
+    }
     {
         /* A 1.10 descriptor is shorter: it provides no history store. */
         uaplex_plugin_descriptor old;

@@ -171,6 +171,9 @@ struct ConditionTable::Condition {
     ua::DateTime unshelveAt = 0;
     OwnedNodeId shelvingObject;
     bool hasShelvingObject = false;
+    // A plugin's callback (condition_create), set before the condition is served.
+    uaplex_condition_call_fn callback = nullptr;
+    void* callbackUser = nullptr;
 
     bool knownEventId(std::span<const std::uint8_t> id) const noexcept {
         if (id.size() != 16) return false;
@@ -250,6 +253,16 @@ bool ConditionTable::setShelvingObject(const ua::NodeId& condition, const ua::No
         return false;
     c->shelvingObject.assign(object);
     c->hasShelvingObject = true;
+    return true;
+}
+
+bool ConditionTable::setCallback(const ua::NodeId& condition, uaplex_condition_call_fn fn,
+                                 void* user) {
+    std::lock_guard lock(mutex_);
+    Condition* c = find(condition);
+    if (c == nullptr) return false;
+    c->callback = fn;
+    c->callbackUser = user;
     return true;
 }
 
@@ -531,7 +544,7 @@ void ConditionTable::deliver(Built& built) {
 
 uaplex_status ConditionTable::shelve(Condition& c, std::uint32_t method,
                                      std::span<const ua::Variant> inputs, std::string_view user,
-                                     ua::DateTime now, Built& built) {
+                                     ua::DateTime now, Built& built, bool apply) {
     if (method == kTimedShelve) {
         if (inputs.empty()) return UAPLEX_BadArgumentsMissing;
         if (inputs.size() > 1) return UAPLEX_BadTooManyArguments;
@@ -539,15 +552,18 @@ uaplex_status ConditionTable::shelve(Condition& c, std::uint32_t method,
         const double ms = inputs[0].value.double_;
         if (!(ms > 0 && ms <= kMaxShelvingTimeMs)) return UAPLEX_BadShelvingTimeOutOfRange;
         if (c.shelving == kTimedShelved) return UAPLEX_BadConditionAlreadyShelved;
+        if (!apply) return UAPLEX_Good;
         c.shelving = kTimedShelved;
         c.unshelveAt = now + ua::DateTime(ms * 10000.0);
     } else {
         if (!inputs.empty()) return UAPLEX_BadTooManyArguments;
         if (method == kOneShotShelve) {
             if (c.shelving == kOneShotShelved) return UAPLEX_BadConditionAlreadyShelved;
+            if (!apply) return UAPLEX_Good;
             c.shelving = kOneShotShelved;
         } else {
             if (c.shelving == kUnshelved) return UAPLEX_BadConditionNotShelved;
+            if (!apply) return UAPLEX_Good;
             c.shelving = kUnshelved;
         }
     }
@@ -682,9 +698,40 @@ uaplex_status ConditionTable::reportLocked(const ua::NodeId& id, const uaplex_ev
 uaplex_status ConditionTable::call(const ua::NodeId& object, std::uint32_t method,
                                    std::span<const ua::Variant> inputs, std::string_view user,
                                    ua::DateTime now) {
+    // A plugin's condition: its callback hears of the call once the checks passed, before
+    // the change, holding no lock (it may report on the condition); Bad refuses the call.
+    Condition* target = nullptr;
+    uaplex_condition_call_fn fn = nullptr;
+    void* fnUser = nullptr;
+    {
+        std::lock_guard change(changeMutex_);
+        Built unused;
+        uaplex_status st = callLocked(object, method, inputs, user, now, unused, false, &target);
+        if (st != UAPLEX_Good) return st;
+        std::lock_guard lock(mutex_);
+        fn = target->callback;
+        fnUser = target->callbackUser;
+    }
+    if (fn != nullptr) {
+        uaplex_condition_call info{};
+        info.hdr = UAPLEX_HEADER_INIT(uaplex_condition_call, UAPLEX_STYPE_CONDITION_CALL);
+        info.method = method;
+        info.condition_id = &target->id.id;  // fixed once added
+        if ((method == kAddComment || method == kAcknowledge || method == kConfirm) &&
+            inputs.size() == 2) {
+            auto id = ua::view(inputs[0].value.bytestring);
+            info.event_id = uaplex_bytes{id.data(), id.size()};
+            info.comment = static_cast<const ua::LocalizedText*>(inputs[1].value.pointer);
+        }
+        info.user = uaplex_str{user.data(), user.size()};
+        if (method == kTimedShelve && !inputs.empty())
+            info.shelving_time_ms = inputs[0].value.double_;
+        uaplex_status verdict = fn(fnUser, &info);
+        if ((verdict & 0xC0000000u) == 0x80000000u) return verdict;  // Bad: refused
+    }
     std::lock_guard change(changeMutex_);
     Built built;
-    uaplex_status st = callLocked(object, method, inputs, user, now, built);
+    uaplex_status st = callLocked(object, method, inputs, user, now, built, true, &target);
     deliver(built);
     if (st == UAPLEX_Good && method == kTimedShelve) wakeTimer();
     return st;
@@ -692,16 +739,18 @@ uaplex_status ConditionTable::call(const ua::NodeId& object, std::uint32_t metho
 
 uaplex_status ConditionTable::callLocked(const ua::NodeId& object, std::uint32_t method,
                                          std::span<const ua::Variant> inputs, std::string_view user,
-                                         ua::DateTime now, Built& built) {
+                                         ua::DateTime now, Built& built, bool apply,
+                                         Condition** found) {
     std::lock_guard lock(mutex_);
     Condition* c = find(object);
     const bool viaShelving = c == nullptr && (c = findShelving(object)) != nullptr;
     if (c == nullptr) return UAPLEX_BadNodeIdInvalid;
+    *found = c;
     const bool shelvingMethod =
         method == kUnshelve || method == kOneShotShelve || method == kTimedShelve;
     // The shelving methods are the ShelvingState's, the others the condition's.
     if (shelvingMethod != viaShelving) return UAPLEX_BadMethodInvalid;
-    if (shelvingMethod) return shelve(*c, method, inputs, user, now, built);
+    if (shelvingMethod) return shelve(*c, method, inputs, user, now, built, apply);
     const bool acknowledgeable = c->kind != Kind::Condition;
     switch (method) {
         case kEnable:
@@ -726,6 +775,7 @@ uaplex_status ConditionTable::callLocked(const ua::NodeId& object, std::uint32_t
         const bool enable = method == kEnable;
         if (c->enabled == enable)
             return enable ? UAPLEX_BadConditionAlreadyEnabled : UAPLEX_BadConditionAlreadyDisabled;
+        if (!apply) return UAPLEX_Good;
         c->enabled = enable;
         c->enabledTime = now;
         // Disable reports EnabledState false and Retain false, the last event until Enable,
@@ -743,6 +793,7 @@ uaplex_status ConditionTable::callLocked(const ua::NodeId& object, std::uint32_t
     if (method == kConfirm && c->confirmed) return UAPLEX_BadConditionBranchAlreadyConfirmed;
     // The Confirmed Acknowledge model (Part 9 4.3) confirms an acknowledged state only.
     if (method == kConfirm && !c->acked) return UAPLEX_BadInvalidState;
+    if (!apply) return UAPLEX_Good;
     if (method == kAcknowledge) {
         c->acked = true;
         c->ackedTime = now;

@@ -373,6 +373,23 @@ uaplex_status api_reference_delete(uaplex_plugin_ctx* ctx, const uaplex_nodeid* 
              : UAPLEX_BadInvalidState;
 }
 
+uaplex_status api_condition_create(uaplex_plugin_ctx* ctx, const uaplex_condition_spec* spec) {
+    auto* h = hooks(ctx);
+    if (!spec || !UAPLEX_HAS_FIELD(spec, uaplex_condition_spec, user) || !spec->condition_id ||
+        !spec->type_id || !spec->browse_name || !spec->source_id)
+        return UAPLEX_BadInvalidArgument;
+    return h ? h->conditionCreate(ctx, spec) : UAPLEX_BadInvalidState;
+}
+
+uaplex_status api_condition_set(uaplex_plugin_ctx* ctx, const uaplex_nodeid* condition,
+                                const uaplex_condition_state* state) {
+    auto* h = hooks(ctx);
+    if (!condition || !state || !UAPLEX_HAS_FIELD(state, uaplex_condition_state, fields) ||
+        (state->field_count && !state->fields))
+        return UAPLEX_BadInvalidArgument;
+    return h ? h->conditionSet(ctx, condition, state) : UAPLEX_BadInvalidState;
+}
+
 const uaplex_host_api kTable = {
     UAPLEX_HEADER_INIT(uaplex_host_api, UAPLEX_STYPE_HOST_API),
     UAPLEX_ABI_VERSION,
@@ -405,6 +422,8 @@ const uaplex_host_api kTable = {
     &api_nodes_add,
     &api_nodes_delete,
     &api_reference_delete,
+    &api_condition_create,
+    &api_condition_set,
 };
 
 }  // namespace

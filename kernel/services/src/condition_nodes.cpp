@@ -148,6 +148,9 @@ void ServiceSet::Impl::buildConditions() {
             if (space.addNode(spec) == UAPLEX_Good) conditionFields.push_back(std::move(ref));
         }
     }
+    // Conditions of plugins (condition_create): their callbacks.
+    for (const PluginCondition& p : pluginConditions)
+        if (p.call != nullptr) conditions->setCallback(p.id, p.call, p.user);
     conditions->startTimer();  // timed shelving ends on time
 }
 

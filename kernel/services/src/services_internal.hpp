@@ -521,6 +521,20 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
                                 std::span<const ua::Variant> inputs,
                                 std::string_view user) noexcept;
     uaplex_status methodBind(uaplex_plugin_ctx*, const uaplex_method_spec* spec) noexcept override;
+    // Conditions of plugins (host API condition_create / condition_set, since 1.13;
+    // plugin_conditions.cpp): their Objects are added at once, their callbacks handed to the
+    // table once buildConditions made it.
+    uaplex_status conditionCreate(uaplex_plugin_ctx*,
+                                  const uaplex_condition_spec* spec) noexcept override;
+    uaplex_status conditionSet(uaplex_plugin_ctx*, const uaplex_nodeid* condition,
+                               const uaplex_condition_state* state) noexcept override;
+    struct PluginCondition {
+        ua::NodeId id{};  // interned in the address space
+        uaplex_condition_call_fn call = nullptr;
+        void* user = nullptr;
+        std::uint32_t flags = 0;
+    };
+    std::vector<PluginCondition> pluginConditions;  // before seal only (host main thread)
     // [[alarms]] (config_alarms.cpp): the configured alarms' nodes, added before the
     // conditions are collected, and their evaluation on each value change of their source.
     struct ConfiguredAlarm {

@@ -45,7 +45,7 @@
 
 /* A major change breaks binary compatibility; a minor change only appends. */
 #define UAPLEX_ABI_VERSION_MAJOR 1u
-#define UAPLEX_ABI_VERSION_MINOR 12u
+#define UAPLEX_ABI_VERSION_MINOR 13u
 #define UAPLEX_ABI_VERSION ((UAPLEX_ABI_VERSION_MAJOR << 16) | UAPLEX_ABI_VERSION_MINOR)
 #define UAPLEX_ABI_MAJOR_OF(v) (((uint32_t)(v)) >> 16)
 #define UAPLEX_ABI_MINOR_OF(v) (((uint32_t)(v)) & 0xFFFFu)
@@ -91,6 +91,9 @@ typedef enum uaplex_struct_type {
     UAPLEX_STYPE_EVENT_SPEC = 607,
     UAPLEX_STYPE_METHOD_SPEC = 608, /* since 1.7 */
     UAPLEX_STYPE_COMPLETION = 609,  /* since 1.8 */
+    UAPLEX_STYPE_CONDITION_SPEC = 610,  /* since 1.13 */
+    UAPLEX_STYPE_CONDITION_STATE = 611, /* since 1.13 */
+    UAPLEX_STYPE_CONDITION_CALL = 612,  /* since 1.13 */
     UAPLEX_STYPE_PUBSUB_FACTORY = 800, /* since 1.10 */
     UAPLEX_STYPE_PUBSUB_OPS = 801,     /* since 1.10 */
     UAPLEX_STYPE_PUBSUB_PARAMS = 802,  /* since 1.10 */

@@ -3,7 +3,7 @@
  * in the kernel; logging, clocks, timers, metrics, allocation and configuration come
  * through this table. It is append-only: each group of entries added after 1.0 sits below
  * its `since 1.N` line (address space since 1.1, events since 1.3, a model that changes
- * while the server runs since 1.12).
+ * while the server runs since 1.12, alarms since 1.13).
  *
  * Every entry takes the plugin context the host handed to the plugin's factory `create`
  * (it identifies the plugin: its name goes into each log line, its TOML table is the
@@ -27,6 +27,8 @@ struct uaplex_datavalue;
 struct uaplex_node_spec;
 struct uaplex_event_spec;
 struct uaplex_method_spec;
+struct uaplex_condition_spec;
+struct uaplex_condition_state;
 
 typedef enum uaplex_log_level {
     UAPLEX_LOG_TRACE = 0,
@@ -196,6 +198,27 @@ typedef struct uaplex_host_api {
                                       const struct uaplex_nodeid* reference_type,
                                       const struct uaplex_nodeid* target,
                                       int32_t delete_bidirectional);
+
+    /* --- since 1.13: alarms from plugins --- */
+    /* Creates a condition (see uaplex_condition_spec; borrowed for the call): the kernel adds
+     * its Object below the parent, HasCondition from the source, and its state variables,
+     * keeps its state and serves its methods, calling spec->call first. While node managers
+     * start (create or start, host main thread); once the server runs, BadInvalidState
+     * (the kernel takes conditions into its table when it starts). BadNodeIdExists, BadNodeIdUnknown (source or parent),
+     * BadTypeDefinitionInvalid (no ConditionType subtype), BadInvalidArgument (NULL
+     * condition_id, type_id, browse_name or source_id, or a struct shorter than its 1.13
+     * layout). Beyond [server.limits] max_conditions a condition is logged when the server
+     * starts and not served. */
+    uaplex_status (*condition_create)(uaplex_plugin_ctx* ctx,
+                                      const struct uaplex_condition_spec* spec);
+    /* Sets what the plugin measures of a condition the kernel holds (see
+     * uaplex_condition_state; borrowed for the call): the kernel changes its state and raises
+     * its event (while enabled). Any thread once the server runs (BadInvalidState before);
+     * it takes the condition table's locks briefly and never calls a plugin's condition
+     * callback. BadNodeIdUnknown for a condition the kernel does not hold,
+     * BadInvalidArgument for a NULL argument or a struct shorter than its 1.13 layout. */
+    uaplex_status (*condition_set)(uaplex_plugin_ctx* ctx, const struct uaplex_nodeid* condition_id,
+                                   const struct uaplex_condition_state* state);
 } uaplex_host_api;
 
 UAPLEX_END_DECLS

@@ -370,6 +370,98 @@ typedef struct uaplex_node_manager_factory {
                             void** out_self);
 } uaplex_node_manager_factory;
 
+/* --- since 1.13: alarms from plugins ---
+ * A plugin creates conditions of its own (host API condition_create) whose state the kernel
+ * keeps (docs/architecture.md "Alarms and Conditions"): it drives what it measures with
+ * condition_set (active, severity, message, quality, the limit state), and hears of what
+ * clients do (Acknowledge, Confirm, AddComment, Enable, Disable, the shelving methods) through
+ * its uaplex_condition_call_fn, which may refuse the call. */
+
+/* uaplex_condition_spec.flags */
+/* The condition keeps branches (Part 9 5.5.2): a state still unacknowledged when the alarm
+ * changes state again stays acknowledgeable as a branch of its own. */
+#define UAPLEX_CONDITION_BRANCHES 0x1u
+
+/* A method a client called on a plugin's condition (borrowed for the callback). */
+typedef struct uaplex_condition_call {
+    uaplex_header hdr; /* UAPLEX_STYPE_CONDITION_CALL */
+    /* The namespace-0 NodeId number of the method: Enable 9027, Disable 9028, AddComment
+     * 9029, Acknowledge 9111, Confirm 9113, Unshelve 2947, OneShotShelve 2948, TimedShelve
+     * 2949. */
+    uint32_t method;
+    uint32_t reserved0;
+    const struct uaplex_nodeid* condition_id;
+    /* AddComment, Acknowledge, Confirm: the EventId the client named and its comment (NULL
+     * when none); empty and NULL for the other methods. */
+    uaplex_bytes event_id;
+    const struct uaplex_localizedtext* comment;
+    /* Who calls: the session's user name, certificate subject or "anonymous" (the
+     * condition's ClientUserId once the call succeeds). */
+    uaplex_str user;
+    double shelving_time_ms; /* TimedShelve's ShelvingTime; 0 otherwise */
+    /* The branch the EventId names (BranchId); NULL for the condition's current state. */
+    const struct uaplex_nodeid* branch_id;
+} uaplex_condition_call;
+
+/* Called when a client calls a method on the condition, after the kernel checked it (the
+ * method belongs to the condition's type, the session may Call it, the inputs, the EventId,
+ * the state: a call the kernel refuses never reaches the plugin) and before the state
+ * changes. Good (or any non-Bad status) lets the change happen; a Bad status refuses the
+ * call: the client gets that status and nothing changes. Worker threads (the one serving the
+ * Call), concurrently for calls of several sessions; no kernel lock is held, so it may call
+ * condition_set; it holds the worker: must not block long. A change the callback allowed
+ * can still be refused when another call changed the state in between (the client then gets
+ * that state's status). */
+typedef uaplex_status (*uaplex_condition_call_fn)(void* user, const uaplex_condition_call* call);
+
+/* A condition to create (host API condition_create); everything borrowed for the call (the
+ * kernel copies). */
+typedef struct uaplex_condition_spec {
+    uaplex_header hdr; /* UAPLEX_STYPE_CONDITION_SPEC */
+    uint32_t flags;    /* UAPLEX_CONDITION_BRANCHES */
+    uint32_t reserved0;
+    /* The condition's NodeId (a new node; the kernel adds its state variables below it, as
+     * `<id>.<Name>`), its type (ConditionType i=2782 or a subtype: AlarmConditionType i=2915,
+     * ExclusiveLevelAlarmType i=9482, OffNormalAlarmType i=10637, ...) and its BrowseName
+     * (the ConditionName). */
+    const struct uaplex_nodeid* condition_id;
+    const struct uaplex_nodeid* type_id;
+    const struct uaplex_qualifiedname* browse_name;
+    /* The source whose events it is (SourceNode, SourceName; HasCondition source ->
+     * condition): an existing node. */
+    const struct uaplex_nodeid* source_id;
+    /* The node the condition hangs below (HasComponent); NULL: the source. */
+    const struct uaplex_nodeid* parent_id;
+    uaplex_condition_call_fn call; /* NULL: the kernel answers the methods alone */
+    void* user; /* passed to call; valid until the node manager's destroy */
+} uaplex_condition_spec;
+
+/* uaplex_condition_state.mask: the fields condition_set changes. */
+#define UAPLEX_CONDITION_SET_ACTIVE 0x1u
+#define UAPLEX_CONDITION_SET_SEVERITY 0x2u
+#define UAPLEX_CONDITION_SET_MESSAGE 0x4u
+#define UAPLEX_CONDITION_SET_QUALITY 0x8u
+#define UAPLEX_CONDITION_SET_LIMIT_STATE 0x10u
+
+/* What a plugin measures of its condition (host API condition_set); borrowed for the call. */
+typedef struct uaplex_condition_state {
+    uaplex_header hdr; /* UAPLEX_STYPE_CONDITION_STATE */
+    uint32_t mask;     /* UAPLEX_CONDITION_SET_*: the fields below that are set */
+    int32_t active;    /* alarms: ActiveState (non-zero: active; a new activation is to be
+                        * acknowledged and confirmed again) */
+    uint16_t severity; /* 1..1000 (clamped) */
+    uint16_t reserved0;
+    uaplex_status quality;
+    const struct uaplex_localizedtext* message;
+    /* Exclusive limit alarms: LimitState/CurrentState, the namespace-0 NodeId number of the
+     * state (HighHigh 9329, High 9331, Low 9333, LowLow 9335) or 0 for none. */
+    uint32_t limit_state;
+    uint32_t field_count;
+    /* Fields of the condition's type beyond these (HighLimit, a non-exclusive alarm's
+     * HighState/Id, ...): kept and passed on in this and every later event. */
+    const uaplex_event_field* fields;
+} uaplex_condition_state;
+
 UAPLEX_END_DECLS
 
 #endif /* UAPLEX_NODE_MANAGER_H */

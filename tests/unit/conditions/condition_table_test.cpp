@@ -435,3 +435,57 @@ TEST_CASE(
     CHECK(fx.last().count("Samples") == 0);
     CHECK(fx.last().at("HighLimit") == std::to_string(95.0));
 }
+
+TEST_CASE("A plugin's callback: after the checks, before the change, may refuse") {
+    Fixture fx(Kind::Alarm, kAlarmConditionType);
+    struct Seen {
+        std::vector<std::uint32_t> methods;
+        std::string comment, user;
+        std::size_t eventIdSize = 0;
+        double shelvingMs = 0;
+        uaplex_status answer = UAPLEX_Good;
+    } seen;
+    auto fn = [](void* user, const uaplex_condition_call* call) -> uaplex_status {
+        auto* s = static_cast<Seen*>(user);
+        s->methods.push_back(call->method);
+        s->user.assign(call->user.data, call->user.len);
+        s->eventIdSize = call->event_id.len;
+        s->comment = call->comment ? std::string(ua::view(call->comment->text)) : "";
+        s->shelvingMs = call->shelving_time_ms;
+        return s->answer;
+    };
+    REQUIRE(fx.table.setCallback(Fixture::id(), fn, &seen));
+    CHECK_FALSE(fx.table.setCallback(ua::stringNodeId(2, "Nope"), fn, &seen));
+    REQUIRE(fx.report(true, 500) == UAPLEX_Good);
+    // Refused by the kernel's checks: the plugin never hears of it.
+    CHECK(fx.call(kAcknowledge, {1, 2}) == UAPLEX_BadEventIdUnknown);
+    CHECK(seen.methods.empty());
+    // Refused by the plugin: its status, nothing changes, no event.
+    seen.answer = UAPLEX_BadUserAccessDenied;
+    const std::size_t events = fx.rec.events.size();
+    CHECK(fx.call(kAcknowledge, fx.eventId(), "not you", "user:guest") ==
+          UAPLEX_BadUserAccessDenied);
+    CHECK(fx.rec.events.size() == events);
+    CHECK(fx.read(Field::AckedStateId) == "false");
+    REQUIRE(seen.methods.size() == 1);
+    CHECK(seen.methods[0] == kAcknowledge);
+    CHECK(seen.comment == "not you");
+    CHECK(seen.user == "user:guest");
+    CHECK(seen.eventIdSize == 16);
+    // Allowed: the change happens.
+    seen.answer = UAPLEX_Good;
+    REQUIRE(fx.call(kAcknowledge, fx.eventId(), "on it", "user:op") == UAPLEX_Good);
+    CHECK(fx.last().at("AckedState/Id") == "true");
+    CHECK(seen.user == "user:op");
+    CHECK(seen.comment == "on it");
+    // Shelving and Disable reach it too.
+    ua::Variant ms = ua::variantDouble(60000);
+    const ua::NodeId shelving = ua::stringNodeId(2, "Tank.HighLevel.ShelvingState");
+    REQUIRE(fx.table.setShelvingObject(Fixture::id(), shelving));
+    REQUIRE(fx.table.call(shelving, kTimedShelve, {&ms, 1}, "user:op", fx.now) == UAPLEX_Good);
+    CHECK(seen.methods.back() == kTimedShelve);
+    CHECK(seen.shelvingMs == 60000);
+    CHECK(seen.eventIdSize == 0);
+    REQUIRE(fx.toggle(kDisable) == UAPLEX_Good);
+    CHECK(seen.methods.back() == kDisable);
+}

@@ -136,6 +136,10 @@ class ConditionTable {
     bool add(const ua::NodeId& id, const ua::NodeId& type, Kind kind, const ua::NodeId& source,
              std::string_view sourceName, std::string_view conditionName);
     bool contains(const ua::NodeId& id) const noexcept;
+    // A plugin's condition callback (uaplex_condition_call_fn): call() runs it after its checks
+    // and before the change, holding no lock; a Bad status refuses the call. False for an
+    // unknown condition.
+    bool setCallback(const ua::NodeId& condition, uaplex_condition_call_fn fn, void* user);
     // The ShelvingState Object of an alarm, the ObjectId of its shelving methods.
     bool setShelvingObject(const ua::NodeId& condition, const ua::NodeId& object);
     std::size_t size() const noexcept;
@@ -188,10 +192,12 @@ class ConditionTable {
     uaplex_status reportLocked(const ua::NodeId& id, const uaplex_event_spec& spec,
                                ua::DateTime now, Built& built);
     uaplex_status shelve(Condition& c, std::uint32_t method, std::span<const ua::Variant> inputs,
-                         std::string_view user, ua::DateTime now, Built& built);
+                         std::string_view user, ua::DateTime now, Built& built, bool apply);
+    // `apply` false: only the checks (nothing changes, nothing is built); `c` receives the
+    // condition.
     uaplex_status callLocked(const ua::NodeId& object, std::uint32_t method,
                              std::span<const ua::Variant> inputs, std::string_view user,
-                             ua::DateTime now, Built& built);
+                             ua::DateTime now, Built& built, bool apply, Condition** c);
 
     std::mutex changeMutex_;    // serialises changes and their events (taken first)
     mutable std::mutex mutex_;  // the state

@@ -37,6 +37,11 @@ class AddressSpaceHooks {
                                           const uaplex_nodeid* reference_type,
                                           const uaplex_nodeid* target,
                                           bool bidirectional) noexcept = 0;
+    // Host API, since 1.13.
+    virtual uaplex_status conditionCreate(uaplex_plugin_ctx* ctx,
+                                          const uaplex_condition_spec* spec) noexcept = 0;
+    virtual uaplex_status conditionSet(uaplex_plugin_ctx* ctx, const uaplex_nodeid* condition,
+                                       const uaplex_condition_state* state) noexcept = 0;
 };
 
 }  // namespace uaplex::host
