@@ -174,6 +174,56 @@ struct ConditionTable::Condition {
     // A plugin's callback (condition_create), set before the condition is served.
     uaplex_condition_call_fn callback = nullptr;
     void* callbackUser = nullptr;
+    // Branches (Part 9 5.5.2): previous states still to be acknowledged or confirmed, each
+    // with its BranchId (a GUID NodeId) and the state fields below, swapped into the
+    // condition while one of them is read, changed or built (`branch` then points to its id).
+    struct Branch {
+        ua::NodeId id{};
+        bool active = false, acked = true, confirmed = true;
+        ua::DateTime activeTime = 0, ackedTime = 0, confirmedTime = 0;
+        std::uint16_t severity = 0, lastSeverity = 0;
+        ua::StatusCode quality = UAPLEX_Good;
+        Text message, comment;
+        std::string clientUserId;
+        std::vector<std::uint8_t> eventId;
+        std::array<std::array<std::uint8_t, 16>, kRecentEventIds> recent{};
+        std::size_t recentCount = 0, recentNext = 0;
+        std::vector<Reported> reported;
+    };
+    bool branching = false;
+    std::vector<Branch> branches;        // at most kMaxBranches
+    const ua::NodeId* branch = nullptr;  // the branch swapped in, else null (the trunk)
+
+    // Swaps the state of `b` with the condition's (twice: back as it was).
+    void swapState(Branch& b) noexcept {
+        using std::swap;
+        swap(active, b.active);
+        swap(acked, b.acked);
+        swap(confirmed, b.confirmed);
+        swap(activeTime, b.activeTime);
+        swap(ackedTime, b.ackedTime);
+        swap(confirmedTime, b.confirmedTime);
+        swap(severity, b.severity);
+        swap(lastSeverity, b.lastSeverity);
+        swap(quality, b.quality);
+        swap(message, b.message);
+        swap(comment, b.comment);
+        swap(clientUserId, b.clientUserId);
+        swap(eventId, b.eventId);
+        swap(recent, b.recent);
+        swap(recentCount, b.recentCount);
+        swap(recentNext, b.recentNext);
+        swap(reported, b.reported);
+        branch = branch == nullptr ? &b.id : nullptr;
+    }
+    // The branch whose recent EventIds hold `id`; null when none.
+    Branch* branchOf(std::span<const std::uint8_t> id) noexcept {
+        if (id.size() != 16) return nullptr;
+        for (Branch& b : branches)
+            for (std::size_t i = 0; i < b.recentCount; ++i)
+                if (std::equal(id.begin(), id.end(), b.recent[i].begin())) return &b;
+        return nullptr;
+    }
 
     bool knownEventId(std::span<const std::uint8_t> id) const noexcept {
         if (id.size() != 16) return false;
@@ -184,6 +234,10 @@ struct ConditionTable::Condition {
 
     bool retain() const noexcept {
         if (!enabled) return false;
+        // A branch is a former state: retained until acknowledged and confirmed; the trunk
+        // while branches exist.
+        if (branch != nullptr) return !acked || !confirmed;
+        if (!branches.empty()) return true;
         switch (kind) {
             case Kind::Condition:
                 return reportedRetain;
@@ -361,11 +415,11 @@ bool valueOf(const Cond& c, Field f, ua::DateTime now, const uaplex_value_alloc&
         case Field::ClientUserId:
             return string(c.clientUserId);
         case Field::BranchId: {
-            // Null for every event of the condition's current state (no branches).
+            // Null for every event of the condition's current state; a branch's its own.
             auto* n =
                 static_cast<ua::NodeId*>(allocate(alloc, sizeof(ua::NodeId), alignof(ua::NodeId)));
             if (n == nullptr) return false;
-            *n = ua::numericNodeId(0, 0);
+            *n = c.branch != nullptr ? *c.branch : ua::numericNodeId(0, 0);
             out = ua::makeVariant(ua::BuiltinType::NodeId);
             out.value.pointer = n;
             return true;
@@ -466,9 +520,12 @@ struct ConditionTable::Built {
     uaplex_event_spec spec{};
     Sink sink = nullptr;
     void* user = nullptr;
+    std::unique_ptr<Built> next;  // a further event of the same change, delivered after
+    bool used = false;            // build() wrote into it
 };
 
 void ConditionTable::build(Condition& c, ua::DateTime now, Built& out) {
+    out.used = true;
     // A fresh EventId per event: a random salt and a counter, 16 bytes.
     ++eventCounter_;
     c.eventId.resize(16);
@@ -539,7 +596,35 @@ void ConditionTable::build(Condition& c, ua::DateTime now, Built& out) {
 }
 
 void ConditionTable::deliver(Built& built) {
-    if (built.sink != nullptr) built.sink(built.user, built.spec);
+    for (Built* b = &built; b != nullptr; b = b->next.get())
+        if (b->sink != nullptr) b->sink(b->user, b->spec);
+}
+
+namespace {
+// The Built at the end of `built`'s chain that is still empty (a new one when it is used).
+template <class B>
+B& nextBuilt(B& built) {
+    B* b = &built;
+    while (b->used) {
+        if (!b->next) b->next = std::make_unique<B>();
+        b = b->next.get();
+    }
+    return *b;
+}
+}  // namespace
+
+bool ConditionTable::setBranching(const ua::NodeId& condition, bool on) {
+    std::lock_guard lock(mutex_);
+    Condition* c = find(condition);
+    if (c == nullptr || c->kind != Kind::Alarm) return false;
+    c->branching = on;
+    return true;
+}
+
+std::size_t ConditionTable::branchCount(const ua::NodeId& condition) const {
+    std::lock_guard lock(mutex_);
+    const Condition* c = find(condition);
+    return c ? c->branches.size() : 0;
 }
 
 uaplex_status ConditionTable::shelve(Condition& c, std::uint32_t method,
@@ -653,6 +738,48 @@ uaplex_status ConditionTable::reportLocked(const ua::NodeId& id, const uaplex_ev
         if (pathIs(f, "ActiveState", "Id") && c->kind == Kind::Alarm &&
             isScalar(v, ua::BuiltinType::Boolean)) {
             if (v.value.boolean != c->active) {
+                // The previous state, still unacknowledged, becomes a branch (Part 9 5.5.2):
+                // its EventIds name it from now on; the trunk takes the new state.
+                const bool branched =
+                    c->branching && c->enabled && !c->acked && c->branches.size() < kMaxBranches;
+                if (branched) {
+                    Condition::Branch& b = c->branches.emplace_back();
+                    // A GUID NodeId: the table's salt and a serial, unique in the table.
+                    const std::uint64_t serial = ++branchSerial_;
+                    b.id.namespace_index = c->id.id.namespace_index;
+                    b.id.identifier_type = UAPLEX_ID_GUID;
+                    b.id.identifier.guid.data1 = std::uint32_t(eventSalt_);
+                    b.id.identifier.guid.data2 = std::uint16_t(eventSalt_ >> 32);
+                    b.id.identifier.guid.data3 = std::uint16_t(eventSalt_ >> 48);
+                    for (std::size_t k = 0; k < 8; ++k)
+                        b.id.identifier.guid.data4[k] = std::uint8_t(serial >> (8 * k));
+                    // The branch starts as the trunk is; the trunk's EventIds go with it.
+                    b.active = c->active;
+                    b.acked = c->acked;
+                    b.confirmed = c->confirmed;
+                    b.activeTime = c->activeTime;
+                    b.ackedTime = c->ackedTime;
+                    b.confirmedTime = c->confirmedTime;
+                    b.severity = c->severity;
+                    b.lastSeverity = c->lastSeverity;
+                    b.quality = c->quality;
+                    b.message = c->message;
+                    b.comment = c->comment;
+                    b.clientUserId = c->clientUserId;
+                    b.eventId = c->eventId;
+                    b.recent = c->recent;
+                    b.recentCount = c->recentCount;
+                    b.recentNext = c->recentNext;
+                    b.reported = c->reported;
+                    c->recentCount = c->recentNext = 0;
+                    // The branch's event: its state as it was, with its BranchId.
+                    c->swapState(b);
+                    build(*c, now, nextBuilt(built));
+                    c->swapState(b);
+                    // The trunk: the unacknowledged occurrence is the branch's now.
+                    c->acked = c->confirmed = true;
+                    c->ackedTime = c->confirmedTime = now;
+                }
                 c->active = v.value.boolean;
                 c->activeTime = now;
                 if (!c->active && c->shelving == kOneShotShelved)
@@ -691,7 +818,7 @@ uaplex_status ConditionTable::reportLocked(const ua::NodeId& id, const uaplex_ev
             (void)keepReported(*c, f);
         }
     }
-    if (c->enabled) build(*c, now, built);  // no events while disabled (Part 9 4.3)
+    if (c->enabled) build(*c, now, nextBuilt(built));  // no events while disabled (Part 9 4.3)
     return UAPLEX_Good;
 }
 
@@ -703,10 +830,15 @@ uaplex_status ConditionTable::call(const ua::NodeId& object, std::uint32_t metho
     Condition* target = nullptr;
     uaplex_condition_call_fn fn = nullptr;
     void* fnUser = nullptr;
+    ua::NodeId branch{};
+    bool onBranch = false;
     {
         std::lock_guard change(changeMutex_);
         Built unused;
-        uaplex_status st = callLocked(object, method, inputs, user, now, unused, false, &target);
+        branch.identifier_type = 0xFF;  // stays so unless a branch is named
+        uaplex_status st =
+            callLocked(object, method, inputs, user, now, unused, false, &target, &branch);
+        onBranch = branch.identifier_type != 0xFF;
         if (st != UAPLEX_Good) return st;
         std::lock_guard lock(mutex_);
         fn = target->callback;
@@ -724,6 +856,7 @@ uaplex_status ConditionTable::call(const ua::NodeId& object, std::uint32_t metho
             info.comment = static_cast<const ua::LocalizedText*>(inputs[1].value.pointer);
         }
         info.user = uaplex_str{user.data(), user.size()};
+        info.branch_id = onBranch ? &branch : nullptr;
         if (method == kTimedShelve && !inputs.empty())
             info.shelving_time_ms = inputs[0].value.double_;
         uaplex_status verdict = fn(fnUser, &info);
@@ -731,7 +864,7 @@ uaplex_status ConditionTable::call(const ua::NodeId& object, std::uint32_t metho
     }
     std::lock_guard change(changeMutex_);
     Built built;
-    uaplex_status st = callLocked(object, method, inputs, user, now, built, true, &target);
+    uaplex_status st = callLocked(object, method, inputs, user, now, built, true, &target, nullptr);
     deliver(built);
     if (st == UAPLEX_Good && method == kTimedShelve) wakeTimer();
     return st;
@@ -740,7 +873,7 @@ uaplex_status ConditionTable::call(const ua::NodeId& object, std::uint32_t metho
 uaplex_status ConditionTable::callLocked(const ua::NodeId& object, std::uint32_t method,
                                          std::span<const ua::Variant> inputs, std::string_view user,
                                          ua::DateTime now, Built& built, bool apply,
-                                         Condition** found) {
+                                         Condition** found, ua::NodeId* branchOut) {
     std::lock_guard lock(mutex_);
     Condition* c = find(object);
     const bool viaShelving = c == nullptr && (c = findShelving(object)) != nullptr;
@@ -784,7 +917,21 @@ uaplex_status ConditionTable::callLocked(const ua::NodeId& object, std::uint32_t
         return UAPLEX_Good;
     }
     if (!c->enabled) return UAPLEX_BadConditionDisabled;
-    if (!c->knownEventId(ua::view(inputs[0].value.bytestring))) return UAPLEX_BadEventIdUnknown;
+    // The EventId names the trunk (its recent events) or a branch (one of its own).
+    const auto eventId = ua::view(inputs[0].value.bytestring);
+    Condition::Branch* b = nullptr;
+    if (!c->knownEventId(eventId) && (b = c->branchOf(eventId)) == nullptr)
+        return UAPLEX_BadEventIdUnknown;
+    if (b != nullptr && branchOut != nullptr) *branchOut = b->id;
+    // A branch's state is swapped in for the checks and the change, then back.
+    struct Swapped {
+        Condition* c;
+        Condition::Branch* b;
+        ~Swapped() {
+            if (b != nullptr) c->swapState(*b);
+        }
+    } swapped{c, b};
+    if (b != nullptr) c->swapState(*b);
     const auto* comment = static_cast<const ua::LocalizedText*>(inputs[1].value.pointer);
     if (comment != nullptr &&
         (ua::view(comment->text).size() > kMaxText || ua::view(comment->locale).size() > 64))
@@ -808,7 +955,15 @@ uaplex_status ConditionTable::callLocked(const ua::NodeId& object, std::uint32_t
         c->comment.text.assign(ua::view(comment->text));
     }
     c->clientUserId.assign(user.substr(0, kMaxText));
-    build(*c, now, built);
+    build(*c, now, built);  // a branch's: its BranchId, Retain false once it is done
+    if (b != nullptr && c->acked && c->confirmed) {
+        // Acknowledged and confirmed: the branch goes; the trunk says whether it is still
+        // retained once the last one went.
+        c->swapState(*b);
+        swapped.b = nullptr;
+        c->branches.erase(c->branches.begin() + (b - c->branches.data()));
+        if (c->branches.empty()) build(*c, now, nextBuilt(built));
+    }
     return UAPLEX_Good;
 }
 

@@ -555,7 +555,7 @@ void buildAlarms(const toml::node& node, const fs::path& file, ServerConfig& cfg
             t,
             {"name", "type", "source", "parent", "high_high", "high", "low", "low_low",
              "high_high_severity", "high_severity", "low_severity", "low_low_severity", "deadband",
-             "normal_value", "severity", "message", "on_delay_ms", "off_delay_ms"},
+             "normal_value", "severity", "message", "on_delay_ms", "off_delay_ms", "branches"},
             name, file, cfg);
         auto at = [&](std::string_view key) -> const toml::node& {
             return t.get(key) ? *t.get(key) : static_cast<const toml::node&>(t);
@@ -638,6 +638,10 @@ void buildAlarms(const toml::node& node, const fs::path& file, ServerConfig& cfg
             fail(at("message"), file, what + "message must be at most 4096 bytes");
         a.on_delay_ms = getUint(t, "on_delay_ms", 0, 0, 86400000, name, file);
         a.off_delay_ms = getUint(t, "off_delay_ms", 0, 0, 86400000, name, file);
+        if (const toml::node* n = t.get("branches")) {
+            if (!n->is_boolean()) fail(*n, file, what + "branches must be a boolean");
+            a.branches = n->as_boolean()->get();
+        }
         cfg.alarms.push_back(std::move(a));
     }
 }

@@ -148,9 +148,13 @@ void ServiceSet::Impl::buildConditions() {
             if (space.addNode(spec) == UAPLEX_Good) conditionFields.push_back(std::move(ref));
         }
     }
-    // Conditions of plugins (condition_create): their callbacks.
-    for (const PluginCondition& p : pluginConditions)
+    // Conditions of plugins (condition_create): their callbacks; branches where asked for.
+    for (const PluginCondition& p : pluginConditions) {
         if (p.call != nullptr) conditions->setCallback(p.id, p.call, p.user);
+        if (p.flags & UAPLEX_CONDITION_BRANCHES) conditions->setBranching(p.id, true);
+    }
+    for (const auto& a : configuredAlarms)
+        if (a->branches) conditions->setBranching(a->condition, true);
     conditions->startTimer();  // timed shelving ends on time
 }
 

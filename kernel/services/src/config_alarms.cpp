@@ -226,6 +226,7 @@ void ServiceSet::Impl::addConfiguredAlarms() {
         alarm->type = ua::numericNodeId(0, type);
         alarm->source = space.nodeIdOf(sourceRef);
         alarm->message = a.message;
+        alarm->branches = a.branches;
 
         // InputNode and the limits: properties with fixed values.
         {

@@ -542,6 +542,7 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
         ua::NodeId type{};
         ua::NodeId source{};  // interned
         std::string message;
+        bool branches = false;  // [[alarms]] branches
         // Taken first, across an evaluation and its report: reports arrive in the order of the
         // evaluations. Not held by node reads (sampling reads under the engine's lock).
         std::mutex reportMutex;

@@ -1,13 +1,26 @@
 // SPDX-License-Identifier: Apache-2.0
 // Events into event items (Part 4 5.12.1.4; Part 9 5.5.7 ConditionRefresh): an event visits
 // only the items on its notifiers (O(items watching)), and only those whose session has
-// ReceiveEvents on the event's source; retained conditions are kept for a later
-// ConditionRefresh, which applies the same check.
+// ReceiveEvents on the event's source; retained conditions (each branch apart, by BranchId)
+// are kept for a later ConditionRefresh, which applies the same check.
 #include <uaplex/subscription/subscription_manager.hpp>
 
 namespace uaplex::subscription {
 
 namespace {
+// A condition event's BranchId (Part 9 5.5.2); null for the condition's current state.
+const ua::NodeId* branchOf(const EventView& e) {
+    const ua::Variant* b = e.find("BranchId");
+    if (!b || (b->encoding & UAPLEX_VARIANT_TYPE_MASK) != uint8_t(ua::BuiltinType::NodeId) ||
+        (b->encoding & UAPLEX_VARIANT_ARRAY) || !b->value.pointer)
+        return nullptr;
+    const auto* id = static_cast<const ua::NodeId*>(b->value.pointer);
+    return ua::equal(*id, ua::numericNodeId(0, 0)) ? nullptr : id;
+}
+bool sameBranch(const ua::NodeId* a, const ua::NodeId* b) {
+    return a == nullptr ? b == nullptr : b != nullptr && ua::equal(*a, *b);
+}
+
 bool retainOf(const EventView& e) {
     const ua::Variant* r = e.find("Retain");
     return r && (r->encoding & UAPLEX_VARIANT_TYPE_MASK) == uint8_t(ua::BuiltinType::Boolean) &&
@@ -29,10 +42,13 @@ void SubscriptionManager::raiseEvent(std::span<const uint64_t> notifiers, const 
         }
     }
     if (!event.conditionId) return;
-    // The condition's latest state, while Retain is true, for ConditionRefresh.
+    // The condition's latest state, and each branch's, while Retain is true, for
+    // ConditionRefresh.
+    const ua::NodeId* branch = branchOf(event);
     auto same = [&](const RetainedCondition& r) {
         EventView v = r.event->view();
-        return v.conditionId && ua::equal(*v.conditionId, *event.conditionId);
+        return v.conditionId && ua::equal(*v.conditionId, *event.conditionId) &&
+               sameBranch(branchOf(v), branch);
     };
     auto pos = std::find_if(retained_.begin(), retained_.end(), same);
     if (!retainOf(event)) {

@@ -49,6 +49,10 @@ fi
 for nm in demo benchmark; do
   [ -e "$plugins/uaplex-$nm.so" ] && printf '[plugins.%s]\n' "$nm" >>"$work/interop.toml"
 done
+# 16-alarms: a configured level alarm with branches on the demo's Float.
+if [ -e "$plugins/uaplex-demo.so" ]; then
+  printf '[[alarms]]\nname = "Branchy"\ntype = "exclusive_level"\nsource = "nsu=urn:uaplex:demo;s=Demo.Scalars.Float"\nhigh = 80\nbranches = true\n' >>"$work/interop.toml"
+fi
 # The servers share one PKI: its certificate is made once, before they start.
 "$uaplex" pki --pki "$work/pki" create-cert --uri urn:uaplex:interop:server >/dev/null
 

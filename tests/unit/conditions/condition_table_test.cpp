@@ -489,3 +489,70 @@ TEST_CASE("A plugin's callback: after the checks, before the change, may refuse"
     REQUIRE(fx.toggle(kDisable) == UAPLEX_Good);
     CHECK(seen.methods.back() == kDisable);
 }
+
+TEST_CASE("Branches: an unacknowledged state kept when the alarm changes, acked on its own") {
+    Fixture fx(Kind::Alarm, kAlarmConditionType);
+    REQUIRE(fx.table.setBranching(Fixture::id(), true));
+    CHECK_FALSE(fx.table.setBranching(ua::stringNodeId(2, "Nope"), true));
+    REQUIRE(fx.report(true, 700) == UAPLEX_Good);
+    CHECK(fx.last().at("BranchId") == "0;i=0");  // the trunk: null
+    const auto activation = fx.eventId();
+    // Back to normal while unacknowledged: the active state becomes a branch.
+    const std::size_t before = fx.rec.events.size();
+    REQUIRE(fx.report(false, 700) == UAPLEX_Good);
+    REQUIRE(fx.rec.events.size() == before + 2);
+    const Event branch = fx.rec.events[before];
+    const Event trunk = fx.rec.events[before + 1];
+    CHECK(branch.at("BranchId") != "0;i=0");
+    CHECK(branch.at("ActiveState/Id") == "true");
+    CHECK(branch.at("AckedState/Id") == "false");
+    CHECK(branch.at("Retain") == "true");
+    CHECK(branch.at("HighLimit") == std::to_string(80.0));
+    CHECK(trunk.at("BranchId") == "0;i=0");
+    CHECK(trunk.at("ActiveState/Id") == "false");
+    CHECK(trunk.at("AckedState/Id") == "true");  // the occurrence is the branch's
+    CHECK(trunk.at("Retain") == "true");         // while a branch exists
+    CHECK(fx.table.branchCount(Fixture::id()) == 1);
+    // The trunk's nodes show the trunk.
+    CHECK(fx.read(Field::ActiveStateId) == "false");
+    CHECK(fx.read(Field::AckedStateId) == "true");
+    // The trunk's EventIds are the branch's now: the activation's names the branch.
+    std::vector<std::uint8_t> branchEventId(branch.at("EventId").begin(),
+                                            branch.at("EventId").end());
+    CHECK(fx.call(kAcknowledge, fx.eventId()) == UAPLEX_BadConditionBranchAlreadyAcked);
+    CHECK(fx.call(kConfirm, branchEventId) == UAPLEX_BadInvalidState);  // not acked yet
+    REQUIRE(fx.call(kAcknowledge, activation, "the earlier one") == UAPLEX_Good);
+    CHECK(fx.last().at("BranchId") == branch.at("BranchId"));
+    CHECK(fx.last().at("AckedState/Id") == "true");
+    CHECK(fx.last().at("Comment") == "en|the earlier one");
+    CHECK(fx.last().at("Retain") == "true");  // still to be confirmed
+    CHECK(fx.read(Field::Comment) == "|");    // the trunk's comment is untouched
+    const std::vector<std::uint8_t> ackId(fx.last().at("EventId").begin(),
+                                          fx.last().at("EventId").end());
+    CHECK(fx.call(kAcknowledge, ackId) == UAPLEX_BadConditionBranchAlreadyAcked);
+    // Confirmed: the branch goes (its event Retain false), and the trunk is no longer
+    // retained (its own event says so).
+    const std::size_t n = fx.rec.events.size();
+    REQUIRE(fx.call(kConfirm, ackId, "done") == UAPLEX_Good);
+    REQUIRE(fx.rec.events.size() == n + 2);
+    CHECK(fx.rec.events[n].at("BranchId") == branch.at("BranchId"));
+    CHECK(fx.rec.events[n].at("Retain") == "false");
+    CHECK(fx.rec.events[n + 1].at("BranchId") == "0;i=0");
+    CHECK(fx.rec.events[n + 1].at("Retain") == "false");
+    CHECK(fx.table.branchCount(Fixture::id()) == 0);
+    CHECK(fx.call(kConfirm, branchEventId) == UAPLEX_BadEventIdUnknown);  // gone
+
+    // Bounded: at most kMaxBranches; beyond, the change makes none.
+    for (std::size_t i = 0; i < kMaxBranches + 2; ++i) {
+        REQUIRE(fx.report(true, 700) == UAPLEX_Good);
+        REQUIRE(fx.report(false, 700) == UAPLEX_Good);
+    }
+    CHECK(fx.table.branchCount(Fixture::id()) == kMaxBranches);
+    // Without branching nothing of the kind happens.
+    Fixture plain(Kind::Alarm, kAlarmConditionType);
+    REQUIRE(plain.report(true, 700) == UAPLEX_Good);
+    const std::size_t m = plain.rec.events.size();
+    REQUIRE(plain.report(false, 700) == UAPLEX_Good);
+    CHECK(plain.rec.events.size() == m + 1);
+    CHECK(plain.table.branchCount(Fixture::id()) == 0);
+}

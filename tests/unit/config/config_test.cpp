@@ -956,7 +956,8 @@ TEST_CASE("[[alarms]]: level and off-normal alarms with their defaults") {
         "source = \"ns=1;s=Tank.Level\"\nhigh_high = 95\nhigh = 80.5\nlow = 10\n"
         "high_severity = 600\ndeadband = 1.5\nmessage = \"Tank level\"\non_delay_ms = 2000\n"
         "[[alarms]]\nname = \"PumpOff\"\ntype = \"off_normal\"\nsource = \"nsu=urn:x;i=7\"\n"
-        "normal_value = true\nseverity = 300\nparent = \"ns=1;s=Pumps\"\noff_delay_ms = 500\n",
+        "normal_value = true\nseverity = 300\nparent = \"ns=1;s=Pumps\"\noff_delay_ms = 500\n"
+        "branches = true\n",
         "/etc/uaplex/test.toml", kPaths);
     CHECK(cfg.warnings.empty());
     REQUIRE(cfg.alarms.size() == 2);
@@ -987,6 +988,8 @@ TEST_CASE("[[alarms]]: level and off-normal alarms with their defaults") {
     CHECK(b.has_parent);
     CHECK(b.parent.string_id == "Pumps");
     CHECK(b.off_delay_ms == 500);
+    CHECK_FALSE(a.branches);
+    CHECK(b.branches);
     CHECK_FALSE(a == b);
     CHECK(a == cfg.alarms[0]);
     CHECK(parseString("", "/etc/uaplex/test.toml", kPaths).alarms.empty());
@@ -1006,6 +1009,8 @@ TEST_CASE("[[alarms]]: bad declarations are refused with their position") {
     CHECK_THAT(error_of(head + "high = 1\ndeadband = -1\n"),
                Catch::Contains("deadband must not be negative"));
     CHECK_THAT(error_of(head + "high = nan\n"), Catch::Contains("high must be finite"));
+    CHECK_THAT(error_of(head + "high = 1\nbranches = 1\n"),
+               Catch::Contains("branches must be a boolean"));
     CHECK_THAT(error_of(head + "high = \"x\"\n"), Catch::Contains("high must be a number"));
     CHECK_THAT(error_of(head + "high = 1\nhigh_severity = 0\n"),
                Catch::Contains("high_severity must be an integer from 1 to 1000"));

@@ -308,3 +308,73 @@ test("Acknowledge needs Call on the condition; ClientUserId is the session's use
         await sub.terminate();
     });
 });
+
+// run_suite.sh's [[alarms]] Branchy (high = 80 on Demo.Scalars.Float, branches = true): a
+// return to normal while the alarm is unacknowledged keeps the active state as a branch with
+// its own BranchId, which ConditionRefresh delivers next to the trunk, and which is
+// acknowledged and confirmed through its own EventId; then it is gone.
+test("Branches: an unacknowledged state kept as a branch, refreshed, acknowledged, removed", { timeout: T_LONG }, async () => {
+    const branchy = "ns=1;s=Alarms.Branchy";
+    const sub = await subscribe();
+    const events = [];
+    const item = await sub.monitor(
+        { nodeId: "i=2253", attributeId: AttributeIds.EventNotifier },
+        { samplingInterval: 0, discardOldest: true, queueSize: 100, filter: constructEventFilter(NAMES) },
+        TimestampsToReturn.Both,
+    );
+    item.on("changed", (fields) => events.push(fields));
+    const mine = () => events.filter((e) => e[F.ConditionId].value && e[F.ConditionId].value.toString() === branchy);
+    const isNull = (id) => id === null || id.isEmpty();
+    const writeFloat = async (value) => assertGood(await S.session.write({
+        nodeId: `ns=${S.demo};s=Demo.Scalars.Float`, attributeId: AttributeIds.Value,
+        value: { value: new Variant({ dataType: DataType.Float, value }) },
+    }), `write Float ${value}`);
+
+    await writeFloat(90);
+    await until("the alarm", 5000, () => mine().length >= 1);
+    assert.equal(mine()[0][F["ActiveState.Id"]].value, true);
+    assert.ok(isNull(mine()[0][F.BranchId].value), "the trunk's BranchId is null");
+    await writeFloat(10);
+    await until("the branch and the trunk", 5000, () => mine().length >= 3);
+    const branch = mine()[1], trunk = mine()[2];
+    assert.ok(!isNull(branch[F.BranchId].value), "the branch has a BranchId");
+    assert.equal(branch[F["ActiveState.Id"]].value, true);
+    assert.equal(branch[F["AckedState.Id"]].value, false);
+    assert.equal(branch[F.Retain].value, true);
+    assert.ok(isNull(trunk[F.BranchId].value));
+    assert.equal(trunk[F["ActiveState.Id"]].value, false);
+    assert.equal(trunk[F.Retain].value, true);
+    const branchId = branch[F.BranchId].value.toString();
+
+    // ConditionRefresh delivers both.
+    const before = events.length;
+    const refresh = await S.session.call({
+        objectId: resolveNodeId("i=2782"), methodId: resolveNodeId("i=3875"),
+        inputArguments: [new Variant({ dataType: DataType.UInt32, value: sub.subscriptionId })],
+    });
+    assertGood(refresh.statusCode, "ConditionRefresh");
+    const typeOf = (e) => e[F.EventType].value && e[F.EventType].value.toString();
+    await until("RefreshEnd", 5000, () => events.slice(before).some((e) => typeOf(e) === "ns=0;i=2788"));
+    const refreshed = events.slice(before).filter((e) => e[F.ConditionId].value && e[F.ConditionId].value.toString() === branchy);
+    assert.deepEqual(refreshed.map((e) => (isNull(e[F.BranchId].value) ? "trunk" : e[F.BranchId].value.toString())).sort(),
+        [branchId, "trunk"].sort());
+
+    // The branch: acknowledged and confirmed through its own EventId, then gone.
+    let seen = mine().length;
+    assertStatus(await callOn(branchy, "i=9113", branch[F.EventId].value, "early"), ua.StatusCodes.BadInvalidState, "Confirm before Acknowledge");
+    assertGood(await callOn(branchy, "i=9111", branch[F.EventId].value, "the earlier one"), "Acknowledge the branch");
+    await until("the branch's acknowledgement", 5000, () => mine().length > seen);
+    const acked = mine()[seen];
+    assert.equal(acked[F.BranchId].value.toString(), branchId);
+    assert.equal(acked[F["AckedState.Id"]].value, true);
+    assert.equal(acked[F.Comment].value.text, "the earlier one");
+    seen = mine().length;
+    assertGood(await callOn(branchy, "i=9113", acked[F.EventId].value, "done"), "Confirm the branch");
+    await until("the branch's end and the trunk", 5000, () => mine().length >= seen + 2);
+    assert.equal(mine()[seen][F.BranchId].value.toString(), branchId);
+    assert.equal(mine()[seen][F.Retain].value, false);
+    assert.ok(isNull(mine()[seen + 1][F.BranchId].value));
+    assert.equal(mine()[seen + 1][F.Retain].value, false);
+    assertStatus(await callOn(branchy, "i=9111", branch[F.EventId].value, "again"), ua.StatusCodes.BadEventIdUnknown, "the branch is gone");
+    await sub.terminate();
+});

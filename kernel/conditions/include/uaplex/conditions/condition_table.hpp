@@ -109,6 +109,9 @@ bool hasField(Kind kind, Field f) noexcept;
 // most kMaxReportedValue bytes encoded (others are not passed on).
 inline constexpr std::size_t kMaxText = 4096;
 inline constexpr std::size_t kRecentEventIds = 8;
+// Branches (Part 9 5.5.2) a condition keeps at most; beyond it a change of an unacknowledged
+// state makes no branch (the trunk takes the new state as without branches).
+inline constexpr std::size_t kMaxBranches = 8;
 inline constexpr std::size_t kMaxReportedFields = 64;
 inline constexpr std::uint32_t kMaxReportedPath = 8;
 inline constexpr std::size_t kMaxReportedValue = 16384;
@@ -140,6 +143,15 @@ class ConditionTable {
     // and before the change, holding no lock; a Bad status refuses the call. False for an
     // unknown condition.
     bool setCallback(const ua::NodeId& condition, uaplex_condition_call_fn fn, void* user);
+    // Branches for an alarm (Part 9 5.5.2, `[[alarms]] branches`, UAPLEX_CONDITION_BRANCHES):
+    // when its ActiveState changes while the state is unacknowledged, that state becomes a
+    // branch with a BranchId of its own (a GUID NodeId), its event raised with it and its
+    // EventIds naming it (Acknowledge, Confirm, AddComment); it goes once acknowledged and
+    // confirmed (its last event with Retain false). The trunk takes the new state (a new
+    // activation unacknowledged, a return to normal acknowledged and confirmed) and is
+    // retained while branches exist. False for an unknown condition or one that is no alarm.
+    bool setBranching(const ua::NodeId& condition, bool on);
+    std::size_t branchCount(const ua::NodeId& condition) const;  // for tests
     // The ShelvingState Object of an alarm, the ObjectId of its shelving methods.
     bool setShelvingObject(const ua::NodeId& condition, const ua::NodeId& object);
     std::size_t size() const noexcept;
@@ -194,10 +206,11 @@ class ConditionTable {
     uaplex_status shelve(Condition& c, std::uint32_t method, std::span<const ua::Variant> inputs,
                          std::string_view user, ua::DateTime now, Built& built, bool apply);
     // `apply` false: only the checks (nothing changes, nothing is built); `c` receives the
-    // condition.
+    // condition, `branch` (when not null) the BranchId the EventId names, if it names one.
     uaplex_status callLocked(const ua::NodeId& object, std::uint32_t method,
                              std::span<const ua::Variant> inputs, std::string_view user,
-                             ua::DateTime now, Built& built, bool apply, Condition** c);
+                             ua::DateTime now, Built& built, bool apply, Condition** c,
+                             ua::NodeId* branch);
 
     std::mutex changeMutex_;    // serialises changes and their events (taken first)
     mutable std::mutex mutex_;  // the state
@@ -207,6 +220,7 @@ class ConditionTable {
     void* sinkUser_ = nullptr;
     std::uint64_t eventSalt_ = 0;
     std::uint64_t eventCounter_ = 0;
+    std::uint64_t branchSerial_ = 0;
     // The timed shelving's thread (startTimer).
     std::mutex timerMutex_;
     std::condition_variable timerCv_;

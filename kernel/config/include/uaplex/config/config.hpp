@@ -330,6 +330,7 @@ struct AlarmConfig {
     std::string message;             // the events' Message (empty: the kernel's text)
     std::uint32_t on_delay_ms = 0;   // OnDelay, 0..86,400,000
     std::uint32_t off_delay_ms = 0;  // OffDelay, 0..86,400,000
+    bool branches = false;           // unacknowledged states kept as branches (Part 9 5.5.2)
     std::string position;            // "file:line:column" of its table, for messages
     bool operator==(const AlarmConfig& o) const {
         auto key = [](const AlarmLimitConfig& l) {
@@ -340,7 +341,8 @@ struct AlarmConfig {
                key(high_high) == key(o.high_high) && key(high) == key(o.high) &&
                key(low) == key(o.low) && key(low_low) == key(o.low_low) && deadband == o.deadband &&
                normal_value == o.normal_value && severity == o.severity && message == o.message &&
-               on_delay_ms == o.on_delay_ms && off_delay_ms == o.off_delay_ms;
+               on_delay_ms == o.on_delay_ms && off_delay_ms == o.off_delay_ms &&
+               branches == o.branches;
     }
 };
 
