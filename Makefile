@@ -81,6 +81,7 @@ bench: build
 	@cd tools/bench/peers && { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund; }
 	python3 tools/bench/run_bench.py --build $(BUILD) $(BENCH_ARGS)
 	python3 tools/bench/async_bench.py --build $(BUILD)
+	tools/bench/pubsub_bytes.sh $(BUILD) 100
 	@[ "$(BENCH_SOAK)" = 0 ] || $(MAKE) --no-print-directory soak DURATION=$(BENCH_SOAK)
 
 # One server under mixed load (read, write, subscriptions, events, session churn, a request
