@@ -18,6 +18,10 @@
 //                   thread, so no worker waits for the device (read_async, Completion);
 //                   subscriptions sample the bus's last reading (read, never blocks), which
 //                   the bus refreshes every second
+//     Overtemperature  ExclusiveLevelAlarmType condition (ABI 1.13, uaplex/cpp/alarms.hpp):
+//                   the plugin raises it (LimitState High, Severity 700) when Temperature
+//                   reaches 100 and clears it below 95; the kernel keeps its state and serves
+//                   Acknowledge, Confirm, AddComment, ...; the plugin logs each call
 //   A new setpoint (written or by the method) raises an event from the device object
 //   (BaseEventType, Severity 300, "Setpoint changed to <value>").
 #include <algorithm>
@@ -32,6 +36,7 @@
 #include <thread>
 
 #include "uaplex/cpp/address_space.hpp"
+#include "uaplex/cpp/alarms.hpp"
 #include "uaplex/cpp/completion.hpp"
 #include "uaplex/cpp/events.hpp"
 
@@ -42,6 +47,7 @@ using namespace uaplex::sdk;
 constexpr uint32_t kRead = 1, kReadWrite = 3;  // AccessLevel bits
 constexpr uint32_t kAnalogItemType = 2368, kBaseEventType = 2041;
 constexpr double kSetpointLow = -50, kSetpointHigh = 150;
+constexpr double kAlarmOn = 100, kAlarmOff = 95;  // Overtemperature, with hysteresis
 
 // The simulated device: what a real driver would read from the hardware.
 struct Registers {
@@ -121,6 +127,7 @@ class VendorDevice final : public StoreNodeManager {
         if (uaplex_status st = as.add(energy.get()); st != UAPLEX_Good) return st;
         if (uaplex_status st = add_analog_properties(as); st != UAPLEX_Good) return st;
         if (uaplex_status st = add_method(as, device); st != UAPLEX_Good) return st;
+        if (uaplex_status st = add_alarm(device); st != UAPLEX_Good) return st;
         running_ = true;
         refresher_ = std::thread([this] { refresh_loop(); });
         bus_ = std::thread([this] { bus_loop(); });
@@ -154,6 +161,43 @@ class VendorDevice final : public StoreNodeManager {
             return st;
         return as.add_engineering_units(temperature, string_id(ns_, ids_[1] + ".EngineeringUnits"),
                                         "CEL", "\u00b0C", "degree Celsius");
+    }
+
+    // The Overtemperature alarm on the device (a host older than 1.13 has none: skipped).
+    uaplex_status add_alarm(const uaplex_nodeid& device) {
+        if (!Alarm::available(ctx_)) {
+            ctx_.info("host without alarms (ABI < 1.13): no Overtemperature alarm");
+            return UAPLEX_Good;
+        }
+        AlarmSpec spec;
+        alarm_id_ = device_name_ + ".Overtemperature";
+        spec.id = string_id(ns_, alarm_id_);
+        spec.type = part9::kExclusiveLevelAlarmType;
+        spec.name = "Overtemperature";
+        spec.source = device;
+        return alarm_.create<&VendorDevice::on_alarm>(ctx_, spec, this);
+    }
+    // A client's call on the alarm, after the kernel's checks (worker threads): logged and
+    // allowed (a Bad status would refuse it).
+    uaplex_status on_alarm(const AlarmCall& call) {
+        const char* what = call.method == part9::kAcknowledge  ? "acknowledged"
+                           : call.method == part9::kConfirm    ? "confirmed"
+                           : call.method == part9::kAddComment ? "commented"
+                                                               : "changed";
+        ctx_.info("Overtemperature " + std::string(what) + " by " + std::string(call.user) + ": " +
+                  std::string(call.comment));
+        return UAPLEX_Good;
+    }
+    // Raises or clears the alarm on a temperature (the refresh thread, outside mutex_).
+    void evaluate_alarm(double temperature) {
+        if (alarm_id_.empty()) return;
+        const bool active = alarm_active_ ? temperature >= kAlarmOff : temperature >= kAlarmOn;
+        if (active == alarm_active_) return;
+        alarm_active_ = active;
+        uaplex_status st = active ? alarm_.set_limit(part9::kLimitHigh, 700, "Temperature high")
+                                  : alarm_.set_limit(0, 700, "Temperature normal");
+        ctx_.info(std::string("Overtemperature ") + (active ? "raised" : "cleared") +
+                  (st == UAPLEX_Good ? "" : " (condition_set failed)"));
     }
 
     // An event from the device object for each new setpoint (any thread; the host copies).
@@ -292,6 +336,7 @@ class VendorDevice final : public StoreNodeManager {
             lock.unlock();
             publish(ids_[1], scalar(UAPLEX_TYPE_DOUBLE, snapshot.temperature));
             publish(ids_[2], scalar(UAPLEX_TYPE_UINT32, snapshot.cycles));
+            evaluate_alarm(snapshot.temperature);
             lock.lock();
         }
     }
@@ -330,6 +375,9 @@ class VendorDevice final : public StoreNodeManager {
     std::condition_variable bus_wake_;
     std::thread bus_;
     std::atomic<bool> warned_{false};
+    Alarm alarm_;
+    std::string alarm_id_;       // empty: no alarm (an older host)
+    bool alarm_active_ = false;  // the refresh thread's
 };
 
 }  // namespace

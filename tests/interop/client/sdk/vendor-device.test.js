@@ -6,6 +6,8 @@
 // SetSetpoint method checks its argument; Temperature is an analog item with a range and a
 // unit, and a new setpoint raises an event from the device. Energy answers after the bus's
 // slow_read_ms (500 here) without holding the server's only worker (request_threads = 1).
+// Its Overtemperature alarm (ABI 1.13) is raised when the temperature passes 100, a client
+// acknowledges it with the event's EventId, and it is cleared again below 95.
 "use strict";
 
 const { test, before, after } = require("node:test");
@@ -47,7 +49,7 @@ test("the device browses under Objects with its four registers and its method", 
     });
     assertGood(regs.statusCode, "browse Pump7");
     assert.deepEqual(regs.references.map((r) => r.browseName.name).sort(),
-        ["Cycles", "Energy", "SetSetpoint", "Setpoint", "Status", "Temperature"]);
+        ["Cycles", "Energy", "Overtemperature", "SetSetpoint", "Setpoint", "Status", "Temperature"]);
 });
 
 test("SetSetpoint: the kernel checks the arguments, the plugin says which one is wrong", { timeout: T_SHORT }, async () => {
@@ -236,5 +238,46 @@ test("a monitored item on Energy is sampled through the asynchronous read", { ti
         assert.equal(dv.value.dataType, DataType.Double);
     }
     assert.ok(Number(seen[1].value.value) > Number(seen[0].value.value), "the meter counts up");
+    await sub.terminate();
+});
+
+test("the device's Overtemperature alarm: raised, acknowledged, cleared", { timeout: T_LONG }, async () => {
+    const { Variant, resolveNodeId } = ua;
+    const sub = ClientSubscription.create(S.session, {
+        requestedPublishingInterval: 50, requestedLifetimeCount: 100, requestedMaxKeepAliveCount: 10,
+        maxNotificationsPerPublish: 100, publishingEnabled: true, priority: 1,
+    });
+    await new Promise((resolve, reject) => { sub.once("started", resolve); sub.once("internal_error", reject); });
+    const events = [];
+    const names = ["EventId", "ConditionId", "ActiveState.Id", "AckedState.Id", "Comment", "Severity",
+        "LimitState.CurrentState.Id"];
+    const item = await sub.monitor({ nodeId: id("Pump7"), attributeId: AttributeIds.EventNotifier },
+        { samplingInterval: 0, discardOldest: true, queueSize: 100, filter: constructEventFilter(names) },
+        TimestampsToReturn.Both);
+    item.on("changed", (fields) => events.push(fields));
+    const alarm = () => events.filter((f) => f[1].value && f[1].value.toString() === id("Pump7.Overtemperature"));
+    const setpoint = (value) => S.session.write({
+        nodeId: id("Pump7.Setpoint"), attributeId: AttributeIds.Value,
+        value: { value: { dataType: DataType.Double, value } },
+    });
+    assertGood(await setpoint(140), "write Setpoint 140");
+    await until("the alarm raised", 15000, () => alarm().some((f) => f[2].value === true));
+    const raised = alarm().find((f) => f[2].value === true);
+    assert.equal(raised[3].value, false, "unacknowledged");
+    assert.equal(raised[5].value, 700);
+    assert.equal(raised[6].value.toString(), "ns=0;i=9331", "LimitState High");
+    const ack = await S.session.call({
+        objectId: resolveNodeId(id("Pump7.Overtemperature")), methodId: resolveNodeId("i=9111"),
+        inputArguments: [
+            new Variant({ dataType: DataType.ByteString, value: raised[0].value }),
+            new Variant({ dataType: DataType.LocalizedText, value: { locale: "en", text: "checking the pump" } }),
+        ],
+    });
+    assertGood(ack.statusCode, "Acknowledge");
+    await until("the acknowledgement", 5000, () => alarm().some((f) => f[3].value === true));
+    const acked = alarm().find((f) => f[3].value === true);
+    assert.equal(acked[4].value.text, "checking the pump");
+    assertGood(await setpoint(20), "write Setpoint 20");
+    await until("the alarm cleared", 15000, () => alarm().some((f) => f[2].value === false && f[3].value === true));
     await sub.terminate();
 });
