@@ -270,10 +270,31 @@ void ConditionTable::setSink(Sink sink, void* user) noexcept {
     sinkUser_ = user;
 }
 
+std::size_t ConditionTable::IdHash::operator()(const ua::NodeId& id) const noexcept {
+    auto mix = [](std::size_t h, std::size_t v) {
+        return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2));
+    };
+    const std::size_t h = mix(id.namespace_index, id.identifier_type);
+    switch (id.identifier_type) {
+        case UAPLEX_ID_NUMERIC:
+            return mix(h, id.identifier.numeric);
+        case UAPLEX_ID_STRING:
+            return mix(h, std::hash<std::string_view>{}(ua::view(id.identifier.string)));
+        case UAPLEX_ID_GUID:
+            return mix(h,
+                       std::hash<std::string_view>{}(std::string_view(
+                           reinterpret_cast<const char*>(&id.identifier.guid), sizeof(ua::Guid))));
+        default: {
+            auto b = ua::view(id.identifier.bytestring);
+            return mix(h, std::hash<std::string_view>{}(
+                              std::string_view(reinterpret_cast<const char*>(b.data()), b.size())));
+        }
+    }
+}
+
 ConditionTable::Condition* ConditionTable::find(const ua::NodeId& id) const noexcept {
-    for (const auto& c : conditions_)
-        if (ua::equal(c->id.id, id)) return c.get();
-    return nullptr;
+    auto it = byId_.find(id);
+    return it == byId_.end() ? nullptr : it->second;
 }
 
 bool ConditionTable::add(const ua::NodeId& id, const ua::NodeId& type, Kind kind,
@@ -290,14 +311,20 @@ bool ConditionTable::add(const ua::NodeId& id, const ua::NodeId& type, Kind kind
     c->conditionName.assign(conditionName.substr(0, kMaxText));
     const ua::DateTime now = ua::utcNow();
     c->enabledTime = c->activeTime = c->ackedTime = c->confirmedTime = now;
+    Condition* added = c.get();
     conditions_.push_back(std::move(c));
+    try {
+        byId_.emplace(added->id.id, added);
+    } catch (...) {
+        conditions_.pop_back();
+        return false;
+    }
     return true;
 }
 
 ConditionTable::Condition* ConditionTable::findShelving(const ua::NodeId& object) const noexcept {
-    for (const auto& c : conditions_)
-        if (c->hasShelvingObject && ua::equal(c->shelvingObject.id, object)) return c.get();
-    return nullptr;
+    auto it = byShelvingObject_.find(object);
+    return it == byShelvingObject_.end() ? nullptr : it->second;
 }
 
 bool ConditionTable::setShelvingObject(const ua::NodeId& condition, const ua::NodeId& object) {
@@ -305,7 +332,14 @@ bool ConditionTable::setShelvingObject(const ua::NodeId& condition, const ua::No
     Condition* c = find(condition);
     if (c == nullptr || c->kind != Kind::Alarm || find(object) || findShelving(object))
         return false;
+    if (c->hasShelvingObject) byShelvingObject_.erase(c->shelvingObject.id);
+    c->hasShelvingObject = false;
     c->shelvingObject.assign(object);
+    try {
+        byShelvingObject_.emplace(c->shelvingObject.id, c);
+    } catch (...) {
+        return false;
+    }
     c->hasShelvingObject = true;
     return true;
 }

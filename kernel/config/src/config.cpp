@@ -12,6 +12,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <unordered_set>
 
 namespace uaplex::config {
 namespace fs = std::filesystem;
@@ -549,6 +550,8 @@ void buildAlarms(const toml::node& node, const fs::path& file, ServerConfig& cfg
     static constexpr const char* kNodeForm =
         " must be \"nsu=<uri>;s=<text>\", \"nsu=<uri>;i=<n>\" or the same with "
         "\"ns=<index>;\" (1 to 65535)";
+    std::unordered_set<std::string> names;  // 100,000 alarms: no pairwise name check
+    names.reserve(arr->size());
     for (const toml::node& item : *arr) {
         const toml::table& t = *item.as_table();
         checkKeys(
@@ -567,8 +570,8 @@ void buildAlarms(const toml::node& node, const fs::path& file, ServerConfig& cfg
         for (unsigned char c : a.name) printable = printable && c >= 0x20 && c != 0x7f;
         if (!printable)
             fail(at("name"), file, "[[alarms]] name must be 1 to 128 printable characters");
-        for (const auto& other : cfg.alarms)
-            if (other.name == a.name) fail(at("name"), file, "[[alarms]] '" + a.name + "' twice");
+        if (!names.insert(a.name).second)
+            fail(at("name"), file, "[[alarms]] '" + a.name + "' twice");
         const std::string what = "[[alarms]] '" + a.name + "': ";
         a.type = getString(t, "type", "", name, file);
         const bool offNormal = a.type == "off_normal";

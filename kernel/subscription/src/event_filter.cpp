@@ -865,6 +865,29 @@ EventView OwnedEvent::view() const {
     return v;
 }
 
+void conditionKey(const ua::NodeId& id, std::string& out) {
+    out.clear();
+    out.push_back(char(id.namespace_index & 0xFF));
+    out.push_back(char(id.namespace_index >> 8));
+    out.push_back(char(id.identifier_type));
+    switch (id.identifier_type) {
+        case UAPLEX_ID_NUMERIC:
+            out.append(reinterpret_cast<const char*>(&id.identifier.numeric),
+                       sizeof id.identifier.numeric);
+            break;
+        case UAPLEX_ID_STRING:
+            out.append(ua::view(id.identifier.string));
+            break;
+        case UAPLEX_ID_GUID:
+            out.append(reinterpret_cast<const char*>(&id.identifier.guid), sizeof(ua::Guid));
+            break;
+        default: {
+            auto b = ua::view(id.identifier.bytestring);
+            out.append(reinterpret_cast<const char*>(b.data()), b.size());
+        }
+    }
+}
+
 ua::ByteString newEventId(enc::Arena& arena) {
     static thread_local std::mt19937_64 rng{std::random_device{}()};
     auto* b = static_cast<uint8_t*>(arena.allocate(16, 8));

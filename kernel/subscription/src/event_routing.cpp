@@ -17,9 +17,6 @@ const ua::NodeId* branchOf(const EventView& e) {
     const auto* id = static_cast<const ua::NodeId*>(b->value.pointer);
     return ua::equal(*id, ua::numericNodeId(0, 0)) ? nullptr : id;
 }
-bool sameBranch(const ua::NodeId* a, const ua::NodeId* b) {
-    return a == nullptr ? b == nullptr : b != nullptr && ua::equal(*a, *b);
-}
 
 bool retainOf(const EventView& e) {
     const ua::Variant* r = e.find("Retain");
@@ -43,25 +40,44 @@ void SubscriptionManager::raiseEvent(std::span<const uint64_t> notifiers, const 
     }
     if (!event.conditionId) return;
     // The condition's latest state, and each branch's, while Retain is true, for
-    // ConditionRefresh.
-    const ua::NodeId* branch = branchOf(event);
-    auto same = [&](const RetainedCondition& r) {
-        EventView v = r.event->view();
-        return v.conditionId && ua::equal(*v.conditionId, *event.conditionId) &&
-               sameBranch(branchOf(v), branch);
-    };
-    auto pos = std::find_if(retained_.begin(), retained_.end(), same);
+    // ConditionRefresh: found by the key of (ConditionId, BranchId), not by a scan.
+    conditionKey(*event.conditionId, retainedKey_);
+    const auto length = std::uint32_t(retainedKey_.size());
+    retainedKey_.insert(0, reinterpret_cast<const char*>(&length), sizeof length);
+    if (const ua::NodeId* branch = branchOf(event)) {
+        conditionKey(*branch, branchKey_);
+        retainedKey_ += branchKey_;
+    }
+    auto found = retainedIndex_.find(retainedKey_);
     if (!retainOf(event)) {
-        if (pos != retained_.end()) retained_.erase(pos);
+        if (found == retainedIndex_.end()) return;
+        // Swap with the last and pop: the index of the one moved follows.
+        const std::size_t at = found->second;
+        retainedIndex_.erase(found);
+        if (at + 1 != retained_.size()) {
+            retained_[at] = std::move(retained_.back());
+            retainedIndex_[retained_[at].key] = at;
+        }
+        retained_.pop_back();
         return;
     }
-    if (pos == retained_.end()) {
+    RetainedCondition* r = nullptr;
+    if (found == retainedIndex_.end()) {
         retained_.push_back({});
-        pos = retained_.end() - 1;
-        pos->event = std::make_unique<OwnedEvent>();
+        r = &retained_.back();
+        r->event = std::make_unique<OwnedEvent>();
+        r->key = retainedKey_;
+        try {
+            retainedIndex_.emplace(r->key, retained_.size() - 1);
+        } catch (...) {
+            retained_.pop_back();
+            throw;
+        }
+    } else {
+        r = &retained_[found->second];
     }
-    pos->notifiers.assign(notifiers.begin(), notifiers.end());
-    pos->event->assign(event);
+    r->notifiers.assign(notifiers.begin(), notifiers.end());
+    r->event->assign(event);
 }
 
 uaplex_status SubscriptionManager::conditionRefresh(uint64_t session, uint32_t subscriptionId,

@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "uaplex/encoding/encoding.hpp"
@@ -216,6 +217,17 @@ class ConditionTable {
     mutable std::mutex mutex_;  // the state
     std::size_t max_;
     std::vector<std::unique_ptr<Condition>> conditions_;
+    // Hash indexes into conditions_ (keys point into the conditions' own ids), so that a
+    // report, a method call or building 100,000 configured alarms is not a scan per condition.
+    struct IdHash {
+        std::size_t operator()(const ua::NodeId& id) const noexcept;
+    };
+    struct IdEqual {
+        bool operator()(const ua::NodeId& a, const ua::NodeId& b) const noexcept {
+            return ua::equal(a, b);
+        }
+    };
+    std::unordered_map<ua::NodeId, Condition*, IdHash, IdEqual> byId_, byShelvingObject_;
     Sink sink_ = nullptr;
     void* sinkUser_ = nullptr;
     std::uint64_t eventSalt_ = 0;

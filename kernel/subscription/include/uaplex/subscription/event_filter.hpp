@@ -132,7 +132,12 @@ namespace uaplex::subscription {
 struct RetainedCondition {
     std::vector<uint64_t> notifiers;
     std::unique_ptr<OwnedEvent> event;
+    std::string key;  // its ConditionId's and BranchId's conditionKey() (the manager's index)
 };
+
+// The bytes that identify a NodeId (namespace, identifier type, identifier) in `out`, which
+// is reused, so that a lookup by condition allocates nothing once it has grown.
+void conditionKey(const ua::NodeId& id, std::string& out);
 
 // The RefreshStartEvent / RefreshEndEvent of a ConditionRefresh (Part 9 5.11.2, 5.11.3).
 std::unique_ptr<OwnedEvent> makeRefreshEvent(uint32_t type, int64_t utcNow);

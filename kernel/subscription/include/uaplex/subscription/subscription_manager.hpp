@@ -464,8 +464,11 @@ class SubscriptionManager {
     std::unordered_map<Sampler*, std::shared_ptr<SampleBatch>> batches_;
     std::shared_ptr<SampleSink> sampleSink_;
     std::unordered_map<uint64_t, uint32_t> watchers_;
-    bool moving_ = false;  // moveIndex: no watch() calls
-    std::vector<RetainedCondition> retained_;
+    bool moving_ = false;                      // moveIndex: no watch() calls
+    std::vector<RetainedCondition> retained_;  // any order (ConditionRefresh needs none)
+    // retained_'s positions by conditionKey: an event finds its condition without a scan.
+    std::unordered_map<std::string, std::size_t> retainedIndex_;
+    std::string retainedKey_, branchKey_;  // reused for lookups
     uint64_t nextEventHandle_ = 1;
     ua::ExtensionObject* filterOut_ = nullptr;  // the result being filled (its request's arena)
     enc::Arena* filterArena_ = nullptr;
