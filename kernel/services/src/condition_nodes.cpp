@@ -53,9 +53,12 @@ uaplex_status ServiceSet::Impl::conditionEvent(void* user, const uaplex_event_sp
     return static_cast<Impl*>(user)->deliverEvent(spec);
 }
 
-void ServiceSet::Impl::buildConditions() {
+void ServiceSet::Impl::makeConditionTable() {
     conditions = std::make_unique<cond::ConditionTable>(cfg.server.limits.max_conditions);
     conditions->setSink(&Impl::conditionEvent, this);
+}
+
+void ServiceSet::Impl::buildConditions() {
     addConfiguredAlarms();  // [[alarms]]: their Objects, collected below as any condition
     const ua::NodeId conditionType = ua::numericNodeId(0, cond::kConditionType);
     const ua::NodeId acknowledgeable = ua::numericNodeId(0, cond::kAcknowledgeableConditionType);

@@ -80,6 +80,7 @@ ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
                 owners.push_back(o);
             }
         }
+        makeConditionTable();
         host.startNodeManagers();
         std::lock_guard lock(modelMutex());
         buildConditions();

@@ -512,6 +512,9 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
     };
     std::unique_ptr<conditions::ConditionTable> conditions;
     std::vector<std::unique_ptr<ConditionFieldNode>> conditionFields;
+    // The ConditionTable, made before the node managers start: their timers may raise events
+    // (raiseEvent reads `conditions`) while buildConditions fills it.
+    void makeConditionTable();
     void buildConditions();
     static uaplex_status readConditionField(void* user, const uaplex_nodeid* id,
                                             const uaplex_value_alloc* alloc,
