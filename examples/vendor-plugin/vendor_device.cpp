@@ -22,6 +22,11 @@
 //                   the plugin raises it (LimitState High, Severity 700) when Temperature
 //                   reaches 100 and clears it below 95; the kernel keeps its state and serves
 //                   Acknowledge, Confirm, AddComment, ...; the plugin logs each call
+//     SetProbeConnected  Method (connected Boolean): simulates plugging a humidity probe into
+//                   the device's bus, or pulling it out
+//     Probe         Object, present only while the probe is plugged in (added and deleted
+//                   at run time, ABI 1.12: one GeneralModelChangeEvent each way)
+//       Humidity    Double, read-only, reported every refresh while present
 //   A new setpoint (written or by the method) raises an event from the device object
 //   (BaseEventType, Severity 300, "Setpoint changed to <value>").
 #include <algorithm>
@@ -127,6 +132,7 @@ class VendorDevice final : public StoreNodeManager {
         if (uaplex_status st = as.add(energy.get()); st != UAPLEX_Good) return st;
         if (uaplex_status st = add_analog_properties(as); st != UAPLEX_Good) return st;
         if (uaplex_status st = add_method(as, device); st != UAPLEX_Good) return st;
+        if (uaplex_status st = add_probe_method(as, device); st != UAPLEX_Good) return st;
         if (uaplex_status st = add_alarm(device); st != UAPLEX_Good) return st;
         running_ = true;
         refresher_ = std::thread([this] { refresh_loop(); });
@@ -235,6 +241,61 @@ class VendorDevice final : public StoreNodeManager {
         return as.implement_method<&VendorDevice::set_setpoint>(method, this);
     }
 
+    // SetProbeConnected(connected): a device that appears on the bus while the server runs.
+    // Left out on a host older than 1.12, which cannot add nodes once running.
+    uaplex_status add_probe_method(const AddressSpace& as, const uaplex_nodeid& device) {
+        if (!as.model_changes_available()) return UAPLEX_Good;
+        const std::string id = device_name_ + ".SetProbeConnected";
+        const uaplex_nodeid method = string_id(ns_, id);
+        NodeSpec m =
+            method_spec(method, device, qualified_name(ns_, "SetProbeConnected"), nullptr, nullptr);
+        if (uaplex_status st = as.add(m.get()); st != UAPLEX_Good) return st;
+        if (uaplex_status st =
+                as.add_arguments(method, string_id(ns_, id + ".InputArguments"), false,
+                                 {{"connected", 1 /* Boolean */, -1, "true: plug the probe in"}});
+            st != UAPLEX_Good)
+            return st;
+        return as.implement_method<&VendorDevice::set_probe_connected>(method, this);
+    }
+
+    // Worker threads: adds the probe's nodes (one model change: the object and its variable
+    // together) or deletes them with the device's reference to them. probe_mutex_ keeps two
+    // calls from racing; the refresh thread only looks at probe_present_.
+    uaplex_status set_probe_connected(MethodCall& call) {
+        uint8_t raw = 0;
+        if (!call.scalar_input(0, UAPLEX_TYPE_BOOLEAN, raw)) return UAPLEX_BadInvalidArgument;
+        const bool connected = raw != 0;
+        std::lock_guard plug(probe_mutex_);
+        if (connected == probe_present_.load()) return UAPLEX_BadInvalidState;  // nothing to do
+        const uaplex_nodeid device = string_id(ns_, ids_[0]);
+        const std::string probe = device_name_ + ".Probe", humidity = probe + ".Humidity";
+        if (connected) {
+            NodeSpec nodes[] = {
+                object_spec(string_id(ns_, probe), device, 47 /* HasComponent */,
+                            qualified_name(ns_, "Probe"), 58 /* BaseObjectType */),
+                variable_spec(string_id(ns_, humidity), string_id(ns_, probe),
+                              47 /* HasComponent */, qualified_name(ns_, "Humidity"),
+                              11 /* Double */, -1, kRead)};
+            uaplex_datavalue first = data_value(scalar(UAPLEX_TYPE_DOUBLE, 40.0));
+            nodes[1].spec.value = &first;
+            uaplex_status results[2] = {};
+            if (uaplex_status st = space().add_nodes(nodes, results); st != UAPLEX_Good) return st;
+            for (uaplex_status r : results)
+                if (r != UAPLEX_Good) return r;
+        } else {
+            probe_present_ = false;  // the refresh thread stops reporting first
+            const uaplex_nodeid ids[] = {string_id(ns_, humidity), string_id(ns_, probe)};
+            uaplex_status results[2] = {};
+            if (uaplex_status st = space().delete_nodes(ids, true, results); st != UAPLEX_Good)
+                return st;
+            for (uaplex_status r : results)
+                if (r != UAPLEX_Good) return r;
+            return UAPLEX_Good;
+        }
+        probe_present_ = true;
+        return UAPLEX_Good;
+    }
+
     // Worker threads, concurrently: inputs are already of the declared types.
     uaplex_status set_setpoint(MethodCall& call) {
         double value = 0;
@@ -336,6 +397,12 @@ class VendorDevice final : public StoreNodeManager {
             lock.unlock();
             publish(ids_[1], scalar(UAPLEX_TYPE_DOUBLE, snapshot.temperature));
             publish(ids_[2], scalar(UAPLEX_TYPE_UINT32, snapshot.cycles));
+            if (probe_present_) {
+                // A probe pulled out meanwhile answers BadNodeIdUnknown: nothing to report.
+                double humidity = 40.0 + 5.0 * std::sin(snapshot.cycles * 0.3);
+                space().set_value(string_id(ns_, device_name_ + ".Probe.Humidity"),
+                                  data_value(scalar(UAPLEX_TYPE_DOUBLE, humidity)));
+            }
             evaluate_alarm(snapshot.temperature);
             lock.lock();
         }
@@ -375,6 +442,8 @@ class VendorDevice final : public StoreNodeManager {
     std::condition_variable bus_wake_;
     std::thread bus_;
     std::atomic<bool> warned_{false};
+    std::mutex probe_mutex_;                  // one SetProbeConnected at a time
+    std::atomic<bool> probe_present_{false};  // the Probe's nodes are in the store
     Alarm alarm_;
     std::string alarm_id_;       // empty: no alarm (an older host)
     bool alarm_active_ = false;  // the refresh thread's

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstring>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -365,6 +366,8 @@ struct ArgumentDef {
     std::string_view description = {};
 };
 
+struct NodeSpec;
+
 // The address-space entries of the host API for one plugin instance.
 class AddressSpace {
   public:
@@ -442,6 +445,34 @@ class AddressSpace {
                                         std::string_view unece_code, std::string_view display,
                                         std::string_view description) const;
 
+    // --- a model that changes while the server runs (nodes_add, nodes_delete,
+    // reference_delete, since 1.12): any thread, at any time; each call is one
+    // GeneralModelChangeEvent. False when the host is older than 1.12 (the calls then answer
+    // BadNotSupported).
+    bool model_changes_available() const noexcept {
+        const auto* api = ctx_.api();
+        return api && UAPLEX_FIELD_OR(api, uaplex_host_api, reference_delete, nullptr) != nullptr;
+    }
+    // Adds nodes[i] in order (a later one may name an earlier one as its parent); results[i]
+    // (as many as nodes) is what was answered for nodes[i].
+    uaplex_status add_nodes(std::span<NodeSpec> nodes, std::span<uaplex_status> results) const;
+    // Deletes nodes this plugin added with their references (and, delete_target_references,
+    // the references other nodes hold to them); results[i] for ids[i].
+    uaplex_status delete_nodes(std::span<const uaplex_nodeid> ids, bool delete_target_references,
+                               std::span<uaplex_status> results) const noexcept {
+        if (!model_changes_available()) return UAPLEX_BadNotSupported;
+        if (ids.size() != results.size()) return UAPLEX_BadInvalidArgument;
+        return ctx_.api()->nodes_delete(ctx_.raw(), ids.data(), ids.size(),
+                                        delete_target_references ? 1 : 0, results.data());
+    }
+    uaplex_status delete_reference(const uaplex_nodeid& source, uint32_t reference_type,
+                                   const uaplex_nodeid& target, bool bidirectional) const noexcept {
+        if (!model_changes_available()) return UAPLEX_BadNotSupported;
+        uaplex_nodeid type = numeric_id(0, reference_type);
+        return ctx_.api()->reference_delete(ctx_.raw(), &source, &type, &target,
+                                            bidirectional ? 1 : 0);
+    }
+
   private:
     Context ctx_;
 };
@@ -501,6 +532,16 @@ inline NodeSpec method_spec(const uaplex_nodeid& id, const uaplex_nodeid& parent
     s.spec.call = fn;
     s.spec.user = user;
     return s;
+}
+
+inline uaplex_status AddressSpace::add_nodes(std::span<NodeSpec> nodes,
+                                             std::span<uaplex_status> results) const {
+    if (!model_changes_available()) return UAPLEX_BadNotSupported;
+    if (nodes.size() != results.size()) return UAPLEX_BadInvalidArgument;
+    std::vector<const uaplex_node_spec*> specs;
+    specs.reserve(nodes.size());
+    for (NodeSpec& n : nodes) specs.push_back(&n.get());
+    return ctx_.api()->nodes_add(ctx_.raw(), specs.data(), specs.size(), results.data());
 }
 
 inline uaplex_status AddressSpace::add_arguments(const uaplex_nodeid& method,

@@ -7,7 +7,9 @@
 // unit, and a new setpoint raises an event from the device. Energy answers after the bus's
 // slow_read_ms (500 here) without holding the server's only worker (request_threads = 1).
 // Its Overtemperature alarm (ABI 1.13) is raised when the temperature passes 100, a client
-// acknowledges it with the event's EventId, and it is cleared again below 95.
+// acknowledges it with the event's EventId, and it is cleared again below 95. A probe plugged
+// into the device at run time (ABI 1.12) gets nodes of its own, reported by
+// GeneralModelChangeEvents, and loses them again when pulled out.
 "use strict";
 
 const { test, before, after } = require("node:test");
@@ -49,7 +51,8 @@ test("the device browses under Objects with its four registers and its method", 
     });
     assertGood(regs.statusCode, "browse Pump7");
     assert.deepEqual(regs.references.map((r) => r.browseName.name).sort(),
-        ["Cycles", "Energy", "Overtemperature", "SetSetpoint", "Setpoint", "Status", "Temperature"]);
+        ["Cycles", "Energy", "Overtemperature", "SetProbeConnected", "SetSetpoint", "Setpoint", "Status",
+            "Temperature"]);
 });
 
 test("SetSetpoint: the kernel checks the arguments, the plugin says which one is wrong", { timeout: T_SHORT }, async () => {
@@ -279,5 +282,60 @@ test("the device's Overtemperature alarm: raised, acknowledged, cleared", { time
     assert.equal(acked[4].value.text, "checking the pump");
     assertGood(await setpoint(20), "write Setpoint 20");
     await until("the alarm cleared", 15000, () => alarm().some((f) => f[2].value === false && f[3].value === true));
+    await sub.terminate();
+});
+
+test("a probe plugged in at run time: its nodes appear, report values and go again", { timeout: T_LONG }, async () => {
+    const { EventFilter, SimpleAttributeOperand, resolveNodeId, StatusCodes } = ua;
+    const sub = ClientSubscription.create(S.session, {
+        requestedPublishingInterval: 50, requestedLifetimeCount: 100, requestedMaxKeepAliveCount: 10,
+        maxNotificationsPerPublish: 100, publishingEnabled: true, priority: 1,
+    });
+    await new Promise((resolve, reject) => { sub.once("started", resolve); sub.once("internal_error", reject); });
+    const field = (type, name) => new SimpleAttributeOperand({
+        typeDefinitionId: resolveNodeId(type), browsePath: [{ namespaceIndex: 0, name }],
+        attributeId: AttributeIds.Value,
+    });
+    const filter = new EventFilter({ selectClauses: [field("i=2041", "EventType"), field("i=2133", "Changes")] });
+    const changes = [];
+    const events = await sub.monitor({ nodeId: "i=2253", attributeId: AttributeIds.EventNotifier },
+        { samplingInterval: 0, discardOldest: true, queueSize: 100, filter }, TimestampsToReturn.Both);
+    events.on("changed", (f) => {
+        if (f[0].value && f[0].value.toString() === "ns=0;i=2133") changes.push(f[1].value || []);
+    });
+    const verbsOf = (node) => changes.flat().filter((c) => c.affected.toString() === node).map((c) => c.verb);
+    const plug = (connected) => S.session.call({
+        objectId: id("Pump7"), methodId: id("Pump7.SetProbeConnected"),
+        inputArguments: [{ dataType: DataType.Boolean, value: connected }],
+    });
+    const humidity = { nodeId: id("Pump7.Probe.Humidity"), attributeId: AttributeIds.Value };
+    const components = async () => (await S.session.browse({
+        nodeId: id("Pump7"), browseDirection: BrowseDirection.Forward, resultMask: 0x3f,
+        referenceTypeId: "i=47", includeSubtypes: true,
+    })).references.map((r) => r.browseName.name);
+
+    assertStatus((await S.session.read(humidity)).statusCode, StatusCodes.BadNodeIdUnknown, "Humidity before");
+    assert.ok(!(await components()).includes("Probe"));
+    assertGood((await plug(true)).statusCode, "plug the probe in");
+    assertStatus((await plug(true)).statusCode, StatusCodes.BadInvalidState, "plugged in twice");
+    await until("the NodeAdded change", 10000, () => verbsOf(id("Pump7.Probe")).some((v) => v & 1));
+    assert.ok(verbsOf(id("Pump7.Probe.Humidity")).some((v) => v & 1), "Humidity added in the same change");
+    assert.ok((await components()).includes("Probe"));
+
+    const seen = [];
+    const item = await sub.monitor(humidity, { samplingInterval: 0, discardOldest: true, queueSize: 10 },
+        TimestampsToReturn.Both);
+    item.on("changed", (dv) => seen.push(dv));
+    await until("two Humidity reports", 10000, () => seen.filter((dv) => dv.statusCode.isGood()).length >= 2);
+    const good = seen.filter((dv) => dv.statusCode.isGood());
+    assert.equal(good[0].value.dataType, DataType.Double);
+    assert.notEqual(good[0].value.value, good[good.length - 1].value.value, "the device reports changes");
+
+    assertGood((await plug(false)).statusCode, "pull the probe out");
+    await until("the NodeDeleted change", 10000, () => verbsOf(id("Pump7.Probe")).some((v) => v & 2));
+    await until("the item told", 10000, () => seen.some((dv) => dv.statusCode.value === StatusCodes.BadNodeIdUnknown.value));
+    assertStatus((await S.session.read(humidity)).statusCode, StatusCodes.BadNodeIdUnknown, "Humidity after");
+    assert.ok(!(await components()).includes("Probe"));
+    assertStatus((await plug(false)).statusCode, StatusCodes.BadInvalidState, "pulled out twice");
     await sub.terminate();
 });
