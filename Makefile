@@ -82,6 +82,9 @@ bench: build
 	python3 tools/bench/run_bench.py --build $(BUILD) $(BENCH_ARGS)
 	python3 tools/bench/async_bench.py --build $(BUILD)
 	tools/bench/pubsub_bytes.sh $(BUILD) 100
+	tools/bench/pubsub_latency.sh $(BUILD) json
+	tools/bench/pubsub_latency.sh $(BUILD) uadp
+	tools/bench/pubsub_latency.sh $(BUILD) json 0
 	@[ "$(BENCH_SOAK)" = 0 ] || $(MAKE) --no-print-directory soak DURATION=$(BENCH_SOAK)
 
 # One server under mixed load (read, write, subscriptions, events, session churn, a request

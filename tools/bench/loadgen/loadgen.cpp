@@ -57,6 +57,15 @@ std::uint64_t nowNs() noexcept {
     return std::uint64_t(ts.tv_sec) * 1000000000u + std::uint64_t(ts.tv_nsec);
 }
 
+// The wall clock's microseconds modulo 2^31 (--write-stamp): a receiver on this machine
+// subtracts it from its own (modulo 2^31) for the latency; wraps every 35 minutes.
+std::int32_t wallStampUs() noexcept {
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    const std::uint64_t us = std::uint64_t(ts.tv_sec) * 1000000u + std::uint64_t(ts.tv_nsec) / 1000;
+    return std::int32_t(us & 0x7FFFFFFFu);
+}
+
 double processCpuSeconds() {
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
@@ -330,6 +339,8 @@ class Connection {
     WriteRequest write_{};
     BrowseDescription browseDesc_{};
     BrowseRequest browse_{};
+    std::vector<WriteValue> writeBatch_;  // write with writeBatch/writeFirst: nodes in turn
+    std::uint32_t writeNext_ = 0;
     std::vector<WriteValue> changeValues_;
     std::vector<WriteValue> changeBatch_;
     std::size_t changeNext_ = 0;
@@ -457,6 +468,13 @@ Connection::Connection(Runner& runner, int index)
     writeValue_.value.mask = UAPLEX_DATAVALUE_VALUE;
     writeValue_.value.value = variantInt32(0);
     write_.nodesToWrite = Array<WriteValue>{1, &writeValue_};
+    if (o.scenario == Scenario::Write && (o.writeBatch > 1 || o.writeFirst != 0)) {
+        writeBatch_.resize(std::size_t(o.writeBatch), writeValue_);
+        // connections start at different nodes so that together they cover all of them
+        writeNext_ = std::uint32_t((std::uint64_t(index) * std::uint64_t(o.writeBatch)) %
+                                   std::uint64_t(o.writeNodes));
+        write_.nodesToWrite = Array<WriteValue>{o.writeBatch, writeBatch_.data()};
+    }
 
     browseDesc_.nodeId =
         o.browseObjects ? numericNodeId(0, ns0::ObjectsFolder) : numericNodeId(1, o.browseNode);
@@ -964,8 +982,19 @@ void Connection::sendWork(std::uint64_t intendedNs) {
             sendMsg(read_, Kind::Work, intendedNs);
             break;
         case Scenario::Write:
-            writeValue_.nodeId.identifier.numeric = 1001 + rng_.next() % 100;
-            writeValue_.value.value.value.int32 = std::int32_t(rng_.next());
+            if (writeBatch_.empty()) {
+                writeValue_.nodeId.identifier.numeric = 1001 + rng_.next() % 100;
+                writeValue_.value.value.value.int32 =
+                    o.writeStamp ? wallStampUs() : std::int32_t(rng_.next());
+            } else {
+                const std::uint32_t first = o.writeFirst ? o.writeFirst : 1001;
+                const std::int32_t stamp = wallStampUs();
+                for (auto& v : writeBatch_) {
+                    v.nodeId.identifier.numeric = first + writeNext_;
+                    writeNext_ = (writeNext_ + 1) % std::uint32_t(o.writeNodes);
+                    v.value.value.value.int32 = o.writeStamp ? stamp : std::int32_t(rng_.next());
+                }
+            }
             write_.requestHeader = header(nextHandle_++);
             sendMsg(write_, Kind::Work, intendedNs);
             break;

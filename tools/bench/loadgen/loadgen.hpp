@@ -44,8 +44,16 @@ struct Options {
     double samplingMs = 10;     // subscribe: sampling interval
     double publishingMs = 100;  // subscribe: publishing interval
     std::uint32_t queueSize = 10;
-    double changeMs = 10;         // subscribe: one Write every changeMs (0 = off)
-    int changeNodes = 100;        // subscribe: the writer changes ns=1;i=1001..1000+changeNodes
+    double changeMs = 10;   // subscribe: one Write every changeMs (0 = off)
+    int changeNodes = 100;  // subscribe: the writer changes ns=1;i=1001..1000+changeNodes
+    // write: nodes per Write (writeBatch), taken in turn from ns=1;i=writeFirst.. (writeNodes
+    // of them) when writeBatch > 1 or writeFirst is set, else one random node of 1001..1100
+    int writeBatch = 1;
+    int writeNodes = 100;
+    std::uint32_t writeFirst = 0;
+    // write: every value is the wall clock's microseconds modulo 2^31 at the Write's encoding,
+    // so a receiver on the same machine (PubSub) measures write-to-receipt latency
+    bool writeStamp = false;
     int changeBatch = 0;          // subscribe: nodes per Write, rotating over them (0 = all)
     int hotItems = 0;             // subscribe: only the first hotItems items monitor changed nodes
     int createBatch = 1000;       // subscribe: items per CreateMonitoredItems request

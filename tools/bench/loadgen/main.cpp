@@ -47,6 +47,11 @@ const char* kUsage =
     "  --queue-size N       subscribe: monitored item queue size (default 10)\n"
     "  --change-ms X        subscribe: one Write every X ms (default 10, 0 = off); each carries\n"
     "                       a fresh counter, so notifications give write-to-notification latency\n"
+    "  --write-batch B      write: B nodes per Write, in turn over the --write-nodes\n"
+    "                       (default 1: one random node of ns=1;i=1001..1100)\n"
+    "  --write-first N      write: the nodes are ns=1;i=N..N+K-1 (default 1001)\n"
+    "  --write-nodes K      write: how many (default 100)\n"
+    "  --write-stamp        write: each value is the wall clock's us modulo 2^31 (PubSub latency)\n"
     "  --change-nodes K     subscribe: the writer changes ns=1;i=1001..1000+K (default 100)\n"
     "  --change-batch B     subscribe: nodes per Write, rotating over the K (default 0: all K)\n"
     "  --hot-items H        subscribe: items 0..H-1 monitor the changed nodes, the others the\n"
@@ -163,6 +168,14 @@ Options parse(int argc, char** argv) {
                     std::uint32_t(number("--read-node", o.readNode.c_str() + 2, 1, 4294967295.0));
         } else if (a == "--items")
             o.items = int(number("--items", value(), 1, 2000000));
+        else if (a == "--write-batch")
+            o.writeBatch = int(number("--write-batch", value(), 1, 100000));
+        else if (a == "--write-first")
+            o.writeFirst = std::uint32_t(number("--write-first", value(), 1, 4000000000.0));
+        else if (a == "--write-nodes")
+            o.writeNodes = int(number("--write-nodes", value(), 1, 10000000));
+        else if (a == "--write-stamp")
+            o.writeStamp = true;
         else if (a == "--change-nodes")
             o.changeNodes = int(number("--change-nodes", value(), 1, 100));
         else if (a == "--change-batch")
@@ -202,6 +215,7 @@ Options parse(int argc, char** argv) {
         else
             usage("unknown argument " + std::string(a));
     }
+    if (o.writeBatch > o.writeNodes) usage("--write-batch above --write-nodes");
     if (o.signalServer && o.serverPid == 0) usage("--signal-server needs --server-pid");
     if (o.scenario == Scenario::Subscribe && o.rate > 0) usage("subscribe has no open loop");
     if (o.hotItems > 0 && o.changeNodes >= 100) usage("--hot-items needs --change-nodes below 100");
