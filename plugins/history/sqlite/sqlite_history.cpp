@@ -10,6 +10,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -74,6 +75,7 @@ class SqliteHistory final : public uaplex::history_store::QueuedHistoryStore {
         registerQueueMetrics();
         metric("retention_deleted", UAPLEX_METRIC_COUNTER, &m_retired_);
         batch_slots_.resize(batch_);
+        order_.reserve(batch_);
     }
     ~SqliteHistory() override { close(); }
 
@@ -249,10 +251,20 @@ class SqliteHistory final : public uaplex::history_store::QueuedHistoryStore {
         }
         size_t ok = 0;
         try {
+            // Inserted in (node, time, arrival) order: each node's values then go to the end
+            // of its key range one after the other instead of one B-tree descent per value
+            // across all nodes' pages.
+            order_.clear();
             for (size_t i = 0; i < n; ++i) {
-                const Slot& s = batch_slots_[i];
-                int64_t node = nodeId(s.key, true);
-                if (node <= 0) continue;
+                const int64_t node = nodeId(batch_slots_[i].key, true);
+                if (node > 0) order_.push_back(Insert{node, batch_slots_[i].source, i});
+            }
+            std::sort(order_.begin(), order_.end(), [](const Insert& a, const Insert& b) {
+                return std::tie(a.node, a.source, a.index) < std::tie(b.node, b.source, b.index);
+            });
+            for (const Insert& in : order_) {
+                const Slot& s = batch_slots_[in.index];
+                const int64_t node = in.node;
                 sqlite3_stmt* st = insert_.reset();
                 sqlite3_bind_int64(st, 1, node);
                 sqlite3_bind_int64(st, 2, s.source);
@@ -496,6 +508,12 @@ class SqliteHistory final : public uaplex::history_store::QueuedHistoryStore {
 
     // The store's thread only.
     std::vector<Slot> batch_slots_;
+    struct Insert {
+        int64_t node;
+        int64_t source;
+        size_t index;  // in batch_slots_
+    };
+    std::vector<Insert> order_;  // the writer thread's; its capacity is kept
     sqlite3* db_ = nullptr;
     int64_t seq_ = 0;
     std::unordered_map<std::string, int64_t> node_ids_;
