@@ -10,7 +10,9 @@
 # seen for the first time in its field as a write-to-receipt latency sample. Prints the
 # server's CPU (cores, /proc/<pid>/stat over the subscriber's 10 s window), messages and
 # values/s received and latency p50/p99. PUBSUB=0: the same server and writes without
-# [pubsub] (the cost of the writes alone). Needs mosquitto (bootstrap.sh).
+# [pubsub] (the cost of the writes alone). NM_MASK=0xFF (UADP): the NetworkMessages carry their
+# Timestamp and the subscriber also prints send-to-receipt p50/p99, the part of the latency
+# after the publisher. Needs mosquitto (bootstrap.sh).
 set -euo pipefail
 BUILD=$(cd "$1" && pwd); ENC=${2:-json}; PUBSUB=${3:-1}; VARS=${4:-10000}; RATE=${5:-100000}
 PER=1000; BATCH=1000
@@ -52,6 +54,7 @@ if [ "$PUBSUB" = 1 ]; then
       printf ']\n'
     done
     printf '[[pubsub.writer_groups]]\nname = "G"\nwriter_group_id = 1\npublishing_interval_ms = 100\nqos = 0\nencoding = "%s"\n' $ENC
+    [ -z "${NM_MASK:-}" ] || printf 'network_message_content_mask = %s\n' "$NM_MASK"
     for w in $(seq 0 $((VARS / PER - 1))); do
       printf '[[pubsub.writer_groups.writers]]\nname = "W%s"\ndata_set_writer_id = %s\ndata_set = "D%s"\nkey_frame_count = 10\n' $w $((w + 1)) $w
     done

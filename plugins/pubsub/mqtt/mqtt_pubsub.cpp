@@ -5,8 +5,13 @@
 //
 // One thread per instance owns the libmosquitto handle: it connects, runs the network loop,
 // and hands buffered messages to libmosquitto while no more than max_inflight are
-// unacknowledged. publish() only appends to the buffer under the instance's own mutex.
+// unacknowledged. publish() only appends to the buffer under the instance's own mutex and,
+// when the buffer was empty, wakes the thread through an eventfd: a message leaves at once
+// instead of after the network loop's next timeout.
 #include <mosquitto.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -44,6 +49,7 @@ class MqttPubSub final : public uaplex::sdk::PubSub {
   public:
     MqttPubSub(uaplex::sdk::Context ctx, const uaplex_pubsub_params& params) : PubSub(ctx, params) {
         readSettings();
+        wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);  // -1: the loop's timeout only
         std::lock_guard lock(g_lib_mutex);
         if (g_lib_users++ == 0) mosquitto_lib_init();
         registerMetrics();
@@ -52,6 +58,7 @@ class MqttPubSub final : public uaplex::sdk::PubSub {
     ~MqttPubSub() override {
         stopThread();
         if (mosq_) mosquitto_destroy(mosq_);
+        if (wake_fd_ >= 0) ::close(wake_fd_);
         std::lock_guard lock(g_lib_mutex);
         if (--g_lib_users == 0) mosquitto_lib_cleanup();
     }
@@ -115,6 +122,7 @@ class MqttPubSub final : public uaplex::sdk::PubSub {
             return UAPLEX_BadInvalidArgument;
         if (msg->payload.len > max_message_bytes_) return UAPLEX_BadEncodingLimitsExceeded;
         const std::size_t bytes = topic.size() + msg->payload.len;
+        bool wake = false;
         {
             std::lock_guard lock(mutex_);
             if (queue_.size() >= max_buffered_ || queued_bytes_ + bytes > max_buffered_bytes_) {
@@ -130,6 +138,7 @@ class MqttPubSub final : public uaplex::sdk::PubSub {
                 dropping_ = true;
                 return UAPLEX_BadResourceUnavailable;
             }
+            wake = queue_.empty();
             Message m;
             m.topic.assign(topic);
             if (msg->payload.len)
@@ -141,6 +150,7 @@ class MqttPubSub final : public uaplex::sdk::PubSub {
             queued_bytes_ += bytes;
         }
         accepted_.fetch_add(1, std::memory_order_relaxed);
+        if (wake) wakeThread();
         return UAPLEX_Good;
     }
 
@@ -311,7 +321,7 @@ class MqttPubSub final : public uaplex::sdk::PubSub {
                 }
             }
             if (connecting || connected_.load()) {
-                int rc = mosquitto_loop(mosq_, 20, 1);
+                int rc = loopOnce(20);
                 if (rc != MOSQ_ERR_SUCCESS) lost_ = true;
             } else {
                 sleepUntil(next_attempt);
@@ -411,6 +421,29 @@ class MqttPubSub final : public uaplex::sdk::PubSub {
 
     void connectionChanged(bool up) noexcept { connection_changed(up); }
 
+    void wakeThread() const noexcept {
+        const uint64_t one = 1;
+        if (wake_fd_ >= 0) (void)!::write(wake_fd_, &one, sizeof one);
+    }
+
+    // One turn of libmosquitto's network loop that also ends when publish() queues a message:
+    // the wait is ours (the broker socket and the eventfd), the work mosquitto_loop's with no
+    // wait of its own, so reads, writes, TLS and keep-alives stay the library's.
+    int loopOnce(int timeout_ms) {
+        const int sock = mosquitto_socket(mosq_);
+        if (sock < 0 || wake_fd_ < 0) return mosquitto_loop(mosq_, timeout_ms, 1);
+        pollfd fds[2]{};
+        fds[0].fd = sock;
+        fds[0].events = short(POLLIN | (mosquitto_want_write(mosq_) ? POLLOUT : 0));
+        fds[1].fd = wake_fd_;
+        fds[1].events = POLLIN;
+        if (::poll(fds, 2, timeout_ms) > 0 && (fds[1].revents & POLLIN) != 0) {
+            uint64_t n = 0;
+            (void)!::read(wake_fd_, &n, sizeof n);
+        }
+        return mosquitto_loop(mosq_, 0, 1);
+    }
+
     void sleepUntil(Clock::time_point t) {
         std::unique_lock lock(sleep_mutex_);
         sleep_cv_.wait_until(lock, std::min(t, Clock::now() + std::chrono::milliseconds(50)),
@@ -424,6 +457,7 @@ class MqttPubSub final : public uaplex::sdk::PubSub {
             running_.store(false, std::memory_order_release);
         }
         sleep_cv_.notify_all();
+        wakeThread();
         thread_.join();
         std::lock_guard lock(mutex_);
         queue_.clear();
@@ -456,6 +490,7 @@ class MqttPubSub final : public uaplex::sdk::PubSub {
     bool dropping_ = false;
     std::mutex sleep_mutex_;
     std::condition_variable sleep_cv_;
+    int wake_fd_ = -1;  // eventfd: publish() and stop wake the thread's poll
 
     std::atomic<int64_t> inflight_{0};
     std::atomic<uint64_t> accepted_{0}, sent_{0}, dropped_{0}, reconnects_{0};

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -51,6 +52,8 @@ struct Stats {
     std::uint64_t messages = 0, values = 0, fresh = 0, bytes = 0, errors = 0;
     std::vector<std::int32_t> last;
     uaplex::bench::Histogram latency;  // us recorded as ns units: the quantiles are in us
+    // UADP with the NetworkMessage Timestamp (mask bit 7): from the publisher's send
+    uaplex::bench::Histogram sent;
     uaplex::enc::Arena arena;
     uaplex::enc::DecodeLimits limits;
 
@@ -88,6 +91,9 @@ struct Stats {
             ++errors;
             return;
         }
+        if (in && m.hasTimestamp)  // DateTime: 100 ns ticks since 1601
+            sent.record(std::uint64_t(
+                std::max<std::int64_t>(now - (m.timestamp - 116444736000000000LL) / 10, 0)));
         for (std::uint8_t k = 0; k < m.count; ++k) {
             const auto& ds = m.messages[k];
             const std::size_t base = std::size_t(ds.dataSetWriterId ? ds.dataSetWriterId - 1 : 0) *
@@ -227,10 +233,14 @@ int main(int argc, char** argv) {
     std::printf(
         "encoding=%s messages_per_s=%.1f values_per_s=%.0f fresh_values_per_s=%.0f "
         "bytes_per_s=%.0f latency_ms_p50=%.1f latency_ms_p99=%.1f latency_ms_max=%.1f "
-        "decode_errors=%llu\n",
+        "decode_errors=%llu",
         o.encoding.c_str(), double(s.messages) / o.duration, double(s.values) / o.duration,
         double(s.fresh) / o.duration, double(s.bytes) / o.duration,
         double(s.latency.quantile(0.5)) / 1e3, double(s.latency.quantile(0.99)) / 1e3,
         double(s.latency.max()) / 1e3, static_cast<unsigned long long>(s.errors));
+    if (s.sent.count() > 0)
+        std::printf(" send_to_receipt_ms_p50=%.1f send_to_receipt_ms_p99=%.1f",
+                    double(s.sent.quantile(0.5)) / 1e3, double(s.sent.quantile(0.99)) / 1e3);
+    std::printf("\n");
     return s.fresh > 0 ? 0 : 3;
 }
