@@ -295,6 +295,13 @@ void ServiceSet::Impl::addConfiguredAlarms() {
     }
     std::sort(alarmsBySource.begin(), alarmsBySource.end(),
               [](const auto& x, const auto& y) { return x.first < y.first; });
+    // One timer for every delay: a delayed change takes effect when its delay ends.
+    if (std::any_of(cfg.alarms.begin(), cfg.alarms.end(), [](const config::AlarmConfig& a) {
+            return a.on_delay_ms > 0 || a.off_delay_ms > 0;
+        })) {
+        alarmDelays = std::make_unique<cond::DelayTimer>(&Impl::alarmDelayEnded, this);
+        alarmDelays->start();
+    }
 }
 
 void ServiceSet::Impl::evaluateAlarms(const Node& n, const ua::DataValue& v) noexcept {
@@ -303,24 +310,43 @@ void ServiceSet::Impl::evaluateAlarms(const Node& n, const ua::DataValue& v) noe
     if (it == alarmsBySource.end() || it->first != &n || !conditions) return;
     const double x = (v.mask & UAPLEX_DATAVALUE_VALUE) ? numberOf(v.value) : std::nan("");
     const ua::DateTime t = now();
-    for (; it != alarmsBySource.end() && it->first == &n; ++it) {
-        ConfiguredAlarm& a = *it->second;
-        std::lock_guard order(a.reportMutex);
-        bool active;
-        std::uint16_t severity;
-        cond::LimitLevel level;
-        std::array<bool, cond::kLimitCount> limits{};
-        {
-            std::lock_guard lock(a.mutex);
-            if (!a.eval.update(x, t)) continue;  // unchanged: nothing allocated
-            active = a.eval.active();
-            severity = a.eval.severity();
-            level = a.eval.level();
-            for (std::size_t i = 0; i < cond::kLimitCount; ++i)
-                limits[i] = a.eval.limitActive(cond::Limit(i));
+    for (; it != alarmsBySource.end() && it->first == &n; ++it)
+        evaluateAlarm(*it->second, x, false, t);
+}
+
+void ServiceSet::Impl::evaluateAlarm(ConfiguredAlarm& a, double x, bool tick,
+                                     ua::DateTime t) noexcept {
+    std::lock_guard order(a.reportMutex);
+    bool active;
+    std::uint16_t severity;
+    cond::LimitLevel level;
+    std::array<bool, cond::kLimitCount> limits{};
+    {
+        std::lock_guard lock(a.mutex);
+        if (tick) a.scheduledAt = 0;  // the timer unlinked it
+        const bool changed = tick ? a.eval.tick(t) : a.eval.update(x, t);
+        // A delay begun, ended or taken back: the timer learns of it (no lock otherwise).
+        if (alarmDelays) {
+            const ua::DateTime next = a.eval.nextDeadline();
+            if (next != a.scheduledAt) {
+                a.scheduledAt = next;
+                alarmDelays->schedule(a.delay, next);
+            }
         }
-        reportAlarm(a, active, severity, level, limits, t);
+        if (!changed) return;  // unchanged: nothing allocated
+        active = a.eval.active();
+        severity = a.eval.severity();
+        level = a.eval.level();
+        for (std::size_t i = 0; i < cond::kLimitCount; ++i)
+            limits[i] = a.eval.limitActive(cond::Limit(i));
     }
+    reportAlarm(a, active, severity, level, limits, t);
+}
+
+void ServiceSet::Impl::alarmDelayEnded(void* user, cond::DelayEntry& e, ua::DateTime now) {
+    auto* impl = static_cast<Impl*>(user);
+    addressspace::Pin pin = impl->space.pin();  // the timer's thread: the store may change
+    impl->evaluateAlarm(*static_cast<ConfiguredAlarm::Delay&>(e).alarm, 0.0, true, now);
 }
 
 void ServiceSet::Impl::reportAlarm(const ConfiguredAlarm& a, bool active, std::uint16_t severity,

@@ -140,6 +140,7 @@ ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
 }
 
 ServiceSet::Impl::~Impl() {
+    if (alarmDelays) alarmDelays->stop();  // its thread reports to the conditions
     values.reset();                  // its sampling threads call the node managers: joined first
     if (blocking) blocking->stop();  // so do the lanes of the blocking node managers
     recording.store(nullptr, std::memory_order_release);

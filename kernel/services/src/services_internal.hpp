@@ -17,6 +17,7 @@
 
 #include <uaplex/addressspace/address_space.hpp>
 #include <uaplex/conditions/condition_table.hpp>
+#include <uaplex/conditions/delay_timer.hpp>
 #include <uaplex/conditions/limit_evaluator.hpp>
 #include <uaplex/config/config.hpp>
 #include <uaplex/cpp/mpmc_ring.hpp>
@@ -551,7 +552,15 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
         std::mutex reportMutex;
         mutable std::mutex mutex;  // the evaluator (value changes, node reads)
         conditions::LimitEvaluator eval;
-        explicit ConfiguredAlarm(const conditions::LimitAlarmSpec& s) : eval(s) {}
+        // Its pending OnDelay/OffDelay end in alarmDelays; scheduledAt (under `mutex`) is the
+        // deadline last given to it, so an unchanged evaluation takes no timer lock.
+        struct Delay : conditions::DelayEntry {
+            ConfiguredAlarm* alarm = nullptr;
+        } delay;
+        ua::DateTime scheduledAt = 0;
+        explicit ConfiguredAlarm(const conditions::LimitAlarmSpec& s) : eval(s) {
+            delay.alarm = this;
+        }
     };
     struct AlarmFieldNode {  // a node of the limit state, read from the evaluator
         const ConfiguredAlarm* alarm = nullptr;
@@ -562,8 +571,14 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
     std::vector<std::unique_ptr<ConfiguredAlarm>> configuredAlarms;
     std::vector<std::unique_ptr<AlarmFieldNode>> alarmFields;
     std::vector<std::pair<const Node*, ConfiguredAlarm*>> alarmsBySource;  // sorted, fixed
+    // The delays' ends of all configured alarms (made when one has a delay); stopped first
+    // when the services end.
+    std::unique_ptr<conditions::DelayTimer> alarmDelays;
     void addConfiguredAlarms();
     void evaluateAlarms(const Node& n, const ua::DataValue& v) noexcept;
+    // One alarm: a new input value (`tick` false) or the end of a delay (`tick` true).
+    void evaluateAlarm(ConfiguredAlarm& a, double x, bool tick, ua::DateTime t) noexcept;
+    static void alarmDelayEnded(void* user, conditions::DelayEntry& e, ua::DateTime now);
     void reportAlarm(const ConfiguredAlarm& a, bool active, std::uint16_t severity,
                      conditions::LimitLevel level,
                      const std::array<bool, conditions::kLimitCount>& limits,

@@ -6,8 +6,11 @@
 // Retain); Acknowledge works on it.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <map>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <uaplex/subscription/event_filter.hpp>
@@ -194,4 +197,74 @@ TEST_CASE("[[alarms]]: an unknown source is logged and not served") {
     const std::uint16_t ns = s.namespaceIndex("urn:test:uaplex");
     REQUIRE(ns != 0xFFFF);
     CHECK(s.read(ua::stringNodeId(ns, "Alarms.X"), 1).status == UAPLEX_BadNodeIdUnknown);
+}
+
+namespace {
+
+// Events of one condition, from any thread (the delays end on the timer's).
+struct DelayRecorder {
+    std::mutex mutex;
+    std::vector<std::pair<bool, std::int64_t>> events;  // ActiveState/Id, when received
+    std::string condition;
+    static void fn(void* user, std::span<const std::uint64_t>, const subscription::EventView& e) {
+        auto* self = static_cast<DelayRecorder*>(user);
+        if (e.conditionId == nullptr || e.conditionId->identifier_type != UAPLEX_ID_STRING ||
+            ua::view(e.conditionId->identifier.string) != self->condition)
+            return;
+        for (const auto& f : e.fields)
+            if (f.path.size() == 2 && ua::view(f.path[0].name) == "ActiveState" &&
+                ua::view(f.path[1].name) == "Id") {
+                std::lock_guard lock(self->mutex);
+                self->events.emplace_back(f.value->value.boolean, ua::utcNow());
+            }
+    }
+    std::size_t size() {
+        std::lock_guard lock(mutex);
+        return events.size();
+    }
+    bool waitFor(std::size_t n, int ms) {
+        for (int i = 0; i < ms / 10 && size() < n; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        return size() >= n;
+    }
+};
+
+}  // namespace
+
+TEST_CASE("[[alarms]]: on_delay_ms and off_delay_ms end on a timer, without another write") {
+    DelayRecorder rec;  // outlives the server's timer
+    rec.condition = "Alarms.Slow";
+    test::Server s("", test::nodeManagerPlugins() +
+                           "[[alarms]]\nname = \"Slow\"\ntype = \"exclusive_level\"\n"
+                           "source = \"nsu=urn:uaplex:demo;s=Demo.AnalogItem\"\nhigh = 80\n"
+                           "on_delay_ms = 300\noff_delay_ms = 200\n");
+    s.services->setEventRaised(&DelayRecorder::fn, &rec);
+    const ua::NodeId source =
+        ua::stringNodeId(s.namespaceIndex("urn:uaplex:demo"), "Demo.AnalogItem");
+    REQUIRE(s.write(source, ua::variantDouble(50)) == UAPLEX_Good);
+
+    // Above High: active once 300 ms passed, with no further write.
+    const std::int64_t wrote = ua::utcNow();
+    REQUIRE(s.write(source, ua::variantDouble(85)) == UAPLEX_Good);
+    CHECK(rec.size() == 0);
+    REQUIRE(rec.waitFor(1, 5000));
+    {
+        std::lock_guard lock(rec.mutex);
+        CHECK(rec.events[0].first);
+        CHECK(rec.events[0].second - wrote >= 300 * 10'000);
+    }
+    // Back to normal: inactive 200 ms later, again on its own.
+    REQUIRE(s.write(source, ua::variantDouble(50)) == UAPLEX_Good);
+    REQUIRE(rec.waitFor(2, 5000));
+    {
+        std::lock_guard lock(rec.mutex);
+        CHECK_FALSE(rec.events[1].first);
+    }
+    // Taken back within the delay: no event at all.
+    REQUIRE(s.write(source, ua::variantDouble(90)) == UAPLEX_Good);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    REQUIRE(s.write(source, ua::variantDouble(40)) == UAPLEX_Good);
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    CHECK(rec.size() == 2);
+    s.services->setEventRaised(nullptr, nullptr);
 }
