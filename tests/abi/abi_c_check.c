@@ -70,8 +70,23 @@ int main(void) {
     if (UAPLEX_HAS_FIELD(&d, uaplex_plugin_descriptor, node_manager)) ++failures;
     if (UAPLEX_ABI_MAJOR_OF(UAPLEX_ABI_VERSION) != UAPLEX_ABI_VERSION_MAJOR) ++failures;
     if (UAPLEX_ABI_MINOR_OF(UAPLEX_ABI_VERSION) != UAPLEX_ABI_VERSION_MINOR) ++failures;
-    if (UAPLEX_ABI_VERSION_MINOR != 13u)
-        ++failures; /* 1.13: alarms from plugins (1.12: run-time model changes) */
+    if (UAPLEX_ABI_VERSION_MINOR != 14u)
+        ++failures; /* 1.14: pubsub receive (1.13: alarms from plugins) */
+    {
+        /* A pubsub plugin built for 1.13 has a shorter table: it cannot subscribe; a 1.13
+         * kernel's params have no message_received. */
+        uaplex_pubsub_ops o;
+        uaplex_pubsub_params p;
+        memset(&o, 0, sizeof o);
+        memset(&p, 0, sizeof p);
+        o.hdr.struct_size = (uint32_t)offsetof(uaplex_pubsub_ops, subscribe);
+        if (UAPLEX_FIELD_OR(&o, uaplex_pubsub_ops, subscribe, NULL) != NULL) ++failures;
+        if (!UAPLEX_HAS_FIELD(&o, uaplex_pubsub_ops, stats)) ++failures;
+        p.hdr.struct_size = (uint32_t)offsetof(uaplex_pubsub_params, message_received);
+        if (UAPLEX_HAS_FIELD(&p, uaplex_pubsub_params, message_user)) ++failures;
+        p.hdr.struct_size = (uint32_t)sizeof p;
+        if (!UAPLEX_HAS_FIELD(&p, uaplex_pubsub_params, message_user)) ++failures;
+    }
     {
         /* A host built for 1.12 has a shorter table: the condition entries are not there. */
         uaplex_host_api h;

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // PubSub over MQTT (Part 14 7.3.5) with libmosquitto: MQTT 3.1.1 or 5, username/password,
 // TLS, QoS 0 and 1, reconnect with exponential backoff, a bounded buffer while the broker is
-// away (drops counted and logged) and the Publisher's status message as the last will.
+// away (drops counted and logged) and the Publisher's status message as the last will; since
+// ABI 1.14 also subscriptions (renewed on every connect) whose messages go to the kernel.
 //
 // One thread per instance owns the libmosquitto handle: it connects, runs the network loop,
 // and hands buffered messages to libmosquitto while no more than max_inflight are
 // unacknowledged. publish() only appends to the buffer under the instance's own mutex and,
 // when the buffer was empty, wakes the thread through an eventfd: a message leaves at once
-// instead of after the network loop's next timeout.
+// instead of after the network loop's next timeout. Received messages are handed to the
+// kernel from libmosquitto's message callback, on the same thread, after the receive size
+// check.
 #include <mosquitto.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -98,6 +101,8 @@ class MqttPubSub final : public uaplex::sdk::PubSub {
         mosquitto_connect_callback_set(mosq_, &MqttPubSub::onConnect);
         mosquitto_disconnect_callback_set(mosq_, &MqttPubSub::onDisconnect);
         mosquitto_publish_callback_set(mosq_, &MqttPubSub::onPublish);
+        mosquitto_message_callback_set(mosq_, &MqttPubSub::onMessage);
+        started_ = true;
         running_.store(true);
         thread_ = std::thread([this] { run(); });
         return UAPLEX_Good;
@@ -105,6 +110,21 @@ class MqttPubSub final : public uaplex::sdk::PubSub {
 
     uaplex_status stop() override {
         stopThread();
+        return UAPLEX_Good;
+    }
+
+    uaplex_status subscribe(uaplex_str topic_filter, uint32_t qos) override {
+        if (started_) return UAPLEX_BadInvalidState;
+        const std::string_view filter = uaplex::sdk::to_view(topic_filter);
+        if (filter.empty() || filter.size() > 65535 || qos > 1 ||
+            filter.find('\0') != std::string_view::npos ||
+            mosquitto_validate_utf8(filter.data(), int(filter.size())) != MOSQ_ERR_SUCCESS)
+            return UAPLEX_BadInvalidArgument;
+        std::string f(filter);
+        if (mosquitto_sub_topic_check(f.c_str()) != MOSQ_ERR_SUCCESS)
+            return UAPLEX_BadInvalidArgument;
+        if (filters_.size() >= max_subscriptions_) return UAPLEX_BadResourceUnavailable;
+        filters_.emplace_back(std::move(f), int(qos));
         return UAPLEX_Good;
     }
 
@@ -169,6 +189,10 @@ class MqttPubSub final : public uaplex::sdk::PubSub {
         out->reconnects = reconnects_.load(std::memory_order_relaxed);
         out->connected = connected_.load(std::memory_order_acquire) ? 1 : 0;
         out->reserved0 = 0;
+        if (UAPLEX_HAS_FIELD(out, uaplex_pubsub_stats, received))
+            out->received = received_.load(std::memory_order_relaxed);
+        if (UAPLEX_HAS_FIELD(out, uaplex_pubsub_stats, received_dropped))
+            out->received_dropped = received_dropped_.load(std::memory_order_relaxed);
         return UAPLEX_Good;
     }
 
@@ -209,6 +233,8 @@ class MqttPubSub final : public uaplex::sdk::PubSub {
                                "max_buffered_messages",
                                "max_buffered_bytes",
                                "max_message_bytes",
+                               "max_received_bytes",
+                               "max_subscriptions",
                                "max_inflight",
                                "reconnect_min_ms",
                                "reconnect_max_ms",
@@ -250,6 +276,9 @@ class MqttPubSub final : public uaplex::sdk::PubSub {
             std::size_t(intSetting("max_buffered_bytes", 16 << 20, 1024, int64_t(1) << 32));
         max_message_bytes_ =
             std::size_t(intSetting("max_message_bytes", 256 << 10, 64, kMaxMessageBytes));
+        max_received_bytes_ =
+            std::size_t(intSetting("max_received_bytes", 256 << 10, 64, kMaxMessageBytes));
+        max_subscriptions_ = std::size_t(intSetting("max_subscriptions", 64, 1, 4096));
         max_inflight_ = int(intSetting("max_inflight", 20, 1, 65535));
         reconnect_min_ms_ = intSetting("reconnect_min_ms", 100, 10, 600000);
         reconnect_max_ms_ = intSetting("reconnect_max_ms", 10000, reconnect_min_ms_, 3600000);
@@ -267,6 +296,10 @@ class MqttPubSub final : public uaplex::sdk::PubSub {
                              &m_reconnects_);
         api->metric_register(ctx_.raw(), uaplex::sdk::to_str("connected"), UAPLEX_METRIC_GAUGE,
                              &m_connected_);
+        api->metric_register(ctx_.raw(), uaplex::sdk::to_str("received"), UAPLEX_METRIC_COUNTER,
+                             &m_received_);
+        api->metric_register(ctx_.raw(), uaplex::sdk::to_str("received_dropped"),
+                             UAPLEX_METRIC_COUNTER, &m_received_dropped_);
     }
     void metricAdd(uaplex_metric* m, int64_t d) const noexcept {
         if (m && ctx_.api() && ctx_.api()->metric_add) ctx_.api()->metric_add(ctx_.raw(), m, d);
@@ -299,6 +332,33 @@ class MqttPubSub final : public uaplex::sdk::PubSub {
         self->inflight_.fetch_sub(1, std::memory_order_relaxed);
         self->sent_.fetch_add(1, std::memory_order_relaxed);
         self->metricAdd(self->m_sent_, 1);
+    }
+
+    static void onMessage(struct mosquitto*, void* obj, const struct mosquitto_message* m) {
+        auto* self = static_cast<MqttPubSub*>(obj);
+        if (!m || !m->topic) return;
+        const auto len = std::size_t(m->payloadlen > 0 ? m->payloadlen : 0);
+        if (len > self->max_received_bytes_ || !self->receives()) {
+            const uint64_t n = self->received_dropped_.fetch_add(1, std::memory_order_relaxed) + 1;
+            self->metricAdd(self->m_received_dropped_, 1);
+            // The first, then every 1000th: a flood of large messages must not flood the log.
+            if (n == 1 || n % 1000 == 0)
+                self->ctx_.warn("received message on '" + std::string(m->topic) + "' (" +
+                                std::to_string(len) +
+                                " bytes) dropped: above max_received_bytes = " +
+                                std::to_string(self->max_received_bytes_) + " or not taken (" +
+                                std::to_string(n) + " dropped so far)");
+            return;
+        }
+        uaplex_pubsub_message msg{};
+        msg.hdr = UAPLEX_HEADER_INIT(uaplex_pubsub_message, UAPLEX_STYPE_PUBSUB_MESSAGE);
+        msg.topic = uaplex::sdk::to_str(m->topic);
+        msg.payload = {static_cast<const uint8_t*>(m->payload), len};
+        msg.qos = uint32_t(m->qos > 0 ? 1 : 0);
+        msg.flags = m->retain ? UAPLEX_PUBSUB_RETAIN : 0;
+        self->received_.fetch_add(1, std::memory_order_relaxed);
+        self->metricAdd(self->m_received_, 1);
+        self->message_received(msg);
     }
 
     // --- the instance's thread -------------------------------------------------------------
@@ -349,6 +409,13 @@ class MqttPubSub final : public uaplex::sdk::PubSub {
                 if (!status_topic_.empty())
                     mosquitto_publish(mosq_, &status_mid_, status_topic_.c_str(),
                                       int(online_.size()), online_.data(), 1, true);
+                // A clean session: the broker forgot the subscriptions, renew them.
+                for (const auto& [filter, qos] : filters_) {
+                    const int rc = mosquitto_subscribe(mosq_, nullptr, filter.c_str(), qos);
+                    if (rc != MOSQ_ERR_SUCCESS)
+                        ctx_.warn("subscribe to '" + filter +
+                                  "' failed: " + mosquitto_strerror(rc));
+                }
                 connectionChanged(true);
             }
             if (lost_ && (connecting || connected_.load())) {
@@ -472,6 +539,10 @@ class MqttPubSub final : public uaplex::sdk::PubSub {
     std::string tls_ca_file_, tls_ca_path_, tls_cert_file_, tls_key_file_, tls_version_,
         tls_ciphers_;
     std::size_t max_buffered_ = 1000, max_buffered_bytes_ = 16 << 20, max_message_bytes_ = 0;
+    std::size_t max_received_bytes_ = 256 << 10, max_subscriptions_ = 64;
+    // The topic filters and their QoS (subscribe, before start: read by the thread only).
+    std::vector<std::pair<std::string, int>> filters_;
+    bool started_ = false;  // host main thread
     int max_inflight_ = 20;
     int64_t reconnect_min_ms_ = 100, reconnect_max_ms_ = 10000, stop_timeout_ms_ = 1000;
     std::string status_topic_, online_, offline_;
@@ -494,8 +565,9 @@ class MqttPubSub final : public uaplex::sdk::PubSub {
 
     std::atomic<int64_t> inflight_{0};
     std::atomic<uint64_t> accepted_{0}, sent_{0}, dropped_{0}, reconnects_{0};
+    std::atomic<uint64_t> received_{0}, received_dropped_{0};
     uaplex_metric *m_dropped_ = nullptr, *m_sent_ = nullptr, *m_reconnects_ = nullptr,
-                  *m_connected_ = nullptr;
+                  *m_connected_ = nullptr, *m_received_ = nullptr, *m_received_dropped_ = nullptr;
 };
 
 }  // namespace

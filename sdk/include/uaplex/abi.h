@@ -45,7 +45,7 @@
 
 /* A major change breaks binary compatibility; a minor change only appends. */
 #define UAPLEX_ABI_VERSION_MAJOR 1u
-#define UAPLEX_ABI_VERSION_MINOR 13u
+#define UAPLEX_ABI_VERSION_MINOR 14u
 #define UAPLEX_ABI_VERSION ((UAPLEX_ABI_VERSION_MAJOR << 16) | UAPLEX_ABI_VERSION_MINOR)
 #define UAPLEX_ABI_MAJOR_OF(v) (((uint32_t)(v)) >> 16)
 #define UAPLEX_ABI_MINOR_OF(v) (((uint32_t)(v)) & 0xFFFFu)

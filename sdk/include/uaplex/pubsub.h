@@ -6,6 +6,10 @@
  * moves opaque payloads to topics, keeps a bounded buffer while its broker is away, and
  * maintains the Publisher's status message (online on connect, offline as the last will).
  *
+ * Since 1.14 the kind also receives: the kernel's DataSetReaders subscribe to topic filters
+ * (ops.subscribe) and the plugin hands every message that arrives on them to
+ * params.message_received.
+ *
  * Instances: the kernel creates one instance per [pubsub.connections.<name>] whose
  * `plugin` names a plugin of this kind; the instance's settings are that plugin's
  * [plugins.<name>] table.
@@ -26,14 +30,14 @@ typedef enum uaplex_pubsub_qos {
 /* uaplex_pubsub_message.flags */
 #define UAPLEX_PUBSUB_RETAIN 0x1u /* the broker keeps the last message of the topic */
 
-/* One message to publish. Caller storage; every view is borrowed for the call: the plugin
- * copies what it keeps. */
+/* One message to publish, or (since 1.14) one message received. Caller storage; every view
+ * is borrowed for the call: the callee copies what it keeps. */
 typedef struct uaplex_pubsub_message {
     uaplex_header hdr;    /* UAPLEX_STYPE_PUBSUB_MESSAGE */
     uaplex_str topic;     /* not empty; no wildcard characters */
     uaplex_bytes payload; /* may be empty */
     uint32_t qos;         /* a uaplex_pubsub_qos */
-    uint32_t flags;       /* UAPLEX_PUBSUB_RETAIN */
+    uint32_t flags;       /* UAPLEX_PUBSUB_RETAIN (received: the broker's retained copy) */
 } uaplex_pubsub_message;
 
 /* Counters of one instance. Caller storage: the caller sets hdr (its size) and the plugin
@@ -47,6 +51,10 @@ typedef struct uaplex_pubsub_stats {
     uint64_t reconnects; /* successful connects after the first */
     uint32_t connected;  /* 1 while connected to the middleware, else 0 */
     uint32_t reserved0;
+    /* since 1.14 */
+    uint64_t received;         /* messages handed to message_received */
+    uint64_t received_dropped; /* received messages dropped: above the plugin's receive size
+                                * limit, or no message_received */
 } uaplex_pubsub_stats;
 
 typedef struct uaplex_pubsub_params {
@@ -67,6 +75,15 @@ typedef struct uaplex_pubsub_params {
      * back into the instance except publish. NULL: not told. */
     void (*connection_changed)(void* user, uint32_t connected);
     void* user;
+    /* since 1.14: a message arrived on a topic that matches one of the subscribe calls'
+     * filters. *msg and its views are borrowed for the call (the callee copies what it
+     * keeps); msg->qos is the delivery's QoS, msg->flags UAPLEX_PUBSUB_RETAIN for a retained
+     * copy. Called on the plugin's thread, one message at a time and in the order received;
+     * must not block and must not call back into the instance except publish and stats.
+     * Messages above the plugin's receive size limit are dropped before this call and
+     * counted in stats.received_dropped. NULL: received messages are dropped and counted. */
+    void (*message_received)(void* user, const uaplex_pubsub_message* msg);
+    void* message_user;
 } uaplex_pubsub_params;
 
 typedef struct uaplex_pubsub_ops {
@@ -88,6 +105,17 @@ typedef struct uaplex_pubsub_ops {
     uaplex_status (*publish)(void* self, const uaplex_pubsub_message* msg);
     /* Fills *out (caller storage; the caller sets out->hdr). Any thread; must not block. */
     uaplex_status (*stats)(void* self, uaplex_pubsub_stats* out);
+
+    /* since 1.14: receive the messages of the queues that topic_filter names (a queue name of
+     * the middleware: for MQTT a topic filter, '+' one level, '#' the rest; borrowed for the
+     * call) with the given uaplex_pubsub_qos as the highest QoS of their delivery; each
+     * message goes once to params.message_received. Host main thread, after create
+     * and before start. The plugin subscribes on every connect, so subscriptions survive
+     * reconnects and broker restarts. Good; BadInvalidArgument: empty or malformed filter,
+     * invalid UTF-8 or an unknown qos; BadResourceUnavailable: more filters than the
+     * plugin's limit; BadInvalidState: already started. A table without this entry (a 1.13
+     * plugin) cannot receive. */
+    uaplex_status (*subscribe)(void* self, uaplex_str topic_filter, uint32_t qos);
 } uaplex_pubsub_ops;
 
 typedef struct uaplex_pubsub_factory {

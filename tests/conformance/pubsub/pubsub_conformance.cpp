@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // PubSub conformance (uaplex/pubsub.h), through the C ABI only, with the broker away: the
-// lifecycle, argument checks, the bounded buffer and its drop counter, concurrent publishers.
+// lifecycle, argument checks, the bounded buffer and its drop counter, concurrent publishers,
+// and (since 1.14) subscribe's contract and the receive counters.
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -41,7 +42,7 @@ const std::string kStatus = "opcua/json/status/conformance";
 const std::string kOnline = "{\"Status\":2}", kOffline = "{\"Status\":0}";
 
 struct PubSub : Loaded {
-    explicit PubSub(bool start_it = true) {
+    explicit PubSub(bool start_it = true, bool take_messages = true) {
         auto lib = uaplex::conformance::library_from_env("UAPLEX_PUBSUB_PLUGIN");
         const auto* factory =
             UAPLEX_FIELD_OR(&lib->descriptor(), uaplex_plugin_descriptor, pubsub, nullptr);
@@ -53,6 +54,12 @@ struct PubSub : Loaded {
         params.status_online = {reinterpret_cast<const uint8_t*>(kOnline.data()), kOnline.size()};
         params.status_offline = {reinterpret_cast<const uint8_t*>(kOffline.data()),
                                  kOffline.size()};
+        if (take_messages) {
+            params.message_received = [](void* user, const uaplex_pubsub_message*) {
+                static_cast<PubSub*>(user)->received.fetch_add(1);
+            };
+            params.message_user = this;
+        }
         load(lib, *factory, toml::parse(settingsText()), start_it);
     }
     uaplex_status publish(std::string_view topic, std::string_view payload, uint32_t qos = 1,
@@ -65,6 +72,11 @@ struct PubSub : Loaded {
         m.flags = flags;
         return ops->publish(self, &m);
     }
+    uaplex_status subscribe(std::string_view filter, uint32_t qos = 1) {
+        REQUIRE(UAPLEX_FIELD_OR(ops, uaplex_pubsub_ops, subscribe, nullptr) != nullptr);
+        return ops->subscribe(self, {filter.data(), filter.size()}, qos);
+    }
+    std::atomic<uint64_t> received{0};
     uaplex_pubsub_stats stats() {
         uaplex_pubsub_stats s{};
         s.hdr = UAPLEX_HEADER_INIT(uaplex_pubsub_stats, UAPLEX_STYPE_PUBSUB_STATS);
@@ -166,4 +178,49 @@ TEST_CASE("concurrent publishers: every message is accepted or counted as droppe
     CHECK(s.accepted == good);
     CHECK(s.dropped == full);
     CHECK(good + full == uint64_t(kThreads) * kEach);
+}
+
+TEST_CASE("subscribe (1.14): filters checked, before start only") {
+    PubSub p(false);
+    CHECK(p.subscribe("opcua/json/data/#") == UAPLEX_Good);
+    CHECK(p.subscribe("opcua/+/data/pub/+/+", 0) == UAPLEX_Good);
+    CHECK(p.subscribe("opcua/uadp/data/pub/group/writer") == UAPLEX_Good);
+    CHECK(p.subscribe("") == UAPLEX_BadInvalidArgument);
+    CHECK(p.subscribe("opcua/#/data") == UAPLEX_BadInvalidArgument);
+    CHECK(p.subscribe("opcua/data#") == UAPLEX_BadInvalidArgument);
+    CHECK(p.subscribe("opcua/da+ta") == UAPLEX_BadInvalidArgument);
+    CHECK(p.subscribe(std::string_view("a\0b", 3)) == UAPLEX_BadInvalidArgument);
+    CHECK(p.subscribe("opcua/\xff\xfe") == UAPLEX_BadInvalidArgument);
+    CHECK(p.subscribe("opcua/json/data/x", 2) == UAPLEX_BadInvalidArgument);
+    CHECK(p.subscribe(std::string(70000, 'a')) == UAPLEX_BadInvalidArgument);
+    REQUIRE(p.ops->start(p.self) == UAPLEX_Good);
+    p.started = true;
+    CHECK(p.subscribe("opcua/json/data/late") == UAPLEX_BadInvalidState);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto s = p.stats();
+    CHECK(s.received == 0);  // the broker is away: nothing arrives
+    CHECK(s.received_dropped == 0);
+    CHECK(p.received == 0);
+}
+
+TEST_CASE("subscribe (1.14): the number of filters is bounded") {
+    const char* max = std::getenv("UAPLEX_PUBSUB_MAX_SUBSCRIPTIONS");
+    if (!max) return;  // the plugin's limit is not configured by this suite's settings
+    PubSub p(false);
+    const std::size_t limit = std::stoul(max);
+    for (std::size_t i = 0; i < limit; ++i)
+        REQUIRE(p.subscribe("opcua/json/data/w" + std::to_string(i)) == UAPLEX_Good);
+    CHECK(p.subscribe("opcua/json/data/one-more") == UAPLEX_BadResourceUnavailable);
+}
+
+TEST_CASE("stats (1.14): a 1.13 caller's shorter struct is filled up to its size") {
+    PubSub p;
+    uaplex_pubsub_stats s{};
+    s.hdr = UAPLEX_HEADER_INIT(uaplex_pubsub_stats, UAPLEX_STYPE_PUBSUB_STATS);
+    s.hdr.struct_size = offsetof(uaplex_pubsub_stats, received);
+    s.received = 77;
+    s.received_dropped = 78;
+    REQUIRE(p.ops->stats(p.self, &s) == UAPLEX_Good);
+    CHECK(s.received == 77);
+    CHECK(s.received_dropped == 78);
 }

@@ -451,11 +451,19 @@ class PubSub : public Instance {
         : Instance(ctx), params_(detail::copy_sized(params)) {}
     virtual uaplex_status publish(const uaplex_pubsub_message* msg) = 0;
     virtual uaplex_status stats(uaplex_pubsub_stats*) { return UAPLEX_BadNotSupported; }
+    // Since 1.14: receive the topics topic_filter matches; renew it on every connect.
+    virtual uaplex_status subscribe(uaplex_str, uint32_t) { return UAPLEX_BadNotSupported; }
 
   protected:
     // Tells the kernel that the connection came up (true) or went down (false).
     void connection_changed(bool connected) const noexcept {
         if (params_.connection_changed) params_.connection_changed(params_.user, connected ? 1 : 0);
+    }
+    // Since 1.14: whether the kernel takes received messages (a 1.13 kernel does not).
+    bool receives() const noexcept { return params_.message_received != nullptr; }
+    // Since 1.14: hands one received message to the kernel (borrowed for the call).
+    void message_received(const uaplex_pubsub_message& msg) const noexcept {
+        if (params_.message_received) params_.message_received(params_.message_user, &msg);
     }
     uaplex_pubsub_params params_;
 };
@@ -470,6 +478,7 @@ struct PubSubFactory {
         .destroy = &detail::Lifecycle<T>::destroy,
         .publish = &detail::Call<&B::publish>::template fn<T>,
         .stats = &detail::Call<&B::stats>::template fn<T>,
+        .subscribe = &detail::Call<&B::subscribe>::template fn<T>,
     };
     static constexpr uaplex_pubsub_factory factory{
         .hdr = UAPLEX_HEADER_INIT(uaplex_pubsub_factory, UAPLEX_STYPE_PUBSUB_FACTORY),
