@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstring>
 #include <random>
@@ -500,7 +502,7 @@ std::vector<Node*> History::resolvePushed(const config::HistorySection& cfg, Add
             return;
         full();
         keys_.push_back(std::make_unique<std::string>(keyOf(n.id, uris)));
-        pushed_.emplace(n.id, keys_.back().get());
+        pushed_.emplace(n.id, track(keys_.back().get(), nullptr));
         served.push_back(&n);
     };
     // A node of a namespace a node manager owns (not in the store).
@@ -517,7 +519,7 @@ std::vector<Node*> History::resolvePushed(const config::HistorySection& cfg, Add
         }
         texts_.push_back(std::move(text));
         keys_.push_back(std::make_unique<std::string>(keyOf(kept, uris)));
-        pushed_.emplace(kept, keys_.back().get());
+        pushed_.emplace(kept, track(keys_.back().get(), nullptr));
         logger()->info(
             "history: {} of an owned namespace: recorded from its node manager's "
             "pushed changes",
@@ -546,12 +548,16 @@ std::vector<Node*> History::resolvePushed(const config::HistorySection& cfg, Add
 History::History(const config::HistorySection& cfg, host::Host& host, AddressSpace& space,
                  std::uint32_t maxPendingReads, const std::vector<Node*>* resolved,
                  const std::function<bool(std::uint16_t)>& owned)
-    : maxPending(maxPendingReads), cfg_(cfg), space_(space) {
+    : maxPending(maxPendingReads),
+      cfg_(cfg),
+      space_(space),
+      minInterval_(ua::DateTime(cfg.min_time_interval_ms * 10000.0)),
+      filtering_(cfg.min_time_interval_ms > 0 || cfg.exception_deviation > 0) {
     const auto& uris = space.namespaces();
     std::vector<Node*> nodes = resolved ? *resolved : resolve(cfg, space, true, owned);
     for (Node* n : nodes) {
         keys_.push_back(std::make_unique<std::string>(keyOf(n->id, uris)));
-        byNode_.emplace(n, keys_.back().get());
+        byNode_.emplace(n, track(keys_.back().get(), n));
     }
     // Variables node managers serve: recorded from the changes they push (value_changed).
     for (Node* n : resolvePushed(cfg, space, owned)) nodes.push_back(n);
@@ -570,11 +576,135 @@ History::History(const config::HistorySection& cfg, host::Host& host, AddressSpa
     }
     logger()->info("history: {} node(s) recorded into '{}'", byNode_.size() + pushed_.size(),
                    cfg.plugin);
+    if (cfg.max_time_interval_ms > 0 && !byNode_.empty())
+        repeater_ = std::thread([this] { repeatLoop(); });
 }
 
 History::~History() {
+    if (repeater_.joinable()) {
+        {
+            std::lock_guard lock(repeatMutex_);
+            stopping_ = true;
+        }
+        repeatWake_.notify_all();
+        repeater_.join();
+    }
     // Completes every pending read (BadServerHalted at the latest) before it returns.
     store_.reset();
+}
+
+namespace {
+
+std::int64_t steadyMs() noexcept {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+// The value of a numeric scalar as a double, for ExceptionDeviation.
+bool numericValue(const ua::DataValue& v, double& out) noexcept {
+    if (!(v.mask & UAPLEX_DATAVALUE_VALUE) || (v.value.encoding & UAPLEX_VARIANT_ARRAY))
+        return false;
+    const auto& u = v.value.value;
+    switch (v.value.encoding & UAPLEX_VARIANT_TYPE_MASK) {
+        case UAPLEX_TYPE_SBYTE:
+            out = u.sbyte;
+            return true;
+        case UAPLEX_TYPE_BYTE:
+            out = u.byte;
+            return true;
+        case UAPLEX_TYPE_INT16:
+            out = u.int16;
+            return true;
+        case UAPLEX_TYPE_UINT16:
+            out = u.uint16;
+            return true;
+        case UAPLEX_TYPE_INT32:
+            out = u.int32;
+            return true;
+        case UAPLEX_TYPE_UINT32:
+            out = u.uint32;
+            return true;
+        case UAPLEX_TYPE_INT64:
+            out = double(u.int64);
+            return true;
+        case UAPLEX_TYPE_UINT64:
+            out = double(u.uint64);
+            return true;
+        case UAPLEX_TYPE_FLOAT:
+            out = u.float_;
+            return true;
+        case UAPLEX_TYPE_DOUBLE:
+            out = u.double_;
+            return true;
+        default:
+            return false;
+    }
+}
+
+}  // namespace
+
+History::Recorded* History::track(const std::string* key, const Node* node) {
+    recorded_.push_back(std::make_unique<Recorded>());
+    Recorded* r = recorded_.back().get();
+    r->key = key;
+    r->node = node;
+    r->recordedMs.store(steadyMs(), std::memory_order_relaxed);
+    return r;
+}
+
+bool History::admit(Recorded& r, const ua::DataValue& v, ua::DateTime source) noexcept {
+    double number = 0;
+    const bool numeric = numericValue(v, number);
+    const ua::StatusCode status = (v.mask & UAPLEX_DATAVALUE_STATUS) ? v.status : UAPLEX_Good;
+    while (r.busy.exchange(true, std::memory_order_acquire)) std::this_thread::yield();
+    // MinTimeInterval holds whatever changed (a value older than the last one is kept);
+    // ExceptionDeviation (AbsoluteValue) leaves out a numeric change smaller than it with
+    // the same status: a change of status or of type always counts.
+    const bool tooSoon =
+        r.any && minInterval_ > 0 && source >= r.source && source - r.source < minInterval_;
+    const bool tooSmall = r.any && cfg_.exception_deviation > 0 && numeric && r.numeric &&
+                          status == r.status &&
+                          std::abs(number - r.number) < cfg_.exception_deviation;
+    const bool keep = !tooSoon && !tooSmall;
+    if (keep) {
+        r.any = true;
+        r.numeric = numeric;
+        r.source = source;
+        r.number = number;
+        r.status = status;
+    }
+    r.busy.store(false, std::memory_order_release);
+    return keep;
+}
+
+void History::repeatLoop() {
+    const auto interval = std::int64_t(cfg_.max_time_interval_ms);
+    const auto period = std::chrono::milliseconds(std::clamp<std::int64_t>(interval / 4, 10, 1000));
+    enc::Arena arena(std::size_t(cfg_.max_value_bytes) * 4 + 4096);
+    std::unique_lock lock(repeatMutex_);
+    while (!repeatWake_.wait_for(lock, period, [this] { return stopping_; })) {
+        lock.unlock();
+        const std::int64_t now = steadyMs();
+        for (const auto& r : recorded_) {
+            if (r->node == nullptr ||
+                now - r->recordedMs.load(std::memory_order_relaxed) < interval)
+                continue;
+            // The current value again, as a data point of now (Part 11 5.3.3 MaxTimeInterval).
+            ua::DataValue dv{};
+            arena.reset();
+            if (r->node->value.read(arena, dv) != UAPLEX_Good) continue;
+            const ua::DateTime t = ua::utcNow();
+            dv.mask = std::uint8_t(
+                (dv.mask | UAPLEX_DATAVALUE_SOURCE_TIMESTAMP | UAPLEX_DATAVALUE_SERVER_TIMESTAMP) &
+                ~(UAPLEX_DATAVALUE_SOURCE_PICOSECONDS | UAPLEX_DATAVALUE_SERVER_PICOSECONDS));
+            dv.source_timestamp = t;
+            dv.server_timestamp = t;
+            put(*r, dv, true);
+            repeated_.fetch_add(1, std::memory_order_relaxed);
+        }
+        lock.lock();
+    }
 }
 
 void History::record(const Node& node, const ua::DataValue& v) noexcept {
@@ -597,7 +727,19 @@ std::vector<ua::NodeId> History::pushedNodes() const {
     return out;
 }
 
-void History::put(const std::string& key, const ua::DataValue& v) noexcept {
+void History::put(Recorded& r, const ua::DataValue& v, bool repeat) noexcept {
+    const std::string& key = *r.key;
+    if (filtering_) {
+        const ua::DateTime source =
+            (v.mask & UAPLEX_DATAVALUE_SOURCE_TIMESTAMP)   ? v.source_timestamp
+            : (v.mask & UAPLEX_DATAVALUE_SERVER_TIMESTAMP) ? v.server_timestamp
+                                                           : ua::utcNow();
+        if (!admit(r, v, source) && !repeat) {
+            filtered_.fetch_add(1, std::memory_order_relaxed);
+            return;
+        }
+    }
+    r.recordedMs.store(steadyMs(), std::memory_order_relaxed);
     thread_local enc::ByteBuffer buf;
     buf.clear();
     if ((v.mask & UAPLEX_DATAVALUE_VALUE) &&

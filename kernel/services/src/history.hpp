@@ -9,10 +9,13 @@
 #include <uaplex/history.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -80,11 +83,33 @@ class History {
     // The store key of a recorded node; null for a node that is not recorded.
     const std::string* keyOf(const Node* n) const noexcept {
         auto it = byNode_.find(n);
-        return it == byNode_.end() ? nullptr : it->second;
+        return it == byNode_.end() ? nullptr : it->second->key;
     }
+    // Changes the recording filter left out (MinTimeInterval, ExceptionDeviation), and the
+    // values recorded again because MaxTimeInterval passed without one.
+    std::uint64_t filtered() const noexcept { return filtered_.load(std::memory_order_relaxed); }
+    std::uint64_t repeated() const noexcept { return repeated_.load(std::memory_order_relaxed); }
 
   private:
-    void put(const std::string& key, const ua::DataValue& value) noexcept;
+    // One recorded node: its store key and what the recording filter (Part 11 5.3.3
+    // MinTimeInterval, MaxTimeInterval, ExceptionDeviation) keeps of its last recorded value.
+    struct Recorded {
+        const std::string* key = nullptr;
+        const Node* node = nullptr;     // a stored Variable; null when recorded from pushes
+        std::atomic<bool> busy{false};  // guards the five fields below, for this node only
+        bool any = false;
+        bool numeric = false;
+        ua::DateTime source = 0;
+        double number = 0;
+        ua::StatusCode status = 0;
+        std::atomic<std::int64_t> recordedMs{0};  // steady clock of the last value handed on
+    };
+    Recorded* track(const std::string* key, const Node* node);
+    // Whether a change passes the filter; records it as the last one if so.
+    bool admit(Recorded& r, const ua::DataValue& value, ua::DateTime source) noexcept;
+    void put(Recorded& r, const ua::DataValue& value, bool repeat = false) noexcept;
+    // MaxTimeInterval: records again the stored Variables that recorded nothing for so long.
+    void repeatLoop();
     // The recorded Variables node managers serve into pushed_; those of the store returned.
     std::vector<Node*> resolvePushed(const config::HistorySection& cfg, AddressSpace& space,
                                      const std::function<bool(std::uint16_t)>& owned);
@@ -95,13 +120,21 @@ class History {
     const uaplex_history_ops* ops_ = nullptr;
     void* self_ = nullptr;
     std::vector<std::unique_ptr<std::string>> keys_;
-    std::unordered_map<const Node*, const std::string*> byNode_;  // fixed after construction
-    std::vector<std::unique_ptr<std::string>> texts_;  // identifiers of pushed_'s own NodeIds
+    std::vector<std::unique_ptr<Recorded>> recorded_;
+    std::unordered_map<const Node*, Recorded*> byNode_;  // fixed after construction
+    std::vector<std::unique_ptr<std::string>> texts_;    // identifiers of pushed_'s own NodeIds
     // Nodes served by node managers, recorded from their pushes; fixed after construction.
-    std::unordered_map<ua::NodeId, const std::string*, addressspace::NodeIdHash,
-                       addressspace::NodeIdEqual>
+    std::unordered_map<ua::NodeId, Recorded*, addressspace::NodeIdHash, addressspace::NodeIdEqual>
         pushed_;
     std::atomic<std::uint64_t> dropped_{0};
+    std::atomic<std::uint64_t> filtered_{0};
+    std::atomic<std::uint64_t> repeated_{0};
+    const ua::DateTime minInterval_;  // 100 ns ticks; 0: off
+    const bool filtering_;            // min_time_interval_ms or exception_deviation set
+    std::thread repeater_;            // only with max_time_interval_ms
+    std::mutex repeatMutex_;
+    std::condition_variable repeatWake_;
+    bool stopping_ = false;
 };
 
 }  // namespace uaplex::services

@@ -21,6 +21,7 @@ constexpr std::uint32_t kPropertyType = 68;
 constexpr std::uint32_t kBooleanType = 1;
 constexpr std::uint32_t kByteType = 3;
 constexpr std::uint32_t kDoubleType = 11;
+constexpr std::uint32_t kExceptionDeviationFormatType = 890;
 constexpr std::uint32_t kDurationType = 290;
 constexpr std::uint32_t kAggregateConfigurationType = 11187;
 
@@ -123,6 +124,9 @@ void ServiceSet::Impl::buildHistoryModel() {
     const ua::Variant minInterval = ua::variantDouble(h.min_time_interval_ms);
     const ua::Variant maxInterval = ua::variantDouble(h.max_time_interval_ms);
     const ua::Variant deviation = ua::variantDouble(h.exception_deviation);
+    // The deviation is an absolute one (ExceptionDeviationFormat AbsoluteValue, i=890's 0).
+    ua::Variant deviationFormat = ua::makeVariant(ua::BuiltinType::Int32);
+    deviationFormat.value.int32 = 0;
     const ua::Variant serverTs = ua::variantBoolean(true);
     const ua::Variant uncertainBad = ua::variantBoolean(h.treat_uncertain_as_bad);
     ua::Variant bad = ua::makeVariant(ua::BuiltinType::Byte);
@@ -159,6 +163,7 @@ void ServiceSet::Impl::buildHistoryModel() {
         prop(hdc, base, "MinTimeInterval", kDurationType, minInterval);
         prop(hdc, base, "MaxTimeInterval", kDurationType, maxInterval);
         prop(hdc, base, "ExceptionDeviation", kDoubleType, deviation);
+        prop(hdc, base, "ExceptionDeviationFormat", kExceptionDeviationFormatType, deviationFormat);
         prop(hdc, base, "ServerTimestampSupported", kBooleanType, serverTs);
         if (!ok) ++failed;
     }

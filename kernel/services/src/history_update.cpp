@@ -270,12 +270,12 @@ uaplex_status History::update(ServiceCall& call) noexcept {
         const Node* node = ref.dyn;
         const std::string* key = nullptr;
         if (owned) {
-            key = pushed_.find(*c.nodeId)->second;
+            key = pushed_.find(*c.nodeId)->second->key;
         } else if (node != nullptr) {
             key = keyOf(node);
             if (key == nullptr && !pushed_.empty()) {  // a read callback serves its Value
                 auto it = pushed_.find(node->id);
-                if (it != pushed_.end()) key = it->second;
+                if (it != pushed_.end()) key = it->second->key;
             }
         }
         if (key == nullptr) {

@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -368,6 +369,7 @@ TEST_CASE("history model: HistoryServerCapabilities, AggregateFunctions, HA Conf
     CHECK(props.at("MinTimeInterval").value.double_ == 250);
     CHECK(props.at("MaxTimeInterval").value.double_ == 0);
     CHECK(props.at("ExceptionDeviation").value.double_ == 0.5);
+    CHECK(props.at("ExceptionDeviationFormat").value.int32 == 0);  // AbsoluteValue
     CHECK(props.at("TreatUncertainAsBad").value.boolean);
     CHECK(props.at("PercentDataBad").value.byte == 30);
     CHECK(props.at("PercentDataGood").value.byte == 80);
@@ -421,4 +423,114 @@ TEST_CASE("history update: a recorded node of an owned namespace takes updates a
     }
     std::error_code ec;
     for (const char* x : {"", "-wal", "-shm"}) fs::remove(db.string() + x, ec);
+}
+
+TEST_CASE("history recording: MinTimeInterval, ExceptionDeviation and MaxTimeInterval") {
+    // Values are recorded in the order they are written, through one queue: once a later
+    // write to another node is in the store, an earlier one that was not is left out.
+    const fs::path db =
+        fs::temp_directory_path() / ("uaplex-history-filter-" + std::to_string(::getpid()) + ".db");
+    auto config = [&](const std::string& filter) {
+        fs::remove(db);
+        return test::nodeManagerPlugins() + "[plugins.history-sqlite]\nlibrary = \"" +
+               UAPLEX_HISTORY_SQLITE_PLUGIN + "\"\npath = \"" + db.string() +
+               "\"\n[history]\nplugin = \"history-sqlite\"\n"
+               "nodes = [\"nsu=urn:uaplex:demo;s=Demo.Scalars.Double\", "
+               "\"nsu=urn:uaplex:demo;s=Demo.Scalars.Float\"]\n" +
+               filter;
+    };
+    auto history = [](test::Server& s, const ua::NodeId& node) {
+        ua::ReadRawModifiedDetails d{};
+        d.startTime = ua::utcNow() - 3600 * kSecond;
+        d.endTime = ua::utcNow() + 3600 * kSecond;
+        auto* obj = s.arena.allocateArray<ua::ReadRawModifiedDetails>(1);
+        *obj = d;
+        ua::ExtensionObject eo{};
+        const enc::DataType* t = enc::dataTypeOf<ua::ReadRawModifiedDetails>();
+        eo.type_id = ua::numericNodeId(0, t->binaryEncodingId);
+        eo.encoding = UAPLEX_EXTENSIONOBJECT_BINARY;
+        eo.data_type = t;
+        eo.object = obj;
+        auto* item = s.arena.allocateArray<ua::HistoryReadValueId>(1);
+        *item = ua::HistoryReadValueId{};
+        item->nodeId = node;
+        item->indexRange = ua::nullString();
+        item->dataEncoding.name = ua::nullString();
+        item->continuationPoint = {-1, nullptr};
+        ua::HistoryReadRequest req{};
+        req.historyReadDetails = eo;
+        req.timestampsToReturn = ua::TimestampsToReturn::Both;
+        req.nodesToRead = {1, item};
+        ua::HistoryReadResponse* resp = nullptr;
+        REQUIRE(s.call(req, resp) == UAPLEX_Good);
+        std::vector<double> out;
+        const ua::HistoryReadResult& r = resp->results[0];
+        if (r.statusCode == UAPLEX_GoodNoData) return out;
+        REQUIRE(r.statusCode == UAPLEX_Good);
+        for (const ua::DataValue& dv :
+             static_cast<const ua::HistoryData*>(r.historyData.object)->dataValues)
+            out.push_back(ua::variantType(dv.value) == ua::BuiltinType::Float
+                              ? double(dv.value.value.float_)
+                              : dv.value.value.double_);
+        return out;
+    };
+    // Polls (bounded) until `node`'s history holds `value`.
+    auto until = [&](test::Server& s, const ua::NodeId& node, double value) {
+        for (int i = 0; i < 500; ++i) {
+            auto h = history(s, node);
+            if (std::find(h.begin(), h.end(), value) != h.end()) return;
+            ::usleep(10000);
+        }
+        FAIL("value " << value << " never recorded");
+    };
+    auto f32 = [](float v) {
+        ua::Variant x = ua::makeVariant(ua::BuiltinType::Float);
+        x.value.float_ = v;
+        return x;
+    };
+
+    SECTION("ExceptionDeviation: smaller changes are left out") {
+        test::Server s("", config("exception_deviation = 0.5\n"));
+        const std::uint16_t demo = s.namespaceIndex("urn:uaplex:demo");
+        const ua::NodeId d = ua::stringNodeId(demo, "Demo.Scalars.Double");
+        for (double v : {1.0, 1.2, 1.49, 2.0, 2.1, 1.6, 10.0})
+            REQUIRE(s.write(d, ua::variantDouble(v)) == UAPLEX_Good);
+        until(s, d, 10.0);
+        CHECK(history(s, d) == std::vector<double>{1.0, 2.0, 10.0});
+    }
+    SECTION("MinTimeInterval: nothing closer to the last recorded value than that") {
+        test::Server s("", config("min_time_interval_ms = 600000\n"));
+        const std::uint16_t demo = s.namespaceIndex("urn:uaplex:demo");
+        const ua::NodeId d = ua::stringNodeId(demo, "Demo.Scalars.Double");
+        const ua::NodeId f = ua::stringNodeId(demo, "Demo.Scalars.Float");
+        for (double v : {1.0, 7.0, 8.0}) REQUIRE(s.write(d, ua::variantDouble(v)) == UAPLEX_Good);
+        REQUIRE(s.write(f, f32(3.0F)) == UAPLEX_Good);  // another node: its first value
+        until(s, f, 3.0);
+        CHECK(history(s, d) == std::vector<double>{1.0});
+    }
+    SECTION("MaxTimeInterval: an unchanged value is recorded again") {
+        test::Server s("", config("max_time_interval_ms = 50\n"));
+        const std::uint16_t demo = s.namespaceIndex("urn:uaplex:demo");
+        const ua::NodeId d = ua::stringNodeId(demo, "Demo.Scalars.Double");
+        REQUIRE(s.write(d, ua::variantDouble(4.5)) == UAPLEX_Good);
+        std::vector<double> h;
+        for (int i = 0; i < 500 && h.size() < 3; ++i) {
+            ::usleep(10000);
+            h = history(s, d);
+        }
+        REQUIRE(h.size() >= 3);  // the write, then its repeats
+        for (double v : h) CHECK(v == 4.5);
+    }
+    SECTION("none of them: every change is recorded") {
+        test::Server s("", config(""));
+        const std::uint16_t demo = s.namespaceIndex("urn:uaplex:demo");
+        const ua::NodeId d = ua::stringNodeId(demo, "Demo.Scalars.Double");
+        for (double v : {1.0, 1.2, 10.0}) REQUIRE(s.write(d, ua::variantDouble(v)) == UAPLEX_Good);
+        until(s, d, 10.0);
+        CHECK(history(s, d) == std::vector<double>{1.0, 1.2, 10.0});
+    }
+    std::error_code ec;
+    fs::remove(db, ec);
+    fs::remove(db.string() + "-wal", ec);
+    fs::remove(db.string() + "-shm", ec);
 }
