@@ -22,7 +22,7 @@ namespace {
 
 constexpr std::uint32_t kAttrValue = 13;
 // PubSubState (Part 14 6.2.1): the Publisher's status message.
-constexpr int kStateDisabled = 0, kStateOperational = 2;
+constexpr int kStateDisabled = 0, kStateOperational = 2, kStateError = 3, kStatePreOperational = 4;
 
 const enc::DataType& variantType() {
     static const enc::DataType* t = enc::findDataType("Variant");
@@ -104,7 +104,9 @@ PubSubPublisher::PubSubPublisher(const config::PubSubSection& cfg, host::Host& h
     subscription::NodeValueSource* source = services.valueSource();
     if (!source) throw std::runtime_error("pubsub: the services have no value source");
     const std::vector<std::string> uris = services.namespaceUris();
-    configVersion_ = versionTimeNow();
+    // The version the PublishSubscribe model shows, so that messages and model agree.
+    configVersion_ = services.pubsubConfigurationVersion();
+    if (configVersion_ == 0) configVersion_ = versionTimeNow();
     publisherJson_ = jsonString(cfg_.publisher_id);
     // One Field per (data set, field); the same node in two data sets is two fields.
     std::vector<std::vector<Field*>> dataSetFields;
@@ -244,7 +246,13 @@ PubSubPublisher::~PubSubPublisher() {
 }
 
 void PubSubPublisher::start() {
-    plugin_->start();
+    connection_.store(kStatePreOperational, std::memory_order_release);
+    try {
+        plugin_->start();
+    } catch (...) {
+        connection_.store(kStateDisabled, std::memory_order_release);
+        throw;
+    }
     {
         std::lock_guard lock(mutex_);
         running_ = true;
@@ -264,11 +272,38 @@ void PubSubPublisher::stop() noexcept {
     wake_.notify_all();
     if (thread_.joinable()) thread_.join();
     plugin_.reset();  // stops (the offline status), destroys
+    connection_.store(kStateDisabled, std::memory_order_release);
+}
+
+std::int32_t PubSubPublisher::stateOf(config::PubSubComponent kind,
+                                      std::uint32_t /*index*/) const noexcept {
+    const std::int32_t connection = connectionState();
+    switch (kind) {
+        case config::PubSubComponent::PublishSubscribe:
+            return connection == kStateDisabled ? kStateDisabled : kStateOperational;
+        case config::PubSubComponent::Connection:
+            return connection;
+        case config::PubSubComponent::WriterGroup:
+        case config::PubSubComponent::DataSetWriter:
+            if (connection == kStateDisabled || connection == kStateOperational) return connection;
+            return kStatePreOperational;
+        default:
+            return kStateDisabled;  // no subscribers here
+    }
 }
 
 void PubSubPublisher::onConnectionChanged(void* user, std::uint32_t connected) {
     auto* self = static_cast<PubSubPublisher*>(user);
-    if (connected == 0) return;
+    if (connected == 0) {
+        // Lost (not at stop: the state goes Disabled there, after the plugin).
+        std::int32_t was = kStateOperational;
+        self->connection_.compare_exchange_strong(was, kStateError, std::memory_order_acq_rel);
+        return;
+    }
+    std::int32_t was = self->connection_.load(std::memory_order_acquire);
+    while (was != kStateDisabled && !self->connection_.compare_exchange_weak(
+                                        was, kStateOperational, std::memory_order_acq_rel)) {
+    }
     self->reconnected_.store(true, std::memory_order_release);
     self->wake_.notify_all();
 }

@@ -59,6 +59,16 @@ class PubSubPublisher {
     };
     const Counters& counters() const noexcept { return counters_; }
 
+    // The connection's PubSubState (Part 14 6.2.1): Disabled before start and after stop,
+    // PreOperational until the broker first accepted it, Operational while connected, Error
+    // once the broker was lost. Any thread, an atomic load.
+    std::int32_t connectionState() const noexcept {
+        return connection_.load(std::memory_order_acquire);
+    }
+    // A component's PubSubState for the PublishSubscribe model: WriterGroups and
+    // DataSetWriters are Operational with their connection, PreOperational while it is not.
+    std::int32_t stateOf(config::PubSubComponent kind, std::uint32_t index) const noexcept;
+
   private:
     struct Slot;
     struct Field;
@@ -91,6 +101,7 @@ class PubSubPublisher {
     enc::ByteBuffer bin_;        // ... for UADP
     std::shared_ptr<host::PluginInstance> plugin_;
     std::atomic<bool> reconnected_{false};
+    std::atomic<std::int32_t> connection_{0};  // a PubSubState
     std::thread thread_;
     std::mutex mutex_;
     std::condition_variable wake_;

@@ -140,6 +140,14 @@ Server::Server(const config::ServerConfig& cfg, host::Host& host, ServiceHandler
                                                                  capacity);
         },
         this);
+    // The Status.State of the PublishSubscribe model, from the publisher once it exists.
+    services_.setPubSubState(
+        [](void* user, config::PubSubComponent kind, std::uint32_t index) noexcept {
+            const PubSubPublisher* p =
+                static_cast<Server*>(user)->pubsubLive_.load(std::memory_order_acquire);
+            return p != nullptr ? p->stateOf(kind, index) : std::int32_t(0);  // Disabled
+        },
+        this);
     pipeline_ = std::make_unique<pipeline::Pipeline>(
         cfg_, host_, *sessions_, *deadlines_, dispatchOf(*dispatcher_),
         pipeline::Pipeline::ChannelSecurity{securityProvider_.get(), offersNone_},

@@ -81,6 +81,12 @@ class ServiceSetHandler final : public ServiceHandler {
                               void* user) noexcept override {
         set_.setDiagnosticsArrays(fn, sessions, user);
     }
+    void setPubSubState(PubSubStateFn fn, void* user) noexcept override {
+        set_.setPubSubState(fn, user);
+    }
+    std::uint32_t pubsubConfigurationVersion() const noexcept override {
+        return set_.pubsubConfigurationVersion();
+    }
     void shutdown() noexcept override { set_.setState(services::ServerState::Shutdown); }
 
   private:

@@ -85,6 +85,7 @@ ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
         std::lock_guard lock(modelMutex());
         buildConditions();
         buildHistoryModel();
+        buildPubSubModel();
     } catch (...) {
         if (blocking) blocking->stop();
         host.destroyNodeManagers();
@@ -274,6 +275,15 @@ void ServiceSet::setDiagnosticsArrays(DiagnosticsArrayFn fn, DiagnosedSessionsFn
     if (user) impl_->diagnosticsArraysUser = user;
     impl_->diagnosedSessions.store(sessions, std::memory_order_release);
     impl_->diagnosticsArrays.store(fn, std::memory_order_release);
+}
+
+void ServiceSet::setPubSubState(PubSubStateFn fn, void* user) noexcept {
+    if (user) impl_->pubsubStateUser = user;
+    impl_->pubsubState.store(fn, std::memory_order_release);
+}
+
+std::uint32_t ServiceSet::pubsubConfigurationVersion() const noexcept {
+    return impl_->pubsubVersion;
 }
 
 void ServiceSet::setEventRaised(EventRaisedFn fn, void* user) noexcept {

@@ -575,6 +575,22 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
     // when the services end.
     std::unique_ptr<conditions::DelayTimer> alarmDelays;
     void addConfiguredAlarms();
+    // [pubsub] in the address space (pubsub_model.cpp): the Part 14 9.1 objects of the
+    // configuration under Server.PublishSubscribe, read-only; Status.State asks pubsubState.
+    struct PubSubStateNode {
+        const Impl* impl = nullptr;
+        config::PubSubComponent kind{};
+        std::uint32_t index = 0;
+    };
+    std::vector<std::unique_ptr<PubSubStateNode>> pubsubStateNodes;
+    std::atomic<ServiceSet::PubSubStateFn> pubsubState{nullptr};
+    void* pubsubStateUser = nullptr;  // set before the first fn, never cleared
+    std::uint32_t pubsubVersion = 0;
+    void buildPubSubModel();
+    std::int32_t pubsubStateOf(config::PubSubComponent kind, std::uint32_t index) const noexcept;
+    static uaplex_status readPubSubState(void* user, const uaplex_nodeid* id,
+                                         const uaplex_value_alloc* alloc,
+                                         uaplex_datavalue* out) noexcept;
     void evaluateAlarms(const Node& n, const ua::DataValue& v) noexcept;
     // One alarm: a new input value (`tick` false) or the end of a delay (`tick` true).
     void evaluateAlarm(ConfiguredAlarm& a, double x, bool tick, ua::DateTime t) noexcept;

@@ -309,6 +309,16 @@ struct PubSubSection {
     std::vector<PubSubGroup> writer_groups;
     bool operator==(const PubSubSection&) const = default;  // a reload's "needs a restart"
 };
+// The [pubsub] components with a PubSubState (Part 14 6.2.1) in the address space; `index`
+// of a component counts its kind in configuration order (DataSetWriters across all groups).
+enum class PubSubComponent : std::uint8_t {
+    PublishSubscribe,
+    Connection,
+    WriterGroup,
+    DataSetWriter,
+    ReaderGroup,
+    DataSetReader,
+};
 
 // [[alarms]] (docs/configuration.md "Alarms"): limit and off-normal alarms the kernel
 // evaluates on a variable's value changes. At most [server.limits] max_conditions.

@@ -22,7 +22,8 @@ struct uaplex_event_spec;
 
 namespace uaplex::config {
 struct ServerConfig;
-}
+enum class PubSubComponent : std::uint8_t;
+}  // namespace uaplex::config
 namespace uaplex::host {
 class Host;
 }
@@ -60,6 +61,9 @@ using DiagnosticsArrayFn = void (*)(void* user, std::uint32_t arrayNode, const u
 using DiagnosedSessionsFn = std::size_t (*)(void* user, const ua::Guid* only, enc::Arena& arena,
                                             ua::Guid* guids, ua::String* names,
                                             std::size_t capacity) noexcept;
+
+using PubSubStateFn = std::int32_t (*)(void* user, config::PubSubComponent kind,
+                                       std::uint32_t index) noexcept;
 
 // One address-space service: Good with the response set (allocated in `arena`, its
 // ResponseHeader left for the caller), or a Bad status answered as a ServiceFault. `access` is
@@ -124,6 +128,11 @@ class ServiceHandler {
     // SubscriptionDiagnosticsArray when they are read, and lists the sessions of the
     // per-session SessionDiagnosticsObjects (set before serving).
     virtual void setDiagnosticsArrays(DiagnosticsArrayFn, DiagnosedSessionsFn, void*) noexcept {}
+    // Who answers the PubSubState of the [pubsub] components in the PublishSubscribe model
+    // (any thread, atomics only: reads of Status.State call it).
+    virtual void setPubSubState(PubSubStateFn, void*) noexcept {}
+    // The ConfigurationVersion the PublishSubscribe model shows (0: none; [pubsub] sends it).
+    virtual std::uint32_t pubsubConfigurationVersion() const noexcept { return 0; }
     // The server is stopping (ServerState Shutdown).
     virtual void shutdown() noexcept {}
 };

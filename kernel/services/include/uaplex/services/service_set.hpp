@@ -19,7 +19,8 @@ struct uaplex_event_spec;
 
 namespace uaplex::config {
 struct ServerConfig;
-}
+enum class PubSubComponent : std::uint8_t;
+}  // namespace uaplex::config
 namespace uaplex::host {
 class Host;
 }
@@ -159,6 +160,13 @@ class ServiceSet {
     void setDiagnosticsArrays(DiagnosticsArrayFn fn, DiagnosedSessionsFn sessions,
                               void* user) noexcept;
     void setState(ServerState state) noexcept;
+    // The PubSubState of a [pubsub] component, asked when its Status.State in the
+    // PublishSubscribe model is read (pubsub_model.cpp); without one every State is Disabled.
+    using PubSubStateFn = std::int32_t (*)(void*, config::PubSubComponent,
+                                           std::uint32_t index) noexcept;
+    void setPubSubState(PubSubStateFn fn, void* user) noexcept;
+    // The [pubsub] ConfigurationVersion (a VersionTime) the model shows and messages carry.
+    std::uint32_t pubsubConfigurationVersion() const noexcept;
 
   private:
     struct Impl;
