@@ -595,3 +595,236 @@ TEST_CASE("UADP NetworkMessages on opcua/uadp/data, key and delta frames (Part 1
     // Only data messages on the uadp tree (no metadata, no status in UADP so far).
     for (const auto& r : sub.all()) CHECK(r.topic.rfind("opcua/uadp/data/", 0) == 0);
 }
+
+namespace {
+
+// One reference as browsed (the target's NodeId kept).
+struct Ref {
+    std::uint32_t type = 0;
+    bool forward = false;
+    std::uint16_t ns = 0;
+    std::uint8_t kind = 0;
+    std::uint32_t numeric = 0;
+    std::string text;
+    std::string name;
+    std::uint32_t typeDefinition = 0;
+    ua::NodeId nodeId() const {
+        return kind == UAPLEX_ID_STRING ? ua::stringNodeId(ns, text)
+                                        : ua::numericNodeId(ns, numeric);
+    }
+};
+
+std::vector<Ref> browseForward(test::Client& c, const ua::NodeId& node) {
+    ua::BrowseDescription d{};
+    d.nodeId = node;
+    d.browseDirection = ua::BrowseDirection::Forward;
+    d.includeSubtypes = true;
+    d.resultMask = 63;
+    ua::BrowseRequest r{};
+    r.nodesToBrowse = {1, &d};
+    auto m = c.call(r);
+    REQUIRE(test::Client::result(m) == UAPLEX_Good);
+    const auto& result = static_cast<ua::BrowseResponse*>(m.object)->results[0];
+    REQUIRE(result.statusCode == UAPLEX_Good);
+    std::vector<Ref> out;
+    for (const auto& rd : result.references) {
+        Ref x;
+        x.type = rd.referenceTypeId.identifier.numeric;
+        x.forward = rd.isForward;
+        const ua::NodeId& id = rd.nodeId.node_id;
+        x.ns = id.namespace_index;
+        x.kind = id.identifier_type;
+        if (x.kind == UAPLEX_ID_NUMERIC) x.numeric = id.identifier.numeric;
+        if (x.kind == UAPLEX_ID_STRING) x.text = std::string(ua::view(id.identifier.string));
+        x.name = std::string(ua::view(rd.browseName.name));
+        x.typeDefinition = rd.typeDefinition.node_id.identifier.numeric;
+        out.push_back(std::move(x));
+    }
+    return out;
+}
+
+// The forward reference of `type` to the child named `name`; fails the test when absent.
+Ref child(test::Client& c, const ua::NodeId& node, std::uint32_t type, std::string_view name) {
+    for (Ref& r : browseForward(c, node))
+        if (r.type == type && r.name == name) return r;
+    FAIL("no reference " << type << " to " << name);
+    return {};
+}
+
+// The Value of the property `name` of `node`, decoded; `check` looks at it while it is valid.
+template <class Check>
+void property(test::Client& c, const ua::NodeId& node, std::string_view name, Check&& check) {
+    const Ref p = child(c, node, 46, name);  // HasProperty
+    ua::DataValue v = test::readOne(c, p.nodeId());
+    REQUIRE((v.mask & UAPLEX_DATAVALUE_STATUS) == 0);
+    check(v.value);
+}
+
+std::int32_t stateOf(test::Client& c, const ua::NodeId& component) {
+    const Ref status = child(c, component, 47, "Status");
+    CHECK(status.typeDefinition == 14643);  // PubSubStatusType
+    const Ref state = child(c, status.nodeId(), 47, "State");
+    ua::DataValue v = test::readOne(c, state.nodeId());
+    REQUIRE(ua::variantType(v.value) == ua::BuiltinType::Int32);
+    return v.value.value.int32;
+}
+
+// Polls until the State of `component` is `want` (bounded).
+bool waitState(test::Client& c, const ua::NodeId& component, std::int32_t want,
+               std::chrono::seconds within = 15s) {
+    const auto deadline = std::chrono::steady_clock::now() + within;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (stateOf(c, component) == want) return true;
+        std::this_thread::sleep_for(50ms);
+    }
+    return false;
+}
+
+}  // namespace
+
+TEST_CASE("the PublishSubscribe model: browsed, read, Status.State follows the broker") {
+    constexpr std::int32_t kOperational = 2, kError = 3, kPreOperational = 4;
+    Broker broker;
+    Subscriber sub(broker.port);
+    test::InProcessServer process(serverTables(broker.port, 100, 3, 1000), "pubsub_model.toml");
+    auto meta = sub.next(kMeta, 0, nullptr);
+    REQUIRE(meta);
+    const Json md = Json::parse(meta->payload);
+    test::Client c;
+    REQUIRE(c.open(process.port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    const ua::NodeId publishSubscribe = ua::numericNodeId(0, 14443);
+
+    // Server.PublishSubscribe -HasPubSubConnection-> the connection (PubSubConnectionType).
+    const Ref connection = child(c, publishSubscribe, 14476, "mqtt");
+    CHECK(connection.typeDefinition == 14209);
+    property(c, connection.nodeId(), "PublisherId", [](const ua::Variant& v) {
+        REQUIRE(ua::variantType(v) == ua::BuiltinType::String);
+        CHECK(ua::view(v.value.string) == "test-pub");
+    });
+    {
+        const Ref profile = child(c, connection.nodeId(), 47, "TransportProfileUri");
+        ua::DataValue v = test::readOne(c, profile.nodeId());
+        CHECK(ua::view(v.value.value.string) ==
+              "http://opcfoundation.org/UA-Profile/Transport/pubsub-mqtt-json");
+        const Ref address = child(c, connection.nodeId(), 47, "Address");
+        CHECK(address.typeDefinition == 21147);  // NetworkAddressUrlType
+        v = test::readOne(c, child(c, address.nodeId(), 47, "Url").nodeId());
+        CHECK(ua::view(v.value.value.string) == "mqtt://127.0.0.1:" + std::to_string(broker.port));
+    }
+
+    // -HasWriterGroup-> G1 (WriterGroupType) -HasDataSetWriter-> W1 (DataSetWriterType).
+    const Ref group = child(c, connection.nodeId(), 18804, "G1");
+    CHECK(group.typeDefinition == 17725);
+    property(c, group.nodeId(), "WriterGroupId", [](const ua::Variant& v) {
+        REQUIRE(ua::variantType(v) == ua::BuiltinType::UInt16);
+        CHECK(v.value.uint16 == 1);
+    });
+    property(c, group.nodeId(), "PublishingInterval",
+             [](const ua::Variant& v) { CHECK(v.value.double_ == 100.0); });
+    property(c, group.nodeId(), "MaxNetworkMessageSize",
+             [](const ua::Variant& v) { CHECK(v.value.uint32 == 65536); });
+    {
+        const Ref settings = child(c, group.nodeId(), 47, "MessageSettings");
+        CHECK(settings.typeDefinition == 21126);  // JsonWriterGroupMessageType
+    }
+    const Ref writer = child(c, group.nodeId(), 15296, "W1");
+    CHECK(writer.typeDefinition == 15298);
+    property(c, writer.nodeId(), "DataSetWriterId", [](const ua::Variant& v) {
+        REQUIRE(ua::variantType(v) == ua::BuiltinType::UInt16);
+        CHECK(v.value.uint16 == 7);
+    });
+    property(c, writer.nodeId(), "KeyFrameCount",
+             [](const ua::Variant& v) { CHECK(v.value.uint32 == 3); });
+    {
+        const Ref transport = child(c, writer.nodeId(), 47, "TransportSettings");
+        property(c, transport.nodeId(), "QueueName",
+                 [](const ua::Variant& v) { CHECK(ua::view(v.value.string) == kData); });
+    }
+
+    // PublishedDataSets -HasComponent-> Bench (PublishedDataItemsType) -DataSetToWriter-> W1.
+    const Ref dataSet = child(c, ua::numericNodeId(0, 17371), 47, "Bench");
+    CHECK(dataSet.typeDefinition == 14534);
+    CHECK(child(c, dataSet.nodeId(), 14936, "W1").text == writer.text);
+    property(c, dataSet.nodeId(), "DataSetMetaData", [&](const ua::Variant& v) {
+        REQUIRE(ua::variantType(v) == ua::BuiltinType::ExtensionObject);
+        const auto* eo = static_cast<const ua::ExtensionObject*>(v.value.pointer);
+        REQUIRE(eo->data_type == enc::dataTypeOf<ua::DataSetMetaDataType>());
+        const auto* m = static_cast<const ua::DataSetMetaDataType*>(eo->object);
+        CHECK(ua::view(m->name) == "Bench");
+        REQUIRE(m->fields.size() == 2);
+        CHECK(ua::view(m->fields[0].name) == "A");
+        CHECK(m->fields[0].builtInType == 6);  // the benchmark Int32 variables
+        CHECK(ua::view(m->fields[1].name) == "B");
+        // The version the messages carry.
+        CHECK(m->configurationVersion.majorVersion ==
+              md["MetaData"]["ConfigurationVersion"]["MajorVersion"].get<std::uint32_t>());
+    });
+    property(c, dataSet.nodeId(), "PublishedData", [](const ua::Variant& v) {
+        REQUIRE(ua::isArray(v));
+        REQUIRE(v.array_length == 2);
+        const auto* eo = static_cast<const ua::ExtensionObject*>(v.value.pointer);
+        REQUIRE(eo[0].data_type == enc::dataTypeOf<ua::PublishedVariableDataType>());
+        const auto* pv = static_cast<const ua::PublishedVariableDataType*>(eo[0].object);
+        CHECK(pv->publishedVariable.namespace_index == 1);
+        CHECK(pv->publishedVariable.identifier.numeric == 1001);
+        CHECK(pv->attributeId == 13);
+    });
+
+    // Read-only: a Write of a property is refused.
+    {
+        const Ref id = child(c, writer.nodeId(), 46, "DataSetWriterId");
+        ua::WriteValue wv{};
+        wv.nodeId = id.nodeId();
+        wv.attributeId = 13;
+        wv.indexRange = ua::nullString();
+        wv.value.mask = UAPLEX_DATAVALUE_VALUE;
+        ua::Variant u16 = ua::makeVariant(ua::BuiltinType::UInt16);
+        u16.value.uint16 = 8;
+        wv.value.value = u16;
+        ua::WriteRequest w{};
+        w.nodesToWrite = {1, &wv};
+        auto m = c.call(w);
+        REQUIRE(test::Client::result(m) == UAPLEX_Good);
+        CHECK(static_cast<ua::WriteResponse*>(m.object)->results[0] == UAPLEX_BadNotWritable);
+    }
+
+    // Status.State: Operational with the broker; the connection in Error and its groups and
+    // writers PreOperational while it is away; Operational again after the reconnect.
+    REQUIRE(waitState(c, connection.nodeId(), kOperational));
+    CHECK(stateOf(c, group.nodeId()) == kOperational);
+    CHECK(stateOf(c, writer.nodeId()) == kOperational);
+    CHECK(test::readOne(c, ua::numericNodeId(0, 17406)).value.value.int32 == kOperational);
+    broker.stop();
+    CHECK(waitState(c, connection.nodeId(), kError));
+    CHECK(stateOf(c, group.nodeId()) == kPreOperational);
+    CHECK(stateOf(c, writer.nodeId()) == kPreOperational);
+    CHECK(test::readOne(c, ua::numericNodeId(0, 17406)).value.value.int32 == kOperational);
+    broker.start();
+    CHECK(waitState(c, connection.nodeId(), kOperational));
+    CHECK(stateOf(c, writer.nodeId()) == kOperational);
+}
+
+TEST_CASE(
+    "the PublishSubscribe model: a broker never reached leaves the connection PreOperational") {
+    const std::uint16_t nobody = test::freePort();  // no broker listens there
+    test::InProcessServer process(serverTables(nobody, 100, 1, 1000), "pubsub_model_down.toml");
+    test::Client c;
+    REQUIRE(c.open(process.port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    const Ref connection = child(c, ua::numericNodeId(0, 14443), 14476, "mqtt");
+    std::this_thread::sleep_for(300ms);           // a few connection attempts
+    CHECK(stateOf(c, connection.nodeId()) == 4);  // PreOperational
+    const Ref group = child(c, connection.nodeId(), 18804, "G1");
+    CHECK(stateOf(c, group.nodeId()) == 4);
+}
+
+TEST_CASE("the PublishSubscribe model counts against max_store_nodes") {
+    // The benchmark's 201 nodes fit, the model's 50 more do not: the start stops, naming the
+    // limit.
+    const std::uint16_t nobody = test::freePort();
+    CHECK_THROWS_WITH(test::InProcessServer("[server.limits]\nmax_store_nodes = 220\n" +
+                                                serverTables(nobody, 100, 1, 1000),
+                                            "pubsub_model_cap.toml"),
+                      Catch::Contains("max_store_nodes"));
+}
