@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # run_suite.sh UAPLEX PLUGIN_DIR PORT [ONLY...]: starts uaplex on 127.0.0.1:PORT with a test
 # configuration (and on PORT+1, PORT+2 with [access] settings for 12- and 13-, on PORT+3 with
-# small [server.limits] for 14-), installs the pinned client (npm ci, only when node_modules is
+# small [server.limits] for 14-, on PORT+4 with [pubsub] and a Mosquitto broker on PORT+5 for
+# 18-, when mosquitto and the mqtt plugin are there), installs the pinned client (npm ci, only when node_modules is
 # stale), runs the suite (only the files matching ONLY, if given) and stops the server.
 set -euo pipefail
 uaplex=$1 plugins=$2 port=$3
@@ -132,12 +133,44 @@ min_sampling_interval_ms = 100
 max_sampling_interval_ms = 60000
 LIMITS
 
+# 18-pubsub: a server publishing two benchmark variables through the mqtt plugin to a broker
+# of its own (loopback only, no persistence), both stopped with the others.
+pubsub=""
+if [ -x /usr/sbin/mosquitto ] && [ -e "$plugins/uaplex-mqtt.so" ] && [ -e "$plugins/uaplex-benchmark.so" ]; then
+  pubsub=1
+  printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\nuser %s\nlog_dest file %s\n' \
+    $((port + 5)) "$(id -un)" "$work/mosquitto.log" >"$work/mosquitto.conf"
+  sed -e "s|127.0.0.1:$port\"|127.0.0.1:$((port + 4))\"|" -e "s|$work/uaplex.log|$work/pubsub.log|" \
+    "$work/interop.toml" >"$work/pubsub.toml"
+  cat >>"$work/pubsub.toml" <<PUBSUB
+[plugins.mqtt]
+port = $((port + 5))
+reconnect_min_ms = 50
+reconnect_max_ms = 200
+[pubsub]
+plugin = "mqtt"
+publisher_id = "interop-pub"
+[[pubsub.data_sets]]
+name = "Boiler"
+fields = [{ name = "Temperature", node = "ns=1;i=1001" }, { name = "Pressure", node = "ns=1;i=1002" }]
+[[pubsub.writer_groups]]
+name = "Fast"
+writer_group_id = 3
+publishing_interval_ms = 200
+[[pubsub.writer_groups.writers]]
+name = "Boiler"
+data_set_writer_id = 11
+data_set = "Boiler"
+key_frame_count = 5
+PUBSUB
+fi
+
 # The main and the limits server's clients write and call as Anonymous (04-, 05-, 14-, ...):
 # granted here explicitly, since the built-in defaults give Anonymous no Write or Call. The
 # access servers keep their own [access] tables. The users file lets 10- and 14- transfer
 # subscriptions between two sessions of user operator (Part 4 5.13.7: the same user; two
 # anonymous sessions on None channels may not).
-for cfg in interop limits; do
+for cfg in interop limits ${pubsub:+pubsub}; do
   printf '[access]\nanonymous_permissions = ["All"]\nusers_file = "%s"\n' "$work/users.toml" \
     >>"$work/$cfg.toml"
 done
@@ -151,12 +184,18 @@ if [ -e "$plugins/uaplex-history-sqlite.so" ]; then
 fi
 
 pids=()
-for cfg in interop access noanon limits; do
+ports=($port $((port + 1)) $((port + 2)) $((port + 3)))
+if [ -n "$pubsub" ]; then
+  /usr/sbin/mosquitto -c "$work/mosquitto.conf" &
+  pids+=($!)
+  ports+=($((port + 5)) $((port + 4)))
+fi
+for cfg in interop access noanon limits ${pubsub:+pubsub}; do
   "$uaplex" --config "$work/$cfg.toml" &
   pids+=($!)
 done
 server_pid="${pids[*]}"
-for p in $port $((port + 1)) $((port + 2)) $((port + 3)); do
+for p in "${ports[@]}"; do
   for _ in $(seq 100); do
     (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && break
     sleep 0.1
@@ -165,6 +204,7 @@ done
 export UAPLEX_ACCESS_ENDPOINT="opc.tcp://127.0.0.1:$((port + 1))"
 export UAPLEX_NOANON_ENDPOINT="opc.tcp://127.0.0.1:$((port + 2))"
 export UAPLEX_LIMITS_ENDPOINT="opc.tcp://127.0.0.1:$((port + 3))" UAPLEX_LIMITS_TOML="$work/limits.toml"
+[ -n "$pubsub" ] && export UAPLEX_PUBSUB_ENDPOINT="opc.tcp://127.0.0.1:$((port + 4))"
 
 only=()
 for o in "$@"; do only+=(--only "$o"); done
@@ -176,6 +216,6 @@ export UAPLEX_IDENTITIES="$ids"
 # The whole-run limit leaves room for a loaded machine (ctest allows 300 s).
 (cd "$here" && node run.js "opc.tcp://127.0.0.1:$port" --timeout 240 "${only[@]}") || status=$?
 if [ $status -ne 0 ]; then
-  for log in uaplex access noanon limits; do echo "--- $log server log"; cat "$work/$log.log" || true; done
+  for log in uaplex access noanon limits ${pubsub:+pubsub}; do echo "--- $log server log"; cat "$work/$log.log" || true; done
 fi
 exit $status
