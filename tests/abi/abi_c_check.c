@@ -71,7 +71,7 @@ int main(void) {
     if (UAPLEX_ABI_MAJOR_OF(UAPLEX_ABI_VERSION) != UAPLEX_ABI_VERSION_MAJOR) ++failures;
     if (UAPLEX_ABI_MINOR_OF(UAPLEX_ABI_VERSION) != UAPLEX_ABI_VERSION_MINOR) ++failures;
     if (UAPLEX_ABI_VERSION_MINOR != 14u)
-        ++failures; /* 1.14: pubsub receive (1.13: alarms from plugins) */
+        ++failures; /* 1.14: pubsub receive, event history (1.13: alarms from plugins) */
     {
         /* A pubsub plugin built for 1.13 has a shorter table: it cannot subscribe; a 1.13
          * kernel's params have no message_received. */
@@ -105,6 +105,16 @@ int main(void) {
         if (UAPLEX_FIELD_OR(&old, uaplex_plugin_descriptor, history, NULL) != NULL) ++failures;
         old.hdr.struct_size = (uint32_t)sizeof old;
         if (!UAPLEX_HAS_FIELD(&old, uaplex_plugin_descriptor, history)) ++failures;
+    }
+    {
+        /* A 1.13 history store has a shorter table: the event entries are not there. */
+        uaplex_history_ops o;
+        memset(&o, 0, sizeof o);
+        o.hdr.struct_size = (uint32_t)offsetof(uaplex_history_ops, store_events);
+        if (UAPLEX_FIELD_OR(&o, uaplex_history_ops, read_events, NULL) != NULL) ++failures;
+        if (!UAPLEX_HAS_FIELD(&o, uaplex_history_ops, delete_raw)) ++failures;
+        o.hdr.struct_size = (uint32_t)sizeof o;
+        if (!UAPLEX_HAS_FIELD(&o, uaplex_history_ops, delete_events)) ++failures;
     }
     {
         /* A node manager built for 1.7 has a shorter table: read_async is not there. */

@@ -38,8 +38,9 @@ inline int64_t setting(const sdk::Context& ctx, std::string_view key, int64_t de
     return v;
 }
 
-// One queued value: strings keep their capacity when the slot is reused, so a warm queue
-// copies without allocating.
+// One queued value or event: strings keep their capacity when the slot is reused, so a warm
+// queue copies without allocating. An event keeps its notifier in `key`, its fields in
+// `value`, its Time in `source` and its ReceiveTime in `server`.
 struct Slot {
     std::string key;
     std::string value;
@@ -48,7 +49,13 @@ struct Slot {
     uint32_t status = 0;
     uint16_t source_ps = 0;
     uint16_t server_ps = 0;
+    bool event = false;
+    std::string event_id;
+    std::string event_type;
 };
+
+// The longest EventId a store keeps (a kernel's are 16 bytes).
+constexpr size_t kMaxEventIdBytes = 64;
 
 // The continuation of a raw read: where the read goes on, and a digest of the request it
 // belongs to. Self-contained: the store keeps nothing per read. `Magic` tells the stores'
@@ -107,6 +114,82 @@ inline uint64_t digestOf(const uaplex_history_read& r) noexcept {
     h = fnv(h, &r.flags, sizeof r.flags);
     return h;
 }
+
+// The digest of what an event read's continuation belongs to: the notifier and the times.
+inline uint64_t digestOf(const uaplex_history_event_read& r) noexcept {
+    uint64_t h = 14695981039346656037ULL ^ 0x45;  // not a value read's
+    h = fnv(h, r.notifier_key.data, r.notifier_key.len);
+    h = fnv(h, &r.start_time, sizeof r.start_time);
+    h = fnv(h, &r.end_time, sizeof r.end_time);
+    return h;
+}
+
+// A stored event as a read answers it, its bytes from `alloc`; false when out of memory.
+inline bool fillEvent(uaplex_history_event& e, int64_t time, int64_t receive, const void* id,
+                      size_t id_len, const char* type, size_t type_len, const void* fields,
+                      size_t fields_len, const uaplex_value_alloc& alloc) noexcept {
+    e = {};
+    e.hdr = UAPLEX_HEADER_INIT(uaplex_history_event, UAPLEX_STYPE_HISTORY_EVENT);
+    e.time = time;
+    e.receive_time = receive;
+    const size_t total = id_len + type_len + fields_len;
+    if (total == 0) return true;
+    auto* p = static_cast<uint8_t*>(alloc.allocate(alloc.self, total, 1));
+    if (!p) return false;
+    if (id_len) std::memcpy(p, id, id_len);
+    if (type_len) std::memcpy(p + id_len, type, type_len);
+    if (fields_len) std::memcpy(p + id_len + type_len, fields, fields_len);
+    e.event_id = {id_len ? p : nullptr, id_len};
+    e.event_type = {type_len ? reinterpret_cast<const char*>(p + id_len) : nullptr, type_len};
+    e.fields = {fields_len ? p + id_len + type_len : nullptr, fields_len};
+    return true;
+}
+
+// An event read under way: its cursor (phase 1 while events remain, 3 when done), its
+// direction, how many events it answers at most and the array they go into.
+template <class C>
+struct EventReadState {
+    C cursor;
+    bool forward = true;
+    uint32_t max = 0;
+    uaplex_history_event* events = nullptr;
+    uint32_t n = 0;
+
+    uaplex_status begin(const uaplex_history_event_read& r, const uaplex_history_params& params) {
+        const uaplex_value_alloc& alloc = *r.alloc;
+        cursor.digest = digestOf(r);
+        cursor.phase = 1;
+        if (r.continuation.len > 0) {
+            C in;
+            if (!in.decode(r.continuation) || in.digest != cursor.digest || in.phase != 1)
+                return UAPLEX_BadContinuationPointInvalid;
+            cursor = in;
+        }
+        forward = r.start_time <= r.end_time;
+        max = std::min(r.max_events,
+                       params.max_values_per_read ? params.max_values_per_read : r.max_events);
+        events = static_cast<uaplex_history_event*>(alloc.allocate(
+            alloc.self, sizeof(uaplex_history_event) * max, alignof(uaplex_history_event)));
+        if (!events) return UAPLEX_BadOutOfMemory;
+        return UAPLEX_Good;
+    }
+    static int64_t rangeEnd(const uaplex_history_event_read& r) noexcept {
+        if (r.start_time != r.end_time) return r.end_time;
+        return r.end_time == INT64_MAX ? INT64_MAX : r.end_time + 1;
+    }
+    uaplex_status finish(const uaplex_value_alloc& alloc, uaplex_history_event_read_result& out) {
+        out.events = events;
+        out.event_count = n;
+        out.continuation = {nullptr, 0};
+        if (cursor.phase != 3) {
+            auto* p = static_cast<uint8_t*>(alloc.allocate(alloc.self, C::kSize, 1));
+            if (!p) return UAPLEX_BadOutOfMemory;
+            cursor.encode(p);
+            out.continuation = {p, C::kSize};
+        }
+        return UAPLEX_Good;
+    }
+};
 
 // A stored value as a read answers it, with its bytes from `alloc`; false when out of memory.
 // `ps`: source picoseconds in the high, server picoseconds in the low 16 bits.
@@ -214,7 +297,10 @@ class QueuedHistoryStore : public sdk::HistoryStore {
           flush_ms_(setting(ctx, "flush_interval_ms", 200, 1, 60000)),
           max_value_bytes_(size_t(setting(ctx, "max_value_bytes", 4096, 16, 1 << 20))),
           max_key_bytes_(size_t(setting(ctx, "max_key_bytes", 512, 8, 4096))),
-          max_pending_(size_t(setting(ctx, "max_pending_operations", 256, 1, 65536))) {}
+          max_pending_(size_t(setting(ctx, "max_pending_operations", 256, 1, 65536))),
+          max_event_bytes_(size_t(setting(ctx, "max_event_bytes", 16384, 64, 1 << 22))) {}
+
+    static constexpr bool kStoresEvents = true;
 
     uaplex_status store(size_t count, const uaplex_history_value* values,
                         size_t* out_accepted) override {
@@ -237,6 +323,7 @@ class QueuedHistoryStore : public sdk::HistoryStore {
                     break;
                 }
                 Slot& s = ring_[(head_ + used_) % capacity_];
+                s.event = false;
                 s.key.assign(v.node_key.data, v.node_key.len);
                 s.value.assign(reinterpret_cast<const char*>(v.value.data), v.value.len);
                 s.source = v.source_timestamp;
@@ -256,6 +343,77 @@ class QueuedHistoryStore : public sdk::HistoryStore {
         if (out_accepted) *out_accepted = accepted;
         if (wake) cv_.notify_one();
         return dropped ? UAPLEX_BadResourceUnavailable : UAPLEX_Good;
+    }
+
+    uaplex_status store_events(size_t count, const uaplex_history_event* events,
+                               size_t* out_accepted) override {
+        size_t accepted = 0;
+        uint64_t dropped = 0;
+        bool wake = false;
+        {
+            std::lock_guard lock(mu_);
+            if (!running_) {
+                if (out_accepted) *out_accepted = 0;
+                return UAPLEX_BadServerHalted;
+            }
+            for (size_t i = 0; i < count; ++i) {
+                const auto& e = events[i];
+                if (used_ == capacity_ || !validEvent(e, true)) {
+                    dropped = count - i;  // a prefix is accepted, as store does
+                    break;
+                }
+                Slot& s = ring_[(head_ + used_) % capacity_];
+                s.event = true;
+                s.key.assign(e.notifier_key.data, e.notifier_key.len);
+                s.value.assign(reinterpret_cast<const char*>(e.fields.data), e.fields.len);
+                s.event_id.assign(reinterpret_cast<const char*>(e.event_id.data), e.event_id.len);
+                s.event_type.assign(e.event_type.data, e.event_type.len);
+                s.source = e.time;
+                s.server = e.receive_time;
+                s.status = 0;
+                s.source_ps = s.server_ps = 0;
+                ++used_;
+                ++accepted;
+            }
+            enqueued_ += accepted;
+            refused(dropped);
+            wake = used_ >= batch_;
+        }
+        if (accepted) add(m_stored_, int64_t(accepted));
+        if (dropped) add(m_dropped_, int64_t(dropped));
+        if (out_accepted) *out_accepted = accepted;
+        if (wake) cv_.notify_one();
+        return dropped ? UAPLEX_BadResourceUnavailable : UAPLEX_Good;
+    }
+
+    uaplex_status read_events(const uaplex_history_event_read& read,
+                              uaplex_history_event_read_result& result,
+                              sdk::Completion& done) override {
+        if (read.max_events == 0 || read.alloc == nullptr || read.notifier_key.len == 0 ||
+            read.notifier_key.len > max_key_bytes_)
+            return UAPLEX_BadInvalidArgument;
+        const uaplex_history_event_read* r = &read;
+        uaplex_history_event_read_result* out = &result;
+        return post(done, [this, r, out]() { return doReadEvents(*r, *out); });
+    }
+
+    uaplex_status update_events(const uaplex_history_event_update& update,
+                                sdk::Completion& done) override {
+        if (update.perform < UAPLEX_HISTORY_INSERT || update.perform > UAPLEX_HISTORY_UPDATE ||
+            update.notifier_key.len == 0 || update.notifier_key.len > max_key_bytes_ ||
+            (update.event_count > 0 && (update.events == nullptr || update.results == nullptr)))
+            return UAPLEX_BadInvalidArgument;
+        const uaplex_history_event_update* u = &update;
+        return post(done, [this, u]() { return doUpdateEvents(*u); });
+    }
+
+    uaplex_status delete_events(const uaplex_history_event_delete& del,
+                                sdk::Completion& done) override {
+        if (del.notifier_key.len == 0 || del.notifier_key.len > max_key_bytes_ ||
+            (del.event_count > 0 && (del.event_ids == nullptr || del.results == nullptr)))
+            return UAPLEX_BadInvalidArgument;
+        const uaplex_history_event_delete* d = &del;
+        return post(done, [this, d]() { return doDeleteEvents(*d); });
     }
 
     uaplex_status read_raw(const uaplex_history_read& read, uaplex_history_read_result& result,
@@ -313,6 +471,20 @@ class QueuedHistoryStore : public sdk::HistoryStore {
     virtual uaplex_status doRead(const uaplex_history_read& r, uaplex_history_read_result& out) = 0;
     virtual uaplex_status doUpdate(const uaplex_history_update& u) = 0;
     virtual uaplex_status doDelete(uaplex_history_delete& d) = 0;
+    virtual uaplex_status doReadEvents(const uaplex_history_event_read& r,
+                                       uaplex_history_event_read_result& out) = 0;
+    virtual uaplex_status doUpdateEvents(const uaplex_history_event_update& u) = 0;
+    virtual uaplex_status doDeleteEvents(const uaplex_history_event_delete& d) = 0;
+
+    // An event the store keeps: an EventId of 1..64 bytes, fields within max_event_bytes, a
+    // type key and (when `keyed`) a notifier key within max_key_bytes.
+    bool validEvent(const uaplex_history_event& e, bool keyed) const noexcept {
+        if (keyed && (e.notifier_key.len == 0 || e.notifier_key.len > max_key_bytes_)) return false;
+        return e.event_id.len > 0 && e.event_id.len <= kMaxEventIdBytes &&
+               (e.event_id.data != nullptr) && e.event_type.len <= max_key_bytes_ &&
+               (e.event_type.len == 0 || e.event_type.data != nullptr) &&
+               e.fields.len <= max_event_bytes_ && (e.fields.len == 0 || e.fields.data != nullptr);
+    }
     // Under mu_: Good when an operation may be queued now, else what it answers at once.
     virtual uaplex_status acceptsJobs() const noexcept { return UAPLEX_Good; }
     // Under mu_: store refused `n` values (0: none).
@@ -359,6 +531,7 @@ class QueuedHistoryStore : public sdk::HistoryStore {
     const size_t max_value_bytes_;
     const size_t max_key_bytes_;
     const size_t max_pending_;
+    const size_t max_event_bytes_;
 
     std::mutex mu_;
     std::condition_variable cv_;

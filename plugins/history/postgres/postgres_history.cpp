@@ -39,8 +39,9 @@ using uaplex::sdk::Context;
 using uaplex::history_store::kTicksPerSecond;
 using uaplex::history_store::setting;
 using uaplex::history_store::Slot;
-// The continuation of a raw read ('P').
+// The continuation of a raw read ('P') and of an event read ('Q').
 using Cursor = uaplex::history_store::Cursor<0x50>;
+using EventCursor = uaplex::history_store::Cursor<0x51>;
 
 // DateTime ticks (100 ns since 1601-01-01) of the Unix epoch.
 constexpr int64_t kUnixEpochTicks = 116444736000000000LL;
@@ -197,6 +198,7 @@ class PostgresHistory final : public uaplex::history_store::QueuedHistoryStore {
                               "max_value_bytes",
                               "max_key_bytes",
                               "max_pending_operations",
+                              "max_event_bytes",
                               "retention_max_age_s",
                               "retention_interval_s",
                               "partitions_ahead",
@@ -231,6 +233,7 @@ class PostgresHistory final : public uaplex::history_store::QueuedHistoryStore {
         }
         t_ = "\"" + table_ + "\"";
         nodes_ = "\"" + table_ + "_nodes\"";
+        events_ = "\"" + table_ + "_events\"";
         seqname_ = table_ + "_seq";
         registerQueueMetrics();
         metric("connected", UAPLEX_METRIC_GAUGE, &m_connected_);
@@ -359,7 +362,17 @@ class PostgresHistory final : public uaplex::history_store::QueuedHistoryStore {
                    "NOT NULL) PARTITION BY RANGE (ts)") &&
             execOk("CREATE INDEX IF NOT EXISTS \"" + table_ + "_node_ts\" ON " + t +
                    " (node, ts, seq)") &&
-            execOk("CREATE TABLE IF NOT EXISTS " + def + " PARTITION OF " + t + " DEFAULT");
+            execOk("CREATE TABLE IF NOT EXISTS " + def + " PARTITION OF " + t + " DEFAULT") &&
+            // Events: one table (far fewer rows than values), read by (notifier, time, order
+            // stored), updated and deleted by (notifier, EventId); retention deletes by age.
+            execOk("CREATE TABLE IF NOT EXISTS " + events_ +
+                   " (node integer NOT NULL, ts bigint NOT NULL, seq bigint NOT NULL, receive_ts "
+                   "bigint NOT NULL, event_id bytea NOT NULL, event_type bytea NOT NULL, fields "
+                   "bytea NOT NULL)") &&
+            execOk("CREATE INDEX IF NOT EXISTS \"" + table_ + "_events_node_ts\" ON " + events_ +
+                   " (node, ts, seq)") &&
+            execOk("CREATE INDEX IF NOT EXISTS \"" + table_ + "_events_node_id\" ON " + events_ +
+                   " (node, event_id)");
         if (!ok) return false;
         // The monthly partitions there are.
         months_.clear();
@@ -377,6 +390,8 @@ class PostgresHistory final : public uaplex::history_store::QueuedHistoryStore {
             months_.insert((ym / 100) * 12 + (ym % 100) - 1);
         }
         const std::string cols = "SELECT ts, seq, server_ts, status, ps, value FROM " + t + " ";
+        const std::string ecols =
+            "SELECT ts, seq, receive_ts, event_id, event_type, fields FROM " + events_ + " ";
         const struct {
             const char* name;
             std::string sql;
@@ -399,6 +414,15 @@ class PostgresHistory final : public uaplex::history_store::QueuedHistoryStore {
                              " (key) VALUES ($1) ON CONFLICT (key) DO UPDATE SET key = "
                              "EXCLUDED.key RETURNING id"},
             {"seq", "SELECT nextval('\"" + seqname_ + "\"')"},
+            {"ev_fwd", ecols + "WHERE node = $1 AND ts >= $2 AND ts < $3 AND (ts, seq) > ($4, $5) "
+                               "ORDER BY ts, seq LIMIT $6"},
+            {"ev_bwd", ecols + "WHERE node = $1 AND ts <= $2 AND ts > $3 AND (ts, seq) < ($4, $5) "
+                               "ORDER BY ts DESC, seq DESC LIMIT $6"},
+            {"ev_find", "SELECT 1 FROM " + events_ + " WHERE node = $1 AND event_id = $2 LIMIT 1"},
+            {"ev_del", "DELETE FROM " + events_ + " WHERE node = $1 AND event_id = $2"},
+            {"ev_ins", "INSERT INTO " + events_ +
+                           " (node, ts, seq, receive_ts, event_id, event_type, fields) VALUES ($1, "
+                           "$2, $3, $4, $5, $6, $7)"},
         };
         for (const auto& s : stmts) {
             Result p(PQprepare(conn_, s.name, s.sql.c_str(), 0, nullptr));
@@ -511,6 +535,8 @@ class PostgresHistory final : public uaplex::history_store::QueuedHistoryStore {
         Result r =
             exec("DELETE FROM \"" + table_ + "_default\" WHERE ts < " + std::to_string(cutoff));
         if (r.ok()) add(m_retired_, std::atoll(PQcmdTuples(r.get())));
+        Result e = exec("DELETE FROM " + events_ + " WHERE ts < " + std::to_string(cutoff));
+        if (e.ok()) add(m_retired_, std::atoll(PQcmdTuples(e.get())));
     }
 
     // --- the store's thread ----------------------------------------------------------------
@@ -666,8 +692,15 @@ class PostgresHistory final : public uaplex::history_store::QueuedHistoryStore {
         // One monthly partition for the whole batch (the usual case): COPY goes straight into
         // it, without routing each row.
         int32_t only = -1;
+        size_t values = 0;
         for (size_t i = 0; i < n; ++i) {
             const Slot& s = ring_[(from + i) % capacity_];
+            if (s.event) {
+                ids_[i] = nodeId(s.key, true);
+                if (ids_[i] <= 0) return lost() ? Outcome::Lost : Outcome::Failed;
+                continue;
+            }
+            ++values;
             if (s.source < lo || s.source >= hi) {
                 ensureMonth(s.source);
                 int32_t m = 0;
@@ -677,19 +710,28 @@ class PostgresHistory final : public uaplex::history_store::QueuedHistoryStore {
                 } else {
                     lo = hi = 0;
                 }
-                only = (i == 0 && lo != hi && months_.count(m)) ? m : -2;
+                only = (values == 1 && lo != hi && months_.count(m)) ? m : -2;
                 if (lost()) return Outcome::Lost;
             }
             ids_[i] = nodeId(s.key, true);
             if (ids_[i] <= 0) return lost() ? Outcome::Lost : Outcome::Failed;
         }
+        if (values < n) {
+            // The batch's events first, one transaction; the values' COPY after.
+            if (const Outcome o = writeEvents(from, n); o != Outcome::Ok) return o;
+            if (values == 0) {
+                add(m_written_, int64_t(n));
+                return Outcome::Ok;
+            }
+        }
         // Seq numbers: blocks from the sequence, in order.
         seqs_.clear();
-        for (size_t have = 0; have < n;) {
+        for (size_t have = 0; have < values;) {  // the COPY below skips the event slots
             if (seq_next_ == seq_end_ && !refillSeq())
                 return lost() ? Outcome::Lost : Outcome::Failed;
             const int64_t first = seq_next_;
-            const auto take = size_t(std::min<int64_t>(seq_end_ - seq_next_, int64_t(n - have)));
+            const auto take =
+                size_t(std::min<int64_t>(seq_end_ - seq_next_, int64_t(values - have)));
             seq_next_ += int64_t(take);
             seqs_.push_back({first, take});
             have += take;
@@ -713,6 +755,7 @@ class PostgresHistory final : public uaplex::history_store::QueuedHistoryStore {
         size_t left = seqs_.empty() ? 0 : seqs_[0].count;
         for (size_t i = 0; i < n && sent; ++i) {
             const Slot& s = ring_[(from + i) % capacity_];
+            if (s.event) continue;
             if (left == 0) {
                 ++run;
                 seq = seqs_[run].first;
@@ -752,6 +795,145 @@ class PostgresHistory final : public uaplex::history_store::QueuedHistoryStore {
         }
         add(m_written_, int64_t(n));
         return Outcome::Ok;
+    }
+
+    // The event slots of ring slots [from, from + n) (node ids in ids_), in one transaction.
+    Outcome writeEvents(size_t from, size_t n) {
+        if (!execOk("BEGIN")) return lost() ? Outcome::Lost : Outcome::Failed;
+        bool ok = true;
+        for (size_t i = 0; i < n && ok; ++i) {
+            const Slot& s = ring_[(from + i) % capacity_];
+            if (!s.event) continue;
+            ok = insertEvent(ids_[i], s.source, s.server, s.event_id.data(), s.event_id.size(),
+                             s.event_type, s.value.data(), s.value.size());
+        }
+        if (!ok || !execOk("COMMIT")) {
+            if (lost()) return Outcome::Lost;
+            execOk("ROLLBACK");
+            context().warn("events: " + why());
+            return Outcome::Failed;
+        }
+        return Outcome::Ok;
+    }
+
+    bool insertEvent(int32_t node, int64_t ts, int64_t receive, const void* id, size_t id_len,
+                     std::string_view type, const void* fields, size_t fields_len) {
+        const int64_t seq = nextSeq();
+        if (seq == 0) return false;
+        Result in(Params()
+                      .i32(uint32_t(node))
+                      .i64(ts)
+                      .i64(seq)
+                      .i64(receive)
+                      .bytes(id, id_len)
+                      .bytes(type.data(), type.size())
+                      .bytes(fields, fields_len)
+                      .exec(conn_, "ev_ins"));
+        return in.ok();
+    }
+
+    uaplex_status doReadEvents(const uaplex_history_event_read& r,
+                               uaplex_history_event_read_result& out) override {
+        const uaplex_value_alloc& alloc = *r.alloc;
+        uaplex::history_store::EventReadState<EventCursor> rs;
+        if (const uaplex_status st = rs.begin(r, params_); st != UAPLEX_Good) return st;
+        const int32_t node =
+            nodeId(std::string_view(r.notifier_key.data, r.notifier_key.len), false);
+        if (node < 0) return UAPLEX_BadInternalError;
+        if (node == 0) {
+            rs.cursor.phase = 3;
+            return rs.finish(alloc, out);
+        }
+        Result q(Params()
+                     .i32(uint32_t(node))
+                     .i64(r.start_time)
+                     .i64(rs.rangeEnd(r))
+                     .i64(rs.cursor.afterTs(rs.forward))
+                     .i64(rs.cursor.afterSeq(rs.forward))
+                     .i64(int64_t(rs.max) + 1)
+                     .exec(conn_, rs.forward ? "ev_fwd" : "ev_bwd"));
+        if (!q.ok()) return UAPLEX_BadInternalError;
+        const int rows = q.rows();
+        const int take = std::min(rows, int(rs.max));
+        for (int i = 0; i < take; ++i) {
+            if (!uaplex::history_store::fillEvent(
+                    rs.events[rs.n], q.i64(i, 0), q.i64(i, 2), PQgetvalue(q.get(), i, 3),
+                    size_t(PQgetlength(q.get(), i, 3)), PQgetvalue(q.get(), i, 4),
+                    size_t(PQgetlength(q.get(), i, 4)), PQgetvalue(q.get(), i, 5),
+                    size_t(PQgetlength(q.get(), i, 5)), alloc))
+                return UAPLEX_BadOutOfMemory;
+            rs.cursor.ts = q.i64(i, 0);
+            rs.cursor.seq = q.i64(i, 1);
+            rs.cursor.started = true;
+            ++rs.n;
+        }
+        if (rows <= int(rs.max)) rs.cursor.phase = 3;
+        return rs.finish(alloc, out);
+    }
+
+    uaplex_status doUpdateEvents(const uaplex_history_event_update& u) override {
+        const int32_t node =
+            nodeId(std::string_view(u.notifier_key.data, u.notifier_key.len), true);
+        if (node <= 0) return UAPLEX_BadInternalError;
+        if (!execOk("BEGIN")) return UAPLEX_BadInternalError;
+        bool ok = true;
+        for (uint32_t i = 0; i < u.event_count && ok; ++i) {
+            const auto& e = u.events[i];
+            if (!validEvent(e, false)) {
+                u.results[i] = UAPLEX_BadOutOfRange;
+                continue;
+            }
+            Result at(Params()
+                          .i32(uint32_t(node))
+                          .bytes(e.event_id.data, e.event_id.len)
+                          .exec(conn_, "ev_find"));
+            if (!at.ok()) {
+                ok = false;
+                break;
+            }
+            const bool exists = at.rows() > 0;
+            if (const uaplex_status no = uaplex::history_store::updateConflict(u.perform, exists);
+                no != UAPLEX_Good) {
+                u.results[i] = no;
+                continue;
+            }
+            if (exists) {
+                Result d(Params()
+                             .i32(uint32_t(node))
+                             .bytes(e.event_id.data, e.event_id.len)
+                             .exec(conn_, "ev_del"));
+                ok = d.ok();
+            }
+            ok = ok && insertEvent(node, e.time, e.receive_time, e.event_id.data, e.event_id.len,
+                                   std::string_view(e.event_type.data, e.event_type.len),
+                                   e.fields.data, e.fields.len);
+            u.results[i] = exists ? UAPLEX_GoodEntryReplaced : UAPLEX_GoodEntryInserted;
+        }
+        if (!ok || !execOk("COMMIT")) {
+            if (!lost()) execOk("ROLLBACK");
+            return UAPLEX_BadInternalError;
+        }
+        return UAPLEX_Good;
+    }
+
+    uaplex_status doDeleteEvents(const uaplex_history_event_delete& d) override {
+        const int32_t node =
+            nodeId(std::string_view(d.notifier_key.data, d.notifier_key.len), false);
+        if (node < 0) return UAPLEX_BadInternalError;
+        for (uint32_t i = 0; i < d.event_count; ++i) {
+            const uaplex_bytes id = d.event_ids[i];
+            if (node == 0 || id.len == 0 || id.data == nullptr ||
+                id.len > uaplex::history_store::kMaxEventIdBytes) {
+                d.results[i] = UAPLEX_BadEventIdUnknown;
+                continue;
+            }
+            Result r(Params().i32(uint32_t(node)).bytes(id.data, id.len).exec(conn_, "ev_del"));
+            if (!r.ok()) return UAPLEX_BadInternalError;
+            d.results[i] = std::strtoull(PQcmdTuples(r.get()), nullptr, 10) == 0
+                               ? UAPLEX_BadEventIdUnknown
+                               : UAPLEX_Good;
+        }
+        return UAPLEX_Good;
     }
 
     static bool rowValue(const Result& r, int row, const uaplex_value_alloc& alloc,
@@ -912,7 +1094,7 @@ class PostgresHistory final : public uaplex::history_store::QueuedHistoryStore {
     const int64_t reconnect_max_ms_;
     std::vector<std::string> keywords_;
     std::vector<std::string> values_;
-    std::string t_, nodes_, seqname_, copy_sql_, copy_cols_;
+    std::string t_, nodes_, events_, seqname_, copy_sql_, copy_cols_;
 
     // Under mu_.
     bool connected_ = false;

@@ -27,8 +27,9 @@ using uaplex::sdk::Context;
 using uaplex::history_store::kTicksPerSecond;
 using uaplex::history_store::setting;
 using uaplex::history_store::Slot;
-// The continuation of a raw read ('H').
+// The continuation of a raw read ('H') and of an event read ('E').
 using Cursor = uaplex::history_store::Cursor<0x48>;
+using EventCursor = uaplex::history_store::Cursor<0x45>;
 
 class Statement {
   public:
@@ -68,7 +69,7 @@ class SqliteHistory final : public uaplex::history_store::QueuedHistoryStore {
         ring_.resize(capacity_);
         ctx.check_known_keys({"path", "queue_capacity", "batch_size", "flush_interval_ms",
                               "max_value_bytes", "max_key_bytes", "max_pending_operations",
-                              "retention_max_age_s", "retention_max_bytes",
+                              "max_event_bytes", "retention_max_age_s", "retention_max_bytes",
                               "retention_interval_s"});
         if (path_.empty())
             throw uaplex::sdk::StatusError(UAPLEX_BadConfigurationError, "path is empty");
@@ -114,6 +115,28 @@ class SqliteHistory final : public uaplex::history_store::QueuedHistoryStore {
             "CREATE TABLE IF NOT EXISTS samples(node INTEGER NOT NULL, ts INTEGER NOT NULL, "
             "seq INTEGER NOT NULL, server_ts INTEGER NOT NULL, status INTEGER NOT NULL, "
             "ps INTEGER NOT NULL, value BLOB, PRIMARY KEY(node, ts, seq)) WITHOUT ROWID");
+        // Events: clustered by (notifier, time, order stored) as the values; found by EventId
+        // through a second index for updates and deletes.
+        exec(
+            "CREATE TABLE IF NOT EXISTS events(node INTEGER NOT NULL, ts INTEGER NOT NULL, "
+            "seq INTEGER NOT NULL, receive_ts INTEGER NOT NULL, event_id BLOB NOT NULL, "
+            "event_type TEXT NOT NULL, fields BLOB, PRIMARY KEY(node, ts, seq)) WITHOUT ROWID");
+        exec("CREATE INDEX IF NOT EXISTS events_by_id ON events(node, event_id)");
+        ev_insert_ = Statement(db_,
+                               "INSERT OR REPLACE INTO events(node, ts, seq, receive_ts, "
+                               "event_id, event_type, fields) VALUES(?,?,?,?,?,?,?)");
+        const char* ecols = "SELECT ts, seq, receive_ts, event_id, event_type, fields FROM events ";
+        ev_fwd_ = Statement(db_, (std::string(ecols) +
+                                  "WHERE node = ?1 AND ts >= ?2 AND ts < ?3 AND (ts > ?4 OR (ts = "
+                                  "?4 AND seq > ?5)) ORDER BY ts, seq LIMIT ?6")
+                                     .c_str());
+        ev_bwd_ = Statement(db_, (std::string(ecols) +
+                                  "WHERE node = ?1 AND ts <= ?2 AND ts > ?3 AND (ts < ?4 OR (ts = "
+                                  "?4 AND seq < ?5)) ORDER BY ts DESC, seq DESC LIMIT ?6")
+                                     .c_str());
+        ev_find_ =
+            Statement(db_, "SELECT seq FROM events WHERE node = ?1 AND event_id = ?2 LIMIT 1");
+        ev_delete_ = Statement(db_, "DELETE FROM events WHERE node = ?1 AND event_id = ?2");
         insert_ = Statement(db_,
                             "INSERT OR REPLACE INTO samples(node, ts, seq, server_ts, status, ps, "
                             "value) VALUES(?,?,?,?,?,?,?)");
@@ -140,7 +163,9 @@ class SqliteHistory final : public uaplex::history_store::QueuedHistoryStore {
         delete_range_ =
             Statement(db_, "DELETE FROM samples WHERE node = ?1 AND ts >= ?2 AND ts < ?3");
         // The next seq continues the file's.
-        Statement max(db_, "SELECT coalesce(max(seq), 0) FROM samples");
+        Statement max(db_,
+                      "SELECT max(coalesce((SELECT max(seq) FROM samples), 0), "
+                      "coalesce((SELECT max(seq) FROM events), 0))");
         if (sqlite3_step(max.get()) == SQLITE_ROW) seq_ = sqlite3_column_int64(max.get(), 0);
     }
 
@@ -155,6 +180,11 @@ class SqliteHistory final : public uaplex::history_store::QueuedHistoryStore {
         at_time_ = {};
         delete_at_ = {};
         delete_range_ = {};
+        ev_insert_ = {};
+        ev_fwd_ = {};
+        ev_bwd_ = {};
+        ev_find_ = {};
+        ev_delete_ = {};
         node_ids_.clear();
         if (db_) sqlite3_close_v2(db_);
         db_ = nullptr;
@@ -256,8 +286,16 @@ class SqliteHistory final : public uaplex::history_store::QueuedHistoryStore {
             // across all nodes' pages.
             order_.clear();
             for (size_t i = 0; i < n; ++i) {
-                const int64_t node = nodeId(batch_slots_[i].key, true);
-                if (node > 0) order_.push_back(Insert{node, batch_slots_[i].source, i});
+                const Slot& e = batch_slots_[i];
+                const int64_t node = nodeId(e.key, true);
+                if (node <= 0) continue;
+                if (e.event) {  // events go to their own table, in arrival order
+                    if (insertEvent(node, e.source, e.server, e.event_id.data(), e.event_id.size(),
+                                    e.event_type, e.value.data(), e.value.size()))
+                        ++ok;
+                    continue;
+                }
+                order_.push_back(Insert{node, e.source, i});
             }
             std::sort(order_.begin(), order_.end(), [](const Insert& a, const Insert& b) {
                 return std::tie(a.node, a.source, a.index) < std::tie(b.node, b.source, b.index);
@@ -450,6 +488,153 @@ class SqliteHistory final : public uaplex::history_store::QueuedHistoryStore {
         return UAPLEX_Good;
     }
 
+    bool insertEvent(int64_t node, int64_t ts, int64_t receive, const void* id, size_t id_len,
+                     std::string_view type, const void* fields, size_t fields_len) noexcept {
+        sqlite3_stmt* st = ev_insert_.reset();
+        sqlite3_bind_int64(st, 1, node);
+        sqlite3_bind_int64(st, 2, ts);
+        sqlite3_bind_int64(st, 3, ++seq_);
+        sqlite3_bind_int64(st, 4, receive);
+        sqlite3_bind_blob(st, 5, id, int(id_len), SQLITE_STATIC);
+        sqlite3_bind_text(st, 6, type.data(), int(type.size()), SQLITE_STATIC);
+        sqlite3_bind_blob(st, 7, fields, int(fields_len), SQLITE_STATIC);
+        const bool ok = sqlite3_step(st) == SQLITE_DONE;
+        sqlite3_reset(st);
+        return ok;
+    }
+
+    // Whether the notifier has an event with the EventId; -1 on error.
+    int hasEvent(int64_t node, const void* id, size_t len) noexcept {
+        sqlite3_stmt* s = ev_find_.reset();
+        sqlite3_bind_int64(s, 1, node);
+        sqlite3_bind_blob(s, 2, id, int(len), SQLITE_STATIC);
+        const int rc = sqlite3_step(s);
+        sqlite3_reset(s);
+        return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+    }
+
+    uaplex_status doReadEvents(const uaplex_history_event_read& r,
+                               uaplex_history_event_read_result& out) override {
+        const uaplex_value_alloc& alloc = *r.alloc;
+        uaplex::history_store::EventReadState<EventCursor> rs;
+        if (const uaplex_status st = rs.begin(r, params_); st != UAPLEX_Good) return st;
+        const int64_t node =
+            nodeId(std::string_view(r.notifier_key.data, r.notifier_key.len), false);
+        if (node < 0) return UAPLEX_BadInternalError;
+        if (node == 0) {
+            rs.cursor.phase = 3;
+            return rs.finish(alloc, out);
+        }
+        sqlite3_stmt* s = (rs.forward ? ev_fwd_ : ev_bwd_).reset();
+        sqlite3_bind_int64(s, 1, node);
+        sqlite3_bind_int64(s, 2, r.start_time);
+        sqlite3_bind_int64(s, 3, rs.rangeEnd(r));
+        sqlite3_bind_int64(s, 4, rs.cursor.afterTs(rs.forward));
+        sqlite3_bind_int64(s, 5, rs.cursor.afterSeq(rs.forward));
+        sqlite3_bind_int64(s, 6, int64_t(rs.max) + 1);
+        int rc = SQLITE_ROW;
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+            if (rs.n == rs.max) break;  // one more exists
+            const int id_len = sqlite3_column_bytes(s, 3);
+            const void* id = sqlite3_column_blob(s, 3);
+            const int type_len = sqlite3_column_bytes(s, 4);
+            const auto* type = reinterpret_cast<const char*>(sqlite3_column_text(s, 4));
+            const int f_len = sqlite3_column_bytes(s, 5);
+            const void* f = sqlite3_column_blob(s, 5);
+            if (!uaplex::history_store::fillEvent(
+                    rs.events[rs.n], sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 2), id,
+                    size_t(std::max(id_len, 0)), type, size_t(std::max(type_len, 0)), f,
+                    size_t(std::max(f_len, 0)), alloc)) {
+                sqlite3_reset(s);
+                return UAPLEX_BadOutOfMemory;
+            }
+            rs.cursor.ts = sqlite3_column_int64(s, 0);
+            rs.cursor.seq = sqlite3_column_int64(s, 1);
+            rs.cursor.started = true;
+            ++rs.n;
+        }
+        sqlite3_reset(s);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE) return UAPLEX_BadInternalError;
+        if (rc == SQLITE_DONE) rs.cursor.phase = 3;
+        return rs.finish(alloc, out);
+    }
+
+    uaplex_status doUpdateEvents(const uaplex_history_event_update& u) override {
+        if (!execNoThrow("BEGIN")) return UAPLEX_BadInternalError;
+        const int64_t node =
+            nodeId(std::string_view(u.notifier_key.data, u.notifier_key.len), true);
+        if (node <= 0) {
+            execNoThrow("ROLLBACK");
+            node_ids_.clear();
+            return UAPLEX_BadInternalError;
+        }
+        for (uint32_t i = 0; i < u.event_count; ++i) {
+            const auto& e = u.events[i];
+            if (!validEvent(e, false)) {
+                u.results[i] = UAPLEX_BadOutOfRange;
+                continue;
+            }
+            const int exists = hasEvent(node, e.event_id.data, e.event_id.len);
+            if (exists < 0) {
+                u.results[i] = UAPLEX_BadInternalError;
+                continue;
+            }
+            if (const uaplex_status no =
+                    uaplex::history_store::updateConflict(u.perform, exists != 0);
+                no != UAPLEX_Good) {
+                u.results[i] = no;
+                continue;
+            }
+            if (exists) {
+                sqlite3_stmt* s = ev_delete_.reset();
+                sqlite3_bind_int64(s, 1, node);
+                sqlite3_bind_blob(s, 2, e.event_id.data, int(e.event_id.len), SQLITE_STATIC);
+                sqlite3_step(s);
+                sqlite3_reset(s);
+            }
+            const bool ok = insertEvent(
+                node, e.time, e.receive_time, e.event_id.data, e.event_id.len,
+                std::string_view(e.event_type.data, e.event_type.len), e.fields.data, e.fields.len);
+            u.results[i] = !ok      ? UAPLEX_BadInternalError
+                           : exists ? UAPLEX_GoodEntryReplaced
+                                    : UAPLEX_GoodEntryInserted;
+        }
+        if (!execNoThrow("COMMIT")) {
+            execNoThrow("ROLLBACK");
+            node_ids_.clear();
+            return UAPLEX_BadInternalError;
+        }
+        return UAPLEX_Good;
+    }
+
+    uaplex_status doDeleteEvents(const uaplex_history_event_delete& d) override {
+        const int64_t node =
+            nodeId(std::string_view(d.notifier_key.data, d.notifier_key.len), false);
+        if (node < 0) return UAPLEX_BadInternalError;
+        if (node > 0 && !execNoThrow("BEGIN")) return UAPLEX_BadInternalError;
+        for (uint32_t i = 0; i < d.event_count; ++i) {
+            const uaplex_bytes id = d.event_ids[i];
+            if (node == 0 || id.len == 0 || id.data == nullptr ||
+                id.len > uaplex::history_store::kMaxEventIdBytes) {
+                d.results[i] = UAPLEX_BadEventIdUnknown;
+                continue;
+            }
+            sqlite3_stmt* s = ev_delete_.reset();
+            sqlite3_bind_int64(s, 1, node);
+            sqlite3_bind_blob(s, 2, id.data, int(id.len), SQLITE_STATIC);
+            const int rc = sqlite3_step(s);
+            sqlite3_reset(s);
+            d.results[i] = rc != SQLITE_DONE             ? UAPLEX_BadInternalError
+                           : sqlite3_changes64(db_) == 0 ? UAPLEX_BadEventIdUnknown
+                                                         : UAPLEX_Good;
+        }
+        if (node > 0 && !execNoThrow("COMMIT")) {
+            execNoThrow("ROLLBACK");
+            return UAPLEX_BadInternalError;
+        }
+        return UAPLEX_Good;
+    }
+
     int64_t pragma(const char* sql) noexcept {
         sqlite3_stmt* s = nullptr;
         int64_t v = 0;
@@ -460,8 +645,9 @@ class SqliteHistory final : public uaplex::history_store::QueuedHistoryStore {
         return v;
     }
 
-    // Retention: values older than retention_max_age_s go; while the used pages exceed
-    // retention_max_bytes, the oldest tenth of every node's values goes (a few rounds at most).
+    // Retention: values and events older than retention_max_age_s go; while the used pages
+    // exceed retention_max_bytes, the oldest tenth of every node's values and every notifier's
+    // events goes (a few rounds at most).
     void retain() noexcept {
         int64_t removed = 0;
         if (max_age_s_ > 0) {
@@ -469,14 +655,16 @@ class SqliteHistory final : public uaplex::history_store::QueuedHistoryStore {
             const auto* api = context().api();
             if (api && api->utc_now && api->utc_now(context().raw(), &now) == UAPLEX_Good) {
                 const int64_t cutoff = now - max_age_s_ * kTicksPerSecond;
-                sqlite3_stmt* s = nullptr;
-                if (sqlite3_prepare_v2(
-                        db_, "DELETE FROM samples WHERE node IN (SELECT id FROM nodes) AND ts < ?1",
-                        -1, &s, nullptr) == SQLITE_OK) {
-                    sqlite3_bind_int64(s, 1, cutoff);
-                    if (sqlite3_step(s) == SQLITE_DONE) removed += sqlite3_changes64(db_);
+                for (const char* sql :
+                     {"DELETE FROM samples WHERE node IN (SELECT id FROM nodes) AND ts < ?1",
+                      "DELETE FROM events WHERE node IN (SELECT id FROM nodes) AND ts < ?1"}) {
+                    sqlite3_stmt* s = nullptr;
+                    if (sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) == SQLITE_OK) {
+                        sqlite3_bind_int64(s, 1, cutoff);
+                        if (sqlite3_step(s) == SQLITE_DONE) removed += sqlite3_changes64(db_);
+                    }
+                    sqlite3_finalize(s);
                 }
-                sqlite3_finalize(s);
             }
         }
         for (int round = 0; max_bytes_ > 0 && round < 8; ++round) {
@@ -490,6 +678,17 @@ class SqliteHistory final : public uaplex::history_store::QueuedHistoryStore {
                 "count(*) OVER (PARTITION BY node) AS cnt FROM samples) WHERE rn <= (cnt + 9) / "
                 "10)";
             if (sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) == SQLITE_OK &&
+                sqlite3_step(s) == SQLITE_DONE)
+                removed += sqlite3_changes64(db_);
+            sqlite3_finalize(s);
+            // The oldest tenth of every notifier's events, likewise.
+            s = nullptr;
+            const char* esql =
+                "DELETE FROM events WHERE (node, ts, seq) IN (SELECT node, ts, seq FROM (SELECT "
+                "node, ts, seq, row_number() OVER (PARTITION BY node ORDER BY ts, seq) AS rn, "
+                "count(*) OVER (PARTITION BY node) AS cnt FROM events) WHERE rn <= (cnt + 9) / "
+                "10)";
+            if (sqlite3_prepare_v2(db_, esql, -1, &s, nullptr) == SQLITE_OK &&
                 sqlite3_step(s) == SQLITE_DONE)
                 removed += sqlite3_changes64(db_);
             sqlite3_finalize(s);
@@ -518,7 +717,7 @@ class SqliteHistory final : public uaplex::history_store::QueuedHistoryStore {
     int64_t seq_ = 0;
     std::unordered_map<std::string, int64_t> node_ids_;
     Statement insert_, node_find_, node_add_, fwd_, bwd_, at_or_before_, at_or_after_, at_time_,
-        delete_at_, delete_range_;
+        delete_at_, delete_range_, ev_insert_, ev_fwd_, ev_bwd_, ev_find_, ev_delete_;
 
     uaplex_metric* m_retired_ = nullptr;
 };

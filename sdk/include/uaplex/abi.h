@@ -107,6 +107,11 @@ typedef enum uaplex_struct_type {
     UAPLEX_STYPE_HISTORY_READ_RESULT = 705, /* since 1.11 */
     UAPLEX_STYPE_HISTORY_UPDATE = 706,      /* since 1.11 */
     UAPLEX_STYPE_HISTORY_DELETE = 707,      /* since 1.11 */
+    UAPLEX_STYPE_HISTORY_EVENT = 708,             /* since 1.14 */
+    UAPLEX_STYPE_HISTORY_EVENT_READ = 709,        /* since 1.14 */
+    UAPLEX_STYPE_HISTORY_EVENT_READ_RESULT = 710, /* since 1.14 */
+    UAPLEX_STYPE_HISTORY_EVENT_UPDATE = 711,      /* since 1.14 */
+    UAPLEX_STYPE_HISTORY_EVENT_DELETE = 712,      /* since 1.14 */
     UAPLEX_STYPE_FORCE_32BIT = 0x7FFFFFFF
 } uaplex_struct_type;
 

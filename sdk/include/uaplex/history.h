@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-/* History stores (plugins/history: sqlite; since 1.11): keep the values of recorded
- * Variables and answer Historical Access (Part 11) raw reads, updates and deletes for them.
+/* History stores (plugins/history: sqlite, postgres; since 1.11): keep the values of
+ * recorded Variables (and, since 1.14, the events of recorded notifiers) and answer
+ * Historical Access (Part 11) raw reads, updates and deletes for them.
  *
  * The kernel records: it hands each change of a recorded Variable (stored value writes,
  * pushed plugin values) to `store`, and it serves HistoryRead and HistoryUpdate, checking
@@ -137,6 +138,83 @@ typedef struct uaplex_history_params {
     uint32_t reserved0;
 } uaplex_history_params;
 
+/* --- events (since 1.14) ---------------------------------------------------------------
+ * A store that has the event entries of uaplex_history_ops keeps the events of recorded event
+ * notifiers (Objects whose EventNotifier has HistoryRead) too. An event crosses as its
+ * notifier's key (a node_key), its EventId, Time and ReceiveTime, its EventType's key and its
+ * fields: a block of bytes the kernel encodes (the binary Variants of a fixed field set it
+ * chooses) and decodes; the store keeps them as they are. Reads select and order by `time`. */
+
+/* One event of a notifier's history (since 1.14). Everything borrowed: for store_events and
+ * update_events for the call; in a read result from the read's `alloc`. */
+typedef struct uaplex_history_event {
+    uaplex_header hdr;       /* UAPLEX_STYPE_HISTORY_EVENT */
+    uaplex_str notifier_key; /* store_events: the notifier; update and read results: empty */
+    int64_t time;            /* DateTime; the event's Time: what reads order and select by */
+    int64_t receive_time;    /* DateTime; its ReceiveTime */
+    uaplex_bytes event_id;   /* the EventId (1..64 bytes): what updates and deletes match */
+    uaplex_str event_type;   /* the EventType's key, as a node_key; opaque to the store */
+    uaplex_bytes fields;     /* the encoded fields; opaque to the store */
+} uaplex_history_event;
+
+/* A read of one notifier's events (since 1.14): those whose time lies in the half-open range
+ * from start_time (inclusive) towards end_time (exclusive), in that direction, as a raw read
+ * (uaplex_history_read) selects values; events of the same time in the order they were stored
+ * (reversed backward). No bounds. Borrowed until complete is called. */
+typedef struct uaplex_history_event_read {
+    uaplex_header hdr;   /* UAPLEX_STYPE_HISTORY_EVENT_READ */
+    uint32_t reserved0;  /* 0 */
+    uint32_t max_events; /* at most this many in this call, > 0; fewer with a continuation */
+    uaplex_str notifier_key;
+    const struct uaplex_nodeid* notifier_id; /* for logs; NULL when not passed */
+    int64_t start_time;
+    int64_t end_time;
+    /* Empty: the read starts; else a continuation this store returned for a read with the
+     * same notifier_key and times (self-contained, checked: BadContinuationPointInvalid). */
+    uaplex_bytes continuation;
+    const uaplex_value_alloc* alloc; /* memory for the result; any thread until complete */
+} uaplex_history_event_read;
+
+/* What an event read returns (since 1.14); kernel-owned, zero on entry, filled by the store. */
+typedef struct uaplex_history_event_read_result {
+    uaplex_header hdr; /* UAPLEX_STYPE_HISTORY_EVENT_READ_RESULT */
+    uint32_t event_count;
+    uint32_t reserved0;
+    uaplex_history_event* events; /* event_count entries, from the read's alloc */
+    /* From the read's alloc, at most UAPLEX_HISTORY_MAX_CONTINUATION bytes; empty: done. */
+    uaplex_bytes continuation;
+} uaplex_history_event_read_result;
+
+/* An update of one notifier's events keyed by EventId (since 1.14, Part 11 6.9.4): insert
+ * only where no event of the notifier has the EventId (else BadEntryExists), replace only
+ * where one has (else BadNoEntryExists: the stored event is replaced whole, time included),
+ * update does either. Borrowed until complete is called. */
+typedef struct uaplex_history_event_update {
+    uaplex_header hdr; /* UAPLEX_STYPE_HISTORY_EVENT_UPDATE */
+    uint32_t perform;  /* uaplex_history_perform */
+    uint32_t event_count;
+    uaplex_str notifier_key;
+    const struct uaplex_nodeid* notifier_id;
+    const uaplex_history_event* events; /* notifier_key of each is ignored */
+    /* event_count entries, kernel-owned, Good on entry: the store sets each to
+     * GoodEntryInserted, GoodEntryReplaced, BadEntryExists or BadNoEntryExists. */
+    uaplex_status* results;
+} uaplex_history_event_update;
+
+/* A delete of one notifier's events by EventId (since 1.14, Part 11 6.9.7). Borrowed until
+ * complete is called. */
+typedef struct uaplex_history_event_delete {
+    uaplex_header hdr; /* UAPLEX_STYPE_HISTORY_EVENT_DELETE */
+    uint32_t event_count;
+    uint32_t reserved0;
+    uaplex_str notifier_key;
+    const struct uaplex_nodeid* notifier_id;
+    const uaplex_bytes* event_ids; /* event_count entries */
+    /* event_count entries, kernel-owned, Good on entry: the store sets each it finds no
+     * event of to BadEventIdUnknown. */
+    uaplex_status* results;
+} uaplex_history_event_delete;
+
 typedef struct uaplex_history_ops {
     uaplex_header hdr; /* UAPLEX_STYPE_HISTORY_OPS */
     /* lifecycle (see uaplex_lifecycle_ops). start opens the store (may block: files,
@@ -169,6 +247,27 @@ typedef struct uaplex_history_ops {
      * thread; must not block. NULL: deletes are not supported. */
     uaplex_status (*delete_raw)(void* self, uaplex_history_delete* del,
                                 const uaplex_completion* completion);
+
+    /* Events (since 1.14; check each with UAPLEX_HAS_FIELD and for NULL: a store without them
+     * keeps no events, and the kernel answers event history with
+     * BadHistoryOperationUnsupported). store_events queues as store does, with the same
+     * rules (Good, or BadResourceUnavailable with *out_accepted a prefix, counted, never
+     * waits; any thread, also the kernel's event path). */
+    uaplex_status (*store_events)(void* self, size_t count, const uaplex_history_event* events,
+                                  size_t* out_accepted);
+    /* An event read (see uaplex_history_event_read); completes as read_raw. Any thread; must
+     * not block. */
+    uaplex_status (*read_events)(void* self, const uaplex_history_event_read* read,
+                                 uaplex_history_event_read_result* result,
+                                 const uaplex_completion* completion);
+    /* An update (see uaplex_history_event_update); completes with Good when each result is
+     * set. Any thread; must not block. NULL: event updates are not supported. */
+    uaplex_status (*update_events)(void* self, const uaplex_history_event_update* update,
+                                   const uaplex_completion* completion);
+    /* A delete (see uaplex_history_event_delete); completes with Good when each result is
+     * set. Any thread; must not block. NULL: event deletes are not supported. */
+    uaplex_status (*delete_events)(void* self, const uaplex_history_event_delete* del,
+                                   const uaplex_completion* completion);
 } uaplex_history_ops;
 
 typedef struct uaplex_history_factory {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // History store conformance (uaplex/history.h), through the C ABI only: values stored come
 // back from raw reads in either direction, with bounds and continuations; updates and deletes
-// answer per value; a full queue refuses and counts; the store outlives a restart.
+// answer per value; a full queue refuses and counts; the store outlives a restart. Events
+// (since 1.14) likewise: read per notifier and time, updated and deleted by EventId.
 // UAPLEX_HISTORY_BACKEND=postgres: the store keeps its values in a PostgreSQL server this
 // process starts for the run (support/pg_cluster.hpp), one table per store instead of a file.
 #include <unistd.h>
@@ -376,6 +377,268 @@ TEST_CASE("9: retention by age drops old values at start") {
         CHECK(s.metric("retention_deleted") == 1);
     else
         CHECK(s.metric("retention_deleted") + partitions >= 1);
+}
+
+// --- events (since 1.14) ---------------------------------------------------------------
+
+namespace {
+
+struct Ev {
+    int64_t time;
+    std::string id;
+    std::string fields;
+    std::string type = "i=2041";
+};
+
+uaplex_history_event eventOf(std::string_view notifier, const Ev& e) {
+    uaplex_history_event out{};
+    out.hdr = UAPLEX_HEADER_INIT(uaplex_history_event, UAPLEX_STYPE_HISTORY_EVENT);
+    out.notifier_key = {notifier.data(), notifier.size()};
+    out.time = e.time;
+    out.receive_time = e.time + 2;
+    out.event_id = {reinterpret_cast<const uint8_t*>(e.id.data()), e.id.size()};
+    out.event_type = {e.type.data(), e.type.size()};
+    out.fields = {reinterpret_cast<const uint8_t*>(e.fields.data()), e.fields.size()};
+    return out;
+}
+
+uaplex_status putEvents(Loaded& s, std::string_view notifier, const std::vector<Ev>& evs,
+                        size_t* accepted = nullptr) {
+    std::vector<uaplex_history_event> in;
+    for (const auto& e : evs) in.push_back(eventOf(notifier, e));
+    size_t n = 0;
+    const uaplex_status st = s.ops->store_events(s.self, in.size(), in.data(), &n);
+    if (accepted) *accepted = n;
+    return st;
+}
+
+struct EventPage {
+    uaplex_status status = 0;
+    std::vector<Ev> events;
+    std::vector<uint8_t> continuation;
+};
+
+EventPage readEvents(Loaded& s, std::string_view notifier, int64_t start, int64_t end, uint32_t max,
+                     const std::vector<uint8_t>& cont = {}) {
+    Alloc a;
+    uaplex_history_event_read r{};
+    r.hdr = UAPLEX_HEADER_INIT(uaplex_history_event_read, UAPLEX_STYPE_HISTORY_EVENT_READ);
+    r.max_events = max;
+    r.notifier_key = {notifier.data(), notifier.size()};
+    r.start_time = start;
+    r.end_time = end;
+    r.continuation = {cont.data(), cont.size()};
+    r.alloc = &a.alloc;
+    uaplex_history_event_read_result res{};
+    res.hdr = UAPLEX_HEADER_INIT(uaplex_history_event_read_result,
+                                 UAPLEX_STYPE_HISTORY_EVENT_READ_RESULT);
+    Done d;
+    EventPage p;
+    p.status = d.wait(s.ops->read_events(s.self, &r, &res, &d.c));
+    if (p.status != UAPLEX_Good) return p;
+    REQUIRE(res.event_count <= max);
+    for (uint32_t i = 0; i < res.event_count; ++i) {
+        const auto& e = res.events[i];
+        CHECK(e.receive_time == e.time + 2);
+        CHECK(e.notifier_key.len == 0);
+        p.events.push_back(
+            {e.time, std::string(reinterpret_cast<const char*>(e.event_id.data), e.event_id.len),
+             std::string(reinterpret_cast<const char*>(e.fields.data), e.fields.len),
+             std::string(e.event_type.data, e.event_type.len)});
+    }
+    REQUIRE(res.continuation.len <= UAPLEX_HISTORY_MAX_CONTINUATION);
+    p.continuation.assign(res.continuation.data, res.continuation.data + res.continuation.len);
+    return p;
+}
+
+std::vector<std::string> ids(const std::vector<Ev>& evs) {
+    std::vector<std::string> out;
+    for (const auto& e : evs) out.push_back(e.id);
+    return out;
+}
+
+bool hasEventEntries(const Loaded& s) {
+    return UAPLEX_FIELD_OR(s.ops, uaplex_history_ops, read_events, nullptr) != nullptr &&
+           s.ops->store_events != nullptr && s.ops->update_events != nullptr &&
+           s.ops->delete_events != nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("10: events come back per notifier in time order, both directions, paged") {
+    Store s;
+    REQUIRE(hasEventEntries(s));
+    REQUIRE(putEvents(s, "i=2253",
+                      {{1020, "c", "fc", "nsu=urn:x;s=T"},
+                       {1000, "a", "fa"},
+                       {1010, "b", "fb"},
+                       {1010, "b2", "fb2"}}) == UAPLEX_Good);
+    REQUIRE(putEvents(s, "nsu=urn:x;s=Other", {{1005, "o", "fo"}}) == UAPLEX_Good);
+    REQUIRE(s.put("i=2253", ramp(2)) == UAPLEX_Good);  // values of the same key stay apart
+
+    auto fwd = readEvents(s, "i=2253", 0, 5000, 10);
+    REQUIRE(fwd.status == UAPLEX_Good);
+    CHECK(ids(fwd.events) == std::vector<std::string>{"a", "b", "b2", "c"});
+    CHECK(fwd.continuation.empty());
+    CHECK(fwd.events[0].fields == "fa");
+    CHECK(fwd.events[0].type == "i=2041");
+    CHECK(fwd.events[3].type == "nsu=urn:x;s=T");
+    // Backward from start_time, end_time excluded.
+    CHECK(ids(readEvents(s, "i=2253", 1020, 1000, 10).events) ==
+          std::vector<std::string>{"c", "b2", "b"});
+    // Both times the same: the events at exactly that time.
+    CHECK(ids(readEvents(s, "i=2253", 1010, 1010, 10).events) ==
+          std::vector<std::string>{"b", "b2"});
+    CHECK(readEvents(s, "nsu=urn:none", 0, 5000, 10).events.empty());
+    CHECK(ids(readEvents(s, "nsu=urn:x;s=Other", 0, 5000, 10).events) ==
+          std::vector<std::string>{"o"});
+
+    for (const bool forward : {true, false}) {
+        std::vector<std::string> all;
+        std::vector<uint8_t> cont;
+        int pages = 0;
+        do {
+            auto p = forward ? readEvents(s, "i=2253", 0, 5000, 1, cont)
+                             : readEvents(s, "i=2253", 5000, 0, 1, cont);
+            REQUIRE(p.status == UAPLEX_Good);
+            for (const auto& e : p.events) all.push_back(e.id);
+            cont = p.continuation;
+            REQUIRE(++pages < 10);
+        } while (!cont.empty());
+        CHECK(all == (forward ? std::vector<std::string>{"a", "b", "b2", "c"}
+                              : std::vector<std::string>{"c", "b2", "b", "a"}));
+    }
+    // A continuation of another read, or garbage, is refused.
+    auto first = readEvents(s, "i=2253", 0, 5000, 1);
+    REQUIRE(!first.continuation.empty());
+    CHECK(readEvents(s, "i=2253", 0, 4000, 1, first.continuation).status ==
+          UAPLEX_BadContinuationPointInvalid);
+    CHECK(readEvents(s, "i=2253", 0, 5000, 1, {1, 2, 3}).status ==
+          UAPLEX_BadContinuationPointInvalid);
+    // A value read's continuation is not an event read's.
+    auto vp = s.read("i=2253", 0, 5000, 1);
+    REQUIRE(!vp.continuation.empty());
+    CHECK(readEvents(s, "i=2253", 0, 5000, 1, vp.continuation).status ==
+          UAPLEX_BadContinuationPointInvalid);
+}
+
+TEST_CASE("11: bad events are refused as a suffix and counted; bad reads are invalid") {
+    Store s(tempDb(), toml::table{{"max_event_bytes", 64}});
+    REQUIRE(hasEventEntries(s));
+    size_t accepted = 9;
+    CHECK(putEvents(s, "n", {{1, "a", "ok"}, {2, "", "no id"}, {3, "c", "after"}}, &accepted) ==
+          UAPLEX_BadResourceUnavailable);
+    CHECK(accepted == 1);
+    CHECK(putEvents(s, "n", {{4, "d", std::string(65, 'x')}}, &accepted) ==
+          UAPLEX_BadResourceUnavailable);
+    CHECK(accepted == 0);
+    CHECK(putEvents(s, "n", {{5, std::string(65, 'i'), "long id"}}, &accepted) ==
+          UAPLEX_BadResourceUnavailable);
+    CHECK(putEvents(s, "", {{6, "e", "no notifier"}}, &accepted) == UAPLEX_BadResourceUnavailable);
+    CHECK(s.metric("dropped") == 5);
+    CHECK(ids(readEvents(s, "n", 0, 100, 10).events) == std::vector<std::string>{"a"});
+    Done d;
+    Alloc a;
+    uaplex_history_event_read r{};
+    r.hdr = UAPLEX_HEADER_INIT(uaplex_history_event_read, UAPLEX_STYPE_HISTORY_EVENT_READ);
+    r.notifier_key = {"n", 1};
+    r.alloc = &a.alloc;
+    uaplex_history_event_read_result res{};
+    CHECK(d.wait(s.ops->read_events(s.self, &r, &res, &d.c)) == UAPLEX_BadInvalidArgument);
+}
+
+TEST_CASE("12: event updates insert, replace and update by EventId; deletes by EventId") {
+    Store s;
+    REQUIRE(hasEventEntries(s));
+    REQUIRE(putEvents(s, "n", {{1000, "a", "fa"}, {1010, "b", "fb"}}) == UAPLEX_Good);
+    auto update = [&](uint32_t perform, const std::vector<Ev>& evs) {
+        std::vector<uaplex_history_event> in;
+        for (const auto& e : evs) in.push_back(eventOf("", e));
+        std::vector<uaplex_status> results(evs.size(), UAPLEX_Good);
+        uaplex_history_event_update u{};
+        u.hdr = UAPLEX_HEADER_INIT(uaplex_history_event_update, UAPLEX_STYPE_HISTORY_EVENT_UPDATE);
+        u.perform = perform;
+        u.event_count = uint32_t(evs.size());
+        u.notifier_key = {"n", 1};
+        u.events = in.data();
+        u.results = results.data();
+        Done d;
+        REQUIRE(d.wait(s.ops->update_events(s.self, &u, &d.c)) == UAPLEX_Good);
+        return results;
+    };
+    CHECK(update(UAPLEX_HISTORY_INSERT, {{1005, "i", "fi"}, {1050, "a", "x"}}) ==
+          std::vector<uaplex_status>{UAPLEX_GoodEntryInserted, UAPLEX_BadEntryExists});
+    // A replace takes the new event whole: its time too.
+    CHECK(update(UAPLEX_HISTORY_REPLACE, {{1020, "b", "fb'"}, {1015, "z", "x"}}) ==
+          std::vector<uaplex_status>{UAPLEX_GoodEntryReplaced, UAPLEX_BadNoEntryExists});
+    CHECK(update(UAPLEX_HISTORY_UPDATE, {{1000, "a", "fa'"}, {1030, "u", "fu"}}) ==
+          std::vector<uaplex_status>{UAPLEX_GoodEntryReplaced, UAPLEX_GoodEntryInserted});
+    auto all = readEvents(s, "n", 0, 5000, 10).events;
+    REQUIRE(ids(all) == std::vector<std::string>{"a", "i", "b", "u"});
+    CHECK(all[0].fields == "fa'");
+    CHECK(all[2].time == 1020);
+    CHECK(all[2].fields == "fb'");
+    // An update of a notifier with no events yet inserts.
+    Done d0;
+    {
+        std::vector<uaplex_history_event> in{eventOf("", {7, "new", "f"})};
+        uaplex_status result = UAPLEX_Good;
+        uaplex_history_event_update u{};
+        u.hdr = UAPLEX_HEADER_INIT(uaplex_history_event_update, UAPLEX_STYPE_HISTORY_EVENT_UPDATE);
+        u.perform = UAPLEX_HISTORY_INSERT;
+        u.event_count = 1;
+        u.notifier_key = {"fresh", 5};
+        u.events = in.data();
+        u.results = &result;
+        REQUIRE(d0.wait(s.ops->update_events(s.self, &u, &d0.c)) == UAPLEX_Good);
+        CHECK(result == UAPLEX_GoodEntryInserted);
+    }
+
+    auto del = [&](std::string_view notifier, const std::vector<std::string>& which) {
+        std::vector<uaplex_bytes> in;
+        for (const auto& id : which)
+            in.push_back({reinterpret_cast<const uint8_t*>(id.data()), id.size()});
+        std::vector<uaplex_status> results(which.size(), UAPLEX_Good);
+        uaplex_history_event_delete dl{};
+        dl.hdr = UAPLEX_HEADER_INIT(uaplex_history_event_delete, UAPLEX_STYPE_HISTORY_EVENT_DELETE);
+        dl.event_count = uint32_t(which.size());
+        dl.notifier_key = {notifier.data(), notifier.size()};
+        dl.event_ids = in.data();
+        dl.results = results.data();
+        Done d;
+        REQUIRE(d.wait(s.ops->delete_events(s.self, &dl, &d.c)) == UAPLEX_Good);
+        return results;
+    };
+    CHECK(del("n", {"i", "nope", "", "u"}) ==
+          std::vector<uaplex_status>{UAPLEX_Good, UAPLEX_BadEventIdUnknown,
+                                     UAPLEX_BadEventIdUnknown, UAPLEX_Good});
+    CHECK(del("unknown", {"a"}) == std::vector<uaplex_status>{UAPLEX_BadEventIdUnknown});
+    CHECK(ids(readEvents(s, "n", 0, 5000, 10).events) == std::vector<std::string>{"a", "b"});
+}
+
+TEST_CASE("13: events outlive a restart; retention by age drops old events") {
+    std::string db = tempDb();
+    int64_t now = 0;
+    {
+        Store s(db, toml::table{{"retention_max_age_s", 0}});
+        REQUIRE(uaplex::host::hostApiTable()->utc_now(s.ctx.get(), &now) == UAPLEX_Good);
+        REQUIRE(putEvents(s, "n",
+                          {{now - 400 * UAPLEX_DATETIME_TICKS_PER_SECOND * 86400, "old", "f"},
+                           {now, "new", "g"}}) == UAPLEX_Good);
+        s.stop();
+        size_t accepted = 9;
+        CHECK(putEvents(s, "n", {{now, "late", "h"}}, &accepted) == UAPLEX_BadServerHalted);
+        CHECK(accepted == 0);
+    }
+    {
+        Store s(db, toml::table{{"retention_max_age_s", 0}});
+        CHECK(ids(readEvents(s, "n", UAPLEX_HISTORY_TIME_MIN + 1, UAPLEX_HISTORY_TIME_MAX, 10)
+                      .events) == std::vector<std::string>{"old", "new"});
+    }
+    Store s(db, toml::table{{"retention_max_age_s", 86400}});
+    CHECK(
+        ids(readEvents(s, "n", UAPLEX_HISTORY_TIME_MIN + 1, UAPLEX_HISTORY_TIME_MAX, 10).events) ==
+        std::vector<std::string>{"new"});
 }
 
 // Not run by default (hidden tag): `history_conformance "[.bench]"` stores values from one

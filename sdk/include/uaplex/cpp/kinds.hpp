@@ -507,6 +507,23 @@ class HistoryStore : public Instance {
     virtual uaplex_status delete_raw(uaplex_history_delete&, Completion&) {
         return UAPLEX_BadHistoryOperationUnsupported;
     }
+    // Events (since 1.14): a store that keeps them overrides these and says
+    // `static constexpr bool kStoresEvents = true;` (else its table has no event entries and
+    // the kernel answers event history with BadHistoryOperationUnsupported).
+    virtual uaplex_status store_events(size_t, const uaplex_history_event*, size_t* out_accepted) {
+        if (out_accepted) *out_accepted = 0;
+        return UAPLEX_BadHistoryOperationUnsupported;
+    }
+    virtual uaplex_status read_events(const uaplex_history_event_read&,
+                                      uaplex_history_event_read_result&, Completion&) {
+        return UAPLEX_BadHistoryOperationUnsupported;
+    }
+    virtual uaplex_status update_events(const uaplex_history_event_update&, Completion&) {
+        return UAPLEX_BadHistoryOperationUnsupported;
+    }
+    virtual uaplex_status delete_events(const uaplex_history_event_delete&, Completion&) {
+        return UAPLEX_BadHistoryOperationUnsupported;
+    }
 
   protected:
     uaplex_history_params params_;
@@ -515,6 +532,7 @@ class HistoryStore : public Instance {
 template <typename T>
 struct HistoryFactory {
     using B = HistoryStore;
+    static constexpr bool kEvents = requires { requires T::kStoresEvents; };
     static constexpr uaplex_history_ops ops{
         .hdr = UAPLEX_HEADER_INIT(uaplex_history_ops, UAPLEX_STYPE_HISTORY_OPS),
         .start = &detail::Lifecycle<T>::start,
@@ -537,6 +555,29 @@ struct HistoryFactory {
                           const uaplex_completion* c) noexcept -> uaplex_status {
             return run_async(*c, [&](Completion& done) {
                 return static_cast<T*>(self)->delete_raw(*del, done);
+            });
+        },
+        .store_events = kEvents ? &detail::Call<&B::store_events>::template fn<T> : nullptr,
+        .read_events = !kEvents ? nullptr
+                                : +[](void* self, const uaplex_history_event_read* read,
+                                      uaplex_history_event_read_result* result,
+                                      const uaplex_completion* c) noexcept -> uaplex_status {
+            return run_async(*c, [&](Completion& done) {
+                return static_cast<T*>(self)->read_events(*read, *result, done);
+            });
+        },
+        .update_events = !kEvents ? nullptr
+                                  : +[](void* self, const uaplex_history_event_update* update,
+                                        const uaplex_completion* c) noexcept -> uaplex_status {
+            return run_async(*c, [&](Completion& done) {
+                return static_cast<T*>(self)->update_events(*update, done);
+            });
+        },
+        .delete_events = !kEvents ? nullptr
+                                  : +[](void* self, const uaplex_history_event_delete* del,
+                                        const uaplex_completion* c) noexcept -> uaplex_status {
+            return run_async(*c, [&](Completion& done) {
+                return static_cast<T*>(self)->delete_events(*del, done);
             });
         },
     };
