@@ -709,6 +709,10 @@ void buildHistory(const toml::table& t, const fs::path& file, ServerConfig& cfg)
                "max_req_times",
                "max_nodes_per_update",
                "max_values_per_update",
+               "event_notifiers",
+               "max_events_per_node",
+               "max_events_per_update",
+               "max_event_bytes",
                "stepped",
                "min_time_interval_ms",
                "max_time_interval_ms",
@@ -780,8 +784,29 @@ void buildHistory(const toml::table& t, const fs::path& file, ServerConfig& cfg)
         fail(*t.get("nodes"), file,
              "[history] nodes names " + std::to_string(h.nodes.size()) +
                  " nodes, more than max_nodes = " + std::to_string(h.max_nodes));
-    if (h.nodes.empty() && !h.historizing)
-        fail(t, file, "[history] names no nodes and historizing is false");
+    h.max_events_per_node =
+        getUint(t, "max_events_per_node", h.max_events_per_node, 1, 1000000, name, file);
+    h.max_events_per_update =
+        getUint(t, "max_events_per_update", h.max_events_per_update, 1, 100000, name, file);
+    h.max_event_bytes = getUint(t, "max_event_bytes", h.max_event_bytes, 256, 1u << 22, name, file);
+    for (const auto& text : getStrings(t, "event_notifiers", {}, name, file)) {
+        if (text == "server") {
+            h.server_events = true;
+            continue;
+        }
+        PersistentNode n;
+        if (!parsePersistentNode(text, n))
+            fail(*t.get("event_notifiers"), file,
+                 "[history] event_notifiers: '" + text.substr(0, 200) +
+                     "' must be \"server\" or a NodeId as in nodes");
+        h.event_notifiers.push_back(std::move(n));
+    }
+    if (h.event_notifiers.size() > h.max_nodes)
+        fail(*t.get("event_notifiers"), file,
+             "[history] event_notifiers names " + std::to_string(h.event_notifiers.size()) +
+                 " notifiers, more than max_nodes = " + std::to_string(h.max_nodes));
+    if (h.nodes.empty() && !h.historizing && h.event_notifiers.empty() && !h.server_events)
+        fail(t, file, "[history] names no nodes, no event_notifiers and historizing is false");
 }
 
 // "host:port" or "[v6]:port".

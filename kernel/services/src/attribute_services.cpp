@@ -19,6 +19,7 @@ using addressspace::kTimestampWrite;
 constexpr std::uint32_t kStructure = 22;
 constexpr std::uint32_t kBaseDataType = 24;
 constexpr std::uint32_t kEnumeration = 29;
+constexpr std::uint32_t kServerObjectId = 2253;  // the Server object (its EventNotifier)
 
 // Which attributes each NodeClass has (Part 3 5.9 and Table 4ff), as a bit per attribute id.
 std::uint32_t attributesOf(std::uint8_t nodeClass) noexcept {
@@ -707,8 +708,13 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, st
             setScalar<bool>(v, ua::BuiltinType::Boolean, (rec->flags & ns0::kContainsNoLoops) != 0);
             break;
         case kAttrEventNotifier:
-            setScalar<std::uint8_t>(v, ua::BuiltinType::Byte,
-                                    dyn ? dyn->eventNotifier.load() : rec->eventNotifier);
+            setScalar<std::uint8_t>(
+                v, ua::BuiltinType::Byte,
+                dyn ? dyn->eventNotifier.load()
+                    : std::uint8_t(rec->eventNotifier |
+                                   (rec->id == kServerObjectId
+                                        ? serverNotifierBits.load(std::memory_order_acquire)
+                                        : 0)));
             break;
         case kAttrValue: {
             const bool parks = dyn != nullptr &&

@@ -5,6 +5,7 @@
 // subscription engine.
 #include <vector>
 
+#include "history.hpp"
 #include "services_internal.hpp"
 
 namespace uaplex::services {
@@ -42,7 +43,8 @@ uaplex_status ServiceSet::Impl::deliverEvent(const uaplex_event_spec& event) noe
             !(ua::equal(*spec->event_type, base) || space.isSubtypeOf(*spec->event_type, base)))
             return UAPLEX_BadTypeDefinitionInvalid;
         auto fn = eventRaised.load(std::memory_order_acquire);
-        if (!fn) return UAPLEX_Good;  // no subscription engine: nobody can listen
+        History* recorder = recording.load(std::memory_order_acquire);  // [history]
+        if (!fn && !recorder) return UAPLEX_Good;  // nobody listens, nothing is recorded
 
         static thread_local EventScratch s;
         s.arena.reset();
@@ -106,7 +108,8 @@ uaplex_status ServiceSet::Impl::deliverEvent(const uaplex_event_spec& event) noe
         missing(kTime, v);
         missing(kReceiveTime, v);
         view.fields = s.fields;  // the vector may have moved
-        fn(eventRaisedUser, s.keys, view);
+        if (fn) fn(eventRaisedUser, s.keys, view);
+        if (recorder) recorder->recordEvent(s.keys, view);
         return UAPLEX_Good;
     } catch (...) {
         return UAPLEX_BadOutOfMemory;

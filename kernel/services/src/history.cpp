@@ -395,6 +395,39 @@ bool isDetails(const ua::ExtensionObject& eo, const enc::DataType* t) noexcept {
 
 }  // namespace
 
+bool takeHistoryPoint(SessionState* session, const ua::ByteString& bytes,
+                      HistoryContinuation& out) noexcept {
+    return takeContinuation(session, bytes, out);
+}
+
+bool keepHistoryPoint(SessionState* session, enc::Arena& arena, std::uint32_t maxPoints,
+                      HistoryContinuation&& cp, ua::ByteString& out, uaplex_status& why) noexcept {
+    if (session == nullptr) {
+        why = UAPLEX_BadNoContinuationPoints;
+        return false;
+    }
+    auto* idBytes = static_cast<std::uint8_t*>(arena.allocate(kCpBytes, 1));
+    if (idBytes == nullptr) {
+        why = UAPLEX_BadOutOfMemory;
+        return false;
+    }
+    try {
+        std::lock_guard sl(session->mutex);
+        if (session->historyPoints.size() >= maxPoints) {
+            why = UAPLEX_BadNoContinuationPoints;
+            return false;
+        }
+        cp.id = (session->nextContinuationId++) ^ cpSalt();
+        std::memcpy(idBytes, &cp.id, kCpBytes);
+        session->historyPoints.push_back(std::move(cp));
+    } catch (...) {
+        why = UAPLEX_BadOutOfMemory;
+        return false;
+    }
+    out = {std::int32_t(kCpBytes), idBytes};
+    return true;
+}
+
 std::string History::keyOf(const ua::NodeId& id, const std::vector<std::string>& uris) {
     std::string out;
     if (id.namespace_index != 0) {
@@ -780,6 +813,7 @@ uaplex_status History::read(ServiceCall& call) noexcept {
     if (n > cfg_.max_nodes_per_read) return UAPLEX_BadTooManyOperations;
 
     const auto& eo = req.historyReadDetails;
+    if (isDetails(eo, enc::dataTypeOf<ua::ReadEventDetails>())) return readEvents(call);
     const ua::ReadRawModifiedDetails* raw = nullptr;
     const ua::ReadProcessedDetails* processed = nullptr;
     const ua::ReadAtTimeDetails* atTime = nullptr;
@@ -790,8 +824,7 @@ uaplex_status History::read(ServiceCall& call) noexcept {
     } else if (isDetails(eo, enc::dataTypeOf<ua::ReadAtTimeDetails>())) {
         atTime = static_cast<const ua::ReadAtTimeDetails*>(eo.object);
         if (atTime->reqTimes.size() > cfg_.max_req_times) return UAPLEX_BadTooManyOperations;
-    } else if (!isDetails(eo, enc::dataTypeOf<ua::ReadEventDetails>()) &&
-               !isDetails(eo, enc::dataTypeOf<ua::ReadAnnotationDataDetails>())) {
+    } else if (!isDetails(eo, enc::dataTypeOf<ua::ReadAnnotationDataDetails>())) {
         return UAPLEX_BadHistoryOperationInvalid;
     }
     const bool derived = processed != nullptr || atTime != nullptr;

@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -21,7 +22,20 @@
 
 #include "services_internal.hpp"
 
+namespace uaplex::subscription {
+struct EventView;
+class EventTypeModel;
+}  // namespace uaplex::subscription
+
 namespace uaplex::services {
+
+// A HistoryRead continuation point taken out of `session` (false: none such), and a new one
+// kept in it with its id into `out` (false: `why` says BadNoContinuationPoints or
+// BadOutOfMemory). history.cpp.
+bool takeHistoryPoint(SessionState* session, const ua::ByteString& bytes,
+                      HistoryContinuation& out) noexcept;
+bool keepHistoryPoint(SessionState* session, enc::Arena& arena, std::uint32_t maxPoints,
+                      HistoryContinuation&& cp, ua::ByteString& out, uaplex_status& why) noexcept;
 
 class History {
   public:
@@ -80,6 +94,35 @@ class History {
     std::atomic<std::uint32_t> pending{0};  // store reads, updates, deletes not completed
     const std::uint32_t maxPending;
 
+    // Events (history_events.cpp). The recorded notifiers ([history] event_notifiers), found
+    // by the handle the event path names them with (`handleOf`); sets their EventNotifier's
+    // HistoryRead (and HistoryWrite) bits. After construction, before any client is served.
+    void resolveEventNotifiers(const config::HistorySection& cfg, AddressSpace& space,
+                               const std::function<std::uint64_t(const NodeRef&)>& handleOf);
+    // An event was raised on `notifiers`: stored for each recorded one. The event path: a
+    // hash lookup per notifier, no lock, no allocation once this thread's buffers are warm.
+    void recordEvent(std::span<const std::uint64_t> notifiers,
+                     const subscription::EventView& event) noexcept;
+    // The store has the event entries (history.h, since 1.14); it updates and deletes them.
+    bool storesEvents() const noexcept { return storesEvents_; }
+    bool writesEvents() const noexcept;
+    std::size_t eventNotifierCount() const noexcept { return eventByNode_.size(); }
+    // Events the recorder could not hand to the store (full queue, too large, stopped).
+    std::uint64_t eventsDropped() const noexcept {
+        return eventsDropped_.load(std::memory_order_relaxed);
+    }
+    // The EventNotifier bits the Server object gets (a namespace-0 node's attribute is fixed).
+    std::uint8_t serverNotifierBits() const noexcept { return serverBits_; }
+    // The store key of a recorded notifier; null for another node.
+    const std::string* eventKeyOf(const ua::NodeId& id) const noexcept;
+    // Event types for the filters; set before any client is served.
+    const subscription::EventTypeModel* eventTypes = nullptr;
+    // HistoryRead with ReadEventDetails, and HistoryUpdate whose entries are all
+    // UpdateEventDetails or DeleteEventDetails: as read() and update().
+    uaplex_status readEvents(ServiceCall& call) noexcept;
+    static bool updatesEventsOnly(const ua::HistoryUpdateRequest& req) noexcept;
+    uaplex_status updateEvents(ServiceCall& call) noexcept;
+
     // The store key of a recorded node; null for a node that is not recorded.
     const std::string* keyOf(const Node* n) const noexcept {
         auto it = byNode_.find(n);
@@ -135,6 +178,14 @@ class History {
     std::mutex repeatMutex_;
     std::condition_variable repeatWake_;
     bool stopping_ = false;
+    // Recorded event notifiers; fixed after resolveEventNotifiers.
+    std::unordered_map<std::uint64_t, const std::string*> eventByHandle_;
+    std::unordered_map<ua::NodeId, const std::string*, addressspace::NodeIdHash,
+                       addressspace::NodeIdEqual>
+        eventByNode_;
+    bool storesEvents_ = false;
+    std::uint8_t serverBits_ = 0;
+    std::atomic<std::uint64_t> eventsDropped_{0};
 };
 
 }  // namespace uaplex::services

@@ -60,14 +60,22 @@ void ServiceSet::Impl::buildHistoryModel() {
         set(id, [v](enc::Arena&, ua::Variant& out) { out = ua::variantBoolean(v); });
     };
     flag(n0::HistoryServerCapabilities_AccessHistoryDataCapability, on);
-    flag(n0::HistoryServerCapabilities_AccessHistoryEventsCapability, false);
-    flag(n0::HistoryServerCapabilities_ServerTimestampSupported, on);
+    // Events: as the store keeps, updates and deletes them for a recorded notifier.
+    auto events = [this](bool write) {
+        const History* hist = history.get();
+        if (hist == nullptr || hist->eventNotifierCount() == 0) return false;
+        return write ? hist->writesEvents() : hist->storesEvents();
+    };
+    set(n0::HistoryServerCapabilities_AccessHistoryEventsCapability,
+        [events](enc::Arena&, ua::Variant& out) { out = ua::variantBoolean(events(false)); });
     for (std::uint32_t id : {n0::HistoryServerCapabilities_InsertEventCapability,
                              n0::HistoryServerCapabilities_ReplaceEventCapability,
                              n0::HistoryServerCapabilities_UpdateEventCapability,
-                             n0::HistoryServerCapabilities_DeleteEventCapability,
-                             n0::HistoryServerCapabilities_InsertAnnotationCapability})
-        flag(id, false);
+                             n0::HistoryServerCapabilities_DeleteEventCapability})
+        set(id,
+            [events](enc::Arena&, ua::Variant& out) { out = ua::variantBoolean(events(true)); });
+    flag(n0::HistoryServerCapabilities_ServerTimestampSupported, on);
+    flag(n0::HistoryServerCapabilities_InsertAnnotationCapability, false);
     for (std::uint32_t id : {n0::HistoryServerCapabilities_InsertDataCapability,
                              n0::HistoryServerCapabilities_ReplaceDataCapability,
                              n0::HistoryServerCapabilities_UpdateDataCapability})
@@ -82,8 +90,11 @@ void ServiceSet::Impl::buildHistoryModel() {
     const std::uint32_t maxValues = on ? h.max_values_per_node : 0;
     set(n0::HistoryServerCapabilities_MaxReturnDataValues,
         [maxValues](enc::Arena&, ua::Variant& out) { out = ua::variantUInt32(maxValues); });
+    const std::uint32_t maxEvents = on ? h.max_events_per_node : 0;
     set(n0::HistoryServerCapabilities_MaxReturnEventValues,
-        [](enc::Arena&, ua::Variant& out) { out = ua::variantUInt32(0); });
+        [events, maxEvents](enc::Arena&, ua::Variant& out) {
+            out = ua::variantUInt32(events(false) ? maxEvents : 0);
+        });
     if (!on) return;
 
     // One HA Configuration per recorded Variable (HasHistoricalConfiguration), its NodeId in

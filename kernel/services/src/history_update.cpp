@@ -210,6 +210,7 @@ uaplex_status History::update(ServiceCall& call) noexcept {
     const std::size_t n = req.historyUpdateDetails.size();
     if (n == 0) return UAPLEX_BadNothingToDo;
     if (n > cfg_.max_nodes_per_update) return UAPLEX_BadTooManyOperations;
+    if (updatesEventsOnly(req)) return updateEvents(call);  // history_events.cpp
 
     // Each entry's node, kind and the number of its operation results.
     std::vector<Checked> checked(n);
@@ -243,7 +244,8 @@ uaplex_status History::update(ServiceCall& call) noexcept {
         } else if (isDetails(eo, enc::dataTypeOf<ua::UpdateEventDetails>()) ||
                    isDetails(eo, enc::dataTypeOf<ua::DeleteEventDetails>()) ||
                    isDetails(eo, enc::dataTypeOf<ua::UpdateStructureDataDetails>())) {
-            c.status = UAPLEX_BadHistoryOperationUnsupported;  // events are not stored
+            // Event entries are served in a request of event entries only.
+            c.status = UAPLEX_BadHistoryOperationUnsupported;
         } else {
             c.status = UAPLEX_BadHistoryOperationInvalid;
         }

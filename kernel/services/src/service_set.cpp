@@ -119,6 +119,11 @@ ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
             history->valueFits = [this](const Node& n, const ua::Variant& v) {
                 return typeMatches(n.dataType, v) && rankMatches(n.valueRank, v);
             };
+            if (!values) values = makeValueSource();
+            history->eventTypes = values->eventTypes();
+            history->resolveEventNotifiers(c.history, space,
+                                           [](const NodeRef& n) { return notifierKey(n); });
+            serverNotifierBits.store(history->serverNotifierBits(), std::memory_order_release);
             recording.store(history.get(), std::memory_order_release);
             for (const ua::NodeId& id : history->pushedNodes())
                 if (!holdPushes(id))

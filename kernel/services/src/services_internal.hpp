@@ -424,6 +424,8 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
     std::vector<Node*> historyNodes;
     void buildHistoryModel();
     std::atomic<History*> recording{nullptr};
+    // The EventNotifier bits [history] adds to the Server object (event history).
+    std::atomic<std::uint8_t> serverNotifierBits{0};
     void record(const Node& n, const ua::DataValue& v) noexcept;               // history.cpp
     void recordPushed(const ua::NodeId& id, const ua::DataValue& v) noexcept;  // history.cpp
     // Keeps a recorded node's pushes on for good (value_source.cpp): its node manager's

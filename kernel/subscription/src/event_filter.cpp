@@ -808,6 +808,13 @@ EventCell* EventFilterSpec::select(const EventView& event, const EventTypeModel&
     return e;
 }
 
+void EventFilterSpec::selectInto(const EventView& event, const EventTypeModel& model,
+                                 std::span<ua::Variant> out) const noexcept {
+    const size_t n = std::min(selectCount(), out.size());
+    for (size_t i = 0; i < n; ++i)
+        out[i] = selectValid_[i] ? fieldOf(filter_->selectClauses[i], event, model) : ua::Variant{};
+}
+
 // --- OwnedEvent -----------------------------------------------------------------------------
 
 namespace {

@@ -176,9 +176,10 @@ for cfg in interop limits ${pubsub:+pubsub}; do
 done
 
 # 17-history: the main server records Demo.Scalars.Double and Demo.Measured (values written
-# with their source timestamps and statuses) into history-sqlite.
+# with their source timestamps and statuses) and the Server object's events into
+# history-sqlite.
 if [ -e "$plugins/uaplex-history-sqlite.so" ]; then
-  printf '[plugins.history-sqlite]\npath = "%s"\n[history]\nplugin = "history-sqlite"\nnodes = ["nsu=urn:uaplex:demo;s=Demo.Scalars.Double", "nsu=urn:uaplex:demo;s=Demo.Measured"]\nmax_continuation_points = 4\nmax_req_times = 16\n' \
+  printf '[plugins.history-sqlite]\npath = "%s"\n[history]\nplugin = "history-sqlite"\nnodes = ["nsu=urn:uaplex:demo;s=Demo.Scalars.Double", "nsu=urn:uaplex:demo;s=Demo.Measured"]\nmax_continuation_points = 4\nmax_req_times = 16\nevent_notifiers = ["server"]\nmax_events_per_update = 8\n' \
     "$work/history.db" >>"$work/interop.toml"
   export UAPLEX_HISTORY=1
 fi

@@ -577,13 +577,37 @@ TEST_CASE("[history]: absent by default; plugin, nodes, historizing and finite d
     CHECK(all.history.max_nodes_per_read == 1);
     CHECK(all.history.max_values_per_node == 2);
     CHECK(all.history.max_continuation_points == 3);
+    auto events = parseString(
+        "[history]\nplugin = \"h\"\nevent_notifiers = [\"server\", \"nsu=urn:x;s=Pump\"]\n"
+        "max_events_per_node = 7\nmax_events_per_update = 8\nmax_event_bytes = 300\n",
+        "/etc/uaplex/test.toml", kPaths);
+    CHECK(events.history.server_events);
+    REQUIRE(events.history.event_notifiers.size() == 1);
+    CHECK(events.history.event_notifiers[0].string_id == "Pump");
+    CHECK(events.history.max_events_per_node == 7);
+    CHECK(events.history.max_events_per_update == 8);
+    CHECK(events.history.max_event_bytes == 300);
+    CHECK(h.max_events_per_node == 1000);
+    CHECK_FALSE(h.server_events);
 }
 
 TEST_CASE("[history]: bad values are refused with their position") {
     const std::string head = "[history]\nplugin = \"h\"\n";
     CHECK_THAT(error_of("[history]\nnodes = [\"ns=2;i=1\"]\n"),
                Catch::Contains("[history] plugin must name a history plugin"));
-    CHECK_THAT(error_of(head), Catch::Contains("names no nodes and historizing is false"));
+    CHECK_THAT(error_of(head),
+               Catch::Contains("names no nodes, no event_notifiers and historizing is false"));
+    CHECK_THAT(error_of(head + "event_notifiers = [\"Server\"]\n"),
+               Catch::Contains("[history] event_notifiers: 'Server'"));
+    CHECK_THAT(error_of(head + "event_notifiers = [\"ns=2;i=1\", \"ns=2;i=2\"]\nmax_nodes = 1\n"),
+               Catch::Contains("more than max_nodes = 1"));
+    for (const char* key : {"max_events_per_node", "max_events_per_update"}) {
+        INFO(key);
+        CHECK_THAT(error_of(head + "historizing = true\n" + key + " = 0\n"),
+                   Catch::Contains(std::string(key) + " must be an integer from 1"));
+    }
+    CHECK_THAT(error_of(head + "historizing = true\nmax_event_bytes = 255\n"),
+               Catch::Contains("max_event_bytes must be an integer from 256"));
     CHECK_THAT(error_of(head + "nodes = [\"ns=0;i=5\"]\n"),
                Catch::Contains("test.toml:3:") && Catch::Contains("[history] nodes:"));
     CHECK_THAT(error_of(head + "historizing = 1\n"),

@@ -254,7 +254,8 @@ TEST_CASE("history update: refusals per node and past the [history] limits") {
     REQUIRE(r.size() == 3);
     CHECK(r[0].statusCode == UAPLEX_BadHistoryOperationUnsupported);  // not recorded
     CHECK(r[1].statusCode == UAPLEX_BadNodeIdUnknown);
-    CHECK(r[2].statusCode == UAPLEX_BadHistoryOperationUnsupported);  // events are not stored
+    // Event entries mixed with value entries are not served.
+    CHECK(r[2].statusCode == UAPLEX_BadHistoryOperationUnsupported);
     // Details of no HistoryUpdate type.
     ua::ReadRawModifiedDetails notUpdate{};
     CHECK(h.updateOne(h.wrap(notUpdate)).statusCode == UAPLEX_BadHistoryOperationInvalid);

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Historical access (Part 11): run_suite.sh records Demo.Scalars.Double into history-sqlite
 // ([history]); values written to it come back from HistoryRead (ReadRawModifiedDetails) in
-// pages with continuation points, in both directions, with the status codes of Part 11.
+// pages with continuation points, in both directions, with the status codes of Part 11; the
+// Server object's events come back from ReadEventDetails, and are inserted, replaced and
+// deleted with UpdateEventDetails and DeleteEventDetails.
 // Skipped when the server under test records nothing (UAPLEX_HISTORY unset).
 "use strict";
 
@@ -146,10 +148,11 @@ test("nodes without history, unknown nodes, unserved details", { timeout: T_SHOR
     assertStatus(r.results[0].statusCode, StatusCodes.BadNotReadable, "unrecorded");
     assertStatus(r.results[1].statusCode, StatusCodes.BadNodeIdUnknown, "unknown");
     assert.ok(r.results[2].statusCode.isGood());
+    // Event details without a select clause: no field to return.
     const e = await historyRead(S.session, new ReadEventDetails({
         startTime: before, endTime: after, numValuesPerNode: 10,
     }), [{ nodeId: recorded() }]);
-    assertStatus(e.results[0].statusCode, StatusCodes.BadHistoryOperationUnsupported, "events");
+    assertStatus(e.results[0].statusCode, StatusCodes.BadEventFilterInvalid, "events");
     // Neither timestamp is not a HistoryRead choice; no time at all is no time domain.
     await assert.rejects(historyRead(S.session, raw(before, after, 1), [{ nodeId: recorded() }],
         { timestampsToReturn: TimestampsToReturn.Neither }), /BadTimestampsToReturnInvalid/);
@@ -288,8 +291,8 @@ test("HistoryServerCapabilities, AggregateFunctions and the HA Configuration", {
         update: 11198, deleteRaw: 11199, deleteAtTime: 11200, insertEvent: 11281, serverTs: 19091 };
     const dvs = await S.session.read(Object.values(ids).map((i) => ({ nodeId: `i=${i}`, attributeId: AttributeIds.Value })));
     const v = Object.fromEntries(Object.keys(ids).map((k, i) => [k, dvs[i].value.value]));
-    assert.deepEqual(v, { access: true, events: false, maxValues: 1000, insert: true, replace: true,
-        update: true, deleteRaw: true, deleteAtTime: true, insertEvent: false, serverTs: true });
+    assert.deepEqual(v, { access: true, events: true, maxValues: 1000, insert: true, replace: true,
+        update: true, deleteRaw: true, deleteAtTime: true, insertEvent: true, serverTs: true });
     const folder = await S.session.browse({ nodeId: "i=11201", referenceTypeId: "i=35", browseDirection: 0, resultMask: 63 });
     assert.equal(folder.references.length, 23, "the aggregates served");
     assert.ok(folder.references.some((ref) => ref.nodeId.value === 2342), "Average");
@@ -442,4 +445,161 @@ test("at-time reads: raw, interpolated, simple bounds, refusals", { timeout: T_L
     await assert.rejects(historyRead(S.session,
         new ReadAtTimeDetails({ reqTimes: Array.from({ length: 17 }, (_, i) => at20(i)) }), [{ nodeId: measured() }]),
     /BadTooManyOperations/);
+});
+
+// --- Event history (Part 11 6.5.4, 6.9.4, 6.9.7) --------------------------------------------
+// run_suite.sh records the Server object's events (event_notifiers = ["server"],
+// max_events_per_update = 8). Inserted events go into 2002, apart from the events the server
+// raises now.
+const { UpdateEventDetails, DeleteEventDetails, HistoryEvent, SimpleAttributeOperand, EventFilter } =
+    require("node-opcua-types");
+const base2002 = Date.UTC(2002, 0, 1);
+const at2002 = (s) => new Date(base2002 + s * 1000);
+const serverObject = "i=2253";
+
+function selectClauses(names) {
+    return names.map((n) => new SimpleAttributeOperand({
+        typeDefinitionId: "i=2041", browsePath: [{ namespaceIndex: 0, name: n }],
+        attributeId: AttributeIds.Value,
+    }));
+}
+function eventRead(start, end, names, numValuesPerNode = 0, whereClause = undefined) {
+    return new ReadEventDetails({
+        startTime: start, endTime: end, numValuesPerNode,
+        filter: new EventFilter({ selectClauses: selectClauses(names), whereClause }),
+    });
+}
+// Insert (or replace, update) events of 2002 [second, message, severity, eventId?].
+function eventDetails(perform, events, nodeId = serverObject) {
+    return new UpdateEventDetails({
+        nodeId, performInsertReplace: perform,
+        filter: new EventFilter({
+            selectClauses: selectClauses(["EventType", "Time", "Message", "Severity", "EventId"]),
+        }),
+        eventData: events.map(([s, msg, sev, id]) => ({
+            eventFields: [
+                { dataType: DataType.NodeId, value: ua.coerceNodeId("i=2041") },
+                { dataType: DataType.DateTime, value: at2002(s) },
+                { dataType: DataType.LocalizedText, value: { text: msg } },
+                { dataType: DataType.UInt16, value: sev },
+                id ? { dataType: DataType.ByteString, value: id } : { dataType: DataType.Null },
+            ],
+        })),
+    });
+}
+// The stored events of 2002's first minute: [second, message, eventId] each.
+async function events2002() {
+    const resp = await historyRead(S.session, eventRead(at2002(0), at2002(60), ["Time", "Message", "EventId"]),
+        [{ nodeId: serverObject }]);
+    const r = resp.results[0];
+    if (r.statusCode.equals(StatusCodes.GoodNoData)) return [];
+    assert.ok(r.statusCode.isGood(), r.statusCode.toString());
+    assert.ok(r.historyData instanceof HistoryEvent);
+    return (r.historyData.events || []).map((e) => [
+        (e.eventFields[0].value.getTime() - base2002) / 1000, e.eventFields[1].value.text, e.eventFields[2].value,
+    ]);
+}
+
+test("event history: the Server object says so, and the capabilities", { timeout: T_SHORT, skip }, async () => {
+    const [en] = await S.session.read([{ nodeId: serverObject, attributeId: AttributeIds.EventNotifier }]);
+    assert.equal(en.value.value & 13, 13, `EventNotifier ${en.value.value}: SubscribeToEvents | HistoryRead | HistoryWrite`);
+    const ids = { events: 11242, insert: 11281, replace: 11282, update: 11283, del: 11502, max: 11274 };
+    const dvs = await S.session.read(Object.values(ids).map((i) => ({ nodeId: `i=${i}`, attributeId: AttributeIds.Value })));
+    const v = Object.fromEntries(Object.keys(ids).map((k, i) => [k, dvs[i].value.value]));
+    assert.deepEqual(v, { events: true, insert: true, replace: true, update: true, del: true, max: 1000 });
+});
+
+test("event history: raised events are recorded and read back with a filter", { timeout: T_LONG, skip }, async () => {
+    // The Branchy alarm of run_suite.sh on Demo.Scalars.Float raises events from the Server's
+    // view (its notifiers end at the Server object).
+    const float = `ns=${S.demo};s=Demo.Scalars.Float`;
+    const [old] = await S.session.read([{ nodeId: float, attributeId: AttributeIds.Value }]);
+    const from = new Date(Date.now() - 1000);
+    for (const value of [95, 5]) {
+        assertGood(await S.session.write({ nodeId: float, attributeId: AttributeIds.Value,
+            value: { value: { dataType: DataType.Float, value } } }), `write ${value}`);
+    }
+    assertGood(await S.session.write({ nodeId: float, attributeId: AttributeIds.Value, value: old.value }), "restore");
+    const to = new Date(Date.now() + 60000);
+    let got = [];
+    for (let tries = 0; tries < 50 && got.length === 0; tries++) {
+        const r = await historyRead(S.session, eventRead(from, to, ["EventType", "SourceName", "Message", "NoSuchField"]),
+            [{ nodeId: serverObject }]);
+        assert.ok(r.results[0].statusCode.isGood(), r.results[0].statusCode.toString());
+        // ExclusiveLevelAlarmType (i=9482): the alarm's own events.
+        got = (r.results[0].historyData.events || []).filter((e) => e.eventFields[0].value.value === 9482);
+        if (got.length === 0) await new Promise((res) => setTimeout(res, 100));
+    }
+    assert.ok(got.length >= 1, "the alarm's events");
+    assert.equal(got[0].eventFields[3].dataType, DataType.Null, "a field no event has is null");
+    // Backward from now, one event, no continuation point.
+    const back = await historyRead(S.session, eventRead(null, to, ["Time"], 1), [{ nodeId: serverObject }]);
+    assert.equal(back.results[0].historyData.events.length, 1);
+    assert.ok(!back.results[0].continuationPoint || back.results[0].continuationPoint.length === 0);
+});
+
+test("event history: insert, read with a where clause, replace, update, delete", { timeout: T_LONG, skip }, async () => {
+    let r = await historyUpdate([eventDetails(Insert, [[1, "one", 100], [2, "two", 700], [3, "three", 900]])]);
+    assertGood(r.results[0].statusCode, "insert");
+    assert.deepEqual(codes(r.results[0]), ["GoodEntryInserted", "GoodEntryInserted", "GoodEntryInserted"]);
+    let all = await events2002();
+    assert.deepEqual(all.map((e) => e.slice(0, 2)), [[1, "one"], [2, "two"], [3, "three"]]);
+
+    // Severity > 500, paged one event at a time.
+    const where = { elements: [{ filterOperator: 2 /* GreaterThan */, filterOperands: [
+        selectClauses(["Severity"])[0], { value: { dataType: DataType.UInt16, value: 500 } },
+    ] }] };
+    const paged = [];
+    let cp = null;
+    for (let pages = 0; pages < 5; pages++) {
+        const p = await historyRead(S.session, eventRead(at2002(0), at2002(60), ["Message"], 1, where),
+            [{ nodeId: serverObject, continuationPoint: cp }]);
+        assert.ok(p.results[0].statusCode.isGood(), p.results[0].statusCode.toString());
+        paged.push(...(p.results[0].historyData.events || []).map((e) => e.eventFields[0].value.text));
+        cp = p.results[0].continuationPoint && p.results[0].continuationPoint.length ? p.results[0].continuationPoint : null;
+        if (!cp) break;
+    }
+    assert.deepEqual(paged, ["two", "three"]);
+
+    // Replace by EventId, an unknown one, an insert of an existing one, an update.
+    const unknown = Buffer.alloc(16, 7);
+    r = await historyUpdate([eventDetails(Replace, [[5, "five", 1, all[0][2]], [6, "x", 1, unknown]])]);
+    assert.deepEqual(codes(r.results[0]), ["GoodEntryReplaced", "BadNoEntryExists"]);
+    r = await historyUpdate([eventDetails(Insert, [[7, "again", 1, all[1][2]]])]);
+    assert.deepEqual(codes(r.results[0]), ["BadEntryExists"]);
+    r = await historyUpdate([eventDetails(Update, [[4, "four", 1, unknown]])]);
+    assert.deepEqual(codes(r.results[0]), ["GoodEntryInserted"]);
+    all = await events2002();
+    assert.deepEqual(all.map((e) => e.slice(0, 2)), [[2, "two"], [3, "three"], [4, "four"], [5, "five"]]);
+
+    // Delete by EventIds: per id Good or BadEventIdUnknown; then everything, for a second run.
+    r = await historyUpdate([new DeleteEventDetails({ nodeId: serverObject, eventIds: [all[0][2], Buffer.alloc(8, 1)] })]);
+    assertGood(r.results[0].statusCode, "delete");
+    assert.deepEqual(codes(r.results[0]), ["Good", "BadEventIdUnknown"]);
+    r = await historyUpdate([new DeleteEventDetails({ nodeId: serverObject, eventIds: all.slice(1).map((e) => e[2]) })]);
+    assert.deepEqual(codes(r.results[0]), ["Good", "Good", "Good"]);
+    assert.deepEqual(await events2002(), []);
+});
+
+test("event history refusals: not a notifier, no select clause, limits, missing fields", { timeout: T_SHORT, skip }, async () => {
+    const r = await historyRead(S.session, eventRead(at2002(0), at2002(60), ["Message"]),
+        [{ nodeId: "i=85" }, { nodeId: recorded() }, { nodeId: "ns=1;s=NoSuchObject" }]);
+    assertStatus(r.results[0].statusCode, StatusCodes.BadHistoryOperationUnsupported, "Objects folder");
+    assertStatus(r.results[1].statusCode, StatusCodes.BadNotReadable, "a Variable");
+    assertStatus(r.results[2].statusCode, StatusCodes.BadNodeIdUnknown, "unknown");
+    const none = await historyRead(S.session, eventRead(at2002(0), at2002(60), []), [{ nodeId: serverObject }]);
+    assertStatus(none.results[0].statusCode, StatusCodes.BadEventFilterInvalid, "no select clause");
+    // More eventData than max_events_per_update (8); Remove; an event without its Time.
+    const u = await historyUpdate([
+        eventDetails(Insert, Array.from({ length: 9 }, (_, i) => [i, "x", 1])),
+        eventDetails(Remove, [[1, "x", 1]]),
+        eventDetails(Insert, [[1, "x", 1]], "i=85"),
+    ]);
+    assertStatus(u.results[0].statusCode, StatusCodes.BadTooManyOperations, "too many");
+    assertStatus(u.results[1].statusCode, StatusCodes.BadHistoryOperationInvalid, "Remove");
+    assertStatus(u.results[2].statusCode, StatusCodes.BadHistoryOperationUnsupported, "not recorded");
+    const noTime = eventDetails(Insert, [[1, "x", 1]]);
+    noTime.eventData[0].eventFields[1] = new ua.Variant({ dataType: DataType.Null });
+    const m = await historyUpdate([noTime]);
+    assert.deepEqual(codes(m.results[0]), ["BadArgumentsMissing"]);
 });

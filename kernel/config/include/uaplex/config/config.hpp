@@ -373,6 +373,13 @@ struct HistorySection {
     std::uint32_t max_req_times = 10000;           // ReadAtTime: reqTimes of one request
     std::uint32_t max_nodes_per_update = 100;      // HistoryUpdate historyUpdateDetails at most
     std::uint32_t max_values_per_update = 10000;   // updateValues and reqTimes of one call
+    // Recorded event notifiers: Objects whose events go into the store ("server": the Server
+    // object); their EventNotifier gets HistoryRead (and HistoryWrite with store updates).
+    bool server_events = false;
+    std::vector<PersistentNode> event_notifiers;
+    std::uint32_t max_events_per_node = 1000;    // MaxReturnEventValues: events per node a read
+    std::uint32_t max_events_per_update = 1000;  // eventData / eventIds of one update detail
+    std::uint32_t max_event_bytes = 16384;       // one event's encoded fields; larger: not kept
     // The HistoricalDataConfiguration of every recorded Variable (Part 11 5.3.3).
     bool stepped = false;
     double min_time_interval_ms = 0;

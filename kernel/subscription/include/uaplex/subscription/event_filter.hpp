@@ -74,6 +74,10 @@ class EventFilterSpec {
     // pool cannot copy a value.
     EventCell* select(const EventView& event, const EventTypeModel& model, ValuePool& pool,
                       uint64_t sourceHandle) const;
+    // The selected fields as Variants borrowed from `event` (Null where it has none, or for
+    // an invalid clause): out has selectCount() entries. Stored events (event history).
+    void selectInto(const EventView& event, const EventTypeModel& model,
+                    std::span<ua::Variant> out) const noexcept;
     size_t selectCount() const noexcept { return filter_ ? filter_->selectClauses.size() : 0; }
 
   private:
