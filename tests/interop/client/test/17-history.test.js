@@ -519,7 +519,8 @@ test("event history: raised events are recorded and read back with a filter", { 
         assertGood(await S.session.write({ nodeId: float, attributeId: AttributeIds.Value,
             value: { value: { dataType: DataType.Float, value } } }), `write ${value}`);
     }
-    assertGood(await S.session.write({ nodeId: float, attributeId: AttributeIds.Value, value: old.value }), "restore");
+    assertGood(await S.session.write({ nodeId: float, attributeId: AttributeIds.Value,
+        value: { value: old.value } }), "restore");
     const to = new Date(Date.now() + 60000);
     let got = [];
     for (let tries = 0; tries < 50 && got.length === 0; tries++) {
@@ -547,7 +548,8 @@ test("event history: insert, read with a where clause, replace, update, delete",
 
     // Severity > 500, paged one event at a time.
     const where = { elements: [{ filterOperator: 2 /* GreaterThan */, filterOperands: [
-        selectClauses(["Severity"])[0], { value: { dataType: DataType.UInt16, value: 500 } },
+        selectClauses(["Severity"])[0],
+        new ua.LiteralOperand({ value: { dataType: DataType.UInt16, value: 500 } }),
     ] }] };
     const paged = [];
     let cp = null;
