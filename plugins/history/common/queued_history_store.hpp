@@ -298,7 +298,9 @@ class QueuedHistoryStore : public sdk::HistoryStore {
           max_value_bytes_(size_t(setting(ctx, "max_value_bytes", 4096, 16, 1 << 20))),
           max_key_bytes_(size_t(setting(ctx, "max_key_bytes", 512, 8, 4096))),
           max_pending_(size_t(setting(ctx, "max_pending_operations", 256, 1, 65536))),
-          max_event_bytes_(size_t(setting(ctx, "max_event_bytes", 16384, 64, 1 << 22))) {}
+          max_event_bytes_(size_t(setting(ctx, "max_event_bytes", 16384, 64, 1 << 22))),
+          retained_slots_(std::min(capacity_, size_t(setting(ctx, "queue_retained_slots",
+                                                             int64_t(batch_), 0, 16 << 20)))) {}
 
     static constexpr bool kStoresEvents = true;
 
@@ -322,10 +324,12 @@ class QueuedHistoryStore : public sdk::HistoryStore {
                     dropped = count - i;
                     break;
                 }
-                Slot& s = ring_[(head_ + used_) % capacity_];
+                Slot& s = slotAtTail();
+                const size_t held = heldBytes(s);
                 s.event = false;
                 s.key.assign(v.node_key.data, v.node_key.len);
                 s.value.assign(reinterpret_cast<const char*>(v.value.data), v.value.len);
+                queue_bytes_ += heldBytes(s) - held;
                 s.source = v.source_timestamp;
                 s.server = v.server_timestamp;
                 s.status = v.status;
@@ -362,12 +366,14 @@ class QueuedHistoryStore : public sdk::HistoryStore {
                     dropped = count - i;  // a prefix is accepted, as store does
                     break;
                 }
-                Slot& s = ring_[(head_ + used_) % capacity_];
+                Slot& s = slotAtTail();
+                const size_t held = heldBytes(s);
                 s.event = true;
                 s.key.assign(e.notifier_key.data, e.notifier_key.len);
                 s.value.assign(reinterpret_cast<const char*>(e.fields.data), e.fields.len);
                 s.event_id.assign(reinterpret_cast<const char*>(e.event_id.data), e.event_id.len);
                 s.event_type.assign(e.event_type.data, e.event_type.len);
+                queue_bytes_ += heldBytes(s) - held;
                 s.source = e.time;
                 s.server = e.receive_time;
                 s.status = 0;
@@ -497,6 +503,43 @@ class QueuedHistoryStore : public sdk::HistoryStore {
         metric("written", UAPLEX_METRIC_COUNTER, &m_written_);
         metric("write_errors", UAPLEX_METRIC_COUNTER, &m_write_errors_);
         metric("queued", UAPLEX_METRIC_GAUGE, &m_queued_);
+        metric("queue_bytes", UAPLEX_METRIC_GAUGE, &m_queue_bytes_);
+    }
+
+    // Under mu_: the slot store() fills next.
+    Slot& slotAtTail() noexcept {
+        const size_t i = (head_ + used_) % capacity_;
+        if (i >= touched_) touched_ = i + 1;
+        return ring_[i];
+    }
+    // The heap bytes a slot's strings hold (none while they fit in the strings themselves).
+    size_t heldBytes(const Slot& s) const noexcept {
+        auto held = [this](const std::string& b) {
+            return b.capacity() > inline_capacity_ ? b.capacity() + 1 : size_t(0);
+        };
+        return held(s.key) + held(s.value) + held(s.event_id) + held(s.event_type);
+    }
+
+    // Under mu_, on the store's thread, once values were taken out of the queue and no write
+    // reads a slot: the few values still queued move to the front slots, so a steady flow
+    // keeps reusing the first slots' bytes instead of growing every slot of the ring in turn;
+    // then the slots past queue_retained_slots that a burst filled give their bytes back, a
+    // batch at a time (the rest on the next call), and queue_bytes is published.
+    void settleQueue() noexcept {
+        if (used_ <= batch_ && head_ >= used_ && head_ + used_ <= capacity_) {
+            for (size_t i = 0; i < used_; ++i) std::swap(ring_[i], ring_[head_ + i]);
+            head_ = 0;
+        }
+        if (head_ == 0 && touched_ > std::max(retained_slots_, used_)) {
+            const size_t keep = std::max(retained_slots_, used_);
+            const size_t from = touched_ - std::min(touched_ - keep, batch_);
+            for (size_t i = from; i < touched_; ++i) {
+                queue_bytes_ -= heldBytes(ring_[i]);
+                ring_[i] = Slot{};
+            }
+            touched_ = from;
+        }
+        set(m_queue_bytes_, int64_t(queue_bytes_));
     }
     void metric(const char* name, uint32_t kind, uaplex_metric** out) {
         const auto* api = context().api();
@@ -532,6 +575,7 @@ class QueuedHistoryStore : public sdk::HistoryStore {
     const size_t max_key_bytes_;
     const size_t max_pending_;
     const size_t max_event_bytes_;
+    const size_t retained_slots_;  // slots that keep their bytes when the queue is short
 
     std::mutex mu_;
     std::condition_variable cv_;
@@ -541,6 +585,9 @@ class QueuedHistoryStore : public sdk::HistoryStore {
     size_t used_ = 0;
     uint64_t enqueued_ = 0;  // values accepted by store, ever
     uint64_t written_ = 0;   // values taken from the queue (written or failed), ever
+    const size_t inline_capacity_ = std::string().capacity();
+    size_t touched_ = 0;      // slots [0, touched_) may hold bytes
+    size_t queue_bytes_ = 0;  // heap bytes the queue's slots hold (with a store's batch slots)
     std::deque<Job> jobs_;
     std::thread thread_;
 
@@ -549,6 +596,7 @@ class QueuedHistoryStore : public sdk::HistoryStore {
     uaplex_metric* m_written_ = nullptr;
     uaplex_metric* m_write_errors_ = nullptr;
     uaplex_metric* m_queued_ = nullptr;
+    uaplex_metric* m_queue_bytes_ = nullptr;
 };
 
 }  // namespace uaplex::history_store

@@ -199,6 +199,7 @@ class PostgresHistory final : public uaplex::history_store::QueuedHistoryStore {
                               "max_key_bytes",
                               "max_pending_operations",
                               "max_event_bytes",
+                              "queue_retained_slots",
                               "retention_max_age_s",
                               "retention_interval_s",
                               "partitions_ahead",
@@ -609,6 +610,7 @@ class PostgresHistory final : public uaplex::history_store::QueuedHistoryStore {
                 if (!jobs_.empty() || stopping || used_ < batch_) break;
             }
             set(m_queued_, int64_t(used_));
+            if (!gone) settleQueue();
             while (!gone && !jobs_.empty() && written_ >= jobs_.front().after) {
                 Job job = std::move(jobs_.front());
                 jobs_.pop_front();

@@ -65,16 +65,18 @@ class SqliteHistory final : public uaplex::history_store::QueuedHistoryStore {
           path_(ctx.config_string("path").value_or("uaplex-history.db")),
           max_age_s_(setting(ctx, "retention_max_age_s", 30 * 86400, 0, int64_t(1) << 40)),
           max_bytes_(setting(ctx, "retention_max_bytes", int64_t(1) << 30, 0, int64_t(1) << 50)),
-          retention_s_(setting(ctx, "retention_interval_s", 60, 1, 86400)) {
+          retention_s_(setting(ctx, "retention_interval_s", 60, 1, 86400)),
+          cache_kib_(setting(ctx, "cache_size_kib", 2048, 64, 1 << 20)) {
         ring_.resize(capacity_);
         ctx.check_known_keys({"path", "queue_capacity", "batch_size", "flush_interval_ms",
                               "max_value_bytes", "max_key_bytes", "max_pending_operations",
-                              "max_event_bytes", "retention_max_age_s", "retention_max_bytes",
-                              "retention_interval_s"});
+                              "max_event_bytes", "queue_retained_slots", "retention_max_age_s",
+                              "retention_max_bytes", "retention_interval_s", "cache_size_kib"});
         if (path_.empty())
             throw uaplex::sdk::StatusError(UAPLEX_BadConfigurationError, "path is empty");
         registerQueueMetrics();
         metric("retention_deleted", UAPLEX_METRIC_COUNTER, &m_retired_);
+        metric("cache_bytes", UAPLEX_METRIC_GAUGE, &m_cache_bytes_);
         batch_slots_.resize(batch_);
         order_.reserve(batch_);
     }
@@ -108,6 +110,9 @@ class SqliteHistory final : public uaplex::history_store::QueuedHistoryStore {
         exec("PRAGMA auto_vacuum=INCREMENTAL");
         exec("PRAGMA journal_mode=WAL");
         exec("PRAGMA synchronous=NORMAL");
+        // The page cache grows up to this and stays there: a bound of its own, not SQLite's
+        // build default; sorts and temporary tables spill to files beyond it.
+        exec(("PRAGMA cache_size=-" + std::to_string(cache_kib_)).c_str());
         exec("CREATE TABLE IF NOT EXISTS nodes(id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE)");
         // Clustered by (node, time, order stored): a read of one node's time range is one
         // range scan of the primary key, in either direction.
@@ -240,6 +245,7 @@ class SqliteHistory final : public uaplex::history_store::QueuedHistoryStore {
                     std::swap(batch_slots_[i], ring_[(head_ + i) % capacity_]);
                 head_ = (head_ + n) % capacity_;
                 used_ -= n;
+                settleQueue();  // the batch's slots are free already: swapped out
                 lock.unlock();
                 writeBatch(n);
                 lock.lock();
@@ -247,6 +253,7 @@ class SqliteHistory final : public uaplex::history_store::QueuedHistoryStore {
                 if (!jobs_.empty() || stopping || used_ < batch_) break;
             }
             set(m_queued_, int64_t(used_));
+            settleQueue();
             while (!jobs_.empty() && written_ >= jobs_.front().after) {
                 Job job = std::move(jobs_.front());
                 jobs_.pop_front();
@@ -254,6 +261,12 @@ class SqliteHistory final : public uaplex::history_store::QueuedHistoryStore {
                 uaplex_status st = stopping ? UAPLEX_BadServerHalted : runJob(job);
                 job.done.complete(st);
                 lock.lock();
+            }
+            if (db_) {
+                int cache = 0, peak = 0;
+                if (sqlite3_db_status(db_, SQLITE_DBSTATUS_CACHE_USED, &cache, &peak, 0) ==
+                    SQLITE_OK)
+                    set(m_cache_bytes_, cache);
             }
             if (stopping && used_ == 0 && jobs_.empty()) break;
             if (stopping) continue;
@@ -704,6 +717,7 @@ class SqliteHistory final : public uaplex::history_store::QueuedHistoryStore {
     const int64_t max_age_s_;
     const int64_t max_bytes_;
     const int64_t retention_s_;
+    const int64_t cache_kib_;
 
     // The store's thread only.
     std::vector<Slot> batch_slots_;
@@ -720,6 +734,7 @@ class SqliteHistory final : public uaplex::history_store::QueuedHistoryStore {
         delete_at_, delete_range_, ev_insert_, ev_fwd_, ev_bwd_, ev_find_, ev_delete_;
 
     uaplex_metric* m_retired_ = nullptr;
+    uaplex_metric* m_cache_bytes_ = nullptr;
 };
 
 }  // namespace
