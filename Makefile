@@ -81,6 +81,7 @@ bench: build
 	@cd tools/bench/peers && { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund; }
 	python3 tools/bench/run_bench.py --build $(BUILD) $(BENCH_ARGS)
 	python3 tools/bench/async_bench.py --build $(BUILD)
+	python3 tools/bench/memory_churn.py --build $(BUILD) --max-ratio 1.10
 	tools/bench/pubsub_bytes.sh $(BUILD) 100
 	tools/bench/pubsub_latency.sh $(BUILD) json
 	tools/bench/pubsub_latency.sh $(BUILD) uadp

@@ -3,7 +3,8 @@
 // with a session, a subscription of 10 items and a Publish queued, are closed again
 // (CloseSession with deleteSubscriptions, then CLO); the server's resident memory (VmRSS)
 // comes back within 10 % of what it was before the burst. The same for a burst of channels
-// without sessions and for 1,000 sessions with 20 Publish requests queued each.
+// without sessions, for 1,000 sessions with 20 Publish requests queued each, and for 5,000
+// subscriptions deleted by DeleteSubscriptions in sessions that stay open.
 // tools/bench/memory_churn.py measures the 10,000-session figure.
 #include <catch2/catch.hpp>
 
@@ -39,7 +40,7 @@ test::ServerProcess startServer() {
         std::ostringstream toml;
         toml << test::configHead(port) << "request_threads = 2\n"
              << "[server.limits]\nmax_sessions = 2500\nmax_channels = 2500\n"
-             << "max_channels_per_peer = 2500\nmax_subscriptions = 2500\n"
+             << "max_channels_per_peer = 2500\nmax_subscriptions = 5500\n"
              << "[slots]\nrequest_queue = \"fair\"\nadmission = \"leases\"\n"
              << "buffer_pool = \"bounded\"\n"
              << "[plugins.fair]\n[plugins.leases]\n[plugins.bounded]\n[plugins.transport-tcp]\n"
@@ -56,11 +57,9 @@ void raiseFileLimit() {
     ::setrlimit(RLIMIT_NOFILE, &rl);
 }
 
-// A session with a subscription (publishing 1 s) of kItems items on the benchmark scalars
-// (sampling 100 ms, queue size 1) and one Publish request queued.
-void openSubscribed(Client& c, std::uint16_t port, int n) {
-    REQUIRE(c.open(port));
-    REQUIRE(c.createSession() == UAPLEX_Good);
+// A subscription (publishing 1 s) of kItems items on the benchmark scalars (sampling 100 ms,
+// queue size 1); its id.
+std::uint32_t subscribe(Client& c, int n) {
     test::SubscriptionParams p{};
     p.publishingInterval = 1000;
     std::uint32_t sub = test::createSubscription(c, p, 2);
@@ -83,8 +82,44 @@ void openSubscribed(Client& c, std::uint16_t port, int n) {
     REQUIRE(Client::result(m) == UAPLEX_Good);
     for (auto& r : static_cast<ua::CreateMonitoredItemsResponse*>(m.object)->results)
         REQUIRE(r.statusCode == UAPLEX_Good);
+    return sub;
+}
+
+// A session with a subscription of kItems items and one Publish request queued.
+void openSubscribed(Client& c, std::uint16_t port, int n) {
+    REQUIRE(c.open(port));
+    REQUIRE(c.createSession() == UAPLEX_Good);
+    subscribe(c, n);
     ua::PublishRequest pub{};
     REQUIRE(c.send(pub, 4));
+}
+
+// `sessions` sessions, each creating `perSession` subscriptions of kItems items and then
+// deleting them all with one DeleteSubscriptions; the sessions stay open (returned), *peak
+// is the RSS with every subscription made.
+std::vector<std::unique_ptr<Client>> subscriptionsMadeAndDeleted(const test::ServerProcess& s,
+                                                                 int sessions, int perSession,
+                                                                 long* peak) {
+    std::vector<std::unique_ptr<Client>> clients;
+    std::vector<std::vector<std::uint32_t>> ids(static_cast<std::size_t>(sessions));
+    for (int i = 0; i < sessions; ++i) {
+        clients.push_back(std::make_unique<Client>());
+        REQUIRE(clients.back()->open(s.port));
+        REQUIRE(clients.back()->createSession() == UAPLEX_Good);
+        for (int k = 0; k < perSession; ++k)
+            ids[std::size_t(i)].push_back(subscribe(*clients.back(), i * perSession + k));
+    }
+    *peak = s.rssKb();
+    for (int i = 0; i < sessions; ++i) {
+        auto& v = ids[std::size_t(i)];
+        ua::DeleteSubscriptionsRequest del{};
+        del.subscriptionIds = {std::int32_t(v.size()), v.data()};
+        auto m = clients[std::size_t(i)]->call(del, 6);
+        REQUIRE(Client::result(m) == UAPLEX_Good);
+        for (auto st : static_cast<ua::DeleteSubscriptionsResponse*>(m.object)->results)
+            REQUIRE(st == UAPLEX_Good);
+    }
+    return clients;
 }
 
 // CloseSession (deleteSubscriptions; the queued Publish is answered before it), then CLO.
@@ -265,4 +300,30 @@ TEST_CASE("session memory: RSS after a burst of 20000 Publish requests is within
     CHECK(after <= limit);
     WARN("RSS kB: before " << before << ", " << kClients * kPublish << " Publish requests " << peak
                            << ", after " << after << ", limit " << limit);
+}
+
+TEST_CASE("session memory: RSS after 5000 subscriptions deleted is within 10 % of before") {
+    raiseFileLimit();
+    test::ServerProcess s = startServer();
+    constexpr int kSubSessions = 50, kPerSession = 100;  // max_subscriptions_per_session
+    long peak = 0;
+    // The sessions of a small round first, and open while the baseline is taken: what comes
+    // back is the subscriptions' memory alone.
+    auto clients = subscriptionsMadeAndDeleted(s, kSubSessions, 5, &peak);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    const long before = s.rssKb();
+    REQUIRE(before > 0);
+    const long limit = limitFor(before);
+    INFO("RSS before " << before << " kB, limit " << limit << " kB");
+    for (auto& c : clients) closeAfterQueued(*c, 0);
+    clients = subscriptionsMadeAndDeleted(s, kSubSessions, kPerSession, &peak);
+    INFO("RSS with " << kSubSessions * kPerSession << " subscriptions " << peak << " kB");
+    CHECK(peak > before + kSubSessions * kPerSession * 2);  // they did take memory
+    long after = settledRss(s, limit);
+    INFO("RSS after deleting them " << after << " kB");
+    CHECK(after <= limit);
+    WARN("RSS kB: before " << before << ", " << kSubSessions * kPerSession << " subscriptions "
+                           << peak << ", after deleting them " << after << ", limit " << limit);
+    for (auto& c : clients) closeAfterQueued(*c, 0);
+    REQUIRE(sessionCount(s.port) == 0);
 }

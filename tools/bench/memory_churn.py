@@ -4,6 +4,7 @@
 
     python3 tools/bench/memory_churn.py [--build build/release] [--sessions 10000] [--items 10]
         [--rounds 1] [--after-timeout] [--port 4860] [--preload LIB] [--env K=V ...]
+        [--max-ratio R] [--json]
 
 Starts build/<type>/bin/uaplex on etc/uaplex.toml (loopback endpoint on --port, log level warn,
 Anonymous may write, the scale limits of run_bench.py), warms it with one small round
@@ -15,7 +16,8 @@ during the round, 1 s and 5 s after the generator ended, and, with --after-timeo
 generator's session timeout (60 s) has passed. The server's own session count
 (ServerDiagnosticsSummary.CurrentSessionCount, i=2277, read by a session of its own, which is
 not counted) is given beside each figure after the round. One JSON line per round goes to
-stdout with --json; the text report otherwise.
+stdout with --json; the text report otherwise. --max-ratio R (make bench: 1.10) exits 1 when
+a round's RSS 5 s after the close is above R times the warm figure.
 """
 
 import argparse
@@ -131,7 +133,10 @@ def main():
     ap.add_argument("--preload", default="", help="LD_PRELOAD for the server (an allocator)")
     ap.add_argument("--env", action="append", default=[], help="K=V for the server")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--max-ratio", type=float, default=0.0,
+                    help="exit 1 when a round's RSS 5 s after the close exceeds this x warm")
     args = ap.parse_args()
+    over = []
 
     out_dir = tempfile.mkdtemp(prefix="uaplex-memory-")
     config = write_config(out_dir, args.port)
@@ -167,6 +172,8 @@ def main():
             r = round_(bench, server.pid, args.sessions, args.items, args.after_timeout)
             r.update(head, round=i + 1)
             r["ratio_5s"] = round(r["rss_5s_kb"] / warm, 3) if warm else None
+            if args.max_ratio and (r["ratio_5s"] is None or r["ratio_5s"] > args.max_ratio):
+                over.append(i + 1)
             if args.json:
                 print(json.dumps(r), flush=True)
                 continue
@@ -186,6 +193,8 @@ def main():
         except subprocess.TimeoutExpired:
             server.kill()
         log.close()
+    if over:
+        sys.exit(f"rounds {over}: RSS 5 s after the close above {args.max_ratio} x warm")
 
 
 if __name__ == "__main__":
