@@ -45,14 +45,43 @@ bool LimitEvaluator::settle(State& s, ua::DateTime now) const noexcept {
     return true;
 }
 
-bool LimitEvaluator::update(double value, ua::DateTime now) noexcept {
+bool LimitEvaluator::update(double value, ua::DateTime sourceTime, ua::DateTime now) noexcept {
     if (std::isnan(value)) return false;
+    if (spec_.kind != AlarmKind::OffNormal && spec_.input == LimitInput::RateOfChange) {
+        // Per second between this value and the last; the first only starts the series.
+        const bool first = std::isnan(input_);
+        if (!first && sourceTime <= inputTime_) return false;
+        const double rate = first ? NAN : (value - input_) * 1e7 / double(sourceTime - inputTime_);
+        input_ = value;
+        inputTime_ = sourceTime;
+        return !first && evaluate(rate, now);
+    }
+    input_ = value;
+    if (spec_.kind != AlarmKind::OffNormal && spec_.input == LimitInput::Deviation)
+        return evaluate(value - reference_, now);
+    return evaluate(value, now);
+}
+
+bool LimitEvaluator::updateReference(double reference, ua::DateTime now) noexcept {
+    if (std::isnan(reference)) return false;
+    reference_ = reference;
+    if (spec_.kind == AlarmKind::OffNormal)
+        return spec_.normalFromReference && evaluate(input_, now);
+    return spec_.input == LimitInput::Deviation && evaluate(input_ - reference_, now);
+}
+
+bool LimitEvaluator::evaluate(double value, ua::DateTime now) noexcept {
+    // NaN: an input not known yet (the setpoint, the normal value, the first value).
+    if (!std::isfinite(value)) return false;
+    if (spec_.kind == AlarmKind::OffNormal && spec_.normalFromReference && std::isnan(reference_))
+        return false;
+    const double normal = spec_.normalFromReference ? reference_ : spec_.normalValue;
     bool changed = false;
     for (std::size_t i = 0; i < stateCount(); ++i) {
         State& s = state_[i];
         bool wanted = false;
         if (spec_.kind == AlarmKind::OffNormal) {
-            wanted = value != spec_.normalValue;
+            wanted = value != normal;
         } else {
             const LimitSpec& l = spec_.limits[i];
             if (!l.present) continue;

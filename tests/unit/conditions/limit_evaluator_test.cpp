@@ -176,3 +176,75 @@ TEST_CASE("OnDelay and OffDelay against an explicit clock") {
     CHECK(e.update(95.0, t1 + 35 * kSecond));
     CHECK(e.level() == LimitLevel::HighHigh);
 }
+
+TEST_CASE("deviation: the limits apply to value minus setpoint, re-evaluated on either") {
+    LimitAlarmSpec spec = levels(AlarmKind::ExclusiveLevel, 2.0);
+    spec.input = LimitInput::Deviation;
+    LimitEvaluator e(spec);
+    CHECK_FALSE(e.update(100.0, 1));  // no setpoint yet: nothing to compare with
+    CHECK_FALSE(e.active());
+    CHECK(e.updateReference(15.0, 2));  // 85: High, from the setpoint alone
+    CHECK(e.level() == LimitLevel::High);
+    CHECK_FALSE(e.updateReference(22.0, 3));  // 78: inside the deadband
+    CHECK(e.updateReference(23.0, 4));        // 77: normal
+    CHECK_FALSE(e.active());
+    CHECK(e.update(20.0, 5));  // -3: LowLow (below 10)
+    CHECK(e.level() == LimitLevel::LowLow);
+    CHECK_FALSE(e.updateReference(std::nan(""), 6));  // NaN: ignored
+    CHECK(e.level() == LimitLevel::LowLow);
+}
+
+TEST_CASE("deviation: seeded inputs are used by the first change") {
+    LimitAlarmSpec spec = levels(AlarmKind::NonExclusiveLevel, 0.0);
+    spec.input = LimitInput::Deviation;
+    LimitEvaluator e(spec);
+    e.seed(100.0, 50.0);
+    CHECK_FALSE(e.active());           // seeding does not evaluate
+    CHECK(e.updateReference(5.0, 1));  // 95
+    CHECK(e.limitActive(Limit::HighHigh));
+    CHECK(e.limitActive(Limit::High));
+}
+
+TEST_CASE("rate of change: per second between successive source timestamps") {
+    LimitAlarmSpec spec;
+    spec.kind = AlarmKind::ExclusiveLevel;
+    spec.input = LimitInput::RateOfChange;
+    spec.limits[1] = {true, 5.0, 500};   // High: 5/s
+    spec.limits[2] = {true, -5.0, 400};  // Low: -5/s
+    spec.deadband = 1.0;
+    LimitEvaluator e(spec);
+    e.seed(1e6, std::nan(""));         // a start value does not begin the series
+    CHECK_FALSE(e.update(0.0, 0, 1));  // the first value: no rate
+    CHECK_FALSE(e.update(3.0, kSecond, 2));
+    CHECK(e.update(13.0, 2 * kSecond, 3));  // 10/s
+    CHECK(e.level() == LimitLevel::High);
+    CHECK_FALSE(e.update(15.25, 2 * kSecond + kSecond / 2, 4));  // 4.5/s: deadband
+    CHECK(e.update(18.25, 3 * kSecond + kSecond / 2, 5));        // 3/s
+    CHECK_FALSE(e.active());
+    CHECK(e.update(8.25, 4 * kSecond, 6));  // -20/s
+    CHECK(e.level() == LimitLevel::Low);
+    CHECK(e.severity() == 400);
+    CHECK_FALSE(e.update(1e9, 4 * kSecond, 7));  // not newer: ignored
+    CHECK_FALSE(e.update(1e9, 3 * kSecond, 8));  // older: ignored
+    CHECK(e.update(9.25, 5 * kSecond, 9));       // 1/s from 8.25
+    CHECK_FALSE(e.active());
+    CHECK_FALSE(e.updateReference(1.0, 10));  // no reference for a rate
+}
+
+TEST_CASE("off-normal: the normal value from a reference node") {
+    LimitAlarmSpec spec;
+    spec.kind = AlarmKind::OffNormal;
+    spec.normalFromReference = true;
+    spec.normalValue = 7.0;  // not used
+    spec.severity = 900;
+    LimitEvaluator e(spec);
+    CHECK_FALSE(e.update(7.0, 1));  // no normal value yet
+    CHECK(e.updateReference(3.0, 2));
+    CHECK(e.active());
+    CHECK(e.severity() == 900);
+    CHECK(e.update(3.0, 3));
+    CHECK_FALSE(e.active());
+    CHECK(e.updateReference(4.0, 4));
+    CHECK(e.active());
+    CHECK_FALSE(e.updateReference(5.0, 5));  // still not normal: no change
+}
