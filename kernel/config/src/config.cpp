@@ -554,12 +554,14 @@ void buildAlarms(const toml::node& node, const fs::path& file, ServerConfig& cfg
     names.reserve(arr->size());
     for (const toml::node& item : *arr) {
         const toml::table& t = *item.as_table();
-        checkKeys(
-            t,
-            {"name", "type", "source", "parent", "high_high", "high", "low", "low_low",
-             "high_high_severity", "high_severity", "low_severity", "low_low_severity", "deadband",
-             "normal_value", "severity", "message", "on_delay_ms", "off_delay_ms", "branches"},
-            name, file, cfg);
+        checkKeys(t, {"name",          "type",         "source",
+                      "parent",        "high_high",    "high",
+                      "low",           "low_low",      "high_high_severity",
+                      "high_severity", "low_severity", "low_low_severity",
+                      "deadband",      "normal_value", "normal_state",
+                      "setpoint",      "severity",     "message",
+                      "on_delay_ms",   "off_delay_ms", "branches"},
+                  name, file, cfg);
         auto at = [&](std::string_view key) -> const toml::node& {
             return t.get(key) ? *t.get(key) : static_cast<const toml::node&>(t);
         };
@@ -574,18 +576,60 @@ void buildAlarms(const toml::node& node, const fs::path& file, ServerConfig& cfg
             fail(at("name"), file, "[[alarms]] '" + a.name + "' twice");
         const std::string what = "[[alarms]] '" + a.name + "': ";
         a.type = getString(t, "type", "", name, file);
-        const bool offNormal = a.type == "off_normal";
-        if (a.type != "exclusive_level" && a.type != "non_exclusive_level" && !offNormal)
+        static constexpr std::string_view kLimitTypes[] = {
+            "exclusive_level",         "non_exclusive_level",      "exclusive_deviation",
+            "non_exclusive_deviation", "exclusive_rate_of_change", "non_exclusive_rate_of_change"};
+        static constexpr std::string_view kOffNormalTypes[] = {"off_normal", "discrete", "trip",
+                                                               "system_off_normal"};
+        const bool offNormal = std::find(std::begin(kOffNormalTypes), std::end(kOffNormalTypes),
+                                         a.type) != std::end(kOffNormalTypes);
+        if (!offNormal && std::find(std::begin(kLimitTypes), std::end(kLimitTypes), a.type) ==
+                              std::end(kLimitTypes))
             fail(at("type"), file,
                  what +
-                     "type must be \"exclusive_level\", \"non_exclusive_level\" or "
-                     "\"off_normal\"");
+                     "type must be \"exclusive_level\", \"non_exclusive_level\", "
+                     "\"exclusive_deviation\", \"non_exclusive_deviation\", "
+                     "\"exclusive_rate_of_change\", \"non_exclusive_rate_of_change\", "
+                     "\"off_normal\", \"discrete\", \"trip\" or \"system_off_normal\"");
+        // "an off_normal alarm", "a trip alarm": for the messages below.
+        const std::string kindText =
+            std::string(a.type[0] == 'e' || a.type[0] == 'o' ? "an " : "a ") + a.type + " alarm";
+        const bool deviation = a.type.find("deviation") != std::string::npos;
         if (!parsePersistentNode(getString(t, "source", "", name, file), a.source))
             fail(at("source"), file, what + "source" + kNodeForm);
         if (t.get("parent")) {
             a.has_parent = true;
             if (!parsePersistentNode(getString(t, "parent", "", name, file), a.parent))
                 fail(at("parent"), file, what + "parent" + kNodeForm);
+        }
+        // The second input: a deviation alarm's setpoint, an off-normal alarm's NormalState.
+        if (t.get("setpoint")) {
+            if (!deviation)
+                fail(at("setpoint"), file,
+                     what + "setpoint is for deviation alarms, not for " + kindText);
+            a.has_setpoint = true;
+            if (!parsePersistentNode(getString(t, "setpoint", "", name, file), a.setpoint))
+                fail(at("setpoint"), file, what + "setpoint" + kNodeForm);
+            if (a.setpoint.text == a.source.text)
+                fail(at("setpoint"), file, what + "setpoint must not be the source");
+        } else if (deviation) {
+            fail(t, file, what + kindText + " needs setpoint (the SetpointNode)");
+        }
+        if (t.get("normal_state")) {
+            if (!offNormal)
+                fail(at("normal_state"), file,
+                     what +
+                         "normal_state is for off_normal, discrete, trip and system_off_normal "
+                         "alarms, not for " +
+                         kindText);
+            if (t.get("normal_value"))
+                fail(at("normal_state"), file,
+                     what + "normal_state and normal_value exclude each other");
+            a.has_normal_state = true;
+            if (!parsePersistentNode(getString(t, "normal_state", "", name, file), a.normal_state))
+                fail(at("normal_state"), file, what + "normal_state" + kNodeForm);
+            if (a.normal_state.text == a.source.text)
+                fail(at("normal_state"), file, what + "normal_state must not be the source");
         }
         struct LimitKey {
             const char* key;
@@ -600,7 +644,7 @@ void buildAlarms(const toml::node& node, const fs::path& file, ServerConfig& cfg
         for (const LimitKey& k : limits) {
             if (offNormal && (t.get(k.key) || t.get(k.severityKey)))
                 fail(at(t.get(k.key) ? k.key : k.severityKey), file,
-                     what + "an off_normal alarm has no " + k.key + " limit");
+                     what + kindText + " has no " + k.key + " limit");
             k.out->present = t.get(k.key) != nullptr;
             k.out->value = getNumber(t, k.key, 0.0, name, file);
             k.out->severity = getUint(t, k.severityKey, k.severity, 1, 1000, name, file);
@@ -608,9 +652,7 @@ void buildAlarms(const toml::node& node, const fs::path& file, ServerConfig& cfg
         if (!offNormal) {
             if (!a.high_high.present && !a.high.present && !a.low.present && !a.low_low.present)
                 fail(t, file,
-                     what +
-                         "a level alarm needs at least one of high_high, high, low, "
-                         "low_low");
+                     what + kindText + " needs at least one of high_high, high, low, low_low");
             // The limits in order: high_high >= high > low >= low_low (those given).
             std::vector<std::pair<const char*, double>> given;
             for (const LimitKey& k : limits)
@@ -624,15 +666,14 @@ void buildAlarms(const toml::node& node, const fs::path& file, ServerConfig& cfg
             if (t.get("normal_value") || t.get("severity"))
                 fail(at(t.get("normal_value") ? "normal_value" : "severity"), file,
                      what +
-                         "normal_value and severity are for off_normal alarms (a level "
+                         "normal_value and severity are for off_normal alarms (a limit "
                          "alarm has a severity per limit)");
         } else {
-            if (!t.get("normal_value"))
-                fail(t, file, what + "an off_normal alarm needs normal_value");
+            if (!t.get("normal_value") && !a.has_normal_state)
+                fail(t, file, what + kindText + " needs normal_value or normal_state");
             a.normal_value = getNumber(t, "normal_value", 0.0, name, file);
             a.severity = getUint(t, "severity", a.severity, 1, 1000, name, file);
-            if (t.get("deadband"))
-                fail(at("deadband"), file, what + "an off_normal alarm has no deadband");
+            if (t.get("deadband")) fail(at("deadband"), file, what + kindText + " has no deadband");
         }
         a.deadband = getNumber(t, "deadband", 0.0, name, file);
         if (a.deadband < 0) fail(at("deadband"), file, what + "deadband must not be negative");

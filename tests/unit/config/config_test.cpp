@@ -1019,6 +1019,98 @@ TEST_CASE("[[alarms]]: level and off-normal alarms with their defaults") {
     CHECK(parseString("", "/etc/uaplex/test.toml", kPaths).alarms.empty());
 }
 
+TEST_CASE("[[alarms]]: deviation, rate of change and off-normal kinds with their inputs") {
+    auto cfg = parseString(
+        "[[alarms]]\nname = \"Dev\"\ntype = \"exclusive_deviation\"\nsource = \"ns=1;s=PV\"\n"
+        "setpoint = \"ns=1;s=SP\"\nhigh = 5\nlow = -5\n"
+        "[[alarms]]\nname = \"Rate\"\ntype = \"non_exclusive_rate_of_change\"\n"
+        "source = \"ns=1;s=PV\"\nhigh = 2.5\n"
+        "[[alarms]]\nname = \"Trip\"\ntype = \"trip\"\nsource = \"ns=1;s=Run\"\n"
+        "normal_state = \"nsu=urn:x;s=RunNormal\"\nseverity = 900\n"
+        "[[alarms]]\nname = \"Disc\"\ntype = \"discrete\"\nsource = \"ns=1;s=Run\"\n"
+        "normal_value = 2\n"
+        "[[alarms]]\nname = \"Sys\"\ntype = \"system_off_normal\"\nsource = \"ns=1;s=Run\"\n"
+        "normal_value = false\n"
+        "[[alarms]]\nname = \"DevNx\"\ntype = \"non_exclusive_deviation\"\n"
+        "source = \"ns=1;s=PV\"\nsetpoint = \"ns=1;s=SP\"\nhigh = 1\n"
+        "[[alarms]]\nname = \"RateX\"\ntype = \"exclusive_rate_of_change\"\n"
+        "source = \"ns=1;s=PV\"\nlow = -1\n",
+        "/etc/uaplex/test.toml", kPaths);
+    CHECK(cfg.warnings.empty());
+    REQUIRE(cfg.alarms.size() == 7);
+    CHECK(cfg.alarms[0].has_setpoint);
+    CHECK(cfg.alarms[0].setpoint.string_id == "SP");
+    CHECK_FALSE(cfg.alarms[0].has_normal_state);
+    CHECK(cfg.alarms[1].type == "non_exclusive_rate_of_change");
+    CHECK(cfg.alarms[1].high.value == 2.5);
+    CHECK_FALSE(cfg.alarms[1].has_setpoint);
+    CHECK(cfg.alarms[2].has_normal_state);
+    CHECK(cfg.alarms[2].normal_state.namespace_uri == "urn:x");
+    CHECK(cfg.alarms[2].severity == 900);
+    CHECK(cfg.alarms[3].normal_value == 2.0);
+    CHECK_FALSE(cfg.alarms[3].has_normal_state);
+    CHECK(cfg.alarms[4].type == "system_off_normal");
+    auto other = cfg.alarms[0];
+    other.setpoint.text = "ns=1;s=SP2";
+    CHECK_FALSE(other == cfg.alarms[0]);
+}
+
+TEST_CASE("[[alarms]]: bad setpoints and normal states are refused with their position") {
+    const std::string dev =
+        "[[alarms]]\nname = \"A\"\ntype = \"exclusive_deviation\"\n"
+        "source = \"ns=1;s=V\"\n";
+    CHECK_THAT(error_of(dev + "high = 1\n"),
+               Catch::Contains("test.toml:1:1: [[alarms]] 'A': an exclusive_deviation alarm "
+                               "needs setpoint"));
+    CHECK_THAT(error_of(dev + "setpoint = 5\nhigh = 1\n"),
+               Catch::Contains("test.toml:5:12: [alarms] setpoint must be a string"));
+    CHECK_THAT(error_of(dev + "setpoint = \"SP\"\nhigh = 1\n"),
+               Catch::Contains("test.toml:5:12: [[alarms]] 'A': setpoint must be"));
+    CHECK_THAT(error_of(dev + "setpoint = \"ns=1;s=V\"\nhigh = 1\n"),
+               Catch::Contains("setpoint must not be the source"));
+    CHECK_THAT(error_of(dev + "setpoint = \"ns=1;s=S\"\n"),
+               Catch::Contains("an exclusive_deviation alarm needs at least one of high_high"));
+    CHECK_THAT(error_of(dev + "setpoint = \"ns=1;s=S\"\nhigh = -1\nlow = 1\n"),
+               Catch::Contains("low must not be above high"));
+    CHECK_THAT(error_of(dev + "setpoint = \"ns=1;s=S\"\nhigh = 1\nnormal_value = 0\n"),
+               Catch::Contains("normal_value and severity are for off_normal alarms"));
+    CHECK_THAT(error_of(dev + "setpoint = \"ns=1;s=S\"\nhigh = 1\nnormal_state = \"ns=1;s=N\"\n"),
+               Catch::Contains("test.toml:7:16: [[alarms]] 'A': normal_state is for off_normal, "
+                               "discrete, trip and system_off_normal alarms, not for an "
+                               "exclusive_deviation alarm"));
+    CHECK_THAT(error_of("[[alarms]]\nname = \"A\"\ntype = \"exclusive_level\"\n"
+                        "source = \"ns=1;s=V\"\nsetpoint = \"ns=1;s=S\"\nhigh = 1\n"),
+               Catch::Contains("setpoint is for deviation alarms, not for an exclusive_level "
+                               "alarm"));
+    CHECK_THAT(error_of("[[alarms]]\nname = \"A\"\ntype = \"exclusive_rate_of_change\"\n"
+                        "source = \"ns=1;s=V\"\nhigh = 1\nsetpoint = \"ns=1;s=S\"\n"),
+               Catch::Contains("setpoint is for deviation alarms"));
+    CHECK_THAT(error_of("[[alarms]]\nname = \"A\"\ntype = \"non_exclusive_rate_of_change\"\n"
+                        "source = \"ns=1;s=V\"\nhigh = 1\nlow = 1\n"),
+               Catch::Contains("low must be below high"));
+    const std::string trip = "[[alarms]]\nname = \"A\"\ntype = \"trip\"\nsource = \"ns=1;s=V\"\n";
+    CHECK_THAT(error_of(trip), Catch::Contains("a trip alarm needs normal_value or normal_state"));
+    CHECK_THAT(error_of(trip + "normal_state = \"ns=1;s=N\"\nnormal_value = 1\n"),
+               Catch::Contains("normal_state and normal_value exclude each other"));
+    CHECK_THAT(error_of(trip + "normal_state = \"ns=1;s=V\"\n"),
+               Catch::Contains("normal_state must not be the source"));
+    CHECK_THAT(error_of(trip + "normal_state = true\n"),
+               Catch::Contains("[alarms] normal_state must be a string"));
+    CHECK_THAT(error_of(trip + "normal_state = \"N\"\n"),
+               Catch::Contains("[[alarms]] 'A': normal_state must be"));
+    CHECK_THAT(error_of(trip + "normal_value = 1\nhigh = 2\n"),
+               Catch::Contains("a trip alarm has no high limit"));
+    CHECK_THAT(error_of(trip + "normal_value = 1\ndeadband = 2\n"),
+               Catch::Contains("a trip alarm has no deadband"));
+    CHECK_THAT(error_of(trip + "normal_value = 1\nseverity = 0\n"),
+               Catch::Contains("severity must be an integer from 1 to 1000"));
+    CHECK_THAT(error_of("[[alarms]]\nname = \"A\"\ntype = \"discrete\"\nsource = \"ns=1;s=V\"\n"
+                        "setpoint = \"ns=1;s=S\"\nnormal_value = 1\n"),
+               Catch::Contains("setpoint is for deviation alarms, not for a discrete alarm"));
+    CHECK_THAT(error_of("[[alarms]]\nname = \"A\"\ntype = \"deviation\"\nsource = \"ns=1;s=V\"\n"),
+               Catch::Contains("type must be \"exclusive_level\""));
+}
+
 TEST_CASE("[[alarms]]: bad declarations are refused with their position") {
     const std::string head =
         "[[alarms]]\nname = \"A\"\ntype = \"exclusive_level\"\n"
@@ -1028,8 +1120,8 @@ TEST_CASE("[[alarms]]: bad declarations are refused with their position") {
     CHECK_THAT(error_of(head + "high = 5\nlow = 5\n"), Catch::Contains("low must be below high"));
     CHECK_THAT(error_of(head + "high_high = 5\nhigh = 6\n"),
                Catch::Contains("high must not be above high_high"));
-    CHECK_THAT(error_of(head), Catch::Contains("test.toml:1:1: [[alarms]] 'A': a level alarm "
-                                               "needs at least one of"));
+    CHECK_THAT(error_of(head), Catch::Contains("test.toml:1:1: [[alarms]] 'A': an "
+                                               "exclusive_level alarm needs at least one of"));
     CHECK_THAT(error_of(head + "high = 1\ndeadband = -1\n"),
                Catch::Contains("deadband must not be negative"));
     CHECK_THAT(error_of(head + "high = nan\n"), Catch::Contains("high must be finite"));

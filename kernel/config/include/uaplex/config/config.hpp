@@ -328,15 +328,22 @@ struct AlarmLimitConfig {
     std::uint32_t severity = 500;  // 1..1000
 };
 struct AlarmConfig {
-    std::string name;         // its ConditionName and browse name, unique
-    std::string type;         // "exclusive_level", "non_exclusive_level", "off_normal"
-    PersistentNode source;    // the input variable (InputNode)
-    bool has_parent = false;  // else the kernel's alarms folder
-    PersistentNode parent;    // where the condition node goes
+    std::string name;  // its ConditionName and browse name, unique
+    // "exclusive_level", "non_exclusive_level", "exclusive_deviation",
+    // "non_exclusive_deviation", "exclusive_rate_of_change", "non_exclusive_rate_of_change"
+    // (limit alarms); "off_normal", "discrete", "trip", "system_off_normal" (off-normal ones)
+    std::string type;
+    PersistentNode source;          // the input variable (InputNode)
+    bool has_setpoint = false;      // deviation alarms: required
+    PersistentNode setpoint;        // SetpointNode: the limits apply to source - setpoint
+    bool has_normal_state = false;  // off-normal alarms: normal_state or normal_value
+    PersistentNode normal_state;    // NormalState: the node holding the normal value
+    bool has_parent = false;        // else the kernel's alarms folder
+    PersistentNode parent;          // where the condition node goes
     AlarmLimitConfig high_high, high, low, low_low;  // level alarms: at least one
     double deadband = 0.0;                           // >= 0, on the way back
-    double normal_value = 0.0;                       // off_normal
-    std::uint32_t severity = 500;                    // off_normal, 1..1000
+    double normal_value = 0.0;                       // off-normal alarms
+    std::uint32_t severity = 500;                    // off-normal alarms, 1..1000
     std::string message;             // the events' Message (empty: the kernel's text)
     std::uint32_t on_delay_ms = 0;   // OnDelay, 0..86,400,000
     std::uint32_t off_delay_ms = 0;  // OffDelay, 0..86,400,000
@@ -348,6 +355,8 @@ struct AlarmConfig {
         };
         return name == o.name && type == o.type && source.text == o.source.text &&
                has_parent == o.has_parent && parent.text == o.parent.text &&
+               has_setpoint == o.has_setpoint && setpoint.text == o.setpoint.text &&
+               has_normal_state == o.has_normal_state && normal_state.text == o.normal_state.text &&
                key(high_high) == key(o.high_high) && key(high) == key(o.high) &&
                key(low) == key(o.low) && key(low_low) == key(o.low_low) && deadband == o.deadband &&
                normal_value == o.normal_value && severity == o.severity && message == o.message &&
