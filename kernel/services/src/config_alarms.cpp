@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // [[alarms]] (docs/configuration.md): limit and off-normal alarms declared in the
-// configuration. Before the conditions are collected the kernel adds each alarm's Object
-// (ExclusiveLevelAlarmType, NonExclusiveLevelAlarmType or OffNormalAlarmType) below its parent
-// (default: the Alarms folder under Objects, in the server's namespace 1), a HasCondition
-// from its source Variable, its limit properties, InputNode, and the LimitState machine
-// (exclusive) or the four limit state variables (non-exclusive); buildConditions then takes it
-// into the ConditionTable like any other condition. Each stored value change of the source
-// (the same path that feeds monitored items) runs its LimitEvaluator; only a change of the
-// alarm's state reports to the table (ActiveState/Id, Severity, Message, the limit state),
-// which raises the event and serves the methods.
+// configuration. Before the conditions are collected the kernel adds each alarm's Object (the
+// level, deviation and rate of change alarms, exclusive or not; OffNormalAlarmType,
+// DiscreteAlarmType, TripAlarmType, SystemOffNormalAlarmType) below its parent (default: the
+// Alarms folder under Objects, in the server's namespace 1), a HasCondition from its source
+// Variable, its limit properties, InputNode, SetpointNode or NormalState, and the LimitState
+// machine (exclusive) or the four limit state variables (non-exclusive); buildConditions then
+// takes it into the ConditionTable like any other condition. Each stored value change of the
+// source or of the setpoint / NormalState node (the same path that feeds monitored items) runs
+// its LimitEvaluator; only a change of the alarm's state reports to the table (ActiveState/Id,
+// Severity, Message, the limit state), which raises the event and serves the methods.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -32,6 +33,35 @@ constexpr std::uint32_t kDoubleType = 11;
 constexpr std::uint32_t kNodeIdType = 17;
 constexpr std::uint32_t kBooleanType = 1;
 constexpr std::uint32_t kLocalizedTextType = 21;
+constexpr std::uint32_t kNumberType = 26;
+constexpr std::uint32_t kBaseDataVariableType = 63;
+
+// A config type: its evaluation and its ns0 TypeDefinition.
+struct AlarmTypeInfo {
+    std::string_view name;
+    cond::AlarmKind kind;
+    cond::LimitInput input;
+    std::uint32_t typeDefinition;
+};
+constexpr AlarmTypeInfo kAlarmTypes[] = {
+    {"exclusive_level", cond::AlarmKind::ExclusiveLevel, cond::LimitInput::Value,
+     cond::kExclusiveLevelAlarmType},
+    {"non_exclusive_level", cond::AlarmKind::NonExclusiveLevel, cond::LimitInput::Value,
+     cond::kNonExclusiveLevelAlarmType},
+    {"exclusive_deviation", cond::AlarmKind::ExclusiveLevel, cond::LimitInput::Deviation,
+     cond::kExclusiveDeviationAlarmType},
+    {"non_exclusive_deviation", cond::AlarmKind::NonExclusiveLevel, cond::LimitInput::Deviation,
+     cond::kNonExclusiveDeviationAlarmType},
+    {"exclusive_rate_of_change", cond::AlarmKind::ExclusiveLevel, cond::LimitInput::RateOfChange,
+     cond::kExclusiveRateOfChangeAlarmType},
+    {"non_exclusive_rate_of_change", cond::AlarmKind::NonExclusiveLevel,
+     cond::LimitInput::RateOfChange, cond::kNonExclusiveRateOfChangeAlarmType},
+    {"off_normal", cond::AlarmKind::OffNormal, cond::LimitInput::Value, cond::kOffNormalAlarmType},
+    {"discrete", cond::AlarmKind::OffNormal, cond::LimitInput::Value, cond::kDiscreteAlarmType},
+    {"trip", cond::AlarmKind::OffNormal, cond::LimitInput::Value, cond::kTripAlarmType},
+    {"system_off_normal", cond::AlarmKind::OffNormal, cond::LimitInput::Value,
+     cond::kSystemOffNormalAlarmType},
+};
 
 void* allocate(const uaplex_value_alloc& a, std::size_t size, std::size_t align) {
     return a.allocate ? a.allocate(a.self, size, align) : nullptr;
@@ -193,15 +223,45 @@ void ServiceSet::Impl::addConfiguredAlarms() {
                 return;
             }
         }
-        cond::LimitAlarmSpec spec;
-        std::uint32_t type = cond::kExclusiveLevelAlarmType;
-        if (a.type == "non_exclusive_level") {
-            spec.kind = cond::AlarmKind::NonExclusiveLevel;
-            type = cond::kNonExclusiveLevelAlarmType;
-        } else if (a.type == "off_normal") {
-            spec.kind = cond::AlarmKind::OffNormal;
-            type = cond::kOffNormalAlarmType;
+        // The second input (setpoint, NormalState): a stored numeric scalar Variable, not the
+        // source, so that its changes reach the alarm.
+        Node* referenceNode = nullptr;
+        if (a.has_setpoint || a.has_normal_state) {
+            const config::PersistentNode& p = a.has_setpoint ? a.setpoint : a.normal_state;
+            const char* key = a.has_setpoint ? "setpoint" : "normal_state";
+            ua::NodeId rid{};
+            NodeRef r{};
+            if (!resolve(p, rid) || !(r = space.find(rid))) {
+                host::logger()->warn("{}: [[alarms]] '{}': {} {}: no such node: not served",
+                                     a.position, a.name, key, p.text);
+                continue;
+            }
+            referenceNode = space.mutableNode(space.nodeIdOf(r));
+            const ua::NodeId number = ua::numericNodeId(0, kNumberType);
+            const bool numeric =
+                referenceNode != nullptr && referenceNode->nodeClass == addressspace::kVariable &&
+                referenceNode->valueRank.load(std::memory_order_relaxed) < 0 &&
+                (ua::equal(referenceNode->dataType, number) ||
+                 space.isSubtypeOf(referenceNode->dataType, number) ||
+                 (a.has_normal_state &&
+                  ua::equal(referenceNode->dataType, ua::numericNodeId(0, kBooleanType))));
+            if (!numeric || ua::equal(space.nodeIdOf(r), space.nodeIdOf(sourceRef))) {
+                host::logger()->warn(
+                    "{}: [[alarms]] '{}': {} {}: not a scalar {} Variable of the server's "
+                    "own nodes other than the source: not served",
+                    a.position, a.name, key, p.text,
+                    a.has_setpoint ? "numeric" : "numeric or Boolean");
+                continue;
+            }
         }
+        const AlarmTypeInfo* info = &kAlarmTypes[0];
+        for (const AlarmTypeInfo& k : kAlarmTypes)
+            if (k.name == a.type) info = &k;
+        cond::LimitAlarmSpec spec;
+        spec.kind = info->kind;
+        spec.input = info->input;
+        spec.normalFromReference = a.has_normal_state;
+        const std::uint32_t type = info->typeDefinition;
         const config::AlarmLimitConfig* limits[] = {&a.high_high, &a.high, &a.low, &a.low_low};
         for (std::size_t i = 0; i < cond::kLimitCount; ++i)
             spec.limits[i] = {limits[i]->present, limits[i]->value,
@@ -227,6 +287,20 @@ void ServiceSet::Impl::addConfiguredAlarms() {
         alarm->source = space.nodeIdOf(sourceRef);
         alarm->message = a.message;
         alarm->branches = a.branches;
+        if (referenceNode != nullptr) {
+            alarm->reference = referenceNode->id;  // interned
+            alarm->hasReference = true;
+            // The values known at start: a setpoint change evaluates the current input.
+            auto stored = [&](const Node& n) {
+                if (n.callbacks.readsValue()) return std::nan("");
+                enc::Arena arena;
+                ua::DataValue dv{};
+                if (n.value.read(arena, dv) != UAPLEX_Good) return std::nan("");
+                return (dv.mask & UAPLEX_DATAVALUE_VALUE) ? numberOf(dv.value) : std::nan("");
+            };
+            const Node* src = space.mutableNode(alarm->source);
+            alarm->eval.seed(src ? stored(*src) : std::nan(""), stored(*referenceNode));
+        }
 
         // InputNode and the limits: properties with fixed values.
         {
@@ -237,6 +311,32 @@ void ServiceSet::Impl::addConfiguredAlarms() {
             dv.mask = UAPLEX_DATAVALUE_VALUE;
             dv.value = v;
             addChild(id, idText + ".InputNode", "InputNode", addressspace::kVariable,
+                     addressspace::kHasProperty, kPropertyType, kNodeIdType, &dv, nullptr, nullptr);
+        }
+        // SetpointNode (deviation) or NormalState (off-normal: the node given, else a
+        // NormalValue Variable of the alarm's holding the constant).
+        if (spec.input == cond::LimitInput::Deviation || spec.kind == cond::AlarmKind::OffNormal) {
+            ua::NodeId target = alarm->reference;
+            if (spec.kind == cond::AlarmKind::OffNormal && referenceNode == nullptr) {
+                uaplex_datavalue dv{};
+                dv.mask = UAPLEX_DATAVALUE_VALUE;
+                dv.value = ua::variantDouble(a.normal_value);
+                if (addChild(id, idText + ".NormalValue", "NormalValue", addressspace::kVariable,
+                             addressspace::kHasComponent, kBaseDataVariableType, kDoubleType, &dv,
+                             nullptr, nullptr))
+                    target =
+                        space.nodeIdOf(space.find(ua::stringNodeId(ns, idText + ".NormalValue")));
+                alarm->reference = target;  // interned, for the events
+                alarm->hasReference = true;
+            }
+            ua::Variant v = ua::makeVariant(ua::BuiltinType::NodeId);
+            v.value.pointer = &target;
+            uaplex_datavalue dv{};
+            dv.mask = UAPLEX_DATAVALUE_VALUE;
+            dv.value = v;
+            const std::string_view prop =
+                spec.kind == cond::AlarmKind::OffNormal ? "NormalState" : "SetpointNode";
+            addChild(id, idText + "." + std::string(prop), prop, addressspace::kVariable,
                      addressspace::kHasProperty, kPropertyType, kNodeIdType, &dv, nullptr, nullptr);
         }
         static constexpr std::string_view kLimitNames[] = {"HighHighLimit", "HighLimit", "LowLimit",
@@ -289,12 +389,16 @@ void ServiceSet::Impl::addConfiguredAlarms() {
         }
         if (Node* n = space.mutableNode(alarm->source)) {
             n->pinned.store(true, std::memory_order_relaxed);  // alarmsBySource is fixed
-            alarmsBySource.emplace_back(n, alarm.get());
+            alarmsBySource.push_back({n, alarm.get(), false});
+        }
+        if (referenceNode != nullptr) {
+            referenceNode->pinned.store(true, std::memory_order_relaxed);
+            alarmsBySource.push_back({referenceNode, alarm.get(), true});
         }
         configuredAlarms.push_back(std::move(alarm));
     }
     std::sort(alarmsBySource.begin(), alarmsBySource.end(),
-              [](const auto& x, const auto& y) { return x.first < y.first; });
+              [](const AlarmInput& x, const AlarmInput& y) { return x.node < y.node; });
     // One timer for every delay: a delayed change takes effect when its delay ends.
     if (std::any_of(cfg.alarms.begin(), cfg.alarms.end(), [](const config::AlarmConfig& a) {
             return a.on_delay_ms > 0 || a.off_delay_ms > 0;
@@ -306,16 +410,20 @@ void ServiceSet::Impl::addConfiguredAlarms() {
 
 void ServiceSet::Impl::evaluateAlarms(const Node& n, const ua::DataValue& v) noexcept {
     auto it = std::lower_bound(alarmsBySource.begin(), alarmsBySource.end(), &n,
-                               [](const auto& e, const Node* key) { return e.first < key; });
-    if (it == alarmsBySource.end() || it->first != &n || !conditions) return;
+                               [](const AlarmInput& e, const Node* key) { return e.node < key; });
+    if (it == alarmsBySource.end() || it->node != &n || !conditions) return;
     const double x = (v.mask & UAPLEX_DATAVALUE_VALUE) ? numberOf(v.value) : std::nan("");
     const ua::DateTime t = now();
-    for (; it != alarmsBySource.end() && it->first == &n; ++it)
-        evaluateAlarm(*it->second, x, false, t);
+    // The rate of change is taken between the values' source timestamps.
+    const ua::DateTime sourceTime =
+        (v.mask & UAPLEX_DATAVALUE_SOURCE_TIMESTAMP) ? v.source_timestamp : t;
+    for (; it != alarmsBySource.end() && it->node == &n; ++it)
+        evaluateAlarm(*it->alarm, it->reference ? AlarmUpdate::Reference : AlarmUpdate::Source, x,
+                      sourceTime, t);
 }
 
-void ServiceSet::Impl::evaluateAlarm(ConfiguredAlarm& a, double x, bool tick,
-                                     ua::DateTime t) noexcept {
+void ServiceSet::Impl::evaluateAlarm(ConfiguredAlarm& a, AlarmUpdate what, double x,
+                                     ua::DateTime sourceTime, ua::DateTime t) noexcept {
     std::lock_guard order(a.reportMutex);
     bool active;
     std::uint16_t severity;
@@ -323,8 +431,11 @@ void ServiceSet::Impl::evaluateAlarm(ConfiguredAlarm& a, double x, bool tick,
     std::array<bool, cond::kLimitCount> limits{};
     {
         std::lock_guard lock(a.mutex);
+        const bool tick = what == AlarmUpdate::Tick;
         if (tick) a.scheduledAt = 0;  // the timer unlinked it
-        const bool changed = tick ? a.eval.tick(t) : a.eval.update(x, t);
+        const bool changed = tick                             ? a.eval.tick(t)
+                             : what == AlarmUpdate::Reference ? a.eval.updateReference(x, t)
+                                                              : a.eval.update(x, sourceTime, t);
         // A delay begun, ended or taken back: the timer learns of it (no lock otherwise).
         if (alarmDelays) {
             const ua::DateTime next = a.eval.nextDeadline();
@@ -346,7 +457,8 @@ void ServiceSet::Impl::evaluateAlarm(ConfiguredAlarm& a, double x, bool tick,
 void ServiceSet::Impl::alarmDelayEnded(void* user, cond::DelayEntry& e, ua::DateTime now) {
     auto* impl = static_cast<Impl*>(user);
     addressspace::Pin pin = impl->space.pin();  // the timer's thread: the store may change
-    impl->evaluateAlarm(*static_cast<ConfiguredAlarm::Delay&>(e).alarm, 0.0, true, now);
+    impl->evaluateAlarm(*static_cast<ConfiguredAlarm::Delay&>(e).alarm, AlarmUpdate::Tick, 0.0, 0,
+                        now);
 }
 
 void ServiceSet::Impl::reportAlarm(const ConfiguredAlarm& a, bool active, std::uint16_t severity,
@@ -370,7 +482,9 @@ void ServiceSet::Impl::reportAlarm(const ConfiguredAlarm& a, bool active, std::u
                                                    {{0, ua::makeString("HighLimit")}},
                                                    {{0, ua::makeString("LowLimit")}},
                                                    {{0, ua::makeString("LowLowLimit")}}};
-    std::array<uaplex_event_field, 4 + 2 + 2 * cond::kLimitCount> fields{};
+    static const ua::QualifiedName kSetpoint[] = {{0, ua::makeString("SetpointNode")}};
+    static const ua::QualifiedName kNormalState[] = {{0, ua::makeString("NormalState")}};
+    std::array<uaplex_event_field, 5 + 2 + 2 * cond::kLimitCount> fields{};
     std::array<ua::Variant, fields.size()> values{};
     std::uint32_t count = 0;
     auto add = [&](const ua::QualifiedName* path, std::uint32_t len, const ua::Variant& v) {
@@ -400,6 +514,11 @@ void ServiceSet::Impl::reportAlarm(const ConfiguredAlarm& a, bool active, std::u
         for (std::size_t i = 0; i < cond::kLimitCount; ++i)
             if (a.eval.spec().limits[i].present) add(kStates[i], 2, ua::variantBoolean(limits[i]));
     }
+    // SetpointNode / NormalState when a node gives it (the table keeps it for later events).
+    ua::NodeId reference = a.reference;
+    ua::Variant ref = ua::makeVariant(ua::BuiltinType::NodeId);
+    ref.value.pointer = &reference;
+    if (a.hasReference) add(kind == cond::AlarmKind::OffNormal ? kNormalState : kSetpoint, 1, ref);
     // The limits (the table keeps them for the events of its methods too).
     if (kind != cond::AlarmKind::OffNormal)
         for (std::size_t i = 0; i < cond::kLimitCount; ++i)

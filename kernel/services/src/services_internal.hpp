@@ -547,6 +547,10 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
         ua::NodeId condition{};  // interned in the address space
         ua::NodeId type{};
         ua::NodeId source{};  // interned
+        // A deviation alarm's SetpointNode, an off-normal alarm's NormalState (interned): the
+        // node given, or the alarm's NormalValue Variable holding the constant normal value.
+        ua::NodeId reference{};
+        bool hasReference = false;
         std::string message;
         bool branches = false;  // [[alarms]] branches
         // Taken first, across an evaluation and its report: reports arrive in the order of the
@@ -572,7 +576,13 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
     };
     std::vector<std::unique_ptr<ConfiguredAlarm>> configuredAlarms;
     std::vector<std::unique_ptr<AlarmFieldNode>> alarmFields;
-    std::vector<std::pair<const Node*, ConfiguredAlarm*>> alarmsBySource;  // sorted, fixed
+    // The inputs of the alarms by node: the source, or the reference (setpoint, NormalState).
+    struct AlarmInput {
+        const Node* node = nullptr;
+        ConfiguredAlarm* alarm = nullptr;
+        bool reference = false;
+    };
+    std::vector<AlarmInput> alarmsBySource;  // sorted by node, fixed
     // The delays' ends of all configured alarms (made when one has a delay); stopped first
     // when the services end.
     std::unique_ptr<conditions::DelayTimer> alarmDelays;
@@ -594,8 +604,11 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
                                          const uaplex_value_alloc* alloc,
                                          uaplex_datavalue* out) noexcept;
     void evaluateAlarms(const Node& n, const ua::DataValue& v) noexcept;
-    // One alarm: a new input value (`tick` false) or the end of a delay (`tick` true).
-    void evaluateAlarm(ConfiguredAlarm& a, double x, bool tick, ua::DateTime t) noexcept;
+    // One alarm: a new value of its source (at `sourceTime`) or of its reference, or the end
+    // of a delay.
+    enum class AlarmUpdate : std::uint8_t { Source, Reference, Tick };
+    void evaluateAlarm(ConfiguredAlarm& a, AlarmUpdate what, double x, ua::DateTime sourceTime,
+                       ua::DateTime t) noexcept;
     static void alarmDelayEnded(void* user, conditions::DelayEntry& e, ua::DateTime now);
     void reportAlarm(const ConfiguredAlarm& a, bool active, std::uint16_t severity,
                      conditions::LimitLevel level,

@@ -96,6 +96,46 @@ TEST_CASE("a write that leaves a configured alarm's state as it is allocates not
     CHECK(allocations == 0);
 }
 
+TEST_CASE(
+    "writes of a deviation alarm's source and setpoint that leave its state allocate "
+    "nothing") {
+    test::Server s("", test::benchmarkPlugin() +
+                           "[[alarms]]\nname = \"D\"\ntype = \"non_exclusive_deviation\"\n"
+                           "source = \"ns=1;i=1042\"\nsetpoint = \"ns=1;i=1043\"\n"
+                           "high_high = 2000\nhigh = 1000\nlow = -1000\ndeadband = 10\n");
+    ua::WriteValue wv[2]{};
+    for (std::uint32_t i = 0; i < 2; ++i) {
+        wv[i].nodeId = ua::numericNodeId(1, 1042 + i);
+        wv[i].attributeId = 13;
+        wv[i].indexRange = ua::nullString();
+        wv[i].value.mask = UAPLEX_DATAVALUE_VALUE;
+    }
+    ua::WriteRequest write{};
+    write.nodesToWrite = {2, wv};
+    enc::Arena arena;
+    auto cycle = [&](std::int32_t value, std::int32_t setpoint) {
+        arena.reset();
+        wv[0].value.value = ua::variantInt32(value);
+        wv[1].value.value = ua::variantInt32(setpoint);
+        services::ServiceCall w{arena, s.session.get(), enc::dataTypeOf<ua::WriteRequest>(),
+                                &write};
+        if (s.services->write(w) != UAPLEX_Good) return false;
+        const auto* r = static_cast<ua::WriteResponse*>(w.response);
+        return r->results[0] == UAPLEX_Good && r->results[1] == UAPLEX_Good;
+    };
+    bool ok = true;
+    for (int i = 0; i < 10; ++i) ok = cycle(i, 0) && ok;
+    ok = cycle(1500, 0) && ok;     // High active: a change, its event (allocates)
+    ok = cycle(6000, 5000) && ok;  // HighHigh, then High again once the setpoint is written
+    REQUIRE(ok);
+    test::HeapScope heap;
+    // Source and setpoint move together: the deviation stays within High and its deadband.
+    for (int i = 0; i < 500; ++i) ok = cycle(5000 + 1000 - (i % 10), 5000) && ok;
+    std::size_t allocations = heap.allocations();
+    CHECK(ok);
+    CHECK(allocations == 0);
+}
+
 namespace {
 // A history database of the test's own.
 struct HistoryDb {

@@ -3,7 +3,9 @@
 // Variable gets its nodes (type, limits, InputNode, LimitState / the limit state variables,
 // HasCondition from the source), is evaluated on each write of the source, and raises its
 // events through the ConditionTable (ActiveState/Id, LimitState/CurrentState/Id, Severity,
-// Retain); Acknowledge works on it.
+// Retain); Acknowledge works on it. Deviation alarms follow source minus setpoint (either's
+// change), rate of change alarms the change per second of source timestamps, and the
+// off-normal subtypes a NormalState node or a constant, each with its TypeDefinition/EventType.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -31,6 +33,8 @@ struct Captured {
     std::vector<std::uint8_t> eventId;
     std::map<std::string, double> limits;  // "HighLimit" -> value
     bool hasLimitState = false;
+    std::uint32_t eventType = 0;
+    std::string setpointNode, normalState;  // string ids of the SetpointNode / NormalState fields
 };
 
 struct Recorder {
@@ -41,6 +45,7 @@ struct Recorder {
         Captured c;
         if (e.conditionId->identifier_type == UAPLEX_ID_STRING)
             c.condition = std::string(ua::view(e.conditionId->identifier.string));
+        c.eventType = e.eventType.identifier.numeric;
         for (const auto& f : e.fields) {
             std::string path;
             for (const auto& q : f.path)
@@ -61,6 +66,14 @@ struct Recorder {
                 ua::variantType(v) == ua::BuiltinType::Double)
                 c.limits[path] = v.value.double_;
             if (path == "LimitState/CurrentState/Id") c.hasLimitState = true;
+            if ((path == "SetpointNode" || path == "NormalState") &&
+                ua::variantType(v) == ua::BuiltinType::NodeId) {
+                const auto* n = static_cast<const ua::NodeId*>(v.value.pointer);
+                std::string text = n->identifier_type == UAPLEX_ID_STRING
+                                       ? std::string(ua::view(n->identifier.string))
+                                       : "i=" + std::to_string(n->identifier.numeric);
+                (path == "SetpointNode" ? c.setpointNode : c.normalState) = text;
+            }
             if (path == "EventId") {
                 auto b = ua::view(v.value.bytestring);
                 c.eventId.assign(b.begin(), b.end());
@@ -267,4 +280,263 @@ TEST_CASE("[[alarms]]: on_delay_ms and off_delay_ms end on a timer, without anot
     std::this_thread::sleep_for(std::chrono::milliseconds(600));
     CHECK(rec.size() == 2);
     s.services->setEventRaised(nullptr, nullptr);
+}
+
+namespace {
+
+// The TypeDefinition of a node (its HasTypeDefinition target's number).
+std::uint32_t typeOf(test::Server& s, const ua::NodeId& id) {
+    for (const auto& r :
+         s.browse(id, 0, ua::BrowseDirection::Forward, ua::numericNodeId(0, 40)).references)
+        return r.nodeId.node_id.identifier.numeric;
+    return 0;
+}
+
+// The NodeId a NodeId-valued property holds, as a string id (empty: not a string id).
+std::string nodeIdValue(test::Server& s, const ua::NodeId& id) {
+    ua::DataValue v = s.read(id);
+    if (v.status != UAPLEX_Good || ua::variantType(v.value) != ua::BuiltinType::NodeId) return "";
+    const auto* n = static_cast<const ua::NodeId*>(v.value.value.pointer);
+    return n->identifier_type == UAPLEX_ID_STRING ? std::string(ua::view(n->identifier.string))
+                                                  : "";
+}
+
+std::vector<Captured> eventsOf(const Recorder& rec, const std::string& condition) {
+    std::vector<Captured> out;
+    for (const auto& e : rec.events)
+        if (e.condition == condition) out.push_back(e);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("[[alarms]]: a deviation alarm follows source minus setpoint, re-evaluated on both") {
+    // AnalogItem starts at 42, Scalars.Double at 2.25: both known before any write.
+    test::Server s("", test::nodeManagerPlugins() +
+                           "[[alarms]]\nname = \"Dev\"\ntype = \"exclusive_deviation\"\n"
+                           "source = \"nsu=urn:uaplex:demo;s=Demo.AnalogItem\"\n"
+                           "setpoint = \"nsu=urn:uaplex:demo;s=Demo.Scalars.Double\"\n"
+                           "high_high = 20\nhigh = 10\nlow = -10\nhigh_severity = 600\n"
+                           "deadband = 2\n"
+                           "[[alarms]]\nname = \"DevNx\"\ntype = \"non_exclusive_deviation\"\n"
+                           "source = \"nsu=urn:uaplex:demo;s=Demo.AnalogItem\"\n"
+                           "setpoint = \"nsu=urn:uaplex:demo;s=Demo.Scalars.Double\"\n"
+                           "high_high = 20\nhigh = 10\n");
+    Recorder rec;
+    s.services->setEventRaised(&Recorder::fn, &rec);
+    const std::uint16_t ns = s.namespaceIndex("urn:test:uaplex");
+    const std::uint16_t demo = s.namespaceIndex("urn:uaplex:demo");
+    const ua::NodeId dev = ua::stringNodeId(ns, "Alarms.Dev");
+    const ua::NodeId source = ua::stringNodeId(demo, "Demo.AnalogItem");
+    const ua::NodeId setpoint = ua::stringNodeId(demo, "Demo.Scalars.Double");
+    CHECK(typeOf(s, dev) == 9764);  // ExclusiveDeviationAlarmType
+    CHECK(typeOf(s, ua::stringNodeId(ns, "Alarms.DevNx")) == 10368);
+    CHECK(nodeIdValue(s, ua::stringNodeId(ns, "Alarms.Dev.SetpointNode")) == "Demo.Scalars.Double");
+    CHECK(s.read(ua::stringNodeId(ns, "Alarms.Dev.LowLimit")).value.value.double_ == -10.0);
+
+    auto write = [&](const ua::NodeId& id, double x) {
+        rec.events.clear();
+        REQUIRE(s.write(id, ua::variantDouble(x)) == UAPLEX_Good);
+    };
+    write(setpoint, 50);  // 42 - 50 = -8: normal
+    CHECK(rec.events.empty());
+    write(setpoint, 30);  // 42 - 30 = 12: High, from the setpoint's change alone
+    auto ev = eventsOf(rec, "Alarms.Dev");
+    REQUIRE(ev.size() == 1);
+    CHECK(ev[0].eventType == 9764);
+    CHECK(ev[0].activeId);
+    CHECK(ev[0].limitStateId == 9331);
+    CHECK(ev[0].severity == 600);
+    CHECK(ev[0].setpointNode == "Demo.Scalars.Double");
+    write(source, 39);  // 9: inside High's deadband
+    CHECK(eventsOf(rec, "Alarms.Dev").empty());
+    write(source, 55);  // 25: HighHigh; the non-exclusive one has both
+    ev = eventsOf(rec, "Alarms.Dev");
+    REQUIRE(ev.size() == 1);
+    CHECK(ev[0].limitStateId == 9329);
+    auto nx = eventsOf(rec, "Alarms.DevNx");
+    REQUIRE(nx.size() == 1);
+    CHECK(nx[0].eventType == 10368);
+    CHECK(nx[0].states["HighHighState"]);
+    CHECK(nx[0].states["HighState"]);
+    write(setpoint, 48);  // 7: below High - deadband: normal
+    ev = eventsOf(rec, "Alarms.Dev");
+    REQUIRE(ev.size() == 1);
+    CHECK_FALSE(ev[0].activeId);
+    CHECK(ev[0].limitStateId == 0);
+    write(source, 37);  // -11: Low
+    ev = eventsOf(rec, "Alarms.Dev");
+    REQUIRE(ev.size() == 1);
+    CHECK(ev[0].limitStateId == 9333);
+
+    // Acknowledge works as for the level alarms.
+    ua::Variant args[2];
+    ua::ByteString id = ua::makeByteString(ev[0].eventId);
+    args[0] = ua::makeVariant(ua::BuiltinType::ByteString);
+    args[0].value.bytestring = id;
+    ua::LocalizedText comment = ua::makeLocalizedText({}, "seen");
+    args[1] = ua::makeVariant(ua::BuiltinType::LocalizedText);
+    args[1].value.pointer = &comment;
+    rec.events.clear();
+    CHECK(s.services->callCondition(dev, 9111, {args, 2}, "user:op") == UAPLEX_Good);
+    ev = eventsOf(rec, "Alarms.Dev");
+    REQUIRE(ev.size() == 1);
+    CHECK(ev[0].acked);
+    CHECK(ev[0].eventType == 9764);
+    CHECK(ev[0].setpointNode == "Demo.Scalars.Double");
+    s.services->setEventRaised(nullptr, nullptr);
+}
+
+TEST_CASE("[[alarms]]: a rate of change alarm takes the change per second of source times") {
+    test::Server s("", test::nodeManagerPlugins() +
+                           "[[alarms]]\nname = \"Rate\"\ntype = \"exclusive_rate_of_change\"\n"
+                           "source = \"nsu=urn:uaplex:demo;s=Demo.Measured\"\n"
+                           "high = 5\nlow = -5\ndeadband = 1\n"
+                           "[[alarms]]\nname = \"RateNx\"\n"
+                           "type = \"non_exclusive_rate_of_change\"\n"
+                           "source = \"nsu=urn:uaplex:demo;s=Demo.Measured\"\nhigh = 5\n");
+    Recorder rec;
+    s.services->setEventRaised(&Recorder::fn, &rec);
+    const std::uint16_t ns = s.namespaceIndex("urn:test:uaplex");
+    const ua::NodeId source =
+        ua::stringNodeId(s.namespaceIndex("urn:uaplex:demo"), "Demo.Measured");
+    CHECK(typeOf(s, ua::stringNodeId(ns, "Alarms.Rate")) == 9623);
+    CHECK(typeOf(s, ua::stringNodeId(ns, "Alarms.RateNx")) == 10214);
+    constexpr std::int64_t kSecond = 10'000'000;
+    const std::int64_t t0 = ua::utcNow() - 100 * kSecond;
+    auto write = [&](double x, std::int64_t at) {
+        rec.events.clear();
+        ua::WriteValue wv{};
+        wv.nodeId = source;
+        wv.attributeId = 13;
+        wv.indexRange = ua::nullString();
+        wv.value.mask = UAPLEX_DATAVALUE_VALUE | UAPLEX_DATAVALUE_SOURCE_TIMESTAMP;
+        wv.value.value = ua::variantDouble(x);
+        wv.value.source_timestamp = at;
+        REQUIRE(s.writeValue(wv) == UAPLEX_Good);
+    };
+    write(1000, t0);  // the first value: no rate yet
+    CHECK(rec.events.empty());
+    write(1003, t0 + kSecond);  // 3/s
+    CHECK(rec.events.empty());
+    write(1013, t0 + 2 * kSecond);  // 10/s: High
+    auto ev = eventsOf(rec, "Alarms.Rate");
+    REQUIRE(ev.size() == 1);
+    CHECK(ev[0].eventType == 9623);
+    CHECK(ev[0].activeId);
+    CHECK(ev[0].limitStateId == 9331);
+    CHECK(eventsOf(rec, "Alarms.RateNx").size() == 1);
+    write(1015.25, t0 + 2 * kSecond + kSecond / 2);  // 4.5/s: inside the deadband
+    CHECK(eventsOf(rec, "Alarms.Rate").empty());
+    write(1018.25, t0 + 3 * kSecond + kSecond / 2);  // 3/s: normal
+    ev = eventsOf(rec, "Alarms.Rate");
+    REQUIRE(ev.size() == 1);
+    CHECK_FALSE(ev[0].activeId);
+    write(1008.25, t0 + 4 * kSecond);  // -20/s: Low
+    ev = eventsOf(rec, "Alarms.Rate");
+    REQUIRE(ev.size() == 1);
+    CHECK(ev[0].limitStateId == 9333);
+    write(0, t0 + 4 * kSecond);  // not newer than the last value: no rate, ignored
+    CHECK(rec.events.empty());
+    write(1009.25, t0 + 5 * kSecond);  // 1/s from the last newer value: normal
+    ev = eventsOf(rec, "Alarms.Rate");
+    REQUIRE(ev.size() == 1);
+    CHECK_FALSE(ev[0].activeId);
+    s.services->setEventRaised(nullptr, nullptr);
+}
+
+TEST_CASE("[[alarms]]: trip, discrete and system off-normal alarms, NormalState from a node") {
+    // Scalars.Int32 starts at -70000, Scalars.Int16 at -300.
+    test::Server s("", test::nodeManagerPlugins() +
+                           "[[alarms]]\nname = \"Trip\"\ntype = \"trip\"\nseverity = 900\n"
+                           "source = \"nsu=urn:uaplex:demo;s=Demo.Scalars.Int32\"\n"
+                           "normal_state = \"nsu=urn:uaplex:demo;s=Demo.Scalars.Int16\"\n"
+                           "[[alarms]]\nname = \"Disc\"\ntype = \"discrete\"\n"
+                           "source = \"nsu=urn:uaplex:demo;s=Demo.Scalars.Int32\"\n"
+                           "normal_value = 5\n"
+                           "[[alarms]]\nname = \"Sys\"\ntype = \"system_off_normal\"\n"
+                           "source = \"nsu=urn:uaplex:demo;s=Demo.Scalars.Boolean\"\n"
+                           "normal_value = true\n");
+    Recorder rec;
+    s.services->setEventRaised(&Recorder::fn, &rec);
+    const std::uint16_t ns = s.namespaceIndex("urn:test:uaplex");
+    const std::uint16_t demo = s.namespaceIndex("urn:uaplex:demo");
+    const ua::NodeId source = ua::stringNodeId(demo, "Demo.Scalars.Int32");
+    const ua::NodeId normal = ua::stringNodeId(demo, "Demo.Scalars.Int16");
+    CHECK(typeOf(s, ua::stringNodeId(ns, "Alarms.Trip")) == 10751);  // TripAlarmType
+    CHECK(typeOf(s, ua::stringNodeId(ns, "Alarms.Disc")) == 10523);  // DiscreteAlarmType
+    CHECK(typeOf(s, ua::stringNodeId(ns, "Alarms.Sys")) == 11753);   // SystemOffNormal...
+    CHECK(nodeIdValue(s, ua::stringNodeId(ns, "Alarms.Trip.NormalState")) == "Demo.Scalars.Int16");
+    // A constant normal value: NormalState names the alarm's NormalValue Variable.
+    CHECK(nodeIdValue(s, ua::stringNodeId(ns, "Alarms.Disc.NormalState")) ==
+          "Alarms.Disc.NormalValue");
+    CHECK(s.read(ua::stringNodeId(ns, "Alarms.Disc.NormalValue")).value.value.double_ == 5.0);
+
+    auto write = [&](const ua::NodeId& id, const ua::Variant& v) {
+        rec.events.clear();
+        REQUIRE(s.write(id, v) == UAPLEX_Good);
+    };
+    ua::Variant int16 = ua::makeVariant(ua::BuiltinType::Int16);
+    int16.value.int16 = 5;
+    write(normal, int16);  // -70000 against 5: the trip is active, from NormalState's change
+    auto ev = eventsOf(rec, "Alarms.Trip");
+    REQUIRE(ev.size() == 1);
+    CHECK(ev[0].eventType == 10751);
+    CHECK(ev[0].activeId);
+    CHECK(ev[0].severity == 900);
+    CHECK(ev[0].normalState == "Demo.Scalars.Int16");
+    write(source, ua::variantInt32(5));  // normal for both
+    ev = eventsOf(rec, "Alarms.Trip");
+    REQUIRE(ev.size() == 1);
+    CHECK_FALSE(ev[0].activeId);
+    auto disc = eventsOf(rec, "Alarms.Disc");
+    CHECK(disc.empty());  // never active: nothing changed
+    write(source, ua::variantInt32(6));
+    REQUIRE(eventsOf(rec, "Alarms.Trip").size() == 1);
+    disc = eventsOf(rec, "Alarms.Disc");
+    REQUIRE(disc.size() == 1);
+    CHECK(disc[0].eventType == 10523);
+    CHECK(disc[0].activeId);
+    CHECK(disc[0].severity == 500);
+    CHECK(disc[0].normalState == "Alarms.Disc.NormalValue");
+    int16.value.int16 = 6;
+    write(normal, int16);  // the normal value moved to the value: the trip is inactive
+    ev = eventsOf(rec, "Alarms.Trip");
+    REQUIRE(ev.size() == 1);
+    CHECK_FALSE(ev[0].activeId);
+    CHECK(eventsOf(rec, "Alarms.Disc").empty());  // a constant normal value: not affected
+    write(ua::stringNodeId(demo, "Demo.Scalars.Boolean"), ua::variantBoolean(false));
+    ev = eventsOf(rec, "Alarms.Sys");
+    REQUIRE(ev.size() == 1);
+    CHECK(ev[0].eventType == 11753);
+    CHECK(ev[0].activeId);
+    s.services->setEventRaised(nullptr, nullptr);
+}
+
+TEST_CASE("[[alarms]]: a setpoint or NormalState that is no numeric Variable is not served") {
+    const std::string head =
+        "[[alarms]]\ntype = \"exclusive_deviation\"\nhigh = 1\n"
+        "source = \"nsu=urn:uaplex:demo;s=Demo.AnalogItem\"\n";
+    test::Server s(
+        "",
+        test::nodeManagerPlugins() + head + "name = \"Missing\"\n" +
+            "setpoint = \"nsu=urn:uaplex:demo;s=Nope\"\n" + head + "name = \"Text\"\n" +
+            "setpoint = \"nsu=urn:uaplex:demo;s=Demo.Scalars.String\"\n" + head +
+            "name = \"Folder\"\nsetpoint = \"nsu=urn:uaplex:demo;s=Demo\"\n" + head +
+            "name = \"Array\"\nsetpoint = \"nsu=urn:uaplex:demo;s=Demo.Arrays.Double\"\n" + head +
+            "name = \"Flag\"\n" + "setpoint = \"nsu=urn:uaplex:demo;s=Demo.Scalars.Boolean\"\n" +
+            head + "name = \"Same\"\nsetpoint = \"ns=2;s=Demo.AnalogItem\"\n" +
+            "[[alarms]]\nname = \"Normal\"\ntype = \"off_normal\"\n"
+            "source = \"nsu=urn:uaplex:demo;s=Demo.AnalogItem\"\n"
+            "normal_state = \"nsu=urn:uaplex:demo;s=Demo.Scalars.String\"\n" +
+            head + "name = \"Good\"\nsetpoint = \"nsu=urn:uaplex:demo;s=Demo.Scalars.Float\"\n");
+    const std::uint16_t ns = s.namespaceIndex("urn:test:uaplex");
+    REQUIRE(ns != 0xFFFF);
+    REQUIRE(s.namespaceIndex("urn:uaplex:demo") == 2);  // "Same" names the source by index
+    for (const char* name : {"Missing", "Text", "Folder", "Array", "Flag", "Same", "Normal"}) {
+        INFO(name);
+        CHECK(s.read(ua::stringNodeId(ns, std::string("Alarms.") + name), 1).status ==
+              UAPLEX_BadNodeIdUnknown);
+    }
+    CHECK(s.read(ua::stringNodeId(ns, "Alarms.Good"), 1).status == UAPLEX_Good);
 }
