@@ -50,9 +50,11 @@ fi
 for nm in demo benchmark; do
   [ -e "$plugins/uaplex-$nm.so" ] && printf '[plugins.%s]\n' "$nm" >>"$work/interop.toml"
 done
-# 16-alarms: a configured level alarm with branches on the demo's Float.
+# 16-alarms: a configured level alarm with branches on the demo's Float,
 if [ -e "$plugins/uaplex-demo.so" ]; then
   printf '[[alarms]]\nname = "Branchy"\ntype = "exclusive_level"\nsource = "nsu=urn:uaplex:demo;s=Demo.Scalars.Float"\nhigh = 80\nbranches = true\n' >>"$work/interop.toml"
+  # and a deviation alarm: UInt32 minus the UInt16 setpoint.
+  printf '[[alarms]]\nname = "Deviation"\ntype = "exclusive_deviation"\nsource = "nsu=urn:uaplex:demo;s=Demo.Scalars.UInt32"\nsetpoint = "nsu=urn:uaplex:demo;s=Demo.Scalars.UInt16"\nhigh = 10\nlow = -10\ndeadband = 2\n' >>"$work/interop.toml"
 fi
 # The servers share one PKI: its certificate is made once, before they start.
 "$uaplex" pki --pki "$work/pki" create-cert --uri urn:uaplex:interop:server >/dev/null

@@ -378,3 +378,59 @@ test("Branches: an unacknowledged state kept as a branch, refreshed, acknowledge
     assertStatus(await callOn(branchy, "i=9111", branch[F.EventId].value, "again"), ua.StatusCodes.BadEventIdUnknown, "the branch is gone");
     await sub.terminate();
 });
+
+// run_suite.sh's [[alarms]] Deviation (ExclusiveDeviationAlarmType: Demo.Scalars.UInt32 minus
+// the setpoint Demo.Scalars.UInt16, high 10, low -10, deadband 2): the setpoint's change alone
+// raises it, its events have the type as EventType and SetpointNode, Acknowledge works, and the
+// source's change inside and then beyond the deadband returns it to normal.
+test("Deviation: source minus setpoint, re-evaluated on either, SetpointNode", { timeout: T_LONG }, async () => {
+    const deviation = "ns=1;s=Alarms.Deviation";
+    const names = ["EventId", "EventType", "ConditionId", "ActiveState.Id", "AckedState.Id", "Severity", "SetpointNode", "HighLimit"];
+    const G = Object.fromEntries(names.map((n, i) => [n, i]));
+    const sub = await subscribe();
+    const events = [];
+    const item = await sub.monitor(
+        { nodeId: "i=2253", attributeId: AttributeIds.EventNotifier },
+        { samplingInterval: 0, discardOldest: true, queueSize: 100, filter: constructEventFilter(names) },
+        TimestampsToReturn.Both,
+    );
+    item.on("changed", (fields) => events.push(fields));
+    const mine = () => events.filter((e) => e[G.ConditionId].value && e[G.ConditionId].value.toString() === deviation);
+    const write = async (name, dataType, value) => assertGood(await S.session.write({
+        nodeId: `ns=${S.demo};s=Demo.Scalars.${name}`, attributeId: AttributeIds.Value,
+        value: { value: new Variant({ dataType, value }) },
+    }), `write ${name} ${value}`);
+    const setpointId = `ns=${S.demo};s=Demo.Scalars.UInt16`;
+
+    // The node: its type and SetpointNode.
+    const [typeRef] = (await S.session.browse({ nodeId: deviation, referenceTypeId: "i=40", browseDirection: ua.BrowseDirection.Forward })).references;
+    assert.equal(typeRef.nodeId.toString(), "ns=0;i=9764");
+    const sp = await S.session.read({ nodeId: `${deviation}.SetpointNode`, attributeId: AttributeIds.Value });
+    assertGood(sp.statusCode, "read SetpointNode");
+    assert.equal(sp.value.value.toString(), setpointId);
+
+    // Normal first (whatever earlier files wrote), then raised by the setpoint alone.
+    await write("UInt32", DataType.UInt32, 100);
+    await write("UInt16", DataType.UInt16, 100);
+    await new Promise((r) => setTimeout(r, 300));
+    let seen = mine().length;
+    await write("UInt16", DataType.UInt16, 85);  // 15
+    await until("the raise", 5000, () => mine().length > seen);
+    let e = mine()[seen];
+    assert.equal(e[G.EventType].value.toString(), "ns=0;i=9764");
+    assert.equal(e[G["ActiveState.Id"]].value, true);
+    assert.equal(e[G.SetpointNode].value.toString(), setpointId);
+    assert.equal(e[G.HighLimit].value, 10);
+    seen = mine().length;
+    assertGood(await callOn(deviation, "i=9111", e[G.EventId].value, "seen"), "Acknowledge");
+    await until("the acknowledgement", 5000, () => mine().length > seen);
+    assert.equal(mine()[seen][G["AckedState.Id"]].value, true);
+    assert.equal(mine()[seen][G.EventType].value.toString(), "ns=0;i=9764");
+    seen = mine().length;
+    await write("UInt32", DataType.UInt32, 94);  // 9: inside the deadband
+    await write("UInt32", DataType.UInt32, 92);  // 7: normal
+    await until("the return to normal", 5000, () => mine().length > seen);
+    assert.equal(mine().length, seen + 1);
+    assert.equal(mine()[seen][G["ActiveState.Id"]].value, false);
+    await sub.terminate();
+});
