@@ -51,7 +51,9 @@ bool LimitEvaluator::update(double value, ua::DateTime sourceTime, ua::DateTime 
         // Per second between this value and the last; the first only starts the series.
         const bool first = std::isnan(input_);
         if (!first && sourceTime <= inputTime_) return false;
-        const double rate = first ? NAN : (value - input_) * 1e7 / double(sourceTime - inputTime_);
+        // In doubles: a client writes any source timestamps, whose difference may not fit.
+        const double seconds = (double(sourceTime) - double(inputTime_)) / 1e7;
+        const double rate = first ? NAN : (value - input_) / seconds;
         input_ = value;
         inputTime_ = sourceTime;
         return !first && evaluate(rate, now);

@@ -7,6 +7,7 @@
 #include <uaplex/conditions/limit_evaluator.hpp>
 
 #include <cmath>
+#include <limits>
 #include <string>
 
 using namespace uaplex;
@@ -247,4 +248,23 @@ TEST_CASE("off-normal: the normal value from a reference node") {
     CHECK(e.updateReference(4.0, 4));
     CHECK(e.active());
     CHECK_FALSE(e.updateReference(5.0, 5));  // still not normal: no change
+}
+
+TEST_CASE("rate of change: extreme source timestamps and values change nothing") {
+    LimitAlarmSpec spec;
+    spec.kind = AlarmKind::NonExclusiveLevel;
+    spec.input = LimitInput::RateOfChange;
+    spec.limits[1] = {true, 5.0, 500};
+    spec.limits[2] = {true, -5.0, 500};
+    LimitEvaluator e(spec);
+    constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
+    constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+    CHECK_FALSE(e.update(0.0, kMin, 1));
+    CHECK_FALSE(e.update(1.0, kMax, 2));  // a tiny rate over the whole range
+    CHECK_FALSE(e.active());
+    CHECK_FALSE(e.update(-1e308, kMax, 3));  // not newer: ignored
+    LimitEvaluator f(spec);
+    CHECK_FALSE(f.update(-1.7e308, 0, 1));
+    CHECK_FALSE(f.update(1.7e308, 1, 2));  // an infinite rate: not evaluated
+    CHECK_FALSE(f.active());
 }
