@@ -183,7 +183,8 @@ void buildAccess(const toml::table& access, const fs::path& file, const PathCont
     checkKeys(access,
               {"anonymous", "anonymous_roles", "users_file", "username_security_policy",
                "certificate_security_policy", "default_permissions", "anonymous_permissions",
-               "certificates", "rules", "security_diagnostics_roles", "diagnostics_admin_roles"},
+               "certificates", "rules", "security_diagnostics_roles", "diagnostics_admin_roles",
+               "node_management_roles"},
               "access", file, cfg);
     AccessSection& a = cfg.access;
     if (const toml::node* n = access.get("anonymous")) {
@@ -207,6 +208,12 @@ void buildAccess(const toml::table& access, const fs::path& file, const PathCont
         if (roleIndex(r) < 0)
             fail(*access.get("diagnostics_admin_roles"), file,
                  "[access] diagnostics_admin_roles: '" + r + "' is not a well-known role");
+    a.node_management_roles =
+        getStrings(access, "node_management_roles", a.node_management_roles, "access", file);
+    for (const auto& r : a.node_management_roles)
+        if (roleIndex(r) < 0)
+            fail(*access.get("node_management_roles"), file,
+                 "[access] node_management_roles: '" + r + "' is not a well-known role");
     std::string users = getString(access, "users_file", "", "access", file);
     if (!users.empty()) a.users_file = resolve(users, file, paths);
     a.username_security_policy =
@@ -997,7 +1004,7 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
         checkKeys(*server,
                   {"application_name", "application_uri", "product_uri", "manufacturer_name",
                    "product_name", "endpoints", "reverse_connect", "request_threads", "security",
-                   "pki_dir", "security_profile", "limits", "diagnostics"},
+                   "pki_dir", "security_profile", "limits", "diagnostics", "node_management"},
                   "server", file, cfg);
         ServerSection& s = cfg.server;
         s.application_name =
@@ -1016,6 +1023,10 @@ ServerConfig build(const toml::table& root, const fs::path& file, const PathCont
         if (const toml::node* n = server->get("diagnostics")) {
             if (!n->is_boolean()) fail(*n, file, "[server] diagnostics must be a boolean");
             s.diagnostics = n->as_boolean()->get();
+        }
+        if (const toml::node* n = server->get("node_management")) {
+            if (!n->is_boolean()) fail(*n, file, "[server] node_management must be a boolean");
+            s.node_management = n->as_boolean()->get();
         }
         if (s.endpoints.empty())
             fail(*server->get("endpoints"), file, "[server] endpoints must name at least one URL");

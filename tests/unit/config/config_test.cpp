@@ -854,6 +854,23 @@ TEST_CASE("diagnostics keys: [server] diagnostics, the diagnostics roles of [acc
                Catch::Contains("'Root' is not a well-known role"));
 }
 
+TEST_CASE("node management keys: [server] node_management, [access] node_management_roles") {
+    auto def = parseString("", "/etc/uaplex/test.toml", kPaths);
+    CHECK(def.server.node_management);
+    CHECK(def.access.node_management_roles == std::vector<std::string>{"ConfigureAdmin"});
+    auto cfg = parseString(
+        "[server]\nnode_management = false\n[access]\n"
+        "node_management_roles = [\"Engineer\", \"ConfigureAdmin\"]\n",
+        "/etc/uaplex/test.toml", kPaths);
+    CHECK_FALSE(cfg.server.node_management);
+    CHECK(cfg.access.node_management_roles ==
+          std::vector<std::string>{"Engineer", "ConfigureAdmin"});
+    CHECK_THAT(error_of("[server]\nnode_management = \"admin\"\n"),
+               Catch::Contains("[server] node_management must be a boolean"));
+    CHECK_THAT(error_of("[access]\nnode_management_roles = [\"Root\"]\n"),
+               Catch::Contains("'Root' is not a well-known role"));
+}
+
 namespace {
 // A valid [pubsub] with one data set, group and writer; `extra` goes into the group's writer.
 std::string pubsubToml(const std::string& top = "", const std::string& field = "ns=1;i=1001",

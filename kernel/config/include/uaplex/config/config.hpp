@@ -155,6 +155,9 @@ struct ServerSection {
     // The ServerDiagnostics EnabledFlag at start: the per-session counts and the diagnostics
     // arrays (a session with the diagnostics_admin_roles may write the flag at run time).
     bool diagnostics = true;
+    // The NodeManagement services (AddNodes, AddReferences, DeleteNodes, DeleteReferences)
+    // for sessions with one of [access] node_management_roles; false: BadServiceUnsupported.
+    bool node_management = true;
     // Every endpoint offers these (one EndpointDescription per policy and mode).
     std::vector<SecurityOffer> security{{"None", {}}};
     // The certificate store (own certificate, trust lists); used when a policy is not None.
@@ -237,6 +240,10 @@ struct AccessSection {
     std::vector<std::string> security_diagnostics_roles{"SecurityAdmin"};
     // Who may write the ServerDiagnostics EnabledFlag; everyone else may read it.
     std::vector<std::string> diagnostics_admin_roles{"ConfigureAdmin", "SecurityAdmin"};
+    // Who may change the address space through the NodeManagement services ([server]
+    // node_management); the node's AddNode, DeleteNode, AddReference, RemoveReference
+    // permissions are checked too.
+    std::vector<std::string> node_management_roles{"ConfigureAdmin"};
 };
 
 // One stored Variable of [persistence] nodes: "nsu=<uri>;s=<text>" / "nsu=<uri>;i=<n>", or
