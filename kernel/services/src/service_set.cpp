@@ -31,6 +31,7 @@ ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
       space(c.server.application_uri),
       completions(c.server.limits.max_async_operations) {
     startTime = ua::utcNow();
+    nodeManagementRoles = session::roleMask(c.access.node_management_roles);
     space.setMaxNodes(c.server.limits.max_store_nodes);
     buildServerObject();
     host.services().address_space.store(this, std::memory_order_release);
@@ -346,6 +347,18 @@ uaplex_status ServiceSet::unregisterNodes(ServiceCall& c) noexcept {
 }
 uaplex_status ServiceSet::callMethods(ServiceCall& c) noexcept {
     return guarded(c, &Impl::callMethods);
+}
+uaplex_status ServiceSet::addNodes(ServiceCall& c) noexcept {
+    return guarded(c, &Impl::addNodes);
+}
+uaplex_status ServiceSet::addReferences(ServiceCall& c) noexcept {
+    return guarded(c, &Impl::addReferences);
+}
+uaplex_status ServiceSet::deleteNodes(ServiceCall& c) noexcept {
+    return guarded(c, &Impl::deleteNodes);
+}
+uaplex_status ServiceSet::deleteReferences(ServiceCall& c) noexcept {
+    return guarded(c, &Impl::deleteReferences);
 }
 
 std::vector<std::string> ServiceSet::namespaceUris() const {

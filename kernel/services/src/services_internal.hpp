@@ -324,6 +324,27 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
     uaplex_status callMethods(ServiceCall& call) noexcept;
     uaplex_status historyRead(ServiceCall& call) noexcept;    // history.cpp
     uaplex_status historyUpdate(ServiceCall& call) noexcept;  // history_update.cpp
+    // NodeManagement (node_management.cpp, Part 4 5.7): the store's nodes and references,
+    // for sessions with one of [access] node_management_roles.
+    uaplex_status addNodes(ServiceCall& call) noexcept;
+    uaplex_status addReferences(ServiceCall& call) noexcept;
+    uaplex_status deleteNodes(ServiceCall& call) noexcept;
+    uaplex_status deleteReferences(ServiceCall& call) noexcept;
+    // One item each, under modelMutex(); the result's NodeId is copied into `arena`.
+    uaplex_status addNodeItem(const ServiceCall& call, const ua::AddNodesItem& item,
+                              ua::NodeId& added) noexcept;
+    uaplex_status addReferenceItem(const ServiceCall& call,
+                                   const ua::AddReferencesItem& item) noexcept;
+    uaplex_status deleteReferenceItem(const ServiceCall& call,
+                                      const ua::DeleteReferencesItem& item) noexcept;
+    // The local NodeId of `e` (its namespace URI resolved); false for another server's or an
+    // unknown URI.
+    bool localNodeId(const ua::ExpandedNodeId& e, ua::NodeId& out) const noexcept;
+    // A Boolean attribute of a node of the address space (IsAbstract), false when unreadable.
+    bool booleanAttribute(enc::Arena& arena, const ua::NodeId& id, std::uint32_t attr) noexcept;
+    // AddNodes' server-assigned NodeIds: ns=1;i=<n>, the next free n (under modelMutex()).
+    std::uint32_t nextAssignedId = 1;
+    session::RoleMask nodeManagementRoles = 0;
     // The end of an owned namespace's Method call (`status` from its plugin): outputs and
     // input results as the response carries them (BadInternalError when not encodable).
     static void finishOwnedCall(uaplex_status status, std::size_t outCount, ua::Variant* outputs,

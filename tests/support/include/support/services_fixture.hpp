@@ -49,6 +49,14 @@ constexpr auto serviceFor() {
         return &S::historyRead;
     else if constexpr (std::is_same_v<Req, ua::HistoryUpdateRequest>)
         return &S::historyUpdate;
+    else if constexpr (std::is_same_v<Req, ua::AddNodesRequest>)
+        return &S::addNodes;
+    else if constexpr (std::is_same_v<Req, ua::AddReferencesRequest>)
+        return &S::addReferences;
+    else if constexpr (std::is_same_v<Req, ua::DeleteNodesRequest>)
+        return &S::deleteNodes;
+    else if constexpr (std::is_same_v<Req, ua::DeleteReferencesRequest>)
+        return &S::deleteReferences;
     else {
         static_assert(std::is_same_v<Req, ua::CallRequest>, "not a service of the ServiceSet");
         return &S::callMethods;
@@ -64,13 +72,14 @@ struct Server {
     // What the calls may do (a session's access view); null: everything.
     const session::AccessView* access = nullptr;
 
-    // `limits` is the body of [server.limits]; `plugins` the [plugins.*] tables.
+    // `limits` is the body of [server.limits]; `plugins` the [plugins.*] tables (and any
+    // other table after them); `server` more keys of [server].
     explicit Server(const std::string& limits = "",
-                    const std::string& plugins = nodeManagerPlugins()) {
+                    const std::string& plugins = nodeManagerPlugins(),
+                    const std::string& server = "") {
         std::string text =
-            "[log]\nlevel = \"warn\"\n[server]\napplication_uri = \"urn:test:uaplex\"\n"
-            "[server.limits]\n" +
-            limits + "\n" + plugins;
+            "[log]\nlevel = \"warn\"\n[server]\napplication_uri = \"urn:test:uaplex\"\n" + server +
+            "\n[server.limits]\n" + limits + "\n" + plugins;
         cfg = config::parseString(text, "test.toml", config::PathContext{});
         host.load(cfg);
         services = std::make_unique<services::ServiceSet>(cfg, host);

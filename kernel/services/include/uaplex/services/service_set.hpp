@@ -90,7 +90,7 @@ struct ServiceCall {
 
 // Owns the address space (namespace 0, the Server object, the node-manager plugins' nodes)
 // and answers Read, Write, Browse, BrowseNext, TranslateBrowsePathsToNodeIds, RegisterNodes,
-// UnregisterNodes and Call.
+// UnregisterNodes, Call, HistoryRead, HistoryUpdate and the NodeManagement services.
 class ServiceSet {
   public:
     // Builds namespace 0 and the Server object from the configuration; creates and starts the
@@ -117,6 +117,12 @@ class ServiceSet {
     uaplex_status historyRead(ServiceCall& call) noexcept;
     // HistoryUpdate ([history]; BadServiceUnsupported without it).
     uaplex_status historyUpdate(ServiceCall& call) noexcept;
+    // AddNodes, AddReferences, DeleteNodes, DeleteReferences ([server] node_management;
+    // BadServiceUnsupported without it).
+    uaplex_status addNodes(ServiceCall& call) noexcept;
+    uaplex_status addReferences(ServiceCall& call) noexcept;
+    uaplex_status deleteNodes(ServiceCall& call) noexcept;
+    uaplex_status deleteReferences(ServiceCall& call) noexcept;
 
     ServerCounters& counters() noexcept;
     // The namespace table (NamespaceArray order).
