@@ -14,6 +14,7 @@
 #include <deque>
 #include <filesystem>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 #include <uaplex/encoding/guid_text.hpp>
@@ -116,6 +117,14 @@ const char* eventTypeName(std::uint32_t type) noexcept {
             return "AuditHistoryAtTimeDeleteEventType";
         case ns0::AuditUpdateMethodEventType:
             return "AuditUpdateMethodEventType";
+        case ns0::AuditAddNodesEventType:
+            return "AuditAddNodesEventType";
+        case ns0::AuditAddReferencesEventType:
+            return "AuditAddReferencesEventType";
+        case ns0::AuditDeleteNodesEventType:
+            return "AuditDeleteNodesEventType";
+        case ns0::AuditDeleteReferencesEventType:
+            return "AuditDeleteReferencesEventType";
         case ns0::AuditUrlMismatchEventType:
             return "AuditUrlMismatchEventType";
         case ns0::AuditCertificateUntrustedEventType:
@@ -740,6 +749,83 @@ void AuditTrail::write(std::string_view user, const ua::NodeId& sessionId,
     } catch (...) {
         dropped_.fetch_add(1, std::memory_order_relaxed);
     }
+}
+
+namespace {
+
+// Status of a NodeManagement request: the service's, else the first failed item's.
+template <class Results>
+uaplex_status firstFailure(uaplex_status status, const Results* resp, std::size_t items) noexcept {
+    if (status != UAPLEX_Good) return status;
+    if (resp == nullptr || resp->results.size() != items) return UAPLEX_BadInternalError;
+    for (std::size_t i = 0; i < items; ++i) {
+        uaplex_status st;
+        if constexpr (std::is_same_v<Results, ua::AddNodesResponse>)
+            st = resp->results[i].statusCode;
+        else
+            st = resp->results[i];
+        if (st & 0x80000000u) return st;
+    }
+    return UAPLEX_Good;
+}
+
+}  // namespace
+
+template <class Item, class Results>
+void AuditTrail::nodeManagement(std::uint32_t type, std::string_view field, std::string_view user,
+                                const ua::RequestHeader& header, const ua::Array<Item>& items,
+                                uaplex_status status, const Results* resp) noexcept {
+    try {
+        const uaplex_status st = firstFailure(status, resp, items.size());
+        Record r(type);
+        r.common(serverId_, st == UAPLEX_Good, st, ua::view(header.auditEntryId), user,
+                 ua::utcNow());
+        // The items as requested, when the service ran (a refused list may be any length).
+        std::vector<ua::ExtensionObject> eos;
+        if (status == UAPLEX_Good) {
+            const enc::DataType* t = enc::dataTypeOf<Item>();
+            eos.resize(items.size());
+            for (std::size_t i = 0; i < items.size(); ++i) {
+                eos[i].encoding = UAPLEX_EXTENSIONOBJECT_BINARY;
+                eos[i].type_id = ua::numericNodeId(0, t->binaryEncodingId);
+                eos[i].data_type = t;
+                eos[i].object = const_cast<Item*>(&items[i]);
+            }
+            r.add(field,
+                  ua::variantArray(ua::BuiltinType::ExtensionObject, std::int32_t(eos.size()),
+                                   eos.data()),
+                  std::to_string(eos.size()) + " items", true);
+        }
+        emit(r);
+    } catch (...) {
+        dropped_.fetch_add(1, std::memory_order_relaxed);
+    }
+}
+
+void AuditTrail::addNodes(std::string_view user, const ua::AddNodesRequest& req,
+                          uaplex_status status, const ua::AddNodesResponse* resp) noexcept {
+    nodeManagement(ns0::AuditAddNodesEventType, "NodesToAdd", user, req.requestHeader,
+                   req.nodesToAdd, status, resp);
+}
+
+void AuditTrail::addReferences(std::string_view user, const ua::AddReferencesRequest& req,
+                               uaplex_status status,
+                               const ua::AddReferencesResponse* resp) noexcept {
+    nodeManagement(ns0::AuditAddReferencesEventType, "ReferencesToAdd", user, req.requestHeader,
+                   req.referencesToAdd, status, resp);
+}
+
+void AuditTrail::deleteNodes(std::string_view user, const ua::DeleteNodesRequest& req,
+                             uaplex_status status, const ua::DeleteNodesResponse* resp) noexcept {
+    nodeManagement(ns0::AuditDeleteNodesEventType, "NodesToDelete", user, req.requestHeader,
+                   req.nodesToDelete, status, resp);
+}
+
+void AuditTrail::deleteReferences(std::string_view user, const ua::DeleteReferencesRequest& req,
+                                  uaplex_status status,
+                                  const ua::DeleteReferencesResponse* resp) noexcept {
+    nodeManagement(ns0::AuditDeleteReferencesEventType, "ReferencesToDelete", user,
+                   req.requestHeader, req.referencesToDelete, status, resp);
 }
 
 void AuditTrail::certificate(std::span<const std::uint8_t> der, uaplex_status status,

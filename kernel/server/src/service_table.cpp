@@ -411,6 +411,35 @@ uaplex_status callMethods(ServiceRequest& c) noexcept {
     return st;
 }
 
+// --- NodeManagement (Part 4 5.7): the ServiceSet's store, with their Audit events ----------
+
+template <NodeServiceFn NodeServices::*Fn, class Req, class Resp,
+          void (AuditTrail::*Report)(std::string_view, const Req&, uaplex_status,
+                                     const Resp*) noexcept>
+uaplex_status nodeManagement(ServiceRequest& c) noexcept {
+    uaplex_status st = nodeService<Fn>(c);
+    if (c.audit) {
+        try {
+            (c.audit->*Report)(AuditTrail::userOf(*c.session), requestOf<Req>(c), st,
+                               st == UAPLEX_Good ? static_cast<const Resp*>(c.response) : nullptr);
+        } catch (...) {
+            // userOf out of memory: the event is lost, as when the log queue is full
+        }
+    }
+    return st;
+}
+
+constexpr auto addNodes = &nodeManagement<&NodeServices::addNodes, ua::AddNodesRequest,
+                                          ua::AddNodesResponse, &AuditTrail::addNodes>;
+constexpr auto addReferences =
+    &nodeManagement<&NodeServices::addReferences, ua::AddReferencesRequest,
+                    ua::AddReferencesResponse, &AuditTrail::addReferences>;
+constexpr auto deleteNodes = &nodeManagement<&NodeServices::deleteNodes, ua::DeleteNodesRequest,
+                                             ua::DeleteNodesResponse, &AuditTrail::deleteNodes>;
+constexpr auto deleteReferences =
+    &nodeManagement<&NodeServices::deleteReferences, ua::DeleteReferencesRequest,
+                    ua::DeleteReferencesResponse, &AuditTrail::deleteReferences>;
+
 // --- subscription services (Part 4 5.12, 5.13): the subscription engine --------------------------
 
 template <class Req, class Resp,
@@ -537,6 +566,16 @@ constexpr ServiceDescriptor kServices[] = {
         AdmissionClass::Control),
     row<ua::CancelRequest, ua::CancelResponse>(ns0::CancelRequest_Encoding_DefaultBinary, "Cancel",
                                                Activated, &cancel, AdmissionClass::Control, true),
+    row<ua::AddNodesRequest, ua::AddNodesResponse>(ns0::AddNodesRequest_Encoding_DefaultBinary,
+                                                   "AddNodes", Activated, addNodes),
+    row<ua::AddReferencesRequest, ua::AddReferencesResponse>(
+        ns0::AddReferencesRequest_Encoding_DefaultBinary, "AddReferences", Activated,
+        addReferences),
+    row<ua::DeleteNodesRequest, ua::DeleteNodesResponse>(
+        ns0::DeleteNodesRequest_Encoding_DefaultBinary, "DeleteNodes", Activated, deleteNodes),
+    row<ua::DeleteReferencesRequest, ua::DeleteReferencesResponse>(
+        ns0::DeleteReferencesRequest_Encoding_DefaultBinary, "DeleteReferences", Activated,
+        deleteReferences),
     row<ua::BrowseRequest, ua::BrowseResponse>(ns0::BrowseRequest_Encoding_DefaultBinary, "Browse",
                                                Activated, &nodeService<&NodeServices::browse>),
     row<ua::BrowseNextRequest, ua::BrowseNextResponse>(

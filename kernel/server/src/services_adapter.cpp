@@ -51,6 +51,10 @@ class ServiceSetHandler final : public ServiceHandler {
         };
         n.historyRead = &thunk<ua::HistoryReadRequest, &S::historyRead>;
         n.historyUpdate = &thunk<ua::HistoryUpdateRequest, &S::historyUpdate>;
+        n.addNodes = &thunk<ua::AddNodesRequest, &S::addNodes>;
+        n.addReferences = &thunk<ua::AddReferencesRequest, &S::addReferences>;
+        n.deleteNodes = &thunk<ua::DeleteNodesRequest, &S::deleteNodes>;
+        n.deleteReferences = &thunk<ua::DeleteReferencesRequest, &S::deleteReferences>;
         return n;
     }
     session::ServerCounters& counters() noexcept override { return set_.counters(); }

@@ -37,6 +37,7 @@ struct Raised {
     std::string user;
     bool hasToken = false;
     std::int32_t tokenPasswordLength = -2;
+    std::int32_t items = -1;  // NodesToAdd, ReferencesToAdd, NodesToDelete, ReferencesToDelete
 };
 
 struct FakeServices final : ServiceHandler {
@@ -53,6 +54,9 @@ struct FakeServices final : ServiceHandler {
             std::string_view name = ua::view(f.browse_path[0].name);
             if (name == "Status") r.status = f.value->value.boolean;
             if (name == "ClientUserId") r.user = std::string(ua::view(f.value->value.string));
+            if (name == "NodesToAdd" || name == "ReferencesToAdd" || name == "NodesToDelete" ||
+                name == "ReferencesToDelete")
+                r.items = f.value->array_length;
             if (name == "UserIdentityToken") {
                 const auto* eo = static_cast<const ua::ExtensionObject*>(f.value->value.pointer);
                 r.hasToken = true;
@@ -213,5 +217,66 @@ TEST_CASE("audit trail: a writer that cannot write drops and counts, the service
     drain.join();  // the trail closed its end: the reader saw the end of the pipe
     CHECK(services.events.size() == kRecords);
     ::close(reader);
+    fs::remove_all(dir);
+}
+
+TEST_CASE("audit trail: one Audit*Nodes/References event per NodeManagement request") {
+    fs::path dir = tempDir("nodes");
+    FakeServices services;
+    {
+        AuditTrail trail(configWith(dir / "audit.log", true), services);
+        ua::AddNodesItem items[2]{};
+        ua::AddNodesRequest add{};
+        add.requestHeader.auditEntryId = ua::makeString("entry-1");
+        add.nodesToAdd = {2, items};
+        ua::AddNodesResult results[2]{};
+        ua::AddNodesResponse resp{};
+        resp.results = {2, results};
+        trail.addNodes("admin", add, UAPLEX_Good, &resp);
+        results[1].statusCode = UAPLEX_BadBrowseNameDuplicated;  // one item refused
+        trail.addNodes("admin", add, UAPLEX_Good, &resp);
+        trail.addNodes("anonymous", add, UAPLEX_BadTooManyOperations, nullptr);
+        ua::DeleteNodesItem del{};
+        ua::DeleteNodesRequest dn{};
+        dn.nodesToDelete = {1, &del};
+        ua::StatusCode denied = UAPLEX_BadUserAccessDenied;
+        ua::DeleteNodesResponse dresp{};
+        dresp.results = {1, &denied};
+        trail.deleteNodes("anonymous", dn, UAPLEX_Good, &dresp);
+        ua::AddReferencesItem ar{};
+        ua::AddReferencesRequest arq{};
+        arq.referencesToAdd = {1, &ar};
+        ua::StatusCode good = UAPLEX_Good;
+        ua::AddReferencesResponse arr{};
+        arr.results = {1, &good};
+        trail.addReferences("admin", arq, UAPLEX_Good, &arr);
+        ua::DeleteReferencesItem dr{};
+        ua::DeleteReferencesRequest drq{};
+        drq.referencesToDelete = {1, &dr};
+        ua::DeleteReferencesResponse drr{};
+        drr.results = {1, &good};
+        trail.deleteReferences("admin", drq, UAPLEX_Good, &drr);
+    }
+    REQUIRE(services.events.size() == 6);
+    const auto& e = services.events;
+    CHECK(e[0].type == 2091);  // AuditAddNodesEventType
+    CHECK(e[0].status);
+    CHECK(e[0].items == 2);
+    CHECK(e[0].user == "admin");
+    CHECK_FALSE(e[1].status);  // an item failed
+    CHECK_FALSE(e[2].status);  // the request failed: no items
+    CHECK(e[2].items == -1);
+    CHECK(e[3].type == 2093);  // AuditDeleteNodesEventType
+    CHECK_FALSE(e[3].status);
+    CHECK(e[3].user == "anonymous");
+    CHECK(e[4].type == 2095);  // AuditAddReferencesEventType
+    CHECK(e[4].status);
+    CHECK(e[4].items == 1);
+    CHECK(e[5].type == 2097);  // AuditDeleteReferencesEventType
+    std::vector<std::string> log = lines(dir / "audit.log");
+    REQUIRE(log.size() == 6);
+    CHECK(log[0].find("AuditAddNodesEventType") != std::string::npos);
+    CHECK(log[0].find("entry-1") != std::string::npos);
+    CHECK(log[1].find("0x80610000") != std::string::npos);  // BadBrowseNameDuplicated
     fs::remove_all(dir);
 }

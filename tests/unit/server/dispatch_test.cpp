@@ -322,6 +322,14 @@ TEST_CASE("service table: one row per service, sorted by its request's encoding 
           SessionUse::Activated);
     CHECK(findService(ua::ns0::HistoryUpdateRequest_Encoding_DefaultBinary)->session ==
           SessionUse::Activated);
+    // NodeManagement (Part 4 5.7) with an activated session.
+    for (std::uint32_t id : {ua::ns0::AddNodesRequest_Encoding_DefaultBinary,
+                             ua::ns0::AddReferencesRequest_Encoding_DefaultBinary,
+                             ua::ns0::DeleteNodesRequest_Encoding_DefaultBinary,
+                             ua::ns0::DeleteReferencesRequest_Encoding_DefaultBinary}) {
+        REQUIRE(findService(id) != nullptr);
+        CHECK(findService(id)->session == SessionUse::Activated);
+    }
     // Discovery needs no session; the session services find theirs; the rest need one.
     CHECK(findService(ua::ns0::GetEndpointsRequest_Encoding_DefaultBinary)->session ==
           SessionUse::None);

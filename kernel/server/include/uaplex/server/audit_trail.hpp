@@ -85,6 +85,20 @@ class AuditTrail {
     void historyUpdate(std::string_view user, const ua::NodeId& sessionId,
                        const ua::HistoryUpdateRequest& request, uaplex_status status,
                        const ua::HistoryUpdateResponse* response) noexcept;
+    // The NodeManagement services (Part 5 6.4.23-6.4.26): one AuditAddNodesEventType
+    // (NodesToAdd), AuditAddReferencesEventType (ReferencesToAdd), AuditDeleteNodesEventType
+    // (NodesToDelete) or AuditDeleteReferencesEventType (ReferencesToDelete) per request, its
+    // Status true when the service and every item succeeded; `response` null on a fault;
+    // `user` as userOf() names the session.
+    void addNodes(std::string_view user, const ua::AddNodesRequest& request, uaplex_status status,
+                  const ua::AddNodesResponse* response) noexcept;
+    void addReferences(std::string_view user, const ua::AddReferencesRequest& request,
+                       uaplex_status status, const ua::AddReferencesResponse* response) noexcept;
+    void deleteNodes(std::string_view user, const ua::DeleteNodesRequest& request,
+                     uaplex_status status, const ua::DeleteNodesResponse* response) noexcept;
+    void deleteReferences(std::string_view user, const ua::DeleteReferencesRequest& request,
+                          uaplex_status status,
+                          const ua::DeleteReferencesResponse* response) noexcept;
     // The session's user as the Audit events name it (ClientUserId).
     static std::string userOf(const session::Session& session);
     // AuditCertificate*EventType by `status` (Untrusted, Expired, Invalid, Revoked, Mismatch,
@@ -105,6 +119,10 @@ class AuditTrail {
     struct Record;
 
   private:
+    template <class Item, class Results>
+    void nodeManagement(std::uint32_t type, std::string_view field, std::string_view user,
+                        const ua::RequestHeader& header, const ua::Array<Item>& items,
+                        uaplex_status status, const Results* response) noexcept;
     void emit(Record& record) noexcept;
     void enqueue(std::string line) noexcept;
     void writerLoop() noexcept;

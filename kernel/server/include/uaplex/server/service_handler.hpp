@@ -96,6 +96,11 @@ struct NodeServices {
                                    std::string_view user) noexcept = nullptr;
     NodeServiceFn historyRead = nullptr;
     NodeServiceFn historyUpdate = nullptr;
+    // The NodeManagement service set (Part 4 5.7).
+    NodeServiceFn addNodes = nullptr;
+    NodeServiceFn addReferences = nullptr;
+    NodeServiceFn deleteNodes = nullptr;
+    NodeServiceFn deleteReferences = nullptr;
 };
 
 class ServiceHandler {
