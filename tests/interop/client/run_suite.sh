@@ -68,6 +68,9 @@ fi
 # namespace, PORT+2 with anonymous switched off.
 "$uaplex" users add operator --roles Operator --password op-secret --iterations 1000 \
   --file "$work/users.toml" >/dev/null
+# 19-node-management: a user of the role that may change the model (node_management_roles).
+"$uaplex" users add admin --roles ConfigureAdmin --password admin-secret --iterations 1000 \
+  --file "$work/users.toml" >/dev/null
 # 13-identity-matrix: an X509 user certificate mapped to Operator on the access server, one
 # the server does not map, and a client application certificate trusted by the servers.
 ids="$work/identities"
