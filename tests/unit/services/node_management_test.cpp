@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include <uaplex/host/host_api.hpp>
 #include <uaplex/subscription/event_filter.hpp>
+#include <uaplex/subscription/subscription_manager.hpp>
 
 #include "support/services_fixture.hpp"
 
@@ -175,6 +177,11 @@ bool browses(test::Server& s, const ua::NodeId& from, const ua::NodeId& to,
     return false;
 }
 
+std::vector<std::pair<std::uint64_t, ua::StatusCode>> heardValues;
+void onValue(void*, std::uint64_t handle, const ua::DataValue& dv) {
+    heardValues.emplace_back(handle, (dv.mask & UAPLEX_DATAVALUE_STATUS) ? dv.status : 0u);
+}
+
 std::size_t modelChanges = 0;
 void onEvent(void*, std::span<const std::uint64_t>, const subscription::EventView& view) {
     if (view.eventType.namespace_index == 0 && view.eventType.identifier.numeric == 2133)
@@ -234,10 +241,25 @@ TEST_CASE(
     CHECK(!ua::equal(b.ids[0], level));
     items.list.clear();
 
+    // A monitored item's handle of the Variable's Value hears of its deletion.
+    s.services->setValueChanged(&onValue, nullptr);
+    ua::ReadValueId rv{};
+    rv.nodeId = level;
+    rv.attributeId = 13;
+    rv.indexRange = ua::nullString();
+    std::uint64_t handle = 0;
+    REQUIRE(s.services->valueSource().resolve(rv, &handle) == UAPLEX_Good);
+    heardValues.clear();
+
     modelChanges = 0;
     CHECK(deleteNodes(s, {level, b.ids[0], folder}) ==
           std::vector<uaplex_status>{UAPLEX_Good, UAPLEX_Good, UAPLEX_Good});
     CHECK(modelChanges == 1);
+    bool told = false;
+    for (const auto& [h, status] : heardValues)
+        told = told || (h == handle && status == UAPLEX_BadNodeIdUnknown);
+    CHECK(told);
+    s.services->setValueChanged(nullptr, nullptr);
     CHECK(s.read(level).status == UAPLEX_BadNodeIdUnknown);
     CHECK(s.read(folder, 1).status == UAPLEX_BadNodeIdUnknown);
     CHECK(!browses(s, objects, folder));  // deleteTargetReferences: Objects' reference too
@@ -515,6 +537,14 @@ TEST_CASE("node management: DeleteNodes deletes the nodes clients added, nothing
     CHECK(deleteNodes(s, {a, a}, false) ==
           std::vector<uaplex_status>{UAPLEX_Good, UAPLEX_BadNodeIdUnknown});
     CHECK(browses(s, b, a));
+    // Nor may a node manager delete a client's node (host API nodes_delete).
+    const uaplex_host_api* api = host::hostApiTable();
+    uaplex_plugin_ctx ctx;
+    ctx.name = "probe";
+    ctx.services = &s.host.services();
+    uaplex_status result = UAPLEX_Good;
+    REQUIRE(api->nodes_delete(&ctx, &b, 1, 1, &result) == UAPLEX_Good);
+    CHECK(result == UAPLEX_BadUserAccessDenied);
     CHECK(deleteNodes(s, {b}) == std::vector<uaplex_status>{UAPLEX_Good});
     CHECK(!browses(s, objects, b));
 }
