@@ -399,7 +399,7 @@ void buildPubSub(const toml::table& t, const fs::path& file, ServerConfig& cfg) 
     const std::string name = "pubsub";
     checkKeys(t,
               {"plugin", "publisher_id", "topic_prefix", "max_message_bytes", "max_field_bytes",
-               "data_sets", "writer_groups"},
+               "data_sets", "writer_groups", "readers"},
               name, file, cfg);
     PubSubSection& p = cfg.pubsub;
     p.enabled = true;
@@ -522,6 +522,98 @@ void buildPubSub(const toml::table& t, const fs::path& file, ServerConfig& cfg) 
         if (group.writers.empty())
             fail(*g, file, "[pubsub] writer group '" + group.name + "' has no writers");
         p.writer_groups.push_back(std::move(group));
+    }
+    std::vector<PersistentNode> targets;  // one reader field per target Variable
+    for (const toml::table* r : getTables(t, "readers", name, file, 256)) {
+        const std::string rn = "pubsub.readers";
+        checkKeys(*r,
+                  {"name", "topic", "encoding", "qos", "publisher_id", "writer_group_id",
+                   "data_set_writer_id", "message_receive_timeout_ms", "fields"},
+                  rn, file, cfg);
+        PubSubReader reader;
+        reader.name = getName(*r, rn, file);
+        for (const auto& other : p.readers)
+            if (other.name == reader.name)
+                fail(*r, file, "[pubsub] reader '" + reader.name + "' twice");
+        const std::string encoding = getString(*r, "encoding", "json", rn, file);
+        if (encoding != "json" && encoding != "uadp")
+            fail(*r->get("encoding"), file,
+                 "[pubsub] reader '" + reader.name + "': encoding must be \"json\" or \"uadp\"");
+        reader.uadp = encoding == "uadp";
+        reader.qos = getUint(*r, "qos", reader.qos, 0, 1, rn, file);
+        if (r->get("publisher_id")) {
+            reader.publisher_id = getString(*r, "publisher_id", "", rn, file);
+            if (!validTopicLevel(reader.publisher_id))
+                fail(*r->get("publisher_id"), file,
+                     "[pubsub] reader '" + reader.name +
+                         "': publisher_id must be 1 to 128 printable characters without space, "
+                         "'/', '+' or '#'");
+        }
+        reader.writer_group_id =
+            std::uint16_t(getUint(*r, "writer_group_id", 0, 1, 65535, rn, file));
+        // A JSON NetworkMessage does not carry the WriterGroupId (Part 14 7.2.5.3).
+        if (!reader.uadp && r->get("writer_group_id"))
+            fail(*r->get("writer_group_id"), file,
+                 "[pubsub] reader '" + reader.name +
+                     "': writer_group_id is matched for encoding = \"uadp\" only (JSON messages "
+                     "do not carry it; choose the group with topic)");
+        reader.data_set_writer_id =
+            std::uint16_t(getUint(*r, "data_set_writer_id", 0, 1, 65535, rn, file));
+        reader.message_receive_timeout_ms =
+            getUint(*r, "message_receive_timeout_ms", reader.message_receive_timeout_ms, 10,
+                    86400000, rn, file);
+        reader.topic = getString(*r, "topic", "", rn, file);
+        if (!r->get("topic")) {
+            reader.topic = p.topic_prefix + (reader.uadp ? "/uadp/data/" : "/json/data/") +
+                           (reader.publisher_id.empty() ? "#" : reader.publisher_id + "/#");
+        } else {
+            // An MQTT topic filter: '+' and '#' whole levels, '#' last (MQTT 3.1.1 4.7.1).
+            const std::string& f = reader.topic;
+            bool valid = !f.empty() && f.size() <= 1024;
+            for (std::size_t i = 0; valid && i < f.size(); ++i) {
+                const char c = f[i];
+                const bool levelStart = i == 0 || f[i - 1] == '/';
+                const bool levelEnd = i + 1 == f.size() || f[i + 1] == '/';
+                if (c == '+') valid = levelStart && levelEnd;
+                if (c == '#') valid = levelStart && i + 1 == f.size();
+                if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) valid = false;
+            }
+            if (!valid)
+                fail(*r->get("topic"), file,
+                     "[pubsub] reader '" + reader.name +
+                         "': topic must be an MQTT topic filter of 1 to 1024 characters ('+' a "
+                         "whole level, '#' the last level)");
+        }
+        for (const toml::table* f : getTables(*r, "fields", rn, file, 1000)) {
+            checkKeys(*f, {"name", "node"}, rn + ".fields", file, cfg);
+            PubSubField field;
+            field.name = getString(*f, "name", "", rn + ".fields", file);
+            if (field.name.empty() || field.name.size() > 256)
+                fail(
+                    *f, file,
+                    "[pubsub] reader '" + reader.name + "': a field needs a name (1 to 256 bytes)");
+            for (const auto& other : reader.fields)
+                if (other.name == field.name)
+                    fail(*f, file,
+                         "[pubsub] reader '" + reader.name + "': field '" + field.name + "' twice");
+            const std::string node = getString(*f, "node", "", rn + ".fields", file);
+            if (!parsePersistentNode(node, field.node))
+                fail(f->get("node") ? *f->get("node") : static_cast<const toml::node&>(*f), file,
+                     "[pubsub] reader '" + reader.name + "', field '" + field.name +
+                         "': node must be \"nsu=<uri>;s=<text>\", \"nsu=<uri>;i=<n>\" or the same "
+                         "with \"ns=<index>;\" (1 to 65535)");
+            PersistentNode key = field.node;
+            key.text.clear();  // the NodeId, not how it is written
+            if (std::find(targets.begin(), targets.end(), key) != targets.end())
+                fail(*f, file,
+                     "[pubsub] reader '" + reader.name + "', field '" + field.name + "': node " +
+                         field.node.text + " is already the target of another reader field");
+            targets.push_back(std::move(key));
+            reader.fields.push_back(std::move(field));
+        }
+        if (reader.fields.empty())
+            fail(*r, file, "[pubsub] reader '" + reader.name + "' has no fields");
+        p.readers.push_back(std::move(reader));
     }
 }
 

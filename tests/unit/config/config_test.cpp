@@ -1182,3 +1182,73 @@ TEST_CASE("[[alarms]]: bad declarations are refused with their position") {
     REQUIRE(warned.warnings.size() == 1);
     CHECK_THAT(warned.warnings[0], Catch::Contains("unknown key 'colour' in [alarms]"));
 }
+
+TEST_CASE("pubsub section: readers, their defaults and refusals") {
+    const std::string head = "[plugins.mqtt]\n[pubsub]\nplugin = \"mqtt\"\npublisher_id = \"p\"\n";
+    auto reader = [&](const std::string& keys, const std::string& fields =
+                                                   "fields = [{ name = \"A\", node = "
+                                                   "\"ns=1;i=1\" }]\n") {
+        return head + "[[pubsub.readers]]\nname = \"R\"\n" + keys + fields;
+    };
+    auto cfg = parseString(reader("publisher_id = \"pub\"\n"), "/etc/uaplex/test.toml", kPaths);
+    REQUIRE(cfg.pubsub.readers.size() == 1);
+    const uaplex::config::PubSubReader& r = cfg.pubsub.readers[0];
+    CHECK(r.name == "R");
+    CHECK(r.topic == "opcua/json/data/pub/#");  // the standard tree of that Publisher
+    CHECK_FALSE(r.uadp);
+    CHECK(r.qos == 1);
+    CHECK(r.writer_group_id == 0);
+    CHECK(r.data_set_writer_id == 0);
+    CHECK(r.message_receive_timeout_ms == 5000);
+    REQUIRE(r.fields.size() == 1);
+    CHECK(r.fields[0].node.numeric == 1);
+    auto uadp = parseString(reader("encoding = \"uadp\"\nwriter_group_id = 2\n"
+                                   "data_set_writer_id = 3\nmessage_receive_timeout_ms = 100\n"
+                                   "topic = \"x/+/y/#\"\nqos = 0\n"),
+                            "/etc/uaplex/test.toml", kPaths);
+    const uaplex::config::PubSubReader& u = uadp.pubsub.readers[0];
+    CHECK(u.uadp);
+    CHECK(u.topic == "x/+/y/#");
+    CHECK(u.writer_group_id == 2);
+    CHECK(u.data_set_writer_id == 3);
+    CHECK(u.message_receive_timeout_ms == 100);
+    CHECK(u.qos == 0);
+    CHECK(parseString(reader("encoding = \"uadp\"\n"), "/etc/uaplex/test.toml", kPaths)
+              .pubsub.readers[0]
+              .topic == "opcua/uadp/data/#");
+
+    CHECK_THAT(error_of(reader("encoding = \"xml\"\n")), Catch::Contains("encoding must be"));
+    CHECK_THAT(error_of(reader("writer_group_id = 1\n")),
+               Catch::Contains("writer_group_id is matched for encoding = \"uadp\" only"));
+    CHECK_THAT(error_of(reader("data_set_writer_id = 70000\n")),
+               Catch::Contains("data_set_writer_id must be an integer from 1 to 65535"));
+    CHECK_THAT(error_of(reader("data_set_writer_id = \"7\"\n")),
+               Catch::Contains("data_set_writer_id must be an integer"));
+    CHECK_THAT(error_of(reader("message_receive_timeout_ms = 0\n")),
+               Catch::Contains("message_receive_timeout_ms must be an integer from 10"));
+    CHECK_THAT(error_of(reader("qos = 2\n")),
+               Catch::Contains("qos must be an integer from 0 to 1"));
+    CHECK_THAT(error_of(reader("publisher_id = \"a/b\"\n")),
+               Catch::Contains("reader 'R': publisher_id must be"));
+    for (const char* bad : {"", "a/#/b", "a#", "a/b+", "+a", "a\\u0001"}) {
+        INFO(bad);
+        CHECK_THAT(error_of(reader("topic = \"" + std::string(bad) + "\"\n")),
+                   Catch::Contains("topic must be an MQTT topic filter"));
+    }
+    CHECK_THAT(error_of(reader("", "fields = []\n")), Catch::Contains("reader 'R' has no fields"));
+    CHECK_THAT(error_of(reader("", "fields = [{ name = \"A\", node = \"i=5\" }]\n")),
+               Catch::Contains("reader 'R', field 'A': node must be"));
+    CHECK_THAT(error_of(reader("",
+                               "fields = [{ name = \"A\", node = \"ns=1;i=1\" }, { name = "
+                               "\"A\", node = \"ns=1;i=2\" }]\n")),
+               Catch::Contains("field 'A' twice"));
+    // One target per variable, across readers (two writers into one variable would fight).
+    CHECK_THAT(error_of(reader("",
+                               "fields = [{ name = \"A\", node = \"ns=1;i=1\" }, { name = "
+                               "\"B\", node = \"ns=1;i=1\" }]\n")),
+               Catch::Contains("node ns=1;i=1 is already the target"));
+    CHECK_THAT(error_of(reader("") + "[[pubsub.readers]]\nname = \"R\"\nfields = [{ name = "
+                                     "\"A\", node = \"ns=1;i=9\" }]\n"),
+               Catch::Contains("reader 'R' twice"));
+    CHECK_THAT(error_of(reader("fields = 3\n", "")), Catch::Contains("fields"));
+}

@@ -305,6 +305,18 @@ struct PubSubGroup {  // a WriterGroup
     std::vector<PubSubWriter> writers;
     bool operator==(const PubSubGroup&) const = default;  // a reload's "needs a restart"
 };
+struct PubSubReader {  // a DataSetReader with its SubscribedDataSet (TargetVariables)
+    std::string name;
+    std::string topic;  // an MQTT topic filter; empty: the standard tree of publisher_id
+    bool uadp = false;  // encoding = "uadp" (else "json")
+    std::uint32_t qos = 1;
+    std::string publisher_id;              // to match; empty: any
+    std::uint16_t writer_group_id = 0;     // UADP only; 0: any
+    std::uint16_t data_set_writer_id = 0;  // 0: any
+    std::uint32_t message_receive_timeout_ms = 5000;
+    std::vector<PubSubField> fields;  // name (JSON) and position (UADP) -> target Variable
+    bool operator==(const PubSubReader&) const = default;  // a reload's "needs a restart"
+};
 struct PubSubSection {
     bool enabled = false;  // the section is present
     std::string plugin;    // the pubsub plugin of the connection
@@ -314,6 +326,7 @@ struct PubSubSection {
     std::uint32_t max_field_bytes = 1024;     // one field's encoded value
     std::vector<PubSubDataSet> data_sets;
     std::vector<PubSubGroup> writer_groups;
+    std::vector<PubSubReader> readers;
     bool operator==(const PubSubSection&) const = default;  // a reload's "needs a restart"
 };
 // The [pubsub] components with a PubSubState (Part 14 6.2.1) in the address space; `index`
