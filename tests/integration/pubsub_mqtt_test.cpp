@@ -828,3 +828,71 @@ TEST_CASE("the PublishSubscribe model counts against max_store_nodes") {
                                             "pubsub_model_cap.toml"),
                       Catch::Contains("max_store_nodes"));
 }
+
+// A second server subscribing through the same broker: its [[pubsub.readers]] write the
+// publisher's fields A and B into its own variables (ns=1;i=1050, 1051).
+std::string readerTables(std::uint16_t brokerPort, const std::string& encoding) {
+    return "[slots]\nrequest_queue = \"fifo\"\n[plugins.fifo]\n[plugins.transport-tcp]\n"
+           "[plugins.benchmark]\n[access]\nanonymous_permissions = [\"All\"]\n"
+           "[plugins.mqtt]\nport = " +
+           std::to_string(brokerPort) +
+           "\nreconnect_min_ms = 50\nreconnect_max_ms = 200\n"
+           "[pubsub]\nplugin = \"mqtt\"\npublisher_id = \"test-sub\"\n"
+           "[[pubsub.readers]]\nname = \"R\"\nencoding = \"" +
+           encoding + "\"\npublisher_id = \"test-pub\"\ndata_set_writer_id = 7\n" +
+           (encoding == "uadp" ? "writer_group_id = 1\n" : "") +
+           "message_receive_timeout_ms = 500\nfields = [{ name = \"A\", node = \"ns=1;i=1050\" }, "
+           "{ name = \"B\", node = \"ns=1;i=1051\" }]\n";
+}
+
+TEST_CASE("a second server's DataSetReader follows the publisher, Error when it stops") {
+    const std::string encoding = GENERATE(std::string("json"), std::string("uadp"));
+    INFO(encoding);
+    Broker broker;
+    test::InProcessServer reader(readerTables(broker.port, encoding), "pubsub_reader.toml");
+    std::string metrics;
+    auto metric = [&](const std::string& line) {
+        metrics.clear();
+        reader.server->writeMetrics(metrics);
+        return metrics.find(line) != std::string::npos;
+    };
+    auto eventually = [](const std::function<bool()>& f) {
+        for (int i = 0; i < 1000; ++i) {
+            if (f()) return true;
+            std::this_thread::sleep_for(10ms);
+        }
+        return false;
+    };
+    // No publisher yet: PreOperational, then Error after the timeout.
+    CHECK(eventually([&] { return metric("uaplex_pubsub_reader_state{reader=\"R\"} 3"); }));
+
+    test::Client rc;
+    REQUIRE(rc.open(reader.port));
+    REQUIRE(rc.createSession() == UAPLEX_Good);
+    auto value = [&](std::uint32_t id) {
+        ua::DataValue dv = test::readOne(rc, ua::numericNodeId(1, id));
+        return (dv.value.encoding & UAPLEX_VARIANT_TYPE_MASK) == UAPLEX_TYPE_INT32
+                   ? dv.value.value.int32
+                   : std::int32_t(-1);
+    };
+    {
+        test::InProcessServer publisher(
+            serverTables(broker.port, 50, 5, 1000, "",
+                         encoding == "uadp" ? "encoding = \"uadp\"\n" : ""),
+            "pubsub_publisher.toml");
+        test::Client pc;
+        REQUIRE(pc.open(publisher.port));
+        REQUIRE(pc.createSession() == UAPLEX_Good);
+        for (std::int32_t n : {4242, 77, -9}) {
+            REQUIRE(test::writeInt32(pc, ua::numericNodeId(1, 1001), n) == UAPLEX_Good);
+            REQUIRE(test::writeInt32(pc, ua::numericNodeId(1, 1002), n + 1) == UAPLEX_Good);
+            CHECK(eventually([&] { return value(1050) == n && value(1051) == n + 1; }));
+        }
+        CHECK(metric("uaplex_pubsub_reader_state{reader=\"R\"} 2"));  // Operational
+        CHECK(metric("uaplex_pubsub_malformed_total 0\n"));
+    }
+    // The publisher stopped: no message within 500 ms, the reader goes to Error.
+    CHECK(eventually([&] { return metric("uaplex_pubsub_reader_state{reader=\"R\"} 3"); }));
+    CHECK(metric("uaplex_pubsub_reader_timeouts_total{reader=\"R\"} 2"));
+    CHECK(value(1050) == -9);
+}

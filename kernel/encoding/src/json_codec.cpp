@@ -1811,3 +1811,120 @@ uaplex_status encodeJsonMessage(ByteBuffer& out, const DataType& type, const voi
 }
 
 }  // namespace uaplex::enc
+
+namespace uaplex::enc {
+
+namespace {
+
+// Counts the members of the object at the current position without decoding them.
+std::uint32_t countMembers(JsonReader& r) noexcept {
+    const std::uint8_t* at = (r.ws(), r.pos());
+    std::uint32_t n = 0;
+    forEachMember(r, [&](std::string_view) {
+        ++n;
+        r.skipValue();
+    });
+    r.seek(at);
+    return n;
+}
+
+void readDataSetMessage(JsonReader& r, std::uint32_t maxFields, JsonDataSetMessage& m) noexcept {
+    Seen seen;
+    forEachMember(r, [&](std::string_view key) {
+        if (key == "DataSetWriterId") {
+            if (!seen.first(r, 0)) return;
+            m.hasDataSetWriterId = readInteger(r, m.dataSetWriterId, false);
+        } else if (key == "SequenceNumber") {
+            if (!seen.first(r, 1)) return;
+            m.hasSequenceNumber = readInteger(r, m.sequenceNumber, false);
+        } else if (key == "MessageType") {
+            if (!seen.first(r, 2)) return;
+            String s;
+            if (r.readString(s, 64)) m.messageType = view(s);
+        } else if (key == "Payload") {
+            if (!seen.first(r, 3)) return;
+            if (r.peek() != '{') return r.fail();
+            const std::uint32_t n = countMembers(r);
+            if (!r.ok()) return;
+            if (n > maxFields) return r.fail(UAPLEX_BadEncodingLimitsExceeded);
+            auto* names = static_cast<String*>(r.allocate(n * sizeof(String), alignof(String)));
+            auto* values = static_cast<Variant*>(r.allocate(n * sizeof(Variant), alignof(Variant)));
+            if (names == nullptr || values == nullptr) return;
+            std::uint32_t i = 0;
+            forEachMember(r, [&](std::string_view name) {
+                if (i >= n) return r.fail();
+                for (std::uint32_t k = 0; k < i; ++k)  // a repeated field name
+                    if (view(names[k]) == name) return r.fail();
+                names[i] = String{std::int32_t(name.size()), name.data()};
+                values[i] = Variant{};
+                if (r.peek() != '{') return r.fail();  // the reversible Variant form only
+                readVariant(r, values[i]);
+                ++i;
+            });
+            m.fieldCount = i;
+            m.names = names;
+            m.values = values;
+        } else {
+            r.skipValue();
+        }
+    });
+}
+
+}  // namespace
+
+uaplex_status decodeJsonNetworkMessage(std::span<const std::uint8_t> input, Arena& arena,
+                                       const DecodeLimits& limits, std::uint32_t maxMessages,
+                                       std::uint32_t maxFields, JsonNetworkMessage& out) noexcept {
+    out = JsonNetworkMessage{};
+    JsonReader r(input, arena, limits);
+    if (!r.index()) return r.status();
+    Seen seen;
+    forEachMember(r, [&](std::string_view key) {
+        if (key == "MessageType") {
+            if (!seen.first(r, 0)) return;
+            String s;
+            if (r.readString(s, 64)) out.messageType = view(s);
+        } else if (key == "PublisherId") {
+            if (!seen.first(r, 1)) return;
+            String s;
+            if (r.readString(s, 1024)) {
+                out.hasPublisherId = true;
+                out.publisherId = view(s);
+            }
+        } else if (key == "Messages") {
+            if (!seen.first(r, 2)) return;
+            if (!r.expect('[') || !r.enter()) return;
+            // The elements counted first (a skip), then decoded into storage of that size.
+            const std::uint8_t* at = r.pos();
+            std::uint32_t n = 0;
+            if (!r.take(']')) {
+                do {
+                    if (++n > maxMessages) return r.fail(UAPLEX_BadEncodingLimitsExceeded);
+                    r.skipValue();
+                } while (r.ok() && r.take(','));
+                if (!r.expect(']')) return;
+            }
+            r.seek(at);
+            auto* msgs = static_cast<JsonDataSetMessage*>(
+                r.allocate(n * sizeof(JsonDataSetMessage), alignof(JsonDataSetMessage)));
+            if (msgs == nullptr) return;
+            for (std::uint32_t i = 0; i < n && r.ok(); ++i) {
+                if (i > 0 && !r.expect(',')) return;
+                msgs[i] = JsonDataSetMessage{};
+                if (r.peek() != '{') return r.fail();
+                readDataSetMessage(r, maxFields, msgs[i]);
+            }
+            if (!r.expect(']')) return;
+            r.leave();
+            out.count = n;
+            out.messages = msgs;
+        } else {
+            r.skipValue();
+        }
+    });
+    if (r.ok() && !r.atEnd()) r.fail();
+    if (!r.ok()) out = JsonNetworkMessage{};
+    return r.status();
+}
+
+}  // namespace uaplex::enc

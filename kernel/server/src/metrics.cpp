@@ -18,6 +18,8 @@
 #include <uaplex/server/subscription_service.hpp>
 #include <uaplex/session/server_counters.hpp>
 
+#include "pubsub_publisher.hpp"
+
 namespace uaplex::server {
 
 void Server::writeMetrics(std::string& out) {
@@ -61,6 +63,46 @@ void Server::writeMetrics(std::string& out) {
              "Requests refused for security reasons (the ServerDiagnostics count).");
     m.sample("uaplex_requests_security_rejected_total", load(c.securityRejectedRequestsCount));
 
+    if (const PubSubPublisher* ps = pubsubLive_.load(std::memory_order_acquire);
+        ps && ps->readers()) {
+        const PubSubReaders& r = *ps->readers();
+        const auto& rc = r.counters();
+        m.family("uaplex_pubsub_received_total", "counter",
+                 "PubSub messages received on a [[pubsub.readers]] topic.");
+        m.sample("uaplex_pubsub_received_total", rc.received.load(std::memory_order_relaxed));
+        m.family("uaplex_pubsub_decoded_total", "counter",
+                 "Received PubSub messages decoded (JSON or UADP NetworkMessages).");
+        m.sample("uaplex_pubsub_decoded_total", rc.decoded.load(std::memory_order_relaxed));
+        m.family("uaplex_pubsub_malformed_total", "counter",
+                 "Received PubSub messages dropped: malformed, hostile or above a limit.");
+        m.sample("uaplex_pubsub_malformed_total", rc.malformed.load(std::memory_order_relaxed));
+        m.family("uaplex_pubsub_reader_messages_total", "counter",
+                 "DataSetMessages a DataSetReader matched.");
+        for (std::uint32_t i = 0; i < r.size(); ++i)
+            m.sample("uaplex_pubsub_reader_messages_total", {{"reader", r.name(i)}},
+                     r.readerCounters(i).messages);
+        m.family("uaplex_pubsub_reader_fields_written_total", "counter",
+                 "Fields a DataSetReader wrote into their target variables.");
+        for (std::uint32_t i = 0; i < r.size(); ++i)
+            m.sample("uaplex_pubsub_reader_fields_written_total", {{"reader", r.name(i)}},
+                     r.readerCounters(i).written);
+        m.family("uaplex_pubsub_reader_fields_refused_total", "counter",
+                 "Received fields not written (another type, no such field, target refused).");
+        for (std::uint32_t i = 0; i < r.size(); ++i)
+            m.sample("uaplex_pubsub_reader_fields_refused_total", {{"reader", r.name(i)}},
+                     r.readerCounters(i).refused);
+        m.family("uaplex_pubsub_reader_timeouts_total", "counter",
+                 "Times a DataSetReader's message_receive_timeout_ms passed without a message.");
+        for (std::uint32_t i = 0; i < r.size(); ++i)
+            m.sample("uaplex_pubsub_reader_timeouts_total", {{"reader", r.name(i)}},
+                     r.readerCounters(i).timeouts);
+        m.family("uaplex_pubsub_reader_state", "gauge",
+                 "A DataSetReader's PubSubState: 0 Disabled, 2 Operational, 3 Error, 4 "
+                 "PreOperational.");
+        for (std::uint32_t i = 0; i < r.size(); ++i)
+            m.sample("uaplex_pubsub_reader_state", {{"reader", r.name(i)}},
+                     std::uint64_t(r.state(i)));
+    }
     if (audit_) {
         m.family("uaplex_audit_events_total", "counter",
                  "Audit events raised on the Server object ([audit]).");

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <random>
 
@@ -238,7 +239,41 @@ PubSubPublisher::PubSubPublisher(const config::PubSubSection& cfg, host::Host& h
                              statusOffline_.size()};
     params.connection_changed = &PubSubPublisher::onConnectionChanged;
     params.user = this;
+    if (!cfg_.readers.empty()) {
+        readers_ = std::make_unique<PubSubReaders>(cfg_, services);
+        params.message_received = &PubSubPublisher::onMessageReceived;
+        params.message_user = readers_.get();
+    }
     plugin_ = host_.createPubSub(cfg_.plugin, params);
+    if (readers_) {
+        // The readers' filters, before start (the plugin subscribes again on every connect).
+        const auto* ops = plugin_->ops<uaplex_pubsub_ops>();
+        auto subscribe = UAPLEX_FIELD_OR(ops, uaplex_pubsub_ops, subscribe, nullptr);
+        if (subscribe == nullptr)
+            throw std::runtime_error("pubsub: plugin '" + cfg_.plugin +
+                                     "' cannot receive (a plugin of ABI 1.14 or later is needed "
+                                     "for [[pubsub.readers]])");
+        for (const auto& f : readers_->filters()) {
+            const uaplex_status st =
+                subscribe(plugin_->self(), {f.topic.data(), f.topic.size()}, f.qos);
+            if (st != UAPLEX_Good)
+                throw std::runtime_error("pubsub: plugin '" + cfg_.plugin +
+                                         "' refused the topic '" + f.topic + "' (status 0x" +
+                                         [&] {
+                                             char b[16];
+                                             std::snprintf(b, sizeof b, "%08X", unsigned(st));
+                                             return std::string(b);
+                                         }() +
+                                         ")");
+        }
+    }
+}
+
+void PubSubPublisher::onMessageReceived(void* user, const uaplex_pubsub_message* msg) {
+    if (msg == nullptr) return;
+    static_cast<PubSubReaders*>(user)->received(
+        std::string_view(msg->topic.data, msg->topic.len),
+        std::span<const std::uint8_t>(msg->payload.data, msg->payload.len));
 }
 
 PubSubPublisher::~PubSubPublisher() {
@@ -259,6 +294,7 @@ void PubSubPublisher::start() {
     }
     const std::int64_t now = sdk::monotonic_ms();
     for (auto& g : groups_) g->dueMs = now;
+    if (readers_) readers_->start(now);
     thread_ = std::thread([this] { run(); });
     logger()->info("pubsub: publisher '{}' with {} writer group(s) on plugin '{}'",
                    cfg_.publisher_id, groups_.size(), cfg_.plugin);
@@ -272,11 +308,12 @@ void PubSubPublisher::stop() noexcept {
     wake_.notify_all();
     if (thread_.joinable()) thread_.join();
     plugin_.reset();  // stops (the offline status), destroys
+    if (readers_) readers_->stop();
     connection_.store(kStateDisabled, std::memory_order_release);
 }
 
 std::int32_t PubSubPublisher::stateOf(config::PubSubComponent kind,
-                                      std::uint32_t /*index*/) const noexcept {
+                                      std::uint32_t index) const noexcept {
     const std::int32_t connection = connectionState();
     switch (kind) {
         case config::PubSubComponent::PublishSubscribe:
@@ -287,8 +324,10 @@ std::int32_t PubSubPublisher::stateOf(config::PubSubComponent kind,
         case config::PubSubComponent::DataSetWriter:
             if (connection == kStateDisabled || connection == kStateOperational) return connection;
             return kStatePreOperational;
+        case config::PubSubComponent::DataSetReader:
+            return readers_ ? readers_->state(index) : kStateDisabled;
         default:
-            return kStateDisabled;  // no subscribers here
+            return kStateDisabled;
     }
 }
 
@@ -603,8 +642,11 @@ void PubSubPublisher::run() {
             next = std::min(next, g->dueMs);
         }
         metadata = false;
+        // The readers' message receive timeouts, on this thread's timer.
+        if (readers_) next = std::min(next, readers_->checkTimeouts(sdk::monotonic_ms()));
         if (!running_) break;
-        const std::int64_t wait = std::max<std::int64_t>(next - sdk::monotonic_ms(), 0);
+        // At most an hour at a time (no group and no reader due: nothing to wait for).
+        const std::int64_t wait = std::clamp<std::int64_t>(next - sdk::monotonic_ms(), 0, 3600000);
         wake_.wait_for(lock, std::chrono::milliseconds(wait),
                        [&] { return !running_ || reconnected_.load(std::memory_order_acquire); });
     }

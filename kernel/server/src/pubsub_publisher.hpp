@@ -20,9 +20,12 @@
 #include <thread>
 #include <vector>
 
+#include <uaplex/pubsub.h>
 #include <uaplex/config/config.hpp>
 #include <uaplex/encoding/encoding.hpp>
 #include <uaplex/server/service_handler.hpp>
+
+#include "pubsub_readers.hpp"
 
 namespace uaplex::host {
 class Host;
@@ -68,6 +71,8 @@ class PubSubPublisher {
     // A component's PubSubState for the PublishSubscribe model: WriterGroups and
     // DataSetWriters are Operational with their connection, PreOperational while it is not.
     std::int32_t stateOf(config::PubSubComponent kind, std::uint32_t index) const noexcept;
+    // The DataSetReaders of [[pubsub.readers]] on this connection (null without any).
+    const PubSubReaders* readers() const noexcept { return readers_.get(); }
 
   private:
     struct Slot;
@@ -75,6 +80,7 @@ class PubSubPublisher {
     struct Writer;
     struct Group;
     static void onConnectionChanged(void* user, std::uint32_t connected);
+    static void onMessageReceived(void* user, const uaplex_pubsub_message* msg);
     void run();
     void publishGroup(Group& g, bool metadata);
     bool buildDataMessage(Writer& w, bool key);
@@ -97,8 +103,9 @@ class PubSubPublisher {
     std::uint32_t configVersion_ = 0;
     std::uint64_t idBase_[2] = {0, 0};
     std::uint64_t idCounter_ = 0;
-    std::string msg_, scratch_;  // the publishing thread's buffers
-    enc::ByteBuffer bin_;        // ... for UADP
+    std::string msg_, scratch_;               // the publishing thread's buffers
+    enc::ByteBuffer bin_;                     // ... for UADP
+    std::unique_ptr<PubSubReaders> readers_;  // outlives plugin_ (its thread delivers)
     std::shared_ptr<host::PluginInstance> plugin_;
     std::atomic<bool> reconnected_{false};
     std::atomic<std::int32_t> connection_{0};  // a PubSubState

@@ -91,6 +91,9 @@ class ServiceSetHandler final : public ServiceHandler {
     std::uint32_t pubsubConfigurationVersion() const noexcept override {
         return set_.pubsubConfigurationVersion();
     }
+    uaplex_status setValue(const ua::NodeId& node, const ua::DataValue& value) noexcept override {
+        return set_.setValue(node, value);
+    }
     void shutdown() noexcept override { set_.setState(services::ServerState::Shutdown); }
 
   private:

@@ -292,6 +292,10 @@ std::uint32_t ServiceSet::pubsubConfigurationVersion() const noexcept {
     return impl_->pubsubVersion;
 }
 
+uaplex_status ServiceSet::setValue(const ua::NodeId& node, const ua::DataValue& value) noexcept {
+    return impl_->valueSet(nullptr, &node, &value);
+}
+
 void ServiceSet::setEventRaised(EventRaisedFn fn, void* user) noexcept {
     if (user) impl_->eventRaisedUser = user;
     impl_->eventRaised.store(fn, std::memory_order_release);

@@ -13,6 +13,7 @@
 #include <uaplex/encoding/message.hpp>
 
 #include <span>
+#include <string_view>
 
 namespace uaplex::enc {
 
@@ -44,5 +45,32 @@ DecodedMessage decodeJsonMessage(std::span<const std::uint8_t> input, Arena& are
                                  JsonDecodeStats* stats = nullptr) noexcept;
 uaplex_status encodeJsonMessage(ByteBuffer& out, const DataType& type, const void* object,
                                 std::size_t maxSize = 64u << 20) noexcept;
+
+// A PubSub JSON NetworkMessage (Part 14 7.2.5.3): the header members a DataSetReader matches
+// and its DataSetMessages (7.2.5.4) with their Payload fields as Variants (the reversible
+// Variant field encoding). Views point into the input and the arena.
+struct JsonDataSetMessage {
+    bool hasDataSetWriterId = false, hasSequenceNumber = false;
+    std::uint16_t dataSetWriterId = 0;
+    std::uint32_t sequenceNumber = 0;
+    std::string_view messageType;  // "ua-keyframe", "ua-deltaframe", ...; empty when absent
+    std::uint32_t fieldCount = 0;
+    const String* names = nullptr;  // fieldCount field names
+    const Variant* values = nullptr;
+};
+struct JsonNetworkMessage {
+    std::string_view messageType;  // "ua-data" for data
+    bool hasPublisherId = false;
+    std::string_view publisherId;  // a String PublisherId (7.2.5.3)
+    std::uint32_t count = 0;
+    const JsonDataSetMessage* messages = nullptr;
+};
+// Decodes a JSON NetworkMessage with its "Messages" array under `limits` and at most
+// `maxMessages` DataSetMessages of at most `maxFields` fields each (beyond either:
+// BadEncodingLimitsExceeded). Malformed text, a repeated member, a member of the wrong type or
+// a Payload value that is not a Variant: BadDecodingError.
+uaplex_status decodeJsonNetworkMessage(std::span<const std::uint8_t> input, Arena& arena,
+                                       const DecodeLimits& limits, std::uint32_t maxMessages,
+                                       std::uint32_t maxFields, JsonNetworkMessage& out) noexcept;
 
 }  // namespace uaplex::enc

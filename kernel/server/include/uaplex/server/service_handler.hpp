@@ -138,6 +138,12 @@ class ServiceHandler {
     virtual void setPubSubState(PubSubStateFn, void*) noexcept {}
     // The ConfigurationVersion the PublishSubscribe model shows (0: none; [pubsub] sends it).
     virtual std::uint32_t pubsubConfigurationVersion() const noexcept { return 0; }
+    // Stores a Variable's value as a node manager's value_set does (the change reaches the
+    // monitored items and the publisher): the [pubsub] DataSetReaders' TargetVariables. Any
+    // thread; waits on no I/O (persistent nodes are written with the next transaction).
+    virtual uaplex_status setValue(const ua::NodeId&, const ua::DataValue&) noexcept {
+        return UAPLEX_BadNotSupported;
+    }
     // The server is stopping (ServerState Shutdown).
     virtual void shutdown() noexcept {}
 };

@@ -173,6 +173,9 @@ class ServiceSet {
     void setPubSubState(PubSubStateFn fn, void* user) noexcept;
     // The [pubsub] ConfigurationVersion (a VersionTime) the model shows and messages carry.
     std::uint32_t pubsubConfigurationVersion() const noexcept;
+    // A stored Variable's value set as a node manager's value_set sets it (the change path of
+    // the monitored items); BadNodeIdUnknown, BadNodeClassInvalid.
+    uaplex_status setValue(const ua::NodeId& node, const ua::DataValue& value) noexcept;
 
   private:
     struct Impl;
