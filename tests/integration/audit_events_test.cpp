@@ -44,6 +44,8 @@ constexpr std::uint32_t kAuditUpdateMethod = 2127;
 constexpr std::uint32_t kAuditHistoryValueUpdate = 3006;
 constexpr std::uint32_t kAuditHistoryRawModifyDelete = 3014;
 constexpr std::uint32_t kAuditHistoryAtTimeDelete = 3019;
+constexpr std::uint32_t kAuditHistoryEventUpdate = 2999;
+constexpr std::uint32_t kAuditHistoryEventDelete = 3022;
 
 fs::path usersFile(const fs::path& dir) {
     fs::path f = dir / "users.toml";
@@ -541,5 +543,105 @@ TEST_CASE("audit: a HistoryUpdate, answered after the store, raises one event pe
                          Catch::Contains("\"NewValues\":\"1 values\"") &&
                          Catch::Contains("\"ReqTimes\":\"1 times\"") &&
                          Catch::Contains("AuditHistoryRawModifyDeleteEventType"));
+    CHECK(s.alive());
+}
+
+TEST_CASE("audit: a HistoryUpdate of events raises event update and delete audit events") {
+    test::ServerProcess s("audit-history-events", [](std::uint16_t port, const fs::path& dir) {
+        std::ostringstream t;
+        t << test::configHead(port)
+          << "[slots]\nrequest_queue = \"fifo\"\nmonitored_item_queue = \"mi-default\"\n"
+          << "[plugins.fifo]\n[plugins.transport-tcp]\n[plugins.mi-default]\n[plugins.demo]\n"
+          << "[plugins.history-sqlite]\npath = \"" << (dir / "history.db").string() << "\"\n"
+          << "[history]\nplugin = \"history-sqlite\"\nevent_notifiers = [\"server\"]\n"
+          << "[access]\nusers_file = \"" << usersFile(dir).string() << "\"\n"
+          << "[audit]\nenabled = true\nfile = \"audit.jsonl\"\nformat = \"json\"\n";
+        return t.str();
+    });
+    Client watcher;
+    REQUIRE(watcher.open(s.port));
+    REQUIRE(watcher.createSession() == UAPLEX_Good);
+    subscribeToServerEvents(watcher);
+    Client op;
+    REQUIRE(op.open(s.port));
+    Client::UserName operatorToken("username", "operator", "op-secret");
+    REQUIRE(op.createSessionAs(&operatorToken.eo) == UAPLEX_Good);
+    const ua::NodeId server = ua::numericNodeId(0, 2253);
+
+    // One event inserted: EventType, Time and Message given, the server picks the EventId.
+    ua::QualifiedName names[3] = {{0, ua::makeString("EventType")},
+                                  {0, ua::makeString("Time")},
+                                  {0, ua::makeString("Message")}};
+    ua::SimpleAttributeOperand select[3]{};
+    for (int i = 0; i < 3; ++i) {
+        select[i].typeDefinitionId = ua::numericNodeId(0, 2041);
+        select[i].browsePath = {1, &names[i]};
+        select[i].attributeId = 13;
+        select[i].indexRange = ua::nullString();
+    }
+    ua::NodeId baseEvent = ua::numericNodeId(0, 2041);
+    ua::LocalizedText message = ua::makeLocalizedText("", "inserted");
+    ua::Variant fields[3] = {ua::makeVariant(ua::BuiltinType::NodeId),
+                             ua::makeVariant(ua::BuiltinType::DateTime),
+                             ua::makeVariant(ua::BuiltinType::LocalizedText)};
+    fields[0].value.pointer = &baseEvent;
+    fields[1].value.datetime = 133000000000000000;
+    fields[2].value.pointer = &message;
+    ua::HistoryEventFieldList list{};
+    list.eventFields = {3, fields};
+    ua::UpdateEventDetails insert{};
+    insert.nodeId = server;
+    insert.performInsertReplace = ua::PerformUpdateType::Insert;
+    insert.filter.selectClauses = {3, select};
+    insert.eventData = {1, &list};
+    std::uint8_t unknownId[16] = {1, 2, 3};
+    ua::ByteString id{16, unknownId};
+    ua::DeleteEventDetails remove{};
+    remove.nodeId = server;
+    remove.eventIds = {1, &id};
+    auto wrap = [](const enc::DataType* t, void* object) {
+        ua::ExtensionObject eo{};
+        eo.type_id = ua::numericNodeId(0, t->binaryEncodingId);
+        eo.encoding = UAPLEX_EXTENSIONOBJECT_BINARY;
+        eo.data_type = t;
+        eo.object = object;
+        return eo;
+    };
+    ua::ExtensionObject details[2] = {wrap(enc::dataTypeOf<ua::UpdateEventDetails>(), &insert),
+                                      wrap(enc::dataTypeOf<ua::DeleteEventDetails>(), &remove)};
+    ua::HistoryUpdateRequest req{};
+    req.historyUpdateDetails = {2, details};
+    auto m = op.call(req, ++handle);
+    REQUIRE(Client::result(m) == UAPLEX_Good);
+    const auto& results = static_cast<ua::HistoryUpdateResponse*>(m.object)->results;
+    REQUIRE(results.length == 2);
+    CHECK(results[0].statusCode == UAPLEX_Good);
+
+    std::vector<Seen> seen;
+    auto count = [&](std::uint32_t type) {
+        std::size_t n = 0;
+        for (const Seen& e : seen) n += e.type == type && e.user == "operator";
+        return n;
+    };
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline &&
+           (count(kAuditHistoryEventUpdate) < 1 || count(kAuditHistoryEventDelete) < 1))
+        publishEvents(watcher, seen);
+    CHECK(count(kAuditHistoryEventUpdate) == 1);
+    CHECK(count(kAuditHistoryEventDelete) == 1);
+    CHECK(has(seen, kAuditHistoryEventUpdate, true, "operator"));
+
+    std::string text;
+    deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline &&
+           text.find("AuditHistoryEventDeleteEventType") == std::string::npos) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        text = slurp(s.dir / "audit.jsonl");
+    }
+    CHECK_THAT(text, Catch::Contains("\"EventType\":\"AuditHistoryEventUpdateEventType\"") &&
+                         Catch::Contains("\"Filter\":\"3 select clauses\"") &&
+                         Catch::Contains("\"NewValues\":\"1 events\"") &&
+                         Catch::Contains("\"EventType\":\"AuditHistoryEventDeleteEventType\"") &&
+                         Catch::Contains("\"EventIds\":\"1 events\""));
     CHECK(s.alive());
 }

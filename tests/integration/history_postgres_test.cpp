@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The PostgreSQL history store (plugins/history/postgres) against a real server this test
-// starts and removes (support/pg_cluster.hpp): the table is partitioned by month, with
-// partitions made ahead and whole ones dropped by retention; while the server is away store
-// keeps taking values into its bounded queue, counts what it refuses, and operations end
-// with BadDataUnavailable; when the server is back the queued values arrive and reads work.
+// starts and removes (support/pg_cluster.hpp): the values' and the events' tables are
+// partitioned by month, with partitions made ahead and whole ones dropped by retention; while the
+// server is away store keeps taking values into its bounded queue, counts what it refuses, and
+// operations end with BadDataUnavailable; when the server is back the queued values arrive and
+// reads work.
 #include <libpq-fe.h>
 
 #include <chrono>
@@ -62,6 +63,46 @@ struct Store : Loaded {
         if (p.status == UAPLEX_Good)
             for (uint32_t i = 0; i < res.value_count; ++i)
                 p.times.push_back(res.values[i].source_timestamp);
+        return p;
+    }
+    // Stores one event of notifier "n" at each of `times` (EventId "e<time>").
+    uaplex_status putEvents(const std::vector<int64_t>& times) {
+        std::vector<std::string> ids(times.size());
+        std::vector<uaplex_history_event> in(times.size());
+        static const std::string kNotifier = "n", kType = "i=2041", kFields = "f";
+        for (size_t i = 0; i < times.size(); ++i) {
+            ids[i] = "e" + std::to_string(times[i]);
+            uaplex_history_event& e = in[i];
+            e.hdr = UAPLEX_HEADER_INIT(uaplex_history_event, UAPLEX_STYPE_HISTORY_EVENT);
+            e.notifier_key = {kNotifier.data(), kNotifier.size()};
+            e.time = times[i];
+            e.receive_time = times[i];
+            e.event_id = {reinterpret_cast<const uint8_t*>(ids[i].data()), ids[i].size()};
+            e.event_type = {kType.data(), kType.size()};
+            e.fields = {reinterpret_cast<const uint8_t*>(kFields.data()), kFields.size()};
+        }
+        size_t n = 0;
+        return ops->store_events(self, in.size(), in.data(), &n);
+    }
+    // The times of notifier "n"'s events, oldest first.
+    Page readEvents() {
+        Alloc a;
+        static const std::string kNotifier = "n";
+        uaplex_history_event_read r{};
+        r.hdr = UAPLEX_HEADER_INIT(uaplex_history_event_read, UAPLEX_STYPE_HISTORY_EVENT_READ);
+        r.max_events = 1000;
+        r.notifier_key = {kNotifier.data(), kNotifier.size()};
+        r.start_time = UAPLEX_HISTORY_TIME_MIN + 1;
+        r.end_time = UAPLEX_HISTORY_TIME_MAX;
+        r.alloc = &a.alloc;
+        uaplex_history_event_read_result res{};
+        res.hdr = UAPLEX_HEADER_INIT(uaplex_history_event_read_result,
+                                     UAPLEX_STYPE_HISTORY_EVENT_READ_RESULT);
+        Done d;
+        Page p;
+        p.status = d.wait(ops->read_events(self, &r, &res, &d.c));
+        if (p.status == UAPLEX_Good)
+            for (uint32_t i = 0; i < res.event_count; ++i) p.times.push_back(res.events[i].time);
         return p;
     }
     // Waits (bounded) until a metric reaches `value`.
@@ -142,6 +183,38 @@ TEST_CASE("partitions: one per month by range on the time, ahead of time, droppe
     CHECK(s.metric("retention_deleted") == 1);
     CHECK(sql.one("SELECT to_regclass('" + old + "') IS NULL") == "t");
     CHECK(s.read().times == std::vector<int64_t>{now});
+}
+
+TEST_CASE("partitions: events by month as the values, old months dropped whole") {
+    uaplex::test::PgCluster pg;
+    int64_t now = 0;
+    {
+        Store s(pg, "ev", toml::table{{"retention_max_age_s", 0}, {"partitions_ahead", 2}});
+        now = utcNow(s);
+        REQUIRE(s.putEvents({now, now - 100 * kDay, 1000}) == UAPLEX_Good);
+        CHECK(s.readEvents().times == std::vector<int64_t>{1000, now - 100 * kDay, now});
+    }
+    Sql sql(pg);
+    CHECK(sql.one("SELECT partstrat FROM pg_partitioned_table WHERE partrelid = "
+                  "'ev_events'::regclass") == "r");
+    CHECK(sql.one("SELECT pg_get_partkeydef('ev_events'::regclass)") == "RANGE (ts)");
+    // The current month and the two after it, the month 100 days ago, the default partition.
+    CHECK(sql.one("SELECT count(*) FROM pg_inherits WHERE inhparent = 'ev_events'::regclass") ==
+          "5");
+    CHECK(sql.one("SELECT count(*) FROM ev_events_default") == "1");
+    const std::string old = sql.one("SELECT tableoid::regclass FROM ev_events WHERE ts = " +
+                                    std::to_string(now - 100 * kDay));
+    CHECK(old.rfind("ev_events_p", 0) == 0);
+    // Each partition has the indexes the reads and the updates by EventId use.
+    CHECK(sql.one("SELECT count(*) FROM pg_indexes WHERE tablename = '" + old + "'") == "2");
+
+    // Retention of 45 days drops the old month's partition of events whole and the 1601 event
+    // from the default partition; the values' partitions have nothing that old.
+    Store s(pg, "ev", toml::table{{"retention_max_age_s", 45 * 86400}, {"partitions_ahead", 2}});
+    CHECK(s.metric("retention_partitions_dropped") == 1);
+    CHECK(s.metric("retention_deleted") == 1);
+    CHECK(sql.one("SELECT to_regclass('" + old + "') IS NULL") == "t");
+    CHECK(s.readEvents().times == std::vector<int64_t>{now});
 }
 
 TEST_CASE("the database away: store keeps returning, drops are counted, values flow again") {

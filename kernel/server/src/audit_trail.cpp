@@ -115,6 +115,10 @@ const char* eventTypeName(std::uint32_t type) noexcept {
             return "AuditHistoryRawModifyDeleteEventType";
         case ns0::AuditHistoryAtTimeDeleteEventType:
             return "AuditHistoryAtTimeDeleteEventType";
+        case ns0::AuditHistoryEventUpdateEventType:
+            return "AuditHistoryEventUpdateEventType";
+        case ns0::AuditHistoryEventDeleteEventType:
+            return "AuditHistoryEventDeleteEventType";
         case ns0::AuditUpdateMethodEventType:
             return "AuditUpdateMethodEventType";
         case ns0::AuditAddNodesEventType:
@@ -231,6 +235,7 @@ struct AuditTrail::Record {
     std::deque<Field> fields;
     std::deque<std::string> strings;
     std::deque<ua::NodeId> nodeIds;
+    std::deque<std::vector<ua::ExtensionObject>> objects;  // a field's decoded structures
 
     explicit Record(std::uint32_t type) : eventType(type) {}
     ua::String keep(std::string s) {
@@ -267,6 +272,29 @@ struct AuditTrail::Record {
         ua::Variant v = ua::makeVariant(ua::BuiltinType::NodeId);
         v.value.pointer = &nodeIds.back();
         add(name, v, nodeIdText(id), true);
+    }
+    // Structures of the request, as decoded ExtensionObjects: one (scalar) or an array.
+    template <class T>
+    void addStructures(std::string_view name, std::span<const T> items, bool scalar,
+                       std::string text) {
+        const enc::DataType* type = enc::dataTypeOf<T>();
+        std::vector<ua::ExtensionObject>& eos = objects.emplace_back(items.size());
+        for (std::size_t i = 0; i < items.size(); ++i) {
+            eos[i] = ua::ExtensionObject{};
+            eos[i].type_id = ua::numericNodeId(0, type->binaryEncodingId);
+            eos[i].encoding = UAPLEX_EXTENSIONOBJECT_BINARY;
+            eos[i].data_type = type;
+            eos[i].object = const_cast<T*>(&items[i]);
+        }
+        ua::Variant v;
+        if (scalar) {
+            v = ua::makeVariant(ua::BuiltinType::ExtensionObject);
+            v.value.pointer = eos.data();
+        } else {
+            v = ua::variantArray(ua::BuiltinType::ExtensionObject, std::int32_t(eos.size()),
+                                 eos.data());
+        }
+        add(name, v, std::move(text), true);
     }
     // Certificates: the event carries the DER, the log its SHA-1 thumbprint.
     void addCertificate(std::string_view name, std::span<const std::uint8_t> der) {
@@ -676,6 +704,12 @@ void AuditTrail::historyUpdate(std::string_view user, const ua::NodeId& sessionI
             } else if (t == enc::dataTypeOf<ua::DeleteAtTimeDetails>()) {
                 type = ns0::AuditHistoryAtTimeDeleteEventType;
                 node = &static_cast<const ua::DeleteAtTimeDetails*>(eo.object)->nodeId;
+            } else if (t == enc::dataTypeOf<ua::UpdateEventDetails>()) {
+                type = ns0::AuditHistoryEventUpdateEventType;
+                node = &static_cast<const ua::UpdateEventDetails*>(eo.object)->nodeId;
+            } else if (t == enc::dataTypeOf<ua::DeleteEventDetails>()) {
+                type = ns0::AuditHistoryEventDeleteEventType;
+                node = &static_cast<const ua::DeleteEventDetails*>(eo.object)->nodeId;
             } else {
                 continue;
             }
@@ -704,6 +738,23 @@ void AuditTrail::historyUpdate(std::string_view user, const ua::NodeId& sessionI
                 r.addBool("IsDeleteModified", d.isDeleteModified);
                 r.addDateTime("StartTime", d.startTime);
                 r.addDateTime("EndTime", d.endTime);
+            } else if (type == ns0::AuditHistoryEventUpdateEventType) {
+                // OldValues are not raised: the store replaces events without returning them.
+                const auto& d = *static_cast<const ua::UpdateEventDetails*>(eo.object);
+                const auto perform = static_cast<std::int32_t>(d.performInsertReplace);
+                r.add("PerformInsertReplace", ua::variantInt32(perform), std::to_string(perform),
+                      false);
+                r.addStructures<ua::EventFilter>(
+                    "Filter", {&d.filter, 1}, true,
+                    std::to_string(d.filter.selectClauses.size()) + " select clauses");
+                r.addStructures<ua::HistoryEventFieldList>(
+                    "NewValues", {d.eventData.data, d.eventData.size()}, false,
+                    std::to_string(d.eventData.size()) + " events");
+            } else if (type == ns0::AuditHistoryEventDeleteEventType) {
+                const auto& d = *static_cast<const ua::DeleteEventDetails*>(eo.object);
+                ua::Variant ids = ua::variantArray(ua::BuiltinType::ByteString, d.eventIds.length,
+                                                   const_cast<ua::ByteString*>(d.eventIds.data));
+                r.add("EventIds", ids, std::to_string(d.eventIds.size()) + " events", true);
             } else {
                 const auto& d = *static_cast<const ua::DeleteAtTimeDetails*>(eo.object);
                 ua::Variant times = ua::variantArray(ua::BuiltinType::DateTime, d.reqTimes.length,

@@ -19,7 +19,6 @@ using addressspace::kTimestampWrite;
 constexpr std::uint32_t kStructure = 22;
 constexpr std::uint32_t kBaseDataType = 24;
 constexpr std::uint32_t kEnumeration = 29;
-constexpr std::uint32_t kServerObjectId = 2253;  // the Server object (its EventNotifier)
 
 // Which attributes each NodeClass has (Part 3 5.9 and Table 4ff), as a bit per attribute id.
 std::uint32_t attributesOf(std::uint8_t nodeClass) noexcept {
@@ -711,10 +710,7 @@ void ServiceSet::Impl::readAttribute(enc::Arena& arena, const ua::NodeId& id, st
             setScalar<std::uint8_t>(
                 v, ua::BuiltinType::Byte,
                 dyn ? dyn->eventNotifier.load()
-                    : std::uint8_t(rec->eventNotifier |
-                                   (rec->id == kServerObjectId
-                                        ? serverNotifierBits.load(std::memory_order_acquire)
-                                        : 0)));
+                    : std::uint8_t(rec->eventNotifier | staticNotifierBitsOf(rec->id)));
             break;
         case kAttrValue: {
             const bool parks = dyn != nullptr &&

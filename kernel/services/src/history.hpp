@@ -111,8 +111,11 @@ class History {
     std::uint64_t eventsDropped() const noexcept {
         return eventsDropped_.load(std::memory_order_relaxed);
     }
-    // The EventNotifier bits the Server object gets (a namespace-0 node's attribute is fixed).
-    std::uint8_t serverNotifierBits() const noexcept { return serverBits_; }
+    // The EventNotifier bits recorded namespace-0 image nodes get (their attribute is fixed in
+    // the image): (numeric id, bits), fixed after resolveEventNotifiers.
+    const std::vector<std::pair<std::uint32_t, std::uint8_t>>& staticNotifierBits() const noexcept {
+        return staticBits_;
+    }
     // The store key of a recorded notifier; null for another node.
     const std::string* eventKeyOf(const ua::NodeId& id) const noexcept;
     // Event types for the filters; set before any client is served.
@@ -184,7 +187,7 @@ class History {
                        addressspace::NodeIdEqual>
         eventByNode_;
     bool storesEvents_ = false;
-    std::uint8_t serverBits_ = 0;
+    std::vector<std::pair<std::uint32_t, std::uint8_t>> staticBits_;
     std::atomic<std::uint64_t> eventsDropped_{0};
 };
 

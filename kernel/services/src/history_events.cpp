@@ -288,8 +288,8 @@ void History::resolveEventNotifiers(const config::HistorySection& cfg, AddressSp
         eventByHandle_.emplace(handleOf(ref), keys_.back().get());
         if (ref.dyn != nullptr)
             const_cast<Node*>(ref.dyn)->eventNotifier.fetch_or(bits);
-        else
-            serverBits_ = bits;  // the Server object: its attribute read adds them
+        else  // a namespace-0 image node: its attribute read adds them
+            staticBits_.emplace_back(ref.rec->id, bits);
     };
     if (cfg.server_events) add(ua::numericNodeId(0, subscription::kServerObject), "server");
     for (const config::PersistentNode& p : cfg.event_notifiers) {

@@ -124,7 +124,7 @@ ServiceSet::Impl::Impl(const config::ServerConfig& c, host::Host& h)
             history->eventTypes = values->eventTypes();
             history->resolveEventNotifiers(c.history, space,
                                            [](const NodeRef& n) { return notifierKey(n); });
-            serverNotifierBits.store(history->serverNotifierBits(), std::memory_order_release);
+            staticNotifierBits = history->staticNotifierBits();
             recording.store(history.get(), std::memory_order_release);
             for (const ua::NodeId& id : history->pushedNodes())
                 if (!holdPushes(id))

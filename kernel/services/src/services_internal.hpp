@@ -445,8 +445,14 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
     std::vector<Node*> historyNodes;
     void buildHistoryModel();
     std::atomic<History*> recording{nullptr};
-    // The EventNotifier bits [history] adds to the Server object (event history).
-    std::atomic<std::uint8_t> serverNotifierBits{0};
+    // The EventNotifier bits [history] adds to namespace-0 image Objects (event history):
+    // (numeric id, bits), set before any client is served and read-only afterwards.
+    std::vector<std::pair<std::uint32_t, std::uint8_t>> staticNotifierBits;
+    std::uint8_t staticNotifierBitsOf(std::uint32_t ns0Id) const noexcept {
+        for (const auto& [id, bits] : staticNotifierBits)
+            if (id == ns0Id) return bits;
+        return 0;
+    }
     void record(const Node& n, const ua::DataValue& v) noexcept;               // history.cpp
     void recordPushed(const ua::NodeId& id, const ua::DataValue& v) noexcept;  // history.cpp
     // Keeps a recorded node's pushes on for good (value_source.cpp): its node manager's

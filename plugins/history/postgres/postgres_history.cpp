@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// History store on PostgreSQL (libpq). One table, declaratively partitioned by month on the
-// value's time (PARTITION BY RANGE), with a default partition for times outside the window of
-// monthly partitions, and one index on (node, time, order stored) for the reads.
+// History store on PostgreSQL (libpq). One table of values and one of events, each
+// declaratively partitioned by month on the value's or event's time (PARTITION BY RANGE), with
+// a default partition for times outside the window of monthly partitions, and indexes on
+// (node, time, order stored) for the reads.
 //
 // One thread of the store's own owns the connection: it writes the queued values in batches
 // with binary COPY, runs the reads, updates and deletes in the order they came (each after the
@@ -46,7 +47,7 @@ using EventCursor = uaplex::history_store::Cursor<0x51>;
 // DateTime ticks (100 ns since 1601-01-01) of the Unix epoch.
 constexpr int64_t kUnixEpochTicks = 116444736000000000LL;
 constexpr int64_t kSeqBlock = 65536;  // seq numbers one nextval of the sequence reserves
-constexpr int kMaxIdentifier = 40;    // table names; partitions add "_pYYYYMM"
+constexpr int kMaxIdentifier = 40;    // table names; event partitions add "_events_pYYYYMM"
 
 // --- months: partition bounds in DateTime ticks ------------------------------------------
 
@@ -235,6 +236,8 @@ class PostgresHistory final : public uaplex::history_store::QueuedHistoryStore {
         t_ = "\"" + table_ + "\"";
         nodes_ = "\"" + table_ + "_nodes\"";
         events_ = "\"" + table_ + "_events\"";
+        value_months_.parent = table_;
+        event_months_.parent = table_ + "_events";
         seqname_ = table_ + "_seq";
         registerQueueMetrics();
         metric("connected", UAPLEX_METRIC_GAUGE, &m_connected_);
@@ -364,32 +367,33 @@ class PostgresHistory final : public uaplex::history_store::QueuedHistoryStore {
             execOk("CREATE INDEX IF NOT EXISTS \"" + table_ + "_node_ts\" ON " + t +
                    " (node, ts, seq)") &&
             execOk("CREATE TABLE IF NOT EXISTS " + def + " PARTITION OF " + t + " DEFAULT") &&
-            // Events: one table (far fewer rows than values), read by (notifier, time, order
-            // stored), updated and deleted by (notifier, EventId); retention deletes by age.
+            // Events: partitioned by month as the values, read by (notifier, time, order
+            // stored), updated and deleted by (notifier, EventId).
             execOk("CREATE TABLE IF NOT EXISTS " + events_ +
                    " (node integer NOT NULL, ts bigint NOT NULL, seq bigint NOT NULL, receive_ts "
                    "bigint NOT NULL, event_id bytea NOT NULL, event_type bytea NOT NULL, fields "
-                   "bytea NOT NULL)") &&
+                   "bytea NOT NULL) PARTITION BY RANGE (ts)") &&
             execOk("CREATE INDEX IF NOT EXISTS \"" + table_ + "_events_node_ts\" ON " + events_ +
                    " (node, ts, seq)") &&
             execOk("CREATE INDEX IF NOT EXISTS \"" + table_ + "_events_node_id\" ON " + events_ +
                    " (node, event_id)");
         if (!ok) return false;
-        // The monthly partitions there are.
-        months_.clear();
-        Result r = exec(
-            "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE "
-            "i.inhparent = '" +
-            t + "'::regclass");
-        if (!r.ok()) return false;
-        const std::string prefix = table_ + "_p";
-        for (int i = 0; i < r.rows(); ++i) {
-            std::string name = PQgetvalue(r.get(), i, 0);
-            if (name.size() != prefix.size() + 6 || name.compare(0, prefix.size(), prefix) != 0)
-                continue;
-            const int ym = std::atoi(name.c_str() + prefix.size());
-            months_.insert((ym / 100) * 12 + (ym % 100) - 1);
+        // An events table made by a build before it was partitioned stays as it is: its
+        // retention deletes rows by age.
+        Result kind = exec("SELECT relkind FROM pg_class WHERE oid = '" + events_ + "'::regclass");
+        if (!kind.ok() || kind.rows() != 1) return false;
+        event_months_.partitioned = PQgetvalue(kind.get(), 0, 0)[0] == 'p';
+        if (event_months_.partitioned &&
+            !execOk("CREATE TABLE IF NOT EXISTS \"" + table_ + "_events_default\" PARTITION OF " +
+                    events_ + " DEFAULT"))
+            return false;
+        if (!event_months_.partitioned && !plain_events_logged_) {
+            plain_events_logged_ = true;
+            context().warn("events: table " + events_ +
+                           " is not partitioned (made by an earlier version): retention deletes "
+                           "its rows by age");
         }
+        if (!readMonths(value_months_) || !readMonths(event_months_)) return false;
         const std::string cols = "SELECT ts, seq, server_ts, status, ps, value FROM " + t + " ";
         const std::string ecols =
             "SELECT ts, seq, receive_ts, event_id, event_type, fields FROM " + events_ + " ";
@@ -463,10 +467,37 @@ class PostgresHistory final : public uaplex::history_store::QueuedHistoryStore {
         return id;
     }
 
-    std::string partitionName(int32_t month) const {
+    // A partitioned table: the values' or the events'. The store's thread only.
+    struct Months {
+        std::string parent;  // unquoted: "plant" or "plant_events"
+        bool partitioned = true;
+        std::set<int32_t> months;  // the monthly partitions there are
+    };
+
+    std::string partitionName(const Months& t, int32_t month) const {
         char ym[24];
         std::snprintf(ym, sizeof ym, "%04d%02d", month / 12, month % 12 + 1);
-        return table_ + "_p" + ym;
+        return t.parent + "_p" + ym;
+    }
+
+    // The monthly partitions of `t` the catalogue lists.
+    bool readMonths(Months& t) {
+        t.months.clear();
+        if (!t.partitioned) return true;
+        Result r = exec(
+            "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE "
+            "i.inhparent = '\"" +
+            t.parent + "\"'::regclass");
+        if (!r.ok()) return false;
+        const std::string prefix = t.parent + "_p";
+        for (int i = 0; i < r.rows(); ++i) {
+            std::string name = PQgetvalue(r.get(), i, 0);
+            if (name.size() != prefix.size() + 6 || name.compare(0, prefix.size(), prefix) != 0)
+                continue;
+            const int ym = std::atoi(name.c_str() + prefix.size());
+            t.months.insert((ym / 100) * 12 + (ym % 100) - 1);
+        }
+        return true;
     }
 
     int32_t currentMonth() const noexcept {
@@ -481,63 +512,68 @@ class PostgresHistory final : public uaplex::history_store::QueuedHistoryStore {
     // partitions (partitions_back months before the current one to partitions_ahead after);
     // other times go to the default partition. Rows of the month already in the default
     // partition move into the new one, in the same transaction.
-    void ensureMonth(int64_t ts) {
+    // Not inside a transaction: a new partition commits on its own.
+    void ensureMonth(Months& t, int64_t ts) {
         int32_t m = 0;
-        if (!monthOf(ts, m) || months_.count(m)) return;
+        if (!t.partitioned || !monthOf(ts, m) || t.months.count(m)) return;
         const int32_t now = currentMonth();
         if (now == 0 || m < now - back_ || m > now + ahead_) return;
-        createMonth(m);
+        createMonth(t, m);
     }
-    void createMonth(int32_t m) {
-        if (months_.count(m)) return;
-        const std::string p = "\"" + partitionName(m) + "\"";
-        const std::string def = "\"" + table_ + "_default\"";
+    void createMonth(Months& t, int32_t m) {
+        if (!t.partitioned || t.months.count(m)) return;
+        const std::string parent = "\"" + t.parent + "\"";
+        const std::string p = "\"" + partitionName(t, m) + "\"";
+        const std::string def = "\"" + t.parent + "_default\"";
         const std::string lo = std::to_string(monthStart(m));
         const std::string hi = std::to_string(monthStart(m + 1));
         const bool ok =
             execOk("BEGIN") &&
-            execOk("CREATE TABLE " + p + " (LIKE " + t_ + " INCLUDING DEFAULTS)") &&
+            execOk("CREATE TABLE " + p + " (LIKE " + parent + " INCLUDING DEFAULTS)") &&
             execOk("WITH moved AS (DELETE FROM " + def + " WHERE ts >= " + lo + " AND ts < " + hi +
                    " RETURNING *) INSERT INTO " + p + " SELECT * FROM moved") &&
-            execOk("ALTER TABLE " + t_ + " ATTACH PARTITION " + p + " FOR VALUES FROM (" + lo +
+            execOk("ALTER TABLE " + parent + " ATTACH PARTITION " + p + " FOR VALUES FROM (" + lo +
                    ") TO (" + hi + ")") &&
             execOk("COMMIT");
         if (ok) {
-            months_.insert(m);
+            t.months.insert(m);
             add(m_parts_created_, 1);
         } else if (!lost()) {
             execOk("ROLLBACK");
             // Made by another server meanwhile, perhaps: take the catalogue's word.
             Result r = exec("SELECT to_regclass('" + p + "') IS NOT NULL");
-            if (r.ok() && r.rows() == 1 && PQgetvalue(r.get(), 0, 0)[0] == 't') months_.insert(m);
+            if (r.ok() && r.rows() == 1 && PQgetvalue(r.get(), 0, 0)[0] == 't') t.months.insert(m);
         }
     }
 
     // Partitions ahead of time, and retention: whole monthly partitions that end before the
-    // age go (DROP TABLE), and the default partition's values older than it are deleted.
+    // age go (DROP TABLE), and the default partition's rows older than it are deleted; for
+    // values and events alike.
     void maintain() {
         const int32_t now = currentMonth();
         if (now == 0) return;
-        for (int32_t m = now; m <= now + ahead_ && !lost(); ++m) createMonth(m);
+        for (Months* t : {&value_months_, &event_months_})
+            for (int32_t m = now; m <= now + ahead_ && !lost(); ++m) createMonth(*t, m);
         if (max_age_s_ <= 0) return;
         int64_t utc = 0;
         const auto* api = context().api();
         if (!api || !api->utc_now || api->utc_now(context().raw(), &utc) != UAPLEX_Good) return;
         const int64_t cutoff = utc - max_age_s_ * kTicksPerSecond;
-        std::vector<int32_t> old;
-        for (int32_t m : months_)
-            if (monthStart(m + 1) <= cutoff) old.push_back(m);
-        for (int32_t m : old) {
-            if (!execOk("DROP TABLE IF EXISTS \"" + partitionName(m) + "\"")) break;
-            months_.erase(m);
-            add(m_parts_dropped_, 1);
-            context().info("retention: dropped partition " + partitionName(m));
+        for (Months* t : {&value_months_, &event_months_}) {
+            std::vector<int32_t> old;
+            for (int32_t m : t->months)
+                if (monthStart(m + 1) <= cutoff) old.push_back(m);
+            for (int32_t m : old) {
+                if (!execOk("DROP TABLE IF EXISTS \"" + partitionName(*t, m) + "\"")) break;
+                t->months.erase(m);
+                add(m_parts_dropped_, 1);
+                context().info("retention: dropped partition " + partitionName(*t, m));
+            }
+            const std::string rows =
+                t->partitioned ? "\"" + t->parent + "_default\"" : "\"" + t->parent + "\"";
+            Result r = exec("DELETE FROM " + rows + " WHERE ts < " + std::to_string(cutoff));
+            if (r.ok()) add(m_retired_, std::atoll(PQcmdTuples(r.get())));
         }
-        Result r =
-            exec("DELETE FROM \"" + table_ + "_default\" WHERE ts < " + std::to_string(cutoff));
-        if (r.ok()) add(m_retired_, std::atoll(PQcmdTuples(r.get())));
-        Result e = exec("DELETE FROM " + events_ + " WHERE ts < " + std::to_string(cutoff));
-        if (e.ok()) add(m_retired_, std::atoll(PQcmdTuples(e.get())));
     }
 
     // --- the store's thread ----------------------------------------------------------------
@@ -698,13 +734,15 @@ class PostgresHistory final : public uaplex::history_store::QueuedHistoryStore {
         for (size_t i = 0; i < n; ++i) {
             const Slot& s = ring_[(from + i) % capacity_];
             if (s.event) {
+                ensureMonth(event_months_, s.source);
+                if (lost()) return Outcome::Lost;
                 ids_[i] = nodeId(s.key, true);
                 if (ids_[i] <= 0) return lost() ? Outcome::Lost : Outcome::Failed;
                 continue;
             }
             ++values;
             if (s.source < lo || s.source >= hi) {
-                ensureMonth(s.source);
+                ensureMonth(value_months_, s.source);
                 int32_t m = 0;
                 if (monthOf(s.source, m)) {
                     lo = monthStart(m);
@@ -712,7 +750,7 @@ class PostgresHistory final : public uaplex::history_store::QueuedHistoryStore {
                 } else {
                     lo = hi = 0;
                 }
-                only = (values == 1 && lo != hi && months_.count(m)) ? m : -2;
+                only = (values == 1 && lo != hi && value_months_.months.count(m)) ? m : -2;
                 if (lost()) return Outcome::Lost;
             }
             ids_[i] = nodeId(s.key, true);
@@ -739,7 +777,8 @@ class PostgresHistory final : public uaplex::history_store::QueuedHistoryStore {
             have += take;
         }
         const std::string direct =
-            only >= 0 ? "COPY \"" + partitionName(only) + "\"" + copy_cols_ : std::string();
+            only >= 0 ? "COPY \"" + partitionName(value_months_, only) + "\"" + copy_cols_
+                      : std::string();
         Result start(PQexec(conn_, only >= 0 ? direct.c_str() : copy_sql_.c_str()));
         if (!start.get() || PQresultStatus(start.get()) != PGRES_COPY_IN) {
             if (lost()) return Outcome::Lost;
@@ -877,6 +916,7 @@ class PostgresHistory final : public uaplex::history_store::QueuedHistoryStore {
         const int32_t node =
             nodeId(std::string_view(u.notifier_key.data, u.notifier_key.len), true);
         if (node <= 0) return UAPLEX_BadInternalError;
+        for (uint32_t i = 0; i < u.event_count; ++i) ensureMonth(event_months_, u.events[i].time);
         if (!execOk("BEGIN")) return UAPLEX_BadInternalError;
         bool ok = true;
         for (uint32_t i = 0; i < u.event_count && ok; ++i) {
@@ -1022,7 +1062,8 @@ class PostgresHistory final : public uaplex::history_store::QueuedHistoryStore {
     uaplex_status doUpdate(const uaplex_history_update& u) override {
         const int32_t node = nodeId(std::string_view(u.node_key.data, u.node_key.len), true);
         if (node <= 0) return UAPLEX_BadInternalError;
-        for (uint32_t i = 0; i < u.value_count; ++i) ensureMonth(u.values[i].source_timestamp);
+        for (uint32_t i = 0; i < u.value_count; ++i)
+            ensureMonth(value_months_, u.values[i].source_timestamp);
         if (!execOk("BEGIN")) return UAPLEX_BadInternalError;
         bool ok = true;
         for (uint32_t i = 0; i < u.value_count && ok; ++i) {
@@ -1109,7 +1150,9 @@ class PostgresHistory final : public uaplex::history_store::QueuedHistoryStore {
     int64_t next_maintenance_ = 0;
     int64_t seq_next_ = 0;
     int64_t seq_end_ = 0;
-    std::set<int32_t> months_;
+    Months value_months_;
+    Months event_months_;
+    bool plain_events_logged_ = false;
     // Heterogeneous lookup: a key from a slot or a request is looked up without a copy.
     struct KeyHash {
         using is_transparent = void;

@@ -3,7 +3,8 @@
 # run_suite.sh UAPLEX PLUGIN_DIR PORT [ONLY...]: starts uaplex on 127.0.0.1:PORT with a test
 # configuration (and on PORT+1, PORT+2 with [access] settings for 12- and 13-, on PORT+3 with
 # small [server.limits] for 14-, on PORT+4 with [pubsub] and a Mosquitto broker on PORT+5 for
-# 18-, when mosquitto and the mqtt plugin are there), installs the pinned client (npm ci, only when node_modules is
+# 18-, when mosquitto and the mqtt plugin are there; PostgreSQL on PORT+6 with
+# UAPLEX_INTEROP_HISTORY=postgres), installs the pinned client (npm ci, only when node_modules is
 # stale), runs the suite (only the files matching ONLY, if given) and stops the server.
 set -euo pipefail
 uaplex=$1 plugins=$2 port=$3
@@ -12,10 +13,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 command -v node >/dev/null && command -v npm >/dev/null || { echo "node/npm missing: skipped"; exit 77; }
 
 work=$(mktemp -d)
-server_pid=""
+server_pid="" pgdir=""
 cleanup() {
   for pid in $server_pid; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
+  rm -rf "$work" ${pgdir:+"$pgdir"}
 }
 trap cleanup EXIT
 
@@ -182,10 +183,38 @@ done
 
 # 17-history: the main server records Demo.Scalars.Double and Demo.Measured (values written
 # with their source timestamps and statuses) and the Server object's events into
-# history-sqlite.
-if [ -e "$plugins/uaplex-history-sqlite.so" ]; then
-  printf '[plugins.history-sqlite]\npath = "%s"\n[history]\nplugin = "history-sqlite"\nnodes = ["nsu=urn:uaplex:demo;s=Demo.Scalars.Double", "nsu=urn:uaplex:demo;s=Demo.Measured"]\nmax_continuation_points = 4\nmax_req_times = 16\nevent_notifiers = ["server"]\nmax_events_per_update = 8\n' \
-    "$work/history.db" >>"$work/interop.toml"
+# history-sqlite, or with UAPLEX_INTEROP_HISTORY=postgres into history-postgres on a
+# throw-away PostgreSQL server on PORT+6 (as nobody when root: initdb refuses root).
+history_store=""
+if [ "${UAPLEX_INTEROP_HISTORY:-sqlite}" = postgres ]; then
+  pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+  [ -x "$pgbin/initdb" ] && [ -e "$plugins/uaplex-history-postgres.so" ] ||
+    { echo "no PostgreSQL server or history-postgres plugin: skipped"; exit 77; }
+  as_pg=()
+  [ "$(id -u)" = 0 ] && as_pg=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+  # A directory of its own: nobody cannot enter $work (mode 0700, it holds the PKI).
+  pgdir=$(mktemp -d)
+  [ "$(id -u)" = 0 ] && chown nobody:nogroup "$pgdir"
+  "${as_pg[@]}" "$pgbin/initdb" -D "$pgdir/data" -U postgres -A trust >"$work/pg.log" 2>&1 ||
+    { cat "$work/pg.log"; exit 1; }
+  "${as_pg[@]}" "$pgbin/postgres" -D "$pgdir/data" -k "$pgdir" -h 127.0.0.1 -p $((port + 6)) \
+    -c fsync=off -c synchronous_commit=off -c full_page_writes=off >>"$work/pg.log" 2>&1 &
+  pg_pid=$!
+  server_pid=$pg_pid
+  for _ in $(seq 300); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$((port + 6))") 2>/dev/null && break
+    sleep 0.1
+  done
+  printf '[plugins.history-postgres]\nhost = "127.0.0.1"\nport = %d\nuser = "postgres"\ndbname = "postgres"\n' \
+    $((port + 6)) >>"$work/interop.toml"
+  history_store=history-postgres
+elif [ -e "$plugins/uaplex-history-sqlite.so" ]; then
+  printf '[plugins.history-sqlite]\npath = "%s"\n' "$work/history.db" >>"$work/interop.toml"
+  history_store=history-sqlite
+fi
+if [ -n "$history_store" ]; then
+  printf '[history]\nplugin = "%s"\nnodes = ["nsu=urn:uaplex:demo;s=Demo.Scalars.Double", "nsu=urn:uaplex:demo;s=Demo.Measured"]\nmax_continuation_points = 4\nmax_req_times = 16\nevent_notifiers = ["server"]\nmax_events_per_update = 8\n' \
+    "$history_store" >>"$work/interop.toml"
   export UAPLEX_HISTORY=1
 fi
 
@@ -200,7 +229,8 @@ for cfg in interop access noanon limits ${pubsub:+pubsub}; do
   "$uaplex" --config "$work/$cfg.toml" &
   pids+=($!)
 done
-server_pid="${pids[*]}"
+# PostgreSQL last: a smart shutdown waits for the servers' connections to end.
+server_pid="${pids[*]} ${pg_pid:-}"
 for p in "${ports[@]}"; do
   for _ in $(seq 100); do
     (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && break
@@ -222,6 +252,6 @@ export UAPLEX_IDENTITIES="$ids"
 # The whole-run limit leaves room for a loaded machine (ctest allows 300 s).
 (cd "$here" && node run.js "opc.tcp://127.0.0.1:$port" --timeout 240 "${only[@]}") || status=$?
 if [ $status -ne 0 ]; then
-  for log in uaplex access noanon limits ${pubsub:+pubsub}; do echo "--- $log server log"; cat "$work/$log.log" || true; done
+  for log in uaplex access noanon limits ${pubsub:+pubsub} ${pg_pid:+pg}; do echo "--- $log server log"; cat "$work/$log.log" || true; done
 fi
 exit $status

@@ -210,3 +210,86 @@ TEST_CASE("pushed changes of an owned namespace are recorded, without allocating
     REQUIRE(values.size() == 188);  // every pushed change, in order
     for (std::int32_t i = 0; i < 188; ++i) CHECK(values[std::size_t(i)] == i + 1);
 }
+
+TEST_CASE("events raised on a recorded notifier are recorded, without allocating") {
+    HistoryDb db;
+    // As above: the store writes only when 64 events are queued, or on a read.
+    test::Server s("", test::benchmarkPlugin() + "[plugins.history-sqlite]\nlibrary = \"" +
+                           UAPLEX_HISTORY_SQLITE_PLUGIN + "\"\npath = \"" + db.path.string() +
+                           "\"\nqueue_capacity = 64\nbatch_size = 64\nflush_interval_ms = 60000\n"
+                           "retention_max_age_s = 0\n[history]\nplugin = \"history-sqlite\"\n"
+                           "event_notifiers = [\"server\"]\n");
+    s.services->setEventRaised(
+        [](void*, std::span<const std::uint64_t>, const subscription::EventView&) {}, nullptr);
+    const ua::NodeId server = ua::numericNodeId(0, 2253);
+    const ua::NodeId type = ua::numericNodeId(0, 2041);
+    static const ua::QualifiedName kTime{0, {4, const_cast<char*>("Time")}};
+    static const ua::QualifiedName kSeverity{0, {8, const_cast<char*>("Severity")}};
+    const ua::DateTime base = ua::utcNow();
+    bool ok = true;
+    std::uint16_t next = 1;
+    auto raise = [&](int n) {
+        for (int i = 0; i < n; ++i, ++next) {
+            ua::Variant t = ua::makeVariant(ua::BuiltinType::DateTime);
+            t.value.datetime = base + next;
+            ua::Variant sv = ua::makeVariant(ua::BuiltinType::UInt16);
+            sv.value.uint16 = next;
+            uaplex_event_field f[2] = {{&kTime, 1, 0, &t}, {&kSeverity, 1, 0, &sv}};
+            uaplex_event_spec spec{};
+            spec.hdr = UAPLEX_HEADER_INIT(uaplex_event_spec, UAPLEX_STYPE_EVENT_SPEC);
+            spec.event_type = &type;
+            spec.source_node = &server;
+            spec.field_count = 2;
+            spec.fields = f;
+            ok = s.services->raiseEvent(spec) == UAPLEX_Good && ok;
+        }
+    };
+    // The Severities recorded so far (the read also makes the store write what is queued).
+    ua::SimpleAttributeOperand select{};
+    select.typeDefinitionId = type;
+    select.browsePath = {1, const_cast<ua::QualifiedName*>(&kSeverity)};
+    select.attributeId = 13;
+    select.indexRange = ua::nullString();
+    ua::ReadEventDetails details{};
+    details.startTime = base - 10000000;
+    details.endTime = base + 10000000;
+    details.filter.selectClauses = {1, &select};
+    ua::HistoryReadValueId item{};
+    item.nodeId = server;
+    item.indexRange = ua::nullString();
+    item.dataEncoding.name = ua::nullString();
+    item.continuationPoint = {-1, nullptr};
+    ua::HistoryReadRequest req{};
+    req.historyReadDetails.type_id =
+        ua::numericNodeId(0, enc::dataTypeOf<ua::ReadEventDetails>()->binaryEncodingId);
+    req.historyReadDetails.encoding = UAPLEX_EXTENSIONOBJECT_BINARY;
+    req.historyReadDetails.data_type = enc::dataTypeOf<ua::ReadEventDetails>();
+    req.historyReadDetails.object = &details;
+    req.timestampsToReturn = ua::TimestampsToReturn::Source;
+    req.nodesToRead = {1, &item};
+    auto recorded = [&] {
+        std::vector<std::uint16_t> out;
+        s.arena.reset();
+        services::ServiceCall c{s.arena, s.session.get(), enc::dataTypeOf<ua::HistoryReadRequest>(),
+                                &req};
+        REQUIRE(s.services->historyRead(c) == UAPLEX_Good);
+        const auto& r = static_cast<ua::HistoryReadResponse*>(c.response)->results[0];
+        REQUIRE((r.statusCode == UAPLEX_Good || r.statusCode == UAPLEX_GoodNoData));
+        if (r.historyData.object == nullptr) return out;
+        for (const auto& l : static_cast<const ua::HistoryEvent*>(r.historyData.object)->events)
+            out.push_back(l.eventFields.size() == 1 ? l.eventFields[0].value.uint16 : 0);
+        return out;
+    };
+    raise(64);  // two rounds through the store's queue: its slots keep their capacity
+    (void)recorded();
+    raise(64);
+    (void)recorded();
+    test::HeapScope heap;
+    raise(60);
+    const std::size_t allocations = heap.allocations();
+    CHECK(ok);
+    CHECK(allocations == 0);
+    const std::vector<std::uint16_t> severities = recorded();
+    REQUIRE(severities.size() == 188);  // every raised event, in order
+    for (std::uint16_t i = 0; i < 188; ++i) CHECK(severities[i] == i + 1);
+}

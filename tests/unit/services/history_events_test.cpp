@@ -353,6 +353,15 @@ TEST_CASE("event history: EventNotifier bits, capabilities and refusals") {
     CHECK(h.updateOne(h.wrap(d)).statusCode == UAPLEX_BadHistoryOperationUnsupported);
 }
 
+TEST_CASE("event history: a recorded namespace-0 Object other than the Server gets its bits") {
+    // The Objects folder alone is recorded: its bits must not show on the Server object.
+    EventServer h("event_notifiers = [\"nsu=http://opcfoundation.org/UA/;i=85\"]\n");
+    CHECK(h.s.read(ua::numericNodeId(0, 85), 12).value.value.byte == (4 | 8));
+    CHECK(h.s.read(h.server, 12).value.value.byte == 1);  // SubscribeToEvents only
+    CHECK(h.read(h.server, h.filter({"Message"}), kBase, kBase + 100 * kSecond).statusCode ==
+          UAPLEX_BadHistoryOperationUnsupported);
+}
+
 TEST_CASE("event history: without event_notifiers nothing is offered") {
     EventServer h("");
     CHECK(h.s.read(h.server, 12).value.value.byte == 1);  // SubscribeToEvents only
