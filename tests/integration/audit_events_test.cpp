@@ -447,27 +447,53 @@ TEST_CASE("audit: writes and calls completed later and method calls raise their 
     CHECK(s.alive());
 }
 
-TEST_CASE("audit: a HistoryUpdate, answered after the store, raises one event per entry") {
-    test::ServerProcess s("audit-history", [](std::uint16_t port, const fs::path& dir) {
-        std::ostringstream t;
-        t << test::configHead(port)
-          << "[slots]\nrequest_queue = \"fifo\"\nmonitored_item_queue = \"mi-default\"\n"
-          << "[plugins.fifo]\n[plugins.transport-tcp]\n[plugins.mi-default]\n[plugins.demo]\n"
-          << "[plugins.history-sqlite]\npath = \"" << (dir / "history.db").string() << "\"\n"
-          << "[history]\nplugin = \"history-sqlite\"\n"
-          << "nodes = [\"nsu=urn:uaplex:demo;s=Demo.Scalars.Double\"]\n"
-          << "[access]\nusers_file = \"" << usersFile(dir).string() << "\"\n"
-          << "[audit]\nenabled = true\nfile = \"audit.jsonl\"\nformat = \"json\"\n";
-        return t.str();
-    });
+namespace {
+
+// A server recording into history-sqlite (`history`: the [history] keys besides plugin) with
+// [audit] on, a watcher subscribed to the Server object's events and a session of operator.
+struct HistoryAudit {
+    test::ServerProcess s;
     Client watcher;
-    REQUIRE(watcher.open(s.port));
-    REQUIRE(watcher.createSession() == UAPLEX_Good);
-    subscribeToServerEvents(watcher);
     Client op;
-    REQUIRE(op.open(s.port));
-    Client::UserName operatorToken("username", "operator", "op-secret");
-    REQUIRE(op.createSessionAs(&operatorToken.eo) == UAPLEX_Good);
+    HistoryAudit(const char* name, std::string history)
+        : s(name, [history](std::uint16_t port, const fs::path& dir) {
+              std::ostringstream t;
+              t << test::configHead(port)
+                << "[slots]\nrequest_queue = \"fifo\"\nmonitored_item_queue = \"mi-default\"\n"
+                << "[plugins.fifo]\n[plugins.transport-tcp]\n[plugins.mi-default]\n"
+                << "[plugins.demo]\n[plugins.history-sqlite]\npath = \""
+                << (dir / "history.db").string() << "\"\n"
+                << "[history]\nplugin = \"history-sqlite\"\n"
+                << history << "[access]\nusers_file = \"" << usersFile(dir).string() << "\"\n"
+                << "[audit]\nenabled = true\nfile = \"audit.jsonl\"\nformat = \"json\"\n";
+              return t.str();
+          }) {
+        REQUIRE(watcher.open(s.port));
+        REQUIRE(watcher.createSession() == UAPLEX_Good);
+        subscribeToServerEvents(watcher);
+        REQUIRE(op.open(s.port));
+        Client::UserName operatorToken("username", "operator", "op-secret");
+        REQUIRE(op.createSessionAs(&operatorToken.eo) == UAPLEX_Good);
+    }
+};
+
+// A decoded HistoryUpdateDetails structure as the request carries it.
+ua::ExtensionObject decoded(const enc::DataType* t, void* object) {
+    ua::ExtensionObject eo{};
+    eo.type_id = ua::numericNodeId(0, t->binaryEncodingId);
+    eo.encoding = UAPLEX_EXTENSIONOBJECT_BINARY;
+    eo.data_type = t;
+    eo.object = object;
+    return eo;
+}
+
+}  // namespace
+
+TEST_CASE("audit: a HistoryUpdate, answered after the store, raises one event per entry") {
+    HistoryAudit h("audit-history", "nodes = [\"nsu=urn:uaplex:demo;s=Demo.Scalars.Double\"]\n");
+    test::ServerProcess& s = h.s;
+    Client& watcher = h.watcher;
+    Client& op = h.op;
     const std::uint16_t demo = test::namespaceIndex(op, "urn:uaplex:demo", ++handle);
     const ua::NodeId node = ua::stringNodeId(demo, "Demo.Scalars.Double");
     const std::int64_t t0 = 133000000000000000;
@@ -490,19 +516,11 @@ TEST_CASE("audit: a HistoryUpdate, answered after the store, raises one event pe
     raw.endTime = t0 + 1;
     ua::DeleteRawModifiedDetails modified = raw;  // refused: modified values are not kept
     modified.isDeleteModified = true;
-    auto wrap = [](const enc::DataType* t, void* object) {
-        ua::ExtensionObject eo{};
-        eo.type_id = ua::numericNodeId(0, t->binaryEncodingId);
-        eo.encoding = UAPLEX_EXTENSIONOBJECT_BINARY;
-        eo.data_type = t;
-        eo.object = object;
-        return eo;
-    };
     ua::ExtensionObject details[4] = {
-        wrap(enc::dataTypeOf<ua::UpdateDataDetails>(), &insert),
-        wrap(enc::dataTypeOf<ua::DeleteAtTimeDetails>(), &atTime),
-        wrap(enc::dataTypeOf<ua::DeleteRawModifiedDetails>(), &raw),
-        wrap(enc::dataTypeOf<ua::DeleteRawModifiedDetails>(), &modified)};
+        decoded(enc::dataTypeOf<ua::UpdateDataDetails>(), &insert),
+        decoded(enc::dataTypeOf<ua::DeleteAtTimeDetails>(), &atTime),
+        decoded(enc::dataTypeOf<ua::DeleteRawModifiedDetails>(), &raw),
+        decoded(enc::dataTypeOf<ua::DeleteRawModifiedDetails>(), &modified)};
     ua::HistoryUpdateRequest req{};
     req.historyUpdateDetails = {4, details};
     auto m = op.call(req, ++handle);
@@ -547,25 +565,10 @@ TEST_CASE("audit: a HistoryUpdate, answered after the store, raises one event pe
 }
 
 TEST_CASE("audit: a HistoryUpdate of events raises event update and delete audit events") {
-    test::ServerProcess s("audit-history-events", [](std::uint16_t port, const fs::path& dir) {
-        std::ostringstream t;
-        t << test::configHead(port)
-          << "[slots]\nrequest_queue = \"fifo\"\nmonitored_item_queue = \"mi-default\"\n"
-          << "[plugins.fifo]\n[plugins.transport-tcp]\n[plugins.mi-default]\n[plugins.demo]\n"
-          << "[plugins.history-sqlite]\npath = \"" << (dir / "history.db").string() << "\"\n"
-          << "[history]\nplugin = \"history-sqlite\"\nevent_notifiers = [\"server\"]\n"
-          << "[access]\nusers_file = \"" << usersFile(dir).string() << "\"\n"
-          << "[audit]\nenabled = true\nfile = \"audit.jsonl\"\nformat = \"json\"\n";
-        return t.str();
-    });
-    Client watcher;
-    REQUIRE(watcher.open(s.port));
-    REQUIRE(watcher.createSession() == UAPLEX_Good);
-    subscribeToServerEvents(watcher);
-    Client op;
-    REQUIRE(op.open(s.port));
-    Client::UserName operatorToken("username", "operator", "op-secret");
-    REQUIRE(op.createSessionAs(&operatorToken.eo) == UAPLEX_Good);
+    HistoryAudit h("audit-history-events", "event_notifiers = [\"server\"]\n");
+    test::ServerProcess& s = h.s;
+    Client& watcher = h.watcher;
+    Client& op = h.op;
     const ua::NodeId server = ua::numericNodeId(0, 2253);
 
     // One event inserted: EventType, Time and Message given, the server picks the EventId.
@@ -599,16 +602,8 @@ TEST_CASE("audit: a HistoryUpdate of events raises event update and delete audit
     ua::DeleteEventDetails remove{};
     remove.nodeId = server;
     remove.eventIds = {1, &id};
-    auto wrap = [](const enc::DataType* t, void* object) {
-        ua::ExtensionObject eo{};
-        eo.type_id = ua::numericNodeId(0, t->binaryEncodingId);
-        eo.encoding = UAPLEX_EXTENSIONOBJECT_BINARY;
-        eo.data_type = t;
-        eo.object = object;
-        return eo;
-    };
-    ua::ExtensionObject details[2] = {wrap(enc::dataTypeOf<ua::UpdateEventDetails>(), &insert),
-                                      wrap(enc::dataTypeOf<ua::DeleteEventDetails>(), &remove)};
+    ua::ExtensionObject details[2] = {decoded(enc::dataTypeOf<ua::UpdateEventDetails>(), &insert),
+                                      decoded(enc::dataTypeOf<ua::DeleteEventDetails>(), &remove)};
     ua::HistoryUpdateRequest req{};
     req.historyUpdateDetails = {2, details};
     auto m = op.call(req, ++handle);

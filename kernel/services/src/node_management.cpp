@@ -349,111 +349,113 @@ uaplex_status ServiceSet::Impl::addNodeItem(const ServiceCall& call, const ua::A
     return UAPLEX_Good;
 }
 
-uaplex_status ServiceSet::Impl::addNodes(ServiceCall& call) noexcept {
+template <class Response, class Result, class Each>
+uaplex_status ServiceSet::Impl::nodeManagementFrame(ServiceCall& call, std::size_t n,
+                                                    Each&& each) noexcept {
     if (!cfg.server.node_management) return UAPLEX_BadServiceUnsupported;
-    const auto& req = *static_cast<const ua::AddNodesRequest*>(call.request);
-    const std::size_t n = req.nodesToAdd.size();
     if (n == 0) return UAPLEX_BadNothingToDo;
     if (n > cfg.server.limits.max_nodes_per_node_management) return UAPLEX_BadTooManyOperations;
-    auto* resp = call.arena.allocateArray<ua::AddNodesResponse>(1);
-    auto* results = call.arena.allocateArray<ua::AddNodesResult>(n);
+    auto* resp = call.arena.allocateArray<Response>(1);
+    auto* results = call.arena.allocateArray<Result>(n);
     if (resp == nullptr || results == nullptr) return UAPLEX_BadOutOfMemory;
     const bool admin = call.access == nullptr || (call.access->roles() & nodeManagementRoles);
     std::vector<addressspace::ModelChange> changes;
     {
         std::lock_guard lock(modelMutex());
-        for (std::size_t i = 0; i < n; ++i)
-            results[i].statusCode =
-                admin ? addNodeItem(call, req.nodesToAdd[i], results[i].addedNodeId)
-                      : UAPLEX_BadUserAccessDenied;
+        each(admin, results);
         changes = finishChanges();
     }
     raiseModelChange(changes);
     resp->results = {std::int32_t(n), results};
     resp->diagnosticInfos = {-1, nullptr};
-    call.responseType = enc::dataTypeOf<ua::AddNodesResponse>();
+    call.responseType = enc::dataTypeOf<Response>();
     call.response = resp;
     return UAPLEX_Good;
+}
+
+uaplex_status ServiceSet::Impl::addNodes(ServiceCall& call) noexcept {
+    const auto& req = *static_cast<const ua::AddNodesRequest*>(call.request);
+    return nodeManagementFrame<ua::AddNodesResponse, ua::AddNodesResult>(
+        call, req.nodesToAdd.size(), [&](bool admin, ua::AddNodesResult* results) {
+            for (std::size_t i = 0; i < req.nodesToAdd.size(); ++i)
+                results[i].statusCode =
+                    admin ? addNodeItem(call, req.nodesToAdd[i], results[i].addedNodeId)
+                          : UAPLEX_BadUserAccessDenied;
+        });
 }
 
 // --- DeleteNodes (Part 4 5.7.4) -------------------------------------------------------------
 
 uaplex_status ServiceSet::Impl::deleteNodes(ServiceCall& call) noexcept {
-    if (!cfg.server.node_management) return UAPLEX_BadServiceUnsupported;
     const auto& req = *static_cast<const ua::DeleteNodesRequest*>(call.request);
     const std::size_t n = req.nodesToDelete.size();
-    if (n == 0) return UAPLEX_BadNothingToDo;
-    if (n > cfg.server.limits.max_nodes_per_node_management) return UAPLEX_BadTooManyOperations;
-    auto* resp = call.arena.allocateArray<ua::DeleteNodesResponse>(1);
-    auto* results = call.arena.allocateArray<ua::StatusCode>(n);
-    if (resp == nullptr || results == nullptr) return UAPLEX_BadOutOfMemory;
-    const bool admin = call.access == nullptr || (call.access->roles() & nodeManagementRoles);
-    std::vector<addressspace::ModelChange> changes;
-    {
-        std::lock_guard lock(modelMutex());
-        try {
-            // deleteTargetReferences is per item: one deletion per setting.
-            std::vector<Node*> doomed[2];
-            std::unordered_set<const Node*> seen;
-            seen.reserve(n);
-            for (std::size_t i = 0; i < n; ++i) {
-                const ua::DeleteNodesItem& item = req.nodesToDelete[i];
-                uaplex_status& st = results[i];
-                if (!admin) {
-                    st = UAPLEX_BadUserAccessDenied;
-                    continue;
+    return nodeManagementFrame<ua::DeleteNodesResponse, ua::StatusCode>(
+        call, n, [&](bool admin, ua::StatusCode* results) {
+            try {
+                // deleteTargetReferences is per item: one deletion per setting.
+                std::vector<Node*> doomed[2];
+                std::unordered_set<const Node*> seen;
+                seen.reserve(n);
+                for (std::size_t i = 0; i < n; ++i) {
+                    const ua::DeleteNodesItem& item = req.nodesToDelete[i];
+                    uaplex_status& st = results[i];
+                    if (!admin) {
+                        st = UAPLEX_BadUserAccessDenied;
+                        continue;
+                    }
+                    Node* node = space.mutableNode(item.nodeId);
+                    SessionNodeRef sessionRef;
+                    const std::uint32_t perms = permissionsOf(call, item.nodeId);
+                    if (!(perms & kPermDeleteNode)) {
+                        st = deniedStatus(perms);
+                    } else if (node == nullptr) {
+                        // Namespace 0, a node manager's and the session diagnostics nodes exist
+                        // but are not the client's to delete.
+                        const bool other = space.find(item.nodeId) ||
+                                           ownerOf(item.nodeId.namespace_index) != nullptr ||
+                                           isSessionNode(item.nodeId, sessionRef);
+                        st = other ? UAPLEX_BadUserAccessDenied : UAPLEX_BadNodeIdUnknown;
+                    } else if (!node->clientAdded) {
+                        st = UAPLEX_BadUserAccessDenied;  // a node manager's or the kernel's
+                    } else if (!seen.insert(node).second) {
+                        st = UAPLEX_BadNodeIdUnknown;  // named twice: gone with the first
+                    } else {
+                        st = space.deletable(*node);
+                    }
+                    if (st == UAPLEX_Good)
+                        doomed[item.deleteTargetReferences ? 1 : 0].push_back(node);
                 }
-                Node* node = space.mutableNode(item.nodeId);
-                SessionNodeRef sessionRef;
-                const std::uint32_t perms = permissionsOf(call, item.nodeId);
-                if (!(perms & kPermDeleteNode)) {
-                    st = deniedStatus(perms);
-                } else if (node == nullptr) {
-                    // Namespace 0, a node manager's and the session diagnostics nodes exist
-                    // but are not the client's to delete.
-                    const bool other = space.find(item.nodeId) ||
-                                       ownerOf(item.nodeId.namespace_index) != nullptr ||
-                                       isSessionNode(item.nodeId, sessionRef);
-                    st = other ? UAPLEX_BadUserAccessDenied : UAPLEX_BadNodeIdUnknown;
-                } else if (!node->clientAdded) {
-                    st = UAPLEX_BadUserAccessDenied;  // a node manager's or the kernel's
-                } else if (!seen.insert(node).second) {
-                    st = UAPLEX_BadNodeIdUnknown;  // named twice: gone with the first
-                } else {
-                    st = space.deletable(*node);
-                }
-                if (st == UAPLEX_Good) doomed[item.deleteTargetReferences ? 1 : 0].push_back(node);
+                removeNodes(doomed[0], false);
+                removeNodes(doomed[1], true);
+            } catch (...) {
+                for (std::size_t i = 0; i < n; ++i)
+                    if (results[i] == UAPLEX_Good) results[i] = UAPLEX_BadOutOfMemory;
             }
-            removeNodes(doomed[0], false);
-            removeNodes(doomed[1], true);
-        } catch (...) {
-            for (std::size_t i = 0; i < n; ++i)
-                if (results[i] == UAPLEX_Good) results[i] = UAPLEX_BadOutOfMemory;
-        }
-        changes = finishChanges();
-    }
-    raiseModelChange(changes);
-    resp->results = {std::int32_t(n), results};
-    resp->diagnosticInfos = {-1, nullptr};
-    call.responseType = enc::dataTypeOf<ua::DeleteNodesResponse>();
-    call.response = resp;
-    return UAPLEX_Good;
+        });
 }
 
 // --- AddReferences (Part 4 5.7.3) -----------------------------------------------------------
 
+uaplex_status ServiceSet::Impl::referenceSource(const ua::NodeId& sourceId,
+                                                const ua::NodeId& typeId, NodeRef& source,
+                                                std::uint32_t& code) noexcept {
+    source = space.find(sourceId);
+    if (!source)
+        return ownerOf(sourceId.namespace_index) != nullptr ? UAPLEX_BadUserAccessDenied
+                                                            : UAPLEX_BadSourceNodeIdInvalid;
+    const NodeRef refType = space.find(typeId);
+    code = refType && refType.nodeClass() == kReferenceType ? space.referenceTypeCode(typeId) : 0;
+    return code == 0 ? UAPLEX_BadReferenceTypeIdInvalid : UAPLEX_Good;
+}
+
 uaplex_status ServiceSet::Impl::addReferenceItem(const ServiceCall& call,
                                                  const ua::AddReferencesItem& item) noexcept {
-    const NodeRef source = space.find(item.sourceNodeId);
-    if (!source)
-        return ownerOf(item.sourceNodeId.namespace_index) != nullptr
-                   ? UAPLEX_BadUserAccessDenied
-                   : UAPLEX_BadSourceNodeIdInvalid;
-    const NodeRef refType = space.find(item.referenceTypeId);
-    const std::uint32_t code = refType && refType.nodeClass() == kReferenceType
-                                   ? space.referenceTypeCode(item.referenceTypeId)
-                                   : 0;
-    if (code == 0) return UAPLEX_BadReferenceTypeIdInvalid;
+    NodeRef source;
+    std::uint32_t code = 0;
+    if (const uaplex_status st =
+            referenceSource(item.sourceNodeId, item.referenceTypeId, source, code);
+        st != UAPLEX_Good)
+        return st;
     if (booleanAttribute(call.arena, item.referenceTypeId, kAttrIsAbstract))
         return UAPLEX_BadReferenceNotAllowed;
     // References to other servers are not kept.
@@ -508,45 +510,25 @@ uaplex_status ServiceSet::Impl::addReferenceItem(const ServiceCall& call,
 }
 
 uaplex_status ServiceSet::Impl::addReferences(ServiceCall& call) noexcept {
-    if (!cfg.server.node_management) return UAPLEX_BadServiceUnsupported;
     const auto& req = *static_cast<const ua::AddReferencesRequest*>(call.request);
-    const std::size_t n = req.referencesToAdd.size();
-    if (n == 0) return UAPLEX_BadNothingToDo;
-    if (n > cfg.server.limits.max_nodes_per_node_management) return UAPLEX_BadTooManyOperations;
-    auto* resp = call.arena.allocateArray<ua::AddReferencesResponse>(1);
-    auto* results = call.arena.allocateArray<ua::StatusCode>(n);
-    if (resp == nullptr || results == nullptr) return UAPLEX_BadOutOfMemory;
-    const bool admin = call.access == nullptr || (call.access->roles() & nodeManagementRoles);
-    std::vector<addressspace::ModelChange> changes;
-    {
-        std::lock_guard lock(modelMutex());
-        for (std::size_t i = 0; i < n; ++i)
-            results[i] =
-                admin ? addReferenceItem(call, req.referencesToAdd[i]) : UAPLEX_BadUserAccessDenied;
-        changes = finishChanges();
-    }
-    raiseModelChange(changes);
-    resp->results = {std::int32_t(n), results};
-    resp->diagnosticInfos = {-1, nullptr};
-    call.responseType = enc::dataTypeOf<ua::AddReferencesResponse>();
-    call.response = resp;
-    return UAPLEX_Good;
+    return nodeManagementFrame<ua::AddReferencesResponse, ua::StatusCode>(
+        call, req.referencesToAdd.size(), [&](bool admin, ua::StatusCode* results) {
+            for (std::size_t i = 0; i < req.referencesToAdd.size(); ++i)
+                results[i] = admin ? addReferenceItem(call, req.referencesToAdd[i])
+                                   : UAPLEX_BadUserAccessDenied;
+        });
 }
 
 // --- DeleteReferences (Part 4 5.7.5) --------------------------------------------------------
 
 uaplex_status ServiceSet::Impl::deleteReferenceItem(const ServiceCall& call,
                                                     const ua::DeleteReferencesItem& item) noexcept {
-    const NodeRef source = space.find(item.sourceNodeId);
-    if (!source)
-        return ownerOf(item.sourceNodeId.namespace_index) != nullptr
-                   ? UAPLEX_BadUserAccessDenied
-                   : UAPLEX_BadSourceNodeIdInvalid;
-    const NodeRef refType = space.find(item.referenceTypeId);
-    const std::uint32_t code = refType && refType.nodeClass() == kReferenceType
-                                   ? space.referenceTypeCode(item.referenceTypeId)
-                                   : 0;
-    if (code == 0) return UAPLEX_BadReferenceTypeIdInvalid;
+    NodeRef source;
+    std::uint32_t code = 0;
+    if (const uaplex_status st =
+            referenceSource(item.sourceNodeId, item.referenceTypeId, source, code);
+        st != UAPLEX_Good)
+        return st;
     if (item.targetNodeId.server_index != 0) return UAPLEX_BadServerIndexInvalid;
     ua::NodeId targetId{};
     if (!localNodeId(item.targetNodeId, targetId)) return UAPLEX_BadTargetNodeIdInvalid;
@@ -566,29 +548,13 @@ uaplex_status ServiceSet::Impl::deleteReferenceItem(const ServiceCall& call,
 }
 
 uaplex_status ServiceSet::Impl::deleteReferences(ServiceCall& call) noexcept {
-    if (!cfg.server.node_management) return UAPLEX_BadServiceUnsupported;
     const auto& req = *static_cast<const ua::DeleteReferencesRequest*>(call.request);
-    const std::size_t n = req.referencesToDelete.size();
-    if (n == 0) return UAPLEX_BadNothingToDo;
-    if (n > cfg.server.limits.max_nodes_per_node_management) return UAPLEX_BadTooManyOperations;
-    auto* resp = call.arena.allocateArray<ua::DeleteReferencesResponse>(1);
-    auto* results = call.arena.allocateArray<ua::StatusCode>(n);
-    if (resp == nullptr || results == nullptr) return UAPLEX_BadOutOfMemory;
-    const bool admin = call.access == nullptr || (call.access->roles() & nodeManagementRoles);
-    std::vector<addressspace::ModelChange> changes;
-    {
-        std::lock_guard lock(modelMutex());
-        for (std::size_t i = 0; i < n; ++i)
-            results[i] = admin ? deleteReferenceItem(call, req.referencesToDelete[i])
-                               : UAPLEX_BadUserAccessDenied;
-        changes = finishChanges();
-    }
-    raiseModelChange(changes);
-    resp->results = {std::int32_t(n), results};
-    resp->diagnosticInfos = {-1, nullptr};
-    call.responseType = enc::dataTypeOf<ua::DeleteReferencesResponse>();
-    call.response = resp;
-    return UAPLEX_Good;
+    return nodeManagementFrame<ua::DeleteReferencesResponse, ua::StatusCode>(
+        call, req.referencesToDelete.size(), [&](bool admin, ua::StatusCode* results) {
+            for (std::size_t i = 0; i < req.referencesToDelete.size(); ++i)
+                results[i] = admin ? deleteReferenceItem(call, req.referencesToDelete[i])
+                                   : UAPLEX_BadUserAccessDenied;
+        });
 }
 
 }  // namespace uaplex::services

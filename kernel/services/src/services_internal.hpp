@@ -337,6 +337,13 @@ struct ServiceSet::Impl final : host::AddressSpaceHooks {
                                    const ua::AddReferencesItem& item) noexcept;
     uaplex_status deleteReferenceItem(const ServiceCall& call,
                                       const ua::DeleteReferencesItem& item) noexcept;
+    // What the four services share: the switch, the list's limits, the response, and one
+    // model-change event per request. `each(admin, results)` runs under modelMutex().
+    template <class Response, class Result, class Each>
+    uaplex_status nodeManagementFrame(ServiceCall& call, std::size_t n, Each&& each) noexcept;
+    // AddReferences' and DeleteReferences' source node and ReferenceType (its code).
+    uaplex_status referenceSource(const ua::NodeId& sourceId, const ua::NodeId& typeId,
+                                  NodeRef& source, std::uint32_t& code) noexcept;
     // The local NodeId of `e` (its namespace URI resolved); false for another server's or an
     // unknown URI.
     bool localNodeId(const ua::ExpandedNodeId& e, ua::NodeId& out) const noexcept;
