@@ -57,24 +57,8 @@ constexpr std::int32_t kTimestampsNeither = 3;
 // More ArrayDimensions than any Variable needs; the decoder's array limit is far above it.
 constexpr std::size_t kMaxArrayDimensions = 32;
 
-bool isNullId(const ua::NodeId& id) noexcept {
-    if (id.namespace_index != 0) return false;
-    switch (id.identifier_type) {
-        case UAPLEX_ID_NUMERIC:
-            return id.identifier.numeric == 0;
-        case UAPLEX_ID_STRING:
-            return id.identifier.string.length <= 0;
-        case UAPLEX_ID_BYTESTRING:
-            return id.identifier.bytestring.length <= 0;
-        default: {
-            static const ua::Guid zero{};
-            return std::memcmp(&id.identifier.guid, &zero, sizeof(zero)) == 0;
-        }
-    }
-}
-
 bool isNullExpanded(const ua::ExpandedNodeId& e) noexcept {
-    return e.server_index == 0 && e.namespace_uri.length <= 0 && isNullId(e.node_id);
+    return e.server_index == 0 && e.namespace_uri.length <= 0 && isNullNodeId(e.node_id);
 }
 
 bool isTypeClass(std::uint32_t nc) noexcept {
@@ -497,7 +481,7 @@ uaplex_status ServiceSet::Impl::addReferenceItem(const ServiceCall& call,
         const std::uint8_t want = from.nodeClass() == kObject     ? kObjectType
                                   : from.nodeClass() == kVariable ? kVariableType
                                                                   : 0;
-        if (want == 0 || to.nodeClass() != want || !isNullId(space.typeDefinitionOf(from)))
+        if (want == 0 || to.nodeClass() != want || !isNullNodeId(space.typeDefinitionOf(from)))
             return UAPLEX_BadReferenceNotAllowed;
     } else if (space.isSubtypeOf(code, kHasProperty)) {
         if (to.nodeClass() != kVariable) return UAPLEX_BadReferenceNotAllowed;

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -167,6 +168,23 @@ class uaplex::services::SessionState {
 };
 
 namespace uaplex::services {
+
+// The null NodeId (Part 3 8.2.4): namespace 0 and a zero or empty identifier of any type.
+inline bool isNullNodeId(const ua::NodeId& id) noexcept {
+    if (id.namespace_index != 0) return false;
+    switch (id.identifier_type) {
+        case UAPLEX_ID_NUMERIC:
+            return id.identifier.numeric == 0;
+        case UAPLEX_ID_STRING:
+            return id.identifier.string.length <= 0;
+        case UAPLEX_ID_BYTESTRING:
+            return id.identifier.bytestring.length <= 0;
+        default: {
+            static const ua::Guid zero{};
+            return std::memcmp(&id.identifier.guid, &zero, sizeof(zero)) == 0;
+        }
+    }
+}
 
 // A node-manager plugin that owns namespaces and answers for nodes not in the store.
 struct NamespaceOwner {

@@ -16,22 +16,6 @@ namespace {
 constexpr std::uint32_t kMaskReferenceType = 1, kMaskIsForward = 2, kMaskNodeClass = 4,
                         kMaskBrowseName = 8, kMaskDisplayName = 16, kMaskTypeDefinition = 32;
 
-bool isNull(const ua::NodeId& id) noexcept {
-    if (id.namespace_index != 0) return false;
-    switch (id.identifier_type) {
-        case UAPLEX_ID_NUMERIC:
-            return id.identifier.numeric == 0;
-        case UAPLEX_ID_STRING:
-            return id.identifier.string.length <= 0;
-        case UAPLEX_ID_BYTESTRING:
-            return id.identifier.bytestring.length <= 0;
-        default: {
-            static const ua::Guid zero{};
-            return std::memcmp(&id.identifier.guid, &zero, sizeof(zero)) == 0;
-        }
-    }
-}
-
 using Hit = BrowseHit;
 
 std::string encodeNodeId(const ua::NodeId& id) {
@@ -110,7 +94,7 @@ struct BrowseMatch {
     BrowseMatch(const addressspace::AddressSpace& s, const ContinuationPoint& c)
         : space(s),
           cp(c),
-          hasType(!isNull(c.referenceType)),
+          hasType(!isNullNodeId(c.referenceType)),
           wantType(hasType ? s.referenceTypeCode(c.referenceType) : 0) {}
     bool operator()(std::uint32_t type, bool forward) const {
         if (cp.direction == 0 && !forward) return false;
@@ -335,8 +319,8 @@ bool browseLater(Impl& impl, AsyncBatch& batch, const ServiceCall& call,
         return false;
     if (!(Impl::permissionsOf(call, nodeId) & session::kPermBrowse)) return false;
     if (!batch.addOwnerBrowse(*owner, index, cp, nodeId,
-                              isNull(cp.referenceType) ? nullptr : &cp.referenceType, isNewBrowse,
-                              ownedReferenceLimit(impl.cfg)))
+                              isNullNodeId(cp.referenceType) ? nullptr : &cp.referenceType,
+                              isNewBrowse, ownedReferenceLimit(impl.cfg)))
         return false;
     result = ua::BrowseResult{};
     result.continuationPoint = ua::nullByteString();
@@ -348,7 +332,7 @@ bool browseLater(Impl& impl, AsyncBatch& batch, const ServiceCall& call,
 
 uaplex_status ServiceSet::Impl::browse(ServiceCall& call) noexcept {
     const auto& req = *static_cast<const ua::BrowseRequest*>(call.request);
-    if (!isNull(req.view.viewId)) return UAPLEX_BadViewIdUnknown;
+    if (!isNullNodeId(req.view.viewId)) return UAPLEX_BadViewIdUnknown;
     if (req.nodesToBrowse.size() == 0) return UAPLEX_BadNothingToDo;
     const auto& limits = cfg.server.limits;
     if (limits.max_nodes_per_browse != 0 && req.nodesToBrowse.size() > limits.max_nodes_per_browse)
@@ -374,7 +358,7 @@ uaplex_status ServiceSet::Impl::browse(ServiceCall& call) noexcept {
             r.statusCode = UAPLEX_BadBrowseDirectionInvalid;
             continue;
         }
-        if (!isNull(d.referenceTypeId)) {
+        if (!isNullNodeId(d.referenceTypeId)) {
             NodeRef t = space.find(d.referenceTypeId);
             if (!t || t.nodeClass() != addressspace::kReferenceType) {
                 r.statusCode = UAPLEX_BadReferenceTypeIdInvalid;
@@ -383,7 +367,7 @@ uaplex_status ServiceSet::Impl::browse(ServiceCall& call) noexcept {
         }
         ContinuationPoint cp;
         cp.direction = direction;
-        cp.referenceType = isNull(d.referenceTypeId) ? ua::NodeId{} : d.referenceTypeId;
+        cp.referenceType = isNullNodeId(d.referenceTypeId) ? ua::NodeId{} : d.referenceTypeId;
         cp.includeSubtypes = d.includeSubtypes;
         cp.nodeClassMask = d.nodeClassMask;
         cp.resultMask = d.resultMask;
@@ -513,7 +497,7 @@ uaplex_status ServiceSet::Impl::translate(ServiceCall& call) noexcept {
         bool badType = false;
         current.assign(1, path.startingNode);
         for (const auto& e : elements) {
-            bool anyType = isNull(e.referenceTypeId);
+            bool anyType = isNullNodeId(e.referenceTypeId);
             NodeRef rt = anyType ? NodeRef{} : space.find(e.referenceTypeId);
             if (!anyType && (!rt || rt.nodeClass() != addressspace::kReferenceType)) {
                 badType = true;
