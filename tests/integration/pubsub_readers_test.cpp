@@ -41,6 +41,7 @@ std::span<const std::uint8_t> bytes(const std::string& s) {
 }
 
 struct Values {
+    explicit Values(test::InProcessServer& p) : process(p) {}
     test::InProcessServer& process;
     ua::DataValue read(std::uint32_t id) {
         ua::ReadValueId rv{};
@@ -103,7 +104,7 @@ TEST_CASE("JSON DataSetMessages written into their target variables, matched by 
     test::InProcessServer process(kTables, "pubsub_readers.toml");
     const auto cfg = config::parseString(kReaders, "readers.toml", {}).pubsub;
     server::PubSubReaders readers(cfg, *process.services);
-    Values v{process};
+    Values v(process);
     readers.start(sdk::monotonic_ms());
     CHECK(readers.state(0) == 4);  // PreOperational until the first message
 
@@ -174,7 +175,7 @@ TEST_CASE("UADP DataSetMessages by field position, delta frames, malformed ones 
     test::InProcessServer process(kTables, "pubsub_readers_uadp.toml");
     const auto cfg = config::parseString(kReaders, "readers.toml", {}).pubsub;
     server::PubSubReaders readers(cfg, *process.services);
-    Values v{process};
+    Values v(process);
     readers.start(sdk::monotonic_ms());
 
     auto key = uadpMessage("pub", 2, 8, true, {{0, 11}, {1, 12}});
